@@ -1,0 +1,157 @@
+# pinload: GNU Make.
+#
+#   make                  library (static and shared), tools and samples
+#   make test             the Criterion suite (host backend; no GPU needed)
+#   make test-gpu         the CUDA-path tests, on a machine with a GPU
+#   make install PREFIX=/usr/local DESTDIR=
+#   make SANITIZE=address,undefined test    (or SANITIZE=thread)
+#   make CUDA=0           build host-only even where CUDA is installed
+#
+# CUDA is found at $(CUDA_HOME) (default /usr/local/cuda); without it the
+# library builds host-only with the same API. Missing Debian packages are
+# installed by tools/install-deps.sh (as root) or named (otherwise).
+
+CC       ?= cc
+NVCC     ?= $(CUDA_HOME)/bin/nvcc
+CUDA_HOME ?= /usr/local/cuda
+PREFIX   ?= /usr/local
+DESTDIR  ?=
+JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
+
+CFLAGS   ?= -O2 -g
+WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+            -Wmissing-prototypes -Wno-missing-field-initializers
+CFLAGS_ALL := -std=c11 $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden -pthread
+CPPFLAGS_ALL := -D_GNU_SOURCE -Iinclude $(CPPFLAGS) -MMD -MP
+LIBS     := -ljpeg -lm -lpthread
+
+ifneq ($(SANITIZE),)
+comma := ,
+BUILD    ?= build/san-$(subst $(comma),-,$(SANITIZE))
+CFLAGS_ALL += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -O1
+LDFLAGS  += -fsanitize=$(SANITIZE)
+else
+BUILD    ?= build
+endif
+
+ifeq ($(CUDA),0)
+HAVE_CUDA :=
+else
+HAVE_CUDA := $(wildcard $(CUDA_HOME)/include/cuda_runtime_api.h)
+endif
+ifneq ($(HAVE_CUDA),)
+CPPFLAGS_ALL += -DPL_HAVE_CUDA -I$(CUDA_HOME)/include
+CUDA_LIBDIR := $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib))
+LIBS     += -L$(CUDA_LIBDIR) -lcudart -Wl,-rpath,$(CUDA_LIBDIR)
+endif
+
+WORKERS_SRC := workers/decode.c workers/resample.c workers/augment.c \
+               workers/fileio.c workers/process.c workers/pool.c
+LOADER_SRC  := loader/error.c loader/log.c loader/config.c loader/dataset.c \
+               loader/sampler.c loader/ring.c loader/failures.c \
+               loader/backend.c loader/backend_host.c loader/prefetch.c \
+               loader/loader.c loader/image.c
+ifneq ($(HAVE_CUDA),)
+LOADER_SRC  += loader/backend_cuda.c
+endif
+LIB_SRC  := $(WORKERS_SRC) $(LOADER_SRC)
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+
+TOOLS    := $(BUILD)/pinload-dump
+SAMPLES  := $(BUILD)/samples/minimal
+TEST_SRC := $(sort $(wildcard tests/test_*.c))
+TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+
+DEPS_STAMP := $(BUILD)/.deps-build
+
+.PHONY: all lib tools samples test test-gpu install uninstall clean format \
+        deps deps-test
+all: lib tools samples
+
+lib: $(BUILD)/libpinload.a $(BUILD)/libpinload.so $(BUILD)/pinload.pc
+tools: $(TOOLS)
+samples: $(SAMPLES)
+
+# Dependencies: checked once per build directory, installed if missing.
+$(DEPS_STAMP): tools/install-deps.sh
+	@tools/install-deps.sh build
+	@mkdir -p $(@D) && touch $@
+$(BUILD)/.deps-test: tools/install-deps.sh
+	@tools/install-deps.sh test
+	@mkdir -p $(@D) && touch $@
+deps: $(DEPS_STAMP)
+deps-test: $(BUILD)/.deps-test
+
+$(BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -c $< -o $@
+
+# The static library is one relocatable object whose hidden symbols are
+# made local, so the internals cannot clash with a program's own names.
+$(BUILD)/libpinload.a: $(LIB_OBJ)
+	$(LD) -r -o $(BUILD)/pinload.o $(LIB_OBJ)
+	objcopy --localize-hidden $(BUILD)/pinload.o
+	rm -f $@ && ar rcs $@ $(BUILD)/pinload.o
+
+$(BUILD)/libpinload.so: $(LIB_OBJ)
+	$(CC) -shared $(CFLAGS_ALL) $(LDFLAGS) -Wl,-soname,libpinload.so.0 \
+	    -o $@ $(LIB_OBJ) $(LIBS)
+
+$(BUILD)/pinload.pc: Makefile include/pinload/version.h
+	@mkdir -p $(@D)
+	@ver=$$(sed -n 's/^#define PL_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)/\2/p' \
+	    include/pinload/version.h | paste -sd.); \
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$${prefix}/lib' \
+	    'includedir=$${prefix}/include' '' 'Name: pinload' \
+	    'Description: pinned-memory JPEG data loader that keeps GPUs fed' \
+	    "Version: $$ver" 'Libs: -L$${libdir} -lpinload' \
+	    'Libs.private: $(LIBS)' 'Cflags: -I$${includedir}' > $@
+
+# Tools and samples see only include/ and link the static library.
+$(BUILD)/pinload-%: tools/%.c $(BUILD)/libpinload.a
+	$(CC) -Iinclude -MMD -MP $(CFLAGS_ALL) $(LDFLAGS) -o $@ $< \
+	    $(BUILD)/libpinload.a $(LIBS)
+
+$(BUILD)/samples/%: samples/%.c $(BUILD)/libpinload.a
+	@mkdir -p $(@D)
+	$(CC) -Iinclude -MMD -MP $(CFLAGS_ALL) $(LDFLAGS) -o $@ $< \
+	    $(BUILD)/libpinload.a $(LIBS)
+
+# Tests link the objects themselves, so they can reach the internals.
+$(BUILD)/tests/%: tests/%.c tests/testutil.h $(LIB_OBJ) | $(BUILD)/.deps-test
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(LDFLAGS) -o $@ $< $(LIB_OBJ) \
+	    -lcriterion $(LIBS)
+
+test: $(TEST_BIN) $(TOOLS) $(SAMPLES)
+	@set -e; for t in $(TEST_BIN); do \
+	    echo "== $$t"; PINLOAD_BUILD=$(BUILD) $$t --jobs $(JOBS); done
+
+test-gpu: lib
+	$(MAKE) -C tests/gpu BUILD=$(abspath $(BUILD)) CUDA_HOME=$(CUDA_HOME)
+
+install: lib
+	install -d $(DESTDIR)$(PREFIX)/include/pinload $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 644 include/pinload.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 include/pinload/*.h $(DESTDIR)$(PREFIX)/include/pinload/
+	install -m 644 $(BUILD)/libpinload.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(BUILD)/libpinload.so $(DESTDIR)$(PREFIX)/lib/libpinload.so.0
+	ln -sf libpinload.so.0 $(DESTDIR)$(PREFIX)/lib/libpinload.so
+	install -m 644 $(BUILD)/pinload.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/include/pinload.h \
+	    $(DESTDIR)$(PREFIX)/lib/libpinload.a \
+	    $(DESTDIR)$(PREFIX)/lib/libpinload.so \
+	    $(DESTDIR)$(PREFIX)/lib/libpinload.so.0 \
+	    $(DESTDIR)$(PREFIX)/lib/pkgconfig/pinload.pc
+	rm -rf $(DESTDIR)$(PREFIX)/include/pinload
+
+format:
+	clang-format -i include/*.h include/pinload/*.h loader/*.[ch] \
+	    workers/*.[ch] tools/*.c samples/*.c tests/*.[ch]
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

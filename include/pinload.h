@@ -1,0 +1,383 @@
+/* pinload: a pinned-memory JPEG data loader that keeps GPUs fed.
+ *
+ * A pool of worker threads reads JPEG files, decodes them with libjpeg-turbo
+ * and augments them straight into a ring of page-locked host buffers; a
+ * prefetcher thread copies each finished batch to device memory on its own
+ * CUDA stream, so the copy overlaps the caller's kernels. Without a CUDA
+ * driver the same pipeline runs on a host backend, where "device" buffers
+ * are ordinary memory.
+ *
+ * The life of a program:
+ *
+ *     pl_config cfg;
+ *     pl_config_default(&cfg);
+ *     cfg.data = "train";                      // ImageFolder tree
+ *     pl_loader *l;
+ *     if (pl_loader_create(&cfg, &l) < 0)
+ *         die(pl_last_error());
+ *     for (int epoch = 0; epoch < 90; epoch++) {
+ *         const pl_batch *b;
+ *         int rc;
+ *         while ((rc = pl_loader_next(l, &b)) == 0) {
+ *             pl_batch_wait(b, stream);        // stream waits, host does not
+ *             train_step(b->data, b->labels, b->count, stream);
+ *             pl_loader_release(l, b, stream);
+ *         }
+ *         if (rc != PL_EPOCH_END)
+ *             die(pl_last_error());
+ *     }
+ *     pl_loader_destroy(l);
+ *
+ * Status codes: every function that can fail returns an int; 0 is success,
+ * errors are negative PL_E* codes, and pl_last_error() gives a sentence
+ * naming what failed ("pl_loader_create: data/train: no JPEG files found").
+ *
+ * Thread safety: functions that take no object are safe from any thread.
+ * A pl_loader may be used from several threads at once (next, release, the
+ * queries), except that pl_loader_destroy must not race with any other call
+ * on the same loader. Loaders share nothing: several may live in one
+ * process. */
+#ifndef PINLOAD_H
+#define PINLOAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pinload/version.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define PL_EXPORT
+#else
+#define PL_EXPORT __attribute__((visibility("default")))
+#endif
+
+/* CUDA's own handle types, declared so that this header needs no CUDA
+ * headers: a cudaStream_t is a struct CUstream_st *, a cudaEvent_t a
+ * struct CUevent_st *. NULL is CUDA's legacy default stream. */
+struct CUstream_st;
+struct CUevent_st;
+
+/* ---------------------------------------------------------------------------
+ * Versions and errors */
+
+/* The library's version as "MAJOR.MINOR.PATCH"; static storage. */
+PL_EXPORT const char *pl_version(void);
+
+/* The library's version as PL_VERSION_HEX computes it. */
+PL_EXPORT unsigned pl_version_number(void);
+
+/* The error codes: name, value, message. Append only; values never change. */
+#define PL_ERRNO_MAP(XX)                                                       \
+    XX(EINVAL, -1, "invalid argument")                                         \
+    XX(ENOMEM, -2, "out of memory")                                            \
+    XX(EIO, -3, "input/output error")                                          \
+    XX(ENODATA, -4, "no images found")                                         \
+    XX(ENOTJPEG, -5, "not a JPEG file")                                        \
+    XX(ECORRUPT, -6, "corrupt JPEG data")                                      \
+    XX(EUNSUPPORTED, -7, "unsupported JPEG feature")                           \
+    XX(ELIMIT, -8, "image exceeds a configured limit")                         \
+    XX(ECUDA, -9, "CUDA runtime error")                                        \
+    XX(ETHREAD, -10, "cannot create thread")                                   \
+    XX(EBUSY, -11, "every batch is held by the caller")
+
+typedef enum pl_status {
+    PL_OK = 0,
+    /* Not an error: pl_loader_next's "this epoch has no more batches". */
+    PL_EPOCH_END = 1,
+#define PL_ERRNO_ENUM_(name, value, msg) PL_##name = (value),
+    PL_ERRNO_MAP(PL_ERRNO_ENUM_)
+#undef PL_ERRNO_ENUM_
+} pl_status;
+
+/* A one-line description of a status code ("corrupt JPEG data"), or
+ * "unknown status" for a value no version defined. Static storage. */
+PL_EXPORT const char *pl_strerror(int status);
+
+/* The code's name ("PL_ECORRUPT"), or "PL_UNKNOWN". Static storage. */
+PL_EXPORT const char *pl_err_name(int status);
+
+/* The detail of the last error returned to the calling thread by any pinload
+ * function, such as "pl_loader_next: train/cat/7.jpg: not a JPEG file
+ * (starts with 89 50 4e 47)". Empty before the first error. Thread-local:
+ * valid until the calling thread's next pinload call. */
+PL_EXPORT const char *pl_last_error(void);
+
+/* ---------------------------------------------------------------------------
+ * Configuration */
+
+typedef enum pl_format {
+    PL_FORMAT_U8_NHWC = 0,  /* uint8 RGB, [count][height][width][3] */
+    PL_FORMAT_F32_NCHW = 1, /* float32, [count][3][height][width], each
+                               channel (v / 255 - mean) / std */
+} pl_format;
+
+typedef enum pl_augment {
+    /* Resize the whole image to width x height (aspect not kept). */
+    PL_AUGMENT_NONE = 0,
+    /* torchvision's Resize(s) + CenterCrop: the shorter side is scaled to
+     * s = floor(max(width, height) * 256 / 224), then the centre
+     * width x height is cut out. */
+    PL_AUGMENT_EVAL = 1,
+    /* torchvision's RandomResizedCrop(scale (0.08, 1), ratio (3/4, 4/3)) to
+     * width x height, then a horizontal flip with p = 0.5. */
+    PL_AUGMENT_TRAIN = 2,
+} pl_augment;
+
+typedef enum pl_memory {
+    /* Page-locked host ring: cudaHostAlloc, or mlock on the host backend
+     * (pageable, with a notice, where mlock is not permitted). */
+    PL_MEMORY_PINNED = 0,
+    /* Ordinary aligned host memory. */
+    PL_MEMORY_PAGEABLE = 1,
+} pl_memory;
+
+typedef enum pl_on_error {
+    /* The batch holding a bad sample is not delivered; pl_loader_next
+     * returns the error, naming the file, from then on. */
+    PL_ON_ERROR_FAIL = 0,
+    /* The bad sample's place goes to the next sample of the epoch's order,
+     * so batches stay full; the epoch is shorter by the samples skipped. */
+    PL_ON_ERROR_SKIP = 1,
+    /* The bad sample is delivered as an all-zero image, and its entry in
+     * pl_batch.status holds the (negative) error code. */
+    PL_ON_ERROR_SUBSTITUTE = 2,
+} pl_on_error;
+
+typedef enum pl_shard_mode {
+    /* As DistributedSampler(drop_last=False): pad the epoch by wrapping
+     * around its start to a multiple of world_size. */
+    PL_SHARD_PAD = 0,
+    /* As DistributedSampler(drop_last=True): cut the epoch's tail to a
+     * multiple of world_size. */
+    PL_SHARD_DROP = 1,
+} pl_shard_mode;
+
+typedef enum pl_backend {
+    PL_BACKEND_HOST = 0, /* "device" buffers in host memory, memcpy copies */
+    PL_BACKEND_CUDA = 1,
+} pl_backend;
+
+typedef enum pl_log_level {
+    PL_LOG_NOTICE = 0,  /* which backend, memory fallbacks */
+    PL_LOG_WARNING = 1, /* a bad file skipped or substituted */
+} pl_log_level;
+
+/* The device field's special values; 0, 1, ... are CUDA ordinals. */
+#define PL_DEVICE_AUTO (-1) /* CUDA device 0 if there is one, else host */
+#define PL_DEVICE_HOST (-2) /* host backend, CUDA or not */
+
+/* Rank and world size: take them from the RANK and WORLD_SIZE environment
+ * variables at create time (0 and 1 where unset). */
+#define PL_FROM_ENV (-1)
+
+/* Called from any of the loader's threads, never concurrently for one
+ * loader; msg is one line without a newline and is valid during the call. */
+typedef void (*pl_log_fn)(void *ctx, pl_log_level level, const char *msg);
+
+/* Construction settings. Fill with pl_config_default(), then change what
+ * you need; pl_loader_create() copies what it keeps (strings included) and
+ * rejects bad values naming the field. */
+typedef struct pl_config {
+    /* Required. A directory (ImageFolder layout root/<class>/.../x.jpg, or a
+     * flat folder of JPEGs with label 0) or a list file of "path label"
+     * lines, paths relative to the list file's folder. Default NULL. */
+    const char *data;
+
+    int batch_size;   /* samples per batch; default 64 */
+    int width;        /* output width in pixels; default 224 */
+    int height;       /* output height in pixels; default 224 */
+    pl_format format; /* default PL_FORMAT_U8_NHWC */
+    pl_augment augment; /* default PL_AUGMENT_TRAIN */
+    float mean[3];    /* F32 normalisation; default ImageNet's */
+    float std[3];     /* 0.485 0.456 0.406 / 0.229 0.224 0.225 */
+
+    uint64_t seed;       /* order and augmentation; default 0 */
+    int shuffle;         /* 1: permute each epoch; 0: file order; default 1 */
+    int drop_last;       /* 1: no short last batch; default 0 */
+    int64_t first_epoch; /* the first epoch's number (resuming); default 0 */
+    int rank;            /* this process's shard; default PL_FROM_ENV */
+    int world_size;      /* number of shards; default PL_FROM_ENV */
+    pl_shard_mode shard_mode; /* default PL_SHARD_PAD */
+
+    int num_workers;    /* decode threads; 0 = one per online CPU (default) */
+    int prefetch;       /* batch slots in the host ring; default 2 */
+    pl_memory memory;   /* host ring memory; default PL_MEMORY_PINNED */
+    int device;         /* CUDA ordinal, PL_DEVICE_AUTO (default) or _HOST */
+    int device_buffers; /* device buffers, each with its copy stream;
+                           default 2 */
+    /* 1: pl_batch.host holds the batch in page-locked host memory too, at
+     * the cost of one host copy per batch on the CUDA backend. On the host
+     * backend pl_batch.host is always set. Default 0. */
+    int keep_host;
+
+    pl_on_error on_error;   /* default PL_ON_ERROR_SKIP */
+    int strict;             /* 1: libjpeg warnings (corrupt data, premature
+                               end) make the sample bad; default 0 */
+    int max_width;          /* default 32768 */
+    int max_height;         /* default 32768 */
+    int64_t max_pixels;     /* default 178956970, as Pillow's bomb limit */
+    int64_t max_file_bytes; /* default 256 MiB */
+
+    pl_log_fn log;  /* notices and warnings; default NULL: stderr */
+    void *log_ctx;  /* passed to log */
+
+    uint64_t reserved[8]; /* room to grow; must be zero */
+} pl_config;
+
+/* Fill *cfg with the defaults listed above. */
+PL_EXPORT void pl_config_default(pl_config *cfg);
+
+/* ---------------------------------------------------------------------------
+ * The loader */
+
+typedef struct pl_loader pl_loader;
+
+/* One batch, owned by the loader. Every pointer in it is valid from the
+ * pl_loader_next() that returned it until pl_loader_release() of it (or
+ * pl_loader_destroy()); none may be written through. */
+typedef struct pl_batch {
+    int count;       /* samples in this batch: batch_size, or fewer in an
+                        epoch's last batch */
+    int64_t epoch;   /* the epoch it belongs to */
+    int64_t index;   /* its number within the epoch, from 0 */
+    size_t bytes;    /* count * pl_info.sample_bytes */
+    /* The pixels: CUDA device memory on the CUDA backend (read them on a
+     * stream that pl_batch_wait() made wait), host memory on the host
+     * backend. */
+    void *data;
+    /* The pixels in host memory, or NULL: see pl_config.keep_host. */
+    void *host;
+    const int32_t *labels;  /* [count] class labels */
+    const int64_t *indices; /* [count] dataset index of each sample */
+    const int32_t *status;  /* [count] 0, or the error code of a sample
+                               substituted under PL_ON_ERROR_SUBSTITUTE */
+    /* Recorded on the copy stream after the batch's copy; NULL on the host
+     * backend, where data is complete on return. */
+    struct CUevent_st *ready;
+} pl_batch;
+
+/* Create a loader from *cfg: list the data, start the workers and the
+ * prefetcher, allocate the ring and the device buffers. Prints one notice
+ * naming the backend in use. [out] *out, destroyed by pl_loader_destroy.
+ * PL_EINVAL names the bad field; PL_ENODATA if no JPEG is found. */
+PL_EXPORT int pl_loader_create(const pl_config *cfg, pl_loader **out);
+
+/* Stop and join every thread and free everything, at any moment: before
+ * the first batch, mid-epoch, with batches held (they become invalid).
+ * NULL is a no-op. */
+PL_EXPORT void pl_loader_destroy(pl_loader *l);
+
+/* The next batch of the current epoch, in order, waiting for it if needed.
+ * [out] *out, valid until pl_loader_release(). Returns 0; PL_EPOCH_END once
+ * when the epoch has no more batches (the next call starts the following
+ * epoch); PL_EBUSY if the caller holds all device_buffers batches; or the
+ * error of a bad sample under PL_ON_ERROR_FAIL, which stays. */
+PL_EXPORT int pl_loader_next(pl_loader *l, const pl_batch **out);
+
+/* Give a batch back. On CUDA the device buffer is reused only after the
+ * work queued on `stream` up to now (the caller's kernels reading it) has
+ * completed; the host does not wait. `stream` is ignored on the host
+ * backend. PL_EINVAL if b is not a batch of l that is held. */
+PL_EXPORT int pl_loader_release(pl_loader *l, const pl_batch *b,
+                                struct CUstream_st *stream);
+
+/* Make `stream` wait until b's pixels are on the device, without blocking
+ * the host (cudaStreamWaitEvent on b->ready). No-op on the host backend. */
+PL_EXPORT int pl_batch_wait(const pl_batch *b, struct CUstream_st *stream);
+
+/* What a loader is, once created. */
+typedef struct pl_info {
+    int64_t dataset_size;      /* files listed */
+    int64_t samples_per_epoch; /* this rank's share, padding included */
+    int64_t batches_per_epoch; /* at most this many batches per epoch; fewer
+                                  only when PL_ON_ERROR_SKIP skips samples */
+    int num_classes;
+    int batch_size, width, height, channels;
+    pl_format format;
+    size_t sample_bytes; /* bytes of one output sample */
+    size_t batch_bytes;  /* batch_size * sample_bytes */
+    pl_backend backend;
+    int device;          /* CUDA ordinal, or -1 on the host backend */
+    int num_workers, prefetch, device_buffers;
+    int rank, world_size;
+    pl_memory memory;
+    int pinned; /* 1 if the host ring is page-locked */
+} pl_info;
+
+PL_EXPORT int pl_loader_info(const pl_loader *l, pl_info *out);
+
+/* The name of class `label` (the ImageFolder folder name; the decimal label
+ * for a list file; the folder's own name for a flat folder). [out] *name,
+ * valid until pl_loader_destroy. */
+PL_EXPORT int pl_loader_class_name(const pl_loader *l, int label,
+                                   const char **name);
+
+/* The file and label of dataset index `index`. [out] *path (may be NULL),
+ * valid until pl_loader_destroy; [out] *label (may be NULL). */
+PL_EXPORT int pl_loader_sample(const pl_loader *l, int64_t index,
+                               const char **path, int32_t *label);
+
+/* This rank's dataset indices for `epoch`, in delivery order when no sample
+ * is skipped. [out] order[0 .. samples_per_epoch); n must be
+ * pl_info.samples_per_epoch. */
+PL_EXPORT int pl_loader_epoch_order(const pl_loader *l, int64_t epoch,
+                                    int64_t *order, int64_t n);
+
+/* Counters since create; times are summed over threads, in nanoseconds. */
+typedef struct pl_stats {
+    uint64_t images_decoded;  /* samples written to the ring */
+    uint64_t images_failed;   /* bad samples (each time one was met) */
+    uint64_t batches;         /* batches handed to the caller */
+    uint64_t bytes_read;      /* JPEG bytes read from files */
+    uint64_t bytes_copied;    /* bytes copied to device buffers */
+    uint64_t pinned_bytes;    /* page-locked host memory held now */
+    uint64_t ns_read;         /* workers: reading files */
+    uint64_t ns_decode;       /* workers: entropy decoding, IDCT, colour */
+    uint64_t ns_augment;      /* workers: crop, resize, flip, format */
+    uint64_t ns_copy;         /* prefetcher: issuing or doing copies */
+    uint64_t ns_wait;         /* caller: blocked in pl_loader_next */
+    uint64_t reserved[6];
+} pl_stats;
+
+PL_EXPORT int pl_loader_stats(const pl_loader *l, pl_stats *out);
+
+/* One bad file, as recorded the first time it was met. */
+typedef struct pl_failure {
+    int64_t index;      /* dataset index */
+    const char *path;   /* valid until pl_loader_destroy */
+    int code;           /* PL_E* */
+    const char *reason; /* "not a JPEG file (starts with 42 4d)"; valid
+                           until pl_loader_destroy */
+    int64_t count;      /* times met so far */
+} pl_failure;
+
+/* Copy up to `cap` failure records, from the `first`-th recorded, to
+ * out[]; [out] *n: how many were copied. Records are in the order met. */
+PL_EXPORT int pl_loader_failures(const pl_loader *l, size_t first,
+                                 pl_failure *out, size_t cap, size_t *n);
+
+/* ---------------------------------------------------------------------------
+ * Decoding one file: the loader's own decoder, without crop or resize */
+
+typedef struct pl_image {
+    int width, height;
+    uint8_t *pixels; /* RGB, [height][width][3], owned by the pl_image */
+} pl_image;
+
+/* Decode the JPEG file at `path` to RGB at its own size (grayscale
+ * replicated, CMYK/YCCK converted), with pl_config_default()'s limits.
+ * [out] *img, to be freed with pl_image_free. */
+PL_EXPORT int pl_image_load(const char *path, pl_image *img);
+
+/* Free img's pixels and zero it; NULL and zeroed images are no-ops. */
+PL_EXPORT void pl_image_free(pl_image *img);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

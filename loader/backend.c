@@ -1,0 +1,36 @@
+#include "backend.h"
+
+#include "error.h"
+
+/* PL_HAVE_CUDA is set by the Makefile when the CUDA toolkit was found at
+ * build time; this is the only place that asks. */
+int backend_open(backend **out, int device, logger *lg)
+{
+    char why[200] = "built without CUDA";
+    if (device == PL_DEVICE_HOST)
+        return backend_host_open(out, lg, "config.device is PL_DEVICE_HOST");
+#ifdef PL_HAVE_CUDA
+    const int rc = backend_cuda_open(out, device, lg, why, sizeof why);
+    if (rc != PL_ECUDA)
+        return rc; /* opened, or an invalid ordinal */
+#endif
+    return backend_host_open(out, lg, why);
+}
+
+void backend_close(backend *b)
+{
+    if (b)
+        b->ops->close(b);
+}
+
+int backend_stream_wait(struct CUstream_st *stream, struct CUevent_st *ev)
+{
+#ifdef PL_HAVE_CUDA
+    return backend_cuda_stream_wait(stream, ev);
+#else
+    (void)stream;
+    (void)ev;
+    return err_set(PL_EINVAL, "pl_batch_wait: a CUDA event in a build "
+                   "without CUDA");
+#endif
+}

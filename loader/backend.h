@@ -1,0 +1,75 @@
+/* The one door to the CUDA runtime. Two implementations sit behind it:
+ * backend_cuda.c (cudaHostAlloc, cudaMemcpyAsync on per-buffer streams,
+ * events, host callbacks) and backend_host.c (aligned memory, mlock,
+ * memcpy, callbacks run at once). backend_open picks one; no other file
+ * knows whether a GPU exists. */
+#ifndef PINLOAD_BACKEND_H
+#define PINLOAD_BACKEND_H
+
+#include <stddef.h>
+
+#include "log.h"
+#include "pinload.h"
+
+typedef struct backend backend;
+typedef struct be_stream be_stream; /* a copy stream and its two events */
+
+typedef struct backend_ops {
+    /* Host memory for the ring; pinned asks for page-locked memory, and
+     * [out] *locked says whether it is. */
+    int (*host_alloc)(backend *b, size_t n, int pinned, void **p, int *locked);
+    void (*host_free)(backend *b, void *p, size_t n, int locked);
+    int (*dev_alloc)(backend *b, size_t n, void **p);
+    void (*dev_free)(backend *b, void *p);
+    int (*stream_create)(backend *b, be_stream **s);
+    void (*stream_destroy)(backend *b, be_stream *s);
+    /* The calling thread will issue copies (CUDA: select the device). */
+    int (*bind_thread)(backend *b);
+    /* Queue a host-to-device copy of n bytes on s. */
+    int (*copy)(backend *b, be_stream *s, void *dst, const void *src,
+                size_t n);
+    /* Call fn(arg) once the work queued on s so far is done; fn must not
+     * call the backend. The host backend calls it before returning. */
+    int (*after)(backend *b, be_stream *s, void (*fn)(void *), void *arg);
+    /* Record s's ready event after the work queued so far. */
+    int (*record_ready)(backend *b, be_stream *s);
+    /* Block until the last recorded ready event has completed. */
+    int (*sync_ready)(backend *b, be_stream *s);
+    /* The ready event, as the public pl_batch shows it; NULL on host. */
+    struct CUevent_st *(*ready_event)(be_stream *s);
+    /* Record s's release event on the caller's stream (pl_loader_release). */
+    int (*record_release)(backend *b, be_stream *s, struct CUstream_st *user);
+    /* Make work queued on s from now on wait for the release event. */
+    int (*wait_released)(backend *b, be_stream *s);
+    /* Block until everything queued on s, callbacks included, is done. */
+    int (*sync)(backend *b, be_stream *s);
+    /* Free the backend itself (streams and memory are freed before). */
+    void (*close)(backend *b);
+} backend_ops;
+
+struct backend {
+    const backend_ops *ops;
+    pl_backend kind;
+    int device;      /* CUDA ordinal; -1 on host */
+    logger *log;
+    char name[160];  /* "cuda device 0 (NVIDIA H100 80GB HBM3)" */
+};
+
+/* Open the backend for config.device: PL_DEVICE_HOST, PL_DEVICE_AUTO or an
+ * ordinal. Falls back to host, with the reason in b->name, when no CUDA
+ * driver or device is usable; PL_EINVAL for an ordinal beyond the devices
+ * present. */
+int backend_open(backend **out, int device, logger *lg);
+void backend_close(backend *b);
+
+/* pl_batch_wait's work: make `stream` wait for `ev` (never NULL here). */
+int backend_stream_wait(struct CUstream_st *stream, struct CUevent_st *ev);
+
+/* The implementations, for backend_open alone. */
+int backend_host_open(backend **out, logger *lg, const char *why);
+int backend_cuda_open(backend **out, int device, logger *lg, char *why,
+                      size_t why_cap);
+int backend_cuda_stream_wait(struct CUstream_st *stream,
+                             struct CUevent_st *ev);
+
+#endif

@@ -1,0 +1,156 @@
+/* The host backend: "device" memory is ordinary memory, a copy is a
+ * memcpy done before copy() returns, so events are completion flags that
+ * are always set and callbacks run at once. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "backend.h"
+#include "error.h"
+
+struct be_stream {
+    int unused;
+};
+
+#define HOST_ALIGN 4096
+
+static size_t round_up(size_t n)
+{
+    return (n + HOST_ALIGN - 1) / HOST_ALIGN * HOST_ALIGN;
+}
+
+static int host_alloc(backend *b, size_t n, int pinned, void **p, int *locked)
+{
+    *locked = 0;
+    *p = aligned_alloc(HOST_ALIGN, round_up(n));
+    if (!*p)
+        return PL_ENOMEM;
+    if (!pinned)
+        return 0;
+    if (mlock(*p, round_up(n)) == 0) {
+        *locked = 1;
+        return 0;
+    }
+    log_msg(b->log, PL_LOG_NOTICE,
+            "mlock of %zu bytes failed (%s): the host ring is pageable; "
+            "raise RLIMIT_MEMLOCK (ulimit -l) to pin it",
+            round_up(n), strerror(errno));
+    return 0;
+}
+
+static void host_free(backend *b, void *p, size_t n, int locked)
+{
+    (void)b;
+    if (p && locked)
+        munlock(p, round_up(n));
+    free(p);
+}
+
+static int dev_alloc(backend *b, size_t n, void **p)
+{
+    (void)b;
+    *p = aligned_alloc(HOST_ALIGN, round_up(n));
+    return *p ? 0 : PL_ENOMEM;
+}
+
+static void dev_free(backend *b, void *p)
+{
+    (void)b;
+    free(p);
+}
+
+static int stream_create(backend *b, be_stream **s)
+{
+    (void)b;
+    *s = calloc(1, sizeof **s);
+    return *s ? 0 : PL_ENOMEM;
+}
+
+static void stream_destroy(backend *b, be_stream *s)
+{
+    (void)b;
+    free(s);
+}
+
+static int nothing(backend *b)
+{
+    (void)b;
+    return 0;
+}
+
+static int copy(backend *b, be_stream *s, void *dst, const void *src, size_t n)
+{
+    (void)b;
+    (void)s;
+    memcpy(dst, src, n);
+    return 0;
+}
+
+static int after(backend *b, be_stream *s, void (*fn)(void *), void *arg)
+{
+    (void)b;
+    (void)s;
+    fn(arg);
+    return 0;
+}
+
+static int stream_nothing(backend *b, be_stream *s)
+{
+    (void)b;
+    (void)s;
+    return 0;
+}
+
+static struct CUevent_st *ready_event(be_stream *s)
+{
+    (void)s;
+    return NULL;
+}
+
+static int record_release(backend *b, be_stream *s, struct CUstream_st *user)
+{
+    (void)b;
+    (void)s;
+    (void)user;
+    return 0;
+}
+
+static void host_close(backend *b)
+{
+    free(b);
+}
+
+static const backend_ops host_ops = {
+    .host_alloc = host_alloc,
+    .host_free = host_free,
+    .dev_alloc = dev_alloc,
+    .dev_free = dev_free,
+    .stream_create = stream_create,
+    .stream_destroy = stream_destroy,
+    .bind_thread = nothing,
+    .copy = copy,
+    .after = after,
+    .record_ready = stream_nothing,
+    .sync_ready = stream_nothing,
+    .ready_event = ready_event,
+    .record_release = record_release,
+    .wait_released = stream_nothing,
+    .sync = stream_nothing,
+    .close = host_close,
+};
+
+int backend_host_open(backend **out, logger *lg, const char *why)
+{
+    backend *b = calloc(1, sizeof *b);
+    if (!b)
+        return err_set(PL_ENOMEM, "pl_loader_create: out of memory");
+    b->ops = &host_ops;
+    b->kind = PL_BACKEND_HOST;
+    b->device = -1;
+    b->log = lg;
+    snprintf(b->name, sizeof b->name, "host (%s)", why);
+    *out = b;
+    return 0;
+}

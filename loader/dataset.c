@@ -1,0 +1,487 @@
+#include "dataset.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "error.h"
+
+#define MAX_DEPTH 64
+#define MAX_CLASSES (1 << 20)
+
+/* ---- arena and tables ---------------------------------------------------- */
+
+static int arena_add(dataset *ds, const char *s, size_t len, size_t *off)
+{
+    if (ds->arena_len + len + 1 > ds->arena_cap) {
+        size_t cap = ds->arena_cap ? ds->arena_cap : 1 << 16;
+        while (cap < ds->arena_len + len + 1)
+            cap *= 2;
+        char *a = realloc(ds->arena, cap);
+        if (!a)
+            return PL_ENOMEM;
+        ds->arena = a;
+        ds->arena_cap = cap;
+    }
+    memcpy(ds->arena + ds->arena_len, s, len);
+    ds->arena[ds->arena_len + len] = '\0';
+    *off = ds->arena_len;
+    ds->arena_len += len + 1;
+    return 0;
+}
+
+/* Adds "root/rel" (just rel when it is absolute or the root is "."). */
+static int add_sample(dataset *ds, const char *rel, size_t len, int32_t label)
+{
+    if (ds->n == ds->cap) {
+        const int64_t cap = ds->cap ? ds->cap * 2 : 1024;
+        size_t *p = realloc(ds->path_off, (size_t)cap * sizeof *p);
+        if (!p)
+            return PL_ENOMEM;
+        ds->path_off = p;
+        int32_t *l = realloc(ds->labels, (size_t)cap * sizeof *l);
+        if (!l)
+            return PL_ENOMEM;
+        ds->labels = l;
+        ds->cap = cap;
+    }
+    const size_t skip = rel[0] == '/' ? 0 : ds->rel_skip;
+    char *tmp = malloc(skip + len + 1);
+    if (!tmp)
+        return PL_ENOMEM;
+    memcpy(tmp, ds->root, skip); /* "root/" or nothing */
+    if (skip)
+        tmp[skip - 1] = '/';
+    memcpy(tmp + skip, rel, len);
+    const int rc = arena_add(ds, tmp, skip + len, &ds->path_off[ds->n]);
+    free(tmp);
+    if (rc < 0)
+        return rc;
+    ds->labels[ds->n++] = label;
+    return 0;
+}
+
+static int add_class(dataset *ds, const char *name)
+{
+    if (ds->num_classes == ds->class_cap) {
+        const int cap = ds->class_cap ? ds->class_cap * 2 : 64;
+        size_t *c = realloc(ds->class_off, (size_t)cap * sizeof *c);
+        if (!c)
+            return PL_ENOMEM;
+        ds->class_off = c;
+        ds->class_cap = cap;
+    }
+    return arena_add(ds, name, strlen(name),
+                     &ds->class_off[ds->num_classes++]);
+}
+
+/* ---- directory entries ---------------------------------------------------- */
+
+static int is_jpeg_name(const char *name)
+{
+    const char *dot = strrchr(name, '.');
+    return dot && (strcasecmp(dot, ".jpg") == 0 || strcasecmp(dot, ".jpeg") == 0);
+}
+
+typedef struct entries {
+    char **names;
+    unsigned char *is_dir;
+    size_t n, cap;
+} entries;
+
+static void entries_free(entries *e)
+{
+    for (size_t i = 0; i < e->n; i++)
+        free(e->names[i]);
+    free(e->names);
+    free(e->is_dir);
+    memset(e, 0, sizeof *e);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Whether the entry is a directory, following symbolic links as
+ * torchvision's os.walk(followlinks=True) does. A dangling link is not. */
+static int entry_is_dir(int dirfd, const struct dirent *de)
+{
+    if (de->d_type == DT_DIR)
+        return 1;
+    if (de->d_type != DT_UNKNOWN && de->d_type != DT_LNK)
+        return 0;
+    struct stat st;
+    return fstatat(dirfd, de->d_name, &st, 0) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Read dirfd's entries; dirfd stays open and owned by the caller. */
+static int read_entries(int dirfd, entries *e)
+{
+    const int fd = dup(dirfd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return PL_EIO;
+    }
+    rewinddir(d);
+    int rc = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if (e->n == e->cap) {
+            const size_t cap = e->cap ? e->cap * 2 : 64;
+            char **nn = realloc(e->names, cap * sizeof *nn);
+            unsigned char *nd = nn ? realloc(e->is_dir, cap) : NULL;
+            if (nn)
+                e->names = nn;
+            if (!nd) {
+                rc = PL_ENOMEM;
+                break;
+            }
+            e->is_dir = nd;
+            e->cap = cap;
+        }
+        e->names[e->n] = strdup(de->d_name);
+        if (!e->names[e->n]) {
+            rc = PL_ENOMEM;
+            break;
+        }
+        e->is_dir[e->n++] = (unsigned char)entry_is_dir(dirfd, de);
+    }
+    closedir(d);
+    return rc;
+}
+
+/* ---- ImageFolder walk ------------------------------------------------------ */
+
+typedef struct walk {
+    dataset *ds;
+    logger *lg;
+    int32_t label;
+    dev_t dev[MAX_DEPTH];
+    ino_t ino[MAX_DEPTH];
+    int depth;
+    char path[PATH_MAX]; /* relative to the root */
+} walk;
+
+static int walk_dir(walk *w, int dirfd, size_t path_len);
+
+/* Appends "/name" to w->path (just "name" at the root); returns the new
+ * length, or 0 if it would not fit. */
+static size_t path_push(walk *w, size_t path_len, const char *name)
+{
+    const size_t len = strlen(name);
+    const size_t sep = path_len ? 1 : 0;
+    if (path_len + sep + len + 1 > sizeof w->path)
+        return 0;
+    if (sep)
+        w->path[path_len] = '/';
+    memcpy(w->path + path_len + sep, name, len + 1);
+    return path_len + sep + len;
+}
+
+static int walk_subdir(walk *w, int dirfd, const char *name, size_t path_len)
+{
+    const size_t len = path_push(w, path_len, name);
+    int rc = 0;
+    if (len == 0) {
+        log_msg(w->lg, PL_LOG_NOTICE, "%s/%s/%s: path too long, skipped",
+                w->ds->root, w->path, name);
+    } else {
+        const int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) {
+            log_msg(w->lg, PL_LOG_NOTICE, "%s/%s: cannot open (%s), skipped",
+                    w->ds->root, w->path, strerror(errno));
+        } else {
+            rc = walk_dir(w, fd, len);
+            close(fd);
+        }
+    }
+    w->path[path_len] = '\0';
+    return rc;
+}
+
+/* Adds the JPEGs under w->path (open as dirfd) to the dataset. Directories
+ * already on the current path are skipped: that is a symlink loop. */
+static int walk_dir(walk *w, int dirfd, size_t path_len)
+{
+    struct stat st;
+    if (fstat(dirfd, &st) < 0)
+        return 0;
+    for (int i = 0; i < w->depth; i++) {
+        if (w->dev[i] == st.st_dev && w->ino[i] == st.st_ino) {
+            log_msg(w->lg, PL_LOG_NOTICE,
+                    "%s/%s: symbolic link loop, not followed", w->ds->root,
+                    w->path);
+            return 0;
+        }
+    }
+    if (w->depth == MAX_DEPTH) {
+        log_msg(w->lg, PL_LOG_NOTICE, "%s/%s: deeper than %d levels, skipped",
+                w->ds->root, w->path, MAX_DEPTH);
+        return 0;
+    }
+    w->dev[w->depth] = st.st_dev;
+    w->ino[w->depth] = st.st_ino;
+    w->depth++;
+
+    entries e = {0};
+    int rc = read_entries(dirfd, &e);
+    if (rc == 0)
+        qsort(e.names, e.n, sizeof *e.names, cmp_str);
+    for (size_t i = 0; rc == 0 && i < e.n; i++) {
+        if (e.is_dir[i] || !is_jpeg_name(e.names[i]))
+            continue;
+        const size_t len = path_push(w, path_len, e.names[i]);
+        if (len)
+            rc = add_sample(w->ds, w->path, len, w->label);
+        else
+            log_msg(w->lg, PL_LOG_NOTICE, "%s/%s/%s: path too long, skipped",
+                    w->ds->root, w->path, e.names[i]);
+        w->path[path_len] = '\0';
+    }
+    /* Sub-directories in a second pass, so each class's paths stay sorted
+     * as torchvision sorts them (see sort_class). */
+    for (size_t i = 0; rc == 0 && i < e.n; i++)
+        if (e.is_dir[i])
+            rc = walk_subdir(w, dirfd, e.names[i], path_len);
+    entries_free(&e);
+    w->depth--;
+    return rc;
+}
+
+/* torchvision walks a class with sorted(os.walk(dir)) and sorted file names:
+ * files are ordered by their directory's path as a string, then by name.
+ * That is not depth-first order ("a-b" sorts before "a/x"), hence a sort. */
+static int cmp_by_dir_then_name(const void *a, const void *b, void *arg)
+{
+    const char *arena = arg;
+    const char *pa = arena + *(const size_t *)a;
+    const char *pb = arena + *(const size_t *)b;
+    const size_t da = (size_t)(strrchr(pa, '/') - pa);
+    const size_t db = (size_t)(strrchr(pb, '/') - pb);
+    const int c = memcmp(pa, pb, da < db ? da : db);
+    if (c != 0)
+        return c;
+    if (da != db)
+        return da < db ? -1 : 1;
+    return strcmp(pa + da + 1, pb + db + 1);
+}
+
+static void sort_class(dataset *ds, int64_t first)
+{
+    qsort_r(ds->path_off + first, (size_t)(ds->n - first),
+            sizeof *ds->path_off, cmp_by_dir_then_name, ds->arena);
+}
+
+static int open_folder(dataset *ds, logger *lg)
+{
+    entries e = {0};
+    int rc = read_entries(ds->dirfd, &e);
+    if (rc < 0)
+        return err_set(rc, "pl_loader_create: %s: cannot list: %s", ds->root,
+                       strerror(errno));
+    qsort(e.names, e.n, sizeof *e.names, cmp_str);
+    size_t dirs = 0, files = 0;
+    for (size_t i = 0; i < e.n; i++) {
+        dirs += e.is_dir[i];
+        files += !e.is_dir[i] && is_jpeg_name(e.names[i]);
+    }
+    walk *w = calloc(1, sizeof *w);
+    if (!w) {
+        entries_free(&e);
+        return PL_ENOMEM;
+    }
+    w->ds = ds;
+    w->lg = lg;
+    if (dirs == 0) {
+        /* A flat folder: one class, named after the folder. */
+        const char *slash = strrchr(ds->root, '/');
+        rc = add_class(ds, slash && slash[1] ? slash + 1 : ds->root);
+        for (size_t i = 0; rc == 0 && i < e.n; i++)
+            if (is_jpeg_name(e.names[i]))
+                rc = add_sample(ds, e.names[i], strlen(e.names[i]), 0);
+    } else {
+        if (files > 0)
+            log_msg(lg, PL_LOG_NOTICE,
+                    "%s: %zu JPEG file(s) directly under an ImageFolder root "
+                    "ignored (they belong to no class)",
+                    ds->root, files);
+        for (size_t i = 0; rc == 0 && i < e.n; i++) {
+            if (!e.is_dir[i])
+                continue;
+            if (ds->num_classes == MAX_CLASSES) {
+                rc = err_set(PL_EINVAL, "pl_loader_create: %s: more than %d "
+                             "classes", ds->root, MAX_CLASSES);
+                break;
+            }
+            const int64_t first = ds->n;
+            w->label = ds->num_classes;
+            rc = add_class(ds, e.names[i]);
+            if (rc == 0)
+                rc = walk_subdir(w, ds->dirfd, e.names[i], 0);
+            if (rc == 0)
+                sort_class(ds, first);
+        }
+    }
+    free(w);
+    entries_free(&e);
+    return rc;
+}
+
+/* ---- list file --------------------------------------------------------------- */
+
+/* One "path<whitespace>label" line; the label is the last field, so paths
+ * may contain spaces. */
+static int parse_line(dataset *ds, char *line, const char *file, long lineno,
+                      int32_t *max_label)
+{
+    size_t len = strlen(line);
+    while (len && isspace((unsigned char)line[len - 1]))
+        line[--len] = '\0';
+    char *s = line;
+    while (isspace((unsigned char)*s))
+        s++;
+    if (*s == '\0' || *s == '#')
+        return 0;
+    char *sep = s + strlen(s);
+    while (sep > s && !isspace((unsigned char)sep[-1]))
+        sep--;
+    if (sep == s)
+        return err_set(PL_EINVAL, "pl_loader_create: %s:%ld: expected "
+                       "\"path label\"", file, lineno);
+    char *end;
+    errno = 0;
+    const long label = strtol(sep, &end, 10);
+    if (*end != '\0' || errno || label < 0 || label >= MAX_CLASSES)
+        return err_set(PL_EINVAL, "pl_loader_create: %s:%ld: bad label "
+                       "\"%s\" (want an integer in [0, %d))",
+                       file, lineno, sep, MAX_CLASSES);
+    char *path_end = sep;
+    while (path_end > s && isspace((unsigned char)path_end[-1]))
+        path_end--;
+    if (label > *max_label)
+        *max_label = (int32_t)label;
+    return add_sample(ds, s, (size_t)(path_end - s), (int32_t)label);
+}
+
+static int open_list(dataset *ds, const char *path)
+{
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return err_set(PL_EIO, "pl_loader_create: %s: %s", path,
+                       strerror(errno));
+    char *line = NULL;
+    size_t cap = 0;
+    long lineno = 0;
+    int32_t max_label = -1;
+    int rc = 0;
+    while (rc == 0 && getline(&line, &cap, f) >= 0)
+        rc = parse_line(ds, line, path, ++lineno, &max_label);
+    if (rc == 0 && ferror(f))
+        rc = err_set(PL_EIO, "pl_loader_create: %s: read error", path);
+    free(line);
+    fclose(f);
+    for (int32_t c = 0; rc == 0 && c <= max_label; c++) {
+        char name[16];
+        snprintf(name, sizeof name, "%d", c);
+        rc = add_class(ds, name);
+    }
+    return rc;
+}
+
+/* ---- entry points ------------------------------------------------------------ */
+
+static void set_rel_skip(dataset *ds)
+{
+    if (strcmp(ds->root, ".") == 0)
+        ds->rel_skip = 0;
+    else if (strcmp(ds->root, "/") == 0)
+        ds->rel_skip = 1;
+    else
+        ds->rel_skip = strlen(ds->root) + 1;
+}
+
+static int open_dirfd(dataset *ds, const char *dir)
+{
+    ds->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (ds->dirfd < 0)
+        return err_set(PL_EIO, "pl_loader_create: %s: %s", dir,
+                       strerror(errno));
+    return 0;
+}
+
+int dataset_open(dataset *ds, const char *path, logger *lg)
+{
+    memset(ds, 0, sizeof *ds);
+    ds->dirfd = -1;
+    struct stat st;
+    if (stat(path, &st) < 0)
+        return err_set(PL_EIO, "pl_loader_create: config.data: %s: %s", path,
+                       strerror(errno));
+    int rc;
+    if (S_ISDIR(st.st_mode)) {
+        size_t len = strlen(path);
+        while (len > 1 && path[len - 1] == '/')
+            len--;
+        ds->root = strndup(path, len);
+        if (!ds->root)
+            return PL_ENOMEM;
+        set_rel_skip(ds);
+        rc = open_dirfd(ds, ds->root);
+        if (rc == 0)
+            rc = open_folder(ds, lg);
+    } else {
+        const char *slash = strrchr(path, '/');
+        ds->root = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
+        if (!ds->root)
+            return PL_ENOMEM;
+        if (slash && slash == path) { /* "/list.txt" */
+            free(ds->root);
+            ds->root = strdup("/");
+            if (!ds->root)
+                return PL_ENOMEM;
+        }
+        set_rel_skip(ds);
+        rc = open_dirfd(ds, ds->root);
+        if (rc == 0)
+            rc = open_list(ds, path);
+    }
+    if (rc == PL_ENOMEM)
+        rc = err_set(PL_ENOMEM, "pl_loader_create: %s: out of memory listing",
+                     path);
+    if (rc == 0 && ds->n == 0)
+        rc = err_set(PL_ENODATA, "pl_loader_create: %s: no JPEG files found",
+                     path);
+    if (rc == 0 && ds->n >= ((int64_t)1 << 32))
+        rc = err_set(PL_EINVAL, "pl_loader_create: %s: more than 2^32 files",
+                     path);
+    if (rc < 0)
+        dataset_close(ds);
+    return rc;
+}
+
+void dataset_close(dataset *ds)
+{
+    if (ds->dirfd >= 0)
+        close(ds->dirfd);
+    free(ds->root);
+    free(ds->arena);
+    free(ds->path_off);
+    free(ds->labels);
+    free(ds->class_off);
+    memset(ds, 0, sizeof *ds);
+    ds->dirfd = -1;
+}
+

@@ -1,0 +1,52 @@
+/* The file list, built once at create time: every sample's path and label,
+ * and the class names. Paths are kept as the user would write them (the
+ * data root joined with the file's place under it); workers open them
+ * relative to a descriptor of the root, so a later chdir() changes nothing.
+ * Strings live in one arena, so a million files cost few allocations. */
+#ifndef PINLOAD_DATASET_H
+#define PINLOAD_DATASET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "log.h"
+
+typedef struct dataset {
+    int dirfd;      /* the root, open */
+    char *root;     /* the root as the user named it ("." for none) */
+    size_t rel_skip; /* chars of "root/" that start each relative path */
+    char *arena;    /* NUL-terminated strings */
+    size_t arena_len, arena_cap;
+    size_t *path_off; /* [n] into arena */
+    int32_t *labels;  /* [n] */
+    int64_t n, cap;
+    size_t *class_off; /* [num_classes] into arena */
+    int num_classes, class_cap;
+} dataset;
+
+/* List `path`: a directory (ImageFolder, or flat with label 0) or a list
+ * file. Sets pl_last_error and returns PL_ENODATA when nothing is found,
+ * PL_EIO / PL_EINVAL / PL_ENOMEM otherwise. Notices (ignored files,
+ * symlink loops) go to lg. */
+int dataset_open(dataset *ds, const char *path, logger *lg);
+void dataset_close(dataset *ds);
+
+/* Sample i's path as the user would write it. */
+static inline const char *dataset_path(const dataset *ds, int64_t i)
+{
+    return ds->arena + ds->path_off[i];
+}
+
+/* The same path for openat(ds->dirfd, ...). */
+static inline const char *dataset_open_path(const dataset *ds, int64_t i)
+{
+    const char *p = ds->arena + ds->path_off[i];
+    return p[0] == '/' ? p : p + ds->rel_skip;
+}
+
+static inline const char *dataset_class(const dataset *ds, int c)
+{
+    return ds->arena + ds->class_off[c];
+}
+
+#endif

@@ -1,0 +1,47 @@
+/* The record of bad files: (dataset index, path, code, reason, count), in
+ * the order first met, so nothing is dropped silently whatever the error
+ * policy. Thread-safe: workers record, the caller reads. */
+#ifndef PINLOAD_FAILURES_H
+#define PINLOAD_FAILURES_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pinload.h"
+
+typedef struct failure {
+    int64_t index;
+    int code;
+    char *path;   /* as the user would write it */
+    char *reason;
+    int64_t count;
+} failure;
+
+typedef struct failures {
+    pthread_mutex_t mu;
+    failure *items;
+    size_t n, cap;
+    uint32_t *where; /* [dataset_size] item + 1, or 0; made on first use */
+    int64_t dataset_size;
+} failures;
+
+void failures_init(failures *f, int64_t dataset_size);
+void failures_fini(failures *f);
+
+/* Count a failure of sample `index`. Returns 1 the first time this index
+ * fails, 0 after, or PL_ENOMEM (the count is then lost, the code not). */
+int failures_record(failures *f, int64_t index, int code, const char *path,
+                    const char *reason);
+
+/* The record of `index`: [out] *code and reason (cut to cap). Returns 1 if
+ * found, else 0. */
+int failures_find(failures *f, int64_t index, int *code, char *reason,
+                  size_t cap);
+
+/* pl_loader_failures' copy-out; strings stay owned by f. */
+size_t failures_copy(failures *f, size_t first, pl_failure *out, size_t cap);
+
+size_t failures_count(failures *f);
+
+#endif

@@ -1,0 +1,388 @@
+/* pl_loader: the public object. It owns the dataset, the sampler, the
+ * backend, the ring, the prefetcher and the worker pool, wires the pool to
+ * the ring (which sample goes where), and answers the caller's queries. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../workers/pool.h"
+#include "backend.h"
+#include "config.h"
+#include "dataset.h"
+#include "error.h"
+#include "failures.h"
+#include "log.h"
+#include "prefetch.h"
+#include "ring.h"
+#include "sampler.h"
+
+struct pl_loader {
+    config_resolved rc;
+    logger log;
+    dataset ds;
+    sampler smp;
+    augment_params aug;
+    backend *be;
+    failures fails;
+    ring ring;
+    prefetch pf;
+    pool *pool;
+    /* What create got to, so that destroy undoes exactly that. */
+    int have_log, have_fails, have_ring, have_pf;
+    int64_t positions;      /* nominal sample positions per epoch */
+    int64_t batches;        /* most batches delivered per epoch */
+    pl_info info;
+};
+
+/* ---- the pool's job source: the ring ----------------------------------------- */
+
+static int on_claim(void *ctx, pool_job *job)
+{
+    pl_loader *l = ctx;
+    ring_slot *s;
+    int i;
+    if (!ring_claim(&l->ring, &s, &i))
+        return 0;
+    const int64_t j = s->batch * l->rc.cfg.batch_size + i;
+    const int64_t idx = sampler_index(&l->smp, s->epoch, j);
+    ring_pos *pos = &s->pos[i];
+    pos->index = idx;
+    pos->label = l->ds.labels[idx];
+    pos->status = 0;
+    job->epoch = s->epoch;
+    job->index = idx;
+    job->path = dataset_open_path(&l->ds, idx);
+    job->dst = s->pixels + (size_t)i * l->ring.sample_bytes;
+    job->tag = s;
+    job->tag_pos = i;
+    return 1;
+}
+
+static void note_failure(pl_loader *l, const pool_job *job)
+{
+    const char *path = dataset_path(&l->ds, job->index);
+    const int first = failures_record(&l->fails, job->index, job->status,
+                                      path, job->reason);
+    if (first != 1 || l->rc.cfg.on_error == PL_ON_ERROR_FAIL)
+        return;
+    log_msg(&l->log, PL_LOG_WARNING, "%s %s: %s (%s)",
+            l->rc.cfg.on_error == PL_ON_ERROR_SKIP ? "skipped"
+                                                   : "substituted zeros for",
+            path, job->reason, pl_err_name(job->status));
+}
+
+static void on_finish(void *ctx, pool_job *job)
+{
+    pl_loader *l = ctx;
+    ring_slot *s = job->tag;
+    s->pos[job->tag_pos].status = job->status;
+    if (job->status != 0)
+        note_failure(l, job);
+    ring_finish(&l->ring, s);
+}
+
+/* ---- create ------------------------------------------------------------------ */
+
+/* How many sample positions each epoch has and how many batches it may
+ * deliver. Under SKIP every position of the epoch is decoded, since one may
+ * stand in for a skipped sample; otherwise drop_last decodes only the full
+ * batches. */
+static int plan_epoch(pl_loader *l)
+{
+    const pl_config *c = &l->rc.cfg;
+    const int64_t per_rank = l->smp.per_rank;
+    if (per_rank < 1)
+        return err_set(PL_EINVAL, "pl_loader_create: config.world_size: %d "
+                       "ranks for %lld files with PL_SHARD_DROP leaves none "
+                       "per rank", l->rc.world, (long long)l->ds.n);
+    if (c->drop_last && per_rank < c->batch_size)
+        return err_set(PL_EINVAL, "pl_loader_create: config.batch_size: %d "
+                       "is more than the %lld samples per epoch, and "
+                       "drop_last would leave every epoch empty",
+                       c->batch_size, (long long)per_rank);
+    l->batches = c->drop_last ? per_rank / c->batch_size
+                              : (per_rank + c->batch_size - 1) / c->batch_size;
+    l->positions = c->drop_last && c->on_error != PL_ON_ERROR_SKIP
+                       ? l->batches * c->batch_size
+                       : per_rank;
+    return 0;
+}
+
+static void fill_info(pl_loader *l)
+{
+    const pl_config *c = &l->rc.cfg;
+    pl_info *in = &l->info;
+    in->dataset_size = l->ds.n;
+    in->samples_per_epoch = l->smp.per_rank;
+    in->batches_per_epoch = l->batches;
+    in->num_classes = l->ds.num_classes;
+    in->batch_size = c->batch_size;
+    in->width = c->width;
+    in->height = c->height;
+    in->channels = 3;
+    in->format = c->format;
+    in->sample_bytes = augment_sample_bytes(&l->aug);
+    in->batch_bytes = in->sample_bytes * (size_t)c->batch_size;
+    in->backend = l->be->kind;
+    in->device = l->be->device;
+    in->num_workers = l->rc.num_workers;
+    in->prefetch = c->prefetch;
+    in->device_buffers = c->device_buffers;
+    in->rank = l->rc.rank;
+    in->world_size = l->rc.world;
+    in->memory = c->memory;
+    in->pinned = l->ring.locked;
+}
+
+static int start_pipeline(pl_loader *l)
+{
+    const pl_config *c = &l->rc.cfg;
+    const ring_schedule sched = {.first_epoch = c->first_epoch,
+                                 .positions = l->positions,
+                                 .batch_size = c->batch_size};
+    const size_t sample_bytes = augment_sample_bytes(&l->aug);
+    l->have_ring = 1;
+    int rc = ring_init(&l->ring, c->prefetch, &sched, sample_bytes, l->be,
+                       c->memory == PL_MEMORY_PINNED);
+    if (rc < 0)
+        return err_set(rc, "pl_loader_create: cannot allocate the %d x %zu "
+                       "byte host ring: %s", c->prefetch,
+                       sample_bytes * (size_t)c->batch_size,
+                       rc == PL_ECUDA ? pl_last_error() : pl_strerror(rc));
+    const prefetch_config pc = {
+        .ring = &l->ring,
+        .be = l->be,
+        .fails = &l->fails,
+        .ds = &l->ds,
+        .nbufs = c->device_buffers,
+        .batch_size = c->batch_size,
+        .sample_bytes = sample_bytes,
+        .keep_host = c->keep_host,
+        .on_error = c->on_error,
+        .drop_last = c->drop_last,
+        .batches_per_epoch = l->batches,
+        .first_epoch = c->first_epoch,
+    };
+    l->have_pf = 1;
+    if ((rc = prefetch_init(&l->pf, &pc)) < 0)
+        return rc;
+
+    decode_limits lim;
+    decode_limits_default(&lim);
+    lim.max_width = c->max_width;
+    lim.max_height = c->max_height;
+    lim.max_pixels = c->max_pixels;
+    lim.strict = c->strict;
+    const pool_config wc = {
+        .workers = l->rc.num_workers,
+        .dirfd = l->ds.dirfd,
+        .max_file_bytes = c->max_file_bytes,
+        .limits = lim,
+        .augment = &l->aug,
+        .source = {.claim = on_claim, .finish = on_finish, .ctx = l},
+    };
+    if ((rc = pool_create(&l->pool, &wc)) < 0)
+        return err_set(rc, "pl_loader_create: out of memory for %d workers",
+                       l->rc.num_workers);
+    if ((rc = prefetch_start(&l->pf)) < 0)
+        return rc;
+    if ((rc = pool_start(l->pool)) < 0)
+        return err_set(rc, "pl_loader_create: cannot start %d worker threads",
+                       l->rc.num_workers);
+    return 0;
+}
+
+static void announce(pl_loader *l)
+{
+    const pl_config *c = &l->rc.cfg;
+    const double mib = (double)l->ring.mem_bytes / (1 << 20);
+    log_msg(&l->log, PL_LOG_NOTICE,
+            "backend: %s; %lld files, %d classes; ring %d x %.1f MiB %s; "
+            "%d workers", l->be->name, (long long)l->ds.n, l->ds.num_classes,
+            c->prefetch, mib / c->prefetch,
+            l->ring.locked ? "pinned" : "pageable", l->rc.num_workers);
+}
+
+PL_EXPORT int pl_loader_create(const pl_config *cfg, pl_loader **out)
+{
+    if (!out)
+        return err_set(PL_EINVAL, "pl_loader_create: out is NULL");
+    *out = NULL;
+    pl_loader *l = calloc(1, sizeof *l);
+    if (!l)
+        return err_set(PL_ENOMEM, "pl_loader_create: out of memory");
+    l->ds.dirfd = -1;
+    int rc = config_resolve(cfg, &l->rc);
+    if (rc < 0) {
+        free(l);
+        return rc;
+    }
+    const pl_config *c = &l->rc.cfg;
+    logger_init(&l->log, c->log, c->log_ctx);
+    l->have_log = 1;
+    if ((rc = dataset_open(&l->ds, c->data, &l->log)) < 0)
+        goto fail;
+    l->rc.cfg.data = NULL; /* not kept: the dataset has what it needs */
+    sampler_init(&l->smp, l->ds.n, c->seed, c->shuffle, l->rc.rank,
+                 l->rc.world, c->shard_mode == PL_SHARD_DROP);
+    if ((rc = plan_epoch(l)) < 0)
+        goto fail;
+    augment_params_init(&l->aug, c->augment, c->format, c->width, c->height,
+                        c->seed, c->mean, c->std);
+    failures_init(&l->fails, l->ds.n);
+    l->have_fails = 1;
+    if ((rc = backend_open(&l->be, c->device, &l->log)) < 0)
+        goto fail;
+    if ((rc = start_pipeline(l)) < 0)
+        goto fail;
+    fill_info(l);
+    announce(l);
+    *out = l;
+    return 0;
+fail:
+    {
+        /* Tear-down may overwrite the detail; keep the one that matters. */
+        char detail[1024];
+        snprintf(detail, sizeof detail, "%s", pl_last_error());
+        pl_loader_destroy(l);
+        err_set(rc, "%s", detail);
+    }
+    return rc;
+}
+
+/* ---- destroy ----------------------------------------------------------------- */
+
+PL_EXPORT void pl_loader_destroy(pl_loader *l)
+{
+    if (!l)
+        return;
+    /* Stop everything that waits, join every thread, and only then free:
+     * workers finish the sample in hand, the prefetcher its current step. */
+    if (l->have_ring)
+        ring_stop(&l->ring);
+    if (l->have_pf)
+        prefetch_stop(&l->pf);
+    pool_destroy(l->pool);
+    if (l->have_pf)
+        prefetch_fini(&l->pf); /* waits for in-flight copies */
+    if (l->have_ring)
+        ring_fini(&l->ring);
+    backend_close(l->be);
+    if (l->have_fails)
+        failures_fini(&l->fails);
+    dataset_close(&l->ds);
+    if (l->have_log)
+        logger_fini(&l->log);
+    free(l);
+}
+
+/* ---- per batch ---------------------------------------------------------------- */
+
+PL_EXPORT int pl_loader_next(pl_loader *l, const pl_batch **out)
+{
+    if (!l || !out)
+        return err_set(PL_EINVAL, "pl_loader_next: NULL argument");
+    *out = NULL;
+    return prefetch_next(&l->pf, out);
+}
+
+PL_EXPORT int pl_loader_release(pl_loader *l, const pl_batch *b,
+                                struct CUstream_st *stream)
+{
+    if (!l || !b)
+        return err_set(PL_EINVAL, "pl_loader_release: NULL argument");
+    return prefetch_release(&l->pf, b, stream);
+}
+
+PL_EXPORT int pl_batch_wait(const pl_batch *b, struct CUstream_st *stream)
+{
+    if (!b)
+        return err_set(PL_EINVAL, "pl_batch_wait: batch is NULL");
+    if (!b->ready)
+        return 0; /* host backend: the data is complete already */
+    return backend_stream_wait(stream, b->ready);
+}
+
+/* ---- queries ------------------------------------------------------------------ */
+
+PL_EXPORT int pl_loader_info(const pl_loader *l, pl_info *out)
+{
+    if (!l || !out)
+        return err_set(PL_EINVAL, "pl_loader_info: NULL argument");
+    *out = l->info;
+    return 0;
+}
+
+PL_EXPORT int pl_loader_class_name(const pl_loader *l, int label,
+                                   const char **name)
+{
+    if (!l || !name)
+        return err_set(PL_EINVAL, "pl_loader_class_name: NULL argument");
+    if (label < 0 || label >= l->ds.num_classes)
+        return err_set(PL_EINVAL, "pl_loader_class_name: label %d outside "
+                       "[0, %d)", label, l->ds.num_classes);
+    *name = dataset_class(&l->ds, label);
+    return 0;
+}
+
+PL_EXPORT int pl_loader_sample(const pl_loader *l, int64_t index,
+                               const char **path, int32_t *label)
+{
+    if (!l)
+        return err_set(PL_EINVAL, "pl_loader_sample: loader is NULL");
+    if (index < 0 || index >= l->ds.n)
+        return err_set(PL_EINVAL, "pl_loader_sample: index %lld outside "
+                       "[0, %lld)", (long long)index, (long long)l->ds.n);
+    if (path)
+        *path = dataset_path(&l->ds, index);
+    if (label)
+        *label = l->ds.labels[index];
+    return 0;
+}
+
+PL_EXPORT int pl_loader_epoch_order(const pl_loader *l, int64_t epoch,
+                                    int64_t *order, int64_t n)
+{
+    if (!l || !order)
+        return err_set(PL_EINVAL, "pl_loader_epoch_order: NULL argument");
+    if (epoch < 0 || n != l->smp.per_rank)
+        return err_set(PL_EINVAL, "pl_loader_epoch_order: want epoch >= 0 "
+                       "and n == samples_per_epoch (%lld), got %lld and %lld",
+                       (long long)l->smp.per_rank, (long long)epoch,
+                       (long long)n);
+    for (int64_t j = 0; j < n; j++)
+        order[j] = sampler_index(&l->smp, epoch, j);
+    return 0;
+}
+
+PL_EXPORT int pl_loader_stats(const pl_loader *l, pl_stats *out)
+{
+    if (!l || !out)
+        return err_set(PL_EINVAL, "pl_loader_stats: NULL argument");
+    pool_stats ps;
+    pool_get_stats(l->pool, &ps);
+    prefetch *pf = (prefetch *)&l->pf; /* counters are atomics */
+    memset(out, 0, sizeof *out);
+    out->images_decoded = ps.decoded;
+    out->images_failed = ps.failed;
+    out->bytes_read = ps.bytes_read;
+    out->ns_read = ps.ns_read;
+    out->ns_decode = ps.ns_decode;
+    out->ns_augment = ps.ns_augment;
+    out->batches = atomic_load(&pf->batches);
+    out->bytes_copied = atomic_load(&pf->bytes_copied);
+    out->ns_copy = atomic_load(&pf->ns_copy);
+    out->ns_wait = atomic_load(&pf->ns_wait);
+    out->pinned_bytes = (l->ring.locked ? l->ring.mem_bytes : 0) +
+                        pf->mirror_bytes_locked;
+    return 0;
+}
+
+PL_EXPORT int pl_loader_failures(const pl_loader *l, size_t first,
+                                 pl_failure *out, size_t cap, size_t *n)
+{
+    if (!l || !n || (cap && !out))
+        return err_set(PL_EINVAL, "pl_loader_failures: NULL argument");
+    *n = failures_copy((failures *)&l->fails, first, out, cap);
+    return 0;
+}

@@ -1,0 +1,455 @@
+#include "prefetch.h"
+
+#include <assert.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../workers/process.h" /* process_now_ns */
+#include "error.h"
+
+#define STOPPED 1 /* internal: the loader is being destroyed */
+
+/* The prefetcher thread's own state while it assembles a batch. */
+typedef struct fill {
+    dbuf *cur;         /* buffer being filled, or NULL */
+    int count;         /* samples in it */
+    int64_t delivered; /* batches queued in the current epoch */
+    /* The open run: slot positions [run_src, run_src + run_len) go to
+     * buffer positions [run_dst, ...). */
+    int run_src, run_dst, run_len;
+    dbuf *used[2]; /* buffers whose streams copy from the current slot */
+    int nused;
+} fill;
+
+static void add(_Atomic uint64_t *c, uint64_t v)
+{
+    atomic_fetch_add_explicit(c, v, memory_order_relaxed);
+}
+
+/* ---- setup ------------------------------------------------------------------ */
+
+static int init_buffer(prefetch *p, dbuf *d)
+{
+    backend *be = p->cfg.be;
+    const size_t bytes = p->cfg.sample_bytes * (size_t)p->cfg.batch_size;
+    const size_t n = (size_t)p->cfg.batch_size;
+    d->labels = calloc(n, sizeof *d->labels);
+    d->indices = calloc(n, sizeof *d->indices);
+    d->status = calloc(n, sizeof *d->status);
+    if (!d->labels || !d->indices || !d->status)
+        return err_set(PL_ENOMEM, "pl_loader_create: out of memory");
+    int rc = be->ops->dev_alloc(be, bytes, &d->dev);
+    if (rc == 0)
+        rc = be->ops->stream_create(be, &d->stream);
+    if (rc == 0 && p->cfg.keep_host && be->kind == PL_BACKEND_CUDA) {
+        int locked;
+        rc = be->ops->host_alloc(be, bytes, 1, &d->mirror, &locked);
+        if (rc == 0 && locked)
+            p->mirror_bytes_locked += bytes;
+    }
+    if (rc == PL_ENOMEM)
+        return err_set(rc, "pl_loader_create: out of memory for a %zu-byte "
+                       "device buffer", bytes);
+    d->state = DBUF_FREE;
+    return rc;
+}
+
+int prefetch_init(prefetch *p, const prefetch_config *cfg)
+{
+    memset(p, 0, sizeof *p);
+    p->cfg = *cfg;
+    p->user_epoch = cfg->first_epoch;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->user_cv, NULL);
+    pthread_cond_init(&p->pf_cv, NULL);
+    p->bufs = calloc((size_t)cfg->nbufs, sizeof *p->bufs);
+    p->queue = calloc((size_t)cfg->nbufs, sizeof *p->queue);
+    if (!p->bufs || !p->queue)
+        return err_set(PL_ENOMEM, "pl_loader_create: out of memory");
+    for (int i = 0; i < cfg->nbufs; i++) {
+        const int rc = init_buffer(p, &p->bufs[i]);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+void prefetch_fini(prefetch *p)
+{
+    backend *be = p->cfg.be;
+    const size_t bytes = p->cfg.sample_bytes * (size_t)p->cfg.batch_size;
+    for (int i = 0; p->bufs && i < p->cfg.nbufs; i++) {
+        dbuf *d = &p->bufs[i];
+        if (d->stream) {
+            be->ops->sync(be, d->stream); /* copies and their callbacks */
+            be->ops->stream_destroy(be, d->stream);
+        }
+        if (d->dev)
+            be->ops->dev_free(be, d->dev);
+        if (d->mirror)
+            be->ops->host_free(be, d->mirror, bytes, 1);
+        free(d->labels);
+        free(d->indices);
+        free(d->status);
+    }
+    free(p->bufs);
+    free(p->queue);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->user_cv);
+    pthread_cond_destroy(&p->pf_cv);
+    memset(p, 0, sizeof *p);
+}
+
+/* ---- the prefetcher thread --------------------------------------------------- */
+
+/* Sticky: from now on pl_loader_next returns `code` after the batches
+ * already queued. Called by the prefetcher only. */
+static int set_error(prefetch *p, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int set_error(prefetch *p, int code, const char *fmt, ...)
+{
+    pthread_mutex_lock(&p->mu);
+    if (!p->error) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(p->error_msg, sizeof p->error_msg, fmt, ap);
+        va_end(ap);
+        p->error = code;
+    }
+    pthread_cond_broadcast(&p->user_cv);
+    pthread_mutex_unlock(&p->mu);
+    return code;
+}
+
+static int open_buffer(prefetch *p, fill *f)
+{
+    backend *be = p->cfg.be;
+    dbuf *d = NULL;
+    pthread_mutex_lock(&p->mu);
+    while (!p->stop && !d) {
+        for (int k = 0; k < p->cfg.nbufs && !d; k++) {
+            const int i = (p->next_free + k) % p->cfg.nbufs;
+            if (p->bufs[i].state == DBUF_FREE) {
+                d = &p->bufs[i];
+                d->state = DBUF_FILLING;
+                p->next_free = (i + 1) % p->cfg.nbufs;
+            }
+        }
+        if (!d) {
+            p->wants_buffer = 1;
+            pthread_cond_broadcast(&p->user_cv); /* lets next() see EBUSY */
+            pthread_cond_wait(&p->pf_cv, &p->mu);
+            p->wants_buffer = 0;
+        }
+    }
+    pthread_mutex_unlock(&p->mu);
+    if (!d)
+        return STOPPED;
+    /* Copies into d wait, on the GPU, for the caller's kernels that read
+     * its previous batch; the mirror's previous upload must be done before
+     * the host overwrites it. */
+    int rc = be->ops->wait_released(be, d->stream);
+    if (rc == 0 && d->mirror)
+        rc = be->ops->sync_ready(be, d->stream);
+    if (rc < 0)
+        return set_error(p, rc, "%s", pl_last_error());
+    f->cur = d;
+    f->count = 0;
+    return 0;
+}
+
+static void note_stream(fill *f, dbuf *d)
+{
+    for (int i = 0; i < f->nused; i++)
+        if (f->used[i] == d)
+            return;
+    assert(f->nused < 2); /* one slot's samples span at most two batches */
+    f->used[f->nused++] = d;
+}
+
+static int close_run(prefetch *p, fill *f, const ring_slot *s)
+{
+    if (f->run_len == 0)
+        return 0;
+    backend *be = p->cfg.be;
+    const size_t sb = p->cfg.sample_bytes;
+    const size_t bytes = sb * (size_t)f->run_len;
+    const uint8_t *src = s->pixels + sb * (size_t)f->run_src;
+    const size_t off = sb * (size_t)f->run_dst;
+    const uint64_t t0 = process_now_ns();
+    int rc = 0;
+    if (f->cur->mirror) {
+        memcpy((uint8_t *)f->cur->mirror + off, src, bytes);
+    } else {
+        rc = be->ops->copy(be, f->cur->stream, (uint8_t *)f->cur->dev + off,
+                           src, bytes);
+        note_stream(f, f->cur);
+    }
+    add(&p->ns_copy, process_now_ns() - t0);
+    f->run_len = 0;
+    if (rc < 0)
+        return set_error(p, rc, "%s", pl_last_error());
+    if (!f->cur->mirror)
+        add(&p->bytes_copied, bytes);
+    return 0;
+}
+
+static int queue_batch(prefetch *p, fill *f, int64_t epoch)
+{
+    backend *be = p->cfg.be;
+    dbuf *d = f->cur;
+    const size_t bytes = p->cfg.sample_bytes * (size_t)f->count;
+    int rc = 0;
+    if (d->mirror) {
+        const uint64_t t0 = process_now_ns();
+        rc = be->ops->copy(be, d->stream, d->dev, d->mirror, bytes);
+        add(&p->ns_copy, process_now_ns() - t0);
+        add(&p->bytes_copied, bytes);
+    }
+    if (rc == 0)
+        rc = be->ops->record_ready(be, d->stream);
+    if (rc < 0)
+        return set_error(p, rc, "%s", pl_last_error());
+    d->batch = (pl_batch){
+        .count = f->count,
+        .epoch = epoch,
+        .index = f->delivered,
+        .bytes = bytes,
+        .data = d->dev,
+        .host = be->kind == PL_BACKEND_HOST ? d->dev : d->mirror,
+        .labels = d->labels,
+        .indices = d->indices,
+        .status = d->status,
+        .ready = be->ops->ready_event(d->stream),
+    };
+    pthread_mutex_lock(&p->mu);
+    d->state = DBUF_QUEUED;
+    p->queue[(p->qhead + p->qlen++) % p->cfg.nbufs] = (int)(d - p->bufs);
+    pthread_cond_broadcast(&p->user_cv);
+    pthread_mutex_unlock(&p->mu);
+    add(&p->batches, 1);
+    f->cur = NULL;
+    f->count = 0;
+    f->delivered++;
+    return 0;
+}
+
+static int fail_on_sample(prefetch *p, const ring_pos *pos)
+{
+    char reason[512] = "reason not recorded (out of memory)";
+    int code;
+    failures_find(p->cfg.fails, pos->index, &code, reason, sizeof reason);
+    return set_error(p, pos->status, "pl_loader_next: %s: %s",
+                     dataset_path(p->cfg.ds, pos->index), reason);
+}
+
+/* Whether position pos goes into a batch: good samples do, and bad ones
+ * too under SUBSTITUTE (as zeros); under DROP_LAST the positions past the
+ * last full batch are spares, used only to replace skipped samples. */
+static int wanted(const prefetch *p, const fill *f, const ring_pos *pos)
+{
+    if (pos->status != 0 && p->cfg.on_error != PL_ON_ERROR_SUBSTITUTE)
+        return 0;
+    return !(p->cfg.drop_last && f->delivered == p->cfg.batches_per_epoch);
+}
+
+static int add_position(prefetch *p, fill *f, const ring_slot *s, int i)
+{
+    int rc = 0;
+    if (!f->cur && (rc = open_buffer(p, f)) != 0)
+        return rc;
+    if (f->run_len == 0) {
+        f->run_src = i;
+        f->run_dst = f->count;
+    }
+    f->run_len++;
+    const ring_pos *pos = &s->pos[i];
+    f->cur->labels[f->count] = pos->label;
+    f->cur->indices[f->count] = pos->index;
+    f->cur->status[f->count] = pos->status;
+    if (++f->count == p->cfg.batch_size) {
+        rc = close_run(p, f, s);
+        if (rc == 0)
+            rc = queue_batch(p, f, s->epoch);
+    }
+    return rc;
+}
+
+static int end_epoch(prefetch *p, fill *f, int64_t epoch)
+{
+    if (f->cur && f->count > 0 && !p->cfg.drop_last) {
+        const int rc = queue_batch(p, f, epoch);
+        if (rc != 0)
+            return rc;
+    }
+    pthread_mutex_lock(&p->mu);
+    if (f->cur) { /* empty, or a short batch under drop_last */
+        f->cur->state = DBUF_FREE;
+        pthread_cond_broadcast(&p->pf_cv);
+    }
+    p->epochs_done++;
+    pthread_cond_broadcast(&p->user_cv);
+    pthread_mutex_unlock(&p->mu);
+    f->cur = NULL;
+    f->count = 0;
+    f->delivered = 0;
+    return 0;
+}
+
+/* Copy slot s's samples out, then hand the slot back to the workers once
+ * the copies that read it have completed. */
+static int take_slot(prefetch *p, fill *f, ring_slot *s)
+{
+    ring *r = p->cfg.ring;
+    backend *be = p->cfg.be;
+    int rc = 0;
+    ring_add_copies(r, s, 1); /* our own reference, dropped below */
+    f->nused = 0;
+    f->run_len = 0;
+    for (int i = 0; i < s->count && rc == 0; i++) {
+        const ring_pos *pos = &s->pos[i];
+        if (wanted(p, f, pos)) {
+            rc = add_position(p, f, s, i);
+            continue;
+        }
+        rc = close_run(p, f, s);
+        if (rc == 0 && pos->status != 0 &&
+            p->cfg.on_error == PL_ON_ERROR_FAIL)
+            rc = fail_on_sample(p, pos);
+    }
+    if (rc == 0)
+        rc = close_run(p, f, s);
+    if (rc == 0 && s->batch == r->batches_per_epoch - 1)
+        rc = end_epoch(p, f, s->epoch);
+    for (int i = 0; i < f->nused; i++) {
+        ring_add_copies(r, s, 1);
+        if (be->ops->after(be, f->used[i]->stream, ring_copy_done, s) < 0) {
+            ring_copy_done(s); /* the slot then leaks: the error is sticky */
+            rc = set_error(p, PL_ECUDA, "%s", pl_last_error());
+        }
+    }
+    ring_copy_done(s);
+    return rc;
+}
+
+static void *prefetch_main(void *arg)
+{
+    prefetch *p = arg;
+    backend *be = p->cfg.be;
+    fill f = {0};
+    if (be->ops->bind_thread(be) < 0) {
+        set_error(p, PL_ECUDA, "%s", pl_last_error());
+        return NULL;
+    }
+    for (uint64_t seq = 0;; seq++) {
+        ring_slot *s = ring_wait_ready(p->cfg.ring, seq);
+        if (!s || take_slot(p, &f, s) != 0)
+            break;
+    }
+    /* A half-filled buffer goes back, so destroy finds every buffer idle. */
+    if (f.cur) {
+        pthread_mutex_lock(&p->mu);
+        f.cur->state = DBUF_FREE;
+        pthread_mutex_unlock(&p->mu);
+    }
+    return NULL;
+}
+
+int prefetch_start(prefetch *p)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    const int rc = pthread_create(&p->thread, NULL, prefetch_main, p);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0)
+        return err_set(PL_ETHREAD, "pl_loader_create: cannot start the "
+                       "prefetcher thread: %s", strerror(rc));
+    pthread_setname_np(p->thread, "pl-prefetch");
+    p->started = 1;
+    return 0;
+}
+
+void prefetch_stop(prefetch *p)
+{
+    pthread_mutex_lock(&p->mu);
+    p->stop = 1;
+    pthread_cond_broadcast(&p->pf_cv);
+    pthread_cond_broadcast(&p->user_cv);
+    pthread_mutex_unlock(&p->mu);
+    if (p->started)
+        pthread_join(p->thread, NULL);
+    p->started = 0;
+}
+
+/* ---- the caller's side ------------------------------------------------------- */
+
+int prefetch_next(prefetch *p, const pl_batch **out)
+{
+    int rc;
+    const uint64_t t0 = process_now_ns();
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        if (p->qlen > 0 &&
+            p->bufs[p->queue[p->qhead]].batch.epoch == p->user_epoch) {
+            dbuf *d = &p->bufs[p->queue[p->qhead]];
+            p->qhead = (p->qhead + 1) % p->cfg.nbufs;
+            p->qlen--;
+            d->state = DBUF_HELD;
+            p->held++;
+            *out = &d->batch;
+            rc = 0;
+            break;
+        }
+        if (p->epochs_done > p->user_epoch - p->cfg.first_epoch) {
+            p->user_epoch++;
+            rc = PL_EPOCH_END;
+            break;
+        }
+        if (p->error) {
+            rc = err_set(p->error, "%s", p->error_msg);
+            break;
+        }
+        if (p->held == p->cfg.nbufs && p->wants_buffer) {
+            rc = err_set(PL_EBUSY, "pl_loader_next: the caller holds all %d "
+                         "batches (config.device_buffers); release one first",
+                         p->cfg.nbufs);
+            break;
+        }
+        pthread_cond_wait(&p->user_cv, &p->mu);
+    }
+    pthread_mutex_unlock(&p->mu);
+    add(&p->ns_wait, process_now_ns() - t0);
+    return rc;
+}
+
+int prefetch_release(prefetch *p, const pl_batch *b,
+                     struct CUstream_st *stream)
+{
+    const dbuf *first = p->bufs, *last = p->bufs + p->cfg.nbufs;
+    const dbuf *cd = (const dbuf *)b;
+    if (!b || cd < first || cd >= last ||
+        (size_t)((const char *)cd - (const char *)first) % sizeof *cd != 0)
+        return err_set(PL_EINVAL, "pl_loader_release: not a batch of this "
+                       "loader");
+    dbuf *d = &p->bufs[cd - first];
+    int rc = 0;
+    pthread_mutex_lock(&p->mu);
+    if (d->state != DBUF_HELD) {
+        rc = err_set(PL_EINVAL, "pl_loader_release: batch %lld of epoch %lld "
+                     "is not held (released twice?)",
+                     (long long)d->batch.index, (long long)d->batch.epoch);
+    } else {
+        backend *be = p->cfg.be;
+        rc = be->ops->record_release(be, d->stream, stream);
+        d->state = DBUF_FREE;
+        p->held--;
+        pthread_cond_broadcast(&p->pf_cv);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return rc;
+}

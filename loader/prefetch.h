@@ -1,0 +1,87 @@
+/* The prefetcher and the hand-off to the caller. One thread takes ring
+ * slots in order and copies their samples into device buffers: one copy per
+ * run of consecutive good samples, so a sample skipped under
+ * PL_ON_ERROR_SKIP closes up the batch without any extra copy. A full
+ * buffer gets a ready event and joins the queue that pl_loader_next pops;
+ * pl_loader_release hands it back, stream-ordered on CUDA.
+ *
+ *   device buffer: FREE -> FILLING -> QUEUED -> HELD -> FREE */
+#ifndef PINLOAD_PREFETCH_H
+#define PINLOAD_PREFETCH_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "dataset.h"
+#include "failures.h"
+#include "ring.h"
+
+typedef enum dbuf_state {
+    DBUF_FREE,
+    DBUF_FILLING,
+    DBUF_QUEUED,
+    DBUF_HELD,
+} dbuf_state;
+
+typedef struct dbuf {
+    pl_batch batch; /* first: the caller's pointer is the dbuf's */
+    dbuf_state state;
+    void *dev;
+    void *mirror; /* keep_host on CUDA: page-locked copy of the batch */
+    be_stream *stream;
+    int32_t *labels;
+    int64_t *indices;
+    int32_t *status;
+} dbuf;
+
+typedef struct prefetch_config {
+    ring *ring;
+    backend *be;
+    failures *fails;
+    const dataset *ds;
+    int nbufs;
+    int batch_size;
+    size_t sample_bytes;
+    int keep_host;
+    pl_on_error on_error;
+    int drop_last;
+    int64_t batches_per_epoch; /* most delivered per epoch */
+    int64_t first_epoch;
+} prefetch_config;
+
+typedef struct prefetch {
+    prefetch_config cfg;
+    pthread_mutex_t mu;
+    pthread_cond_t user_cv; /* caller: a batch, an epoch end or an error */
+    pthread_cond_t pf_cv;   /* prefetcher: a buffer was released */
+    dbuf *bufs;
+    int *queue; /* ids of QUEUED buffers, oldest first */
+    int qhead, qlen;
+    int held;
+    int next_free;
+    int wants_buffer; /* the prefetcher waits for a release */
+    int64_t user_epoch;
+    int64_t epochs_done; /* epochs whose batches are all queued */
+    int error;           /* sticky: PL_ON_ERROR_FAIL, or a CUDA failure */
+    char error_msg[1024];
+    int stop;
+    pthread_t thread;
+    int started;
+    size_t mirror_bytes_locked;
+    _Atomic uint64_t bytes_copied, batches, ns_copy, ns_wait;
+} prefetch;
+
+int prefetch_init(prefetch *p, const prefetch_config *cfg);
+int prefetch_start(prefetch *p);
+/* End the thread (after ring_stop) and join it. */
+void prefetch_stop(prefetch *p);
+/* Wait for every copy and free the buffers; after prefetch_stop. */
+void prefetch_fini(prefetch *p);
+
+int prefetch_next(prefetch *p, const pl_batch **out);
+int prefetch_release(prefetch *p, const pl_batch *b,
+                     struct CUstream_st *stream);
+
+#endif

@@ -1,0 +1,151 @@
+#include "ring.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pinload.h"
+
+static void slot_setup(ring *r, ring_slot *s)
+{
+    const int64_t per_epoch = r->batches_per_epoch;
+    const int64_t b = (int64_t)(s->seq % (uint64_t)per_epoch);
+    const int64_t left = r->sched.positions - b * r->sched.batch_size;
+    s->epoch = r->sched.first_epoch + (int64_t)(s->seq / (uint64_t)per_epoch);
+    s->batch = b;
+    s->count = left < r->sched.batch_size ? (int)left : r->sched.batch_size;
+    s->claimed = 0;
+    s->pending = s->count;
+    s->copies = 0;
+    s->state = SLOT_FILLING;
+}
+
+int ring_init(ring *r, int nslots, const ring_schedule *sched,
+              size_t sample_bytes, backend *be, int pinned)
+{
+    memset(r, 0, sizeof *r);
+    r->nslots = nslots;
+    r->sched = *sched;
+    r->batches_per_epoch =
+        (sched->positions + sched->batch_size - 1) / sched->batch_size;
+    r->sample_bytes = sample_bytes;
+    r->be = be;
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->work_cv, NULL);
+    pthread_cond_init(&r->ready_cv, NULL);
+
+    const size_t batch_bytes = sample_bytes * (size_t)sched->batch_size;
+    r->mem_bytes = batch_bytes * (size_t)nslots;
+    int rc = be->ops->host_alloc(be, r->mem_bytes, pinned, (void **)&r->mem,
+                                 &r->locked);
+    if (rc < 0)
+        return rc;
+    r->slots = calloc((size_t)nslots, sizeof *r->slots);
+    if (!r->slots)
+        return PL_ENOMEM;
+    for (int i = 0; i < nslots; i++) {
+        ring_slot *s = &r->slots[i];
+        s->ring = r;
+        s->seq = (uint64_t)i;
+        s->state = SLOT_FREE;
+        s->pixels = r->mem + batch_bytes * (size_t)i;
+        s->pos = calloc((size_t)sched->batch_size, sizeof *s->pos);
+        if (!s->pos)
+            return PL_ENOMEM;
+    }
+    return 0;
+}
+
+void ring_fini(ring *r)
+{
+    if (r->slots)
+        for (int i = 0; i < r->nslots; i++)
+            free(r->slots[i].pos);
+    free(r->slots);
+    if (r->mem)
+        r->be->ops->host_free(r->be, r->mem, r->mem_bytes, r->locked);
+    pthread_mutex_destroy(&r->mu);
+    pthread_cond_destroy(&r->work_cv);
+    pthread_cond_destroy(&r->ready_cv);
+    memset(r, 0, sizeof *r);
+}
+
+int ring_claim(ring *r, ring_slot **slot, int *pos)
+{
+    pthread_mutex_lock(&r->mu);
+    for (;;) {
+        if (r->stop) {
+            pthread_mutex_unlock(&r->mu);
+            return 0;
+        }
+        ring_slot *s = &r->slots[r->claim_seq % (uint64_t)r->nslots];
+        if (s->seq == r->claim_seq && s->state == SLOT_FREE)
+            slot_setup(r, s);
+        if (s->seq == r->claim_seq && s->state == SLOT_FILLING &&
+            s->claimed < s->count) {
+            *slot = s;
+            *pos = s->claimed++;
+            if (s->claimed == s->count)
+                r->claim_seq++;
+            pthread_mutex_unlock(&r->mu);
+            return 1;
+        }
+        pthread_cond_wait(&r->work_cv, &r->mu);
+    }
+}
+
+void ring_finish(ring *r, ring_slot *slot)
+{
+    pthread_mutex_lock(&r->mu);
+    assert(slot->state == SLOT_FILLING && slot->pending > 0);
+    if (--slot->pending == 0) {
+        slot->state = SLOT_READY;
+        pthread_cond_broadcast(&r->ready_cv);
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
+ring_slot *ring_wait_ready(ring *r, uint64_t seq)
+{
+    ring_slot *s = &r->slots[seq % (uint64_t)r->nslots];
+    pthread_mutex_lock(&r->mu);
+    while (!r->stop && !(s->seq == seq && s->state == SLOT_READY))
+        pthread_cond_wait(&r->ready_cv, &r->mu);
+    if (r->stop)
+        s = NULL;
+    else
+        s->state = SLOT_COPYING;
+    pthread_mutex_unlock(&r->mu);
+    return s;
+}
+
+void ring_add_copies(ring *r, ring_slot *slot, int n)
+{
+    pthread_mutex_lock(&r->mu);
+    assert(slot->state == SLOT_COPYING);
+    slot->copies += n;
+    pthread_mutex_unlock(&r->mu);
+}
+
+void ring_copy_done(void *arg)
+{
+    ring_slot *s = arg;
+    ring *r = s->ring;
+    pthread_mutex_lock(&r->mu);
+    assert(s->state == SLOT_COPYING && s->copies > 0);
+    if (--s->copies == 0) {
+        s->state = SLOT_FREE;
+        s->seq += (uint64_t)r->nslots;
+        pthread_cond_broadcast(&r->work_cv);
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
+void ring_stop(ring *r)
+{
+    pthread_mutex_lock(&r->mu);
+    r->stop = 1;
+    pthread_cond_broadcast(&r->work_cv);
+    pthread_cond_broadcast(&r->ready_cv);
+    pthread_mutex_unlock(&r->mu);
+}

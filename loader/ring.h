@@ -1,0 +1,97 @@
+/* The host ring: `prefetch` batch slots of page-locked memory, allocated
+ * once. Nominal batches (the epoch's positions cut into batch_size pieces,
+ * numbered seq = 0, 1, 2, ... across epochs) go through the slots in turn:
+ * slot seq % nslots holds batch seq once batch seq - nslots has left it.
+ *
+ *   FREE --(first claim)--> FILLING --(last finish)--> READY
+ *        <--(copies done)-- COPYING <--(prefetcher takes it)--
+ *
+ * Workers claim positions in order and write samples straight into the
+ * slot; the prefetcher takes slots in order. One mutex guards the states;
+ * nobody holds it across I/O, decoding or copying. */
+#ifndef PINLOAD_RING_H
+#define PINLOAD_RING_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+
+typedef enum slot_state {
+    SLOT_FREE,
+    SLOT_FILLING,
+    SLOT_READY,
+    SLOT_COPYING,
+} slot_state;
+
+/* One sample position of a slot: written by the worker that claimed it,
+ * read by the prefetcher once the slot is READY. */
+typedef struct ring_pos {
+    int64_t index;  /* dataset index */
+    int32_t label;
+    int32_t status; /* 0 or PL_E* */
+} ring_pos;
+
+typedef struct ring_slot {
+    uint64_t seq;   /* nominal batch held now, or next when FREE */
+    slot_state state;
+    int64_t epoch;  /* of batch seq */
+    int64_t batch;  /* nominal batch number within the epoch */
+    int count;      /* positions in this batch */
+    int claimed;    /* positions handed to workers */
+    int pending;    /* positions not finished */
+    int copies;     /* outstanding copy completions while COPYING */
+    uint8_t *pixels;
+    ring_pos *pos;  /* [batch_size] */
+    struct ring *ring;
+} ring_slot;
+
+/* The sequence of nominal batches. */
+typedef struct ring_schedule {
+    int64_t first_epoch;
+    int64_t positions; /* per epoch */
+    int batch_size;
+} ring_schedule;
+
+typedef struct ring {
+    pthread_mutex_t mu;
+    pthread_cond_t work_cv;  /* workers: a slot became free */
+    pthread_cond_t ready_cv; /* prefetcher: a slot became ready */
+    ring_slot *slots;
+    int nslots;
+    ring_schedule sched;
+    int64_t batches_per_epoch; /* nominal */
+    size_t sample_bytes;
+    uint64_t claim_seq; /* batch of the next claim */
+    int stop;
+    backend *be;
+    uint8_t *mem;
+    size_t mem_bytes;
+    int locked; /* mem is page-locked */
+} ring;
+
+int ring_init(ring *r, int nslots, const ring_schedule *sched,
+              size_t sample_bytes, backend *be, int pinned);
+void ring_fini(ring *r);
+
+/* Next position to fill, in order; blocks while its slot is busy. [out]
+ * *slot, *pos. Returns 1, or 0 once ring_stop was called. */
+int ring_claim(ring *r, ring_slot **slot, int *pos);
+
+/* A worker finished a position (its ring_pos is written). */
+void ring_finish(ring *r, ring_slot *slot);
+
+/* The prefetcher's next slot: batch seq once READY (now COPYING), or NULL
+ * once ring_stop was called. */
+ring_slot *ring_wait_ready(ring *r, uint64_t seq);
+
+/* While COPYING: n more completions must be reported by ring_copy_done
+ * before the slot returns to FREE for batch seq + nslots. */
+void ring_add_copies(ring *r, ring_slot *slot, int n);
+void ring_copy_done(void *slot); /* a backend callback */
+
+/* Wake and end every ring_claim and ring_wait_ready. */
+void ring_stop(ring *r);
+
+#endif

@@ -1,0 +1,49 @@
+#!/bin/sh
+# Installs the Debian packages pinload needs, or says which to install.
+#   tools/install-deps.sh build   what `make` needs
+#   tools/install-deps.sh test    what `make test` needs on top
+#   tools/install-deps.sh all     both (default)
+# As root with apt-get, missing packages are installed; otherwise the exact
+# apt-get command is printed and the script fails.
+set -eu
+
+what=${1:-all}
+cc=${CC:-cc}
+need=""
+
+have_header() {
+    printf '#include <stdio.h>\n#include <%s>\n' "$1" |
+        "$cc" -E -x c - >/dev/null 2>&1
+}
+want() { need="$need $1"; }
+
+check_build() {
+    command -v "$cc" >/dev/null 2>&1 || want gcc
+    command -v objcopy >/dev/null 2>&1 || want binutils
+    have_header jpeglib.h || want libjpeg62-turbo-dev
+}
+check_test() {
+    have_header criterion/criterion.h || want libcriterion-dev
+    command -v djpeg >/dev/null 2>&1 || want libjpeg-turbo-progs
+}
+
+case "$what" in
+build) check_build ;;
+test) check_test ;;
+all) check_build; check_test ;;
+*) echo "usage: $0 build|test|all" >&2; exit 2 ;;
+esac
+
+[ -z "$need" ] && exit 0
+
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "install-deps: installing:$need"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    # shellcheck disable=SC2086
+    apt-get install -y -qq --no-install-recommends $need >/dev/null
+    exit 0
+fi
+echo "install-deps: missing Debian packages:$need" >&2
+echo "install-deps: run: sudo apt-get install$need" >&2
+exit 1

@@ -1,0 +1,147 @@
+#include "augment.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "philox.h"
+
+void augment_params_init(augment_params *p, pl_augment mode,
+                         pl_format format, int out_w, int out_h,
+                         uint64_t seed, const float mean[3],
+                         const float std[3])
+{
+    p->mode = mode;
+    p->format = format;
+    p->out_w = out_w;
+    p->out_h = out_h;
+    p->seed = seed;
+    for (int c = 0; c < 3; c++)
+        for (int v = 0; v < 256; v++)
+            p->lut[c][v] = ((float)v / 255.0f - mean[c]) / std[c];
+}
+
+size_t augment_sample_bytes(const augment_params *p)
+{
+    const size_t px = (size_t)p->out_w * (size_t)p->out_h * 3;
+    return p->format == PL_FORMAT_F32_NCHW ? px * sizeof(float) : px;
+}
+
+/* Python's round(): halves go to the even neighbour, which rint() does in
+ * the default rounding mode. torchvision's crop arithmetic relies on it. */
+static int py_round(double x)
+{
+    return (int)rint(x);
+}
+
+/* torchvision.transforms.RandomResizedCrop.get_params with scale (0.08, 1)
+ * and ratio (3/4, 4/3): ten tries at a random area and aspect ratio, then a
+ * centre crop clamped to the ratio range. */
+static void random_resized_crop(philox_stream *rng, int width, int height,
+                                augment_plan *plan)
+{
+    const double area = (double)width * height;
+    const double log_lo = log(3.0 / 4.0), log_hi = log(4.0 / 3.0);
+    for (int attempt = 0; attempt < 10; attempt++) {
+        const double target = area * (0.08 + (1.0 - 0.08) *
+                                                 philox_next_double(rng));
+        const double aspect =
+            exp(log_lo + (log_hi - log_lo) * philox_next_double(rng));
+        const int w = py_round(sqrt(target * aspect));
+        const int h = py_round(sqrt(target / aspect));
+        if (w > 0 && w <= width && h > 0 && h <= height) {
+            plan->src_y = (int)philox_next_below(rng, (uint32_t)(height - h + 1));
+            plan->src_x = (int)philox_next_below(rng, (uint32_t)(width - w + 1));
+            plan->src_w = w;
+            plan->src_h = h;
+            return;
+        }
+    }
+    const double in_ratio = (double)width / height;
+    int w = width, h = height;
+    if (in_ratio < 3.0 / 4.0)
+        h = py_round(w / (3.0 / 4.0));
+    else if (in_ratio > 4.0 / 3.0)
+        w = py_round(h * (4.0 / 3.0));
+    plan->src_w = w;
+    plan->src_h = h;
+    plan->src_x = (width - w) / 2;
+    plan->src_y = (height - h) / 2;
+}
+
+/* torchvision's Resize(s) (shorter side to s, the longer truncated as
+ * int(s * long / short)) followed by CenterCrop(out_h, out_w). */
+static void resize_center_crop(const augment_params *p, int width, int height,
+                               augment_plan *plan)
+{
+    const int big = p->out_w > p->out_h ? p->out_w : p->out_h;
+    const int s = big * 256 / 224;
+    plan->src_x = plan->src_y = 0;
+    plan->src_w = width;
+    plan->src_h = height;
+    if (width <= height) {
+        plan->rs_w = s;
+        plan->rs_h = (int)((double)s * height / width);
+    } else {
+        plan->rs_h = s;
+        plan->rs_w = (int)((double)s * width / height);
+    }
+    plan->out_x = py_round((plan->rs_w - p->out_w) / 2.0);
+    plan->out_y = py_round((plan->rs_h - p->out_h) / 2.0);
+}
+
+void augment_plan_make(const augment_params *p, int64_t epoch, int64_t index,
+                       int width, int height, augment_plan *plan)
+{
+    memset(plan, 0, sizeof *plan);
+    plan->rs_w = p->out_w;
+    plan->rs_h = p->out_h;
+    switch (p->mode) {
+    case PL_AUGMENT_TRAIN: {
+        philox_stream rng;
+        philox_stream_init(&rng, p->seed, PHILOX_DOMAIN_AUGMENT,
+                           (uint64_t)epoch, (uint64_t)index);
+        random_resized_crop(&rng, width, height, plan);
+        plan->flip = philox_next_double(&rng) < 0.5;
+        break;
+    }
+    case PL_AUGMENT_EVAL:
+        resize_center_crop(p, width, height, plan);
+        break;
+    case PL_AUGMENT_NONE:
+    default:
+        plan->src_w = width;
+        plan->src_h = height;
+        break;
+    }
+}
+
+void augment_write_row(const augment_params *p, const augment_plan *plan,
+                       const uint8_t *rgb, int y, void *dst)
+{
+    const int w = p->out_w;
+    if (p->format == PL_FORMAT_F32_NCHW) {
+        const size_t plane = (size_t)w * (size_t)p->out_h;
+        float *out = (float *)dst + (size_t)y * w;
+        for (int c = 0; c < 3; c++, out += plane) {
+            const float *lut = p->lut[c];
+            if (plan->flip)
+                for (int x = 0; x < w; x++)
+                    out[x] = lut[rgb[(size_t)(w - 1 - x) * 3 + c]];
+            else
+                for (int x = 0; x < w; x++)
+                    out[x] = lut[rgb[(size_t)x * 3 + c]];
+        }
+        return;
+    }
+    uint8_t *out = (uint8_t *)dst + (size_t)y * w * 3;
+    if (!plan->flip) {
+        memcpy(out, rgb, (size_t)w * 3);
+        return;
+    }
+    for (int x = 0; x < w; x++) {
+        const uint8_t *s = rgb + (size_t)(w - 1 - x) * 3;
+        out[x * 3 + 0] = s[0];
+        out[x * 3 + 1] = s[1];
+        out[x * 3 + 2] = s[2];
+    }
+}

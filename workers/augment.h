@@ -1,0 +1,50 @@
+/* Augmentation: where each output sample's pixels come from (crop, resize,
+ * flip), drawn from philox keyed by (seed, epoch, dataset index) and the
+ * image's size alone, and how resized rows are written out (u8 NHWC or
+ * normalised f32 NCHW). */
+#ifndef PINLOAD_AUGMENT_H
+#define PINLOAD_AUGMENT_H
+
+#include <stdint.h>
+
+#include "pinload.h"
+
+typedef struct augment_params {
+    pl_augment mode;
+    pl_format format;
+    int out_w, out_h;
+    uint64_t seed;
+    /* F32: lut[c][v] = (v / 255 - mean[c]) / std[c], so every path
+     * (host, GPU) normalises with exactly these floats. */
+    float lut[3][256];
+} augment_params;
+
+void augment_params_init(augment_params *p, pl_augment mode,
+                         pl_format format, int out_w, int out_h,
+                         uint64_t seed, const float mean[3],
+                         const float std[3]);
+
+/* Where one sample comes from: the source rectangle of the decoded image
+ * is scaled to rs_w x rs_h, and the out_w x out_h window at (out_x, out_y)
+ * of that is the output, mirrored left-right when flip is set. */
+typedef struct augment_plan {
+    int src_x, src_y, src_w, src_h;
+    int rs_w, rs_h;
+    int out_x, out_y;
+    int flip;
+} augment_plan;
+
+/* The plan for dataset index `index` in `epoch`, for an image of
+ * width x height pixels. */
+void augment_plan_make(const augment_params *p, int64_t epoch, int64_t index,
+                       int width, int height, augment_plan *plan);
+
+/* Bytes of one output sample. */
+size_t augment_sample_bytes(const augment_params *p);
+
+/* Write output row y (out_w RGB pixels, already resized) into the sample at
+ * dst, applying the flip and the format. */
+void augment_write_row(const augment_params *p, const augment_plan *plan,
+                       const uint8_t *rgb, int y, void *dst);
+
+#endif

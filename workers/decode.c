@@ -1,0 +1,315 @@
+/* JPEG decoding: libjpeg's API wrapped so that an error in any file comes
+ * back as a status and a reason, never as exit() or a crash. libjpeg reports
+ * fatal errors by calling error_exit, which here longjmps back into the
+ * decoder function that called libjpeg; each such function sets its own
+ * jump point, so no libjpeg frame outlives an error. */
+#include "decode.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <jerror.h>
+
+#include "pinload.h"
+
+void decode_limits_default(decode_limits *lim)
+{
+    lim->max_width = 32768;
+    lim->max_height = 32768;
+    lim->max_pixels = 178956970; /* Pillow's DecompressionBombError */
+    lim->max_scans = 256;
+    lim->strict = 0;
+}
+
+static void on_error_exit(j_common_ptr cinfo)
+{
+    decode_jerr *e = (decode_jerr *)cinfo->err;
+    longjmp(e->jump, 1);
+}
+
+static void on_emit_message(j_common_ptr cinfo, int level)
+{
+    decode_jerr *e = (decode_jerr *)cinfo->err;
+    if (level >= 0)
+        return; /* trace output */
+    if (e->warnings++ == 0)
+        cinfo->err->format_message(cinfo, e->first_warning);
+}
+
+/* libjpeg calls this once per pass and per scan while it absorbs a
+ * progressive file; a hostile file can hold thousands of tiny scans, each
+ * costing a pass over the whole coefficient buffer. */
+static void on_progress(j_common_ptr cinfo)
+{
+    j_decompress_ptr dinfo = (j_decompress_ptr)cinfo;
+    decode_jerr *e = (decode_jerr *)cinfo->err;
+    if (dinfo->input_scan_number > e->max_scans) {
+        e->own_code = PL_ELIMIT;
+        snprintf(e->own_reason, sizeof e->own_reason,
+                 "more than %d progressive scans", e->max_scans);
+        longjmp(e->jump, 1);
+    }
+}
+
+int decoder_init(decoder *d, const decode_limits *lim)
+{
+    memset(d, 0, sizeof *d);
+    d->limits = *lim;
+    d->cinfo.err = jpeg_std_error(&d->jerr.pub);
+    d->jerr.pub.error_exit = on_error_exit;
+    d->jerr.pub.emit_message = on_emit_message;
+    d->jerr.max_scans = lim->max_scans;
+    if (setjmp(d->jerr.jump))
+        return PL_ENOMEM; /* jpeg_create_decompress fails only so */
+    jpeg_create_decompress(&d->cinfo);
+    d->progress.progress_monitor = on_progress;
+    d->cinfo.progress = &d->progress;
+    /* Progressive and multi-scan files keep every coefficient in memory;
+     * bound that by the pixel limit (8 bytes covers four full-resolution
+     * components of 2-byte coefficients), so libjpeg fails cleanly instead
+     * of asking for gigabytes. */
+    d->cinfo.mem->max_memory_to_use =
+        (long)(lim->max_pixels * 8 + ((int64_t)64 << 20));
+    return 0;
+}
+
+void decoder_fini(decoder *d)
+{
+    if (!d->cinfo.err)
+        return;
+    decoder_close(d);
+    jpeg_destroy_decompress(&d->cinfo);
+    free(d->rows);
+    free(d->cmyk_rows);
+    memset(d, 0, sizeof *d);
+}
+
+/* Names what a file that does not start with SOI seems to be instead. */
+static void describe_not_jpeg(const uint8_t *b, size_t len, char *reason)
+{
+    static const struct {
+        const char *magic;
+        size_t n;
+        const char *what;
+    } kinds[] = {
+        {"\x89PNG", 4, "PNG"},   {"GIF8", 4, "GIF"},
+        {"BM", 2, "BMP"},        {"II*\0", 4, "TIFF"},
+        {"MM\0*", 4, "TIFF"},    {"RIFF", 4, "RIFF (WebP?)"},
+        {"P1", 2, "PBM"},        {"P4", 2, "PBM"},
+        {"P2", 2, "PGM"},        {"P5", 2, "PGM"},
+        {"P3", 2, "PPM"},        {"P6", 2, "PPM"},
+    };
+    if (len == 0) {
+        snprintf(reason, DECODE_REASON_MAX, "not a JPEG file (empty)");
+        return;
+    }
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        if (len >= kinds[i].n && memcmp(b, kinds[i].magic, kinds[i].n) == 0) {
+            snprintf(reason, DECODE_REASON_MAX,
+                     "not a JPEG file (%s data)", kinds[i].what);
+            return;
+        }
+    }
+    char hex[16] = "";
+    size_t o = 0;
+    for (size_t i = 0; i < len && i < 4; i++)
+        o += (size_t)snprintf(hex + o, sizeof hex - o, i ? " %02x" : "%02x",
+                              b[i]);
+    snprintf(reason, DECODE_REASON_MAX, "not a JPEG file (starts with %s)",
+             hex);
+}
+
+/* Turns the error libjpeg (or on_progress) just raised into a code and a
+ * reason, and makes the decoder ready for another image. */
+static int fail(decoder *d, char *reason)
+{
+    decode_jerr *e = &d->jerr;
+    int code;
+    if (e->own_code) {
+        code = e->own_code;
+        snprintf(reason, DECODE_REASON_MAX, "%s", e->own_reason);
+    } else {
+        switch (e->pub.msg_code) {
+        case JERR_NO_SOI:
+            code = PL_ENOTJPEG;
+            break;
+        case JERR_BAD_PRECISION:
+        case JERR_SOF_UNSUPPORTED:
+        case JERR_NOT_COMPILED:
+        case JERR_NOTIMPL:
+        case JERR_ARITH_NOTIMPL:
+        case JERR_CONVERSION_NOTIMPL:
+            code = PL_EUNSUPPORTED;
+            break;
+        case JERR_OUT_OF_MEMORY:
+            code = PL_ENOMEM;
+            break;
+        case JERR_NO_BACKING_STORE: /* over max_memory_to_use */
+            code = PL_ELIMIT;
+            break;
+        default:
+            code = PL_ECORRUPT;
+        }
+        char msg[JMSG_LENGTH_MAX];
+        e->pub.format_message((j_common_ptr)&d->cinfo, msg);
+        snprintf(reason, DECODE_REASON_MAX, "%s", msg);
+    }
+    decoder_close(d);
+    return code;
+}
+
+static int check_limits(const decoder *d, const decode_info *info,
+                        char *reason)
+{
+    const decode_limits *lim = &d->limits;
+    const int64_t pixels = (int64_t)info->width * info->height;
+    if (info->width > lim->max_width || info->height > lim->max_height ||
+        pixels > lim->max_pixels) {
+        snprintf(reason, DECODE_REASON_MAX,
+                 "%dx%d exceeds the limits (max %dx%d, %lld pixels)",
+                 info->width, info->height, lim->max_width, lim->max_height,
+                 (long long)lim->max_pixels);
+        return PL_ELIMIT;
+    }
+    return 0;
+}
+
+int decoder_open(decoder *d, const uint8_t *buf, size_t len,
+                 decode_info *info, char *reason)
+{
+    decoder_close(d);
+    if (len < 2 || buf[0] != 0xFF || buf[1] != 0xD8) {
+        describe_not_jpeg(buf, len, reason);
+        return PL_ENOTJPEG;
+    }
+    d->jerr.warnings = 0;
+    d->jerr.own_code = 0;
+    d->open = 1;
+    if (setjmp(d->jerr.jump))
+        return fail(d, reason);
+    jpeg_mem_src(&d->cinfo, buf, (unsigned long)len);
+    jpeg_read_header(&d->cinfo, TRUE);
+
+    info->width = (int)d->cinfo.image_width;
+    info->height = (int)d->cinfo.image_height;
+    info->components = d->cinfo.num_components;
+    info->progressive = jpeg_has_multiple_scans(&d->cinfo) ? 1 : 0;
+    int rc = check_limits(d, info, reason);
+    if (rc < 0) {
+        decoder_close(d);
+        return rc;
+    }
+    const J_COLOR_SPACE cs = d->cinfo.jpeg_color_space;
+    d->cmyk = (cs == JCS_CMYK || cs == JCS_YCCK);
+    d->cinfo.out_color_space = d->cmyk ? JCS_CMYK : JCS_RGB;
+    d->cinfo.dct_method = JDCT_ISLOW;
+    return 0;
+}
+
+static int grow(uint8_t **p, size_t *cap, size_t need)
+{
+    if (*cap >= need)
+        return 0;
+    uint8_t *n = realloc(*p, need);
+    if (!n)
+        return PL_ENOMEM;
+    *p = n;
+    *cap = need;
+    return 0;
+}
+
+int decoder_start(decoder *d, char *reason)
+{
+    if (setjmp(d->jerr.jump))
+        return fail(d, reason);
+    jpeg_start_decompress(&d->cinfo);
+    d->started = 1;
+    d->width = (int)d->cinfo.output_width;
+    const size_t row = (size_t)d->width * 3;
+    if (grow(&d->rows, &d->rows_cap, row * DECODE_CHUNK_ROWS) < 0 ||
+        (d->cmyk && grow(&d->cmyk_rows, &d->cmyk_cap,
+                         (size_t)d->width * 4 * DECODE_CHUNK_ROWS) < 0)) {
+        snprintf(reason, DECODE_REASON_MAX, "out of memory for %d-px rows",
+                 d->width);
+        decoder_close(d);
+        return PL_ENOMEM;
+    }
+    return 0;
+}
+
+int decoder_row(const decoder *d)
+{
+    return (int)d->cinfo.output_scanline;
+}
+
+int decoder_skip_to(decoder *d, int y, char *reason)
+{
+    if (setjmp(d->jerr.jump))
+        return fail(d, reason);
+    const JDIMENSION at = d->cinfo.output_scanline;
+    if ((JDIMENSION)y > at)
+        jpeg_skip_scanlines(&d->cinfo, (JDIMENSION)y - at);
+    return 0;
+}
+
+/* Adobe applications write CMYK inverted (0 = full ink) and mark the file
+ * with an Adobe APP14 segment; other writers store plain CMYK. The product
+ * is rounded as djpeg rounds it. */
+static void cmyk_to_rgb(const uint8_t *src, uint8_t *dst, size_t pixels,
+                        int inverted)
+{
+    const unsigned flip = inverted ? 0 : 255;
+    for (size_t i = 0; i < pixels; i++, src += 4, dst += 3) {
+        const unsigned k = src[3] ^ flip;
+        dst[0] = (uint8_t)(((src[0] ^ flip) * k * 2 + 255) / 510);
+        dst[1] = (uint8_t)(((src[1] ^ flip) * k * 2 + 255) / 510);
+        dst[2] = (uint8_t)(((src[2] ^ flip) * k * 2 + 255) / 510);
+    }
+}
+
+/* The libjpeg part of decoder_read, in its own frame so that no local of
+ * decoder_read changes between its setjmp and a longjmp. */
+static int read_rows(decoder *d)
+{
+    struct jpeg_decompress_struct *ci = &d->cinfo;
+    const size_t stride = (size_t)d->width * (d->cmyk ? 4 : 3);
+    uint8_t *base = d->cmyk ? d->cmyk_rows : d->rows;
+    JSAMPROW ptrs[DECODE_CHUNK_ROWS];
+    int want = (int)(ci->output_height - ci->output_scanline);
+    if (want > DECODE_CHUNK_ROWS)
+        want = DECODE_CHUNK_ROWS;
+    for (int i = 0; i < want; i++)
+        ptrs[i] = base + (size_t)i * stride;
+    int got = 0;
+    while (got < want)
+        got += (int)jpeg_read_scanlines(ci, ptrs + got,
+                                        (JDIMENSION)(want - got));
+    return got;
+}
+
+int decoder_read(decoder *d, const uint8_t **rows, int *n, char *reason)
+{
+    if (setjmp(d->jerr.jump))
+        return fail(d, reason);
+    const int got = read_rows(d);
+    if (d->limits.strict && d->jerr.warnings > 0) {
+        snprintf(reason, DECODE_REASON_MAX, "%.200s (strict)",
+                 d->jerr.first_warning);
+        decoder_close(d);
+        return PL_ECORRUPT;
+    }
+    if (d->cmyk)
+        cmyk_to_rgb(d->cmyk_rows, d->rows, (size_t)d->width * (size_t)got,
+                    d->cinfo.saw_Adobe_marker);
+    *rows = d->rows;
+    *n = got;
+    return 0;
+}
+
+void decoder_close(decoder *d)
+{
+    if (d->open)
+        jpeg_abort_decompress(&d->cinfo);
+    d->open = 0;
+    d->started = 0;
+}

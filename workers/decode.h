@@ -1,0 +1,89 @@
+/* JPEG decoding with libjpeg-turbo's libjpeg API: one decoder per worker,
+ * rows pulled in order and always RGB (grayscale replicated, CMYK and YCCK
+ * converted), with limits checked from the header before any pixel buffer
+ * is allocated. Functions return 0 or a negative PL_E* code and then write
+ * a reason ("Corrupt JPEG data: premature end of data segment") to the
+ * caller's buffer of DECODE_REASON_MAX bytes. */
+#ifndef PINLOAD_DECODE_H
+#define PINLOAD_DECODE_H
+
+#include <setjmp.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h> /* jpeglib.h needs FILE */
+
+#include <jpeglib.h>
+
+#define DECODE_REASON_MAX 256
+#define DECODE_CHUNK_ROWS 16 /* rows one decoder_read may return */
+
+typedef struct decode_limits {
+    int max_width, max_height;
+    int64_t max_pixels;
+    int max_scans; /* progressive scans; bounds time on hostile files */
+    int strict;    /* 1: a libjpeg warning makes the image bad */
+} decode_limits;
+
+/* The limits pl_config_default() implies. */
+void decode_limits_default(decode_limits *lim);
+
+typedef struct decode_info {
+    int width, height; /* full scale */
+    int components;    /* in the file: 1, 3 or 4 */
+    int progressive;
+} decode_info;
+
+/* libjpeg reports errors and warnings here. */
+typedef struct decode_jerr {
+    struct jpeg_error_mgr pub;
+    jmp_buf jump;
+    int max_scans;
+    int warnings;
+    char first_warning[JMSG_LENGTH_MAX];
+    char own_reason[DECODE_REASON_MAX]; /* set when we abort, not libjpeg */
+    int own_code;
+} decode_jerr;
+
+typedef struct decoder {
+    struct jpeg_decompress_struct cinfo;
+    decode_jerr jerr;
+    struct jpeg_progress_mgr progress;
+    decode_limits limits;
+    int open;    /* a header was read and the image not closed */
+    int started; /* jpeg_start_decompress done */
+    int cmyk;    /* libjpeg gives CMYK; converted to RGB here */
+    int width;   /* width of the rows handed out */
+    uint8_t *rows; /* DECODE_CHUNK_ROWS rows of width * 3 bytes */
+    size_t rows_cap;
+    uint8_t *cmyk_rows; /* the same rows as CMYK, when converting */
+    size_t cmyk_cap;
+} decoder;
+
+/* [out] d, ready for images. PL_ENOMEM. */
+int decoder_init(decoder *d, const decode_limits *lim);
+void decoder_fini(decoder *d);
+
+/* Read the header of the JPEG in buf[0, len) (which must stay valid until
+ * decoder_close) and check it against the limits. [out] *info. */
+int decoder_open(decoder *d, const uint8_t *buf, size_t len,
+                 decode_info *info, char *reason);
+
+/* Start decompressing at full scale; rows come from the top. */
+int decoder_start(decoder *d, char *reason);
+
+/* Discard output rows until the next one returned is row y (y must not be
+ * behind the current row). */
+int decoder_skip_to(decoder *d, int y, char *reason);
+
+/* Decode the next rows: [out] *rows points at *n >= 1 consecutive RGB rows
+ * of d->width * 3 bytes each, valid until the next decoder call. */
+int decoder_read(decoder *d, const uint8_t **rows, int *n, char *reason);
+
+/* The next row decoder_read would return. */
+int decoder_row(const decoder *d);
+
+/* End the current image, finished or not; the decoder is ready for the
+ * next one. Safe to call when no image is open. */
+void decoder_close(decoder *d);
+
+#endif

@@ -1,0 +1,110 @@
+#include "fileio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "pinload.h"
+
+static int grow(fileio_buf *b, size_t need)
+{
+    if (need <= b->cap)
+        return 0;
+    size_t cap = b->cap ? b->cap : 1 << 16;
+    while (cap < need)
+        cap *= 2;
+    uint8_t *n = realloc(b->data, cap);
+    if (!n)
+        return PL_ENOMEM;
+    b->data = n;
+    b->cap = cap;
+    return 0;
+}
+
+static int io_error(int err, const char *what, char *reason, size_t cap)
+{
+    char buf[128];
+    snprintf(reason, cap, "%s: %s", what, strerror_r(err, buf, sizeof buf));
+    return PL_EIO;
+}
+
+/* Reads until EOF rather than trusting st_size alone, so a file that grows
+ * or shrinks between fstat and read is still read consistently. */
+static int read_all(int fd, int64_t max_bytes, fileio_buf *b, char *reason,
+                    size_t cap)
+{
+    size_t len = 0;
+    for (;;) {
+        if (len == b->cap && grow(b, b->cap + 1) < 0) {
+            snprintf(reason, cap, "out of memory reading %zu bytes", len);
+            return PL_ENOMEM;
+        }
+        const ssize_t n = read(fd, b->data + len, b->cap - len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return io_error(errno, "read", reason, cap);
+        }
+        if (n == 0)
+            break;
+        len += (size_t)n;
+        if ((int64_t)len > max_bytes) {
+            snprintf(reason, cap, "file larger than the limit of %lld bytes",
+                     (long long)max_bytes);
+            return PL_ELIMIT;
+        }
+    }
+    b->len = len;
+    return 0;
+}
+
+int fileio_read(int dirfd, const char *path, int64_t max_bytes,
+                fileio_buf *b, char *reason, size_t cap)
+{
+    int fd;
+    do
+        fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    while (fd < 0 && errno == EINTR);
+    if (fd < 0)
+        return io_error(errno, "open", reason, cap);
+
+    int rc;
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        rc = io_error(errno, "fstat", reason, cap);
+        goto done;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(reason, cap, "not a regular file (%s)",
+                 S_ISDIR(st.st_mode) ? "a directory" : "a special file");
+        rc = PL_EIO;
+        goto done;
+    }
+    if (st.st_size > max_bytes) {
+        snprintf(reason, cap, "%lld bytes, over the limit of %lld",
+                 (long long)st.st_size, (long long)max_bytes);
+        rc = PL_ELIMIT;
+        goto done;
+    }
+    /* One spare byte lets read() see EOF without a second grow. */
+    if (grow(b, (size_t)st.st_size + 1) < 0) {
+        snprintf(reason, cap, "out of memory for %lld bytes",
+                 (long long)st.st_size);
+        rc = PL_ENOMEM;
+        goto done;
+    }
+    rc = read_all(fd, max_bytes, b, reason, cap);
+done:
+    close(fd);
+    return rc;
+}
+
+void fileio_buf_free(fileio_buf *b)
+{
+    free(b->data);
+    *b = (fileio_buf){0};
+}

@@ -1,0 +1,23 @@
+/* Reading one file whole into a worker's reusable buffer. */
+#ifndef PINLOAD_FILEIO_H
+#define PINLOAD_FILEIO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct fileio_buf {
+    uint8_t *data;
+    size_t len; /* bytes of the last file read */
+    size_t cap;
+} fileio_buf;
+
+/* Read `path` (relative to the directory dirfd, or absolute) into b,
+ * growing it as needed. Files over max_bytes, directories and other
+ * non-regular files are refused. Returns 0, or PL_EIO / PL_ELIMIT /
+ * PL_ENOMEM with a reason in reason[cap]. Retries EINTR and short reads. */
+int fileio_read(int dirfd, const char *path, int64_t max_bytes,
+                fileio_buf *b, char *reason, size_t cap);
+
+void fileio_buf_free(fileio_buf *b);
+
+#endif

@@ -1,0 +1,141 @@
+#include "pool.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pinload.h"
+
+typedef struct worker {
+    pool *pool;
+    int id;
+    int started;
+    pthread_t thread;
+    process_ctx ctx;
+    /* Written by this worker alone, read by pool_get_stats. */
+    _Atomic uint64_t decoded, failed, bytes_read;
+    _Atomic uint64_t ns_read, ns_decode, ns_augment;
+} worker;
+
+struct pool {
+    pool_config cfg;
+    worker *workers;
+};
+
+static void add(_Atomic uint64_t *c, uint64_t v)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v,
+                          memory_order_relaxed);
+}
+
+static void *worker_main(void *arg)
+{
+    worker *w = arg;
+    const pool_config *cfg = &w->pool->cfg;
+    pool_job job;
+    for (;;) {
+        memset(&job, 0, sizeof job);
+        job.worker = w->id;
+        if (!cfg->source.claim(cfg->source.ctx, &job))
+            break;
+        process_times t = {0};
+        job.status = process_sample(&w->ctx, cfg->augment, cfg->dirfd,
+                                    job.path, cfg->max_file_bytes, job.epoch,
+                                    job.index, job.dst, &t, job.reason);
+        add(job.status == 0 ? &w->decoded : &w->failed, 1);
+        add(&w->bytes_read, t.bytes_read);
+        add(&w->ns_read, t.ns_read);
+        add(&w->ns_decode, t.ns_decode);
+        add(&w->ns_augment, t.ns_augment);
+        cfg->source.finish(cfg->source.ctx, &job);
+    }
+    return NULL;
+}
+
+int pool_create(pool **out, const pool_config *cfg)
+{
+    pool *p = calloc(1, sizeof *p);
+    if (!p)
+        return PL_ENOMEM;
+    p->cfg = *cfg;
+    p->workers = calloc((size_t)cfg->workers, sizeof *p->workers);
+    if (!p->workers)
+        goto fail;
+    for (int i = 0; i < cfg->workers; i++) {
+        worker *w = &p->workers[i];
+        w->pool = p;
+        w->id = i;
+        if (process_init(&w->ctx, &cfg->limits) < 0)
+            goto fail;
+    }
+    *out = p;
+    return 0;
+fail:
+    pool_destroy(p);
+    return PL_ENOMEM;
+}
+
+int pool_start(pool *p)
+{
+    /* Workers take no signals: they belong to the application's threads. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = 0;
+    for (int i = 0; i < p->cfg.workers && rc == 0; i++) {
+        worker *w = &p->workers[i];
+        if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+            rc = PL_ETHREAD;
+            break;
+        }
+        w->started = 1;
+        char name[24]; /* the kernel keeps 15 chars: "pl-worker-9999" */
+        snprintf(name, sizeof name, "pl-worker-%d", i % 10000);
+        pthread_setname_np(w->thread, name);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}
+
+void pool_join(pool *p)
+{
+    for (int i = 0; i < p->cfg.workers; i++) {
+        worker *w = &p->workers[i];
+        if (w->started)
+            pthread_join(w->thread, NULL);
+        w->started = 0;
+    }
+}
+
+void pool_destroy(pool *p)
+{
+    if (!p)
+        return;
+    if (p->workers) {
+        pool_join(p);
+        for (int i = 0; i < p->cfg.workers; i++)
+            process_fini(&p->workers[i].ctx);
+        free(p->workers);
+    }
+    free(p);
+}
+
+void pool_get_stats(const pool *p, pool_stats *s)
+{
+    memset(s, 0, sizeof *s);
+    for (int i = 0; i < p->cfg.workers; i++) {
+        worker *w = &p->workers[i];
+        s->decoded += atomic_load_explicit(&w->decoded, memory_order_relaxed);
+        s->failed += atomic_load_explicit(&w->failed, memory_order_relaxed);
+        s->bytes_read +=
+            atomic_load_explicit(&w->bytes_read, memory_order_relaxed);
+        s->ns_read += atomic_load_explicit(&w->ns_read, memory_order_relaxed);
+        s->ns_decode +=
+            atomic_load_explicit(&w->ns_decode, memory_order_relaxed);
+        s->ns_augment +=
+            atomic_load_explicit(&w->ns_augment, memory_order_relaxed);
+    }
+}

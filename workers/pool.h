@@ -1,0 +1,66 @@
+/* The worker threads. Each loops: claim a job from its source, produce the
+ * sample into the job's destination, report back. The source (the loader's
+ * ring) decides what to do and when to stop; the pool only computes. */
+#ifndef PINLOAD_POOL_H
+#define PINLOAD_POOL_H
+
+#include <stdint.h>
+
+#include "process.h"
+
+typedef struct pool pool;
+
+/* One sample to produce. The source fills the inputs in claim(); the pool
+ * fills status and reason before finish(). */
+typedef struct pool_job {
+    int64_t epoch, index; /* what augment_plan_make is keyed by */
+    const char *path;     /* relative to the pool's dirfd */
+    void *dst;            /* augment_sample_bytes() bytes */
+    void *tag;            /* the source's own */
+    int tag_pos;          /* likewise */
+    int worker;           /* which worker holds the job */
+    int status;           /* 0 or PL_E* */
+    char reason[PROCESS_REASON_MAX];
+} pool_job;
+
+typedef struct pool_source {
+    /* Fill *job and return 1, or return 0 to end the calling worker. May
+     * block. Called without any pool lock held. */
+    int (*claim)(void *ctx, pool_job *job);
+    /* The job is done (job->status says how). */
+    void (*finish)(void *ctx, pool_job *job);
+    void *ctx;
+} pool_source;
+
+typedef struct pool_config {
+    int workers;
+    int dirfd;
+    int64_t max_file_bytes;
+    decode_limits limits;
+    const augment_params *augment; /* outlives the pool */
+    pool_source source;
+} pool_config;
+
+typedef struct pool_stats {
+    uint64_t decoded, failed, bytes_read;
+    uint64_t ns_read, ns_decode, ns_augment;
+} pool_stats;
+
+/* Allocate the workers' state; no thread runs yet. */
+int pool_create(pool **out, const pool_config *cfg);
+
+/* Start the threads. On failure (PL_ETHREAD), the threads already started
+ * run on: make the source return 0 and call pool_join as usual. */
+int pool_start(pool *p);
+
+/* Wait for every started thread to return (the source must be returning
+ * 0 from claim by now). */
+void pool_join(pool *p);
+
+/* Join, then free. NULL is a no-op. */
+void pool_destroy(pool *p);
+
+/* Counters summed over the workers; safe while they run. */
+void pool_get_stats(const pool *p, pool_stats *s);
+
+#endif

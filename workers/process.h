@@ -1,0 +1,54 @@
+/* One sample, start to finish: read the file, decode the rows the plan
+ * needs, resize them and write the output sample where it belongs (a ring
+ * slot). Each worker owns one process_ctx; nothing in it is shared, and
+ * after the first few samples nothing is allocated. */
+#ifndef PINLOAD_PROCESS_H
+#define PINLOAD_PROCESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "augment.h"
+#include "decode.h"
+#include "fileio.h"
+#include "resample.h"
+
+#define PROCESS_REASON_MAX 256
+
+typedef struct process_ctx {
+    decoder dec;
+    fileio_buf file;
+    resample_axis h, v;
+    float *tmp; /* horizontally filtered rows */
+    size_t tmp_cap;
+    uint8_t *row; /* one resized output row */
+    size_t row_cap;
+} process_ctx;
+
+/* Time and bytes spent on one sample, added to by process_sample. */
+typedef struct process_times {
+    uint64_t ns_read, ns_decode, ns_augment;
+    uint64_t bytes_read;
+} process_times;
+
+int process_init(process_ctx *c, const decode_limits *lim);
+void process_fini(process_ctx *c);
+
+/* Produce dataset sample `index` of `epoch` from the file at `path`
+ * (relative to dirfd) into dst (augment_sample_bytes(p) bytes). On failure
+ * dst is all zeros, the code is returned and reason says why (without the
+ * path). */
+int process_sample(process_ctx *c, const augment_params *p, int dirfd,
+                   const char *path, int64_t max_file_bytes, int64_t epoch,
+                   int64_t index, void *dst, process_times *t,
+                   char reason[PROCESS_REASON_MAX]);
+
+/* Decode the file at `path` whole, at its own size: [out] *rgb (malloc'd,
+ * width * height * 3), *width, *height. */
+int process_decode_full(process_ctx *c, int dirfd, const char *path,
+                        int64_t max_file_bytes, uint8_t **rgb, int *width,
+                        int *height, char reason[PROCESS_REASON_MAX]);
+
+uint64_t process_now_ns(void);
+
+#endif
