@@ -28,7 +28,8 @@ LIBS     := -ljpeg -lm -lpthread
 ifneq ($(SANITIZE),)
 comma := ,
 BUILD    ?= build/san-$(subst $(comma),-,$(SANITIZE))
-CFLAGS_ALL += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -O1
+CFLAGS_ALL += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all \
+              -fno-omit-frame-pointer -O1
 LDFLAGS  += -fsanitize=$(SANITIZE)
 else
 BUILD    ?= build

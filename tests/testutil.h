@@ -1,0 +1,251 @@
+/* Helpers shared by the Criterion suites: temporary trees, JPEG fixtures
+ * written with libjpeg, a reference decode through djpeg, and access to
+ * ../shared/data with a clean skip when it is absent. Header-only: each
+ * suite is one program. */
+#ifndef PINLOAD_TESTUTIL_H
+#define PINLOAD_TESTUTIL_H
+
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jpeglib.h>
+
+/* ---- shared data ------------------------------------------------------------ */
+
+/* The shared image collection: $PINLOAD_SHARED_DATA, else ../shared/data
+ * from the repository root (where make test runs). NULL if absent. */
+static inline const char *tu_shared_data(void)
+{
+    const char *env = getenv("PINLOAD_SHARED_DATA");
+    const char *dir = env && *env ? env : "../shared/data";
+    struct stat st;
+    return stat(dir, &st) == 0 && S_ISDIR(st.st_mode) ? dir : NULL;
+}
+
+/* Fill buf with shared-data path `sub`, or skip the test with a message. */
+#define TU_SHARED_OR_SKIP(buf, sub)                                            \
+    do {                                                                       \
+        const char *tu_root_ = tu_shared_data();                               \
+        if (!tu_root_) {                                                       \
+            cr_skip_test("../shared/data is absent (set PINLOAD_SHARED_DATA);" \
+                         " skipping");                                         \
+        }                                                                      \
+        snprintf((buf), sizeof(buf), "%s/%s", tu_root_, (sub));                \
+    } while (0)
+
+/* The build directory the suite was built in (tools live there). */
+static inline const char *tu_build_dir(void)
+{
+    const char *b = getenv("PINLOAD_BUILD");
+    return b && *b ? b : "build";
+}
+
+/* ---- files and trees -------------------------------------------------------- */
+
+/* A fresh directory under /tmp; path must hold 64 bytes. */
+static inline void tu_tmpdir(char *path)
+{
+    snprintf(path, 64, "/tmp/pinload-test-XXXXXX");
+    cr_assert_not_null(mkdtemp(path), "mkdtemp: %s", strerror(errno));
+}
+
+static inline int tu_rm_one_(const char *p, const struct stat *st, int flag,
+                             struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(p);
+}
+
+static inline void tu_rm_rf(const char *path)
+{
+    nftw(path, tu_rm_one_, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* mkdir -p for the directories of `path` (not its last component). */
+static inline void tu_mkdirs_for(const char *path)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        mkdir(buf, 0777);
+        *p = '/';
+    }
+}
+
+static inline void tu_write_file(const char *path, const void *data,
+                                 size_t len)
+{
+    tu_mkdirs_for(path);
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+    cr_assert_eq(fwrite(data, 1, len, f), len);
+    cr_assert_eq(fclose(f), 0);
+}
+
+static inline uint8_t *tu_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+    fseek(f, 0, SEEK_END);
+    const long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *b = malloc((size_t)n + 1);
+    cr_assert_eq(fread(b, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    *len = (size_t)n;
+    return b;
+}
+
+/* ---- JPEG fixtures ---------------------------------------------------------- */
+
+typedef struct tu_jpeg_opts {
+    int quality;     /* 0: 90 */
+    int progressive;
+    int gray;        /* one component */
+    int h_samp, v_samp; /* luma sampling factors; 0: 2x2 (4:2:0) */
+} tu_jpeg_opts;
+
+/* Smooth gradients with a seed-dependent phase and a little texture, so a
+ * resize error shows and two seeds differ everywhere. */
+static inline void tu_pattern(uint8_t *rgb, int w, int h, unsigned seed)
+{
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++) {
+            uint8_t *p = rgb + ((size_t)y * w + x) * 3;
+            const unsigned t = (unsigned)(x * 7 + y * 13) * 2654435761u ^ seed;
+            p[0] = (uint8_t)((x * 255) / (w > 1 ? w - 1 : 1) + seed * 37);
+            p[1] = (uint8_t)((y * 255) / (h > 1 ? h - 1 : 1) + seed * 91);
+            p[2] = (uint8_t)(((x + y) * 3 + seed * 53) ^ (t >> 28));
+        }
+}
+
+/* Encode w x h RGB pixels to a JPEG file with libjpeg. */
+static inline void tu_write_jpeg_rgb(const char *path, const uint8_t *rgb,
+                                     int w, int h, const tu_jpeg_opts *o)
+{
+    tu_mkdirs_for(path);
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+    struct jpeg_compress_struct c;
+    struct jpeg_error_mgr jerr;
+    c.err = jpeg_std_error(&jerr);
+    jpeg_create_compress(&c);
+    jpeg_stdio_dest(&c, f);
+    c.image_width = (JDIMENSION)w;
+    c.image_height = (JDIMENSION)h;
+    c.input_components = 3;
+    c.in_color_space = JCS_RGB;
+    jpeg_set_defaults(&c);
+    jpeg_set_quality(&c, o && o->quality ? o->quality : 90, TRUE);
+    if (o && o->gray)
+        jpeg_set_colorspace(&c, JCS_GRAYSCALE);
+    if (o && o->h_samp) {
+        c.comp_info[0].h_samp_factor = o->h_samp;
+        c.comp_info[0].v_samp_factor = o->v_samp;
+    }
+    if (o && o->progressive)
+        jpeg_simple_progression(&c);
+    jpeg_start_compress(&c, TRUE);
+    while (c.next_scanline < c.image_height) {
+        JSAMPROW row = (JSAMPROW)(rgb + (size_t)c.next_scanline * w * 3);
+        jpeg_write_scanlines(&c, &row, 1);
+    }
+    jpeg_finish_compress(&c);
+    jpeg_destroy_compress(&c);
+    fclose(f);
+}
+
+/* A w x h pattern JPEG at path (directories made as needed). */
+static inline void tu_write_jpeg(const char *path, int w, int h,
+                                 unsigned seed, const tu_jpeg_opts *o)
+{
+    uint8_t *rgb = malloc((size_t)w * h * 3);
+    tu_pattern(rgb, w, h, seed);
+    tu_write_jpeg_rgb(path, rgb, w, h, o);
+    free(rgb);
+}
+
+/* ---- reference decode ------------------------------------------------------- */
+
+/* Read a binary PPM (P6) or PGM (P5, replicated to RGB) from f. Returns
+ * malloc'd RGB or NULL. */
+static inline uint8_t *tu_read_pnm(FILE *f, int *w, int *h)
+{
+    char magic[3] = {0};
+    int maxval;
+    if (fscanf(f, "%2s %d %d %d", magic, w, h, &maxval) != 4 ||
+        maxval != 255 || fgetc(f) == EOF)
+        return NULL;
+    const int gray = strcmp(magic, "P5") == 0;
+    if (!gray && strcmp(magic, "P6") != 0)
+        return NULL;
+    const size_t px = (size_t)*w * (size_t)*h;
+    uint8_t *rgb = malloc(px * 3);
+    if (gray) {
+        for (size_t i = 0; i < px; i++) {
+            const int v = fgetc(f);
+            if (v == EOF) {
+                free(rgb);
+                return NULL;
+            }
+            rgb[i * 3] = rgb[i * 3 + 1] = rgb[i * 3 + 2] = (uint8_t)v;
+        }
+    } else if (fread(rgb, 1, px * 3, f) != px * 3) {
+        free(rgb);
+        return NULL;
+    }
+    return rgb;
+}
+
+static inline uint8_t *tu_read_ppm_file(const char *path, int *w, int *h)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+    uint8_t *rgb = tu_read_pnm(f, w, h);
+    fclose(f);
+    return rgb;
+}
+
+/* The reference decode: djpeg (libjpeg-turbo-progs) run on the file, its
+ * PPM/PGM output as RGB. NULL if djpeg fails. */
+static inline uint8_t *tu_djpeg(const char *path, int *w, int *h)
+{
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "djpeg -pnm '%s' 2>/dev/null", path);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p, "popen djpeg");
+    uint8_t *rgb = tu_read_pnm(p, w, h);
+    const int st = pclose(p);
+    if (st != 0) {
+        free(rgb);
+        return NULL;
+    }
+    return rgb;
+}
+
+/* Largest absolute difference between two byte buffers. */
+static inline int tu_max_diff(const uint8_t *a, const uint8_t *b, size_t n)
+{
+    int m = 0;
+    for (size_t i = 0; i < n; i++) {
+        const int d = a[i] > b[i] ? a[i] - b[i] : b[i] - a[i];
+        if (d > m)
+            m = d;
+    }
+    return m;
+}
+
+#endif
