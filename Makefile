@@ -58,7 +58,7 @@ endif
 LIB_SRC  := $(WORKERS_SRC) $(LOADER_SRC)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 
-TOOLS    := $(BUILD)/pinload-dump
+TOOLS    := $(BUILD)/pinload-dump $(BUILD)/pinload-mkdata
 SAMPLES  := $(BUILD)/samples/minimal
 TEST_SRC := $(sort $(wildcard tests/test_*.c))
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
