@@ -1,0 +1,946 @@
+/* The decoder (workers/decode.c) and the two whole-file paths built on it,
+ * process_decode_full and pl_image_load. The reference for pixels is djpeg
+ * from libjpeg-turbo-progs: both sides are the same libjpeg-turbo with the
+ * ISLOW IDCT and fancy upsampling, so every comparison here has tolerance 0
+ * (bit-exact) unless a comment says otherwise. */
+#include <fcntl.h>
+#include <strings.h>
+
+#include "../workers/decode.h"
+#include "../workers/process.h"
+#include "testutil.h"
+
+#define MAX_FILE_BYTES ((int64_t)256 << 20) /* pl_config_default's */
+
+/* ---- helpers ------------------------------------------------------------- */
+
+typedef struct path_list {
+    char **v;
+    size_t n, cap;
+} path_list;
+
+static void paths_add(path_list *l, const char *p)
+{
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 64;
+        l->v = realloc(l->v, l->cap * sizeof *l->v);
+        cr_assert_not_null(l->v);
+    }
+    l->v[l->n++] = strdup(p);
+}
+
+static void paths_free(path_list *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i]);
+    free(l->v);
+    *l = (path_list){0};
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int has_jpeg_ext(const char *name)
+{
+    const char *dot = strrchr(name, '.');
+    return dot &&
+           (strcasecmp(dot, ".jpg") == 0 || strcasecmp(dot, ".jpeg") == 0);
+}
+
+/* Every regular file under dir (into subfolders when recursive) whose name
+ * ends in .jpg or .jpeg, appended to l. */
+static void collect_jpegs(const char *dir, int recursive, path_list *l)
+{
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d, "opendir %s: %s", dir, strerror(errno));
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char p[4096];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        struct stat st;
+        cr_assert_eq(stat(p, &st), 0, "stat %s", p);
+        if (S_ISDIR(st.st_mode)) {
+            if (recursive)
+                collect_jpegs(p, 1, l);
+        } else if (S_ISREG(st.st_mode) && has_jpeg_ext(e->d_name)) {
+            paths_add(l, p);
+        }
+    }
+    closedir(d);
+}
+
+/* The first pixel where a and b differ, for failure messages. */
+static size_t first_diff(const uint8_t *a, const uint8_t *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return i;
+    return n;
+}
+
+/* Asserts that rgb (w x h) is exactly djpeg's decode of path. */
+static void assert_matches_djpeg(const char *path, const uint8_t *rgb, int w,
+                                 int h)
+{
+    int rw = 0, rh = 0;
+    uint8_t *ref = tu_djpeg(path, &rw, &rh);
+    cr_assert_not_null(ref, "%s: djpeg failed on a file we decoded", path);
+    cr_assert(rw == w && rh == h, "%s: %dx%d, djpeg %dx%d", path, w, h, rw, rh);
+    const size_t n = (size_t)w * h * 3;
+    const size_t at = first_diff(rgb, ref, n);
+    /* Tolerance 0: same library, same IDCT, same upsampling. */
+    cr_assert(at == n,
+              "%s: differs from djpeg at pixel (%zu, %zu) channel %zu: "
+              "%d vs %d; max diff %d",
+              path, at / 3 % (size_t)w, at / 3 / (size_t)w, at % 3,
+              at < n ? rgb[at] : 0, at < n ? ref[at] : 0,
+              tu_max_diff(rgb, ref, n));
+    free(ref);
+}
+
+/* Decodes buf whole with d, checking the row protocol on the way (rows come
+ * in order, 1..DECODE_CHUNK_ROWS at a time, decoder_row follows). Returns
+ * the status; on success *rgb is malloc'd w x h RGB. */
+static int decode_all(decoder *d, const uint8_t *buf, size_t len, uint8_t **rgb,
+                      int *w, int *h, char *reason)
+{
+    decode_info info;
+    *rgb = NULL;
+    int rc = decoder_open(d, buf, len, &info, reason);
+    if (rc < 0)
+        return rc;
+    rc = decoder_start(d, reason);
+    if (rc < 0)
+        return rc;
+    cr_assert_eq(d->width, info.width);
+    const size_t stride = (size_t)info.width * 3;
+    uint8_t *out = malloc(stride * (size_t)info.height);
+    cr_assert_not_null(out);
+    for (int y = 0; y < info.height;) {
+        cr_assert_eq(decoder_row(d), y);
+        const uint8_t *rows = NULL;
+        int n = 0;
+        rc = decoder_read(d, &rows, &n, reason);
+        if (rc < 0) {
+            free(out);
+            return rc;
+        }
+        cr_assert(n >= 1 && n <= DECODE_CHUNK_ROWS && y + n <= info.height,
+                  "decoder_read gave %d rows at row %d of %d", n, y,
+                  info.height);
+        memcpy(out + (size_t)y * stride, rows, (size_t)n * stride);
+        y += n;
+    }
+    decoder_close(d);
+    *rgb = out;
+    *w = info.width;
+    *h = info.height;
+    return 0;
+}
+
+static void default_decoder(decoder *d)
+{
+    decode_limits lim;
+    decode_limits_default(&lim);
+    cr_assert_eq(decoder_init(d, &lim), 0);
+}
+
+/* Writes a pattern JPEG into dir/name and returns its bytes. */
+static uint8_t *make_jpeg(const char *dir, const char *name, int w, int h,
+                          unsigned seed, const tu_jpeg_opts *o, size_t *len,
+                          char *path, size_t path_cap)
+{
+    snprintf(path, path_cap, "%s/%s", dir, name);
+    tu_write_jpeg(path, w, h, seed, o);
+    return tu_read_file(path, len);
+}
+
+/* Decodes every JPEG of a shared photo folder with one process_ctx (so the
+ * context is reused across files too) and compares each with djpeg. */
+static void check_photos(const char *sub, int recursive, size_t expect)
+{
+    char dir[4096];
+    TU_SHARED_OR_SKIP(dir, sub);
+    path_list l = {0};
+    collect_jpegs(dir, recursive, &l);
+    qsort(l.v, l.n, sizeof *l.v, cmp_str);
+    /* A walk that silently finds nothing (or half) must fail. */
+    cr_assert_eq(l.n, expect, "%s: %zu JPEG files, expected %zu", dir, l.n,
+                 expect);
+
+    decode_limits lim;
+    decode_limits_default(&lim);
+    process_ctx ctx;
+    cr_assert_eq(process_init(&ctx, &lim), 0);
+    size_t checked = 0;
+    for (size_t i = 0; i < l.n; i++) {
+        char reason[PROCESS_REASON_MAX] = "";
+        uint8_t *rgb = NULL;
+        int w = 0, h = 0;
+        const int rc = process_decode_full(
+            &ctx, AT_FDCWD, l.v[i], MAX_FILE_BYTES, &rgb, &w, &h, reason);
+        cr_assert_eq(rc, 0, "%s: %s (%s)", l.v[i], pl_err_name(rc), reason);
+        assert_matches_djpeg(l.v[i], rgb, w, h);
+        free(rgb);
+        checked++;
+    }
+    cr_assert_eq(checked, expect);
+    process_fini(&ctx);
+    paths_free(&l);
+}
+
+/* ---- shared photos: pixels equal djpeg's --------------------------------- */
+
+/* 47 + 58 + 38 = 143 photos in all. */
+Test(decode, imagefolder_photos_match_djpeg_exactly)
+{
+    check_photos("photos/imagefolder", 1, 47);
+}
+
+Test(decode, coco_photos_match_djpeg_exactly)
+{
+    check_photos("photos/coco", 0, 58);
+}
+
+Test(decode, mixed_subsampling_photos_match_djpeg_exactly)
+{
+    check_photos("photos/mixed", 0, 38);
+}
+
+/* ---- shared hard/ files -------------------------------------------------- */
+
+/* Grayscale replicated to RGB, CMYK with an Adobe marker converted,
+ * arithmetic coding, progressive with restarts, 4:1:0, 4:4:0, 4:4:1,
+ * 4:1:1, float-DCT encodes, 1x1 and 2x2 images: all bit-exact with djpeg,
+ * through the public pl_image_load. */
+Test(decode, hard_variants_match_djpeg_exactly)
+{
+    char dir[4096];
+    TU_SHARED_OR_SKIP(dir, "hard/variants");
+    path_list l = {0};
+    collect_jpegs(dir, 0, &l);
+    qsort(l.v, l.n, sizeof *l.v, cmp_str);
+    size_t checked = 0, gray = 0, cmyk = 0;
+    for (size_t i = 0; i < l.n; i++) {
+        if (strstr(l.v[i], "8x8_420_tables.jpg"))
+            continue;
+        pl_image img;
+        const int rc = pl_image_load(l.v[i], &img);
+        cr_assert_eq(rc, 0, "%s: %s (%s)", l.v[i], pl_err_name(rc),
+                     pl_last_error());
+        cr_assert_not_null(img.pixels);
+        assert_matches_djpeg(l.v[i], img.pixels, img.width, img.height);
+        gray += strstr(l.v[i], "grayscale") != NULL;
+        cmyk += strstr(l.v[i], "cmyk") != NULL;
+        pl_image_free(&img);
+        cr_assert_null(img.pixels, "pl_image_free zeroes the image");
+        cr_assert_eq(img.width, 0);
+        checked++;
+    }
+    cr_assert_eq(checked, 14, "%zu variant files decoded, expected 14",
+                 checked);
+    cr_assert_eq(gray, 1);
+    cr_assert_eq(cmyk, 1);
+    paths_free(&l);
+}
+
+Test(decode, tables_only_file_is_corrupt_with_no_image)
+{
+    char path[4096];
+    TU_SHARED_OR_SKIP(path, "hard/variants/8x8_420_tables.jpg");
+    pl_image img;
+    const int rc = pl_image_load(path, &img);
+    cr_assert_eq(rc, PL_ECORRUPT, "%s", pl_err_name(rc));
+    cr_assert_null(img.pixels);
+    cr_assert_not_null(strstr(pl_last_error(), "no image"), "%s",
+                       pl_last_error());
+    cr_assert_not_null(strstr(pl_last_error(), path), "%s", pl_last_error());
+}
+
+/* 12-bit sequential and lossless (SOF3) files: libjpeg-turbo 2.1's 8-bit
+ * API cannot decode them, so they must be refused as unsupported, never
+ * turned into pixels. */
+Test(decode, twelve_bit_and_lossless_files_are_unsupported)
+{
+    static const char *const files[] = {
+        "random12_100x91_islow_4x1,2x2,1x2_Q100,99,98_rst2.jpg",
+        "random12_99x92_ifast_rgb_420_Q90,80,70_smooth50.jpg",
+        "cat-3449999_640_grayscale_12bit.jpg", /* 12-bit lossless */
+    };
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char sub[512], path[4096];
+        snprintf(sub, sizeof sub, "hard/unsupported/%s", files[i]);
+        TU_SHARED_OR_SKIP(path, sub);
+        pl_image img;
+        const int rc = pl_image_load(path, &img);
+        cr_assert_eq(rc, PL_EUNSUPPORTED, "%s: %s (%s)", files[i],
+                     pl_err_name(rc), pl_last_error());
+        cr_assert_null(img.pixels, "%s: no pixels on failure", files[i]);
+        cr_assert_not_null(strstr(pl_last_error(), "Unsupported"), "%s",
+                           pl_last_error());
+        cr_assert_not_null(strstr(pl_last_error(), path), "%s",
+                           pl_last_error());
+    }
+}
+
+/* The "8bit" file in hard/unsupported is 8-bit *lossless* (SOF3), not a
+ * baseline file: libjpeg-turbo 2.1 (and its djpeg) refuse it, 3.x decodes
+ * it. Whatever the installed library does, ours must do the same: pixels
+ * equal to djpeg's, or PL_EUNSUPPORTED when djpeg refuses. */
+Test(decode, eight_bit_lossless_file_follows_the_reference_decoder)
+{
+    char path[4096];
+    TU_SHARED_OR_SKIP(path,
+                      "hard/unsupported/cat-3449999_640_grayscale_8bit.jpg");
+    int rw, rh;
+    uint8_t *ref = tu_djpeg(path, &rw, &rh);
+    pl_image img;
+    const int rc = pl_image_load(path, &img);
+    if (ref) {
+        cr_assert_eq(rc, 0, "%s (%s)", pl_err_name(rc), pl_last_error());
+        assert_matches_djpeg(path, img.pixels, img.width, img.height);
+    } else {
+        cr_assert_eq(rc, PL_EUNSUPPORTED, "%s (%s)", pl_err_name(rc),
+                     pl_last_error());
+        cr_assert_null(img.pixels);
+        cr_assert_not_null(strstr(pl_last_error(), "SOF type 0xc3"), "%s",
+                           pl_last_error());
+    }
+    free(ref);
+    pl_image_free(&img);
+}
+
+Test(decode, non_jpeg_files_are_named_for_what_they_are)
+{
+    static const struct {
+        const char *file, *what;
+    } cases[] = {
+        {"bmp.jpeg", "(BMP data)"}, {"empty.jpg", "(empty)"},
+        {"pbm.jpeg", "(PBM data)"}, {"pgm.jpeg", "(PGM data)"},
+        {"png.jpeg", "(PNG data)"}, {"pnm.jpeg", "(PPM data)"}, /* P6 */
+        {"ppm.jpeg", "(PPM data)"}, {"tiff.jpeg", "(TIFF data)"},
+    };
+    char dir[4096];
+    TU_SHARED_OR_SKIP(dir, "hard/notjpeg");
+    path_list l = {0};
+    collect_jpegs(dir, 0, &l);
+    const size_t n = sizeof cases / sizeof cases[0];
+    cr_assert_eq(l.n, n, "%zu files in hard/notjpeg, expected %zu", l.n, n);
+    paths_free(&l);
+    for (size_t i = 0; i < n; i++) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/%s", dir, cases[i].file);
+        pl_image img;
+        const int rc = pl_image_load(path, &img);
+        cr_assert_eq(rc, PL_ENOTJPEG, "%s: %s (%s)", cases[i].file,
+                     pl_err_name(rc), pl_last_error());
+        cr_assert_null(img.pixels);
+        char want[128];
+        snprintf(want, sizeof want, "not a JPEG file %s", cases[i].what);
+        cr_assert_not_null(strstr(pl_last_error(), want), "%s: \"%s\"",
+                           cases[i].file, pl_last_error());
+        cr_assert_not_null(strstr(pl_last_error(), path), "%s",
+                           pl_last_error());
+    }
+}
+
+/* ---- not-JPEG detection on generated bytes (no shared data needed) ------- */
+
+Test(decode, non_jpeg_buffers_are_named_or_shown_in_hex)
+{
+    static const struct {
+        const char *bytes;
+        size_t len;
+        const char *reason;
+    } cases[] = {
+        {"GIF89a....", 10, "not a JPEG file (GIF data)"},
+        {"RIFF\0\0\0\0WEBP", 12, "not a JPEG file (RIFF (WebP?) data)"},
+        {"MM\0*\0\0\0\x08", 8, "not a JPEG file (TIFF data)"},
+        {"P3\n1 1\n255\n", 11, "not a JPEG file (PPM data)"},
+        {"P1\n1 1\n", 7, "not a JPEG file (PBM data)"},
+        {"\x00\x01\x02\x03\x04", 5,
+         "not a JPEG file (starts with 00 01 02 03)"},
+        {"\xff", 1, "not a JPEG file (starts with ff)"},
+        {"\xff\xd9", 2, "not a JPEG file (starts with ff d9)"},
+        {"", 0, "not a JPEG file (empty)"},
+    };
+    decoder d;
+    default_decoder(&d);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char reason[DECODE_REASON_MAX] = "";
+        decode_info info;
+        const int rc = decoder_open(&d, (const uint8_t *)cases[i].bytes,
+                                    cases[i].len, &info, reason);
+        cr_assert_eq(rc, PL_ENOTJPEG, "case %zu: %s", i, pl_err_name(rc));
+        cr_assert_str_eq(reason, cases[i].reason, "case %zu", i);
+        cr_assert_eq(d.open, 0, "nothing is left open");
+    }
+    decoder_fini(&d);
+}
+
+/* ---- generated files ----------------------------------------------------- */
+
+/* The subsamplings and shapes the encoder can make, bit-exact with djpeg
+ * through every entry point: decoder_*, process_decode_full and
+ * pl_image_load. */
+Test(decode, generated_jpegs_match_djpeg_through_every_entry_point)
+{
+    static const struct {
+        int w, h;
+        tu_jpeg_opts o;
+    } cases[] = {
+        {96, 64, {0}},                         /* 4:2:0 */
+        {97, 61, {.h_samp = 1, .v_samp = 1}},  /* 4:4:4, odd size */
+        {101, 33, {.h_samp = 2, .v_samp = 1}}, /* 4:2:2 */
+        {33, 101, {.h_samp = 1, .v_samp = 2}}, /* 4:4:0 */
+        {75, 50, {.progressive = 1}},
+        {63, 47, {.gray = 1}},
+        {64, 48, {.gray = 1, .progressive = 1}},
+        {1, 1, {0}},
+        {17, 5, {.quality = 40}},
+    };
+    char dir[64];
+    tu_tmpdir(dir);
+    decoder d;
+    default_decoder(&d);
+    decode_limits lim;
+    decode_limits_default(&lim);
+    process_ctx ctx;
+    cr_assert_eq(process_init(&ctx, &lim), 0);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[256], name[32], reason[DECODE_REASON_MAX] = "";
+        snprintf(name, sizeof name, "g%zu.jpg", i);
+        size_t len;
+        uint8_t *buf =
+            make_jpeg(dir, name, cases[i].w, cases[i].h, (unsigned)i + 1,
+                      &cases[i].o, &len, path, sizeof path);
+        uint8_t *rgb;
+        int w, h;
+        int rc = decode_all(&d, buf, len, &rgb, &w, &h, reason);
+        cr_assert_eq(rc, 0, "case %zu: %s (%s)", i, pl_err_name(rc), reason);
+        cr_assert(w == cases[i].w && h == cases[i].h);
+        assert_matches_djpeg(path, rgb, w, h);
+        free(rgb);
+
+        rc = process_decode_full(&ctx, AT_FDCWD, path, MAX_FILE_BYTES, &rgb, &w,
+                                 &h, reason);
+        cr_assert_eq(rc, 0, "case %zu: %s (%s)", i, pl_err_name(rc), reason);
+        assert_matches_djpeg(path, rgb, w, h);
+        free(rgb);
+
+        pl_image img;
+        rc = pl_image_load(path, &img);
+        cr_assert_eq(rc, 0, "case %zu: %s", i, pl_last_error());
+        assert_matches_djpeg(path, img.pixels, img.width, img.height);
+        pl_image_free(&img);
+        free(buf);
+    }
+    process_fini(&ctx);
+    decoder_fini(&d);
+    tu_rm_rf(dir);
+}
+
+Test(decode, header_reports_size_components_and_progressive)
+{
+    char dir[64], path[256];
+    tu_tmpdir(dir);
+    decoder d;
+    default_decoder(&d);
+    const struct {
+        tu_jpeg_opts o;
+        int comps, prog;
+    } cases[] = {
+        {{0}, 3, 0},
+        {{.progressive = 1}, 3, 1},
+        {{.gray = 1}, 1, 0},
+    };
+    for (size_t i = 0; i < 3; i++) {
+        size_t len;
+        uint8_t *buf = make_jpeg(dir, "h.jpg", 123, 45, 3, &cases[i].o, &len,
+                                 path, sizeof path);
+        decode_info info = {0};
+        char reason[DECODE_REASON_MAX];
+        cr_assert_eq(decoder_open(&d, buf, len, &info, reason), 0, "%s",
+                     reason);
+        cr_assert_eq(info.width, 123);
+        cr_assert_eq(info.height, 45);
+        cr_assert_eq(info.components, cases[i].comps);
+        cr_assert_eq(info.progressive, cases[i].prog);
+        decoder_close(&d);
+        free(buf);
+    }
+    decoder_fini(&d);
+    tu_rm_rf(dir);
+}
+
+Test(decode, images_over_the_limits_fail_before_decoding_naming_the_size)
+{
+    char dir[64], path[256];
+    tu_tmpdir(dir);
+    size_t len;
+    uint8_t *buf =
+        make_jpeg(dir, "big.jpg", 300, 200, 5, NULL, &len, path, sizeof path);
+    static const struct {
+        int max_w, max_h;
+        int64_t max_px;
+        int ok;
+    } cases[] = {
+        {299, 32768, 178956970, 0},
+        {32768, 199, 178956970, 0},
+        {32768, 32768, 59999, 0},
+        {300, 200, 60000, 1}, /* at the limit */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        decode_limits lim;
+        decode_limits_default(&lim);
+        lim.max_width = cases[i].max_w;
+        lim.max_height = cases[i].max_h;
+        lim.max_pixels = cases[i].max_px;
+        decoder d;
+        cr_assert_eq(decoder_init(&d, &lim), 0);
+        decode_info info = {0};
+        char reason[DECODE_REASON_MAX] = "";
+        const int rc = decoder_open(&d, buf, len, &info, reason);
+        if (cases[i].ok) {
+            cr_assert_eq(rc, 0, "case %zu: %s", i, reason);
+            cr_assert_eq(d.open, 1);
+        } else {
+            cr_assert_eq(rc, PL_ELIMIT, "case %zu: %s", i, pl_err_name(rc));
+            cr_assert_not_null(strstr(reason, "300x200"), "case %zu: %s", i,
+                               reason);
+            cr_assert_not_null(strstr(reason, "exceeds the limits"), "%s",
+                               reason);
+            /* Refused from the header: nothing started, nothing left open. */
+            cr_assert_eq(d.open, 0);
+            cr_assert_eq(d.started, 0);
+            cr_assert_null(d.rows, "no row buffer was allocated");
+        }
+        decoder_fini(&d);
+    }
+    free(buf);
+    tu_rm_rf(dir);
+}
+
+Test(decode, progressive_files_with_too_many_scans_hit_the_scan_limit)
+{
+    char dir[64], path[256];
+    tu_tmpdir(dir);
+    size_t len;
+    tu_jpeg_opts o = {.progressive = 1}; /* jpeg_simple_progression: 10 */
+    uint8_t *buf =
+        make_jpeg(dir, "p.jpg", 64, 64, 2, &o, &len, path, sizeof path);
+    decode_limits lim;
+    decode_limits_default(&lim);
+    lim.max_scans = 3;
+    decoder d;
+    cr_assert_eq(decoder_init(&d, &lim), 0);
+    uint8_t *rgb;
+    int w, h;
+    char reason[DECODE_REASON_MAX] = "";
+    int rc = decode_all(&d, buf, len, &rgb, &w, &h, reason);
+    cr_assert_eq(rc, PL_ELIMIT, "%s (%s)", pl_err_name(rc), reason);
+    cr_assert_str_eq(reason, "more than 3 progressive scans");
+    cr_assert_eq(d.open, 0);
+    /* The limit is per image: a baseline file still decodes afterwards. */
+    size_t len2;
+    uint8_t *buf2 =
+        make_jpeg(dir, "b.jpg", 40, 30, 4, NULL, &len2, path, sizeof path);
+    rc = decode_all(&d, buf2, len2, &rgb, &w, &h, reason);
+    cr_assert_eq(rc, 0, "%s", reason);
+    assert_matches_djpeg(path, rgb, w, h);
+    free(rgb);
+    free(buf2);
+    free(buf);
+    decoder_fini(&d);
+    tu_rm_rf(dir);
+}
+
+/* Reads the rest of the image from the decoder's current row into
+ * out + row * stride, returning the rows read. */
+static int read_rest(decoder *d, uint8_t *out, int height, char *reason)
+{
+    const size_t stride = (size_t)d->width * 3;
+    int y = decoder_row(d), got = 0;
+    while (y < height) {
+        const uint8_t *rows;
+        int n = 0;
+        const int rc = decoder_read(d, &rows, &n, reason);
+        cr_assert_eq(rc, 0, "row %d: %s", y, reason);
+        cr_assert(n >= 1 && y + n <= height);
+        memcpy(out + (size_t)y * stride, rows, (size_t)n * stride);
+        y += n;
+        got += n;
+    }
+    return got;
+}
+
+static void check_skip_matches_full_decode(const tu_jpeg_opts *o, int w, int h)
+{
+    char dir[64], path[256];
+    tu_tmpdir(dir);
+    size_t len;
+    uint8_t *buf = make_jpeg(dir, "s.jpg", w, h, 7, o, &len, path, sizeof path);
+    decoder d;
+    default_decoder(&d);
+    uint8_t *full;
+    int fw, fh;
+    char reason[DECODE_REASON_MAX] = "";
+    cr_assert_eq(decode_all(&d, buf, len, &full, &fw, &fh, reason), 0, "%s",
+                 reason);
+    assert_matches_djpeg(path, full, fw, fh);
+
+    const size_t stride = (size_t)w * 3;
+    uint8_t *part = malloc(stride * (size_t)h);
+    static const int ys[] = {0, 1, 2, 3, 7, 8, 15, 16, 17, 31, 33, 64, 99};
+    for (size_t i = 0; i < sizeof ys / sizeof ys[0] + 1; i++) {
+        const int y = i < sizeof ys / sizeof ys[0] ? ys[i] : h - 1;
+        cr_assert(y < h);
+        decode_info info;
+        cr_assert_eq(decoder_open(&d, buf, len, &info, reason), 0);
+        cr_assert_eq(decoder_start(&d, reason), 0);
+        cr_assert_eq(decoder_skip_to(&d, y, reason), 0, "skip to %d: %s", y,
+                     reason);
+        cr_assert_eq(decoder_row(&d), y, "after skipping to %d", y);
+        /* Skipping to the row it is on already is a no-op. */
+        cr_assert_eq(decoder_skip_to(&d, y, reason), 0);
+        cr_assert_eq(decoder_row(&d), y);
+        memset(part, 0, stride * (size_t)h);
+        cr_assert_eq(read_rest(&d, part, h, reason), h - y);
+        decoder_close(&d);
+        const size_t off = (size_t)y * stride, n = (size_t)(h - y) * stride;
+        const size_t at = first_diff(part + off, full + off, n);
+        cr_assert(at == n,
+                  "skip to %d: row %zu differs from a decode from the top "
+                  "(max diff %d)",
+                  y, (size_t)y + at / stride,
+                  tu_max_diff(part + off, full + off, n));
+    }
+    free(part);
+    free(full);
+    free(buf);
+    decoder_fini(&d);
+    tu_rm_rf(dir);
+}
+
+Test(decode, skip_to_gives_the_same_rows_as_reading_from_the_top_420)
+{
+    check_skip_matches_full_decode(NULL, 123, 157);
+}
+
+Test(decode, skip_to_gives_the_same_rows_as_reading_from_the_top_progressive)
+{
+    const tu_jpeg_opts o = {.progressive = 1};
+    check_skip_matches_full_decode(&o, 131, 141);
+}
+
+Test(decode, skip_to_gives_the_same_rows_as_reading_from_the_top_422_and_gray)
+{
+    const tu_jpeg_opts o422 = {.h_samp = 2, .v_samp = 1};
+    check_skip_matches_full_decode(&o422, 77, 119);
+    const tu_jpeg_opts gray = {.gray = 1};
+    check_skip_matches_full_decode(&gray, 50, 100);
+}
+
+/* A file whose header is cut short fails inside libjpeg (a longjmp out of
+ * jpeg_read_header); a strict-mode warning fails mid-image; a limit fails
+ * from the header; a non-JPEG never reaches libjpeg. After each, the same
+ * decoder still decodes a good file exactly. */
+Test(decode, decoder_is_reusable_after_each_kind_of_failure)
+{
+    char dir[64], path[256], good_path[256];
+    tu_tmpdir(dir);
+    size_t good_len, bad_len;
+    uint8_t *good = make_jpeg(dir, "good.jpg", 90, 70, 11, NULL, &good_len,
+                              good_path, sizeof good_path);
+    uint8_t *bad = make_jpeg(dir, "bad.jpg", 200, 160, 12, NULL, &bad_len, path,
+                             sizeof path);
+    decode_limits lim;
+    decode_limits_default(&lim);
+    lim.strict = 1;
+    decoder d;
+    cr_assert_eq(decoder_init(&d, &lim), 0);
+
+    for (int kind = 0; kind < 5; kind++) {
+        char reason[DECODE_REASON_MAX] = "";
+        uint8_t *rgb = NULL;
+        int w, h, rc, want;
+        switch (kind) {
+        case 0: /* header cut short: "JPEG datastream contains no image" */
+            rc = decode_all(&d, bad, 100, &rgb, &w, &h, reason);
+            want = PL_ECORRUPT;
+            break;
+        case 1: /* strict: premature end in the middle of the scan */
+            rc = decode_all(&d, bad, bad_len * 6 / 10, &rgb, &w, &h, reason);
+            want = PL_ECORRUPT;
+            break;
+        case 2: /* not a JPEG */
+            rc = decode_all(&d, (const uint8_t *)"\x89PNG\r\n\x1a\n", 8, &rgb,
+                            &w, &h, reason);
+            want = PL_ENOTJPEG;
+            break;
+        case 3: /* over the limit */
+            d.limits.max_width = 100;
+            rc = decode_all(&d, bad, bad_len, &rgb, &w, &h, reason);
+            d.limits.max_width = lim.max_width;
+            want = PL_ELIMIT;
+            break;
+        default: /* abandoned half way, without an error */
+        {
+            decode_info info;
+            cr_assert_eq(decoder_open(&d, bad, bad_len, &info, reason), 0);
+            cr_assert_eq(decoder_start(&d, reason), 0);
+            const uint8_t *rows;
+            int n;
+            cr_assert_eq(decoder_read(&d, &rows, &n, reason), 0);
+            rc = want = 0;
+            break;
+        }
+        }
+        cr_assert_eq(rc, want, "kind %d: %s, expected %s (%s)", kind,
+                     pl_err_name(rc), pl_err_name(want), reason);
+        cr_assert_null(rgb);
+        if (rc < 0)
+            cr_assert_neq(reason[0], '\0', "kind %d gives a reason", kind);
+        rc = decode_all(&d, good, good_len, &rgb, &w, &h, reason);
+        cr_assert_eq(rc, 0, "good file after kind %d: %s", kind, reason);
+        assert_matches_djpeg(good_path, rgb, w, h);
+        cr_assert_eq(d.jerr.warnings, 0, "warnings are per image");
+        free(rgb);
+    }
+    decoder_fini(&d);
+    decoder_fini(&d); /* a second fini is a no-op */
+    free(good);
+    free(bad);
+    tu_rm_rf(dir);
+}
+
+Test(decode, process_decode_full_is_reusable_after_a_bad_file)
+{
+    char dir[64], good[256], bad[256];
+    tu_tmpdir(dir);
+    snprintf(good, sizeof good, "%s/good.jpg", dir);
+    snprintf(bad, sizeof bad, "%s/bad.jpg", dir);
+    tu_write_jpeg(good, 80, 60, 3, NULL);
+    tu_write_file(bad, "BM not really", 13);
+    decode_limits lim;
+    decode_limits_default(&lim);
+    process_ctx ctx;
+    cr_assert_eq(process_init(&ctx, &lim), 0);
+    char reason[PROCESS_REASON_MAX] = "";
+    uint8_t *rgb = NULL;
+    int w = -1, h = -1;
+    int rc = process_decode_full(&ctx, AT_FDCWD, bad, MAX_FILE_BYTES, &rgb, &w,
+                                 &h, reason);
+    cr_assert_eq(rc, PL_ENOTJPEG);
+    cr_assert_str_eq(reason, "not a JPEG file (BMP data)");
+    cr_assert_null(rgb);
+    cr_assert(w == -1 && h == -1, "outputs untouched on failure");
+    rc = process_decode_full(&ctx, AT_FDCWD, good, MAX_FILE_BYTES, &rgb, &w, &h,
+                             reason);
+    cr_assert_eq(rc, 0, "%s", reason);
+    assert_matches_djpeg(good, rgb, w, h);
+    free(rgb);
+    /* A file over max_file_bytes is refused before it is read. */
+    rc = process_decode_full(&ctx, AT_FDCWD, good, 10, &rgb, &w, &h, reason);
+    cr_assert_eq(rc, PL_ELIMIT, "%s", pl_err_name(rc));
+    process_fini(&ctx);
+    tu_rm_rf(dir);
+}
+
+/* ---- strict mode --------------------------------------------------------- */
+
+static void check_truncated(const tu_jpeg_opts *o)
+{
+    char dir[64], path[256];
+    tu_tmpdir(dir);
+    size_t len;
+    uint8_t *buf =
+        make_jpeg(dir, "t.jpg", 256, 192, 9, o, &len, path, sizeof path);
+    const size_t cut = len * 6 / 10;
+
+    /* Normal mode: libjpeg pads the missing data, warns, and the image
+     * decodes at its full size. */
+    decoder d;
+    default_decoder(&d);
+    uint8_t *rgb = NULL;
+    int w, h;
+    char reason[DECODE_REASON_MAX] = "";
+    int rc = decode_all(&d, buf, cut, &rgb, &w, &h, reason);
+    cr_assert_eq(rc, 0, "%s (%s)", pl_err_name(rc), reason);
+    cr_assert(w == 256 && h == 192);
+    cr_assert_geq(d.jerr.warnings, 1);
+    cr_assert_not_null(strstr(d.jerr.first_warning, "Premature end"), "%s",
+                       d.jerr.first_warning);
+    free(rgb);
+    decoder_fini(&d);
+
+    /* Strict mode: the same warning makes the image bad. */
+    decode_limits lim;
+    decode_limits_default(&lim);
+    lim.strict = 1;
+    cr_assert_eq(decoder_init(&d, &lim), 0);
+    rc = decode_all(&d, buf, cut, &rgb, &w, &h, reason);
+    cr_assert_eq(rc, PL_ECORRUPT, "%s", pl_err_name(rc));
+    cr_assert_null(rgb);
+    cr_assert_not_null(strstr(reason, "Premature end"), "%s", reason);
+    cr_assert_not_null(strstr(reason, "(strict)"), "%s", reason);
+    cr_assert_eq(d.open, 0);
+    /* The whole file is fine in strict mode. */
+    rc = decode_all(&d, buf, len, &rgb, &w, &h, reason);
+    cr_assert_eq(rc, 0, "%s", reason);
+    assert_matches_djpeg(path, rgb, w, h);
+    free(rgb);
+    decoder_fini(&d);
+    free(buf);
+    tu_rm_rf(dir);
+}
+
+Test(decode, truncated_baseline_decodes_with_a_warning_but_fails_in_strict_mode)
+{
+    check_truncated(NULL);
+}
+
+Test(decode,
+     truncated_progressive_decodes_with_a_warning_but_fails_in_strict_mode)
+{
+    const tu_jpeg_opts o = {.progressive = 1};
+    check_truncated(&o);
+}
+
+/* One warning and nothing else: three stray bytes before the second scan of
+ * a progressive file, which libjpeg skips ("Corrupt JPEG data: 3 extraneous
+ * bytes before marker"). The pixels are those of the clean file. */
+Test(decode, a_single_warning_is_ignored_normally_and_fatal_in_strict_mode)
+{
+    char dir[64], path[256];
+    tu_tmpdir(dir);
+    size_t len;
+    const tu_jpeg_opts o = {.progressive = 1};
+    uint8_t *clean =
+        make_jpeg(dir, "c.jpg", 80, 64, 6, &o, &len, path, sizeof path);
+    /* The second SOS marker (entropy data stuffs 0xFF as FF 00, so FF DA is
+     * always a marker). */
+    size_t sos = 0;
+    int seen = 0;
+    for (size_t i = 0; i + 1 < len && seen < 2; i++)
+        if (clean[i] == 0xFF && clean[i + 1] == 0xDA && ++seen == 2)
+            sos = i;
+    cr_assert_eq(seen, 2, "no second scan");
+    uint8_t *dirty = malloc(len + 3);
+    memcpy(dirty, clean, sos);
+    memcpy(dirty + sos, "\x12\x34\x56", 3);
+    memcpy(dirty + sos + 3, clean + sos, len - sos);
+
+    decoder d;
+    default_decoder(&d);
+    uint8_t *rgb;
+    int w, h;
+    char reason[DECODE_REASON_MAX] = "";
+    cr_assert_eq(decode_all(&d, dirty, len + 3, &rgb, &w, &h, reason), 0, "%s",
+                 reason);
+    cr_assert_eq(d.jerr.warnings, 1);
+    cr_assert_not_null(strstr(d.jerr.first_warning, "extraneous bytes"), "%s",
+                       d.jerr.first_warning);
+    assert_matches_djpeg(path, rgb, w, h);
+    free(rgb);
+    decoder_fini(&d);
+
+    decode_limits lim;
+    decode_limits_default(&lim);
+    lim.strict = 1;
+    cr_assert_eq(decoder_init(&d, &lim), 0);
+    const int rc = decode_all(&d, dirty, len + 3, &rgb, &w, &h, reason);
+    cr_assert_eq(rc, PL_ECORRUPT, "%s", pl_err_name(rc));
+    cr_assert_not_null(strstr(reason, "3 extraneous bytes"), "%s", reason);
+    cr_assert_not_null(strstr(reason, "(strict)"), "%s", reason);
+    decoder_fini(&d);
+    free(dirty);
+    free(clean);
+    tu_rm_rf(dir);
+}
+
+Test(decode, pl_image_load_decodes_a_truncated_file_leniently)
+{
+    char dir[64], path[256];
+    tu_tmpdir(dir);
+    size_t len;
+    uint8_t *buf =
+        make_jpeg(dir, "t.jpg", 120, 90, 4, NULL, &len, path, sizeof path);
+    tu_write_file(path, buf, len * 6 / 10);
+    pl_image img;
+    cr_assert_eq(pl_image_load(path, &img), 0, "%s", pl_last_error());
+    cr_assert(img.width == 120 && img.height == 90);
+    cr_assert_not_null(img.pixels);
+    pl_image_free(&img);
+    free(buf);
+    tu_rm_rf(dir);
+}
+
+/* ---- pl_image_load errors ------------------------------------------------ */
+
+Test(decode, pl_image_load_of_a_missing_file_is_an_io_error_naming_the_path)
+{
+    const char *path = "/nonexistent-pinload-dir/no such.jpg";
+    pl_image img = {.width = 5, .height = 5, .pixels = (uint8_t *)&img};
+    const int rc = pl_image_load(path, &img);
+    cr_assert_eq(rc, PL_EIO, "%s", pl_err_name(rc));
+    cr_assert_not_null(strstr(pl_last_error(), path), "%s", pl_last_error());
+    cr_assert_not_null(strstr(pl_last_error(), "pl_image_load"), "%s",
+                       pl_last_error());
+    cr_assert_not_null(strstr(pl_last_error(), "No such file"), "%s",
+                       pl_last_error());
+    cr_assert_null(img.pixels, "the image is zeroed on failure");
+    cr_assert_eq(img.width, 0);
+    cr_assert_eq(img.height, 0);
+}
+
+Test(decode, pl_image_load_of_a_directory_is_an_io_error)
+{
+    char dir[64];
+    tu_tmpdir(dir);
+    pl_image img;
+    cr_assert_eq(pl_image_load(dir, &img), PL_EIO);
+    cr_assert_not_null(strstr(pl_last_error(), "a directory"), "%s",
+                       pl_last_error());
+    tu_rm_rf(dir);
+}
+
+Test(decode, pl_image_load_rejects_null_arguments)
+{
+    pl_image img;
+    cr_assert_eq(pl_image_load(NULL, &img), PL_EINVAL);
+    cr_assert_not_null(strstr(pl_last_error(), "NULL"), "%s", pl_last_error());
+    cr_assert_eq(pl_image_load("x.jpg", NULL), PL_EINVAL);
+    pl_image_free(NULL); /* no-op */
+    pl_image zero = {0};
+    pl_image_free(&zero);
+    cr_assert_null(zero.pixels);
+}
+
+Test(decode, default_limits_are_the_documented_ones)
+{
+    decode_limits lim;
+    memset(&lim, 0xff, sizeof lim);
+    decode_limits_default(&lim);
+    cr_assert_eq(lim.max_width, 32768);
+    cr_assert_eq(lim.max_height, 32768);
+    cr_assert_eq(lim.max_pixels, 178956970);
+    cr_assert_eq(lim.max_scans, 256);
+    cr_assert_eq(lim.strict, 0);
+}
+
+Test(decode, closing_or_finishing_an_idle_decoder_is_safe)
+{
+    decoder d;
+    default_decoder(&d);
+    decoder_close(&d);
+    decoder_close(&d);
+    decoder_fini(&d);
+    decoder zero;
+    memset(&zero, 0, sizeof zero);
+    decoder_fini(&zero); /* never initialised: no-op */
+}
