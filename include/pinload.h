@@ -216,7 +216,8 @@ typedef struct pl_config {
 
     pl_on_error on_error;   /* default PL_ON_ERROR_SKIP */
     int strict;             /* 1: libjpeg warnings (corrupt data, premature
-                               end) make the sample bad; default 0 */
+                               end) anywhere in the file make the sample
+                               bad, whatever the crop; default 0 */
     int max_width;          /* default 32768 */
     int max_height;         /* default 32768 */
     int64_t max_pixels;     /* default 178956970, as Pillow's bomb limit */
@@ -262,8 +263,10 @@ typedef struct pl_batch {
 
 /* Create a loader from *cfg: list the data, start the workers and the
  * prefetcher, allocate the ring and the device buffers. Prints one notice
- * naming the backend in use. [out] *out, destroyed by pl_loader_destroy.
- * PL_EINVAL names the bad field; PL_ENODATA if no JPEG is found. */
+ * naming the backend in use. [out] *out, destroyed by pl_loader_destroy
+ * (NULL on failure). PL_EINVAL names the bad field; PL_EIO if the data
+ * cannot be read; PL_ENODATA if no JPEG is found; PL_ENOMEM, PL_ECUDA,
+ * PL_ETHREAD when a resource cannot be had. */
 PL_EXPORT int pl_loader_create(const pl_config *cfg, pl_loader **out);
 
 /* Stop and join every thread and free everything, at any moment: before

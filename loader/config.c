@@ -80,8 +80,8 @@ static int check_shape(const pl_config *c)
     if (!rc) rc = check_range("batch_size", c->batch_size, 1, 1 << 16);
     if (!rc) rc = check_range("width", c->width, 1, 1 << 14);
     if (!rc) rc = check_range("height", c->height, 1, 1 << 14);
-    if (!rc) rc = check_range("format", c->format, 0, PL_FORMAT_F32_NCHW);
-    if (!rc) rc = check_range("augment", c->augment, 0, PL_AUGMENT_TRAIN);
+    if (!rc) rc = check_range("format", (int)c->format, 0, PL_FORMAT_F32_NCHW);
+    if (!rc) rc = check_range("augment", (int)c->augment, 0, PL_AUGMENT_TRAIN);
     for (int i = 0; !rc && i < 3; i++) {
         if (!isfinite(c->mean[i]))
             rc = BAD("mean", "mean[%d] is not finite", i);
@@ -99,7 +99,7 @@ static int check_order(const pl_config *c)
     if (!rc && c->first_epoch < 0)
         rc = BAD("first_epoch", "must be >= 0 (got %lld)",
                  (long long)c->first_epoch);
-    if (!rc) rc = check_range("shard_mode", c->shard_mode, 0, PL_SHARD_DROP);
+    if (!rc) rc = check_range("shard_mode", (int)c->shard_mode, 0, PL_SHARD_DROP);
     if (!rc && c->rank != PL_FROM_ENV)
         rc = check_range("rank", c->rank, 0, 1 << 20);
     if (!rc && c->world_size != PL_FROM_ENV)
@@ -111,11 +111,11 @@ static int check_pipeline(const pl_config *c)
 {
     int rc = check_range("num_workers", c->num_workers, 0, 1024);
     if (!rc) rc = check_range("prefetch", c->prefetch, 1, 1024);
-    if (!rc) rc = check_range("memory", c->memory, 0, PL_MEMORY_PAGEABLE);
+    if (!rc) rc = check_range("memory", (int)c->memory, 0, PL_MEMORY_PAGEABLE);
     if (!rc) rc = check_range("device", c->device, PL_DEVICE_HOST, 1 << 16);
     if (!rc) rc = check_range("device_buffers", c->device_buffers, 1, 64);
     if (!rc) rc = check_range("keep_host", c->keep_host, 0, 1);
-    if (!rc) rc = check_range("on_error", c->on_error, 0,
+    if (!rc) rc = check_range("on_error", (int)c->on_error, 0,
                               PL_ON_ERROR_SUBSTITUTE);
     if (!rc) rc = check_range("strict", c->strict, 0, 1);
     if (!rc) rc = check_range("max_width", c->max_width, 1, 65535);

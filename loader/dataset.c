@@ -91,24 +91,28 @@ static int is_jpeg_name(const char *name)
     return dot && (strcasecmp(dot, ".jpg") == 0 || strcasecmp(dot, ".jpeg") == 0);
 }
 
+/* A directory's entries, sorted by name (byte order, as Python sorts). */
+typedef struct entry {
+    char *name;
+    int is_dir;
+} entry;
+
 typedef struct entries {
-    char **names;
-    unsigned char *is_dir;
+    entry *v;
     size_t n, cap;
 } entries;
 
 static void entries_free(entries *e)
 {
     for (size_t i = 0; i < e->n; i++)
-        free(e->names[i]);
-    free(e->names);
-    free(e->is_dir);
+        free(e->v[i].name);
+    free(e->v);
     memset(e, 0, sizeof *e);
 }
 
-static int cmp_str(const void *a, const void *b)
+static int cmp_entry(const void *a, const void *b)
 {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    return strcmp(((const entry *)a)->name, ((const entry *)b)->name);
 }
 
 /* Whether the entry is a directory, following symbolic links as
@@ -123,7 +127,25 @@ static int entry_is_dir(int dirfd, const struct dirent *de)
     return fstatat(dirfd, de->d_name, &st, 0) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* Read dirfd's entries; dirfd stays open and owned by the caller. */
+static int add_entry(entries *e, int dirfd, const struct dirent *de)
+{
+    if (e->n == e->cap) {
+        const size_t cap = e->cap ? e->cap * 2 : 64;
+        entry *v = realloc(e->v, cap * sizeof *v);
+        if (!v)
+            return PL_ENOMEM;
+        e->v = v;
+        e->cap = cap;
+    }
+    char *name = strdup(de->d_name);
+    if (!name)
+        return PL_ENOMEM;
+    e->v[e->n++] = (entry){.name = name, .is_dir = entry_is_dir(dirfd, de)};
+    return 0;
+}
+
+/* Read and sort dirfd's entries; dirfd stays open and owned by the caller.
+ * PL_EIO with errno set if the directory cannot be read. */
 static int read_entries(int dirfd, entries *e)
 {
     const int fd = dup(dirfd);
@@ -135,31 +157,13 @@ static int read_entries(int dirfd, entries *e)
     }
     rewinddir(d);
     int rc = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-            continue;
-        if (e->n == e->cap) {
-            const size_t cap = e->cap ? e->cap * 2 : 64;
-            char **nn = realloc(e->names, cap * sizeof *nn);
-            unsigned char *nd = nn ? realloc(e->is_dir, cap) : NULL;
-            if (nn)
-                e->names = nn;
-            if (!nd) {
-                rc = PL_ENOMEM;
-                break;
-            }
-            e->is_dir = nd;
-            e->cap = cap;
-        }
-        e->names[e->n] = strdup(de->d_name);
-        if (!e->names[e->n]) {
-            rc = PL_ENOMEM;
-            break;
-        }
-        e->is_dir[e->n++] = (unsigned char)entry_is_dir(dirfd, de);
-    }
+    const struct dirent *de;
+    while (rc == 0 && (de = readdir(d)) != NULL)
+        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+            rc = add_entry(e, dirfd, de);
     closedir(d);
+    if (rc == 0 && e->n > 1)
+        qsort(e->v, e->n, sizeof *e->v, cmp_entry);
     return rc;
 }
 
@@ -238,24 +242,22 @@ static int walk_dir(walk *w, int dirfd, size_t path_len)
 
     entries e = {0};
     int rc = read_entries(dirfd, &e);
-    if (rc == 0)
-        qsort(e.names, e.n, sizeof *e.names, cmp_str);
     for (size_t i = 0; rc == 0 && i < e.n; i++) {
-        if (e.is_dir[i] || !is_jpeg_name(e.names[i]))
+        if (e.v[i].is_dir || !is_jpeg_name(e.v[i].name))
             continue;
-        const size_t len = path_push(w, path_len, e.names[i]);
+        const size_t len = path_push(w, path_len, e.v[i].name);
         if (len)
             rc = add_sample(w->ds, w->path, len, w->label);
         else
             log_msg(w->lg, PL_LOG_NOTICE, "%s/%s/%s: path too long, skipped",
-                    w->ds->root, w->path, e.names[i]);
+                    w->ds->root, w->path, e.v[i].name);
         w->path[path_len] = '\0';
     }
     /* Sub-directories in a second pass, so each class's paths stay sorted
      * as torchvision sorts them (see sort_class). */
     for (size_t i = 0; rc == 0 && i < e.n; i++)
-        if (e.is_dir[i])
-            rc = walk_subdir(w, dirfd, e.names[i], path_len);
+        if (e.v[i].is_dir)
+            rc = walk_subdir(w, dirfd, e.v[i].name, path_len);
     entries_free(&e);
     w->depth--;
     return rc;
@@ -281,22 +283,45 @@ static int cmp_by_dir_then_name(const void *a, const void *b, void *arg)
 
 static void sort_class(dataset *ds, int64_t first)
 {
-    qsort_r(ds->path_off + first, (size_t)(ds->n - first),
-            sizeof *ds->path_off, cmp_by_dir_then_name, ds->arena);
+    if (ds->n - first > 1)
+        qsort_r(ds->path_off + first, (size_t)(ds->n - first),
+                sizeof *ds->path_off, cmp_by_dir_then_name, ds->arena);
+}
+
+/* One ImageFolder class: its label is its rank among the sorted folders,
+ * kept even when it holds no JPEG (as torchvision's labels are), with a
+ * notice, since torchvision would refuse such a tree. */
+static int walk_class(dataset *ds, walk *w, const char *name, logger *lg)
+{
+    if (ds->num_classes == MAX_CLASSES)
+        return err_set(PL_EINVAL, "pl_loader_create: %s: more than %d classes",
+                       ds->root, MAX_CLASSES);
+    const int64_t first = ds->n;
+    w->label = ds->num_classes;
+    int rc = add_class(ds, name);
+    if (rc == 0)
+        rc = walk_subdir(w, ds->dirfd, name, 0);
+    if (rc == 0)
+        sort_class(ds, first);
+    if (rc == 0 && ds->n == first)
+        log_msg(lg, PL_LOG_NOTICE, "%s/%s: class %d has no JPEG files",
+                ds->root, name, w->label);
+    return rc;
 }
 
 static int open_folder(dataset *ds, logger *lg)
 {
     entries e = {0};
     int rc = read_entries(ds->dirfd, &e);
-    if (rc < 0)
+    if (rc < 0) {
+        entries_free(&e);
         return err_set(rc, "pl_loader_create: %s: cannot list: %s", ds->root,
-                       strerror(errno));
-    qsort(e.names, e.n, sizeof *e.names, cmp_str);
+                       rc == PL_EIO ? strerror(errno) : pl_strerror(rc));
+    }
     size_t dirs = 0, files = 0;
     for (size_t i = 0; i < e.n; i++) {
-        dirs += e.is_dir[i];
-        files += !e.is_dir[i] && is_jpeg_name(e.names[i]);
+        dirs += e.v[i].is_dir;
+        files += !e.v[i].is_dir && is_jpeg_name(e.v[i].name);
     }
     walk *w = calloc(1, sizeof *w);
     if (!w) {
@@ -305,35 +330,29 @@ static int open_folder(dataset *ds, logger *lg)
     }
     w->ds = ds;
     w->lg = lg;
+    /* The root is on every walk's path, so a link back to it is a loop. */
+    struct stat st;
+    if (fstat(ds->dirfd, &st) == 0) {
+        w->dev[0] = st.st_dev;
+        w->ino[0] = st.st_ino;
+        w->depth = 1;
+    }
     if (dirs == 0) {
         /* A flat folder: one class, named after the folder. */
         const char *slash = strrchr(ds->root, '/');
         rc = add_class(ds, slash && slash[1] ? slash + 1 : ds->root);
         for (size_t i = 0; rc == 0 && i < e.n; i++)
-            if (is_jpeg_name(e.names[i]))
-                rc = add_sample(ds, e.names[i], strlen(e.names[i]), 0);
+            if (is_jpeg_name(e.v[i].name))
+                rc = add_sample(ds, e.v[i].name, strlen(e.v[i].name), 0);
     } else {
         if (files > 0)
             log_msg(lg, PL_LOG_NOTICE,
                     "%s: %zu JPEG file(s) directly under an ImageFolder root "
                     "ignored (they belong to no class)",
                     ds->root, files);
-        for (size_t i = 0; rc == 0 && i < e.n; i++) {
-            if (!e.is_dir[i])
-                continue;
-            if (ds->num_classes == MAX_CLASSES) {
-                rc = err_set(PL_EINVAL, "pl_loader_create: %s: more than %d "
-                             "classes", ds->root, MAX_CLASSES);
-                break;
-            }
-            const int64_t first = ds->n;
-            w->label = ds->num_classes;
-            rc = add_class(ds, e.names[i]);
-            if (rc == 0)
-                rc = walk_subdir(w, ds->dirfd, e.names[i], 0);
-            if (rc == 0)
-                sort_class(ds, first);
-        }
+        for (size_t i = 0; rc == 0 && i < e.n; i++)
+            if (e.v[i].is_dir)
+                rc = walk_class(ds, w, e.v[i].name, lg);
     }
     free(w);
     entries_free(&e);

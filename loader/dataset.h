@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "log.h"
 
@@ -37,11 +38,16 @@ static inline const char *dataset_path(const dataset *ds, int64_t i)
     return ds->arena + ds->path_off[i];
 }
 
-/* The same path for openat(ds->dirfd, ...). */
+/* The same path for openat(ds->dirfd, ...): relative to the root when it
+ * lies under it, so that renaming or leaving the root's parent directory
+ * after create changes nothing; as given for an absolute list entry. */
 static inline const char *dataset_open_path(const dataset *ds, int64_t i)
 {
     const char *p = ds->arena + ds->path_off[i];
-    return p[0] == '/' ? p : p + ds->rel_skip;
+    const size_t n = ds->rel_skip;
+    if (n && strncmp(p, ds->root, n - 1) == 0 && p[n - 1] == '/')
+        return p + n;
+    return p;
 }
 
 static inline const char *dataset_class(const dataset *ds, int c)

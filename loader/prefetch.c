@@ -231,7 +231,6 @@ static int queue_batch(prefetch *p, fill *f, int64_t epoch)
     p->queue[(p->qhead + p->qlen++) % p->cfg.nbufs] = (int)(d - p->bufs);
     pthread_cond_broadcast(&p->user_cv);
     pthread_mutex_unlock(&p->mu);
-    add(&p->batches, 1);
     f->cur = NULL;
     f->count = 0;
     f->delivered++;
@@ -402,6 +401,7 @@ int prefetch_next(prefetch *p, const pl_batch **out)
             d->state = DBUF_HELD;
             p->held++;
             *out = &d->batch;
+            add(&p->batches, 1);
             rc = 0;
             break;
         }
@@ -440,9 +440,9 @@ int prefetch_release(prefetch *p, const pl_batch *b,
     int rc = 0;
     pthread_mutex_lock(&p->mu);
     if (d->state != DBUF_HELD) {
-        rc = err_set(PL_EINVAL, "pl_loader_release: batch %lld of epoch %lld "
-                     "is not held (released twice?)",
-                     (long long)d->batch.index, (long long)d->batch.epoch);
+        /* Not d->batch's fields: the prefetcher may be refilling it. */
+        rc = err_set(PL_EINVAL, "pl_loader_release: that batch is not held "
+                     "(released twice?)");
     } else {
         backend *be = p->cfg.be;
         rc = be->ops->record_release(be, d->stream, stream);

@@ -676,3 +676,45 @@ Test(augment, failing_samples_are_all_zero_with_their_status)
     check_sample(&e, &p, 0, 0, NULL);
     e2e_teardown(&e);
 }
+
+/* Strict mode judges the whole file: a file truncated near its end fails
+ * for every crop, also for crops that lie entirely in the intact top part
+ * (which decode fine in normal mode). Counts both kinds of crop so the
+ * test cannot pass vacuously. */
+Test(augment, strict_mode_fails_every_crop_of_a_damaged_file)
+{
+    e2e e;
+    e2e_setup(&e, 160, 400, NULL);
+    size_t len;
+    uint8_t *bytes = tu_read_file(e.path, &len);
+    tu_write_file(e.path, bytes, len * 3 / 4); /* the bottom quarter is lost */
+    free(bytes);
+    augment_params p;
+    params(&p, PL_AUGMENT_TRAIN, PL_FORMAT_U8_NHWC, 32, 32, 5);
+    const size_t n = augment_sample_bytes(&p);
+    uint8_t *dst = malloc(n);
+    int top_crops = 0;
+    for (int64_t index = 0; index < 40; index++) {
+        augment_plan pl;
+        augment_plan_make(&p, 0, index, 160, 400, &pl);
+        const int in_top_half = pl.src_y + pl.src_h <= 200;
+        top_crops += in_top_half;
+        process_times t = {0};
+        char reason[PROCESS_REASON_MAX] = "";
+        e.ctx.dec.limits.strict = 0;
+        int rc = process_sample(&e.ctx, &p, AT_FDCWD, e.path, 1 << 20, 0,
+                                index, dst, &t, reason);
+        if (in_top_half)
+            cr_assert_eq(rc, 0, "lenient, crop in the intact part: %s (%s)",
+                         pl_err_name(rc), reason);
+        e.ctx.dec.limits.strict = 1;
+        rc = process_sample(&e.ctx, &p, AT_FDCWD, e.path, 1 << 20, 0, index,
+                            dst, &t, reason);
+        cr_assert_eq(rc, PL_ECORRUPT, "strict, index %lld (crop y %d..%d): %s",
+                     (long long)index, pl.src_y, pl.src_y + pl.src_h,
+                     pl_err_name(rc));
+    }
+    cr_assert_geq(top_crops, 3, "only %d crops in the intact half", top_crops);
+    free(dst);
+    e2e_teardown(&e);
+}

@@ -42,6 +42,20 @@ static int reserve(void **p, size_t *cap, size_t need)
     return 0;
 }
 
+/* Decode and drop the rows after the crop (strict mode). */
+static int decode_rest(process_ctx *c, process_times *t, char *reason)
+{
+    const uint64_t t0 = process_now_ns();
+    int rc = 0;
+    while (rc == 0 && decoder_row(&c->dec) < (int)c->dec.cinfo.output_height) {
+        const uint8_t *rows;
+        int n;
+        rc = decoder_read(&c->dec, &rows, &n, reason);
+    }
+    t->ns_decode += process_now_ns() - t0;
+    return rc;
+}
+
 /* Decode the rows the vertical filter reads and filter each horizontally
  * into c->tmp as it arrives, so the full-size image never exists. */
 static int decode_filtered_rows(process_ctx *c, const augment_plan *plan,
@@ -71,6 +85,10 @@ static int decode_filtered_rows(process_ctx *c, const augment_plan *plan,
                                         tmp_row);
         t->ns_augment += process_now_ns() - t1;
     }
+    /* Strict mode judges the whole file, not just the rows this crop
+     * needs, so a file is bad or good whatever the sample's crop. */
+    if (rc == 0 && c->dec.limits.strict)
+        rc = decode_rest(c, t, reason);
     decoder_close(&c->dec);
     return rc;
 }

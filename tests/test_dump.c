@@ -1,0 +1,485 @@
+/* pinload-dump, the tool: what it writes (one PPM per delivered sample and
+ * index.tsv), that the output does not depend on the pipeline's shape,
+ * --raw against djpeg, the error policies and its command line. Runs the
+ * binary from $PINLOAD_BUILD (make tools). */
+#include <sys/wait.h>
+
+#include "testutil.h"
+
+/* ---- running the tool
+ * ---------------------------------------------------------- */
+
+typedef struct result {
+    int status; /* exit code, or -1 if it did not exit normally */
+    char *out;  /* stdout, NUL-terminated */
+    char *err;  /* stderr */
+} result;
+
+static void result_free(result *r)
+{
+    free(r->out);
+    free(r->err);
+}
+
+static char *slurp(const char *path)
+{
+    size_t len;
+    uint8_t *b = tu_read_file(path, &len);
+    b[len] = '\0';
+    return (char *)b;
+}
+
+/* Runs "pinload-dump ARGS" through the shell, capturing both streams in
+ * files under `scratch`. */
+static result dump(const char *scratch, const char *args)
+{
+    char tool[512], cmd[8192], out[256], err[256];
+    snprintf(tool, sizeof tool, "%s/pinload-dump", tu_build_dir());
+    cr_assert_eq(access(tool, X_OK), 0, "%s is missing: run make tools", tool);
+    snprintf(out, sizeof out, "%s/stdout.txt", scratch);
+    snprintf(err, sizeof err, "%s/stderr.txt", scratch);
+    snprintf(cmd, sizeof cmd, "'%s' %s >'%s' 2>'%s'", tool, args, out, err);
+    const int st = system(cmd);
+    result r = {.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1};
+    r.out = slurp(out);
+    r.err = slurp(err);
+    return r;
+}
+
+/* ---- reading what it wrote
+ * -------------------------------------------------------- */
+
+typedef struct row {
+    char position[32];
+    char path[1024];
+    int label;
+    char status[1024];
+} row;
+
+/* Parses dir/index.tsv; checks the header. Returns the rows (count in *n). */
+static row *read_index(const char *dir, int *n)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/index.tsv", dir);
+    char *text = slurp(path);
+    const char *header = "position\tpath\tlabel\tstatus\n";
+    cr_assert_eq(strncmp(text, header, strlen(header)), 0,
+                 "index.tsv header: %.60s", text);
+    row *rows = calloc(4096, sizeof *rows);
+    int k = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(text + strlen(header), "\n", &save); line;
+         line = strtok_r(NULL, "\n", &save)) {
+        cr_assert_lt(k, 4096);
+        char *f[4];
+        char *p = line;
+        for (int i = 0; i < 4; i++) {
+            f[i] = p;
+            char *tab = i < 3 ? strchr(p, '\t') : NULL;
+            cr_assert(i == 3 || tab, "row %d has fewer than 4 fields: %s", k,
+                      line);
+            if (tab) {
+                *tab = '\0';
+                p = tab + 1;
+            }
+        }
+        cr_assert_null(strchr(f[3], '\t'), "row %d has more than 4 fields", k);
+        snprintf(rows[k].position, sizeof rows[k].position, "%s", f[0]);
+        snprintf(rows[k].path, sizeof rows[k].path, "%s", f[1]);
+        char *end;
+        rows[k].label = (int)strtol(f[2], &end, 10);
+        cr_assert(*f[2] && !*end, "row %d label \"%s\"", k, f[2]);
+        snprintf(rows[k].status, sizeof rows[k].status, "%s", f[3]);
+        k++;
+    }
+    free(text);
+    *n = k;
+    return rows;
+}
+
+/* How many NNNNNN.ppm files dir holds; also checks they are 000000 ..
+ * count - 1 and that nothing else but index.tsv is there. */
+static int count_ppms(const char *dir)
+{
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d, "%s: %s", dir, strerror(errno));
+    int n = 0, max = -1;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        const char *s = de->d_name;
+        if (strcmp(s, ".") == 0 || strcmp(s, "..") == 0 ||
+            strcmp(s, "index.tsv") == 0)
+            continue;
+        int v;
+        char tail[8] = "";
+        cr_assert(strlen(s) == 10 && sscanf(s, "%6d%7s", &v, tail) == 2 &&
+                      strcmp(tail, ".ppm") == 0,
+                  "unexpected file %s in %s", s, dir);
+        n++;
+        if (v > max)
+            max = v;
+    }
+    closedir(d);
+    cr_assert_eq(max, n - 1, "PPMs are not numbered 0 .. %d", n - 1);
+    return n;
+}
+
+static void ppm_path(char *buf, size_t cap, const char *dir, int k)
+{
+    snprintf(buf, cap, "%s/%06d.ppm", dir, k);
+}
+
+static void assert_same_file(const char *a, const char *b)
+{
+    size_t la, lb;
+    uint8_t *x = tu_read_file(a, &la), *y = tu_read_file(b, &lb);
+    cr_assert_eq(la, lb, "%s and %s differ in size", a, b);
+    cr_assert_eq(memcmp(x, y, la), 0, "%s and %s differ", a, b);
+    free(x);
+    free(y);
+}
+
+/* The sorted class folders of an ImageFolder root, computed here. */
+static int class_folders(const char *root, char names[][256], int cap)
+{
+    DIR *d = opendir(root);
+    cr_assert_not_null(d);
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.' &&
+            (!de->d_name[1] || strcmp(de->d_name, "..") == 0))
+            continue;
+        char p[1024];
+        struct stat st;
+        snprintf(p, sizeof p, "%s/%s", root, de->d_name);
+        if (stat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
+            cr_assert_lt(n, cap);
+            snprintf(names[n++], 256, "%s", de->d_name);
+        }
+    }
+    closedir(d);
+    for (int i = 1; i < n; i++) /* insertion sort, byte order */
+        for (int j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
+            char t[256];
+            memcpy(t, names[j], 256);
+            memcpy(names[j], names[j - 1], 256);
+            memcpy(names[j - 1], t, 256);
+        }
+    return n;
+}
+
+/* The class folder of "root/<class>/<file>". */
+static void class_of(const char *root, const char *path, char *out, size_t cap)
+{
+    const size_t n = strlen(root);
+    cr_assert_eq(strncmp(path, root, n), 0, "%s not under %s", path, root);
+    cr_assert_eq(path[n], '/');
+    const char *c = path + n + 1, *slash = strchr(c, '/');
+    cr_assert_not_null(slash, "%s", path);
+    snprintf(out, cap, "%.*s", (int)(slash - c), c);
+}
+
+/* Number of lines in s (a last line without '\n' counts). */
+static int count_lines(const char *s, const char *prefix, int *with_prefix)
+{
+    int n = 0;
+    *with_prefix = 0;
+    for (const char *p = s; *p;) {
+        const char *nl = strchr(p, '\n');
+        n++;
+        if (strncmp(p, prefix, strlen(prefix)) == 0)
+            (*with_prefix)++;
+        if (!nl)
+            break;
+        p = nl + 1;
+    }
+    return n;
+}
+
+/* ---- on the shared photos
+ * ----------------------------------------------------------- */
+
+#define PHOTOS 47
+
+Test(dump, three_pipeline_shapes_write_the_same_47_samples, .timeout = 300)
+{
+    char data[512];
+    TU_SHARED_OR_SKIP(data, "photos/imagefolder");
+    char scratch[64];
+    tu_tmpdir(scratch);
+    static const char *const shapes[] = {
+        "--workers 1 --pin on",
+        "--workers 2 --pin off",
+        "--workers 2 --pin on --prefetch 1",
+    };
+    char outs[3][128];
+    for (int s = 0; s < 3; s++) {
+        snprintf(outs[s], sizeof outs[s], "%s/out%d", scratch, s);
+        char args[2048];
+        snprintf(args, sizeof args,
+                 "--data '%s' --out '%s' --size 48 --device host %s", data,
+                 outs[s], shapes[s]);
+        result r = dump(scratch, args);
+        cr_assert_eq(r.status, 0, "%s: exit %d: %s", shapes[s], r.status,
+                     r.err);
+        result_free(&r);
+        cr_assert_eq(count_ppms(outs[s]), PHOTOS, "%s", shapes[s]);
+    }
+
+    char classes[64][256];
+    const int nclasses = class_folders(data, classes, 64);
+    cr_assert_eq(nclasses, 19);
+    int n;
+    row *rows = read_index(outs[0], &n);
+    cr_assert_eq(n, PHOTOS);
+    for (int k = 0; k < n; k++) {
+        char want_pos[16];
+        snprintf(want_pos, sizeof want_pos, "%d", k);
+        cr_assert_str_eq(rows[k].position, want_pos);
+        cr_assert_str_eq(rows[k].status, "ok");
+        char cls[256];
+        class_of(data, rows[k].path, cls, sizeof cls);
+        int label = -1;
+        for (int c = 0; c < nclasses; c++)
+            if (strcmp(classes[c], cls) == 0)
+                label = c;
+        cr_assert_eq(rows[k].label, label,
+                     "%s: label %d, folder %s is "
+                     "class %d",
+                     rows[k].path, rows[k].label, cls, label);
+        for (int j = 0; j < k; j++)
+            cr_assert_str_neq(rows[j].path, rows[k].path, "listed twice");
+        struct stat st;
+        cr_assert_eq(stat(rows[k].path, &st), 0, "%s", rows[k].path);
+    }
+    free(rows);
+
+    for (int s = 1; s < 3; s++) {
+        char a[256], b[256];
+        snprintf(a, sizeof a, "%s/index.tsv", outs[0]);
+        snprintf(b, sizeof b, "%s/index.tsv", outs[s]);
+        assert_same_file(a, b);
+        for (int k = 0; k < PHOTOS; k++) {
+            ppm_path(a, sizeof a, outs[0], k);
+            ppm_path(b, sizeof b, outs[s], k);
+            assert_same_file(a, b);
+        }
+    }
+    char p[256];
+    ppm_path(p, sizeof p, outs[0], 0);
+    int w, h;
+    uint8_t *px = tu_read_ppm_file(p, &w, &h);
+    cr_assert_not_null(px);
+    cr_assert_eq(w, 48);
+    cr_assert_eq(h, 48);
+    free(px);
+    tu_rm_rf(scratch);
+}
+
+Test(dump, raw_writes_each_file_at_its_size_with_djpegs_pixels, .timeout = 300)
+{
+    char data[512];
+    TU_SHARED_OR_SKIP(data, "photos/imagefolder");
+    char scratch[64], out[128];
+    tu_tmpdir(scratch);
+    snprintf(out, sizeof out, "%s/raw", scratch);
+    char args[2048];
+    snprintf(args, sizeof args,
+             "--data '%s' --out '%s' --raw --limit 4 --device host", data, out);
+    result r = dump(scratch, args);
+    cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+    result_free(&r);
+    cr_assert_eq(count_ppms(out), 4);
+    int n;
+    row *rows = read_index(out, &n);
+    cr_assert_eq(n, 4);
+    for (int k = 0; k < 4; k++) {
+        char p[256];
+        ppm_path(p, sizeof p, out, k);
+        int w, h, rw, rh;
+        uint8_t *got = tu_read_ppm_file(p, &w, &h);
+        uint8_t *want = tu_djpeg(rows[k].path, &rw, &rh);
+        cr_assert_not_null(got, "%s", p);
+        cr_assert_not_null(want, "djpeg %s", rows[k].path);
+        cr_assert_eq(w, rw, "%s: width %d, djpeg %d", rows[k].path, w, rw);
+        cr_assert_eq(h, rh, "%s: height %d, djpeg %d", rows[k].path, h, rh);
+        cr_assert_geq(w, 640, "a real photo, not a resized sample");
+        cr_assert_eq(tu_max_diff(got, want, (size_t)w * h * 3), 0,
+                     "%s differs from djpeg", rows[k].path);
+        free(got);
+        free(want);
+    }
+    free(rows);
+    tu_rm_rf(scratch);
+}
+
+Test(dump, train_augment_with_size_64_writes_64x64_samples, .timeout = 300)
+{
+    char data[512];
+    TU_SHARED_OR_SKIP(data, "photos/imagefolder");
+    char scratch[64], out[128];
+    tu_tmpdir(scratch);
+    snprintf(out, sizeof out, "%s/train", scratch);
+    char args[2048];
+    snprintf(args, sizeof args,
+             "--data '%s' --out '%s' --augment train --size 64 --workers 2 "
+             "--device host",
+             data, out);
+    result r = dump(scratch, args);
+    cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+    result_free(&r);
+    cr_assert_eq(count_ppms(out), PHOTOS);
+    for (int k = 0; k < PHOTOS; k++) {
+        char p[256];
+        ppm_path(p, sizeof p, out, k);
+        size_t len;
+        uint8_t *b = tu_read_file(p, &len);
+        static const char header[] = "P6\n64 64\n255\n";
+        cr_assert_eq(len, sizeof header - 1 + 64 * 64 * 3, "%s", p);
+        cr_assert_eq(memcmp(b, header, sizeof header - 1), 0, "%s", p);
+        free(b);
+    }
+    tu_rm_rf(scratch);
+}
+
+/* ---- on generated data
+ * ---------------------------------------------------------------- */
+
+/* root/c<i % 2>/g<i>.jpg for 6 good files, and root/c1/bad.jpg. */
+static void make_bad_folder(char root[64], char *bad, size_t cap)
+{
+    tu_tmpdir(root);
+    for (int i = 0; i < 6; i++) {
+        char p[256];
+        snprintf(p, sizeof p, "%s/data/c%d/g%d.jpg", root, i % 2, i);
+        tu_write_jpeg(p, 40, 32, (unsigned)i + 1, NULL);
+    }
+    snprintf(bad, cap, "%s/data/c1/bad.jpg", root);
+    static const char text[] = "GIF89a, not a JPEG";
+    tu_write_file(bad, text, sizeof text - 1);
+}
+
+Test(dump, on_error_fail_exits_nonzero_naming_the_bad_file, .timeout = 120)
+{
+    char root[64], bad[256], args[1024];
+    make_bad_folder(root, bad, sizeof bad);
+    snprintf(args, sizeof args,
+             "--data '%s/data' --out '%s/out' --size 16 --batch 2 "
+             "--on-error fail --device host",
+             root, root);
+    result r = dump(root, args);
+    cr_assert_neq(r.status, 0);
+    cr_assert_neq(r.status, 2, "not a usage error");
+    /* Its own message is one line; any other line is a library notice. */
+    int own;
+    const int lines = count_lines(r.err, "pinload-dump: ", &own);
+    int notices;
+    count_lines(r.err, "pinload: ", &notices);
+    cr_assert_eq(own, 1, "stderr: %s", r.err);
+    cr_assert_eq(lines, own + notices, "stderr: %s", r.err);
+    const char *msg = strstr(r.err, "pinload-dump: ");
+    const char *nl = strchr(msg, '\n');
+    cr_assert_not_null(nl);
+    char line[2048];
+    snprintf(line, sizeof line, "%.*s", (int)(nl - msg), msg);
+    cr_assert_not_null(strstr(line, bad), "stderr line: %s", line);
+    cr_assert_not_null(strstr(line, "not a JPEG"), "stderr line: %s", line);
+    result_free(&r);
+    tu_rm_rf(root);
+}
+
+Test(dump, on_error_skip_lists_the_bad_file_without_a_position, .timeout = 120)
+{
+    char root[64], bad[256], args[1024], out[128];
+    make_bad_folder(root, bad, sizeof bad);
+    snprintf(out, sizeof out, "%s/out", root);
+    snprintf(args, sizeof args,
+             "--data '%s/data' --out '%s' --size 16 --batch 2 "
+             "--on-error skip --device host",
+             root, out);
+    result r = dump(root, args);
+    cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+    result_free(&r);
+    cr_assert_eq(count_ppms(out), 6);
+    int n;
+    row *rows = read_index(out, &n);
+    cr_assert_eq(n, 7, "every file has a row");
+    int bad_rows = 0, next = 0;
+    for (int k = 0; k < n; k++) {
+        if (strcmp(rows[k].path, bad) == 0) {
+            bad_rows++;
+            cr_assert_str_eq(rows[k].position, "-");
+            cr_assert_eq(rows[k].label, 1);
+            cr_assert_str_neq(rows[k].status, "ok");
+            cr_assert_not_null(strstr(rows[k].status, "PL_ENOTJPEG"), "%s",
+                               rows[k].status);
+            cr_assert_not_null(strstr(rows[k].status, "not a JPEG"), "%s",
+                               rows[k].status);
+            continue;
+        }
+        char want[16];
+        snprintf(want, sizeof want, "%d", next++);
+        cr_assert_str_eq(rows[k].position, want, "row %d", k);
+        cr_assert_str_eq(rows[k].status, "ok");
+        /* g<i>.jpg is in c<i % 2>. */
+        const char *g = strrchr(rows[k].path, '/') + 2;
+        cr_assert_eq(rows[k].label, (*g - '0') % 2, "%s", rows[k].path);
+    }
+    cr_assert_eq(bad_rows, 1);
+    cr_assert_eq(next, 6);
+    free(rows);
+    tu_rm_rf(root);
+}
+
+/* ---- the command line
+ * ------------------------------------------------------------------ */
+
+static void assert_usage_error(const char *args)
+{
+    char scratch[64];
+    tu_tmpdir(scratch);
+    result r = dump(scratch, args);
+    cr_assert_eq(r.status, 2, "%s: exit %d", args, r.status);
+    cr_assert_not_null(strstr(r.err, "usage: pinload-dump"), "%s: stderr %s",
+                       args, r.err);
+    cr_assert_str_eq(r.out, "", "%s: stdout %s", args, r.out);
+    result_free(&r);
+    tu_rm_rf(scratch);
+}
+
+Test(dump, unknown_flag_is_a_usage_error)
+{
+    assert_usage_error("--data /tmp --out /tmp/pinload-never --bogus 1");
+}
+
+Test(dump, zero_workers_is_a_usage_error)
+{
+    assert_usage_error("--data /tmp --out /tmp/pinload-never --workers 0");
+    assert_usage_error("--data /tmp --out /tmp/pinload-never --workers x");
+}
+
+Test(dump, missing_data_or_out_is_a_usage_error)
+{
+    assert_usage_error("--out /tmp/pinload-never");
+    assert_usage_error("--data /tmp");
+    assert_usage_error("--data");
+}
+
+Test(dump, bad_choice_values_are_usage_errors)
+{
+    assert_usage_error("--data /tmp --out /tmp/pinload-never --pin maybe");
+    assert_usage_error("--data /tmp --out /tmp/pinload-never --augment flip");
+}
+
+Test(dump, help_prints_usage_and_exits_zero)
+{
+    char scratch[64];
+    tu_tmpdir(scratch);
+    result r = dump(scratch, "--help");
+    cr_assert_eq(r.status, 0);
+    cr_assert_not_null(strstr(r.out, "usage: pinload-dump"), "%s", r.out);
+    cr_assert_str_eq(r.err, "");
+    result_free(&r);
+    tu_rm_rf(scratch);
+}
