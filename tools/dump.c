@@ -261,6 +261,22 @@ static int dump_raw(writer *w, pl_loader *l, const options *o,
     return 0;
 }
 
+/* mkdir -p: the directory and any missing parents. */
+static int make_dir(const char *path)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0777) < 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return mkdir(path, 0777) == 0 || errno == EEXIST ? 0 : -1;
+}
+
 int main(int argc, char **argv)
 {
     options o = {0};
@@ -270,7 +286,7 @@ int main(int argc, char **argv)
         o.cfg.prefetch = 1;
         o.cfg.batch_size = 1;
     }
-    if (mkdir(o.out, 0777) < 0 && errno != EEXIST) {
+    if (make_dir(o.out) < 0) {
         fprintf(stderr, "pinload-dump: %s: %s\n", o.out, strerror(errno));
         return 1;
     }

@@ -255,8 +255,19 @@ static void parse(int argc, char **argv, options *o)
     }
 }
 
+/* mkdir -p: the directory and any missing parents. */
 static int make_dir(const char *path)
 {
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0777) < 0 && errno != EEXIST)
+            break;
+        *p = '/';
+    }
     if (mkdir(path, 0777) == 0 || errno == EEXIST)
         return 0;
     fprintf(stderr, "pinload-mkdata: %s: %s\n", path, strerror(errno));
