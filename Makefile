@@ -1,6 +1,9 @@
 # pinload: GNU Make.
 #
 #   make                  library (static and shared), tools and samples
+#   make bench            the main job: generate the default dataset if
+#                         missing, sweep pinload-bench on it, write the plot
+#                         (DATA=/path/to/train to use your own data)
 #   make test             the Criterion suite (host backend; no GPU needed)
 #   make test-gpu         the CUDA-path tests, on a machine with a GPU
 #   make install PREFIX=/usr/local DESTDIR=
@@ -45,6 +48,12 @@ CPPFLAGS_ALL += -DPL_HAVE_CUDA -I$(CUDA_HOME)/include
 CUDA_LIBDIR := $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib))
 LIBS     += -L$(CUDA_LIBDIR) -lcudart -Wl,-rpath,$(CUDA_LIBDIR)
 endif
+# Kernels (the bench's simulated step, the samples) need nvcc as well.
+HAVE_NVCC := $(and $(HAVE_CUDA),$(wildcard $(NVCC)))
+NVCCFLAGS := -O2 -std=c++17 -Iinclude \
+             -gencode arch=compute_80,code=sm_80 \
+             -gencode arch=compute_90,code=sm_90 \
+             -gencode arch=compute_90,code=compute_90
 
 WORKERS_SRC := workers/decode.c workers/resample.c workers/augment.c \
                workers/fileio.c workers/process.c workers/pool.c
@@ -58,8 +67,8 @@ endif
 LIB_SRC  := $(WORKERS_SRC) $(LOADER_SRC)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 
-TOOLS    := $(BUILD)/pinload-dump $(BUILD)/pinload-mkdata
-SAMPLES  := $(BUILD)/samples/minimal
+TOOLS    := $(BUILD)/pinload-dump $(BUILD)/pinload-mkdata $(BUILD)/pinload-bench
+SAMPLES  := $(BUILD)/samples/minimal $(BUILD)/samples/train_classifier
 TEST_SRC := $(sort $(wildcard tests/test_*.c))
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 STRESS   := $(BUILD)/tests/stress
@@ -74,8 +83,8 @@ endif
 
 DEPS_STAMP := $(BUILD)/.deps-build
 
-.PHONY: all lib tools samples test test-gpu install uninstall clean format \
-        deps deps-test
+.PHONY: all lib tools samples test test-gpu bench install uninstall clean \
+        format deps deps-test
 all: lib tools samples
 
 lib: $(BUILD)/libpinload.a $(BUILD)/libpinload.so $(BUILD)/pinload.pc
@@ -122,6 +131,40 @@ $(BUILD)/pinload-%: tools/%.c $(BUILD)/libpinload.a
 	$(CC) -Iinclude -MMD -MP $(CFLAGS_ALL) $(LDFLAGS) -o $@ $< \
 	    $(BUILD)/libpinload.a $(LIBS)
 
+# pinload-bench: with nvcc, its simulated training step is a CUDA kernel.
+ifneq ($(HAVE_NVCC),)
+BENCH_CUDA_OBJ := $(BUILD)/obj/tools/bench_cuda.o
+$(BENCH_CUDA_OBJ): tools/bench_cuda.cu tools/bench_cuda.h
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+else
+BENCH_CUDA_OBJ :=
+BENCH_NO_CUDA := -DPL_BENCH_NO_CUDA
+endif
+$(BUILD)/pinload-bench: tools/bench.c tools/bench_cuda.h $(BENCH_CUDA_OBJ) \
+                        $(BUILD)/libpinload.a
+	$(CC) -Iinclude -MMD -MP $(BENCH_NO_CUDA) $(CFLAGS_ALL) $(LDFLAGS) \
+	    -o $@ $< $(BENCH_CUDA_OBJ) $(BUILD)/libpinload.a $(LIBS) -lstdc++
+
+# samples/train_classifier: with nvcc its training step runs as CUDA
+# kernels (samples/train_kernels.cu); without, the sample is host-only.
+ifneq ($(HAVE_NVCC),)
+TRAIN_CUDA_OBJ := $(BUILD)/obj/samples/train_kernels.o
+TRAIN_NO_CUDA :=
+$(TRAIN_CUDA_OBJ): samples/train_kernels.cu samples/train_classifier.h \
+                   include/pinload.h
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+else
+TRAIN_CUDA_OBJ :=
+TRAIN_NO_CUDA := -DPL_SAMPLE_NO_CUDA
+endif
+$(BUILD)/samples/train_classifier: samples/train_classifier.c \
+        samples/train_classifier.h $(TRAIN_CUDA_OBJ) $(BUILD)/libpinload.a
+	@mkdir -p $(@D)
+	$(CC) -Iinclude -MMD -MP $(TRAIN_NO_CUDA) $(CFLAGS_ALL) $(LDFLAGS) \
+	    -o $@ $< $(TRAIN_CUDA_OBJ) $(BUILD)/libpinload.a $(LIBS) -lstdc++
+
 $(BUILD)/samples/%: samples/%.c $(BUILD)/libpinload.a
 	@mkdir -p $(@D)
 	$(CC) -Iinclude -MMD -MP $(CFLAGS_ALL) $(LDFLAGS) -o $@ $< \
@@ -143,6 +186,19 @@ test: $(TEST_RUN) $(STRESS) $(TOOLS) $(SAMPLES)
 	@set -e; for t in $(TEST_RUN); do \
 	    echo "== $$t"; PINLOAD_BUILD=$(BUILD) $$t --jobs $(JOBS); done
 	@echo "== $(STRESS)"; $(STRESS)
+
+DATA ?= data/generated
+BENCH_ARGS ?=
+bench: all $(BUILD)/.deps-bench
+	@if [ "$(DATA)" = data/generated ] && [ ! -d data/generated ]; then \
+	    echo "== generating the default dataset in data/generated"; \
+	    $(BUILD)/pinload-mkdata --out data/generated; fi
+	$(BUILD)/pinload-bench --data $(DATA) --plot $(BUILD)/bench.png \
+	    --csv $(BUILD)/bench.csv --json $(BUILD)/bench.json $(BENCH_ARGS)
+	@echo "plot: $(BUILD)/bench.png  table: $(BUILD)/bench.csv, $(BUILD)/bench.json"
+$(BUILD)/.deps-bench: tools/install-deps.sh
+	@tools/install-deps.sh bench
+	@mkdir -p $(@D) && touch $@
 
 test-gpu: lib
 	$(MAKE) -C tests/gpu BUILD=$(abspath $(BUILD)) CUDA_HOME=$(CUDA_HOME)
@@ -166,7 +222,8 @@ uninstall:
 
 format:
 	clang-format -i include/*.h include/pinload/*.h loader/*.[ch] \
-	    workers/*.[ch] tools/*.c samples/*.c tests/*.[ch]
+	    workers/*.[ch] tools/*.[ch] tools/*.cu samples/*.[ch] samples/*.cu \
+	    tests/*.[ch] tests/gpu/*.cu
 
 clean:
 	rm -rf build

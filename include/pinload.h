@@ -133,6 +133,12 @@ typedef enum pl_memory {
     PL_MEMORY_PINNED = 0,
     /* Ordinary aligned host memory. */
     PL_MEMORY_PAGEABLE = 1,
+    /* CUDA managed memory (cudaMallocManaged): workers write the ring in
+     * place and each run of samples is migrated to the GPU with
+     * cudaMemPrefetchAsync before it is copied into the device buffer, as
+     * code built on unified memory does. On the host backend this is
+     * pageable memory, with a notice. */
+    PL_MEMORY_MANAGED = 2,
 } pl_memory;
 
 typedef enum pl_on_error {
@@ -309,6 +315,9 @@ typedef struct pl_info {
     int rank, world_size;
     pl_memory memory;
     int pinned; /* 1 if the host ring is page-locked */
+    /* "cuda device 0 (NVIDIA H100 80GB HBM3)" or "host (why)"; valid until
+     * pl_loader_destroy. */
+    const char *backend_name;
 } pl_info;
 
 PL_EXPORT int pl_loader_info(const pl_loader *l, pl_info *out);
@@ -343,7 +352,11 @@ typedef struct pl_stats {
     uint64_t ns_augment;      /* workers: crop, resize, flip, format */
     uint64_t ns_copy;         /* prefetcher: issuing or doing copies */
     uint64_t ns_wait;         /* caller: blocked in pl_loader_next */
-    uint64_t reserved[6];
+    uint64_t ns_h2d;          /* CUDA: GPU time of the host-to-device copies
+                                 completed so far (0 on the host backend) */
+    uint64_t bytes_h2d;       /* CUDA: bytes of those same copies, so
+                                 bytes_h2d / ns_h2d is the copy bandwidth */
+    uint64_t reserved[4];
 } pl_stats;
 
 PL_EXPORT int pl_loader_stats(const pl_loader *l, pl_stats *out);

@@ -7,6 +7,7 @@
 #define PINLOAD_BACKEND_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "log.h"
 #include "pinload.h"
@@ -14,11 +15,19 @@
 typedef struct backend backend;
 typedef struct be_stream be_stream; /* a copy stream and its two events */
 
+/* What host_alloc gave. */
+typedef enum hostmem {
+    HOSTMEM_PAGEABLE,
+    HOSTMEM_PINNED,  /* page-locked: cudaHostAlloc, or mlock on host */
+    HOSTMEM_MANAGED, /* cudaMallocManaged */
+} hostmem;
+
 typedef struct backend_ops {
-    /* Host memory for the ring; pinned asks for page-locked memory, and
-     * [out] *locked says whether it is. */
-    int (*host_alloc)(backend *b, size_t n, int pinned, void **p, int *locked);
-    void (*host_free)(backend *b, void *p, size_t n, int locked);
+    /* Host memory for the ring or a mirror, of the kind asked for where
+     * possible; [out] *kind says what it is. */
+    int (*host_alloc)(backend *b, size_t n, pl_memory want, void **p,
+                      hostmem *kind);
+    void (*host_free)(backend *b, void *p, size_t n, hostmem kind);
     int (*dev_alloc)(backend *b, size_t n, void **p);
     void (*dev_free)(backend *b, void *p);
     int (*stream_create)(backend *b, be_stream **s);
@@ -28,6 +37,13 @@ typedef struct backend_ops {
     /* Queue a host-to-device copy of n bytes on s. */
     int (*copy)(backend *b, be_stream *s, void *dst, const void *src,
                 size_t n);
+    /* Queue the migration of managed memory [p, p + n) to the device on s
+     * (cudaMemPrefetchAsync), ahead of a copy from it. */
+    int (*migrate)(backend *b, be_stream *s, const void *p, size_t n);
+    /* Add to *ns and *bytes the GPU time and size of s's copies that have
+     * completed since the last call; thread-safe. */
+    void (*copy_time)(backend *b, be_stream *s, uint64_t *ns,
+                      uint64_t *bytes);
     /* Call fn(arg) once the work queued on s so far is done; fn must not
      * call the backend. The host backend calls it before returning. */
     int (*after)(backend *b, be_stream *s, void (*fn)(void *), void *arg);

@@ -3,7 +3,10 @@
  * ready events let the caller's stream wait for a copy, release events let
  * the copy stream wait for the caller's kernels, and neither blocks the
  * host. cudaLaunchHostFunc turns "copy done" into a host callback that
- * hands the ring slot back to the workers. */
+ * hands the ring slot back to the workers. Every copy is bracketed by a
+ * pair of timing events, so the stats can report the copies' own GPU time
+ * and bandwidth, apart from any time the stream spent waiting. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,11 +16,24 @@
 #include "backend.h"
 #include "error.h"
 
+#define TIMED_COPIES 8 /* copies in flight per stream before one is waited */
+
+typedef struct timed_copy {
+    cudaEvent_t start, end;
+    size_t bytes;
+    int pending;
+} timed_copy;
+
 struct be_stream {
     cudaStream_t stream;
     cudaEvent_t ready;
     cudaEvent_t release;
     int release_recorded;
+    /* The prefetcher records copies, a stats query harvests them. */
+    pthread_mutex_t mu;
+    timed_copy timed[TIMED_COPIES];
+    int next_timed;
+    uint64_t ns_done, bytes_done; /* harvested, not yet reported */
 };
 
 static int cuda_fail(cudaError_t e, const char *what)
@@ -33,27 +49,36 @@ static int cuda_fail(cudaError_t e, const char *what)
             return cuda_fail(e_, #call);                                       \
     } while (0)
 
-static int host_alloc(backend *b, size_t n, int pinned, void **p, int *locked)
+static int host_alloc(backend *b, size_t n, pl_memory want, void **p,
+                      hostmem *kind)
 {
     (void)b;
-    *locked = 0;
-    if (!pinned) {
+    switch (want) {
+    case PL_MEMORY_PINNED:
+        CK(cudaHostAlloc(p, n, cudaHostAllocDefault));
+        *kind = HOSTMEM_PINNED;
+        return 0;
+    case PL_MEMORY_MANAGED:
+        CK(cudaMallocManaged(p, n, cudaMemAttachGlobal));
+        *kind = HOSTMEM_MANAGED;
+        return 0;
+    default:
+        *kind = HOSTMEM_PAGEABLE;
         *p = aligned_alloc(4096, (n + 4095) / 4096 * 4096);
         return *p ? 0 : PL_ENOMEM;
     }
-    CK(cudaHostAlloc(p, n, cudaHostAllocDefault));
-    *locked = 1;
-    return 0;
 }
 
-static void host_free(backend *b, void *p, size_t n, int locked)
+static void host_free(backend *b, void *p, size_t n, hostmem kind)
 {
     (void)b;
     (void)n;
     if (!p)
         return;
-    if (locked)
+    if (kind == HOSTMEM_PINNED)
         cudaFreeHost(p);
+    else if (kind == HOSTMEM_MANAGED)
+        cudaFree(p);
     else
         free(p);
 }
@@ -83,6 +108,13 @@ static void stream_destroy(backend *b, be_stream *s)
         cudaEventDestroy(s->ready);
     if (s->release)
         cudaEventDestroy(s->release);
+    for (int i = 0; i < TIMED_COPIES; i++) {
+        if (s->timed[i].start)
+            cudaEventDestroy(s->timed[i].start);
+        if (s->timed[i].end)
+            cudaEventDestroy(s->timed[i].end);
+    }
+    pthread_mutex_destroy(&s->mu);
     free(s);
 }
 
@@ -91,12 +123,18 @@ static int stream_create(backend *b, be_stream **out)
     be_stream *s = calloc(1, sizeof *s);
     if (!s)
         return PL_ENOMEM;
+    pthread_mutex_init(&s->mu, NULL);
     cudaError_t e = cudaStreamCreateWithFlags(&s->stream,
                                               cudaStreamNonBlocking);
     if (e == cudaSuccess)
         e = cudaEventCreateWithFlags(&s->ready, cudaEventDisableTiming);
     if (e == cudaSuccess)
         e = cudaEventCreateWithFlags(&s->release, cudaEventDisableTiming);
+    for (int i = 0; i < TIMED_COPIES && e == cudaSuccess; i++) {
+        e = cudaEventCreate(&s->timed[i].start);
+        if (e == cudaSuccess)
+            e = cudaEventCreate(&s->timed[i].end);
+    }
     if (e != cudaSuccess) {
         stream_destroy(b, s);
         return cuda_fail(e, "creating a copy stream");
@@ -111,10 +149,65 @@ static int bind_thread(backend *b)
     return 0;
 }
 
+/* Moves a completed copy's time to the harvested totals; s->mu held. With
+ * `wait`, waits for it to complete first. */
+static void harvest(be_stream *s, timed_copy *t, int wait)
+{
+    if (!t->pending)
+        return;
+    if (wait)
+        cudaEventSynchronize(t->end);
+    else if (cudaEventQuery(t->end) != cudaSuccess)
+        return;
+    float ms = 0.0f;
+    if (cudaEventElapsedTime(&ms, t->start, t->end) == cudaSuccess) {
+        s->ns_done += (uint64_t)((double)ms * 1e6);
+        s->bytes_done += t->bytes;
+    }
+    t->pending = 0;
+}
+
 static int copy(backend *b, be_stream *s, void *dst, const void *src, size_t n)
 {
     (void)b;
-    CK(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, s->stream));
+    pthread_mutex_lock(&s->mu);
+    timed_copy *t = &s->timed[s->next_timed];
+    s->next_timed = (s->next_timed + 1) % TIMED_COPIES;
+    harvest(s, t, 1); /* eight copies back: long done, as a rule */
+    cudaError_t e = cudaEventRecord(t->start, s->stream);
+    if (e == cudaSuccess)
+        e = cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, s->stream);
+    if (e == cudaSuccess)
+        e = cudaEventRecord(t->end, s->stream);
+    t->bytes = n;
+    t->pending = e == cudaSuccess;
+    pthread_mutex_unlock(&s->mu);
+    if (e != cudaSuccess)
+        return cuda_fail(e, "cudaMemcpyAsync");
+    return 0;
+}
+
+static void copy_time(backend *b, be_stream *s, uint64_t *ns, uint64_t *bytes)
+{
+    (void)b;
+    pthread_mutex_lock(&s->mu);
+    for (int i = 0; i < TIMED_COPIES; i++)
+        harvest(s, &s->timed[i], 0);
+    *ns += s->ns_done;
+    *bytes += s->bytes_done;
+    s->ns_done = s->bytes_done = 0;
+    pthread_mutex_unlock(&s->mu);
+}
+
+static int migrate(backend *b, be_stream *s, const void *p, size_t n)
+{
+#if CUDART_VERSION >= 13000
+    struct cudaMemLocation loc = {.type = cudaMemLocationTypeDevice,
+                                  .id = b->device};
+    CK(cudaMemPrefetchAsync(p, n, loc, 0, s->stream));
+#else
+    CK(cudaMemPrefetchAsync(p, n, b->device, s->stream));
+#endif
     return 0;
 }
 
@@ -183,6 +276,8 @@ static const backend_ops cuda_ops = {
     .stream_destroy = stream_destroy,
     .bind_thread = bind_thread,
     .copy = copy,
+    .migrate = migrate,
+    .copy_time = copy_time,
     .after = after,
     .record_ready = record_ready,
     .sync_ready = sync_ready,

@@ -21,16 +21,20 @@ static size_t round_up(size_t n)
     return (n + HOST_ALIGN - 1) / HOST_ALIGN * HOST_ALIGN;
 }
 
-static int host_alloc(backend *b, size_t n, int pinned, void **p, int *locked)
+static int host_alloc(backend *b, size_t n, pl_memory want, void **p,
+                      hostmem *kind)
 {
-    *locked = 0;
+    *kind = HOSTMEM_PAGEABLE;
     *p = aligned_alloc(HOST_ALIGN, round_up(n));
     if (!*p)
         return PL_ENOMEM;
-    if (!pinned)
+    if (want == PL_MEMORY_MANAGED)
+        log_msg(b->log, PL_LOG_NOTICE, "managed memory needs CUDA: the host "
+                "ring is pageable on the host backend");
+    if (want != PL_MEMORY_PINNED)
         return 0;
     if (mlock(*p, round_up(n)) == 0) {
-        *locked = 1;
+        *kind = HOSTMEM_PINNED;
         return 0;
     }
     log_msg(b->log, PL_LOG_NOTICE,
@@ -40,10 +44,10 @@ static int host_alloc(backend *b, size_t n, int pinned, void **p, int *locked)
     return 0;
 }
 
-static void host_free(backend *b, void *p, size_t n, int locked)
+static void host_free(backend *b, void *p, size_t n, hostmem kind)
 {
     (void)b;
-    if (p && locked)
+    if (p && kind == HOSTMEM_PINNED)
         munlock(p, round_up(n));
     free(p);
 }
@@ -86,6 +90,24 @@ static int copy(backend *b, be_stream *s, void *dst, const void *src, size_t n)
     (void)s;
     memcpy(dst, src, n);
     return 0;
+}
+
+static int migrate(backend *b, be_stream *s, const void *p, size_t n)
+{
+    (void)b;
+    (void)s;
+    (void)p;
+    (void)n;
+    return 0;
+}
+
+/* The host backend's copies are memcpy: their time is pl_stats.ns_copy. */
+static void copy_time(backend *b, be_stream *s, uint64_t *ns, uint64_t *bytes)
+{
+    (void)b;
+    (void)s;
+    (void)ns;
+    (void)bytes;
 }
 
 static int after(backend *b, be_stream *s, void (*fn)(void *), void *arg)
@@ -131,6 +153,8 @@ static const backend_ops host_ops = {
     .stream_destroy = stream_destroy,
     .bind_thread = nothing,
     .copy = copy,
+    .migrate = migrate,
+    .copy_time = copy_time,
     .after = after,
     .record_ready = stream_nothing,
     .sync_ready = stream_nothing,

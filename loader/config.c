@@ -111,7 +111,7 @@ static int check_pipeline(const pl_config *c)
 {
     int rc = check_range("num_workers", c->num_workers, 0, 1024);
     if (!rc) rc = check_range("prefetch", c->prefetch, 1, 1024);
-    if (!rc) rc = check_range("memory", (int)c->memory, 0, PL_MEMORY_PAGEABLE);
+    if (!rc) rc = check_range("memory", (int)c->memory, 0, PL_MEMORY_MANAGED);
     if (!rc) rc = check_range("device", c->device, PL_DEVICE_HOST, 1 << 16);
     if (!rc) rc = check_range("device_buffers", c->device_buffers, 1, 64);
     if (!rc) rc = check_range("keep_host", c->keep_host, 0, 1);

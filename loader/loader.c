@@ -131,7 +131,8 @@ static void fill_info(pl_loader *l)
     in->rank = l->rc.rank;
     in->world_size = l->rc.world;
     in->memory = c->memory;
-    in->pinned = l->ring.locked;
+    in->pinned = l->ring.kind == HOSTMEM_PINNED;
+    in->backend_name = l->be->name;
 }
 
 static int start_pipeline(pl_loader *l)
@@ -143,7 +144,7 @@ static int start_pipeline(pl_loader *l)
     const size_t sample_bytes = augment_sample_bytes(&l->aug);
     l->have_ring = 1;
     int rc = ring_init(&l->ring, c->prefetch, &sched, sample_bytes, l->be,
-                       c->memory == PL_MEMORY_PINNED);
+                       c->memory);
     if (rc < 0)
         return err_set(rc, "pl_loader_create: cannot allocate the %d x %zu "
                        "byte host ring: %s", c->prefetch,
@@ -200,7 +201,10 @@ static void announce(pl_loader *l)
             "backend: %s; %lld files, %d classes; ring %d x %.1f MiB %s; "
             "%d workers", l->be->name, (long long)l->ds.n, l->ds.num_classes,
             c->prefetch, mib / c->prefetch,
-            l->ring.locked ? "pinned" : "pageable", l->rc.num_workers);
+            l->ring.kind == HOSTMEM_PINNED    ? "pinned"
+            : l->ring.kind == HOSTMEM_MANAGED ? "managed"
+                                              : "pageable",
+            l->rc.num_workers);
 }
 
 PL_EXPORT int pl_loader_create(const pl_config *cfg, pl_loader **out)
@@ -373,8 +377,10 @@ PL_EXPORT int pl_loader_stats(const pl_loader *l, pl_stats *out)
     out->bytes_copied = atomic_load(&pf->bytes_copied);
     out->ns_copy = atomic_load(&pf->ns_copy);
     out->ns_wait = atomic_load(&pf->ns_wait);
-    out->pinned_bytes = (l->ring.locked ? l->ring.mem_bytes : 0) +
-                        pf->mirror_bytes_locked;
+    out->pinned_bytes =
+        (l->ring.kind == HOSTMEM_PINNED ? l->ring.mem_bytes : 0) +
+        pf->mirror_bytes_locked;
+    prefetch_copy_time(pf, &out->ns_h2d, &out->bytes_h2d);
     return 0;
 }
 

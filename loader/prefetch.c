@@ -45,9 +45,10 @@ static int init_buffer(prefetch *p, dbuf *d)
     if (rc == 0)
         rc = be->ops->stream_create(be, &d->stream);
     if (rc == 0 && p->cfg.keep_host && be->kind == PL_BACKEND_CUDA) {
-        int locked;
-        rc = be->ops->host_alloc(be, bytes, 1, &d->mirror, &locked);
-        if (rc == 0 && locked)
+        hostmem kind;
+        rc = be->ops->host_alloc(be, bytes, PL_MEMORY_PINNED, &d->mirror,
+                                 &kind);
+        if (rc == 0 && kind == HOSTMEM_PINNED)
             p->mirror_bytes_locked += bytes;
     }
     if (rc == PL_ENOMEM)
@@ -90,7 +91,7 @@ void prefetch_fini(prefetch *p)
         if (d->dev)
             be->ops->dev_free(be, d->dev);
         if (d->mirror)
-            be->ops->host_free(be, d->mirror, bytes, 1);
+            be->ops->host_free(be, d->mirror, bytes, HOSTMEM_PINNED);
         free(d->labels);
         free(d->indices);
         free(d->status);
@@ -185,8 +186,11 @@ static int close_run(prefetch *p, fill *f, const ring_slot *s)
     if (f->cur->mirror) {
         memcpy((uint8_t *)f->cur->mirror + off, src, bytes);
     } else {
-        rc = be->ops->copy(be, f->cur->stream, (uint8_t *)f->cur->dev + off,
-                           src, bytes);
+        if (p->cfg.ring->kind == HOSTMEM_MANAGED)
+            rc = be->ops->migrate(be, f->cur->stream, src, bytes);
+        if (rc == 0)
+            rc = be->ops->copy(be, f->cur->stream,
+                               (uint8_t *)f->cur->dev + off, src, bytes);
         note_stream(f, f->cur);
     }
     add(&p->ns_copy, process_now_ns() - t0);
@@ -386,6 +390,15 @@ void prefetch_stop(prefetch *p)
 }
 
 /* ---- the caller's side ------------------------------------------------------- */
+
+void prefetch_copy_time(prefetch *p, uint64_t *ns, uint64_t *bytes)
+{
+    uint64_t dn = 0, db = 0;
+    for (int i = 0; i < p->cfg.nbufs; i++)
+        p->cfg.be->ops->copy_time(p->cfg.be, p->bufs[i].stream, &dn, &db);
+    *ns = atomic_fetch_add(&p->ns_h2d, dn) + dn;
+    *bytes = atomic_fetch_add(&p->bytes_h2d, db) + db;
+}
 
 int prefetch_next(prefetch *p, const pl_batch **out)
 {

@@ -71,6 +71,7 @@ typedef struct prefetch {
     int started;
     size_t mirror_bytes_locked;
     _Atomic uint64_t bytes_copied, batches, ns_copy, ns_wait;
+    _Atomic uint64_t ns_h2d, bytes_h2d; /* GPU copy time, harvested */
 } prefetch;
 
 int prefetch_init(prefetch *p, const prefetch_config *cfg);
@@ -81,6 +82,10 @@ void prefetch_stop(prefetch *p);
 void prefetch_fini(prefetch *p);
 
 int prefetch_next(prefetch *p, const pl_batch **out);
+
+/* The GPU time and bytes of the copies completed so far (CUDA; zeros on
+ * the host backend). Thread-safe. */
+void prefetch_copy_time(prefetch *p, uint64_t *ns, uint64_t *bytes);
 int prefetch_release(prefetch *p, const pl_batch *b,
                      struct CUstream_st *stream);
 

@@ -21,7 +21,7 @@ static void slot_setup(ring *r, ring_slot *s)
 }
 
 int ring_init(ring *r, int nslots, const ring_schedule *sched,
-              size_t sample_bytes, backend *be, int pinned)
+              size_t sample_bytes, backend *be, pl_memory memory)
 {
     memset(r, 0, sizeof *r);
     r->nslots = nslots;
@@ -36,8 +36,8 @@ int ring_init(ring *r, int nslots, const ring_schedule *sched,
 
     const size_t batch_bytes = sample_bytes * (size_t)sched->batch_size;
     r->mem_bytes = batch_bytes * (size_t)nslots;
-    int rc = be->ops->host_alloc(be, r->mem_bytes, pinned, (void **)&r->mem,
-                                 &r->locked);
+    int rc = be->ops->host_alloc(be, r->mem_bytes, memory, (void **)&r->mem,
+                                 &r->kind);
     if (rc < 0)
         return rc;
     r->slots = calloc((size_t)nslots, sizeof *r->slots);
@@ -63,7 +63,7 @@ void ring_fini(ring *r)
             free(r->slots[i].pos);
     free(r->slots);
     if (r->mem)
-        r->be->ops->host_free(r->be, r->mem, r->mem_bytes, r->locked);
+        r->be->ops->host_free(r->be, r->mem, r->mem_bytes, r->kind);
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->work_cv);
     pthread_cond_destroy(&r->ready_cv);

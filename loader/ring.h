@@ -1,5 +1,5 @@
-/* The host ring: `prefetch` batch slots of page-locked memory, allocated
- * once. Nominal batches (the epoch's positions cut into batch_size pieces,
+/* The host ring: `prefetch` batch slots of page-locked (or pageable, or
+ * managed) memory, allocated once. Nominal batches (the epoch's positions cut into batch_size pieces,
  * numbered seq = 0, 1, 2, ... across epochs) go through the slots in turn:
  * slot seq % nslots holds batch seq once batch seq - nslots has left it.
  *
@@ -68,11 +68,11 @@ typedef struct ring {
     backend *be;
     uint8_t *mem;
     size_t mem_bytes;
-    int locked; /* mem is page-locked */
+    hostmem kind; /* what mem is */
 } ring;
 
 int ring_init(ring *r, int nslots, const ring_schedule *sched,
-              size_t sample_bytes, backend *be, int pinned);
+              size_t sample_bytes, backend *be, pl_memory memory);
 void ring_fini(ring *r);
 
 /* Next position to fill, in order; blocks while its slot is busy. [out]

@@ -527,6 +527,55 @@ Test(loader, same_bytes_from_pinned_or_pageable_memory, .timeout = TIMEOUT)
     assert_invariant(vary_memory, "pinned vs pageable");
 }
 
+static void vary_managed(pl_config *c, int v)
+{
+    c->memory = v ? PL_MEMORY_MANAGED : PL_MEMORY_PINNED;
+}
+
+Test(loader, same_bytes_from_pinned_or_managed_memory, .timeout = TIMEOUT)
+{
+    assert_invariant(vary_managed, "pinned vs managed");
+}
+
+/* Without CUDA, managed memory is pageable: said in a notice, and no
+ * memory is reported as pinned; no GPU copy time is reported either. */
+Test(loader, managed_memory_on_the_host_backend_is_pageable_with_a_notice,
+     .timeout = TIMEOUT)
+{
+    char root[64];
+    make_tree(root, 9, 2);
+    log_count lc;
+    log_count_init(&lc);
+    pl_config c;
+    base_cfg(&c, root);
+    c.memory = PL_MEMORY_MANAGED;
+    c.log = counting;
+    c.log_ctx = &lc;
+    pl_loader *l = create(&c);
+    const pl_info in = info_of(l);
+    cr_assert_eq(in.memory, PL_MEMORY_MANAGED);
+    cr_assert_eq(in.pinned, 0);
+    cr_assert_eq(in.backend, PL_BACKEND_HOST);
+    cr_assert_not_null(in.backend_name);
+    cr_assert_eq(strncmp(in.backend_name, "host (", 6), 0, "%s",
+                 in.backend_name);
+    cr_assert_eq(lc.notices, 2, "the managed notice and the backend notice, "
+                 "got %d", lc.notices);
+    const pl_batch *b;
+    int rc;
+    while ((rc = pl_loader_next(l, &b)) == 0)
+        pl_loader_release(l, b, NULL);
+    cr_assert_eq(rc, PL_EPOCH_END);
+    pl_stats st;
+    cr_assert_eq(pl_loader_stats(l, &st), 0);
+    cr_assert_eq(st.pinned_bytes, 0);
+    cr_assert_eq(st.ns_h2d, 0);
+    cr_assert_eq(st.bytes_h2d, 0);
+    cr_assert_gt(st.bytes_copied, 0);
+    pl_loader_destroy(l);
+    tu_rm_rf(root);
+}
+
 Test(loader, same_bytes_with_one_or_three_device_buffers, .timeout = TIMEOUT)
 {
     assert_invariant(vary_device_buffers, "device_buffers 1 vs 3");

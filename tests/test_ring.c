@@ -25,7 +25,9 @@ static void fx_open(fixture *f, int nslots, int64_t first_epoch,
     const ring_schedule sched = {.first_epoch = first_epoch,
                                  .positions = positions,
                                  .batch_size = batch_size};
-    cr_assert_eq(ring_init(&f->r, nslots, &sched, sample_bytes, f->be, 0), 0);
+    cr_assert_eq(ring_init(&f->r, nslots, &sched, sample_bytes, f->be,
+                           PL_MEMORY_PAGEABLE),
+                 0);
 }
 
 static void fx_close(fixture *f)
@@ -451,7 +453,7 @@ Test(ring, slot_pixels_are_disjoint_and_one_batch_apart)
     fixture f;
     fx_open(&f, nslots, 0, 10, batch, sample);
     cr_assert_eq(f.r.mem_bytes, stride * (size_t)nslots);
-    cr_assert_eq(f.r.locked, 0, "pinned=0 gives pageable memory");
+    cr_assert_eq(f.r.kind, HOSTMEM_PAGEABLE, "PL_MEMORY_PAGEABLE gives pageable memory");
     cr_assert_not_null(f.r.mem);
     for (int i = 0; i < nslots; i++) {
         cr_assert_eq(f.r.slots[i].pixels, f.r.mem + stride * (size_t)i,

@@ -2,7 +2,8 @@
 # Installs the Debian packages pinload needs, or says which to install.
 #   tools/install-deps.sh build   what `make` needs
 #   tools/install-deps.sh test    what `make test` needs on top
-#   tools/install-deps.sh all     both (default)
+#   tools/install-deps.sh bench   what `make bench` needs on top (gnuplot)
+#   tools/install-deps.sh all     all of them (default)
 # As root with apt-get, missing packages are installed; otherwise the exact
 # apt-get command is printed and the script fails.
 set -eu
@@ -25,13 +26,19 @@ check_build() {
 check_test() {
     have_header criterion/criterion.h || want libcriterion-dev
     command -v djpeg >/dev/null 2>&1 || want libjpeg-turbo-progs
+    command -v gnuplot >/dev/null 2>&1 || want gnuplot-nox # test_bench
+}
+
+check_bench() {
+    command -v gnuplot >/dev/null 2>&1 || want gnuplot-nox
 }
 
 case "$what" in
 build) check_build ;;
 test) check_test ;;
-all) check_build; check_test ;;
-*) echo "usage: $0 build|test|all" >&2; exit 2 ;;
+bench) check_bench ;;
+all) check_build; check_test; check_bench ;;
+*) echo "usage: $0 build|test|bench|all" >&2; exit 2 ;;
 esac
 
 [ -z "$need" ] && exit 0

@@ -1,0 +1,340 @@
+/* pinload-bench, run as a user runs it: arguments, the table, the CSV and
+ * JSON files against the table, the PNG chart. Sweeps are tiny (a few
+ * batches of 32x32 samples) so the suite stays fast; no figure is judged,
+ * only its presence, sign and agreement across outputs. */
+#include <sys/wait.h>
+
+#include "testutil.h"
+
+/* Run `args` through the shell; [out] stdout and stderr (malloc'd). */
+static int run_tool(const char *args, char **out, char **err)
+{
+    char dir[64];
+    tu_tmpdir(dir);
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "%s/pinload-bench %s >%s/out 2>%s/err",
+             tu_build_dir(), args, dir, dir);
+    const int st = system(cmd);
+    char path[128];
+    size_t n;
+    snprintf(path, sizeof path, "%s/out", dir);
+    *out = (char *)tu_read_file(path, &n);
+    (*out)[n] = '\0';
+    snprintf(path, sizeof path, "%s/err", dir);
+    *err = (char *)tu_read_file(path, &n);
+    (*err)[n] = '\0';
+    tu_rm_rf(dir);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void make_data(char root[64])
+{
+    tu_tmpdir(root);
+    char path[256];
+    for (int i = 0; i < 24; i++) {
+        snprintf(path, sizeof path, "%s/c%d/%02d.jpg", root, i % 3, i);
+        tu_write_jpeg(path, 48 + i, 40 + 2 * i, (unsigned)i, NULL);
+    }
+}
+
+/* ---- arguments ------------------------------------------------------------------ */
+
+static void expect_usage_error(const char *args, const char *needle)
+{
+    char *out, *err;
+    const int rc = run_tool(args, &out, &err);
+    cr_assert_eq(rc, 2, "%s: exit %d, stderr: %s", args, rc, err);
+    cr_assert_not_null(strstr(err, needle), "%s: stderr lacks \"%s\": %s",
+                       args, needle, err);
+    cr_assert_not_null(strstr(err, "usage: pinload-bench"), "%s: no usage",
+                       args);
+    free(out);
+    free(err);
+}
+
+Test(bench, bad_arguments_exit_2_with_a_reason_and_the_usage)
+{
+    char root[64];
+    make_data(root);
+    char a[512];
+    expect_usage_error("--frobnicate 3", "unknown option --frobnicate");
+    expect_usage_error("--batch 4", "--data is required");
+    expect_usage_error("--data /nonexistent/pinload", "/nonexistent/pinload");
+    snprintf(a, sizeof a, "--data %s --workers ''", root);
+    expect_usage_error(a, "empty list");
+    snprintf(a, sizeof a, "--data %s --workers 0", root);
+    expect_usage_error(a, "--workers: \"0\"");
+    snprintf(a, sizeof a, "--data %s --workers 1,,2", root);
+    expect_usage_error(a, "empty item");
+    snprintf(a, sizeof a, "--data %s --prefetch 2,", root);
+    expect_usage_error(a, "empty item");
+    snprintf(a, sizeof a, "--data %s --pin on,sometimes", root);
+    expect_usage_error(a, "\"sometimes\" is not on, off or managed");
+    snprintf(a, sizeof a, "--data %s --augment crop", root);
+    expect_usage_error(a, "unknown value \"crop\"");
+    snprintf(a, sizeof a, "--data %s --compute-ms -1", root);
+    expect_usage_error(a, "--compute-ms");
+    snprintf(a, sizeof a, "--data %s --batches", root);
+    expect_usage_error(a, "--batches needs a value");
+    tu_rm_rf(root);
+}
+
+Test(bench, help_prints_the_usage_and_exits_0)
+{
+    char *out, *err;
+    cr_assert_eq(run_tool("--help", &out, &err), 0);
+    cr_assert_not_null(strstr(out, "usage: pinload-bench --data PATH"));
+    cr_assert_not_null(strstr(out, "--compute-ms"));
+    free(out);
+    free(err);
+}
+
+Test(bench, device_cuda_without_a_gpu_is_an_error_naming_the_reason)
+{
+    char root[64];
+    make_data(root);
+    char a[512];
+    snprintf(a, sizeof a, "--data %s --device cuda --workers 1 --prefetch 1 "
+             "--pin on --batches 1 --batch 4 --size 16 --warmup 0", root);
+    char *out, *err;
+    const int rc = run_tool(a, &out, &err);
+    /* On a GPU machine this succeeds; here it must say why it cannot. */
+    if (rc == 0)
+        cr_assert_not_null(strstr(out, "backend: cuda"), "%s", out);
+    else
+        cr_assert(rc == 1 && strstr(err, "--device cuda: no usable CUDA "
+                                         "device"),
+                  "exit %d: %s", rc, err);
+    free(out);
+    free(err);
+    tu_rm_rf(root);
+}
+
+/* ---- the sweep ------------------------------------------------------------------ */
+
+typedef struct table_row {
+    char pin[16];
+    int workers, prefetch;
+    double img_s, step_ms;
+    char overlap[16];
+} table_row;
+
+/* The data rows of the printed table, in order. */
+static int parse_table(const char *out, table_row *rows, int cap)
+{
+    int n = 0;
+    for (const char *line = out; line && *line; line = strchr(line, '\n')) {
+        if (*line == '\n')
+            line++;
+        table_row r = {0};
+        char h2d[32], step[32];
+        double mb, wait, p99, us[4];
+        if (sscanf(line, "%15s %d %d %lf %lf %31s %lf %lf %lf %lf %lf %lf "
+                   "%31s %15s", r.pin, &r.workers, &r.prefetch, &r.img_s, &mb,
+                   h2d, &wait, &p99, &us[0], &us[1], &us[2], &us[3], step,
+                   r.overlap) == 14) {
+            cr_assert_lt(n, cap);
+            r.step_ms = step[0] == '-' ? -1 : atof(step);
+            rows[n++] = r;
+        }
+    }
+    return n;
+}
+
+Test(bench, a_sweep_prints_one_row_per_combination_and_names_the_best)
+{
+    char root[64];
+    make_data(root);
+    char a[512];
+    snprintf(a, sizeof a, "--data %s --workers 1,2 --prefetch 1,3 --pin "
+             "on,off --batches 3 --batch 4 --size 32 --warmup 1", root);
+    char *out, *err;
+    const int rc = run_tool(a, &out, &err);
+    cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
+    table_row rows[16];
+    const int n = parse_table(out, rows, 16);
+    cr_assert_eq(n, 8, "%d rows in:\n%s", n, out);
+    /* Pin outermost, then prefetch, then workers. */
+    static const struct {
+        const char *pin;
+        int prefetch, workers;
+    } want[8] = {{"on", 1, 1},  {"on", 1, 2},  {"on", 3, 1},  {"on", 3, 2},
+                 {"off", 1, 1}, {"off", 1, 2}, {"off", 3, 1}, {"off", 3, 2}};
+    int best = 0;
+    for (int i = 0; i < n; i++) {
+        cr_assert_str_eq(rows[i].pin, want[i].pin, "row %d", i);
+        cr_assert_eq(rows[i].prefetch, want[i].prefetch, "row %d", i);
+        cr_assert_eq(rows[i].workers, want[i].workers, "row %d", i);
+        cr_assert_gt(rows[i].img_s, 0.0, "row %d", i);
+        cr_assert_eq(rows[i].step_ms, -1, "no step without --compute-ms");
+        if (rows[i].img_s > rows[best].img_s)
+            best = i;
+    }
+    char line[128];
+    snprintf(line, sizeof line, "best: pin %s, %d workers, prefetch %d:",
+             rows[best].pin, rows[best].workers, rows[best].prefetch);
+    cr_assert_not_null(strstr(out, line), "want \"%s\" in:\n%s", line, out);
+    cr_assert_not_null(strstr(out, "backend: host"), "%s", out);
+    free(out);
+    free(err);
+    tu_rm_rf(root);
+}
+
+Test(bench, compute_ms_fills_step_time_and_an_overlap_percentage)
+{
+    char root[64];
+    make_data(root);
+    char a[512];
+    snprintf(a, sizeof a, "--data %s --workers 2 --prefetch 2 --pin on "
+             "--batches 3 --batch 4 --size 32 --warmup 1 --compute-ms 5",
+             root);
+    char *out, *err;
+    cr_assert_eq(run_tool(a, &out, &err), 0, "%s", err);
+    table_row rows[2];
+    cr_assert_eq(parse_table(out, rows, 2), 1, "%s", out);
+    cr_assert_geq(rows[0].step_ms, 5.0, "a step lasts at least its compute");
+    const int pct = atoi(rows[0].overlap);
+    cr_assert(strchr(rows[0].overlap, '%') && pct >= 0 && pct <= 100,
+              "overlap \"%s\"", rows[0].overlap);
+    free(out);
+    free(err);
+    tu_rm_rf(root);
+}
+
+/* ---- the files --------------------------------------------------------------------- */
+
+/* A small JSON validator: value := object | array | string | number |
+ * true | false | null. Returns the end of the value or NULL. */
+static const char *json_value(const char *p);
+
+static const char *json_ws(const char *p)
+{
+    while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r')
+        p++;
+    return p;
+}
+
+static const char *json_string_end(const char *p)
+{
+    if (*p++ != '"')
+        return NULL;
+    for (; *p && *p != '"'; p++)
+        if (*p == '\\' && !*++p)
+            return NULL;
+    return *p == '"' ? p + 1 : NULL;
+}
+
+static const char *json_list(const char *p, char close, int object)
+{
+    p = json_ws(p + 1);
+    if (*p == close)
+        return p + 1;
+    for (;;) {
+        if (object) {
+            p = json_string_end(json_ws(p));
+            if (!p || *(p = json_ws(p)) != ':')
+                return NULL;
+            p++;
+        }
+        p = json_value(p);
+        if (!p)
+            return NULL;
+        p = json_ws(p);
+        if (*p == close)
+            return p + 1;
+        if (*p++ != ',')
+            return NULL;
+    }
+}
+
+static const char *json_value(const char *p)
+{
+    p = json_ws(p);
+    if (*p == '{')
+        return json_list(p, '}', 1);
+    if (*p == '[')
+        return json_list(p, ']', 0);
+    if (*p == '"')
+        return json_string_end(p);
+    for (const char *const *w = (const char *const[]){"true", "false", "null",
+                                                      NULL};
+         *w; w++)
+        if (!strncmp(p, *w, strlen(*w)))
+            return p + strlen(*w);
+    char *end;
+    strtod(p, &end);
+    return end == p ? NULL : end;
+}
+
+Test(bench, csv_json_and_png_agree_with_the_table)
+{
+    char root[64], out_dir[64];
+    make_data(root);
+    tu_tmpdir(out_dir);
+    char a[1024];
+    snprintf(a, sizeof a, "--data %s --workers 1,2 --prefetch 2 --pin on "
+             "--batches 3 --batch 4 --size 32 --warmup 1 --csv %s/t.csv "
+             "--json %s/t.json --plot %s/t.png --quiet", root, out_dir,
+             out_dir, out_dir);
+    char *out, *err;
+    cr_assert_eq(run_tool(a, &out, &err), 0, "%s", err);
+    table_row rows[4];
+    cr_assert_eq(parse_table(out, rows, 4), 2, "%s", out);
+
+    char path[128];
+    size_t n;
+    snprintf(path, sizeof path, "%s/t.csv", out_dir);
+    char *csv = (char *)tu_read_file(path, &n);
+    csv[n] = '\0';
+    cr_assert_eq(strncmp(csv, "pin,workers,prefetch,images,batches,seconds,"
+                              "images_per_s,", 45), 0, "%s", csv);
+    const char *line = strchr(csv, '\n') + 1;
+    for (int i = 0; i < 2; i++, line = strchr(line, '\n') + 1) {
+        char pin[16];
+        int workers, prefetch, batches;
+        long images;
+        double seconds, img_s;
+        cr_assert_eq(sscanf(line, "%15[^,],%d,%d,%ld,%d,%lf,%lf", pin,
+                            &workers, &prefetch, &images, &batches, &seconds,
+                            &img_s), 7, "%s", line);
+        cr_assert_str_eq(pin, rows[i].pin);
+        cr_assert_eq(workers, rows[i].workers);
+        cr_assert_eq(prefetch, rows[i].prefetch);
+        cr_assert_eq(batches, 3);
+        cr_assert_eq(images, 12, "3 full batches of 4");
+        cr_assert_float_eq(img_s, rows[i].img_s, 0.051, "csv %f, table %f",
+                           img_s, rows[i].img_s);
+        cr_assert_float_eq(img_s, images / seconds, img_s * 1e-3);
+    }
+    cr_assert_eq(*line, '\0', "exactly two data rows");
+    free(csv);
+
+    snprintf(path, sizeof path, "%s/t.json", out_dir);
+    char *json = (char *)tu_read_file(path, &n);
+    json[n] = '\0';
+    const char *end = json_value(json);
+    cr_assert(end && *json_ws(end) == '\0', "not one JSON value:\n%s", json);
+    cr_assert_not_null(strstr(json, "\"rows\": ["));
+    char want[64];
+    snprintf(want, sizeof want, "\"images_per_s\": %.1f", rows[1].img_s);
+    want[strlen(want) - 1] = '\0'; /* the table rounds; JSON has more digits */
+    cr_assert_not_null(strstr(json, want), "%s not in %s", want, json);
+    free(json);
+
+    snprintf(path, sizeof path, "%s/t.png", out_dir);
+    uint8_t *png = tu_read_file(path, &n);
+    cr_assert_gt(n, 1000);
+    cr_assert_eq(memcmp(png, "\x89PNG\r\n\x1a\n", 8), 0, "PNG signature");
+    cr_assert_eq(memcmp(png + 12, "IHDR", 4), 0);
+    const uint32_t w = (uint32_t)png[16] << 24 | png[17] << 16 | png[18] << 8 |
+                       png[19];
+    const uint32_t h = (uint32_t)png[20] << 24 | png[21] << 16 | png[22] << 8 |
+                       png[23];
+    cr_assert(w == 960 && h == 600, "%ux%u", w, h);
+    cr_assert_eq(memcmp(png + n - 8, "IEND", 4), 0, "ends with IEND");
+    free(png);
+    free(out);
+    free(err);
+    tu_rm_rf(out_dir);
+    tu_rm_rf(root);
+}

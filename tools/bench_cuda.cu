@@ -1,0 +1,107 @@
+/* pinload-bench's CUDA side: the simulated training step. */
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstdlib>
+
+#include "bench_cuda.h"
+
+struct bench_cuda {
+    cudaStream_t stream;
+    unsigned long long *sink; /* keeps the reads from being optimised out */
+    long long cycles_per_ms;
+};
+
+/* Every thread reads its share of the batch, then thread 0 of each block
+ * spins until `cycles` have passed since the block started: a step that
+ * touches the data and lasts a known time. */
+__global__ void step_kernel(const uint8_t *data, size_t n, long long cycles,
+                            unsigned long long *sink)
+{
+    const long long start = clock64();
+    unsigned long long acc = 0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        acc += data[i];
+    if (threadIdx.x == 0)
+        while (clock64() - start < cycles) {
+        }
+    if (acc == 0xFFFFFFFFFFFFFFFFull)
+        *sink = acc;
+}
+
+extern "C" bench_cuda *bench_cuda_open(void)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+        cudaGetLastError();
+        return nullptr;
+    }
+    bench_cuda *c = (bench_cuda *)calloc(1, sizeof *c);
+    int khz = 0;
+    if (!c || cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking) !=
+                  cudaSuccess ||
+        cudaMalloc(&c->sink, sizeof *c->sink) != cudaSuccess ||
+        cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0) != cudaSuccess) {
+        free(c);
+        return nullptr;
+    }
+    c->cycles_per_ms = khz;
+    return c;
+}
+
+extern "C" void bench_cuda_close(bench_cuda *c)
+{
+    if (!c)
+        return;
+    cudaStreamSynchronize(c->stream);
+    cudaStreamDestroy(c->stream);
+    cudaFree(c->sink);
+    free(c);
+}
+
+extern "C" struct CUstream_st *bench_cuda_stream(bench_cuda *c)
+{
+    return c->stream;
+}
+
+extern "C" void bench_cuda_step(bench_cuda *c, const void *data, size_t n,
+                                double ms)
+{
+    const long long cycles = (long long)(ms * (double)c->cycles_per_ms);
+    step_kernel<<<132, 256, 0, c->stream>>>((const uint8_t *)data, n, cycles,
+                                            c->sink);
+}
+
+extern "C" void bench_cuda_sync(bench_cuda *c)
+{
+    cudaStreamSynchronize(c->stream);
+}
+
+extern "C" double bench_cuda_pinned_gbs(size_t bytes)
+{
+    void *host = nullptr, *dev = nullptr;
+    cudaEvent_t a, b;
+    double gbs = 0.0;
+    if (cudaHostAlloc(&host, bytes, cudaHostAllocDefault) != cudaSuccess)
+        return 0.0;
+    if (cudaMalloc(&dev, bytes) == cudaSuccess &&
+        cudaEventCreate(&a) == cudaSuccess &&
+        cudaEventCreate(&b) == cudaSuccess) {
+        cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice); /* warm */
+        const int reps = 20;
+        cudaEventRecord(a);
+        for (int i = 0; i < reps; i++)
+            cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice);
+        cudaEventRecord(b);
+        cudaEventSynchronize(b);
+        float ms = 0;
+        cudaEventElapsedTime(&ms, a, b);
+        gbs = ms > 0 ? (double)bytes * reps / (ms * 1e6) : 0.0;
+        cudaEventDestroy(a);
+        cudaEventDestroy(b);
+    }
+    cudaFree(dev);
+    cudaFreeHost(host);
+    return gbs;
+}

@@ -1,0 +1,35 @@
+/* pinload-bench's own CUDA pieces: a stream for the simulated training
+ * step and a kernel that reads the batch for about X ms. Built from
+ * bench_cuda.cu when the CUDA toolkit is present; otherwise bench.c uses
+ * the stubs below and --compute-ms runs on the host. */
+#ifndef PINLOAD_BENCH_CUDA_H
+#define PINLOAD_BENCH_CUDA_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct CUstream_st;
+typedef struct bench_cuda bench_cuda;
+
+/* Open a stream on the current device; NULL if CUDA is unusable. */
+bench_cuda *bench_cuda_open(void);
+void bench_cuda_close(bench_cuda *c);
+struct CUstream_st *bench_cuda_stream(bench_cuda *c);
+/* Queue a kernel that reads all n bytes at data and runs for about ms
+ * milliseconds in total. */
+void bench_cuda_step(bench_cuda *c, const void *data, size_t n, double ms);
+/* Wait for everything queued on the stream. */
+void bench_cuda_sync(bench_cuda *c);
+/* The bandwidth cudaMemcpy reaches from pinned host memory to the device
+ * for `bytes`-byte copies, in GB/s (the ceiling the ring is measured
+ * against); 0 on failure. */
+double bench_cuda_pinned_gbs(size_t bytes);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
