@@ -127,7 +127,7 @@ $(BUILD)/pinload.pc: Makefile include/pinload/version.h
 	    'Libs.private: $(LIBS)' 'Cflags: -I$${includedir}' > $@
 
 # Tools and samples see only include/ and link the static library.
-$(BUILD)/pinload-%: tools/%.c $(BUILD)/libpinload.a
+$(BUILD)/pinload-%: tools/%.c tools/cli.h $(BUILD)/libpinload.a
 	$(CC) -Iinclude -MMD -MP $(CFLAGS_ALL) $(LDFLAGS) -o $@ $< \
 	    $(BUILD)/libpinload.a $(LIBS)
 
@@ -141,7 +141,7 @@ else
 BENCH_CUDA_OBJ :=
 BENCH_NO_CUDA := -DPL_BENCH_NO_CUDA
 endif
-$(BUILD)/pinload-bench: tools/bench.c tools/bench_cuda.h $(BENCH_CUDA_OBJ) \
+$(BUILD)/pinload-bench: tools/bench.c tools/bench_cuda.h tools/cli.h $(BENCH_CUDA_OBJ) \
                         $(BUILD)/libpinload.a
 	$(CC) -Iinclude -MMD -MP $(BENCH_NO_CUDA) $(CFLAGS_ALL) $(LDFLAGS) \
 	    -o $@ $< $(BENCH_CUDA_OBJ) $(BUILD)/libpinload.a $(LIBS) -lstdc++

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "bench_cuda.h"
+#include "cli.h"
 #include "pinload.h"
 
 #ifdef PL_BENCH_NO_CUDA
@@ -86,12 +87,7 @@ static void bad(const char *fmt, ...)
 
 static long parse_long(const char *flag, const char *v, long lo, long hi)
 {
-    char *end;
-    errno = 0;
-    const long n = strtol(v, &end, 10);
-    if (!*v || *end || errno || n < lo || n > hi)
-        bad("%s: \"%s\" is not an integer in [%ld, %ld]", flag, v, lo, hi);
-    return n;
+    return cli_long("pinload-bench", usage, flag, v, lo, hi);
 }
 
 static double parse_double(const char *flag, const char *v, double lo,

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cli.h"
 #include "pinload.h"
 
 static const char usage[] =
@@ -37,15 +38,7 @@ static void die(const char *fmt, const char *arg)
 
 static long parse_long(const char *flag, const char *v, long lo, long hi)
 {
-    char *end;
-    errno = 0;
-    const long n = strtol(v, &end, 10);
-    if (!*v || *end || errno || n < lo || n > hi) {
-        fprintf(stderr, "pinload-dump: %s: \"%s\" is not an integer in "
-                "[%ld, %ld]\n%s", flag, v, lo, hi, usage);
-        exit(2);
-    }
-    return n;
+    return cli_long("pinload-dump", usage, flag, v, lo, hi);
 }
 
 static int parse_choice(const char *flag, const char *v,
@@ -261,22 +254,6 @@ static int dump_raw(writer *w, pl_loader *l, const options *o,
     return 0;
 }
 
-/* mkdir -p: the directory and any missing parents. */
-static int make_dir(const char *path)
-{
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, 0777) < 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    return mkdir(path, 0777) == 0 || errno == EEXIST ? 0 : -1;
-}
-
 int main(int argc, char **argv)
 {
     options o = {0};
@@ -286,7 +263,7 @@ int main(int argc, char **argv)
         o.cfg.prefetch = 1;
         o.cfg.batch_size = 1;
     }
-    if (make_dir(o.out) < 0) {
+    if (cli_mkdir_p(o.out) < 0) {
         fprintf(stderr, "pinload-dump: %s: %s\n", o.out, strerror(errno));
         return 1;
     }

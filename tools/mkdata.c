@@ -13,6 +13,8 @@
 
 #include <jpeglib.h>
 
+#include "cli.h"
+
 #define PI 3.14159265358979323846
 
 static const char usage[] =
@@ -200,15 +202,7 @@ static int write_jpeg(const char *path, const uint8_t *rgb, int w, int h,
 
 static int parse_int(const char *flag, const char *v, int lo, int hi)
 {
-    char *end;
-    errno = 0;
-    const long n = strtol(v, &end, 10);
-    if (!*v || *end || errno || n < lo || n > hi) {
-        fprintf(stderr, "pinload-mkdata: %s: \"%s\" is not an integer in "
-                "[%d, %d]\n%s", flag, v, lo, hi, usage);
-        exit(2);
-    }
-    return (int)n;
+    return (int)cli_long("pinload-mkdata", usage, flag, v, lo, hi);
 }
 
 static void parse(int argc, char **argv, options *o)
@@ -255,20 +249,9 @@ static void parse(int argc, char **argv, options *o)
     }
 }
 
-/* mkdir -p: the directory and any missing parents. */
 static int make_dir(const char *path)
 {
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, 0777) < 0 && errno != EEXIST)
-            break;
-        *p = '/';
-    }
-    if (mkdir(path, 0777) == 0 || errno == EEXIST)
+    if (cli_mkdir_p(path) == 0)
         return 0;
     fprintf(stderr, "pinload-mkdata: %s: %s\n", path, strerror(errno));
     return -1;
