@@ -193,13 +193,13 @@ typedef struct pl_config {
      * lines, paths relative to the list file's folder. Default NULL. */
     const char *data;
 
-    int batch_size;   /* samples per batch; default 64 */
-    int width;        /* output width in pixels; default 224 */
-    int height;       /* output height in pixels; default 224 */
-    pl_format format; /* default PL_FORMAT_U8_NHWC */
+    int batch_size;     /* samples per batch; default 64 */
+    int width;          /* output width in pixels; default 224 */
+    int height;         /* output height in pixels; default 224 */
+    pl_format format;   /* default PL_FORMAT_U8_NHWC */
     pl_augment augment; /* default PL_AUGMENT_TRAIN */
-    float mean[3];    /* F32 normalisation; default ImageNet's */
-    float std[3];     /* 0.485 0.456 0.406 / 0.229 0.224 0.225 */
+    float mean[3];      /* F32 normalisation; default ImageNet's */
+    float std[3];       /* 0.485 0.456 0.406 / 0.229 0.224 0.225 */
 
     uint64_t seed;       /* order and augmentation; default 0 */
     int shuffle;         /* 1: permute each epoch; 0: file order; default 1 */
@@ -229,8 +229,8 @@ typedef struct pl_config {
     int64_t max_pixels;     /* default 178956970, as Pillow's bomb limit */
     int64_t max_file_bytes; /* default 256 MiB */
 
-    pl_log_fn log;  /* notices and warnings; default NULL: stderr */
-    void *log_ctx;  /* passed to log */
+    pl_log_fn log; /* notices and warnings; default NULL: stderr */
+    void *log_ctx; /* passed to log */
 
     uint64_t reserved[8]; /* room to grow; must be zero */
 } pl_config;
@@ -247,11 +247,11 @@ typedef struct pl_loader pl_loader;
  * pl_loader_next() that returned it until pl_loader_release() of it (or
  * pl_loader_destroy()); none may be written through. */
 typedef struct pl_batch {
-    int count;       /* samples in this batch: batch_size, or fewer in an
-                        epoch's last batch */
-    int64_t epoch;   /* the epoch it belongs to */
-    int64_t index;   /* its number within the epoch, from 0 */
-    size_t bytes;    /* count * pl_info.sample_bytes */
+    int count;     /* samples in this batch: batch_size, or fewer in an
+                      epoch's last batch */
+    int64_t epoch; /* the epoch it belongs to */
+    int64_t index; /* its number within the epoch, from 0 */
+    size_t bytes;  /* count * pl_info.sample_bytes */
     /* The pixels: CUDA device memory on the CUDA backend (read them on a
      * stream that pl_batch_wait() made wait), host memory on the host
      * backend. */
@@ -310,7 +310,7 @@ typedef struct pl_info {
     size_t sample_bytes; /* bytes of one output sample */
     size_t batch_bytes;  /* batch_size * sample_bytes */
     pl_backend backend;
-    int device;          /* CUDA ordinal, or -1 on the host backend */
+    int device; /* CUDA ordinal, or -1 on the host backend */
     int num_workers, prefetch, device_buffers;
     int rank, world_size;
     pl_memory memory;
@@ -341,21 +341,21 @@ PL_EXPORT int pl_loader_epoch_order(const pl_loader *l, int64_t epoch,
 
 /* Counters since create; times are summed over threads, in nanoseconds. */
 typedef struct pl_stats {
-    uint64_t images_decoded;  /* samples written to the ring */
-    uint64_t images_failed;   /* bad samples (each time one was met) */
-    uint64_t batches;         /* batches handed to the caller */
-    uint64_t bytes_read;      /* JPEG bytes read from files */
-    uint64_t bytes_copied;    /* bytes copied to device buffers */
-    uint64_t pinned_bytes;    /* page-locked host memory held now */
-    uint64_t ns_read;         /* workers: reading files */
-    uint64_t ns_decode;       /* workers: entropy decoding, IDCT, colour */
-    uint64_t ns_augment;      /* workers: crop, resize, flip, format */
-    uint64_t ns_copy;         /* prefetcher: issuing or doing copies */
-    uint64_t ns_wait;         /* caller: blocked in pl_loader_next */
-    uint64_t ns_h2d;          /* CUDA: GPU time of the host-to-device copies
-                                 completed so far (0 on the host backend) */
-    uint64_t bytes_h2d;       /* CUDA: bytes of those same copies, so
-                                 bytes_h2d / ns_h2d is the copy bandwidth */
+    uint64_t images_decoded; /* samples written to the ring */
+    uint64_t images_failed;  /* bad samples (each time one was met) */
+    uint64_t batches;        /* batches handed to the caller */
+    uint64_t bytes_read;     /* JPEG bytes read from files */
+    uint64_t bytes_copied;   /* bytes copied to device buffers */
+    uint64_t pinned_bytes;   /* page-locked host memory held now */
+    uint64_t ns_read;        /* workers: reading files */
+    uint64_t ns_decode;      /* workers: entropy decoding, IDCT, colour */
+    uint64_t ns_augment;     /* workers: crop, resize, flip, format */
+    uint64_t ns_copy;        /* prefetcher: issuing or doing copies */
+    uint64_t ns_wait;        /* caller: blocked in pl_loader_next */
+    uint64_t ns_h2d;         /* CUDA: GPU time of the host-to-device copies
+                                completed so far (0 on the host backend) */
+    uint64_t bytes_h2d;      /* CUDA: bytes of those same copies, so
+                                bytes_h2d / ns_h2d is the copy bandwidth */
     uint64_t reserved[4];
 } pl_stats;
 

@@ -31,6 +31,6 @@ int backend_stream_wait(struct CUstream_st *stream, struct CUevent_st *ev)
     (void)stream;
     (void)ev;
     return err_set(PL_EINVAL, "pl_batch_wait: a CUDA event in a build "
-                   "without CUDA");
+                              "without CUDA");
 #endif
 }

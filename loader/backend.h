@@ -35,15 +35,13 @@ typedef struct backend_ops {
     /* The calling thread will issue copies (CUDA: select the device). */
     int (*bind_thread)(backend *b);
     /* Queue a host-to-device copy of n bytes on s. */
-    int (*copy)(backend *b, be_stream *s, void *dst, const void *src,
-                size_t n);
+    int (*copy)(backend *b, be_stream *s, void *dst, const void *src, size_t n);
     /* Queue the migration of managed memory [p, p + n) to the device on s
      * (cudaMemPrefetchAsync), ahead of a copy from it. */
     int (*migrate)(backend *b, be_stream *s, const void *p, size_t n);
     /* Add to *ns and *bytes the GPU time and size of s's copies that have
      * completed since the last call; thread-safe. */
-    void (*copy_time)(backend *b, be_stream *s, uint64_t *ns,
-                      uint64_t *bytes);
+    void (*copy_time)(backend *b, be_stream *s, uint64_t *ns, uint64_t *bytes);
     /* Call fn(arg) once the work queued on s so far is done; fn must not
      * call the backend. The host backend calls it before returning. */
     int (*after)(backend *b, be_stream *s, void (*fn)(void *), void *arg);
@@ -66,9 +64,9 @@ typedef struct backend_ops {
 struct backend {
     const backend_ops *ops;
     pl_backend kind;
-    int device;      /* CUDA ordinal; -1 on host */
+    int device; /* CUDA ordinal; -1 on host */
     logger *log;
-    char name[160];  /* "cuda device 0 (NVIDIA H100 80GB HBM3)" */
+    char name[160]; /* "cuda device 0 (NVIDIA H100 80GB HBM3)" */
 };
 
 /* Open the backend for config.device: PL_DEVICE_HOST, PL_DEVICE_AUTO or an
@@ -85,7 +83,6 @@ int backend_stream_wait(struct CUstream_st *stream, struct CUevent_st *ev);
 int backend_host_open(backend **out, logger *lg, const char *why);
 int backend_cuda_open(backend **out, int device, logger *lg, char *why,
                       size_t why_cap);
-int backend_cuda_stream_wait(struct CUstream_st *stream,
-                             struct CUevent_st *ev);
+int backend_cuda_stream_wait(struct CUstream_st *stream, struct CUevent_st *ev);
 
 #endif

@@ -124,8 +124,8 @@ static int stream_create(backend *b, be_stream **out)
     if (!s)
         return PL_ENOMEM;
     pthread_mutex_init(&s->mu, NULL);
-    cudaError_t e = cudaStreamCreateWithFlags(&s->stream,
-                                              cudaStreamNonBlocking);
+    cudaError_t e =
+        cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking);
     if (e == cudaSuccess)
         e = cudaEventCreateWithFlags(&s->ready, cudaEventDisableTiming);
     if (e == cudaSuccess)
@@ -303,8 +303,10 @@ int backend_cuda_open(backend **out, int device, logger *lg, char *why,
     }
     const int ordinal = device == PL_DEVICE_AUTO ? 0 : device;
     if (ordinal >= count)
-        return err_set(PL_EINVAL, "pl_loader_create: config.device: CUDA "
-                       "device %d requested, %d present", device, count);
+        return err_set(PL_EINVAL,
+                       "pl_loader_create: config.device: CUDA "
+                       "device %d requested, %d present",
+                       device, count);
     struct cudaDeviceProp prop;
     e = cudaSetDevice(ordinal);
     if (e == cudaSuccess)

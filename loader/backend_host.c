@@ -29,7 +29,8 @@ static int host_alloc(backend *b, size_t n, pl_memory want, void **p,
     if (!*p)
         return PL_ENOMEM;
     if (want == PL_MEMORY_MANAGED)
-        log_msg(b->log, PL_LOG_NOTICE, "managed memory needs CUDA: the host "
+        log_msg(b->log, PL_LOG_NOTICE,
+                "managed memory needs CUDA: the host "
                 "ring is pageable on the host backend");
     if (want != PL_MEMORY_PINNED)
         return 0;

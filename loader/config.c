@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,14 +45,33 @@ PL_EXPORT void pl_config_default(pl_config *cfg)
 #define BAD(field, ...)                                                        \
     err_set(PL_EINVAL, "pl_loader_create: config." field ": " __VA_ARGS__)
 
-static int check_range(const char *field, long long v, long long lo,
-                       long long hi)
+/* One integer field and the values it may take. */
+typedef struct range {
+    const char *field;
+    long long v, lo, hi;
+    int unset; /* PL_FROM_ENV: checked after the environment is read */
+} range;
+
+/* The first field out of its range, in the order given (the struct's). */
+static int check_ranges(const range *r, size_t n)
 {
-    if (v >= lo && v <= hi)
-        return 0;
-    return err_set(PL_EINVAL, "pl_loader_create: config.%s: %lld is outside "
-                   "[%lld, %lld]", field, v, lo, hi);
+    for (size_t i = 0; i < n; i++) {
+        if (r[i].unset || (r[i].v >= r[i].lo && r[i].v <= r[i].hi))
+            continue;
+        if (r[i].hi == LLONG_MAX)
+            return err_set(PL_EINVAL,
+                           "pl_loader_create: config.%s: must be "
+                           ">= %lld (got %lld)",
+                           r[i].field, r[i].lo, r[i].v);
+        return err_set(PL_EINVAL,
+                       "pl_loader_create: config.%s: %lld is "
+                       "outside [%lld, %lld]",
+                       r[i].field, r[i].v, r[i].lo, r[i].hi);
+    }
+    return 0;
 }
+
+#define N_(a) (sizeof(a) / sizeof((a)[0]))
 
 /* An environment integer; absent gives `dflt`, malformed is an error. */
 static int env_int(const char *name, const char *field, int dflt, int *out)
@@ -65,70 +85,77 @@ static int env_int(const char *name, const char *field, int dflt, int *out)
     errno = 0;
     const long v = strtol(s, &end, 10);
     if (*end != '\0' || errno || v < 0 || v > 1 << 20)
-        return err_set(PL_EINVAL, "pl_loader_create: config.%s: environment "
-                       "variable %s=\"%s\" is not a valid count", field, name,
-                       s);
+        return err_set(PL_EINVAL,
+                       "pl_loader_create: config.%s: environment "
+                       "variable %s=\"%s\" is not a valid count",
+                       field, name, s);
     *out = (int)v;
     return 0;
 }
 
 static int check_shape(const pl_config *c)
 {
-    int rc = 0;
     if (!c->data || !*c->data)
         return BAD("data", "required (a directory or a list file)");
-    if (!rc) rc = check_range("batch_size", c->batch_size, 1, 1 << 16);
-    if (!rc) rc = check_range("width", c->width, 1, 1 << 14);
-    if (!rc) rc = check_range("height", c->height, 1, 1 << 14);
-    if (!rc) rc = check_range("format", (int)c->format, 0, PL_FORMAT_F32_NCHW);
-    if (!rc) rc = check_range("augment", (int)c->augment, 0, PL_AUGMENT_TRAIN);
-    for (int i = 0; !rc && i < 3; i++) {
+    const range r[] = {
+        {"batch_size", c->batch_size, 1, 1 << 16},
+        {"width", c->width, 1, 1 << 14},
+        {"height", c->height, 1, 1 << 14},
+        {"format", (int)c->format, 0, PL_FORMAT_F32_NCHW},
+        {"augment", (int)c->augment, 0, PL_AUGMENT_TRAIN},
+    };
+    const int rc = check_ranges(r, N_(r));
+    if (rc)
+        return rc;
+    for (int i = 0; i < 3; i++) {
         if (!isfinite(c->mean[i]))
-            rc = BAD("mean", "mean[%d] is not finite", i);
-        else if (!(c->std[i] > 0.0f) || !isfinite(c->std[i]))
-            rc = BAD("std", "std[%d] must be positive (got %g)", i,
-                     (double)c->std[i]);
+            return BAD("mean", "mean[%d] is not finite", i);
+        if (!(c->std[i] > 0.0f) || !isfinite(c->std[i]))
+            return BAD("std", "std[%d] must be positive (got %g)", i,
+                       (double)c->std[i]);
     }
-    return rc;
+    return 0;
 }
 
 static int check_order(const pl_config *c)
 {
-    int rc = check_range("shuffle", c->shuffle, 0, 1);
-    if (!rc) rc = check_range("drop_last", c->drop_last, 0, 1);
-    if (!rc && c->first_epoch < 0)
-        rc = BAD("first_epoch", "must be >= 0 (got %lld)",
-                 (long long)c->first_epoch);
-    if (!rc) rc = check_range("shard_mode", (int)c->shard_mode, 0, PL_SHARD_DROP);
-    if (!rc && c->rank != PL_FROM_ENV)
-        rc = check_range("rank", c->rank, 0, 1 << 20);
-    if (!rc && c->world_size != PL_FROM_ENV)
-        rc = check_range("world_size", c->world_size, 1, 1 << 20);
-    return rc;
+    const range r[] = {
+        {"shuffle", c->shuffle, 0, 1},
+        {"drop_last", c->drop_last, 0, 1},
+        {"first_epoch", c->first_epoch, 0, LLONG_MAX},
+        {"shard_mode", (int)c->shard_mode, 0, PL_SHARD_DROP},
+        {"rank", c->rank, 0, 1 << 20, c->rank == PL_FROM_ENV},
+        {"world_size", c->world_size, 1, 1 << 20, c->world_size == PL_FROM_ENV},
+    };
+    return check_ranges(r, N_(r));
 }
 
 static int check_pipeline(const pl_config *c)
 {
-    int rc = check_range("num_workers", c->num_workers, 0, 1024);
-    if (!rc) rc = check_range("prefetch", c->prefetch, 1, 1024);
-    if (!rc) rc = check_range("memory", (int)c->memory, 0, PL_MEMORY_MANAGED);
-    if (!rc) rc = check_range("device", c->device, PL_DEVICE_HOST, 1 << 16);
-    if (!rc) rc = check_range("device_buffers", c->device_buffers, 1, 64);
-    if (!rc) rc = check_range("keep_host", c->keep_host, 0, 1);
-    if (!rc) rc = check_range("on_error", (int)c->on_error, 0,
-                              PL_ON_ERROR_SUBSTITUTE);
-    if (!rc) rc = check_range("strict", c->strict, 0, 1);
-    if (!rc) rc = check_range("max_width", c->max_width, 1, 65535);
-    if (!rc) rc = check_range("max_height", c->max_height, 1, 65535);
-    if (!rc && c->max_pixels < 1)
-        rc = BAD("max_pixels", "must be >= 1");
-    if (!rc && c->max_file_bytes < 1)
-        rc = BAD("max_file_bytes", "must be >= 1");
-    for (int i = 0; !rc && i < 8; i++)
+    const range r[] = {
+        {"num_workers", c->num_workers, 0, 1024},
+        {"prefetch", c->prefetch, 1, 1024},
+        {"memory", (int)c->memory, 0, PL_MEMORY_MANAGED},
+        {"device", c->device, PL_DEVICE_HOST, 1 << 16},
+        {"device_buffers", c->device_buffers, 1, 64},
+        {"keep_host", c->keep_host, 0, 1},
+        {"on_error", (int)c->on_error, 0, PL_ON_ERROR_SUBSTITUTE},
+        {"strict", c->strict, 0, 1},
+        {"max_width", c->max_width, 1, 65535},
+        {"max_height", c->max_height, 1, 65535},
+        {"max_pixels", c->max_pixels, 1, LLONG_MAX},
+        {"max_file_bytes", c->max_file_bytes, 1, LLONG_MAX},
+    };
+    const int rc = check_ranges(r, N_(r));
+    if (rc)
+        return rc;
+    for (int i = 0; i < 8; i++)
         if (c->reserved[i])
-            rc = BAD("reserved", "reserved[%d] must be zero (was the config "
-                     "filled by pl_config_default?)", i);
-    return rc;
+            return BAD("reserved",
+                       "reserved[%d] must be zero (was the config "
+                       "filled by pl_config_default?)",
+                       i);
+    return 0;
 }
 
 int config_resolve(const pl_config *cfg, config_resolved *out)
@@ -138,15 +165,17 @@ int config_resolve(const pl_config *cfg, config_resolved *out)
     memset(out, 0, sizeof *out);
     out->cfg = *cfg;
     int rc = check_shape(cfg);
-    if (!rc) rc = check_order(cfg);
-    if (!rc) rc = check_pipeline(cfg);
+    if (!rc)
+        rc = check_order(cfg);
+    if (!rc)
+        rc = check_pipeline(cfg);
     if (rc)
         return rc;
 
     out->rank = cfg->rank;
     out->world = cfg->world_size;
-    if (cfg->rank == PL_FROM_ENV && (rc = env_int("RANK", "rank", 0,
-                                                  &out->rank)) != 0)
+    if (cfg->rank == PL_FROM_ENV &&
+        (rc = env_int("RANK", "rank", 0, &out->rank)) != 0)
         return rc;
     if (cfg->world_size == PL_FROM_ENV &&
         (rc = env_int("WORLD_SIZE", "world_size", 1, &out->world)) != 0)

@@ -79,16 +79,17 @@ static int add_class(dataset *ds, const char *name)
         ds->class_off = c;
         ds->class_cap = cap;
     }
-    return arena_add(ds, name, strlen(name),
-                     &ds->class_off[ds->num_classes++]);
+    return arena_add(ds, name, strlen(name), &ds->class_off[ds->num_classes++]);
 }
 
-/* ---- directory entries ---------------------------------------------------- */
+/* ---- directory entries ----------------------------------------------------
+ */
 
 static int is_jpeg_name(const char *name)
 {
     const char *dot = strrchr(name, '.');
-    return dot && (strcasecmp(dot, ".jpg") == 0 || strcasecmp(dot, ".jpeg") == 0);
+    return dot &&
+           (strcasecmp(dot, ".jpg") == 0 || strcasecmp(dot, ".jpeg") == 0);
 }
 
 /* A directory's entries, sorted by name (byte order, as Python sorts). */
@@ -167,7 +168,8 @@ static int read_entries(int dirfd, entries *e)
     return rc;
 }
 
-/* ---- ImageFolder walk ------------------------------------------------------ */
+/* ---- ImageFolder walk ------------------------------------------------------
+ */
 
 typedef struct walk {
     dataset *ds;
@@ -359,7 +361,8 @@ static int open_folder(dataset *ds, logger *lg)
     return rc;
 }
 
-/* ---- list file --------------------------------------------------------------- */
+/* ---- list file
+ * --------------------------------------------------------------- */
 
 /* One "path<whitespace>label" line; the label is the last field, so paths
  * may contain spaces. */
@@ -378,13 +381,16 @@ static int parse_line(dataset *ds, char *line, const char *file, long lineno,
     while (sep > s && !isspace((unsigned char)sep[-1]))
         sep--;
     if (sep == s)
-        return err_set(PL_EINVAL, "pl_loader_create: %s:%ld: expected "
-                       "\"path label\"", file, lineno);
+        return err_set(PL_EINVAL,
+                       "pl_loader_create: %s:%ld: expected "
+                       "\"path label\"",
+                       file, lineno);
     char *end;
     errno = 0;
     const long label = strtol(sep, &end, 10);
     if (*end != '\0' || errno || label < 0 || label >= MAX_CLASSES)
-        return err_set(PL_EINVAL, "pl_loader_create: %s:%ld: bad label "
+        return err_set(PL_EINVAL,
+                       "pl_loader_create: %s:%ld: bad label "
                        "\"%s\" (want an integer in [0, %d))",
                        file, lineno, sep, MAX_CLASSES);
     char *path_end = sep;
@@ -420,7 +426,8 @@ static int open_list(dataset *ds, const char *path)
     return rc;
 }
 
-/* ---- entry points ------------------------------------------------------------ */
+/* ---- entry points
+ * ------------------------------------------------------------ */
 
 static void set_rel_skip(dataset *ds)
 {
@@ -503,4 +510,3 @@ void dataset_close(dataset *ds)
     memset(ds, 0, sizeof *ds);
     ds->dirfd = -1;
 }
-

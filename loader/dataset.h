@@ -13,10 +13,10 @@
 #include "log.h"
 
 typedef struct dataset {
-    int dirfd;      /* the root, open */
-    char *root;     /* the root as the user named it ("." for none) */
+    int dirfd;       /* the root, open */
+    char *root;      /* the root as the user named it ("." for none) */
     size_t rel_skip; /* chars of "root/" that start each relative path */
-    char *arena;    /* NUL-terminated strings */
+    char *arena;     /* NUL-terminated strings */
     size_t arena_len, arena_cap;
     size_t *path_off; /* [n] into arena */
     int32_t *labels;  /* [n] */

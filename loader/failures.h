@@ -13,7 +13,7 @@
 typedef struct failure {
     int64_t index;
     int code;
-    char *path;   /* as the user would write it */
+    char *path; /* as the user would write it */
     char *reason;
     int64_t count;
 } failure;

@@ -29,12 +29,13 @@ struct pl_loader {
     pool *pool;
     /* What create got to, so that destroy undoes exactly that. */
     int have_log, have_fails, have_ring, have_pf;
-    int64_t positions;      /* nominal sample positions per epoch */
-    int64_t batches;        /* most batches delivered per epoch */
+    int64_t positions; /* nominal sample positions per epoch */
+    int64_t batches;   /* most batches delivered per epoch */
     pl_info info;
 };
 
-/* ---- the pool's job source: the ring ----------------------------------------- */
+/* ---- the pool's job source: the ring
+ * ----------------------------------------- */
 
 static int on_claim(void *ctx, pool_job *job)
 {
@@ -61,8 +62,8 @@ static int on_claim(void *ctx, pool_job *job)
 static void note_failure(pl_loader *l, const pool_job *job)
 {
     const char *path = dataset_path(&l->ds, job->index);
-    const int first = failures_record(&l->fails, job->index, job->status,
-                                      path, job->reason);
+    const int first =
+        failures_record(&l->fails, job->index, job->status, path, job->reason);
     if (first != 1 || l->rc.cfg.on_error == PL_ON_ERROR_FAIL)
         return;
     log_msg(&l->log, PL_LOG_WARNING, "%s %s: %s (%s)",
@@ -81,7 +82,8 @@ static void on_finish(void *ctx, pool_job *job)
     ring_finish(&l->ring, s);
 }
 
-/* ---- create ------------------------------------------------------------------ */
+/* ---- create
+ * ------------------------------------------------------------------ */
 
 /* How many sample positions each epoch has and how many batches it may
  * deliver. Under SKIP every position of the epoch is decoded, since one may
@@ -92,11 +94,14 @@ static int plan_epoch(pl_loader *l)
     const pl_config *c = &l->rc.cfg;
     const int64_t per_rank = l->smp.per_rank;
     if (per_rank < 1)
-        return err_set(PL_EINVAL, "pl_loader_create: config.world_size: %d "
+        return err_set(PL_EINVAL,
+                       "pl_loader_create: config.world_size: %d "
                        "ranks for %lld files with PL_SHARD_DROP leaves none "
-                       "per rank", l->rc.world, (long long)l->ds.n);
+                       "per rank",
+                       l->rc.world, (long long)l->ds.n);
     if (c->drop_last && per_rank < c->batch_size)
-        return err_set(PL_EINVAL, "pl_loader_create: config.batch_size: %d "
+        return err_set(PL_EINVAL,
+                       "pl_loader_create: config.batch_size: %d "
                        "is more than the %lld samples per epoch, and "
                        "drop_last would leave every epoch empty",
                        c->batch_size, (long long)per_rank);
@@ -146,9 +151,10 @@ static int start_pipeline(pl_loader *l)
     int rc = ring_init(&l->ring, c->prefetch, &sched, sample_bytes, l->be,
                        c->memory);
     if (rc < 0)
-        return err_set(rc, "pl_loader_create: cannot allocate the %d x %zu "
-                       "byte host ring: %s", c->prefetch,
-                       sample_bytes * (size_t)c->batch_size,
+        return err_set(rc,
+                       "pl_loader_create: cannot allocate the %d x %zu "
+                       "byte host ring: %s",
+                       c->prefetch, sample_bytes * (size_t)c->batch_size,
                        rc == PL_ECUDA ? pl_last_error() : pl_strerror(rc));
     const prefetch_config pc = {
         .ring = &l->ring,
@@ -199,8 +205,9 @@ static void announce(pl_loader *l)
     const double mib = (double)l->ring.mem_bytes / (1 << 20);
     log_msg(&l->log, PL_LOG_NOTICE,
             "backend: %s; %lld files, %d classes; ring %d x %.1f MiB %s; "
-            "%d workers", l->be->name, (long long)l->ds.n, l->ds.num_classes,
-            c->prefetch, mib / c->prefetch,
+            "%d workers",
+            l->be->name, (long long)l->ds.n, l->ds.num_classes, c->prefetch,
+            mib / c->prefetch,
             l->ring.kind == HOSTMEM_PINNED    ? "pinned"
             : l->ring.kind == HOSTMEM_MANAGED ? "managed"
                                               : "pageable",
@@ -227,8 +234,8 @@ PL_EXPORT int pl_loader_create(const pl_config *cfg, pl_loader **out)
     if ((rc = dataset_open(&l->ds, c->data, &l->log)) < 0)
         goto fail;
     l->rc.cfg.data = NULL; /* not kept: the dataset has what it needs */
-    sampler_init(&l->smp, l->ds.n, c->seed, c->shuffle, l->rc.rank,
-                 l->rc.world, c->shard_mode == PL_SHARD_DROP);
+    sampler_init(&l->smp, l->ds.n, c->seed, c->shuffle, l->rc.rank, l->rc.world,
+                 c->shard_mode == PL_SHARD_DROP);
     if ((rc = plan_epoch(l)) < 0)
         goto fail;
     augment_params_init(&l->aug, c->augment, c->format, c->width, c->height,
@@ -243,18 +250,18 @@ PL_EXPORT int pl_loader_create(const pl_config *cfg, pl_loader **out)
     announce(l);
     *out = l;
     return 0;
-fail:
-    {
-        /* Tear-down may overwrite the detail; keep the one that matters. */
-        char detail[1024];
-        snprintf(detail, sizeof detail, "%s", pl_last_error());
-        pl_loader_destroy(l);
-        err_set(rc, "%s", detail);
-    }
+fail : {
+    /* Tear-down may overwrite the detail; keep the one that matters. */
+    char detail[1024];
+    snprintf(detail, sizeof detail, "%s", pl_last_error());
+    pl_loader_destroy(l);
+    err_set(rc, "%s", detail);
+}
     return rc;
 }
 
-/* ---- destroy ----------------------------------------------------------------- */
+/* ---- destroy
+ * ----------------------------------------------------------------- */
 
 PL_EXPORT void pl_loader_destroy(pl_loader *l)
 {
@@ -280,7 +287,8 @@ PL_EXPORT void pl_loader_destroy(pl_loader *l)
     free(l);
 }
 
-/* ---- per batch ---------------------------------------------------------------- */
+/* ---- per batch
+ * ---------------------------------------------------------------- */
 
 PL_EXPORT int pl_loader_next(pl_loader *l, const pl_batch **out)
 {
@@ -307,7 +315,8 @@ PL_EXPORT int pl_batch_wait(const pl_batch *b, struct CUstream_st *stream)
     return backend_stream_wait(stream, b->ready);
 }
 
-/* ---- queries ------------------------------------------------------------------ */
+/* ---- queries
+ * ------------------------------------------------------------------ */
 
 PL_EXPORT int pl_loader_info(const pl_loader *l, pl_info *out)
 {
@@ -323,8 +332,10 @@ PL_EXPORT int pl_loader_class_name(const pl_loader *l, int label,
     if (!l || !name)
         return err_set(PL_EINVAL, "pl_loader_class_name: NULL argument");
     if (label < 0 || label >= l->ds.num_classes)
-        return err_set(PL_EINVAL, "pl_loader_class_name: label %d outside "
-                       "[0, %d)", label, l->ds.num_classes);
+        return err_set(PL_EINVAL,
+                       "pl_loader_class_name: label %d outside "
+                       "[0, %d)",
+                       label, l->ds.num_classes);
     *name = dataset_class(&l->ds, label);
     return 0;
 }
@@ -335,8 +346,10 @@ PL_EXPORT int pl_loader_sample(const pl_loader *l, int64_t index,
     if (!l)
         return err_set(PL_EINVAL, "pl_loader_sample: loader is NULL");
     if (index < 0 || index >= l->ds.n)
-        return err_set(PL_EINVAL, "pl_loader_sample: index %lld outside "
-                       "[0, %lld)", (long long)index, (long long)l->ds.n);
+        return err_set(PL_EINVAL,
+                       "pl_loader_sample: index %lld outside "
+                       "[0, %lld)",
+                       (long long)index, (long long)l->ds.n);
     if (path)
         *path = dataset_path(&l->ds, index);
     if (label)
@@ -350,7 +363,8 @@ PL_EXPORT int pl_loader_epoch_order(const pl_loader *l, int64_t epoch,
     if (!l || !order)
         return err_set(PL_EINVAL, "pl_loader_epoch_order: NULL argument");
     if (epoch < 0 || n != l->smp.per_rank)
-        return err_set(PL_EINVAL, "pl_loader_epoch_order: want epoch >= 0 "
+        return err_set(PL_EINVAL,
+                       "pl_loader_epoch_order: want epoch >= 0 "
                        "and n == samples_per_epoch (%lld), got %lld and %lld",
                        (long long)l->smp.per_rank, (long long)epoch,
                        (long long)n);

@@ -29,7 +29,8 @@ static void add(_Atomic uint64_t *c, uint64_t v)
     atomic_fetch_add_explicit(c, v, memory_order_relaxed);
 }
 
-/* ---- setup ------------------------------------------------------------------ */
+/* ---- setup ------------------------------------------------------------------
+ */
 
 static int init_buffer(prefetch *p, dbuf *d)
 {
@@ -46,14 +47,16 @@ static int init_buffer(prefetch *p, dbuf *d)
         rc = be->ops->stream_create(be, &d->stream);
     if (rc == 0 && p->cfg.keep_host && be->kind == PL_BACKEND_CUDA) {
         hostmem kind;
-        rc = be->ops->host_alloc(be, bytes, PL_MEMORY_PINNED, &d->mirror,
-                                 &kind);
+        rc =
+            be->ops->host_alloc(be, bytes, PL_MEMORY_PINNED, &d->mirror, &kind);
         if (rc == 0 && kind == HOSTMEM_PINNED)
             p->mirror_bytes_locked += bytes;
     }
     if (rc == PL_ENOMEM)
-        return err_set(rc, "pl_loader_create: out of memory for a %zu-byte "
-                       "device buffer", bytes);
+        return err_set(rc,
+                       "pl_loader_create: out of memory for a %zu-byte "
+                       "device buffer",
+                       bytes);
     d->state = DBUF_FREE;
     return rc;
 }
@@ -104,7 +107,8 @@ void prefetch_fini(prefetch *p)
     memset(p, 0, sizeof *p);
 }
 
-/* ---- the prefetcher thread --------------------------------------------------- */
+/* ---- the prefetcher thread
+ * --------------------------------------------------- */
 
 /* Sticky: from now on pl_loader_next returns `code` after the batches
  * already queued. Called by the prefetcher only. */
@@ -189,8 +193,8 @@ static int close_run(prefetch *p, fill *f, const ring_slot *s)
         if (p->cfg.ring->kind == HOSTMEM_MANAGED)
             rc = be->ops->migrate(be, f->cur->stream, src, bytes);
         if (rc == 0)
-            rc = be->ops->copy(be, f->cur->stream,
-                               (uint8_t *)f->cur->dev + off, src, bytes);
+            rc = be->ops->copy(be, f->cur->stream, (uint8_t *)f->cur->dev + off,
+                               src, bytes);
         note_stream(f, f->cur);
     }
     add(&p->ns_copy, process_now_ns() - t0);
@@ -320,8 +324,7 @@ static int take_slot(prefetch *p, fill *f, ring_slot *s)
             continue;
         }
         rc = close_run(p, f, s);
-        if (rc == 0 && pos->status != 0 &&
-            p->cfg.on_error == PL_ON_ERROR_FAIL)
+        if (rc == 0 && pos->status != 0 && p->cfg.on_error == PL_ON_ERROR_FAIL)
             rc = fail_on_sample(p, pos);
     }
     if (rc == 0)
@@ -370,8 +373,10 @@ int prefetch_start(prefetch *p)
     const int rc = pthread_create(&p->thread, NULL, prefetch_main, p);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0)
-        return err_set(PL_ETHREAD, "pl_loader_create: cannot start the "
-                       "prefetcher thread: %s", strerror(rc));
+        return err_set(PL_ETHREAD,
+                       "pl_loader_create: cannot start the "
+                       "prefetcher thread: %s",
+                       strerror(rc));
     pthread_setname_np(p->thread, "pl-prefetch");
     p->started = 1;
     return 0;
@@ -389,7 +394,8 @@ void prefetch_stop(prefetch *p)
     p->started = 0;
 }
 
-/* ---- the caller's side ------------------------------------------------------- */
+/* ---- the caller's side
+ * ------------------------------------------------------- */
 
 void prefetch_copy_time(prefetch *p, uint64_t *ns, uint64_t *bytes)
 {
@@ -428,7 +434,8 @@ int prefetch_next(prefetch *p, const pl_batch **out)
             break;
         }
         if (p->held == p->cfg.nbufs && p->wants_buffer) {
-            rc = err_set(PL_EBUSY, "pl_loader_next: the caller holds all %d "
+            rc = err_set(PL_EBUSY,
+                         "pl_loader_next: the caller holds all %d "
                          "batches (config.device_buffers); release one first",
                          p->cfg.nbufs);
             break;
@@ -440,22 +447,21 @@ int prefetch_next(prefetch *p, const pl_batch **out)
     return rc;
 }
 
-int prefetch_release(prefetch *p, const pl_batch *b,
-                     struct CUstream_st *stream)
+int prefetch_release(prefetch *p, const pl_batch *b, struct CUstream_st *stream)
 {
     const dbuf *first = p->bufs, *last = p->bufs + p->cfg.nbufs;
     const dbuf *cd = (const dbuf *)b;
     if (!b || cd < first || cd >= last ||
         (size_t)((const char *)cd - (const char *)first) % sizeof *cd != 0)
         return err_set(PL_EINVAL, "pl_loader_release: not a batch of this "
-                       "loader");
+                                  "loader");
     dbuf *d = &p->bufs[cd - first];
     int rc = 0;
     pthread_mutex_lock(&p->mu);
     if (d->state != DBUF_HELD) {
         /* Not d->batch's fields: the prefetcher may be refilling it. */
         rc = err_set(PL_EINVAL, "pl_loader_release: that batch is not held "
-                     "(released twice?)");
+                                "(released twice?)");
     } else {
         backend *be = p->cfg.be;
         rc = be->ops->record_release(be, d->stream, stream);

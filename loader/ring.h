@@ -1,7 +1,8 @@
 /* The host ring: `prefetch` batch slots of page-locked (or pageable, or
- * managed) memory, allocated once. Nominal batches (the epoch's positions cut into batch_size pieces,
- * numbered seq = 0, 1, 2, ... across epochs) go through the slots in turn:
- * slot seq % nslots holds batch seq once batch seq - nslots has left it.
+ * managed) memory, allocated once. Nominal batches (the epoch's positions cut
+ * into batch_size pieces, numbered seq = 0, 1, 2, ... across epochs) go through
+ * the slots in turn: slot seq % nslots holds batch seq once batch seq - nslots
+ * has left it.
  *
  *   FREE --(first claim)--> FILLING --(last finish)--> READY
  *        <--(copies done)-- COPYING <--(prefetcher takes it)--
@@ -28,22 +29,22 @@ typedef enum slot_state {
 /* One sample position of a slot: written by the worker that claimed it,
  * read by the prefetcher once the slot is READY. */
 typedef struct ring_pos {
-    int64_t index;  /* dataset index */
+    int64_t index; /* dataset index */
     int32_t label;
     int32_t status; /* 0 or PL_E* */
 } ring_pos;
 
 typedef struct ring_slot {
-    uint64_t seq;   /* nominal batch held now, or next when FREE */
+    uint64_t seq; /* nominal batch held now, or next when FREE */
     slot_state state;
-    int64_t epoch;  /* of batch seq */
-    int64_t batch;  /* nominal batch number within the epoch */
-    int count;      /* positions in this batch */
-    int claimed;    /* positions handed to workers */
-    int pending;    /* positions not finished */
-    int copies;     /* outstanding copy completions while COPYING */
+    int64_t epoch; /* of batch seq */
+    int64_t batch; /* nominal batch number within the epoch */
+    int count;     /* positions in this batch */
+    int claimed;   /* positions handed to workers */
+    int pending;   /* positions not finished */
+    int copies;    /* outstanding copy completions while COPYING */
     uint8_t *pixels;
-    ring_pos *pos;  /* [batch_size] */
+    ring_pos *pos; /* [batch_size] */
     struct ring *ring;
 } ring_slot;
 

@@ -4,8 +4,8 @@
 
 #define FEISTEL_ROUNDS 6
 
-void sampler_init(sampler *s, int64_t n, uint64_t seed, int shuffle,
-                  int rank, int world, int drop)
+void sampler_init(sampler *s, int64_t n, uint64_t seed, int shuffle, int rank,
+                  int world, int drop)
 {
     s->n = n;
     s->seed = seed;
@@ -26,8 +26,7 @@ void sampler_init(sampler *s, int64_t n, uint64_t seed, int shuffle,
     s->half_mask = (uint32_t)(((uint64_t)1 << s->half_bits) - 1);
 }
 
-static uint32_t round_fn(const sampler *s, int64_t epoch, int round,
-                         uint32_t x)
+static uint32_t round_fn(const sampler *s, int64_t epoch, int round, uint32_t x)
 {
     const uint32_t key[2] = {(uint32_t)s->seed, (uint32_t)(s->seed >> 32)};
     const uint32_t ctr[4] = {x, (uint32_t)round, (uint32_t)epoch,
@@ -43,8 +42,8 @@ static uint64_t feistel(const sampler *s, int64_t epoch, uint64_t x)
     uint32_t left = (uint32_t)(x >> s->half_bits) & s->half_mask;
     uint32_t right = (uint32_t)x & s->half_mask;
     for (int r = 0; r < FEISTEL_ROUNDS; r++) {
-        const uint32_t next = left ^ (round_fn(s, epoch, r, right) &
-                                      s->half_mask);
+        const uint32_t next =
+            left ^ (round_fn(s, epoch, r, right) & s->half_mask);
         left = right;
         right = next;
     }

@@ -12,19 +12,19 @@
 #include <stdint.h>
 
 typedef struct sampler {
-    int64_t n;           /* dataset size */
+    int64_t n; /* dataset size */
     uint64_t seed;
     int shuffle;
     int rank, world;
-    int64_t per_rank;    /* positions per epoch on each rank */
-    int half_bits;       /* Feistel half width */
+    int64_t per_rank; /* positions per epoch on each rank */
+    int half_bits;    /* Feistel half width */
     uint32_t half_mask;
 } sampler;
 
 /* drop: PL_SHARD_DROP semantics (cut instead of pad). n >= 1, world >= 1,
  * 0 <= rank < world. */
-void sampler_init(sampler *s, int64_t n, uint64_t seed, int shuffle,
-                  int rank, int world, int drop);
+void sampler_init(sampler *s, int64_t n, uint64_t seed, int shuffle, int rank,
+                  int world, int drop);
 
 /* The epoch's permutation of [0, n) at position p (0 <= p < n). */
 int64_t sampler_permute(const sampler *s, int64_t epoch, int64_t p);

@@ -44,7 +44,8 @@ static int failed;
         }                                                                      \
     } while (0)
 
-/* ---- dataset ------------------------------------------------------------------ */
+/* ---- dataset
+ * ------------------------------------------------------------------ */
 
 static void write_jpeg(const char *path, int w, int h, unsigned seed,
                        int progressive)
@@ -114,7 +115,8 @@ static void make_dataset(char *dir)
     write_bytes(path, soi_only, sizeof soi_only);
 }
 
-/* ---- what a run delivered --------------------------------------------------------- */
+/* ---- what a run delivered
+ * --------------------------------------------------------- */
 
 /* Per epoch and batch: the samples' dataset indices and a hash of each
  * sample's bytes. */
@@ -194,9 +196,9 @@ static void note(consumer *c, const pl_batch *b)
     r->count[e][k] = b->count;
     for (int i = 0; i < b->count; i++) {
         r->index[e][k][i] = b->indices[i];
-        r->hash[e][k][i] = fnv1a((const uint8_t *)b->host +
-                                     (size_t)i * c->sample_bytes,
-                                 c->sample_bytes);
+        r->hash[e][k][i] =
+            fnv1a((const uint8_t *)b->host + (size_t)i * c->sample_bytes,
+                  c->sample_bytes);
     }
     if (k + 1 > r->batches[e])
         r->batches[e] = (int)k + 1;
@@ -246,8 +248,11 @@ static int run(pl_config cfg, int consumers, int sleep_us, record *rec)
     consumer c[2];
     pthread_t t[2];
     for (int i = 0; i < consumers; i++) {
-        c[i] = (consumer){.l = l, .sh = &sh, .sample_bytes = info.sample_bytes,
-                          .seed = (unsigned)i + 1, .sleep_us = sleep_us};
+        c[i] = (consumer){.l = l,
+                          .sh = &sh,
+                          .sample_bytes = info.sample_bytes,
+                          .seed = (unsigned)i + 1,
+                          .sleep_us = sleep_us};
         pthread_create(&t[i], NULL, consume, &c[i]);
     }
     int errors = 0;
@@ -395,9 +400,11 @@ int main(void)
         cfg.device_buffers = runs[i].buffers;
         cfg.memory = runs[i].memory;
         char what[96];
-        snprintf(what, sizeof what, "workers %d prefetch %d buffers %d "
-                 "consumers %d", runs[i].workers, runs[i].prefetch,
-                 runs[i].buffers, runs[i].consumers);
+        snprintf(what, sizeof what,
+                 "workers %d prefetch %d buffers %d "
+                 "consumers %d",
+                 runs[i].workers, runs[i].prefetch, runs[i].buffers,
+                 runs[i].consumers);
         if (run(cfg, runs[i].consumers, runs[i].sleep_us, got) == 0 &&
             same(ref, got, EPOCHS, what) == 0)
             printf("stress: %s: same bytes as the reference\n", what);

@@ -702,8 +702,8 @@ Test(augment, strict_mode_fails_every_crop_of_a_damaged_file)
         process_times t = {0};
         char reason[PROCESS_REASON_MAX] = "";
         e.ctx.dec.limits.strict = 0;
-        int rc = process_sample(&e.ctx, &p, AT_FDCWD, e.path, 1 << 20, 0,
-                                index, dst, &t, reason);
+        int rc = process_sample(&e.ctx, &p, AT_FDCWD, e.path, 1 << 20, 0, index,
+                                dst, &t, reason);
         if (in_top_half)
             cr_assert_eq(rc, 0, "lenient, crop in the intact part: %s (%s)",
                          pl_err_name(rc), reason);

@@ -37,15 +37,16 @@ static void make_data(char root[64])
     }
 }
 
-/* ---- arguments ------------------------------------------------------------------ */
+/* ---- arguments
+ * ------------------------------------------------------------------ */
 
 static void expect_usage_error(const char *args, const char *needle)
 {
     char *out, *err;
     const int rc = run_tool(args, &out, &err);
     cr_assert_eq(rc, 2, "%s: exit %d, stderr: %s", args, rc, err);
-    cr_assert_not_null(strstr(err, needle), "%s: stderr lacks \"%s\": %s",
-                       args, needle, err);
+    cr_assert_not_null(strstr(err, needle), "%s: stderr lacks \"%s\": %s", args,
+                       needle, err);
     cr_assert_not_null(strstr(err, "usage: pinload-bench"), "%s: no usage",
                        args);
     free(out);
@@ -94,8 +95,10 @@ Test(bench, device_cuda_without_a_gpu_is_an_error_naming_the_reason)
     char root[64];
     make_data(root);
     char a[512];
-    snprintf(a, sizeof a, "--data %s --device cuda --workers 1 --prefetch 1 "
-             "--pin on --batches 1 --batch 4 --size 16 --warmup 0", root);
+    snprintf(a, sizeof a,
+             "--data %s --device cuda --workers 1 --prefetch 1 "
+             "--pin on --batches 1 --batch 4 --size 16 --warmup 0",
+             root);
     char *out, *err;
     const int rc = run_tool(a, &out, &err);
     /* On a GPU machine this succeeds; here it must say why it cannot. */
@@ -110,7 +113,8 @@ Test(bench, device_cuda_without_a_gpu_is_an_error_naming_the_reason)
     tu_rm_rf(root);
 }
 
-/* ---- the sweep ------------------------------------------------------------------ */
+/* ---- the sweep
+ * ------------------------------------------------------------------ */
 
 typedef struct table_row {
     char pin[16];
@@ -129,9 +133,11 @@ static int parse_table(const char *out, table_row *rows, int cap)
         table_row r = {0};
         char h2d[32], step[32];
         double mb, wait, p99, us[4];
-        if (sscanf(line, "%15s %d %d %lf %lf %31s %lf %lf %lf %lf %lf %lf "
-                   "%31s %15s", r.pin, &r.workers, &r.prefetch, &r.img_s, &mb,
-                   h2d, &wait, &p99, &us[0], &us[1], &us[2], &us[3], step,
+        if (sscanf(line,
+                   "%15s %d %d %lf %lf %31s %lf %lf %lf %lf %lf %lf "
+                   "%31s %15s",
+                   r.pin, &r.workers, &r.prefetch, &r.img_s, &mb, h2d, &wait,
+                   &p99, &us[0], &us[1], &us[2], &us[3], step,
                    r.overlap) == 14) {
             cr_assert_lt(n, cap);
             r.step_ms = step[0] == '-' ? -1 : atof(step);
@@ -146,8 +152,10 @@ Test(bench, a_sweep_prints_one_row_per_combination_and_names_the_best)
     char root[64];
     make_data(root);
     char a[512];
-    snprintf(a, sizeof a, "--data %s --workers 1,2 --prefetch 1,3 --pin "
-             "on,off --batches 3 --batch 4 --size 32 --warmup 1", root);
+    snprintf(a, sizeof a,
+             "--data %s --workers 1,2 --prefetch 1,3 --pin "
+             "on,off --batches 3 --batch 4 --size 32 --warmup 1",
+             root);
     char *out, *err;
     const int rc = run_tool(a, &out, &err);
     cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
@@ -171,8 +179,9 @@ Test(bench, a_sweep_prints_one_row_per_combination_and_names_the_best)
             best = i;
     }
     char line[128];
-    snprintf(line, sizeof line, "best: pin %s, %d workers, prefetch %d:",
-             rows[best].pin, rows[best].workers, rows[best].prefetch);
+    snprintf(line, sizeof line,
+             "best: pin %s, %d workers, prefetch %d:", rows[best].pin,
+             rows[best].workers, rows[best].prefetch);
     cr_assert_not_null(strstr(out, line), "want \"%s\" in:\n%s", line, out);
     cr_assert_not_null(strstr(out, "backend: host"), "%s", out);
     free(out);
@@ -185,7 +194,8 @@ Test(bench, compute_ms_fills_step_time_and_an_overlap_percentage)
     char root[64];
     make_data(root);
     char a[512];
-    snprintf(a, sizeof a, "--data %s --workers 2 --prefetch 2 --pin on "
+    snprintf(a, sizeof a,
+             "--data %s --workers 2 --prefetch 2 --pin on "
              "--batches 3 --batch 4 --size 32 --warmup 1 --compute-ms 5",
              root);
     char *out, *err;
@@ -201,7 +211,8 @@ Test(bench, compute_ms_fills_step_time_and_an_overlap_percentage)
     tu_rm_rf(root);
 }
 
-/* ---- the files --------------------------------------------------------------------- */
+/* ---- the files
+ * --------------------------------------------------------------------- */
 
 /* A small JSON validator: value := object | array | string | number |
  * true | false | null. Returns the end of the value or NULL. */
@@ -256,8 +267,8 @@ static const char *json_value(const char *p)
         return json_list(p, ']', 0);
     if (*p == '"')
         return json_string_end(p);
-    for (const char *const *w = (const char *const[]){"true", "false", "null",
-                                                      NULL};
+    for (const char *const *w =
+             (const char *const[]){"true", "false", "null", NULL};
          *w; w++)
         if (!strncmp(p, *w, strlen(*w)))
             return p + strlen(*w);
@@ -272,10 +283,11 @@ Test(bench, csv_json_and_png_agree_with_the_table)
     make_data(root);
     tu_tmpdir(out_dir);
     char a[1024];
-    snprintf(a, sizeof a, "--data %s --workers 1,2 --prefetch 2 --pin on "
+    snprintf(a, sizeof a,
+             "--data %s --workers 1,2 --prefetch 2 --pin on "
              "--batches 3 --batch 4 --size 32 --warmup 1 --csv %s/t.csv "
-             "--json %s/t.json --plot %s/t.png --quiet", root, out_dir,
-             out_dir, out_dir);
+             "--json %s/t.json --plot %s/t.png --quiet",
+             root, out_dir, out_dir, out_dir);
     char *out, *err;
     cr_assert_eq(run_tool(a, &out, &err), 0, "%s", err);
     table_row rows[4];
@@ -286,17 +298,20 @@ Test(bench, csv_json_and_png_agree_with_the_table)
     snprintf(path, sizeof path, "%s/t.csv", out_dir);
     char *csv = (char *)tu_read_file(path, &n);
     csv[n] = '\0';
-    cr_assert_eq(strncmp(csv, "pin,workers,prefetch,images,batches,seconds,"
-                              "images_per_s,", 45), 0, "%s", csv);
+    cr_assert_eq(strncmp(csv,
+                         "pin,workers,prefetch,images,batches,seconds,"
+                         "images_per_s,",
+                         45),
+                 0, "%s", csv);
     const char *line = strchr(csv, '\n') + 1;
     for (int i = 0; i < 2; i++, line = strchr(line, '\n') + 1) {
         char pin[16];
         int workers, prefetch, batches;
         long images;
         double seconds, img_s;
-        cr_assert_eq(sscanf(line, "%15[^,],%d,%d,%ld,%d,%lf,%lf", pin,
-                            &workers, &prefetch, &images, &batches, &seconds,
-                            &img_s), 7, "%s", line);
+        cr_assert_eq(sscanf(line, "%15[^,],%d,%d,%ld,%d,%lf,%lf", pin, &workers,
+                            &prefetch, &images, &batches, &seconds, &img_s),
+                     7, "%s", line);
         cr_assert_str_eq(pin, rows[i].pin);
         cr_assert_eq(workers, rows[i].workers);
         cr_assert_eq(prefetch, rows[i].prefetch);
@@ -326,10 +341,10 @@ Test(bench, csv_json_and_png_agree_with_the_table)
     cr_assert_gt(n, 1000);
     cr_assert_eq(memcmp(png, "\x89PNG\r\n\x1a\n", 8), 0, "PNG signature");
     cr_assert_eq(memcmp(png + 12, "IHDR", 4), 0);
-    const uint32_t w = (uint32_t)png[16] << 24 | png[17] << 16 | png[18] << 8 |
-                       png[19];
-    const uint32_t h = (uint32_t)png[20] << 24 | png[21] << 16 | png[22] << 8 |
-                       png[23];
+    const uint32_t w =
+        (uint32_t)png[16] << 24 | png[17] << 16 | png[18] << 8 | png[19];
+    const uint32_t h =
+        (uint32_t)png[20] << 24 | png[21] << 16 | png[22] << 8 | png[23];
     cr_assert(w == 960 && h == 600, "%ux%u", w, h);
     cr_assert_eq(memcmp(png + n - 8, "IEND", 4), 0, "ends with IEND");
     free(png);

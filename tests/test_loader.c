@@ -559,8 +559,10 @@ Test(loader, managed_memory_on_the_host_backend_is_pageable_with_a_notice,
     cr_assert_not_null(in.backend_name);
     cr_assert_eq(strncmp(in.backend_name, "host (", 6), 0, "%s",
                  in.backend_name);
-    cr_assert_eq(lc.notices, 2, "the managed notice and the backend notice, "
-                 "got %d", lc.notices);
+    cr_assert_eq(lc.notices, 2,
+                 "the managed notice and the backend notice, "
+                 "got %d",
+                 lc.notices);
     const pl_batch *b;
     int rc;
     while ((rc = pl_loader_next(l, &b)) == 0)

@@ -453,7 +453,8 @@ Test(ring, slot_pixels_are_disjoint_and_one_batch_apart)
     fixture f;
     fx_open(&f, nslots, 0, 10, batch, sample);
     cr_assert_eq(f.r.mem_bytes, stride * (size_t)nslots);
-    cr_assert_eq(f.r.kind, HOSTMEM_PAGEABLE, "PL_MEMORY_PAGEABLE gives pageable memory");
+    cr_assert_eq(f.r.kind, HOSTMEM_PAGEABLE,
+                 "PL_MEMORY_PAGEABLE gives pageable memory");
     cr_assert_not_null(f.r.mem);
     for (int i = 0; i < nslots; i++) {
         cr_assert_eq(f.r.slots[i].pixels, f.r.mem + stride * (size_t)i,

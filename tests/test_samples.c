@@ -24,8 +24,10 @@ static void make_generated(char root[64])
 {
     tu_tmpdir(root);
     char cmd[512], *out;
-    snprintf(cmd, sizeof cmd, "%s/pinload-mkdata --out %s/d --classes 4 "
-             "--per-class 20 --size-range 64-128", tu_build_dir(), root);
+    snprintf(cmd, sizeof cmd,
+             "%s/pinload-mkdata --out %s/d --classes 4 "
+             "--per-class 20 --size-range 64-128",
+             tu_build_dir(), root);
     cr_assert_eq(run_cmd(cmd, &out), 0, "%s", out);
     cr_assert_not_null(strstr(out, "wrote 80 images in 4 classes"), "%s", out);
     free(out);
@@ -35,7 +37,8 @@ static void make_generated(char root[64])
 static int losses(const char *out, double *loss, double *acc, int cap)
 {
     int n = 0;
-    for (const char *p = strstr(out, "epoch "); p; p = strstr(p + 1, "\nepoch ")) {
+    for (const char *p = strstr(out, "epoch "); p;
+         p = strstr(p + 1, "\nepoch ")) {
         int e;
         if (sscanf(*p == '\n' ? p + 1 : p, "epoch %d: loss %lf accuracy %lf%%",
                    &e, &loss[n], &acc[n]) == 3) {
@@ -50,8 +53,10 @@ Test(samples, train_classifier_loss_falls_over_three_epochs)
 {
     char root[64], cmd[512], *out;
     make_generated(root);
-    snprintf(cmd, sizeof cmd, "%s/samples/train_classifier --data %s/d "
-             "--epochs 3 --device host", tu_build_dir(), root);
+    snprintf(cmd, sizeof cmd,
+             "%s/samples/train_classifier --data %s/d "
+             "--epochs 3 --device host",
+             tu_build_dir(), root);
     cr_assert_eq(run_cmd(cmd, &out), 0, "%s", out);
     double loss[8], acc[8];
     cr_assert_eq(losses(out, loss, acc, 8), 3, "%s", out);
@@ -71,11 +76,13 @@ Test(samples, train_classifier_learns_the_same_with_one_or_two_workers)
 {
     char root[64], cmd[512], *a, *b;
     make_generated(root);
-    snprintf(cmd, sizeof cmd, "%s/samples/train_classifier --data %s/d "
+    snprintf(cmd, sizeof cmd,
+             "%s/samples/train_classifier --data %s/d "
              "--epochs 2 --device host --workers 1 | sed 's/, [0-9.]* s.*//'",
              tu_build_dir(), root);
     cr_assert_eq(run_cmd(cmd, &a), 0);
-    snprintf(cmd, sizeof cmd, "%s/samples/train_classifier --data %s/d "
+    snprintf(cmd, sizeof cmd,
+             "%s/samples/train_classifier --data %s/d "
              "--epochs 2 --device host --workers 2 | sed 's/, [0-9.]* s.*//'",
              tu_build_dir(), root);
     cr_assert_eq(run_cmd(cmd, &b), 0);
@@ -90,9 +97,12 @@ Test(samples, train_classifier_learns_the_same_with_one_or_two_workers)
 Test(samples, train_classifier_rejects_bad_arguments)
 {
     char cmd[512], *out;
-    static const char *const bad[] = {"", "--data", "--data x --epochs 0",
+    static const char *const bad[] = {"",
+                                      "--data",
+                                      "--data x --epochs 0",
                                       "--data x --device tpu",
-                                      "--data x --lr abc", "--bogus 1"};
+                                      "--data x --lr abc",
+                                      "--bogus 1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         snprintf(cmd, sizeof cmd, "%s/samples/train_classifier %s",
                  tu_build_dir(), bad[i]);
@@ -113,8 +123,10 @@ Test(samples, minimal_iterates_one_epoch_in_batches_of_32)
     snprintf(cmd, sizeof cmd, "%s/samples/minimal %s", tu_build_dir(), root);
     cr_assert_eq(run_cmd(cmd, &out), 0);
     int b0, n0, b1, n1;
-    cr_assert_eq(sscanf(out, "epoch 0 batch %d: %d samples, first label %*d\n"
-                        "epoch 0 batch %d: %d samples", &b0, &n0, &b1, &n1),
+    cr_assert_eq(sscanf(out,
+                        "epoch 0 batch %d: %d samples, first label %*d\n"
+                        "epoch 0 batch %d: %d samples",
+                        &b0, &n0, &b1, &n1),
                  4, "%s", out);
     cr_assert(b0 == 0 && n0 == 32 && b1 == 1 && n1 == 8, "%s", out);
     cr_assert_null(strstr(out, "batch 2"), "%s", out);

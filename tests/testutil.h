@@ -18,7 +18,8 @@
 
 #include <jpeglib.h>
 
-/* ---- shared data ------------------------------------------------------------ */
+/* ---- shared data ------------------------------------------------------------
+ */
 
 /* The shared image collection: $PINLOAD_SHARED_DATA, else ../shared/data
  * from the repository root (where make test runs). NULL if absent. */
@@ -48,7 +49,8 @@ static inline const char *tu_build_dir(void)
     return b && *b ? b : "build";
 }
 
-/* ---- files and trees -------------------------------------------------------- */
+/* ---- files and trees --------------------------------------------------------
+ */
 
 /* A fresh directory under /tmp; path must hold 64 bytes. */
 static inline void tu_tmpdir(char *path)
@@ -85,8 +87,7 @@ static inline void tu_mkdirs_for(const char *path)
     }
 }
 
-static inline void tu_write_file(const char *path, const void *data,
-                                 size_t len)
+static inline void tu_write_file(const char *path, const void *data, size_t len)
 {
     tu_mkdirs_for(path);
     FILE *f = fopen(path, "wb");
@@ -109,12 +110,13 @@ static inline uint8_t *tu_read_file(const char *path, size_t *len)
     return b;
 }
 
-/* ---- JPEG fixtures ---------------------------------------------------------- */
+/* ---- JPEG fixtures ----------------------------------------------------------
+ */
 
 typedef struct tu_jpeg_opts {
-    int quality;     /* 0: 90 */
+    int quality; /* 0: 90 */
     int progressive;
-    int gray;        /* one component */
+    int gray;           /* one component */
     int h_samp, v_samp; /* luma sampling factors; 0: 2x2 (4:2:0) */
 } tu_jpeg_opts;
 
@@ -169,8 +171,8 @@ static inline void tu_write_jpeg_rgb(const char *path, const uint8_t *rgb,
 }
 
 /* A w x h pattern JPEG at path (directories made as needed). */
-static inline void tu_write_jpeg(const char *path, int w, int h,
-                                 unsigned seed, const tu_jpeg_opts *o)
+static inline void tu_write_jpeg(const char *path, int w, int h, unsigned seed,
+                                 const tu_jpeg_opts *o)
 {
     uint8_t *rgb = malloc((size_t)w * h * 3);
     tu_pattern(rgb, w, h, seed);
@@ -178,7 +180,8 @@ static inline void tu_write_jpeg(const char *path, int w, int h,
     free(rgb);
 }
 
-/* ---- reference decode ------------------------------------------------------- */
+/* ---- reference decode -------------------------------------------------------
+ */
 
 /* Read a binary PPM (P6) or PGM (P5, replicated to RGB) from f. Returns
  * malloc'd RGB or NULL. */
@@ -186,8 +189,8 @@ static inline uint8_t *tu_read_pnm(FILE *f, int *w, int *h)
 {
     char magic[3] = {0};
     int maxval;
-    if (fscanf(f, "%2s %d %d %d", magic, w, h, &maxval) != 4 ||
-        maxval != 255 || fgetc(f) == EOF)
+    if (fscanf(f, "%2s %d %d %d", magic, w, h, &maxval) != 4 || maxval != 255 ||
+        fgetc(f) == EOF)
         return NULL;
     const int gray = strcmp(magic, "P5") == 0;
     if (!gray && strcmp(magic, "P6") != 0)

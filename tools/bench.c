@@ -18,15 +18,35 @@
 #include "pinload.h"
 
 #ifdef PL_BENCH_NO_CUDA
-bench_cuda *bench_cuda_open(void) { return NULL; }
-void bench_cuda_close(bench_cuda *c) { (void)c; }
-struct CUstream_st *bench_cuda_stream(bench_cuda *c) { (void)c; return NULL; }
+bench_cuda *bench_cuda_open(void)
+{
+    return NULL;
+}
+void bench_cuda_close(bench_cuda *c)
+{
+    (void)c;
+}
+struct CUstream_st *bench_cuda_stream(bench_cuda *c)
+{
+    (void)c;
+    return NULL;
+}
 void bench_cuda_step(bench_cuda *c, const void *d, size_t n, double ms)
 {
-    (void)c; (void)d; (void)n; (void)ms;
+    (void)c;
+    (void)d;
+    (void)n;
+    (void)ms;
 }
-void bench_cuda_sync(bench_cuda *c) { (void)c; }
-double bench_cuda_pinned_gbs(size_t bytes) { (void)bytes; return 0.0; }
+void bench_cuda_sync(bench_cuda *c)
+{
+    (void)c;
+}
+double bench_cuda_pinned_gbs(size_t bytes)
+{
+    (void)bytes;
+    return 0.0;
+}
 #endif
 
 static const char usage[] =
@@ -68,11 +88,12 @@ typedef struct row {
     double img_s, mb_s, h2d_gbs;
     double wait_mean_ms, wait_p99_ms;
     double us_read, us_decode, us_augment, us_copy; /* per image */
-    double load_ms; /* per batch, without compute */
+    double load_ms;              /* per batch, without compute */
     double step_ms, overlap_pct; /* with --compute-ms; -1 otherwise */
 } row;
 
-/* ---- arguments ------------------------------------------------------------------ */
+/* ---- arguments
+ * ------------------------------------------------------------------ */
 
 static void bad(const char *fmt, ...)
 {
@@ -126,8 +147,8 @@ static int parse_list(const char *flag, const char *v, int *out, int pin)
          tok = strtok_r(NULL, ",", &save)) {
         if (n == MAX_LIST)
             bad("%s: more than %d values", flag, MAX_LIST);
-        out[n++] = pin ? pin_value(flag, tok)
-                       : (int)parse_long(flag, tok, 1, 1024);
+        out[n++] =
+            pin ? pin_value(flag, tok) : (int)parse_long(flag, tok, 1, 1024);
     }
     if (n == 0 || v[strlen(v) - 1] == ',' || strstr(v, ",,") || v[0] == ',')
         bad("%s: empty item in \"%s\"", flag, v);
@@ -191,27 +212,42 @@ static void parse(int argc, char **argv, options *o)
         if (i + 1 >= argc)
             bad("%s needs a value", f);
         const char *v = argv[++i];
-        if (!strcmp(f, "--data")) o->data = v;
-        else if (!strcmp(f, "--batch")) o->batch = (int)parse_long(f, v, 1, 65536);
-        else if (!strcmp(f, "--size")) o->size = (int)parse_long(f, v, 1, 16384);
-        else if (!strcmp(f, "--augment")) o->augment = (pl_augment)choice(f, v, augments, 3);
-        else if (!strcmp(f, "--format")) o->format = (pl_format)choice(f, v, formats, 2);
-        else if (!strcmp(f, "--workers")) o->nworkers = parse_list(f, v, o->workers, 0);
-        else if (!strcmp(f, "--prefetch")) o->nprefetch = parse_list(f, v, o->prefetch, 0);
-        else if (!strcmp(f, "--pin")) o->npin = parse_list(f, v, o->pin, 1);
-        else if (!strcmp(f, "--batches")) o->batches = parse_long(f, v, 1, 100000000), o->seconds = 0;
-        else if (!strcmp(f, "--seconds")) o->seconds = parse_double(f, v, 0.01, 1e6);
-        else if (!strcmp(f, "--warmup")) o->warmup = (int)parse_long(f, v, 0, 1000000);
-        else if (!strcmp(f, "--compute-ms")) o->compute_ms = parse_double(f, v, 0, 1e5);
+        if (!strcmp(f, "--data"))
+            o->data = v;
+        else if (!strcmp(f, "--batch"))
+            o->batch = (int)parse_long(f, v, 1, 65536);
+        else if (!strcmp(f, "--size"))
+            o->size = (int)parse_long(f, v, 1, 16384);
+        else if (!strcmp(f, "--augment"))
+            o->augment = (pl_augment)choice(f, v, augments, 3);
+        else if (!strcmp(f, "--format"))
+            o->format = (pl_format)choice(f, v, formats, 2);
+        else if (!strcmp(f, "--workers"))
+            o->nworkers = parse_list(f, v, o->workers, 0);
+        else if (!strcmp(f, "--prefetch"))
+            o->nprefetch = parse_list(f, v, o->prefetch, 0);
+        else if (!strcmp(f, "--pin"))
+            o->npin = parse_list(f, v, o->pin, 1);
+        else if (!strcmp(f, "--batches"))
+            o->batches = parse_long(f, v, 1, 100000000), o->seconds = 0;
+        else if (!strcmp(f, "--seconds"))
+            o->seconds = parse_double(f, v, 0.01, 1e6);
+        else if (!strcmp(f, "--warmup"))
+            o->warmup = (int)parse_long(f, v, 0, 1000000);
+        else if (!strcmp(f, "--compute-ms"))
+            o->compute_ms = parse_double(f, v, 0, 1e5);
         else if (!strcmp(f, "--device")) {
             const int d = choice(f, v, devices, 3);
             o->device = d == 2 ? PL_DEVICE_HOST : d == 1 ? 0 : PL_DEVICE_AUTO;
             o->want_cuda = d == 1;
-        }
-        else if (!strcmp(f, "--csv")) o->csv = v;
-        else if (!strcmp(f, "--json")) o->json = v;
-        else if (!strcmp(f, "--plot")) o->plot = v;
-        else bad("unknown option %s", f);
+        } else if (!strcmp(f, "--csv"))
+            o->csv = v;
+        else if (!strcmp(f, "--json"))
+            o->json = v;
+        else if (!strcmp(f, "--plot"))
+            o->plot = v;
+        else
+            bad("unknown option %s", f);
     }
     if (!o->data)
         bad("--data is required");
@@ -221,7 +257,8 @@ static void parse(int argc, char **argv, options *o)
         o->quiet = 1; /* no progress line into logs */
 }
 
-/* ---- one combination --------------------------------------------------------------- */
+/* ---- one combination
+ * --------------------------------------------------------------- */
 
 static double now_s(void)
 {
@@ -281,9 +318,12 @@ static void progress(const options *o, const row *r, long done, long images,
         return;
     last = t;
     const double el = t - t0;
-    fprintf(stderr, "\r  pin %-7s workers %-3d prefetch %-3d %s %5ld batches "
-            "%7.0f img/s ", r->pin == PL_MEMORY_PINNED ? "on"
-                            : r->pin == PL_MEMORY_MANAGED ? "managed" : "off",
+    fprintf(stderr,
+            "\r  pin %-7s workers %-3d prefetch %-3d %s %5ld batches "
+            "%7.0f img/s ",
+            r->pin == PL_MEMORY_PINNED    ? "on"
+            : r->pin == PL_MEMORY_MANAGED ? "managed"
+                                          : "off",
             r->workers, r->prefetch, compute_ms > 0 ? "step" : "load", done,
             el > 0 ? (double)images / el : 0.0);
 }
@@ -324,8 +364,8 @@ static void fill_row(row *r, const pl_stats *s0, const pl_stats *s1,
     r->img_s = imgs / r->seconds;
     r->mb_s = (double)(s1->bytes_copied - s0->bytes_copied) / 1e6 / r->seconds;
     const uint64_t h2d_ns = s1->ns_h2d - s0->ns_h2d;
-    r->h2d_gbs = h2d_ns ? (double)(s1->bytes_h2d - s0->bytes_h2d) /
-                              (double)h2d_ns : 0.0;
+    r->h2d_gbs =
+        h2d_ns ? (double)(s1->bytes_h2d - s0->bytes_h2d) / (double)h2d_ns : 0.0;
     double sum = 0;
     for (long i = 0; i < n; i++)
         sum += waits[i];
@@ -411,8 +451,10 @@ static pl_loader *open_loader(const options *o, bench_log *bl, const row *r)
     snprintf(bl->backend, sizeof bl->backend, "%s", info.backend_name);
     bl->cuda = info.backend == PL_BACKEND_CUDA;
     if (o->want_cuda && !bl->cuda) {
-        fprintf(stderr, "pinload-bench: --device cuda: no usable CUDA device "
-                "(%s)\n", info.backend_name);
+        fprintf(stderr,
+                "pinload-bench: --device cuda: no usable CUDA device "
+                "(%s)\n",
+                info.backend_name);
         pl_loader_destroy(l);
         return NULL;
     }
@@ -459,12 +501,14 @@ static int run_combo(const options *o, bench_cuda *cu, bench_log *bl, row *r)
     return rc;
 }
 
-/* ---- output ------------------------------------------------------------------------ */
+/* ---- output
+ * ------------------------------------------------------------------------ */
 
 static const char *pin_name(int pin)
 {
-    return pin == PL_MEMORY_PINNED ? "on" : pin == PL_MEMORY_MANAGED ? "managed"
-                                                                      : "off";
+    return pin == PL_MEMORY_PINNED    ? "on"
+           : pin == PL_MEMORY_MANAGED ? "managed"
+                                      : "off";
 }
 
 static void machine(char *buf, size_t cap)
@@ -488,13 +532,12 @@ static void machine(char *buf, size_t cap)
 
 static void print_header(void)
 {
-    printf("%-8s %7s %8s %9s %8s %8s %9s %9s %7s %8s %8s %7s %8s %8s\n",
-           "pin", "workers", "prefetch", "img/s", "MB/s", "H2D GB/s",
-           "wait ms", "p99 ms", "read", "decode", "augment", "copy",
-           "step ms", "overlap");
-    printf("%-8s %7s %8s %9s %8s %8s %9s %9s %7s %8s %8s %7s %8s %8s\n", "",
-           "", "", "", "", "", "", "", "us/img", "us/img", "us/img",
-           "us/img", "", "");
+    printf("%-8s %7s %8s %9s %8s %8s %9s %9s %7s %8s %8s %7s %8s %8s\n", "pin",
+           "workers", "prefetch", "img/s", "MB/s", "H2D GB/s", "wait ms",
+           "p99 ms", "read", "decode", "augment", "copy", "step ms", "overlap");
+    printf("%-8s %7s %8s %9s %8s %8s %9s %9s %7s %8s %8s %7s %8s %8s\n", "", "",
+           "", "", "", "", "", "", "us/img", "us/img", "us/img", "us/img", "",
+           "");
 }
 
 static void print_row(const row *r)
@@ -527,8 +570,8 @@ static int write_csv(const char *path, const row *rows, int n)
     if (!f)
         return -1;
     fprintf(f, "pin,workers,prefetch,images,batches,seconds,images_per_s,"
-            "mb_per_s,h2d_gb_per_s,wait_mean_ms,wait_p99_ms,read_us,"
-            "decode_us,augment_us,copy_us,load_ms,step_ms,overlap_pct\n");
+               "mb_per_s,h2d_gb_per_s,wait_mean_ms,wait_p99_ms,read_us,"
+               "decode_us,augment_us,copy_us,load_ms,step_ms,overlap_pct\n");
     for (int i = 0; i < n; i++) {
         const row *r = &rows[i];
         fprintf(f, "%s,%d,%d,%ld,%ld,%.9f,%.2f,%.2f,", pin_name(r->pin),
@@ -581,18 +624,22 @@ static int write_json(const char *path, const options *o, const char *mach,
     json_string(f, mach);
     fprintf(f, ",\n  \"backend\": ");
     json_string(f, backend);
-    fprintf(f, ",\n  \"batch\": %d,\n  \"size\": %d,\n  \"compute_ms\": %g,\n"
-            "  \"rows\": [\n", o->batch, o->size, o->compute_ms);
+    fprintf(f,
+            ",\n  \"batch\": %d,\n  \"size\": %d,\n  \"compute_ms\": %g,\n"
+            "  \"rows\": [\n",
+            o->batch, o->size, o->compute_ms);
     for (int i = 0; i < n; i++) {
         const row *r = &rows[i];
-        fprintf(f, "    {\"pin\": \"%s\", \"workers\": %d, \"prefetch\": %d, "
+        fprintf(f,
+                "    {\"pin\": \"%s\", \"workers\": %d, \"prefetch\": %d, "
                 "\"images\": %ld, \"batches\": %ld, \"seconds\": %.9f, "
                 "\"images_per_s\": %.2f, \"mb_per_s\": %.2f, "
-                "\"h2d_gb_per_s\": ", pin_name(r->pin), r->workers,
-                r->prefetch, r->images, r->batches, r->seconds, r->img_s,
-                r->mb_s);
+                "\"h2d_gb_per_s\": ",
+                pin_name(r->pin), r->workers, r->prefetch, r->images,
+                r->batches, r->seconds, r->img_s, r->mb_s);
         json_num(f, r->h2d_gbs > 0 ? r->h2d_gbs : -1);
-        fprintf(f, ", \"wait_mean_ms\": %.3f, \"wait_p99_ms\": %.3f, "
+        fprintf(f,
+                ", \"wait_mean_ms\": %.3f, \"wait_p99_ms\": %.3f, "
                 "\"read_us\": %.1f, \"decode_us\": %.1f, \"augment_us\": "
                 "%.1f, \"copy_us\": %.1f, \"load_ms\": %.3f, \"step_ms\": ",
                 r->wait_mean_ms, r->wait_p99_ms, r->us_read, r->us_decode,
@@ -688,7 +735,8 @@ int main(int argc, char **argv)
         for (int q = 0; q < o.nprefetch && status == 0; q++)
             for (int w = 0; w < o.nworkers && status == 0; w++) {
                 row *r = &rows[n];
-                *r = (row){.pin = o.pin[p], .workers = o.workers[w],
+                *r = (row){.pin = o.pin[p],
+                           .workers = o.workers[w],
                            .prefetch = o.prefetch[q]};
                 if (run_combo(&o, cu, &bl, r) < 0) {
                     status = 1;
@@ -710,16 +758,22 @@ int main(int argc, char **argv)
             if (rows[i].img_s > best->img_s)
                 best = &rows[i];
         printf("best: pin %s, %d workers, prefetch %d: %.1f images/s\n",
-               pin_name(best->pin), best->workers, best->prefetch,
-               best->img_s);
+               pin_name(best->pin), best->workers, best->prefetch, best->img_s);
     }
     if (n > 0 && o.csv && write_csv(o.csv, rows, n) != 0)
-        status = (fprintf(stderr, "pinload-bench: %s: cannot write\n", o.csv), 1);
-    if (n > 0 && o.json && write_json(o.json, &o, mach, bl.backend, rows, n) != 0)
-        status = (fprintf(stderr, "pinload-bench: %s: cannot write\n", o.json), 1);
-    if (n > 0 && o.plot && write_plot(o.plot, &o, mach, bl.backend, rows, n) != 0)
-        status = (fprintf(stderr, "pinload-bench: %s: gnuplot failed (is "
-                          "gnuplot installed?)\n", o.plot), 1);
+        status =
+            (fprintf(stderr, "pinload-bench: %s: cannot write\n", o.csv), 1);
+    if (n > 0 && o.json &&
+        write_json(o.json, &o, mach, bl.backend, rows, n) != 0)
+        status =
+            (fprintf(stderr, "pinload-bench: %s: cannot write\n", o.json), 1);
+    if (n > 0 && o.plot &&
+        write_plot(o.plot, &o, mach, bl.backend, rows, n) != 0)
+        status = (fprintf(stderr,
+                          "pinload-bench: %s: gnuplot failed (is "
+                          "gnuplot installed?)\n",
+                          o.plot),
+                  1);
     free(rows);
     bench_cuda_close(cu);
     return status;

@@ -39,8 +39,9 @@ extern "C" bench_cuda *bench_cuda_open(void)
     }
     bench_cuda *c = (bench_cuda *)calloc(1, sizeof *c);
     int khz = 0;
-    if (!c || cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking) !=
-                  cudaSuccess ||
+    if (!c ||
+        cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking) !=
+            cudaSuccess ||
         cudaMalloc(&c->sink, sizeof *c->sink) != cudaSuccess ||
         cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0) != cudaSuccess) {
         free(c);

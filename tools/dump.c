@@ -94,7 +94,7 @@ static void parse(int argc, char **argv, options *o)
             o->cfg.prefetch = (int)parse_long(f, v, 1, 1024);
         else if (strcmp(f, "--pin") == 0)
             o->cfg.memory = parse_choice(f, v, onoff, 2) ? PL_MEMORY_PINNED
-                                                        : PL_MEMORY_PAGEABLE;
+                                                         : PL_MEMORY_PAGEABLE;
         else if (strcmp(f, "--batch") == 0)
             o->cfg.batch_size = (int)parse_long(f, v, 1, 65536);
         else if (strcmp(f, "--limit") == 0)
@@ -106,8 +106,9 @@ static void parse(int argc, char **argv, options *o)
         else if (strcmp(f, "--shuffle") == 0)
             o->cfg.shuffle = parse_choice(f, v, onoff, 2);
         else if (strcmp(f, "--device") == 0)
-            o->cfg.device = strcmp(v, "auto") == 0   ? PL_DEVICE_AUTO
-                            : strcmp(v, "host") == 0 ? PL_DEVICE_HOST
+            o->cfg.device = strcmp(v, "auto") == 0 ? PL_DEVICE_AUTO
+                            : strcmp(v, "host") == 0
+                                ? PL_DEVICE_HOST
                                 : (int)parse_long(f, v, 0, 65535);
         else
             die("unknown option %s", f);
@@ -119,7 +120,8 @@ static void parse(int argc, char **argv, options *o)
     o->cfg.data = o->data;
 }
 
-/* ---- output ------------------------------------------------------------------ */
+/* ---- output
+ * ------------------------------------------------------------------ */
 
 typedef struct writer {
     const char *dir;
@@ -175,7 +177,8 @@ static void skipped_row(writer *w, pl_loader *l, int64_t index)
     w->skipped++;
 }
 
-/* ---- the two modes ------------------------------------------------------------ */
+/* ---- the two modes
+ * ------------------------------------------------------------ */
 
 static int dump_batches(writer *w, pl_loader *l, const options *o,
                         const int64_t *order, int64_t order_n)
@@ -202,8 +205,9 @@ static int dump_batches(writer *w, pl_loader *l, const options *o,
             pl_loader_sample(l, b->indices[i], &path, NULL);
             char pos[32];
             snprintf(pos, sizeof pos, "%ld", w->written);
-            if (write_ppm(w, w->written, (const uint8_t *)b->host +
-                                             (size_t)i * info.sample_bytes,
+            if (write_ppm(w, w->written,
+                          (const uint8_t *)b->host +
+                              (size_t)i * info.sample_bytes,
                           info.width, info.height) < 0)
                 return 1;
             row(w, pos, path, b->labels[i], "ok");
@@ -243,8 +247,8 @@ static int dump_raw(writer *w, pl_loader *l, const options *o,
         }
         char pos[32];
         snprintf(pos, sizeof pos, "%ld", w->written);
-        const int bad = write_ppm(w, w->written, img.pixels, img.width,
-                                  img.height);
+        const int bad =
+            write_ppm(w, w->written, img.pixels, img.width, img.height);
         pl_image_free(&img);
         if (bad)
             return 1;
@@ -284,8 +288,7 @@ int main(int argc, char **argv)
                 order ? strerror(errno) : "out of memory");
         goto done;
     }
-    pl_loader_epoch_order(l, o.cfg.first_epoch, order,
-                          info.samples_per_epoch);
+    pl_loader_epoch_order(l, o.cfg.first_epoch, order, info.samples_per_epoch);
     fprintf(w.tsv, "position\tpath\tlabel\tstatus\n");
     status = o.raw ? dump_raw(&w, l, &o, order, info.samples_per_epoch)
                    : dump_batches(&w, l, &o, order, info.samples_per_epoch);

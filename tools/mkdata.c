@@ -31,7 +31,8 @@ typedef struct options {
     uint64_t seed;
 } options;
 
-/* ---- a small deterministic generator (splitmix64) ----------------------------- */
+/* ---- a small deterministic generator (splitmix64)
+ * ----------------------------- */
 
 typedef struct rng {
     uint64_t s;
@@ -47,7 +48,8 @@ static uint64_t next_u64(rng *r)
 
 static double uniform(rng *r, double lo, double hi)
 {
-    return lo + (hi - lo) * (double)(next_u64(r) >> 11) * (1.0 / 9007199254740992.0);
+    return lo +
+           (hi - lo) * (double)(next_u64(r) >> 11) * (1.0 / 9007199254740992.0);
 }
 
 static int below(rng *r, int n)
@@ -55,7 +57,8 @@ static int below(rng *r, int n)
     return (int)(next_u64(r) % (uint64_t)n);
 }
 
-/* ---- the picture ---------------------------------------------------------------- */
+/* ---- the picture
+ * ---------------------------------------------------------------- */
 
 typedef struct rgbf {
     double r, g, b;
@@ -70,21 +73,27 @@ static rgbf hsv(double h, double s, double v)
     const double f = h - i, p = v * (1 - s), q = v * (1 - s * f),
                  t = v * (1 - s * (1 - f));
     switch (i) {
-    case 0: return (rgbf){v, t, p};
-    case 1: return (rgbf){q, v, p};
-    case 2: return (rgbf){p, v, t};
-    case 3: return (rgbf){p, q, v};
-    case 4: return (rgbf){t, p, v};
-    default: return (rgbf){v, p, q};
+    case 0:
+        return (rgbf){v, t, p};
+    case 1:
+        return (rgbf){q, v, p};
+    case 2:
+        return (rgbf){p, v, t};
+    case 3:
+        return (rgbf){p, q, v};
+    case 4:
+        return (rgbf){t, p, v};
+    default:
+        return (rgbf){v, p, q};
     }
 }
 
 /* What makes a class recognisable. */
 typedef struct signature {
-    double hue;       /* palette centre */
-    int shape;        /* 0 discs, 1 boxes, 2 rings, 3 stripes */
-    double texture;   /* cycles per 100 px */
-    double gradient;  /* background direction, radians */
+    double hue;      /* palette centre */
+    int shape;       /* 0 discs, 1 boxes, 2 rings, 3 stripes */
+    double texture;  /* cycles per 100 px */
+    double gradient; /* background direction, radians */
 } signature;
 
 static signature class_signature(int c, int classes)
@@ -107,9 +116,15 @@ static double coverage(const blob *b, int shape, double x, double y)
     const double dx = (x - b->x) / b->aspect, dy = y - b->y;
     double d; /* signed distance-like value, negative inside */
     switch (shape) {
-    case 0: d = sqrt(dx * dx + dy * dy) - b->r; break;
-    case 1: d = fmax(fabs(dx), fabs(dy)) - b->r; break;
-    case 2: d = fabs(sqrt(dx * dx + dy * dy) - b->r) - b->r * 0.25; break;
+    case 0:
+        d = sqrt(dx * dx + dy * dy) - b->r;
+        break;
+    case 1:
+        d = fmax(fabs(dx), fabs(dy)) - b->r;
+        break;
+    case 2:
+        d = fabs(sqrt(dx * dx + dy * dy) - b->r) - b->r * 0.25;
+        break;
     default: /* diagonal stripes inside a disc of radius 1.5 r */
         d = fmax(fabs(fmod(fabs(dx + dy), b->r / 2) - b->r / 4) - b->r / 10,
                  sqrt(dx * dx + dy * dy) - 1.5 * b->r);
@@ -128,13 +143,13 @@ static void paint(uint8_t *rgb, int w, int h, const signature *sig, rng *r)
     blob blobs[8];
     const int nb = 3 + below(r, 6);
     for (int i = 0; i < nb; i++)
-        blobs[i] = (blob){.x = uniform(r, 0, w),
-                          .y = uniform(r, 0, h),
-                          .r = uniform(r, 0.06, 0.22) * (w < h ? w : h),
-                          .aspect = uniform(r, 0.7, 1.4),
-                          .color = hsv(hue + uniform(r, -0.08, 0.08),
-                                       uniform(r, 0.6, 1.0),
-                                       uniform(r, 0.5, 1.0))};
+        blobs[i] =
+            (blob){.x = uniform(r, 0, w),
+                   .y = uniform(r, 0, h),
+                   .r = uniform(r, 0.06, 0.22) * (w < h ? w : h),
+                   .aspect = uniform(r, 0.7, 1.4),
+                   .color = hsv(hue + uniform(r, -0.08, 0.08),
+                                uniform(r, 0.6, 1.0), uniform(r, 0.5, 1.0))};
     const double freq = sig->texture * 2 * PI / 100.0;
     const double phase = uniform(r, 0, 2 * PI);
     for (int y = 0; y < h; y++) {
@@ -156,12 +171,15 @@ static void paint(uint8_t *rgb, int w, int h, const signature *sig, rng *r)
             const double n = uniform(r, -0.025, 0.025);
             const double v[3] = {p.r + tex + n, p.g + tex + n, p.b + tex + n};
             for (int k = 0; k < 3; k++)
-                o[k] = (uint8_t)(v[k] <= 0 ? 0 : v[k] >= 1 ? 255 : v[k] * 255 + 0.5);
+                o[k] = (uint8_t)(v[k] <= 0   ? 0
+                                 : v[k] >= 1 ? 255
+                                             : v[k] * 255 + 0.5);
         }
     }
 }
 
-/* ---- JPEG out -------------------------------------------------------------------- */
+/* ---- JPEG out
+ * -------------------------------------------------------------------- */
 
 static int write_jpeg(const char *path, const uint8_t *rgb, int w, int h,
                       int quality, int progressive)
@@ -198,7 +216,8 @@ static int write_jpeg(const char *path, const uint8_t *rgb, int w, int h,
     return 0;
 }
 
-/* ---- command line ---------------------------------------------------------------- */
+/* ---- command line
+ * ---------------------------------------------------------------- */
 
 static int parse_int(const char *flag, const char *v, int lo, int hi)
 {
@@ -207,8 +226,12 @@ static int parse_int(const char *flag, const char *v, int lo, int hi)
 
 static void parse(int argc, char **argv, options *o)
 {
-    *o = (options){.classes = 10, .per_class = 100, .min_side = 320,
-                   .max_side = 640, .quality = 90, .seed = 1};
+    *o = (options){.classes = 10,
+                   .per_class = 100,
+                   .min_side = 320,
+                   .max_side = 640,
+                   .quality = 90,
+                   .seed = 1};
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];
         if (!strcmp(f, "--help") || !strcmp(f, "-h")) {
@@ -234,8 +257,10 @@ static void parse(int argc, char **argv, options *o)
             if (sscanf(v, "%d-%d", &o->min_side, &o->max_side) != 2 ||
                 o->min_side < 8 || o->max_side < o->min_side ||
                 o->max_side > 8192) {
-                fprintf(stderr, "pinload-mkdata: --size-range: \"%s\" is not "
-                        "MIN-MAX with 8 <= MIN <= MAX <= 8192\n%s", v, usage);
+                fprintf(stderr,
+                        "pinload-mkdata: --size-range: \"%s\" is not "
+                        "MIN-MAX with 8 <= MIN <= MAX <= 8192\n%s",
+                        v, usage);
                 exit(2);
             }
         } else {
@@ -258,8 +283,8 @@ static int make_dir(const char *path)
 }
 
 /* The aspect ratios photographs come in, landscape and portrait. */
-static const double aspects[] = {4.0 / 3, 3.0 / 4, 3.0 / 2, 2.0 / 3, 1.0,
-                                 16.0 / 9, 5.0 / 4, 4.0 / 3};
+static const double aspects[] = {4.0 / 3, 3.0 / 4,  3.0 / 2, 2.0 / 3,
+                                 1.0,     16.0 / 9, 5.0 / 4, 4.0 / 3};
 
 int main(int argc, char **argv)
 {
@@ -282,7 +307,8 @@ int main(int argc, char **argv)
             rng r = {o.seed * 0x100000001B3ull ^ ((uint64_t)c << 40) ^
                      (uint64_t)i};
             next_u64(&r);
-            const int side = o.min_side + below(&r, o.max_side - o.min_side + 1);
+            const int side =
+                o.min_side + below(&r, o.max_side - o.min_side + 1);
             const double a = aspects[below(&r, 8)];
             int w = a >= 1 ? side : (int)lround(side * a);
             int h = a >= 1 ? (int)lround(side / a) : side;

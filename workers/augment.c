@@ -5,10 +5,9 @@
 
 #include "philox.h"
 
-void augment_params_init(augment_params *p, pl_augment mode,
-                         pl_format format, int out_w, int out_h,
-                         uint64_t seed, const float mean[3],
-                         const float std[3])
+void augment_params_init(augment_params *p, pl_augment mode, pl_format format,
+                         int out_w, int out_h, uint64_t seed,
+                         const float mean[3], const float std[3])
 {
     p->mode = mode;
     p->format = format;
@@ -42,15 +41,17 @@ static void random_resized_crop(philox_stream *rng, int width, int height,
     const double area = (double)width * height;
     const double log_lo = log(3.0 / 4.0), log_hi = log(4.0 / 3.0);
     for (int attempt = 0; attempt < 10; attempt++) {
-        const double target = area * (0.08 + (1.0 - 0.08) *
-                                                 philox_next_double(rng));
+        const double target =
+            area * (0.08 + (1.0 - 0.08) * philox_next_double(rng));
         const double aspect =
             exp(log_lo + (log_hi - log_lo) * philox_next_double(rng));
         const int w = py_round(sqrt(target * aspect));
         const int h = py_round(sqrt(target / aspect));
         if (w > 0 && w <= width && h > 0 && h <= height) {
-            plan->src_y = (int)philox_next_below(rng, (uint32_t)(height - h + 1));
-            plan->src_x = (int)philox_next_below(rng, (uint32_t)(width - w + 1));
+            plan->src_y =
+                (int)philox_next_below(rng, (uint32_t)(height - h + 1));
+            plan->src_x =
+                (int)philox_next_below(rng, (uint32_t)(width - w + 1));
             plan->src_w = w;
             plan->src_h = h;
             return;

@@ -19,10 +19,9 @@ typedef struct augment_params {
     float lut[3][256];
 } augment_params;
 
-void augment_params_init(augment_params *p, pl_augment mode,
-                         pl_format format, int out_w, int out_h,
-                         uint64_t seed, const float mean[3],
-                         const float std[3]);
+void augment_params_init(augment_params *p, pl_augment mode, pl_format format,
+                         int out_w, int out_h, uint64_t seed,
+                         const float mean[3], const float std[3]);
 
 /* Where one sample comes from: the source rectangle of the decoded image
  * is scaled to rs_w x rs_h, and the out_w x out_h window at (out_x, out_y)

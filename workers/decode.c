@@ -92,12 +92,12 @@ static void describe_not_jpeg(const uint8_t *b, size_t len, char *reason)
         size_t n;
         const char *what;
     } kinds[] = {
-        {"\x89PNG", 4, "PNG"},   {"GIF8", 4, "GIF"},
-        {"BM", 2, "BMP"},        {"II*\0", 4, "TIFF"},
-        {"MM\0*", 4, "TIFF"},    {"RIFF", 4, "RIFF (WebP?)"},
-        {"P1", 2, "PBM"},        {"P4", 2, "PBM"},
-        {"P2", 2, "PGM"},        {"P5", 2, "PGM"},
-        {"P3", 2, "PPM"},        {"P6", 2, "PPM"},
+        {"\x89PNG", 4, "PNG"}, {"GIF8", 4, "GIF"},
+        {"BM", 2, "BMP"},      {"II*\0", 4, "TIFF"},
+        {"MM\0*", 4, "TIFF"},  {"RIFF", 4, "RIFF (WebP?)"},
+        {"P1", 2, "PBM"},      {"P4", 2, "PBM"},
+        {"P2", 2, "PGM"},      {"P5", 2, "PGM"},
+        {"P3", 2, "PPM"},      {"P6", 2, "PPM"},
     };
     if (len == 0) {
         snprintf(reason, DECODE_REASON_MAX, "not a JPEG file (empty)");
@@ -105,8 +105,8 @@ static void describe_not_jpeg(const uint8_t *b, size_t len, char *reason)
     }
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
         if (len >= kinds[i].n && memcmp(b, kinds[i].magic, kinds[i].n) == 0) {
-            snprintf(reason, DECODE_REASON_MAX,
-                     "not a JPEG file (%s data)", kinds[i].what);
+            snprintf(reason, DECODE_REASON_MAX, "not a JPEG file (%s data)",
+                     kinds[i].what);
             return;
         }
     }
@@ -158,8 +158,7 @@ static int fail(decoder *d, char *reason)
     return code;
 }
 
-static int check_limits(const decoder *d, const decode_info *info,
-                        char *reason)
+static int check_limits(const decoder *d, const decode_info *info, char *reason)
 {
     const decode_limits *lim = &d->limits;
     const int64_t pixels = (int64_t)info->width * info->height;
@@ -174,8 +173,8 @@ static int check_limits(const decoder *d, const decode_info *info,
     return 0;
 }
 
-int decoder_open(decoder *d, const uint8_t *buf, size_t len,
-                 decode_info *info, char *reason)
+int decoder_open(decoder *d, const uint8_t *buf, size_t len, decode_info *info,
+                 char *reason)
 {
     decoder_close(d);
     if (len < 2 || buf[0] != 0xFF || buf[1] != 0xD8) {
@@ -282,8 +281,8 @@ static int read_rows(decoder *d)
         ptrs[i] = base + (size_t)i * stride;
     int got = 0;
     while (got < want)
-        got += (int)jpeg_read_scanlines(ci, ptrs + got,
-                                        (JDIMENSION)(want - got));
+        got +=
+            (int)jpeg_read_scanlines(ci, ptrs + got, (JDIMENSION)(want - got));
     return got;
 }
 

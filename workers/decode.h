@@ -49,10 +49,10 @@ typedef struct decoder {
     decode_jerr jerr;
     struct jpeg_progress_mgr progress;
     decode_limits limits;
-    int open;    /* a header was read and the image not closed */
-    int started; /* jpeg_start_decompress done */
-    int cmyk;    /* libjpeg gives CMYK; converted to RGB here */
-    int width;   /* width of the rows handed out */
+    int open;      /* a header was read and the image not closed */
+    int started;   /* jpeg_start_decompress done */
+    int cmyk;      /* libjpeg gives CMYK; converted to RGB here */
+    int width;     /* width of the rows handed out */
     uint8_t *rows; /* DECODE_CHUNK_ROWS rows of width * 3 bytes */
     size_t rows_cap;
     uint8_t *cmyk_rows; /* the same rows as CMYK, when converting */
@@ -65,8 +65,8 @@ void decoder_fini(decoder *d);
 
 /* Read the header of the JPEG in buf[0, len) (which must stay valid until
  * decoder_close) and check it against the limits. [out] *info. */
-int decoder_open(decoder *d, const uint8_t *buf, size_t len,
-                 decode_info *info, char *reason);
+int decoder_open(decoder *d, const uint8_t *buf, size_t len, decode_info *info,
+                 char *reason);
 
 /* Start decompressing at full scale; rows come from the top. */
 int decoder_start(decoder *d, char *reason);

@@ -62,8 +62,8 @@ static int read_all(int fd, int64_t max_bytes, fileio_buf *b, char *reason,
     return 0;
 }
 
-int fileio_read(int dirfd, const char *path, int64_t max_bytes,
-                fileio_buf *b, char *reason, size_t cap)
+int fileio_read(int dirfd, const char *path, int64_t max_bytes, fileio_buf *b,
+                char *reason, size_t cap)
 {
     int fd;
     do

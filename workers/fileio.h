@@ -15,8 +15,8 @@ typedef struct fileio_buf {
  * growing it as needed. Files over max_bytes, directories and other
  * non-regular files are refused. Returns 0, or PL_EIO / PL_ELIMIT /
  * PL_ENOMEM with a reason in reason[cap]. Retries EINTR and short reads. */
-int fileio_read(int dirfd, const char *path, int64_t max_bytes,
-                fileio_buf *b, char *reason, size_t cap);
+int fileio_read(int dirfd, const char *path, int64_t max_bytes, fileio_buf *b,
+                char *reason, size_t cap);
 
 void fileio_buf_free(fileio_buf *b);
 

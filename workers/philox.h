@@ -62,8 +62,8 @@ static inline void philox_stream_init(philox_stream *s, uint64_t seed,
     s->ctr[0] = 0; /* block number within the stream */
     s->ctr[1] = (uint32_t)index;
     s->ctr[2] = (uint32_t)epoch;
-    s->ctr[3] = domain ^ ((uint32_t)(index >> 32) << 16) ^
-                (uint32_t)(epoch >> 32);
+    s->ctr[3] =
+        domain ^ ((uint32_t)(index >> 32) << 16) ^ (uint32_t)(epoch >> 32);
     s->left = 0;
 }
 

@@ -42,9 +42,9 @@ static void *worker_main(void *arg)
         if (!cfg->source.claim(cfg->source.ctx, &job))
             break;
         process_times t = {0};
-        job.status = process_sample(&w->ctx, cfg->augment, cfg->dirfd,
-                                    job.path, cfg->max_file_bytes, job.epoch,
-                                    job.index, job.dst, &t, job.reason);
+        job.status = process_sample(&w->ctx, cfg->augment, cfg->dirfd, job.path,
+                                    cfg->max_file_bytes, job.epoch, job.index,
+                                    job.dst, &t, job.reason);
         add(job.status == 0 ? &w->decoded : &w->failed, 1);
         add(&w->bytes_read, t.bytes_read);
         add(&w->ns_read, t.ns_read);

@@ -79,10 +79,9 @@ static int decode_filtered_rows(process_ctx *c, const augment_plan *plan,
             break;
         const size_t stride = (size_t)c->dec.width * 3;
         for (int i = 0; i < n && y < y_end; i++, y++)
-            resample_row_h(&c->h, rows + (size_t)i * stride +
-                                      (size_t)plan->src_x * 3,
-                           c->tmp + (size_t)(y - plan->src_y - c->v.lo) *
-                                        tmp_row);
+            resample_row_h(
+                &c->h, rows + (size_t)i * stride + (size_t)plan->src_x * 3,
+                c->tmp + (size_t)(y - plan->src_y - c->v.lo) * tmp_row);
         t->ns_augment += process_now_ns() - t1;
     }
     /* Strict mode judges the whole file, not just the rows this crop

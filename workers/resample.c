@@ -38,8 +38,7 @@ static int reserve(resample_axis *a, int out_n, int taps)
 /* The weights are Pillow's: output pixel x of the scaled interval is
  * centred on source coordinate (x + 0.5) * scale and reads the source
  * pixels whose centres fall within `support` of it. */
-int resample_axis_plan(resample_axis *a, int in_n, int rs_n, int off,
-                       int out_n)
+int resample_axis_plan(resample_axis *a, int in_n, int rs_n, int off, int out_n)
 {
     const double scale = (double)in_n / rs_n;
     const double filterscale = scale > 1.0 ? scale : 1.0;

@@ -13,11 +13,11 @@
  * rs_n pixels, and outputs [off, off + out_n) of those are wanted. */
 typedef struct resample_axis {
     int out_n;
-    int taps;     /* weights stored per output */
-    int *first;   /* [out_n] first source pixel (from the interval start) */
-    int *count;   /* [out_n] taps used, <= taps */
-    float *w;     /* [out_n * taps] weights, each output's summing to 1 */
-    int lo, hi;   /* source pixels any output reads: [lo, hi) */
+    int taps;   /* weights stored per output */
+    int *first; /* [out_n] first source pixel (from the interval start) */
+    int *count; /* [out_n] taps used, <= taps */
+    float *w;   /* [out_n * taps] weights, each output's summing to 1 */
+    int lo, hi; /* source pixels any output reads: [lo, hi) */
     size_t cap_out, cap_w; /* allocation sizes (grow only) */
 } resample_axis;
 

@@ -43,7 +43,8 @@ static void run(const char *name, bool (*fn)(const char *), const char *data)
         failures++;
 }
 
-/* ---- a small generated dataset ---------------------------------------------- */
+/* ---- a small generated dataset ----------------------------------------------
+ */
 
 static void write_jpeg(const std::string &path, int w, int h, unsigned seed)
 {
@@ -91,15 +92,18 @@ static std::string make_dataset()
         const std::string cls = std::string(dir) + "/class" + char('a' + c);
         mkdir(cls.c_str(), 0777);
         for (int i = 0; i < 9; i++, seed++)
-            write_jpeg(cls + "/" + std::to_string(i) + ".jpg",
-                       120 + 17 * i, 90 + 11 * c, seed);
+            write_jpeg(cls + "/" + std::to_string(i) + ".jpg", 120 + 17 * i,
+                       90 + 11 * c, seed);
     }
     return dir;
 }
 
-/* ---- helpers ------------------------------------------------------------------ */
+/* ---- helpers
+ * ------------------------------------------------------------------ */
 
-static void quiet(void *, pl_log_level, const char *) {}
+static void quiet(void *, pl_log_level, const char *)
+{
+}
 
 static pl_config base_config(const char *data)
 {
@@ -167,7 +171,8 @@ __global__ void slow_copy(const uint8_t *src, uint8_t *dst, size_t n,
         dst[i] = src[i];
 }
 
-/* ---- tests ------------------------------------------------------------------------ */
+/* ---- tests
+ * ------------------------------------------------------------------------ */
 
 static bool cuda_backend_pins_the_ring(const char *data)
 {
@@ -214,8 +219,8 @@ static bool device_batches_equal_host_reference(pl_config cfg)
             CHECK(b->ready != nullptr, "no ready event");
             CHECK(pl_batch_wait(b, stream) == 0, "%s", pl_last_error());
             CUDA_OK(cudaMemsetAsync(sums, 0, sizeof *sums * b->count, stream));
-            sample_sums<<<b->count, 256, 0, stream>>>(
-                (const uint8_t *)b->data, info.sample_bytes, sums);
+            sample_sums<<<b->count, 256, 0, stream>>>((const uint8_t *)b->data,
+                                                      info.sample_bytes, sums);
             std::vector<unsigned long long> got(b->count);
             CUDA_OK(cudaMemcpyAsync(got.data(), sums, sizeof *sums * b->count,
                                     cudaMemcpyDeviceToHost, stream));
@@ -230,8 +235,10 @@ static bool device_batches_equal_host_reference(pl_config cfg)
                 unsigned long long want = 0;
                 for (size_t j = 0; j < info.sample_bytes; j++)
                     want += ref.bytes[k][i * info.sample_bytes + j];
-                CHECK(got[i] == want, "batch %zu sample %d: kernel sum %llu, "
-                      "want %llu", k, i, got[i], want);
+                CHECK(got[i] == want,
+                      "batch %zu sample %d: kernel sum %llu, "
+                      "want %llu",
+                      k, i, got[i], want);
             }
             k++;
         }
@@ -296,8 +303,8 @@ static bool release_orders_buffer_reuse(const char *data)
     CHECK(copies.size() == ref.bytes.size(), "%zu batches", copies.size());
     for (size_t k = 0; k < copies.size(); k++) {
         std::vector<uint8_t> h(ref.bytes[k].size());
-        CUDA_OK(cudaMemcpy(h.data(), copies[k], h.size(),
-                           cudaMemcpyDeviceToHost));
+        CUDA_OK(
+            cudaMemcpy(h.data(), copies[k], h.size(), cudaMemcpyDeviceToHost));
         CHECK(std::memcmp(h.data(), ref.bytes[k].data(), h.size()) == 0,
               "batch %zu was overwritten before the caller's kernel read it",
               k);
