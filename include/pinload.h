@@ -229,6 +229,13 @@ typedef struct pl_config {
     int64_t max_pixels;     /* default 178956970, as Pillow's bomb limit */
     int64_t max_file_bytes; /* default 256 MiB */
 
+    /* 1: decode at 1/2, 1/4 or 1/8 scale (libjpeg's DCT scaling, as
+     * Pillow's draft mode) whenever the crop still has at least as many
+     * pixels as the resize needs: much faster, pixels slightly different.
+     * 0: decode at full size, pixels within 1 level of Pillow/torchvision.
+     * Default 1. */
+    int dct_scaling;
+
     pl_log_fn log; /* notices and warnings; default NULL: stderr */
     void *log_ctx; /* passed to log */
 

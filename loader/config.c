@@ -40,6 +40,7 @@ PL_EXPORT void pl_config_default(pl_config *cfg)
     cfg->max_height = 32768;
     cfg->max_pixels = 178956970;
     cfg->max_file_bytes = (int64_t)256 << 20;
+    cfg->dct_scaling = 1;
 }
 
 #define BAD(field, ...)                                                        \
@@ -145,6 +146,7 @@ static int check_pipeline(const pl_config *c)
         {"max_height", c->max_height, 1, 65535},
         {"max_pixels", c->max_pixels, 1, LLONG_MAX},
         {"max_file_bytes", c->max_file_bytes, 1, LLONG_MAX},
+        {"dct_scaling", c->dct_scaling, 0, 1},
     };
     const int rc = check_ranges(r, N_(r));
     if (rc)

@@ -240,6 +240,7 @@ PL_EXPORT int pl_loader_create(const pl_config *cfg, pl_loader **out)
         goto fail;
     augment_params_init(&l->aug, c->augment, c->format, c->width, c->height,
                         c->seed, c->mean, c->std);
+    l->aug.dct_scaling = c->dct_scaling;
     failures_init(&l->fails, l->ds.n);
     l->have_fails = 1;
     if ((rc = backend_open(&l->be, c->device, &l->log)) < 0)

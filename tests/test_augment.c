@@ -328,27 +328,8 @@ static void fill_row(uint8_t *rgb, unsigned seed)
         rgb[i] = (uint8_t)(i * 29 + seed * 7 + (i % 3) * 85);
 }
 
-Test(augment, u8_rows_are_copied_or_mirrored_exactly_into_their_row)
-{
-    augment_params p;
-    params(&p, PL_AUGMENT_TRAIN, PL_FORMAT_U8_NHWC, RW, RH, 0);
-    uint8_t rgb[RW * 3], out[RW * RH * 3];
-    fill_row(rgb, 1);
-    for (int flip = 0; flip < 2; flip++) {
-        const augment_plan pl = {.flip = flip};
-        memset(out, 0xEE, sizeof out);
-        augment_write_row(&p, &pl, rgb, 2, out);
-        for (int y = 0; y < RH; y++)
-            for (int x = 0; x < RW; x++)
-                for (int c = 0; c < 3; c++) {
-                    const uint8_t got = out[((size_t)y * RW + x) * 3 + c];
-                    const int sx = flip ? RW - 1 - x : x;
-                    const uint8_t want = y == 2 ? rgb[sx * 3 + c] : 0xEE;
-                    cr_assert_eq(got, want, "flip %d: (%d, %d) channel %d",
-                                 flip, x, y, c);
-                }
-    }
-}
+/* (The u8 row, flipped or not, is written by resample_h itself; its
+ * mirror is tested in test_resample.) */
 
 Test(augment, f32_rows_are_normalised_into_their_channel_planes)
 {
@@ -359,33 +340,28 @@ Test(augment, f32_rows_are_normalised_into_their_channel_planes)
     rgb[0] = 0;
     rgb[4] = 255; /* both ends of the range */
     float out[3 * RH * RW];
-    for (int flip = 0; flip < 2; flip++) {
-        const augment_plan pl = {.flip = flip};
-        memset(out, 0xFF, sizeof out); /* NaN everywhere */
-        augment_write_row(&p, &pl, rgb, 3, out);
-        for (int c = 0; c < 3; c++)
-            for (int y = 0; y < RH; y++)
-                for (int x = 0; x < RW; x++) {
-                    const float got = out[((size_t)c * RH + y) * RW + x];
-                    if (y != 3) {
-                        cr_assert(isnan(got),
-                                  "flip %d: plane %d (%d, %d) "
-                                  "was written",
-                                  flip, c, x, y);
-                        continue;
-                    }
-                    const int v = rgb[(flip ? RW - 1 - x : x) * 3 + c];
-                    /* Exactly the LUT's float, so every path agrees. */
-                    cr_assert(got == p.lut[c][v],
-                              "flip %d: plane %d (%d, %d) = %.8f, lut %.8f",
-                              flip, c, x, y, (double)got, (double)p.lut[c][v]);
-                    const double want = ((double)v / 255.0 - imagenet_mean[c]) /
-                                        imagenet_std[c];
-                    cr_assert(fabs(got - want) <= 1e-6,
-                              "plane %d value %d: %.8f vs %.8f", c, v,
-                              (double)got, want);
+    memset(out, 0xFF, sizeof out); /* NaN everywhere */
+    augment_store_f32(&p, rgb, 3, out);
+    for (int c = 0; c < 3; c++)
+        for (int y = 0; y < RH; y++)
+            for (int x = 0; x < RW; x++) {
+                const float got = out[((size_t)c * RH + y) * RW + x];
+                if (y != 3) {
+                    cr_assert(isnan(got), "plane %d (%d, %d) was written", c, x,
+                              y);
+                    continue;
                 }
-    }
+                const int v = rgb[x * 3 + c];
+                /* Exactly the LUT's float, so every path agrees. */
+                cr_assert(got == p.lut[c][v],
+                          "plane %d (%d, %d) = %.8f, lut %.8f", c, x, y,
+                          (double)got, (double)p.lut[c][v]);
+                const double want =
+                    ((double)v / 255.0 - imagenet_mean[c]) / imagenet_std[c];
+                cr_assert(fabs(got - want) <= 1e-6,
+                          "plane %d value %d: %.8f vs %.8f", c, v, (double)got,
+                          want);
+            }
 }
 
 /* ---- whole samples through process_sample -------------------------------- */
@@ -716,5 +692,98 @@ Test(augment, strict_mode_fails_every_crop_of_a_damaged_file)
     }
     cr_assert_geq(top_crops, 3, "only %d crops in the intact half", top_crops);
     free(dst);
+    e2e_teardown(&e);
+}
+
+/* ---- decoding at a DCT scale
+ * ------------------------------------------------- */
+
+/* The largest 1/d (8, 4, 2) that leaves at least one decoded pixel per
+ * resized pixel on both axes, only when asked. */
+Test(augment, dct_scale_is_the_largest_that_keeps_the_resize_a_shrink)
+{
+    static const struct {
+        pl_augment mode;
+        int w, h, out, want;
+    } k[] = {
+        {PL_AUGMENT_NONE, 1280, 960, 224, 4},  /* 1280/4 = 320, 960/4 = 240 */
+        {PL_AUGMENT_NONE, 1024, 768, 224, 2},  /* 768/4 = 192 < 224 */
+        {PL_AUGMENT_NONE, 3584, 1792, 224, 8}, /* 1792/8 = 224 exactly */
+        {PL_AUGMENT_NONE, 300, 300, 224, 1},
+        {PL_AUGMENT_EVAL, 1280, 853, 224, 2}, /* resized to 384x256 */
+        {PL_AUGMENT_EVAL, 500, 375, 224, 1},  /* resized to 341x256 */
+    };
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        augment_params p;
+        params(&p, k[i].mode, PL_FORMAT_U8_NHWC, k[i].out, k[i].out, 0);
+        augment_plan pl;
+        augment_plan_make(&p, 0, 0, k[i].w, k[i].h, &pl);
+        cr_assert_eq(pl.denom, 1, "case %zu: exact unless asked", i);
+        p.dct_scaling = 1;
+        augment_plan_make(&p, 0, 0, k[i].w, k[i].h, &pl);
+        cr_assert_eq(pl.denom, k[i].want, "case %zu: 1/%d, want 1/%d", i,
+                     pl.denom, k[i].want);
+    }
+    /* Train crops: always a shrink after scaling, and the largest such. */
+    augment_params p;
+    params(&p, PL_AUGMENT_TRAIN, PL_FORMAT_U8_NHWC, 64, 64, 3);
+    p.dct_scaling = 1;
+    int scaled = 0;
+    for (int64_t index = 0; index < 500; index++) {
+        augment_plan pl;
+        augment_plan_make(&p, 0, index, 1000, 750, &pl);
+        cr_assert(pl.src_w >= pl.denom * 64 && pl.src_h >= pl.denom * 64,
+                  "index %lld: %dx%d at 1/%d", (long long)index, pl.src_w,
+                  pl.src_h, pl.denom);
+        if (pl.denom < 8)
+            cr_assert(pl.src_w < 2 * pl.denom * 64 ||
+                          pl.src_h < 2 * pl.denom * 64,
+                      "index %lld: 1/%d is not the largest", (long long)index,
+                      pl.denom);
+        scaled += pl.denom > 1;
+    }
+    cr_assert_gt(scaled, 400, "most crops of a 1000x750 image to 64 scale");
+}
+
+/* Samples decoded at a DCT scale stay close to the exact resize of the full
+ * decode: the scaled IDCT is a good low-pass filter of its own. */
+Test(augment, dct_scaled_samples_stay_close_to_the_exact_resize)
+{
+    e2e e;
+    e2e_setup(&e, 1024, 768, NULL);
+    static const pl_augment modes[] = {PL_AUGMENT_NONE, PL_AUGMENT_EVAL,
+                                       PL_AUGMENT_TRAIN};
+    int checked = 0;
+    for (int m = 0; m < 3; m++) {
+        for (int64_t index = 0; index < 8; index++) {
+            augment_params p;
+            params(&p, modes[m], PL_FORMAT_U8_NHWC, 112, 112, 0);
+            p.dct_scaling = 1;
+            augment_plan pl;
+            augment_plan_make(&p, 0, index, e.w, e.h, &pl);
+            if (pl.denom == 1)
+                continue;
+            const size_t n = augment_sample_bytes(&p);
+            uint8_t *got = malloc(n);
+            process_times t = {0};
+            char reason[PROCESS_REASON_MAX] = "";
+            cr_assert_eq(process_sample(&e.ctx, &p, AT_FDCWD, e.path, 1 << 24,
+                                        0, index, got, &t, reason),
+                         0, "%s", reason);
+            uint8_t *want = ref_resize(e.ref, e.w, pl.src_x, pl.src_y, pl.src_w,
+                                       pl.src_h, pl.rs_w, pl.rs_h, pl.out_x,
+                                       pl.out_y, 112, 112, pl.flip);
+            double se = 0.0;
+            for (size_t i = 0; i < n; i++)
+                se += ((double)got[i] - want[i]) * ((double)got[i] - want[i]);
+            const double psnr = 10.0 * log10(255.0 * 255.0 / (se / n + 1e-12));
+            cr_assert_geq(psnr, 35.0, "mode %d index %lld at 1/%d: PSNR %.1f",
+                          modes[m], (long long)index, pl.denom, psnr);
+            free(got);
+            free(want);
+            checked++;
+        }
+    }
+    cr_assert_geq(checked, 9, "only %d samples were decoded scaled", checked);
     e2e_teardown(&e);
 }

@@ -113,7 +113,7 @@ static int decode_all(decoder *d, const uint8_t *buf, size_t len, uint8_t **rgb,
     int rc = decoder_open(d, buf, len, &info, reason);
     if (rc < 0)
         return rc;
-    rc = decoder_start(d, reason);
+    rc = decoder_start(d, 1, 0, info.width, reason);
     if (rc < 0)
         return rc;
     cr_assert_eq(d->width, info.width);
@@ -601,7 +601,7 @@ static void check_skip_matches_full_decode(const tu_jpeg_opts *o, int w, int h)
         cr_assert(y < h);
         decode_info info;
         cr_assert_eq(decoder_open(&d, buf, len, &info, reason), 0);
-        cr_assert_eq(decoder_start(&d, reason), 0);
+        cr_assert_eq(decoder_start(&d, 1, 0, info.width, reason), 0);
         cr_assert_eq(decoder_skip_to(&d, y, reason), 0, "skip to %d: %s", y,
                      reason);
         cr_assert_eq(decoder_row(&d), y, "after skipping to %d", y);
@@ -692,7 +692,7 @@ Test(decode, decoder_is_reusable_after_each_kind_of_failure)
         {
             decode_info info;
             cr_assert_eq(decoder_open(&d, bad, bad_len, &info, reason), 0);
-            cr_assert_eq(decoder_start(&d, reason), 0);
+            cr_assert_eq(decoder_start(&d, 1, 0, info.width, reason), 0);
             const uint8_t *rows;
             int n;
             cr_assert_eq(decoder_read(&d, &rows, &n, reason), 0);
@@ -943,4 +943,76 @@ Test(decode, closing_or_finishing_an_idle_decoder_is_safe)
     decoder zero;
     memset(&zero, 0, sizeof zero);
     decoder_fini(&zero); /* never initialised: no-op */
+}
+
+/* A partial-width decode (jpeg_crop_scanline) at any DCT scale gives the
+ * pixels of a full decode at that scale, except within a few columns of a
+ * cropped edge, where fancy upsampling treats the edge as the image's:
+ * process.c decodes 8 columns beyond what it reads, so that is checked. */
+Test(decode, cropped_rows_equal_the_full_decode_inside_the_margin)
+{
+    char dir[64], path[128];
+    tu_tmpdir(dir);
+    static const tu_jpeg_opts kinds[] = {
+        {.quality = 92},
+        {.quality = 85, .progressive = 1},
+        {.quality = 90, .h_samp = 2, .v_samp = 1}};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        snprintf(path, sizeof path, "%s/%zu.jpg", dir, k);
+        tu_write_jpeg(path, 333, 117, (unsigned)k + 5, &kinds[k]);
+        size_t len;
+        uint8_t *buf = tu_read_file(path, &len);
+        decoder d;
+        decode_limits lim;
+        decode_limits_default(&lim);
+        cr_assert_eq(decoder_init(&d, &lim), 0);
+        char reason[DECODE_REASON_MAX];
+        for (int denom = 1; denom <= 8; denom *= 2) {
+            decode_info info;
+            cr_assert_eq(decoder_open(&d, buf, len, &info, reason), 0);
+            int sw, sh;
+            decoder_scaled_size(&d, denom, &sw, &sh);
+            cr_assert_eq(decoder_start(&d, denom, 0, sw, reason), 0);
+            cr_assert(d.xoff == 0 && d.width == sw &&
+                          (int)d.cinfo.output_height == sh,
+                      "1/%d: %dx%d, want %dx%d", denom, d.width,
+                      (int)d.cinfo.output_height, sw, sh);
+            uint8_t *full = malloc((size_t)sw * sh * 3);
+            cr_assert_eq(
+                decoder_read_into(&d, full, (size_t)sw * 3, sh, reason), 0);
+            decoder_close(&d);
+            const int crops[][2] = {
+                {sw / 3, sw / 3}, {1, sw / 2}, {sw / 2, sw - sw / 2}, {17, 9}};
+            for (size_t c = 0; c < 4; c++) {
+                const int x0 = crops[c][0], w = crops[c][1];
+                if (w < 1 || x0 + w > sw)
+                    continue;
+                cr_assert_eq(decoder_open(&d, buf, len, &info, reason), 0);
+                cr_assert_eq(decoder_start(&d, denom, x0, w, reason), 0);
+                cr_assert(d.xoff <= x0 && d.xoff + d.width >= x0 + w,
+                          "1/%d crop [%d, %d): got [%d, %d)", denom, x0, x0 + w,
+                          d.xoff, d.xoff + d.width);
+                uint8_t *part = malloc((size_t)d.width * sh * 3);
+                cr_assert_eq(decoder_read_into(&d, part, (size_t)d.width * 3,
+                                               sh, reason),
+                             0);
+                /* Columns at least 8 away from a cropped edge. */
+                const int lo = d.xoff > 0 ? d.xoff + 8 : 0;
+                const int hi =
+                    d.xoff + d.width < sw ? d.xoff + d.width - 8 : sw;
+                for (int y = 0; y < sh && lo < hi; y++)
+                    cr_assert_arr_eq(
+                        part + ((size_t)y * d.width + (lo - d.xoff)) * 3,
+                        full + ((size_t)y * sw + lo) * 3, (size_t)(hi - lo) * 3,
+                        "kind %zu 1/%d crop [%d, %d) row %d", k, denom, x0,
+                        x0 + w, y);
+                decoder_close(&d);
+                free(part);
+            }
+            free(full);
+        }
+        decoder_fini(&d);
+        free(buf);
+    }
+    tu_rm_rf(dir);
 }

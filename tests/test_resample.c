@@ -6,7 +6,9 @@
  * downscale factor (at least 1); the weights are normalised to sum to 1.
  * The reference sums over all source pixels (no window arithmetic) and
  * filters both axes at once in double precision, so it shares nothing with
- * the library's float, two-pass code but the definition. */
+ * the library's fixed-point, two-pass code but the definition. Source
+ * intervals may start and end between pixels (decoding at a DCT scale
+ * divides the crop's coordinates), taps staying inside [lo, hi) bounds. */
 #include <math.h>
 
 #include "../workers/resample.h"
@@ -28,7 +30,10 @@ static double tri(double x)
     return x < 1.0 ? 1.0 - x : 0.0;
 }
 
-static void ref_axis_make(ref_axis *a, int in_n, int rs_n, int off, int out_n)
+/* The interval [in0, in1) of source pixels [0, in_n), taps bounded to
+ * [blo, bhi). */
+static void ref_axis_make_frac(ref_axis *a, int in_n, double in0, double in1,
+                               int blo, int bhi, int rs_n, int off, int out_n)
 {
     a->in_n = in_n;
     a->out_n = out_n;
@@ -36,15 +41,15 @@ static void ref_axis_make(ref_axis *a, int in_n, int rs_n, int off, int out_n)
     a->lo = malloc((size_t)out_n * sizeof *a->lo);
     a->hi = malloc((size_t)out_n * sizeof *a->hi);
     cr_assert(a->w && a->lo && a->hi);
-    const double scale = (double)in_n / rs_n;
+    const double scale = (in1 - in0) / rs_n;
     const double fs = scale > 1.0 ? scale : 1.0;
     for (int o = 0; o < out_n; o++) {
-        const double centre = (off + o + 0.5) * scale;
+        const double centre = in0 + (off + o + 0.5) * scale;
         double *w = a->w + (size_t)o * in_n;
         double sum = 0.0;
         a->lo[o] = in_n;
         a->hi[o] = 0;
-        for (int j = 0; j < in_n; j++) {
+        for (int j = blo; j < bhi; j++) {
             w[j] = tri((j + 0.5 - centre) / fs);
             sum += w[j];
             if (w[j] > 0.0) {
@@ -57,6 +62,11 @@ static void ref_axis_make(ref_axis *a, int in_n, int rs_n, int off, int out_n)
         for (int j = 0; j < in_n; j++)
             w[j] /= sum;
     }
+}
+
+static void ref_axis_make(ref_axis *a, int in_n, int rs_n, int off, int out_n)
+{
+    ref_axis_make_frac(a, in_n, 0.0, in_n, 0, in_n, rs_n, off, out_n);
 }
 
 static void ref_axis_free(ref_axis *a)
@@ -106,25 +116,32 @@ static uint8_t *ref_resize(const uint8_t *src, int src_w, int sx, int sy,
 
 /* ---- the library's pipeline, as workers/process.c drives it -------------- */
 
+/* An axis over a whole interval of in_n pixels, as the tests use it. */
+static int plan(resample_axis *a, int in_n, int rs_n, int off, int out_n)
+{
+    return resample_axis_plan(a, 0.0, in_n, 0, in_n, rs_n, off, out_n);
+}
+
+/* The library's two passes over the sw x sh rectangle at (sx, sy). */
 static uint8_t *lib_resize(const uint8_t *src, int src_w, int sx, int sy,
                            int sw, int sh, int rs_w, int rs_h, int ox, int oy,
                            int out_w, int out_h)
 {
     resample_axis h = {0}, v = {0};
-    cr_assert_eq(resample_axis_plan(&h, sw, rs_w, ox, out_w), 0);
-    cr_assert_eq(resample_axis_plan(&v, sh, rs_h, oy, out_h), 0);
+    cr_assert_eq(plan(&h, sw, rs_w, ox, out_w), 0);
+    cr_assert_eq(plan(&v, sh, rs_h, oy, out_h), 0);
     cr_assert_eq(h.out_n, out_w);
     cr_assert_eq(v.out_n, out_h);
-    const size_t tmp_row = (size_t)out_w * 3;
-    float *tmp = malloc((size_t)(v.hi - v.lo) * tmp_row * sizeof *tmp);
+    const size_t stride = (size_t)src_w * 3;
+    const uint8_t *rows = src + (size_t)(sy + v.lo) * stride + (size_t)sx * 3;
+    int16_t *vrow = calloc((size_t)sw * 3 + 1, sizeof *vrow);
     uint8_t *out = malloc((size_t)out_w * out_h * 3);
-    cr_assert(tmp && out);
-    for (int y = v.lo; y < v.hi; y++)
-        resample_row_h(&h, src + ((size_t)(sy + y) * src_w + sx) * 3,
-                       tmp + (size_t)(y - v.lo) * tmp_row);
-    for (int y = 0; y < out_h; y++)
-        resample_col_v(&v, tmp, out_w, y, out + (size_t)y * tmp_row);
-    free(tmp);
+    cr_assert(vrow && out);
+    for (int y = 0; y < out_h; y++) {
+        resample_v(&v, rows, stride, y, h.lo * 3, h.hi * 3, vrow);
+        resample_h(&h, vrow, 0, out + (size_t)y * out_w * 3);
+    }
+    free(vrow);
     resample_axis_free(&h);
     resample_axis_free(&v);
     return out;
@@ -219,16 +236,17 @@ Test(resample, weights_of_every_output_sum_to_one)
                                 {k->sh, k->rs_h, k->oy, k->out_h}};
         for (int ax = 0; ax < 2; ax++) {
             resample_axis a = {0};
-            cr_assert_eq(resample_axis_plan(&a, dims[ax][0], dims[ax][1],
-                                            dims[ax][2], dims[ax][3]),
+            cr_assert_eq(plan(&a, dims[ax][0], dims[ax][1], dims[ax][2],
+                              dims[ax][3]),
                          0);
+            /* Exactly one in Q14, so a constant stays constant. */
             for (int o = 0; o < a.out_n; o++) {
-                double sum = 0.0;
+                int sum = 0;
                 for (int t = 0; t < a.count[o]; t++)
                     sum += a.w[(size_t)o * a.taps + t];
-                cr_assert(fabs(sum - 1.0) <= 1e-6,
-                          "%s axis %d output %d: weights sum to %.9f", k->what,
-                          ax, o, sum);
+                cr_assert_eq(sum, 1 << RESAMPLE_WBITS,
+                             "%s axis %d output %d: weights sum to %d",
+                             k->what, ax, o, sum);
             }
             resample_axis_free(&a);
         }
@@ -244,21 +262,22 @@ Test(resample, weights_match_the_reference_weights)
         for (int ax = 0; ax < 2; ax++) {
             const int in_n = dims[ax][0];
             resample_axis a = {0};
-            cr_assert_eq(resample_axis_plan(&a, in_n, dims[ax][1], dims[ax][2],
-                                            dims[ax][3]),
+            cr_assert_eq(plan(&a, in_n, dims[ax][1], dims[ax][2], dims[ax][3]),
                          0);
             ref_axis r;
             ref_axis_make(&r, in_n, dims[ax][1], dims[ax][2], dims[ax][3]);
             for (int o = 0; o < a.out_n; o++)
                 for (int j = 0; j < in_n; j++) {
+                    /* Q14: each weight within one unit of exact. */
                     const int t = j - a.first[o];
                     const double lw = t >= 0 && t < a.count[o]
                                           ? a.w[(size_t)o * a.taps + t]
                                           : 0.0;
-                    const double rw = r.w[(size_t)o * in_n + j];
-                    cr_assert(fabs(lw - rw) <= 1e-6,
-                              "%s axis %d output %d source %d: weight %.9f, "
-                              "reference %.9f",
+                    const double rw =
+                        r.w[(size_t)o * in_n + j] * (1 << RESAMPLE_WBITS);
+                    cr_assert(fabs(lw - rw) < 1.0,
+                              "%s axis %d output %d source %d: weight %.3f, "
+                              "reference %.3f (Q14)",
                               k->what, ax, o, j, lw, rw);
                 }
             ref_axis_free(&r);
@@ -276,8 +295,7 @@ Test(resample, taps_stay_inside_the_source_and_the_lo_hi_range)
         for (int ax = 0; ax < 2; ax++) {
             const int in_n = dims[ax][0];
             resample_axis a = {0};
-            cr_assert_eq(resample_axis_plan(&a, in_n, dims[ax][1], dims[ax][2],
-                                            dims[ax][3]),
+            cr_assert_eq(plan(&a, in_n, dims[ax][1], dims[ax][2], dims[ax][3]),
                          0);
             cr_assert(0 <= a.lo && a.lo < a.hi && a.hi <= in_n,
                       "%s axis %d: [lo, hi) = [%d, %d) of %d", k->what, ax,
@@ -397,9 +415,9 @@ Test(resample, replanning_an_axis_reuses_and_grows_its_buffers)
     resample_axis a = {0};
     for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
         const int *p = plans[i];
-        cr_assert_eq(resample_axis_plan(&a, p[0], p[1], p[2], p[3]), 0);
+        cr_assert_eq(plan(&a, p[0], p[1], p[2], p[3]), 0);
         resample_axis fresh = {0};
-        cr_assert_eq(resample_axis_plan(&fresh, p[0], p[1], p[2], p[3]), 0);
+        cr_assert_eq(plan(&fresh, p[0], p[1], p[2], p[3]), 0);
         cr_assert_eq(a.out_n, fresh.out_n);
         cr_assert_eq(a.taps, fresh.taps);
         cr_assert_eq(a.lo, fresh.lo);
@@ -409,10 +427,85 @@ Test(resample, replanning_an_axis_reuses_and_grows_its_buffers)
         for (int o = 0; o < a.out_n; o++)
             cr_assert_arr_eq(a.w + (size_t)o * a.taps,
                              fresh.w + (size_t)o * a.taps,
-                             (size_t)a.count[o] * sizeof(float));
+                             (size_t)a.count[o] * sizeof(int16_t));
         resample_axis_free(&fresh);
     }
     resample_axis_free(&a);
     cr_assert_null(a.w, "free zeroes the axis");
     cr_assert_eq(a.cap_w, 0);
+}
+
+/* Decoding at 1/d divides the crop's coordinates by d: the interval starts
+ * and ends between pixels. Weights and pixels still follow the reference. */
+Test(resample, fractional_intervals_match_the_reference)
+{
+    static const struct {
+        double in0, in1;
+        int blo, bhi, rs, off, out;
+    } k[] = {
+        {8.5, 120.25, 8, 121, 50, 0, 50},  /* a train crop at 1/2 */
+        {3.125, 61.75, 3, 62, 40, 5, 30},  /* at 1/8, with a window */
+        {0.0, 160.5, 0, 161, 96, 16, 64},  /* eval at 1/2, odd width */
+        {10.25, 11.5, 10, 12, 7, 0, 7},    /* a sliver enlarged */
+    };
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        const int in_n = k[i].bhi + 3, rows = 9;
+        uint8_t *src = make_image(in_n, rows, 1, (unsigned)i + 40);
+        resample_axis h = {0}, v = {0};
+        cr_assert_eq(resample_axis_plan(&h, k[i].in0, k[i].in1, k[i].blo,
+                                        k[i].bhi, k[i].rs, k[i].off,
+                                        k[i].out),
+                     0);
+        /* Vertically the identity, so the rows show the horizontal pass. */
+        cr_assert_eq(plan(&v, rows, rows, 0, rows), 0);
+        ref_axis r;
+        ref_axis_make_frac(&r, in_n, k[i].in0, k[i].in1, k[i].blo, k[i].bhi,
+                           k[i].rs, k[i].off, k[i].out);
+        cr_assert(h.lo >= k[i].blo && h.hi <= k[i].bhi, "case %zu", i);
+        int16_t *vrow = calloc((size_t)in_n * 3 + 1, sizeof *vrow);
+        uint8_t *out = malloc((size_t)k[i].out * 3);
+        for (int y = 0; y < rows; y++) {
+            resample_v(&v, src, (size_t)in_n * 3, y, h.lo * 3, h.hi * 3,
+                       vrow);
+            resample_h(&h, vrow, 0, out);
+            for (int o = 0; o < k[i].out; o++)
+                for (int c = 0; c < 3; c++) {
+                    double want = 0.0;
+                    for (int j = r.lo[o]; j < r.hi[o]; j++)
+                        want += r.w[(size_t)o * in_n + j] *
+                                src[((size_t)y * in_n + j) * 3 + c];
+                    const int d =
+                        abs((int)out[o * 3 + c] - (int)round_clamp(want));
+                    cr_assert_leq(d, 1, "case %zu row %d output %d: %d vs "
+                                  "%.3f", i, y, o, out[o * 3 + c], want);
+                }
+        }
+        free(vrow);
+        free(out);
+        free(src);
+        ref_axis_free(&r);
+        resample_axis_free(&h);
+        resample_axis_free(&v);
+    }
+}
+
+/* The horizontal pass mirrors the row when asked, pixel by pixel. */
+Test(resample, flip_mirrors_each_output_row_exactly)
+{
+    const int w = 37, out_w = 23;
+    uint8_t *src = make_image(w, 1, 1, 77);
+    resample_axis h = {0}, v = {0};
+    cr_assert_eq(plan(&h, w, out_w, 0, out_w), 0);
+    cr_assert_eq(plan(&v, 1, 1, 0, 1), 0);
+    int16_t *vrow = calloc((size_t)w * 3 + 1, sizeof *vrow);
+    uint8_t a[23 * 3], b[23 * 3];
+    resample_v(&v, src, (size_t)w * 3, 0, h.lo * 3, h.hi * 3, vrow);
+    resample_h(&h, vrow, 0, a);
+    resample_h(&h, vrow, 1, b);
+    for (int x = 0; x < out_w; x++)
+        cr_assert_arr_eq(b + x * 3, a + (out_w - 1 - x) * 3, 3, "pixel %d", x);
+    free(vrow);
+    free(src);
+    resample_axis_free(&h);
+    resample_axis_free(&v);
 }

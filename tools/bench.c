@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_baseline.h"
 #include "bench_cuda.h"
 #include "cli.h"
 #include "pinload.h"
@@ -56,10 +57,14 @@ static const char usage[] =
     "       [--batches N | --seconds S] [--warmup N] [--compute-ms X]\n"
     "       [--device auto|cuda|host] [--csv FILE] [--json FILE] "
     "[--plot FILE.png] [--quiet]\n"
+    "       [--baseline [--baseline-seconds S]]\n"
     "LIST is comma-separated, e.g. --workers 1,2,4 --prefetch 1,2,4 --pin "
     "on,off,managed.\n"
     "Every combination runs in turn, one loader at a time, after a warm-up; "
-    "one row\nis printed per combination as it finishes, then the best.\n";
+    "one row\nis printed per combination as it finishes, then the best.\n"
+    "--baseline first measures plain TurboJPEG full-size decoding of the same "
+    "files,\nfrom memory, on as many threads as each row's workers (and at 1/8 "
+    "scale, the\nceiling), and shows every row as a ratio to it.\n";
 
 #define MAX_LIST 32
 
@@ -79,6 +84,9 @@ typedef struct options {
     int want_cuda;
     const char *csv, *json, *plot;
     int quiet;
+    int baseline;
+    double baseline_seconds;
+    double base_full[1025], base_eighth[1025]; /* by thread count */
 } options;
 
 typedef struct row {
@@ -89,6 +97,7 @@ typedef struct row {
     double wait_mean_ms, wait_p99_ms;
     double us_read, us_decode, us_augment, us_copy; /* per image */
     double load_ms;              /* per batch, without compute */
+    double vs_base; /* img_s / full-decode baseline at these threads, or -1 */
     double step_ms, overlap_pct; /* with --compute-ms; -1 otherwise */
 } row;
 
@@ -189,6 +198,7 @@ static void set_defaults(options *o)
     o->batches = 30;
     o->warmup = 4;
     o->device = PL_DEVICE_AUTO;
+    o->baseline_seconds = 3.0;
 }
 
 static void parse(int argc, char **argv, options *o)
@@ -205,6 +215,10 @@ static void parse(int argc, char **argv, options *o)
         }
         if (!strcmp(f, "--quiet")) {
             o->quiet = 1;
+            continue;
+        }
+        if (!strcmp(f, "--baseline")) {
+            o->baseline = 1;
             continue;
         }
         if (strncmp(f, "--", 2) != 0)
@@ -240,7 +254,9 @@ static void parse(int argc, char **argv, options *o)
             const int d = choice(f, v, devices, 3);
             o->device = d == 2 ? PL_DEVICE_HOST : d == 1 ? 0 : PL_DEVICE_AUTO;
             o->want_cuda = d == 1;
-        } else if (!strcmp(f, "--csv"))
+        } else if (!strcmp(f, "--baseline-seconds"))
+            o->baseline_seconds = parse_double(f, v, 0.1, 3600);
+        else if (!strcmp(f, "--csv"))
             o->csv = v;
         else if (!strcmp(f, "--json"))
             o->json = v;
@@ -532,17 +548,20 @@ static void machine(char *buf, size_t cap)
 
 static void print_header(void)
 {
-    printf("%-8s %7s %8s %9s %8s %8s %9s %9s %7s %8s %8s %7s %8s %8s\n", "pin",
-           "workers", "prefetch", "img/s", "MB/s", "H2D GB/s", "wait ms",
-           "p99 ms", "read", "decode", "augment", "copy", "step ms", "overlap");
-    printf("%-8s %7s %8s %9s %8s %8s %9s %9s %7s %8s %8s %7s %8s %8s\n", "", "",
-           "", "", "", "", "", "", "us/img", "us/img", "us/img", "us/img", "",
-           "");
+    printf("%-8s %7s %8s %9s %8s %8s %9s %9s %7s %8s %8s %7s %8s %8s %8s\n",
+           "pin", "workers", "prefetch", "img/s", "MB/s", "H2D GB/s",
+           "wait ms", "p99 ms", "read", "decode", "augment", "copy",
+           "step ms", "overlap", "vs base");
+    printf("%-8s %7s %8s %9s %8s %8s %9s %9s %7s %8s %8s %7s %8s %8s %8s\n",
+           "", "", "", "", "", "", "", "", "us/img", "us/img", "us/img",
+           "us/img", "", "", "");
 }
 
 static void print_row(const row *r)
 {
-    char h2d[16] = "-", step[16] = "-", ov[16] = "-";
+    char h2d[16] = "-", step[16] = "-", ov[16] = "-", vs[16] = "-";
+    if (r->vs_base >= 0)
+        snprintf(vs, sizeof vs, "%.2fx", r->vs_base);
     if (r->h2d_gbs > 0)
         snprintf(h2d, sizeof h2d, "%.2f", r->h2d_gbs);
     if (r->step_ms >= 0) {
@@ -550,10 +569,10 @@ static void print_row(const row *r)
         snprintf(ov, sizeof ov, "%.0f%%", r->overlap_pct);
     }
     printf("%-8s %7d %8d %9.1f %8.1f %8s %9.2f %9.2f %7.0f %8.0f %8.0f "
-           "%7.0f %8s %8s\n",
+           "%7.0f %8s %8s %8s\n",
            pin_name(r->pin), r->workers, r->prefetch, r->img_s, r->mb_s, h2d,
            r->wait_mean_ms, r->wait_p99_ms, r->us_read, r->us_decode,
-           r->us_augment, r->us_copy, step, ov);
+           r->us_augment, r->us_copy, step, ov, vs);
     fflush(stdout);
 }
 
@@ -571,7 +590,8 @@ static int write_csv(const char *path, const row *rows, int n)
         return -1;
     fprintf(f, "pin,workers,prefetch,images,batches,seconds,images_per_s,"
                "mb_per_s,h2d_gb_per_s,wait_mean_ms,wait_p99_ms,read_us,"
-               "decode_us,augment_us,copy_us,load_ms,step_ms,overlap_pct\n");
+               "decode_us,augment_us,copy_us,load_ms,step_ms,overlap_pct,"
+            "vs_baseline\n");
     for (int i = 0; i < n; i++) {
         const row *r = &rows[i];
         fprintf(f, "%s,%d,%d,%ld,%ld,%.9f,%.2f,%.2f,", pin_name(r->pin),
@@ -584,6 +604,8 @@ static int write_csv(const char *path, const row *rows, int n)
         csv_num(f, r->step_ms, "%.3f");
         fputc(',', f);
         csv_num(f, r->overlap_pct, "%.1f");
+        fputc(',', f);
+        csv_num(f, r->vs_base, "%.3f");
         fputc('\n', f);
     }
     return fclose(f);
@@ -647,6 +669,8 @@ static int write_json(const char *path, const options *o, const char *mach,
         json_num(f, r->step_ms);
         fprintf(f, ", \"overlap_pct\": ");
         json_num(f, r->overlap_pct);
+        fprintf(f, ", \"vs_baseline\": ");
+        json_num(f, r->vs_base);
         fprintf(f, "}%s\n", i + 1 < n ? "," : "");
     }
     fprintf(f, "  ]\n}\n");
@@ -705,6 +729,32 @@ static int write_plot(const char *path, const options *o, const char *mach,
     return rc == 0 ? 0 : -1;
 }
 
+/* The decode limit at each thread count the sweep uses. */
+static int measure_baselines(options *o)
+{
+    baseline_files *f = baseline_load(o->data);
+    if (!f)
+        return -1;
+    printf("baseline: plain TurboJPEG decode of the same %zu files from "
+           "memory, %g s each\n", baseline_count(f), o->baseline_seconds);
+    for (int i = 0; i < o->nworkers; i++) {
+        const int w = o->workers[i];
+        if (o->base_full[w] > 0)
+            continue;
+        size_t skipped = 0;
+        o->base_full[w] = baseline_rate(f, w, 1, o->baseline_seconds, &skipped);
+        o->base_eighth[w] = baseline_rate(f, w, 8, o->baseline_seconds, NULL);
+        printf("baseline: %d thread%s: full size %.1f img/s, 1/8 scale %.1f "
+               "img/s (%.2fx)%s\n", w, w > 1 ? "s" : "", o->base_full[w],
+               o->base_eighth[w], o->base_eighth[w] / o->base_full[w],
+               skipped ? " (some files not decodable by TurboJPEG skipped)"
+                       : "");
+    }
+    baseline_free(f);
+    fflush(stdout);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     options o;
@@ -730,6 +780,8 @@ int main(int argc, char **argv)
            o.format == PL_FORMAT_F32_NCHW ? "f32" : "u8", o.batch, span,
            o.warmup, o.compute_ms);
     printf("machine: %s\n", mach);
+    if (o.baseline && measure_baselines(&o) < 0)
+        status = 1;
     int printed = 0;
     for (int p = 0; p < o.npin && status == 0; p++)
         for (int q = 0; q < o.nprefetch && status == 0; q++)
@@ -742,6 +794,9 @@ int main(int argc, char **argv)
                     status = 1;
                     break;
                 }
+                r->vs_base = o.base_full[r->workers] > 0
+                                 ? r->img_s / o.base_full[r->workers]
+                                 : -1;
                 if (!printed++) {
                     printf("backend: %s\n", bl.backend);
                     if (o.pin[p] == PL_MEMORY_MANAGED && !cu)

@@ -22,6 +22,7 @@ check_build() {
     command -v "$cc" >/dev/null 2>&1 || want gcc
     command -v objcopy >/dev/null 2>&1 || want binutils
     have_header jpeglib.h || want libjpeg62-turbo-dev
+    have_header turbojpeg.h || want libturbojpeg0-dev # bench --baseline
 }
 check_test() {
     have_header criterion/criterion.h || want libcriterion-dev

@@ -14,6 +14,7 @@ void augment_params_init(augment_params *p, pl_augment mode, pl_format format,
     p->out_w = out_w;
     p->out_h = out_h;
     p->seed = seed;
+    p->dct_scaling = 0; /* exact unless the caller asks for speed */
     for (int c = 0; c < 3; c++)
         for (int v = 0; v < 256; v++)
             p->lut[c][v] = ((float)v / 255.0f - mean[c]) / std[c];
@@ -114,35 +115,26 @@ void augment_plan_make(const augment_params *p, int64_t epoch, int64_t index,
         plan->src_h = height;
         break;
     }
+    /* The largest DCT scale-down that still leaves at least one decoded
+     * pixel per resized pixel, as Pillow's draft mode picks it. */
+    plan->denom = 1;
+    for (int d = 8; p->dct_scaling && d > 1; d /= 2) {
+        if (plan->src_w >= d * plan->rs_w && plan->src_h >= d * plan->rs_h) {
+            plan->denom = d;
+            break;
+        }
+    }
 }
 
-void augment_write_row(const augment_params *p, const augment_plan *plan,
-                       const uint8_t *rgb, int y, void *dst)
+void augment_store_f32(const augment_params *p, const uint8_t *rgb, int y,
+                       float *dst)
 {
     const int w = p->out_w;
-    if (p->format == PL_FORMAT_F32_NCHW) {
-        const size_t plane = (size_t)w * (size_t)p->out_h;
-        float *out = (float *)dst + (size_t)y * w;
-        for (int c = 0; c < 3; c++, out += plane) {
-            const float *lut = p->lut[c];
-            if (plan->flip)
-                for (int x = 0; x < w; x++)
-                    out[x] = lut[rgb[(size_t)(w - 1 - x) * 3 + c]];
-            else
-                for (int x = 0; x < w; x++)
-                    out[x] = lut[rgb[(size_t)x * 3 + c]];
-        }
-        return;
-    }
-    uint8_t *out = (uint8_t *)dst + (size_t)y * w * 3;
-    if (!plan->flip) {
-        memcpy(out, rgb, (size_t)w * 3);
-        return;
-    }
-    for (int x = 0; x < w; x++) {
-        const uint8_t *s = rgb + (size_t)(w - 1 - x) * 3;
-        out[x * 3 + 0] = s[0];
-        out[x * 3 + 1] = s[1];
-        out[x * 3 + 2] = s[2];
+    const size_t plane = (size_t)w * (size_t)p->out_h;
+    float *out = dst + (size_t)y * w;
+    for (int c = 0; c < 3; c++, out += plane) {
+        const float *lut = p->lut[c];
+        for (int x = 0; x < w; x++)
+            out[x] = lut[rgb[(size_t)x * 3 + c]];
     }
 }

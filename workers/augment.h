@@ -14,6 +14,9 @@ typedef struct augment_params {
     pl_format format;
     int out_w, out_h;
     uint64_t seed;
+    /* Decode at 1/2, 1/4 or 1/8 scale (libjpeg's DCT scaling) when the
+     * source rectangle stays at least as large as the resize needs. */
+    int dct_scaling;
     /* F32: lut[c][v] = (v / 255 - mean[c]) / std[c], so every path
      * (host, GPU) normalises with exactly these floats. */
     float lut[3][256];
@@ -31,6 +34,7 @@ typedef struct augment_plan {
     int rs_w, rs_h;
     int out_x, out_y;
     int flip;
+    int denom; /* decode at 1/denom: 1, 2, 4 or 8 */
 } augment_plan;
 
 /* The plan for dataset index `index` in `epoch`, for an image of
@@ -41,9 +45,9 @@ void augment_plan_make(const augment_params *p, int64_t epoch, int64_t index,
 /* Bytes of one output sample. */
 size_t augment_sample_bytes(const augment_params *p);
 
-/* Write output row y (out_w RGB pixels, already resized) into the sample at
- * dst, applying the flip and the format. */
-void augment_write_row(const augment_params *p, const augment_plan *plan,
-                       const uint8_t *rgb, int y, void *dst);
+/* Store resized row y (out_w RGB pixels, flipped already) of a float32
+ * sample at dst: each channel normalised through the LUT into its plane. */
+void augment_store_f32(const augment_params *p, const uint8_t *rgb, int y,
+                       float *dst);
 
 #endif

@@ -217,13 +217,33 @@ static int grow(uint8_t **p, size_t *cap, size_t need)
     return 0;
 }
 
-int decoder_start(decoder *d, char *reason)
+void decoder_scaled_size(const decoder *d, int denom, int *width,
+                         int *height)
+{
+    /* libjpeg rounds scaled sizes up (jdiv_round_up). */
+    *width = (int)((d->cinfo.image_width + (unsigned)denom - 1) / denom);
+    *height = (int)((d->cinfo.image_height + (unsigned)denom - 1) / denom);
+}
+
+/* The libjpeg calls of decoder_start, after its setjmp. */
+static void start(decoder *d, int denom, int x0, int w)
+{
+    d->cinfo.scale_num = 1;
+    d->cinfo.scale_denom = (unsigned)denom;
+    jpeg_start_decompress(&d->cinfo);
+    d->started = 1;
+    JDIMENSION xoff = (JDIMENSION)x0, width = (JDIMENSION)w;
+    if (xoff > 0 || width < d->cinfo.output_width)
+        jpeg_crop_scanline(&d->cinfo, &xoff, &width);
+    d->xoff = (int)xoff;
+    d->width = (int)d->cinfo.output_width; /* the cropped width */
+}
+
+int decoder_start(decoder *d, int denom, int x0, int w, char *reason)
 {
     if (setjmp(d->jerr.jump))
         return fail(d, reason);
-    jpeg_start_decompress(&d->cinfo);
-    d->started = 1;
-    d->width = (int)d->cinfo.output_width;
+    start(d, denom, x0, w);
     const size_t row = (size_t)d->width * 3;
     if (grow(&d->rows, &d->rows_cap, row * DECODE_CHUNK_ROWS) < 0 ||
         (d->cmyk && grow(&d->cmyk_rows, &d->cmyk_cap,
@@ -266,23 +286,42 @@ static void cmyk_to_rgb(const uint8_t *src, uint8_t *dst, size_t pixels,
     }
 }
 
-/* The libjpeg part of decoder_read, in its own frame so that no local of
- * decoder_read changes between its setjmp and a longjmp. */
-static int read_rows(decoder *d)
+/* Reads `want` rows into ptrs[]; called only in frames that set the
+ * jump point, so that no local of theirs changes across a longjmp. */
+static int read_rows(decoder *d, JSAMPROW *ptrs, int want)
+{
+    int got = 0;
+    while (got < want)
+        got += (int)jpeg_read_scanlines(&d->cinfo, ptrs + got,
+                                        (JDIMENSION)(want - got));
+    return got;
+}
+
+static int strict_check(decoder *d, char *reason)
+{
+    if (!d->limits.strict || d->jerr.warnings == 0)
+        return 0;
+    snprintf(reason, DECODE_REASON_MAX, "%.200s (strict)",
+             d->jerr.first_warning);
+    decoder_close(d);
+    return PL_ECORRUPT;
+}
+
+/* The next chunk of rows into d->rows (CMYK converted). */
+static int read_chunk(decoder *d)
 {
     struct jpeg_decompress_struct *ci = &d->cinfo;
     const size_t stride = (size_t)d->width * (d->cmyk ? 4 : 3);
     uint8_t *base = d->cmyk ? d->cmyk_rows : d->rows;
     JSAMPROW ptrs[DECODE_CHUNK_ROWS];
     int want = (int)(ci->output_height - ci->output_scanline);
-    if (want > DECODE_CHUNK_ROWS)
-        want = DECODE_CHUNK_ROWS;
+    want = want > DECODE_CHUNK_ROWS ? DECODE_CHUNK_ROWS : want;
     for (int i = 0; i < want; i++)
         ptrs[i] = base + (size_t)i * stride;
-    int got = 0;
-    while (got < want)
-        got +=
-            (int)jpeg_read_scanlines(ci, ptrs + got, (JDIMENSION)(want - got));
+    const int got = read_rows(d, ptrs, want);
+    if (d->cmyk)
+        cmyk_to_rgb(d->cmyk_rows, d->rows, (size_t)d->width * (size_t)got,
+                    ci->saw_Adobe_marker);
     return got;
 }
 
@@ -290,19 +329,43 @@ int decoder_read(decoder *d, const uint8_t **rows, int *n, char *reason)
 {
     if (setjmp(d->jerr.jump))
         return fail(d, reason);
-    const int got = read_rows(d);
-    if (d->limits.strict && d->jerr.warnings > 0) {
-        snprintf(reason, DECODE_REASON_MAX, "%.200s (strict)",
-                 d->jerr.first_warning);
-        decoder_close(d);
-        return PL_ECORRUPT;
-    }
-    if (d->cmyk)
-        cmyk_to_rgb(d->cmyk_rows, d->rows, (size_t)d->width * (size_t)got,
-                    d->cinfo.saw_Adobe_marker);
+    const int got = read_chunk(d);
+    const int rc = strict_check(d, reason);
+    if (rc < 0)
+        return rc;
     *rows = d->rows;
     *n = got;
     return 0;
+}
+
+/* decoder_read_into's work, after its setjmp. RGB rows land in dst
+ * directly; CMYK rows pass through d->cmyk_rows. */
+static void read_into(decoder *d, uint8_t *dst, size_t stride, int n)
+{
+    const size_t cmyk_stride = (size_t)d->width * 4;
+    for (int done = 0; done < n;) {
+        const int want = n - done < DECODE_CHUNK_ROWS ? n - done
+                                                       : DECODE_CHUNK_ROWS;
+        JSAMPROW ptrs[DECODE_CHUNK_ROWS];
+        for (int i = 0; i < want; i++)
+            ptrs[i] = d->cmyk ? d->cmyk_rows + (size_t)i * cmyk_stride
+                              : dst + (size_t)(done + i) * stride;
+        const int got = read_rows(d, ptrs, want);
+        for (int i = 0; d->cmyk && i < got; i++)
+            cmyk_to_rgb(d->cmyk_rows + (size_t)i * cmyk_stride,
+                        dst + (size_t)(done + i) * stride, (size_t)d->width,
+                        d->cinfo.saw_Adobe_marker);
+        done += got;
+    }
+}
+
+int decoder_read_into(decoder *d, uint8_t *dst, size_t stride, int n,
+                      char *reason)
+{
+    if (setjmp(d->jerr.jump))
+        return fail(d, reason);
+    read_into(d, dst, stride, n);
+    return strict_check(d, reason);
 }
 
 void decoder_close(decoder *d)

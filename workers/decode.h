@@ -52,6 +52,7 @@ typedef struct decoder {
     int open;      /* a header was read and the image not closed */
     int started;   /* jpeg_start_decompress done */
     int cmyk;      /* libjpeg gives CMYK; converted to RGB here */
+    int xoff;      /* first column of the rows handed out (scaled image) */
     int width;     /* width of the rows handed out */
     uint8_t *rows; /* DECODE_CHUNK_ROWS rows of width * 3 bytes */
     size_t rows_cap;
@@ -68,8 +69,15 @@ void decoder_fini(decoder *d);
 int decoder_open(decoder *d, const uint8_t *buf, size_t len, decode_info *info,
                  char *reason);
 
-/* Start decompressing at full scale; rows come from the top. */
-int decoder_start(decoder *d, char *reason);
+/* The size of the image decoded at 1/denom (1, 2, 4 or 8). */
+void decoder_scaled_size(const decoder *d, int denom, int *width,
+                         int *height);
+
+/* Start decompressing at 1/denom scale (1, 2, 4 or 8), rows from the top,
+ * each holding at least columns [x0, x0 + w) of the scaled image: libjpeg
+ * widens the range to whole iMCUs, and d->xoff and d->width say what rows
+ * hold. Whole rows: x0 = 0, w = the scaled width. */
+int decoder_start(decoder *d, int denom, int x0, int w, char *reason);
 
 /* Discard output rows until the next one returned is row y (y must not be
  * behind the current row). */
@@ -78,6 +86,11 @@ int decoder_skip_to(decoder *d, int y, char *reason);
 /* Decode the next rows: [out] *rows points at *n >= 1 consecutive RGB rows
  * of d->width * 3 bytes each, valid until the next decoder call. */
 int decoder_read(decoder *d, const uint8_t **rows, int *n, char *reason);
+
+/* Decode the next n rows (at least n must remain) into dst, RGB, rows
+ * `stride` bytes apart, each d->width pixels. */
+int decoder_read_into(decoder *d, uint8_t *dst, size_t stride, int n,
+                      char *reason);
 
 /* The next row decoder_read would return. */
 int decoder_row(const decoder *d);

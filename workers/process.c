@@ -1,10 +1,17 @@
 #include "process.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "pinload.h"
+
+/* Columns decoded beyond those the filter reads: libjpeg's fancy upsampling
+ * treats the edges of a partial-width decode as image edges, so the pixels
+ * next to them may differ from a full decode; these never reach the
+ * output. */
+#define CROP_MARGIN 8
 
 uint64_t process_now_ns(void)
 {
@@ -25,7 +32,8 @@ void process_fini(process_ctx *c)
     fileio_buf_free(&c->file);
     resample_axis_free(&c->h);
     resample_axis_free(&c->v);
-    free(c->tmp);
+    free(c->src);
+    free(c->vrow);
     free(c->row);
     memset(c, 0, sizeof *c);
 }
@@ -42,73 +50,95 @@ static int reserve(void **p, size_t *cap, size_t need)
     return 0;
 }
 
-/* Decode and drop the rows after the crop (strict mode). */
-static int decode_rest(process_ctx *c, process_times *t, char *reason)
+static int oom(char *reason, const char *what)
 {
-    const uint64_t t0 = process_now_ns();
+    snprintf(reason, PROCESS_REASON_MAX, "out of memory for %s", what);
+    return PL_ENOMEM;
+}
+
+/* The filters in the coordinates of the image decoded at 1/denom: the
+ * plan's source rectangle scales by 1/denom (fractionally), its taps stay
+ * inside it. */
+static int plan_filters(process_ctx *c, const augment_params *p,
+                        const augment_plan *plan, char *reason)
+{
+    int sw, sh;
+    decoder_scaled_size(&c->dec, plan->denom, &sw, &sh);
+    const double d = plan->denom;
+    const double x0 = plan->src_x / d, x1 = (plan->src_x + plan->src_w) / d;
+    const double y0 = plan->src_y / d, y1 = (plan->src_y + plan->src_h) / d;
+    const int bx1 = (int)ceil(x1) < sw ? (int)ceil(x1) : sw;
+    const int by1 = (int)ceil(y1) < sh ? (int)ceil(y1) : sh;
+    if (resample_axis_plan(&c->h, x0, x1, (int)floor(x0), bx1, plan->rs_w,
+                           plan->out_x, p->out_w) < 0 ||
+        resample_axis_plan(&c->v, y0, y1, (int)floor(y0), by1, plan->rs_h,
+                           plan->out_y, p->out_h) < 0)
+        return oom(reason, "the resize weights");
+    return 0;
+}
+
+/* Decode the rows and columns the filters read (and a margin of columns)
+ * into c->src; from here on the horizontal filter counts columns from the
+ * first decoded one. */
+static int decode_region(process_ctx *c, const augment_plan *plan,
+                         char *reason)
+{
+    int sw, sh;
+    decoder_scaled_size(&c->dec, plan->denom, &sw, &sh);
+    const int cx0 = c->h.lo - CROP_MARGIN > 0 ? c->h.lo - CROP_MARGIN : 0;
+    const int cx1 = c->h.hi + CROP_MARGIN < sw ? c->h.hi + CROP_MARGIN : sw;
+    int rc = decoder_start(&c->dec, plan->denom, cx0, cx1 - cx0, reason);
+    if (rc < 0)
+        return rc;
+    resample_axis_shift(&c->h, c->dec.xoff);
+    const size_t stride = (size_t)c->dec.width * 3;
+    const int rows = c->v.hi - c->v.lo;
+    if (reserve((void **)&c->src, &c->src_cap, stride * (size_t)rows) < 0 ||
+        reserve((void **)&c->vrow, &c->vrow_cap,
+                (stride + 1) * sizeof *c->vrow) < 0) {
+        decoder_close(&c->dec);
+        return oom(reason, "the decoded rows");
+    }
+    rc = decoder_skip_to(&c->dec, c->v.lo, reason);
+    if (rc == 0)
+        rc = decoder_read_into(&c->dec, c->src, stride, rows, reason);
+    return rc;
+}
+
+/* Strict mode judges the whole file, not just the rows this crop needs,
+ * so a file is bad or good whatever the sample's crop. */
+static int decode_rest(process_ctx *c, char *reason)
+{
     int rc = 0;
     while (rc == 0 && decoder_row(&c->dec) < (int)c->dec.cinfo.output_height) {
         const uint8_t *rows;
         int n;
         rc = decoder_read(&c->dec, &rows, &n, reason);
     }
-    t->ns_decode += process_now_ns() - t0;
     return rc;
 }
 
-/* Decode the rows the vertical filter reads and filter each horizontally
- * into c->tmp as it arrives, so the full-size image never exists. */
-static int decode_filtered_rows(process_ctx *c, const augment_plan *plan,
-                                process_times *t, char *reason)
+/* Both passes, each output row written straight into the sample. */
+static int resize_into(process_ctx *c, const augment_params *p,
+                       const augment_plan *plan, void *dst, char *reason)
 {
-    const int out_w = c->h.out_n;
-    const int y_end = plan->src_y + c->v.hi;
-    const size_t tmp_row = (size_t)out_w * 3;
-    int rc = decoder_start(&c->dec, reason);
-    if (rc == 0)
-        rc = decoder_skip_to(&c->dec, plan->src_y + c->v.lo, reason);
-    int y = plan->src_y + c->v.lo;
-    while (rc == 0 && y < y_end) {
-        const uint64_t t0 = process_now_ns();
-        const uint8_t *rows;
-        int n;
-        rc = decoder_read(&c->dec, &rows, &n, reason);
-        const uint64_t t1 = process_now_ns();
-        t->ns_decode += t1 - t0;
-        if (rc < 0)
-            break;
-        const size_t stride = (size_t)c->dec.width * 3;
-        for (int i = 0; i < n && y < y_end; i++, y++)
-            resample_row_h(
-                &c->h, rows + (size_t)i * stride + (size_t)plan->src_x * 3,
-                c->tmp + (size_t)(y - plan->src_y - c->v.lo) * tmp_row);
-        t->ns_augment += process_now_ns() - t1;
-    }
-    /* Strict mode judges the whole file, not just the rows this crop
-     * needs, so a file is bad or good whatever the sample's crop. */
-    if (rc == 0 && c->dec.limits.strict)
-        rc = decode_rest(c, t, reason);
-    decoder_close(&c->dec);
-    return rc;
-}
-
-static int plan_filters(process_ctx *c, const augment_params *p,
-                        const augment_plan *plan, char *reason)
-{
-    if (resample_axis_plan(&c->h, plan->src_w, plan->rs_w, plan->out_x,
-                           p->out_w) < 0 ||
-        resample_axis_plan(&c->v, plan->src_h, plan->rs_h, plan->out_y,
-                           p->out_h) < 0)
-        goto oom;
-    const size_t rows = (size_t)(c->v.hi - c->v.lo);
-    if (reserve((void **)&c->tmp, &c->tmp_cap,
-                rows * (size_t)p->out_w * 3 * sizeof(float)) < 0 ||
+    const size_t stride = (size_t)c->dec.width * 3;
+    const int x0 = c->h.lo * 3, x1 = c->h.hi * 3;
+    if (p->format == PL_FORMAT_F32_NCHW &&
         reserve((void **)&c->row, &c->row_cap, (size_t)p->out_w * 3) < 0)
-        goto oom;
+        return oom(reason, "an output row");
+    c->vrow[x1] = 0; /* the fourth lane of the last pixel read */
+    for (int y = 0; y < p->out_h; y++) {
+        resample_v(&c->v, c->src, stride, y, x0, x1, c->vrow);
+        if (p->format == PL_FORMAT_F32_NCHW) {
+            resample_h(&c->h, c->vrow, plan->flip, c->row);
+            augment_store_f32(p, c->row, y, dst);
+        } else {
+            resample_h(&c->h, c->vrow, plan->flip,
+                       (uint8_t *)dst + (size_t)y * p->out_w * 3);
+        }
+    }
     return 0;
-oom:
-    snprintf(reason, PROCESS_REASON_MAX, "out of memory planning the resize");
-    return PL_ENOMEM;
 }
 
 int process_sample(process_ctx *c, const augment_params *p, int dirfd,
@@ -126,24 +156,26 @@ int process_sample(process_ctx *c, const augment_params *p, int dirfd,
     t->bytes_read += c->file.len;
 
     decode_info info;
-    rc = decoder_open(&c->dec, c->file.data, c->file.len, &info, reason);
-    t->ns_decode += process_now_ns() - t1;
-    if (rc < 0)
-        goto fail;
     augment_plan plan;
-    augment_plan_make(p, epoch, index, info.width, info.height, &plan);
-    rc = plan_filters(c, p, &plan, reason);
+    rc = decoder_open(&c->dec, c->file.data, c->file.len, &info, reason);
+    if (rc == 0) {
+        augment_plan_make(p, epoch, index, info.width, info.height, &plan);
+        rc = plan_filters(c, p, &plan, reason);
+    }
+    const uint64_t t2 = process_now_ns();
+    t->ns_augment += t2 - t1;
     if (rc == 0)
-        rc = decode_filtered_rows(c, &plan, t, reason);
+        rc = decode_region(c, &plan, reason);
+    if (rc == 0 && c->dec.limits.strict)
+        rc = decode_rest(c, reason);
+    decoder_close(&c->dec);
+    const uint64_t t3 = process_now_ns();
+    t->ns_decode += t3 - t2;
+    if (rc == 0)
+        rc = resize_into(c, p, &plan, dst, reason);
+    t->ns_augment += process_now_ns() - t3;
     if (rc < 0)
         goto fail;
-
-    const uint64_t t2 = process_now_ns();
-    for (int y = 0; y < p->out_h; y++) {
-        resample_col_v(&c->v, c->tmp, p->out_w, y, c->row);
-        augment_write_row(p, &plan, c->row, y, dst);
-    }
-    t->ns_augment += process_now_ns() - t2;
     return 0;
 fail:
     decoder_close(&c->dec);
@@ -162,26 +194,18 @@ int process_decode_full(process_ctx *c, int dirfd, const char *path,
     if (rc == 0)
         rc = decoder_open(&c->dec, c->file.data, c->file.len, &info, reason);
     if (rc == 0)
-        rc = decoder_start(&c->dec, reason);
+        rc = decoder_start(&c->dec, 1, 0, info.width, reason);
     if (rc < 0)
         goto fail;
     const size_t stride = (size_t)info.width * 3;
     out = malloc(stride * (size_t)info.height);
     if (!out) {
-        snprintf(reason, PROCESS_REASON_MAX, "out of memory for %dx%d",
-                 info.width, info.height);
-        rc = PL_ENOMEM;
+        rc = oom(reason, "the image");
         goto fail;
     }
-    for (int y = 0; y < info.height;) {
-        const uint8_t *rows;
-        int n;
-        rc = decoder_read(&c->dec, &rows, &n, reason);
-        if (rc < 0)
-            goto fail;
-        memcpy(out + (size_t)y * stride, rows, (size_t)n * stride);
-        y += n;
-    }
+    rc = decoder_read_into(&c->dec, out, stride, info.height, reason);
+    if (rc < 0)
+        goto fail;
     decoder_close(&c->dec);
     *rgb = out;
     *width = info.width;

@@ -19,9 +19,11 @@ typedef struct process_ctx {
     decoder dec;
     fileio_buf file;
     resample_axis h, v;
-    float *tmp; /* horizontally filtered rows */
-    size_t tmp_cap;
-    uint8_t *row; /* one resized output row */
+    uint8_t *src; /* the decoded rows the vertical filter reads */
+    size_t src_cap;
+    int16_t *vrow; /* one vertically filtered row, Q6 */
+    size_t vrow_cap;
+    uint8_t *row; /* one resized output row (float32 output) */
     size_t row_cap;
 } process_ctx;
 

@@ -1,40 +1,58 @@
 /* Separable bilinear resampling with antialiasing, the filter Pillow and
  * torchvision (antialias=True) use: a triangle of radius 1 output pixel,
  * widened to radius `scale` source pixels when shrinking, so every source
- * pixel under an output pixel counts. Rows are filtered horizontally as the
- * decoder produces them, then vertically into 8-bit output rows. */
+ * pixel under an output pixel counts.
+ *
+ * Fixed point: weights are Q14 integers summing to exactly 1 << 14, so a
+ * constant image stays constant. The vertical pass runs first, over whole
+ * rows (contiguous, vectorised), into Q6 int16 rows; the horizontal pass
+ * then makes each output pixel, its three channels at once. Against an
+ * exact double-precision filter the result is off by at most 1. */
 #ifndef PINLOAD_RESAMPLE_H
 #define PINLOAD_RESAMPLE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-/* The filter along one axis: a source interval of in_n pixels is scaled to
- * rs_n pixels, and outputs [off, off + out_n) of those are wanted. */
+#define RESAMPLE_WBITS 14 /* weight precision */
+#define RESAMPLE_QBITS 6  /* fraction bits of the intermediate rows */
+
+/* The filter along one axis. Source coordinates are absolute pixels of the
+ * decoded image: the continuous interval [in0, in1) is scaled to rs_n
+ * pixels, outputs [off, off + out_n) of those are wanted, and taps are kept
+ * inside [bound_lo, bound_hi) (the crop, as torchvision crops before it
+ * resizes). */
 typedef struct resample_axis {
     int out_n;
-    int taps;   /* weights stored per output */
-    int *first; /* [out_n] first source pixel (from the interval start) */
-    int *count; /* [out_n] taps used, <= taps */
-    float *w;   /* [out_n * taps] weights, each output's summing to 1 */
-    int lo, hi; /* source pixels any output reads: [lo, hi) */
+    int taps;     /* weights stored per output */
+    int *first;   /* [out_n] first source pixel */
+    int *count;   /* [out_n] taps used, <= taps */
+    int16_t *w;   /* [out_n * taps] Q14 weights, each output's summing to
+                     1 << RESAMPLE_WBITS */
+    int lo, hi;   /* source pixels any output reads: [lo, hi) */
     size_t cap_out, cap_w; /* allocation sizes (grow only) */
 } resample_axis;
 
-/* Plan a's weights. Needs 1 <= in_n, 1 <= rs_n, 0 <= off,
- * off + out_n <= rs_n. Returns 0 or PL_ENOMEM. */
-int resample_axis_plan(resample_axis *a, int in_n, int rs_n, int off,
-                       int out_n);
+/* Plan a's weights. Needs in0 < in1, bound_lo < bound_hi, 1 <= rs_n,
+ * 0 <= off, off + out_n <= rs_n. Returns 0 or PL_ENOMEM. */
+int resample_axis_plan(resample_axis *a, double in0, double in1, int bound_lo,
+                       int bound_hi, int rs_n, int off, int out_n);
 void resample_axis_free(resample_axis *a);
 
-/* Filter one RGB row horizontally: src points at the interval's first
- * pixel; writes h->out_n * 3 floats to dst. */
-void resample_row_h(const resample_axis *h, const uint8_t *src, float *dst);
+/* Renumber the source pixels: pixel p becomes p - origin (when the rows
+ * handed to the passes start at `origin`). */
+void resample_axis_shift(resample_axis *a, int origin);
 
-/* Filter vertically: rows[k] is the horizontally filtered source row
- * v->lo + k (width * 3 floats each, `width` = h->out_n). Writes output row
- * oy (0 <= oy < v->out_n) as width * 3 bytes, rounded and clamped. */
-void resample_col_v(const resample_axis *v, const float *rows, int width,
-                    int oy, uint8_t *dst);
+/* Vertical pass for output row oy: rows[r] (r = 0, 1, ...) is source row
+ * v->lo + r, `stride` bytes apart; channel values x0 .. x1-1 of the rows
+ * (3 per pixel) are filtered into dst[x0 .. x1-1] as Q6 int16. */
+void resample_v(const resample_axis *v, const uint8_t *rows, size_t stride,
+                int oy, int x0, int x1, int16_t *dst);
+
+/* Horizontal pass: the Q6 RGB row `src` (pixel p at src[3 p]; one int16 of
+ * padding must follow the last pixel read) becomes h->out_n RGB pixels,
+ * rounded and clamped, written to out (reversed when flip is set). */
+void resample_h(const resample_axis *h, const int16_t *src, int flip,
+                uint8_t *out);
 
 #endif
