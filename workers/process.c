@@ -95,7 +95,8 @@ static int decode_region(process_ctx *c, const augment_plan *plan,
     const int rows = c->v.hi - c->v.lo;
     if (reserve((void **)&c->src, &c->src_cap, stride * (size_t)rows) < 0 ||
         reserve((void **)&c->vrow, &c->vrow_cap,
-                (stride + 1) * sizeof *c->vrow) < 0) {
+                (stride + (size_t)resample_pad(&c->h)) * sizeof *c->vrow) <
+            0) {
         decoder_close(&c->dec);
         return oom(reason, "the decoded rows");
     }
@@ -127,7 +128,9 @@ static int resize_into(process_ctx *c, const augment_params *p,
     if (p->format == PL_FORMAT_F32_NCHW &&
         reserve((void **)&c->row, &c->row_cap, (size_t)p->out_w * 3) < 0)
         return oom(reason, "an output row");
-    c->vrow[x1] = 0; /* the fourth lane of the last pixel read */
+    /* The spare lanes read after the last pixel are ignored; zero them so
+     * nothing uninitialised is ever read. */
+    memset(c->vrow + x1, 0, (size_t)resample_pad(&c->h) * sizeof *c->vrow);
     for (int y = 0; y < p->out_h; y++) {
         resample_v(&c->v, c->src, stride, y, x0, x1, c->vrow);
         if (p->format == PL_FORMAT_F32_NCHW) {

@@ -24,6 +24,14 @@ static double triangle(double x)
 static int reserve(resample_axis *a, int out_n, int taps)
 {
     const size_t need_w = (size_t)out_n * (size_t)taps;
+    const size_t need_pair = (size_t)out_n * (size_t)((taps + 1) / 2);
+    if (need_pair > a->cap_pair) {
+        int32_t *wp = realloc(a->wpair, need_pair * sizeof *wp);
+        if (!wp)
+            return PL_ENOMEM;
+        a->wpair = wp;
+        a->cap_pair = need_pair;
+    }
     if ((size_t)out_n > a->cap_out) {
         int *f = realloc(a->first, (size_t)out_n * sizeof *f);
         if (!f)
@@ -67,6 +75,18 @@ static void quantise(const double *ws, double *frac, int n, double sum,
                 best = k;
         w[best]++;
         frac[best] = -1.0;
+    }
+}
+
+/* Weights k and k + 1 side by side in one int32 (pmaddwd's operand), the
+ * pairs past the n real taps zero. */
+static void pair_up(const int16_t *w, int n, int npairs, int32_t *out)
+{
+    for (int j = 0; j < npairs; j++) {
+        const int k = 2 * j;
+        const uint16_t a = k < n ? (uint16_t)w[k] : 0;
+        const uint16_t b = k + 1 < n ? (uint16_t)w[k + 1] : 0;
+        out[j] = (int32_t)((uint32_t)a | (uint32_t)b << 16);
     }
 }
 
@@ -114,6 +134,15 @@ int resample_axis_plan(resample_axis *a, double in0, double in1, int bound_lo,
         a->hi = xmin + n > a->hi ? xmin + n : a->hi;
     }
     free(ws);
+    /* As many pairs as the widest output needs: usually fewer than the
+     * bound `taps` allows. */
+    int widest = 1;
+    for (int i = 0; i < out_n; i++)
+        widest = a->count[i] > widest ? a->count[i] : widest;
+    a->npairs = (widest + 1) / 2;
+    for (int i = 0; i < out_n; i++)
+        pair_up(a->w + (size_t)i * taps, a->count[i], a->npairs,
+                a->wpair + (size_t)i * a->npairs);
     return 0;
 }
 
@@ -122,6 +151,7 @@ void resample_axis_free(resample_axis *a)
     free(a->first);
     free(a->count);
     free(a->w);
+    free(a->wpair);
     memset(a, 0, sizeof *a);
 }
 
@@ -160,38 +190,157 @@ HOT void resample_v(const resample_axis *v, const uint8_t *rows,
 typedef int32_t v4i __attribute__((vector_size(16)));
 typedef int16_t v4s __attribute__((vector_size(8)));
 
-/* One output pixel: its three channels (and a fourth, ignored) filtered
- * together in one 4-lane vector per tap. */
-static inline v4i pixel_h(const int16_t *s, const int16_t *w, int n)
-{
-    v4i acc = {0, 0, 0, 0};
-    for (int k = 0; k < n; k++, s += 3) {
-        v4s px;
-        memcpy(&px, s, sizeof px);
-        acc += __builtin_convertvector(px, v4i) * w[k];
-    }
-    return acc;
-}
+enum {
+    H_SHIFT = RESAMPLE_WBITS + RESAMPLE_QBITS,
+    H_ROUND = 1 << (RESAMPLE_WBITS + RESAMPLE_QBITS - 1),
+};
 
 static inline uint8_t clamp_u8(int32_t v)
 {
     return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
 }
 
-HOT void resample_h(const resample_axis *h, const int16_t *src, int flip,
-                    uint8_t *out)
+/* Portable: one output pixel's three channels (and a fourth, ignored)
+ * filtered together in one 4-lane vector per tap. */
+void resample_h_generic(const resample_axis *h, const int16_t *src, int flip,
+                        uint8_t *out)
 {
-    enum {
-        SHIFT = RESAMPLE_WBITS + RESAMPLE_QBITS,
-        ROUND = 1 << (RESAMPLE_WBITS + RESAMPLE_QBITS - 1),
-    };
     const int n = h->out_n;
     for (int i = 0; i < n; i++) {
-        const v4i acc = pixel_h(src + (size_t)h->first[i] * 3,
-                                h->w + (size_t)i * h->taps, h->count[i]);
+        const int16_t *s = src + (size_t)h->first[i] * 3;
+        const int16_t *w = h->w + (size_t)i * h->taps;
+        v4i acc = {H_ROUND, H_ROUND, H_ROUND, H_ROUND};
+        for (int k = 0; k < h->count[i]; k++, s += 3) {
+            v4s px;
+            memcpy(&px, s, sizeof px);
+            acc += __builtin_convertvector(px, v4i) * w[k];
+        }
         uint8_t *o = out + (size_t)(flip ? n - 1 - i : i) * 3;
-        o[0] = clamp_u8((acc[0] + ROUND) >> SHIFT);
-        o[1] = clamp_u8((acc[1] + ROUND) >> SHIFT);
-        o[2] = clamp_u8((acc[2] + ROUND) >> SHIFT);
+        o[0] = clamp_u8(acc[0] >> H_SHIFT);
+        o[1] = clamp_u8(acc[1] >> H_SHIFT);
+        o[2] = clamp_u8(acc[2] >> H_SHIFT);
     }
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+
+/* x86: two taps per multiply-add. The 8 int16 from pixel k on, R G B of k
+ * and of k + 1 then two spares, are shuffled into channel pairs
+ * (Rk Rk+1 Gk Gk+1 Bk Bk+1 . .) so that pmaddwd with the (wk wk+1) pair
+ * gives each channel's two products summed in one 32-bit lane. Every output
+ * runs the same npairs steps (the padding weights are zero), so the loop
+ * has no data-dependent branch. */
+__attribute__((target("ssse3"))) static inline uint32_t
+pixel_ssse3(const int16_t *s, const int32_t *wp, int npairs)
+{
+    const __m128i pairs = _mm_setr_epi8(0, 1, 6, 7, 2, 3, 8, 9, 4, 5, 10, 11,
+                                        12, 13, 14, 15);
+    __m128i acc = _mm_set1_epi32(H_ROUND);
+    for (int j = 0; j < npairs; j++, s += 6) {
+        const __m128i px = _mm_shuffle_epi8(
+            _mm_loadu_si128((const __m128i *)s), pairs);
+        acc = _mm_add_epi32(acc, _mm_madd_epi16(px, _mm_set1_epi32(wp[j])));
+    }
+    acc = _mm_srai_epi32(acc, H_SHIFT);
+    const __m128i p16 = _mm_packs_epi32(acc, acc);
+    return (uint32_t)_mm_cvtsi128_si32(_mm_packus_epi16(p16, p16));
+}
+
+/* AVX2: two output pixels at once, one per 128-bit lane, as above. */
+__attribute__((target("avx2"))) static inline __m128i
+pixels_avx2(const int16_t *s0, const int16_t *s1, const int32_t *w0,
+            const int32_t *w1, int npairs)
+{
+    const __m256i pairs = _mm256_setr_epi8(
+        0, 1, 6, 7, 2, 3, 8, 9, 4, 5, 10, 11, 12, 13, 14, 15, 0, 1, 6, 7, 2,
+        3, 8, 9, 4, 5, 10, 11, 12, 13, 14, 15);
+    __m256i acc = _mm256_set1_epi32(H_ROUND);
+    for (int j = 0; j < npairs; j++, s0 += 6, s1 += 6) {
+        const __m256i px = _mm256_shuffle_epi8(
+            _mm256_loadu2_m128i((const __m128i *)s1, (const __m128i *)s0),
+            pairs);
+        const __m256i ww = _mm256_set_epi32(w1[j], w1[j], w1[j], w1[j], w0[j],
+                                            w0[j], w0[j], w0[j]);
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(px, ww));
+    }
+    acc = _mm256_srai_epi32(acc, H_SHIFT);
+    /* Lane 0: pixel 0's R G B x; lane 1: pixel 1's. Pack both to bytes. */
+    const __m128i lo = _mm256_castsi256_si128(acc);
+    const __m128i hi = _mm256_extracti128_si256(acc, 1);
+    const __m128i p16 = _mm_packs_epi32(lo, hi);
+    return _mm_packus_epi16(p16, p16); /* bytes 0-3 pixel 0, 4-7 pixel 1 */
+}
+
+__attribute__((target("avx2"))) void
+resample_h_avx2(const resample_axis *h, const int16_t *src, int flip,
+                uint8_t *out)
+{
+    const int n = h->out_n, np = h->npairs;
+    int p = 0;
+    /* Pairs of output positions p, p + 1 while a third follows (each
+     * pixel's fourth byte is overwritten by the next one). */
+    for (; p + 2 < n; p += 2) {
+        const int i0 = flip ? n - 1 - p : p, i1 = flip ? i0 - 1 : i0 + 1;
+        const __m128i px =
+            pixels_avx2(src + (size_t)h->first[i0] * 3,
+                        src + (size_t)h->first[i1] * 3,
+                        h->wpair + (size_t)i0 * np,
+                        h->wpair + (size_t)i1 * np, np);
+        uint8_t *o = out + (size_t)p * 3;
+        const uint32_t a = (uint32_t)_mm_cvtsi128_si32(px);
+        const uint32_t b = (uint32_t)_mm_extract_epi32(px, 1);
+        memcpy(o, &a, 4);
+        memcpy(o + 3, &b, 4);
+    }
+    for (; p < n; p++) {
+        const int i = flip ? n - 1 - p : p;
+        const uint32_t rgbx = pixel_ssse3(src + (size_t)h->first[i] * 3,
+                                          h->wpair + (size_t)i * np, np);
+        uint8_t *o = out + (size_t)p * 3;
+        o[0] = (uint8_t)rgbx;
+        o[1] = (uint8_t)(rgbx >> 8);
+        o[2] = (uint8_t)(rgbx >> 16);
+    }
+}
+
+__attribute__((target("ssse3"))) void
+resample_h_ssse3(const resample_axis *h, const int16_t *src, int flip,
+                 uint8_t *out)
+{
+    const int n = h->out_n, np = h->npairs;
+    /* Four bytes are stored per pixel, the fourth overwritten by the next
+     * pixel's; so pixels go out in increasing position, the last one
+     * stored byte by byte. */
+    for (int p = 0; p < n; p++) {
+        const int i = flip ? n - 1 - p : p;
+        const uint32_t rgbx =
+            pixel_ssse3(src + (size_t)h->first[i] * 3,
+                        h->wpair + (size_t)i * np, np);
+        uint8_t *o = out + (size_t)p * 3;
+        if (p + 1 < n) {
+            memcpy(o, &rgbx, 4);
+        } else {
+            o[0] = (uint8_t)rgbx;
+            o[1] = (uint8_t)(rgbx >> 8);
+            o[2] = (uint8_t)(rgbx >> 16);
+        }
+    }
+}
+#endif
+
+void resample_h(const resample_axis *h, const int16_t *src, int flip,
+                uint8_t *out)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    if (__builtin_cpu_supports("avx2")) {
+        resample_h_avx2(h, src, flip, out);
+        return;
+    }
+    if (__builtin_cpu_supports("ssse3")) {
+        resample_h_ssse3(h, src, flip, out);
+        return;
+    }
+#endif
+    resample_h_generic(h, src, flip, out);
 }

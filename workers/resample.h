@@ -29,6 +29,11 @@ typedef struct resample_axis {
     int *count;   /* [out_n] taps used, <= taps */
     int16_t *w;   /* [out_n * taps] Q14 weights, each output's summing to
                      1 << RESAMPLE_WBITS */
+    /* The same weights as int16 pairs in int32s, zero-padded to npairs per
+     * output, for the horizontal pass's pairwise multiply-add. */
+    int32_t *wpair; /* [out_n * npairs] */
+    int npairs;
+    size_t cap_pair;
     int lo, hi;   /* source pixels any output reads: [lo, hi) */
     size_t cap_out, cap_w; /* allocation sizes (grow only) */
 } resample_axis;
@@ -49,10 +54,26 @@ void resample_axis_shift(resample_axis *a, int origin);
 void resample_v(const resample_axis *v, const uint8_t *rows, size_t stride,
                 int oy, int x0, int x1, int16_t *dst);
 
-/* Horizontal pass: the Q6 RGB row `src` (pixel p at src[3 p]; one int16 of
- * padding must follow the last pixel read) becomes h->out_n RGB pixels,
- * rounded and clamped, written to out (reversed when flip is set). */
+/* Horizontal pass: the Q6 RGB row `src` (pixel p at src[3 p]) becomes
+ * h->out_n RGB pixels, rounded and clamped, written to out (reversed when
+ * flip is set). resample_pad(h) int16 after the last pixel read (h->hi)
+ * must be readable; their values do not matter (zero weights). */
+static inline int resample_pad(const resample_axis *h)
+{
+    return h->npairs * 6 + 2;
+}
 void resample_h(const resample_axis *h, const int16_t *src, int flip,
                 uint8_t *out);
+
+/* The versions resample_h chooses from by CPU: the same output bit for bit
+ * (tests compare them). The x86 ones need SSSE3 / AVX2 at run time. */
+void resample_h_generic(const resample_axis *h, const int16_t *src, int flip,
+                        uint8_t *out);
+#if defined(__x86_64__) || defined(__i386__)
+void resample_h_ssse3(const resample_axis *h, const int16_t *src, int flip,
+                      uint8_t *out);
+void resample_h_avx2(const resample_axis *h, const int16_t *src, int flip,
+                     uint8_t *out);
+#endif
 
 #endif
