@@ -19,6 +19,7 @@ typedef struct blob {
 struct baseline_files {
     blob *v;
     size_t n;
+    size_t left_out; /* files TurboJPEG cannot decode to RGB */
 };
 
 static double now_s(void)
@@ -69,14 +70,25 @@ baseline_files *baseline_load(const char *data)
     pl_loader_info(l, &info);
     baseline_files *f = calloc(1, sizeof *f);
     f->v = calloc((size_t)info.dataset_size, sizeof *f->v);
+    tjhandle tj = tjInitDecompress();
     for (int64_t i = 0; f->v && i < info.dataset_size; i++) {
         const char *path;
         pl_loader_sample(l, i, &path, NULL);
-        if (read_file(path, &f->v[f->n]) == 0)
+        blob *b = &f->v[f->n];
+        int w, h, sub, cs;
+        /* What TurboJPEG cannot decode to RGB (CMYK, 4:1:0 and other
+         * subsamplings it cannot name, broken files) is left out, so the
+         * rate counts only work it did. */
+        if (read_file(path, b) == 0 &&
+            tjDecompressHeader3(tj, b->data, b->len, &w, &h, &sub, &cs) == 0 &&
+            cs != TJCS_CMYK && cs != TJCS_YCCK) {
             f->n++;
-        else
-            free(f->v[f->n].data);
+        } else {
+            free(b->data);
+            f->left_out++;
+        }
     }
+    tjDestroy(tj);
     pl_loader_destroy(l);
     return f;
 }
@@ -94,6 +106,11 @@ void baseline_free(baseline_files *f)
 size_t baseline_count(const baseline_files *f)
 {
     return f->n;
+}
+
+size_t baseline_left_out(const baseline_files *f)
+{
+    return f->left_out;
 }
 
 typedef struct job {
@@ -126,7 +143,10 @@ static void *decode_loop(void *arg)
             rgb = malloc(need);
             cap = need;
         }
-        if (tjDecompress2(tj, b->data, b->len, rgb, w, 0, h, TJPF_RGB, 0) < 0)
+        /* A warning (corrupt data) still decoded the image: it counts. */
+        if (tjDecompress2(tj, b->data, b->len, rgb, w, 0, h, TJPF_RGB, 0) <
+                0 &&
+            tjGetErrorCode(tj) != TJERR_WARNING)
             j->skipped++;
         else
             j->done++;

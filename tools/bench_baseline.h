@@ -16,6 +16,8 @@ typedef struct baseline_files baseline_files;
 baseline_files *baseline_load(const char *data);
 void baseline_free(baseline_files *f);
 size_t baseline_count(const baseline_files *f);
+/* Files left out because TurboJPEG cannot decode them to RGB. */
+size_t baseline_left_out(const baseline_files *f);
 
 /* Images per second decoding the files round-robin on `threads` threads for
  * about `seconds`, at full size (scale_denom 1) or at 1/scale_denom. Files

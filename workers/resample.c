@@ -6,14 +6,9 @@
 
 #include "pinload.h"
 
-/* The hot loops get an AVX2 copy chosen at load time where the compiler
- * and the loader support it (GNU ifunc); elsewhere the portable one. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&         \
-    !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-#define HOT __attribute__((target_clones("avx2", "default")))
-#else
-#define HOT
-#endif
+/* The hot loops have SSSE3/AVX2 versions chosen at run time with
+ * __builtin_cpu_supports (x86), beside portable ones the compiler
+ * vectorises as it can; all give the same bits. */
 
 static double triangle(double x)
 {
@@ -163,8 +158,8 @@ void resample_axis_shift(resample_axis *a, int origin)
     a->hi -= origin;
 }
 
-HOT void resample_v(const resample_axis *v, const uint8_t *rows,
-                    size_t stride, int oy, int x0, int x1, int16_t *dst)
+void resample_v_generic(const resample_axis *v, const uint8_t *rows,
+                        size_t stride, int oy, int x0, int x1, int16_t *dst)
 {
     const int16_t *w = v->w + (size_t)oy * v->taps;
     const uint8_t *src = rows + (size_t)(v->first[oy] - v->lo) * stride;
@@ -185,6 +180,68 @@ HOT void resample_v(const resample_axis *v, const uint8_t *rows,
         for (int x = b; x < e; x++)
             dst[x] = (int16_t)(acc[x - b] >> (RESAMPLE_WBITS - RESAMPLE_QBITS));
     }
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+
+/* AVX2: two source rows per multiply-add. Their bytes are interleaved
+ * (a0 b0 a1 b1 ...), widened to int16 and pmaddwd'ed with the weight pair
+ * (wk wk+1): 16 values of two taps in four instructions. */
+__attribute__((target("avx2"))) void
+resample_v_avx2(const resample_axis *v, const uint8_t *rows, size_t stride,
+                int oy, int x0, int x1, int16_t *dst)
+{
+    const int16_t *w = v->w + (size_t)oy * v->taps;
+    const uint8_t *src = rows + (size_t)(v->first[oy] - v->lo) * stride;
+    const int n = v->count[oy];
+    const __m256i round =
+        _mm256_set1_epi32(1 << (RESAMPLE_WBITS - RESAMPLE_QBITS - 1));
+    int x = x0;
+    for (; x + 16 <= x1; x += 16) {
+        __m256i lo = round, hi = round;
+        int k = 0;
+        for (; k < n; k += 2) {
+            const __m128i a =
+                _mm_loadu_si128((const __m128i *)(src + (size_t)k * stride + x));
+            /* An odd last tap pairs with zeros. */
+            const __m128i b =
+                k + 1 < n ? _mm_loadu_si128((const __m128i *)(src +
+                                            (size_t)(k + 1) * stride + x))
+                          : _mm_setzero_si128();
+            const int32_t pair = (int32_t)((uint32_t)(uint16_t)w[k] |
+                                           (k + 1 < n ? (uint32_t)(uint16_t)
+                                                                w[k + 1]
+                                                            << 16
+                                                      : 0u));
+            const __m256i ww = _mm256_set1_epi32(pair);
+            lo = _mm256_add_epi32(lo, _mm256_madd_epi16(
+                _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(a, b)), ww));
+            hi = _mm256_add_epi32(hi, _mm256_madd_epi16(
+                _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(a, b)), ww));
+        }
+        lo = _mm256_srai_epi32(lo, RESAMPLE_WBITS - RESAMPLE_QBITS);
+        hi = _mm256_srai_epi32(hi, RESAMPLE_WBITS - RESAMPLE_QBITS);
+        /* packs works within 128-bit lanes; put the quarters back in order. */
+        const __m256i q = _mm256_permute4x64_epi64(_mm256_packs_epi32(lo, hi),
+                                                   0xD8);
+        _mm256_storeu_si256((__m256i *)(dst + x), q);
+    }
+    if (x < x1)
+        resample_v_generic(v, rows, stride, oy, x, x1, dst);
+}
+#endif
+
+void resample_v(const resample_axis *v, const uint8_t *rows, size_t stride,
+                int oy, int x0, int x1, int16_t *dst)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    if (__builtin_cpu_supports("avx2")) {
+        resample_v_avx2(v, rows, stride, oy, x0, x1, dst);
+        return;
+    }
+#endif
+    resample_v_generic(v, rows, stride, oy, x0, x1, dst);
 }
 
 typedef int32_t v4i __attribute__((vector_size(16)));
@@ -223,8 +280,6 @@ void resample_h_generic(const resample_axis *h, const int16_t *src, int flip,
 }
 
 #if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-
 /* x86: two taps per multiply-add. The 8 int16 from pixel k on, R G B of k
  * and of k + 1 then two spares, are shuffled into channel pairs
  * (Rk Rk+1 Gk Gk+1 Bk Bk+1 . .) so that pmaddwd with the (wk wk+1) pair

@@ -69,7 +69,11 @@ void resample_h(const resample_axis *h, const int16_t *src, int flip,
  * (tests compare them). The x86 ones need SSSE3 / AVX2 at run time. */
 void resample_h_generic(const resample_axis *h, const int16_t *src, int flip,
                         uint8_t *out);
+void resample_v_generic(const resample_axis *v, const uint8_t *rows,
+                        size_t stride, int oy, int x0, int x1, int16_t *dst);
 #if defined(__x86_64__) || defined(__i386__)
+void resample_v_avx2(const resample_axis *v, const uint8_t *rows,
+                     size_t stride, int oy, int x0, int x1, int16_t *dst);
 void resample_h_ssse3(const resample_axis *h, const int16_t *src, int flip,
                       uint8_t *out);
 void resample_h_avx2(const resample_axis *h, const int16_t *src, int flip,
