@@ -66,6 +66,12 @@ LOADER_SRC  += loader/backend_cuda.c
 endif
 LIB_SRC  := $(WORKERS_SRC) $(LOADER_SRC)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+# With nvcc, the library carries the GPU normalisation kernel.
+ifneq ($(HAVE_NVCC),)
+CPPFLAGS_ALL += -DPL_HAVE_NVCC
+LIB_OBJ  += $(BUILD)/obj/loader/normalize.o
+LIBS     += -lstdc++
+endif
 
 TOOLS    := $(BUILD)/pinload-dump $(BUILD)/pinload-mkdata $(BUILD)/pinload-bench
 SAMPLES  := $(BUILD)/samples/minimal $(BUILD)/samples/train_classifier
@@ -100,6 +106,11 @@ $(BUILD)/.deps-test: tools/install-deps.sh
 	@mkdir -p $(@D) && touch $@
 deps: $(DEPS_STAMP)
 deps-test: $(BUILD)/.deps-test
+
+$(BUILD)/obj/loader/normalize.o: loader/normalize.cu loader/normalize.h \
+                                 | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCCFLAGS) -Xcompiler -fPIC,-fvisibility=hidden -c $< -o $@
 
 # The resampler's loops are written to be vectorised; -O3 lets gcc do it.
 $(BUILD)/obj/workers/resample.o: CFLAGS_ALL += -O3

@@ -113,6 +113,8 @@ typedef enum pl_format {
     PL_FORMAT_U8_NHWC = 0,  /* uint8 RGB, [count][height][width][3] */
     PL_FORMAT_F32_NCHW = 1, /* float32, [count][3][height][width], each
                                channel (v / 255 - mean) / std */
+    PL_FORMAT_F16_NCHW = 2, /* the same values as IEEE half floats (round to
+                               nearest even), as uint16_t bit patterns */
 } pl_format;
 
 typedef enum pl_augment {
@@ -235,6 +237,11 @@ typedef struct pl_config {
      * 0: decode at full size, pixels within 1 level of Pillow/torchvision.
      * Default 1. */
     int dct_scaling;
+    /* 1: on the CUDA backend, float formats cross the bus as uint8 (a
+     * quarter of float32's bytes) and are normalised on the GPU, on the copy
+     * stream, into exactly the bytes the host path would make. Needs a
+     * build with nvcc, and keep_host 0. Default 1. */
+    int gpu_normalize;
 
     pl_log_fn log; /* notices and warnings; default NULL: stderr */
     void *log_ctx; /* passed to log */
@@ -325,6 +332,7 @@ typedef struct pl_info {
     /* "cuda device 0 (NVIDIA H100 80GB HBM3)" or "host (why)"; valid until
      * pl_loader_destroy. */
     const char *backend_name;
+    int gpu_normalize; /* 1 if float output is normalised on the GPU */
 } pl_info;
 
 PL_EXPORT int pl_loader_info(const pl_loader *l, pl_info *out);

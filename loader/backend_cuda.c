@@ -15,6 +15,9 @@
 
 #include "backend.h"
 #include "error.h"
+#ifdef PL_HAVE_NVCC
+#include "normalize.h"
+#endif
 
 #define TIMED_COPIES 8 /* copies in flight per stream before one is waited */
 
@@ -262,6 +265,18 @@ static int sync(backend *b, be_stream *s)
     return 0;
 }
 
+#ifdef PL_HAVE_NVCC
+static int normalize(backend *b, be_stream *s, void *dst, const void *src,
+                     int count, int width, int height, int half,
+                     const void *lut)
+{
+    (void)b;
+    if (gpu_normalize(s->stream, dst, src, count, width, height, half, lut) < 0)
+        return cuda_fail(cudaGetLastError(), "normalize kernel launch");
+    return 0;
+}
+#endif
+
 static void cuda_close(backend *b)
 {
     free(b);
@@ -285,6 +300,9 @@ static const backend_ops cuda_ops = {
     .record_release = record_release,
     .wait_released = wait_released,
     .sync = sync,
+#ifdef PL_HAVE_NVCC
+    .normalize = normalize,
+#endif
     .close = cuda_close,
 };
 

@@ -41,6 +41,7 @@ PL_EXPORT void pl_config_default(pl_config *cfg)
     cfg->max_pixels = 178956970;
     cfg->max_file_bytes = (int64_t)256 << 20;
     cfg->dct_scaling = 1;
+    cfg->gpu_normalize = 1;
 }
 
 #define BAD(field, ...)                                                        \
@@ -102,7 +103,7 @@ static int check_shape(const pl_config *c)
         {"batch_size", c->batch_size, 1, 1 << 16},
         {"width", c->width, 1, 1 << 14},
         {"height", c->height, 1, 1 << 14},
-        {"format", (int)c->format, 0, PL_FORMAT_F32_NCHW},
+        {"format", (int)c->format, 0, PL_FORMAT_F16_NCHW},
         {"augment", (int)c->augment, 0, PL_AUGMENT_TRAIN},
     };
     const int rc = check_ranges(r, N_(r));
@@ -147,6 +148,7 @@ static int check_pipeline(const pl_config *c)
         {"max_pixels", c->max_pixels, 1, LLONG_MAX},
         {"max_file_bytes", c->max_file_bytes, 1, LLONG_MAX},
         {"dct_scaling", c->dct_scaling, 0, 1},
+        {"gpu_normalize", c->gpu_normalize, 0, 1},
     };
     const int rc = check_ranges(r, N_(r));
     if (rc)

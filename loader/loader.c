@@ -29,8 +29,10 @@ struct pl_loader {
     pool *pool;
     /* What create got to, so that destroy undoes exactly that. */
     int have_log, have_fails, have_ring, have_pf;
-    int64_t positions; /* nominal sample positions per epoch */
-    int64_t batches;   /* most batches delivered per epoch */
+    int gpu_norm;            /* workers make uint8, the GPU the floats */
+    size_t out_sample_bytes; /* as delivered */
+    int64_t positions;       /* nominal sample positions per epoch */
+    int64_t batches;         /* most batches delivered per epoch */
     pl_info info;
 };
 
@@ -126,7 +128,7 @@ static void fill_info(pl_loader *l)
     in->height = c->height;
     in->channels = 3;
     in->format = c->format;
-    in->sample_bytes = augment_sample_bytes(&l->aug);
+    in->sample_bytes = l->out_sample_bytes;
     in->batch_bytes = in->sample_bytes * (size_t)c->batch_size;
     in->backend = l->be->kind;
     in->device = l->be->device;
@@ -138,6 +140,24 @@ static void fill_info(pl_loader *l)
     in->memory = c->memory;
     in->pinned = l->ring.kind == HOSTMEM_PINNED;
     in->backend_name = l->be->name;
+    in->gpu_normalize = l->gpu_norm;
+}
+
+/* What the workers write and what the caller gets: the same, except that
+ * float formats on CUDA may be made on the GPU from uint8 (a quarter of the
+ * bytes over the bus, and less work for the CPU). */
+static void choose_formats(pl_loader *l)
+{
+    const pl_config *c = &l->rc.cfg;
+    l->gpu_norm = l->be->kind == PL_BACKEND_CUDA &&
+                  c->format != PL_FORMAT_U8_NHWC && c->gpu_normalize &&
+                  !c->keep_host && l->be->ops->normalize != NULL;
+    augment_params_init(&l->aug, c->augment, c->format, c->width, c->height,
+                        c->seed, c->mean, c->std);
+    l->out_sample_bytes = augment_sample_bytes(&l->aug);
+    if (l->gpu_norm)
+        l->aug.format = PL_FORMAT_U8_NHWC;
+    l->aug.dct_scaling = c->dct_scaling;
 }
 
 static int start_pipeline(pl_loader *l)
@@ -164,6 +184,15 @@ static int start_pipeline(pl_loader *l)
         .nbufs = c->device_buffers,
         .batch_size = c->batch_size,
         .sample_bytes = sample_bytes,
+        .normalize = l->gpu_norm,
+        .half = c->format == PL_FORMAT_F16_NCHW,
+        .width = c->width,
+        .height = c->height,
+        .out_sample_bytes = l->out_sample_bytes,
+        .lut = c->format == PL_FORMAT_F16_NCHW ? (const void *)l->aug.lut16
+                                               : (const void *)l->aug.lut,
+        .lut_bytes = c->format == PL_FORMAT_F16_NCHW ? sizeof l->aug.lut16
+                                                     : sizeof l->aug.lut,
         .keep_host = c->keep_host,
         .on_error = c->on_error,
         .drop_last = c->drop_last,
@@ -238,13 +267,11 @@ PL_EXPORT int pl_loader_create(const pl_config *cfg, pl_loader **out)
                  c->shard_mode == PL_SHARD_DROP);
     if ((rc = plan_epoch(l)) < 0)
         goto fail;
-    augment_params_init(&l->aug, c->augment, c->format, c->width, c->height,
-                        c->seed, c->mean, c->std);
-    l->aug.dct_scaling = c->dct_scaling;
     failures_init(&l->fails, l->ds.n);
     l->have_fails = 1;
     if ((rc = backend_open(&l->be, c->device, &l->log)) < 0)
         goto fail;
+    choose_formats(l);
     if ((rc = start_pipeline(l)) < 0)
         goto fail;
     fill_info(l);

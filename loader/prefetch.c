@@ -35,7 +35,7 @@ static void add(_Atomic uint64_t *c, uint64_t v)
 static int init_buffer(prefetch *p, dbuf *d)
 {
     backend *be = p->cfg.be;
-    const size_t bytes = p->cfg.sample_bytes * (size_t)p->cfg.batch_size;
+    const size_t bytes = p->cfg.out_sample_bytes * (size_t)p->cfg.batch_size;
     const size_t n = (size_t)p->cfg.batch_size;
     d->labels = calloc(n, sizeof *d->labels);
     d->indices = calloc(n, sizeof *d->indices);
@@ -43,6 +43,9 @@ static int init_buffer(prefetch *p, dbuf *d)
     if (!d->labels || !d->indices || !d->status)
         return err_set(PL_ENOMEM, "pl_loader_create: out of memory");
     int rc = be->ops->dev_alloc(be, bytes, &d->dev);
+    if (rc == 0 && p->cfg.normalize)
+        rc = be->ops->dev_alloc(
+            be, p->cfg.sample_bytes * (size_t)p->cfg.batch_size, &d->staging);
     if (rc == 0)
         rc = be->ops->stream_create(be, &d->stream);
     if (rc == 0 && p->cfg.keep_host && be->kind == PL_BACKEND_CUDA) {
@@ -58,6 +61,19 @@ static int init_buffer(prefetch *p, dbuf *d)
                        "device buffer",
                        bytes);
     d->state = DBUF_FREE;
+    return rc;
+}
+
+/* The normalisation table, once, into device memory. */
+static int upload_lut(prefetch *p)
+{
+    backend *be = p->cfg.be;
+    be_stream *s = p->bufs[0].stream;
+    int rc = be->ops->dev_alloc(be, p->cfg.lut_bytes, &p->lut_dev);
+    if (rc == 0)
+        rc = be->ops->copy(be, s, p->lut_dev, p->cfg.lut, p->cfg.lut_bytes);
+    if (rc == 0)
+        rc = be->ops->sync(be, s); /* the host table may go away */
     return rc;
 }
 
@@ -78,13 +94,13 @@ int prefetch_init(prefetch *p, const prefetch_config *cfg)
         if (rc < 0)
             return rc;
     }
-    return 0;
+    return cfg->normalize ? upload_lut(p) : 0;
 }
 
 void prefetch_fini(prefetch *p)
 {
     backend *be = p->cfg.be;
-    const size_t bytes = p->cfg.sample_bytes * (size_t)p->cfg.batch_size;
+    const size_t bytes = p->cfg.out_sample_bytes * (size_t)p->cfg.batch_size;
     for (int i = 0; p->bufs && i < p->cfg.nbufs; i++) {
         dbuf *d = &p->bufs[i];
         if (d->stream) {
@@ -93,12 +109,16 @@ void prefetch_fini(prefetch *p)
         }
         if (d->dev)
             be->ops->dev_free(be, d->dev);
+        if (d->staging)
+            be->ops->dev_free(be, d->staging);
         if (d->mirror)
             be->ops->host_free(be, d->mirror, bytes, HOSTMEM_PINNED);
         free(d->labels);
         free(d->indices);
         free(d->status);
     }
+    if (p->lut_dev)
+        be->ops->dev_free(be, p->lut_dev);
     free(p->bufs);
     free(p->queue);
     pthread_mutex_destroy(&p->mu);
@@ -192,9 +212,11 @@ static int close_run(prefetch *p, fill *f, const ring_slot *s)
     } else {
         if (p->cfg.ring->kind == HOSTMEM_MANAGED)
             rc = be->ops->migrate(be, f->cur->stream, src, bytes);
+        /* Straight into the batch, or into its uint8 staging area when the
+         * GPU normalises. */
+        uint8_t *dst = p->cfg.normalize ? f->cur->staging : f->cur->dev;
         if (rc == 0)
-            rc = be->ops->copy(be, f->cur->stream, (uint8_t *)f->cur->dev + off,
-                               src, bytes);
+            rc = be->ops->copy(be, f->cur->stream, dst + off, src, bytes);
         note_stream(f, f->cur);
     }
     add(&p->ns_copy, process_now_ns() - t0);
@@ -218,6 +240,10 @@ static int queue_batch(prefetch *p, fill *f, int64_t epoch)
         add(&p->ns_copy, process_now_ns() - t0);
         add(&p->bytes_copied, bytes);
     }
+    if (rc == 0 && p->cfg.normalize)
+        rc = be->ops->normalize(be, d->stream, d->dev, d->staging, f->count,
+                                p->cfg.width, p->cfg.height, p->cfg.half,
+                                p->lut_dev);
     if (rc == 0)
         rc = be->ops->record_ready(be, d->stream);
     if (rc < 0)
@@ -226,7 +252,7 @@ static int queue_batch(prefetch *p, fill *f, int64_t epoch)
         .count = f->count,
         .epoch = epoch,
         .index = f->delivered,
-        .bytes = bytes,
+        .bytes = p->cfg.out_sample_bytes * (size_t)f->count,
         .data = d->dev,
         .host = be->kind == PL_BACKEND_HOST ? d->dev : d->mirror,
         .labels = d->labels,

@@ -29,7 +29,8 @@ typedef struct dbuf {
     pl_batch batch; /* first: the caller's pointer is the dbuf's */
     dbuf_state state;
     void *dev;
-    void *mirror; /* keep_host on CUDA: page-locked copy of the batch */
+    void *staging; /* normalize: the batch's uint8 pixels on the device */
+    void *mirror;  /* keep_host on CUDA: page-locked copy of the batch */
     be_stream *stream;
     int32_t *labels;
     int64_t *indices;
@@ -43,7 +44,13 @@ typedef struct prefetch_config {
     const dataset *ds;
     int nbufs;
     int batch_size;
-    size_t sample_bytes;
+    size_t sample_bytes; /* in the ring, as the workers write them */
+    /* normalize: the ring holds uint8 samples, the device float ones, made
+     * on the GPU from `lut` (3 x 256 floats, or halves when half). */
+    int normalize, half, width, height;
+    size_t out_sample_bytes; /* as delivered */
+    const void *lut;
+    size_t lut_bytes;
     int keep_host;
     pl_on_error on_error;
     int drop_last;
@@ -70,6 +77,7 @@ typedef struct prefetch {
     pthread_t thread;
     int started;
     size_t mirror_bytes_locked;
+    void *lut_dev; /* normalize: the table in device memory */
     _Atomic uint64_t bytes_copied, batches, ns_copy, ns_wait;
     _Atomic uint64_t ns_h2d, bytes_h2d; /* GPU copy time, harvested */
 } prefetch;

@@ -787,3 +787,62 @@ Test(augment, dct_scaled_samples_stay_close_to_the_exact_resize)
     cr_assert_geq(checked, 9, "only %d samples were decoded scaled", checked);
     e2e_teardown(&e);
 }
+
+/* ---- float16
+ * --------------------------------------------------------------------- */
+
+static uint16_t ref_half(float f)
+{
+    const _Float16 h = (_Float16)f; /* the compiler's round-to-nearest-even */
+    uint16_t bits;
+    memcpy(&bits, &h, sizeof bits);
+    return bits;
+}
+
+/* augment_half rounds exactly as the compiler (and CUDA's __float2half_rn)
+ * do: every normal, subnormal, overflow and tie case of 2^22 floats spread
+ * over all exponents, plus the edges. */
+Test(augment, half_conversion_rounds_to_nearest_even_exactly)
+{
+    static const float edges[] = {
+        0.0f,        -0.0f,       1.0f,        65504.0f,    65519.99f,
+        65520.0f,    1e-8f,       5.96046e-8f, 2.98023e-8f, 6.1035e-5f,
+        -6.1035e-5f, 1.0f / 3.0f, -2.1179f,    2.64f,       1e30f};
+    for (size_t i = 0; i < sizeof edges / sizeof edges[0]; i++)
+        cr_assert_eq(augment_half(edges[i]), ref_half(edges[i]), "%g",
+                     (double)edges[i]);
+    uint32_t s = 12345u;
+    for (int i = 0; i < 1 << 22; i++) {
+        s = s * 1664525u + 1013904223u;
+        uint32_t bits = s;
+        if ((bits & 0x7F800000u) == 0x7F800000u)
+            continue; /* inf and NaN are checked below */
+        float f;
+        memcpy(&f, &bits, sizeof f);
+        cr_assert_eq(augment_half(f), ref_half(f), "bits %08x (%g)", bits,
+                     (double)f);
+    }
+    cr_assert_eq(augment_half(1.0f / 0.0f), 0x7C00);
+    cr_assert_eq(augment_half(-1.0f / 0.0f), 0xFC00);
+    const uint16_t nan = augment_half(0.0f / 0.0f);
+    cr_assert((nan & 0x7C00) == 0x7C00 && (nan & 0x3FF) != 0, "%04x", nan);
+}
+
+Test(augment, f16_rows_are_the_halves_of_the_f32_values)
+{
+    augment_params p32, p16;
+    params(&p32, PL_AUGMENT_TRAIN, PL_FORMAT_F32_NCHW, RW, RH, 0);
+    params(&p16, PL_AUGMENT_TRAIN, PL_FORMAT_F16_NCHW, RW, RH, 0);
+    cr_assert_eq(augment_sample_bytes(&p16), (size_t)RW * RH * 3 * 2);
+    uint8_t rgb[RW * 3];
+    fill_row(rgb, 5);
+    float f[3 * RH * RW];
+    uint16_t h[3 * RH * RW];
+    augment_store_f32(&p32, rgb, 1, f);
+    augment_store_f16(&p16, rgb, 1, h);
+    for (int c = 0; c < 3; c++)
+        for (int x = 0; x < RW; x++) {
+            const size_t at = ((size_t)c * RH + 1) * RW + x;
+            cr_assert_eq(h[at], ref_half(f[at]), "plane %d x %d", c, x);
+        }
+}

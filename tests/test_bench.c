@@ -338,8 +338,8 @@ Test(bench, csv_json_and_png_agree_with_the_table)
         cr_assert_not_null(at, "row %d has no images_per_s", i);
         at += strlen("\"images_per_s\": ");
         const double v = strtod(at, NULL);
-        cr_assert_float_eq(v, rows[i].img_s, 0.0551, "json %.2f, table %.1f",
-                           v, rows[i].img_s);
+        cr_assert_float_eq(v, rows[i].img_s, 0.0551, "json %.2f, table %.1f", v,
+                           rows[i].img_s);
     }
     cr_assert_null(strstr(at, "\"images_per_s\": "), "exactly two rows");
     free(json);

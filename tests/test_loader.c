@@ -680,6 +680,41 @@ Test(loader, f32_is_the_u8_output_normalised_per_channel, .timeout = TIMEOUT)
     tu_rm_rf(root);
 }
 
+/* F16 delivers, bit for bit, the round-to-nearest-even halves of the F32
+ * values (computed here with the compiler's own _Float16 conversion). */
+Test(loader, f16_is_the_f32_output_rounded_to_half, .timeout = TIMEOUT)
+{
+    char root[64];
+    make_tree(root, 11, 2);
+    pl_config c;
+    base_cfg(&c, root);
+    c.width = 16;
+    c.height = 12;
+    run f[1], h[1];
+    c.format = PL_FORMAT_F32_NCHW;
+    run_loader(&c, 1, f);
+    c.format = PL_FORMAT_F16_NCHW;
+    run_loader(&c, 1, h);
+    cr_assert_eq(h[0].sample_bytes, (size_t)16 * 12 * 3 * 2);
+    cr_assert_eq(h[0].n, f[0].n);
+    for (int k = 0; k < f[0].n; k++) {
+        float fl[16 * 12 * 3];
+        uint16_t hl[16 * 12 * 3];
+        memcpy(fl, sample_at(&f[0], k), sizeof fl);
+        memcpy(hl, sample_at(&h[0], k), sizeof hl);
+        for (int i = 0; i < 16 * 12 * 3; i++) {
+            const _Float16 want = (_Float16)fl[i];
+            uint16_t bits;
+            memcpy(&bits, &want, sizeof bits);
+            cr_assert_eq(hl[i], bits, "sample %d value %d: %04x for %.9g", k, i,
+                         hl[i], (double)fl[i]);
+        }
+    }
+    run_free(&f[0]);
+    run_free(&h[0]);
+    tu_rm_rf(root);
+}
+
 Test(loader, train_pixels_are_a_function_of_seed_epoch_and_index,
      .timeout = TIMEOUT)
 {

@@ -134,7 +134,8 @@ static uint8_t *lib_resize(const uint8_t *src, int src_w, int sx, int sy,
     cr_assert_eq(v.out_n, out_h);
     const size_t stride = (size_t)src_w * 3;
     const uint8_t *rows = src + (size_t)(sy + v.lo) * stride + (size_t)sx * 3;
-    int16_t *vrow = calloc((size_t)sw * 3 + (size_t)resample_pad(&h), sizeof *vrow);
+    int16_t *vrow =
+        calloc((size_t)sw * 3 + (size_t)resample_pad(&h), sizeof *vrow);
     uint8_t *out = malloc((size_t)out_w * out_h * 3);
     cr_assert(vrow && out);
     for (int y = 0; y < out_h; y++) {
@@ -236,17 +237,17 @@ Test(resample, weights_of_every_output_sum_to_one)
                                 {k->sh, k->rs_h, k->oy, k->out_h}};
         for (int ax = 0; ax < 2; ax++) {
             resample_axis a = {0};
-            cr_assert_eq(plan(&a, dims[ax][0], dims[ax][1], dims[ax][2],
-                              dims[ax][3]),
-                         0);
+            cr_assert_eq(
+                plan(&a, dims[ax][0], dims[ax][1], dims[ax][2], dims[ax][3]),
+                0);
             /* Exactly one in Q14, so a constant stays constant. */
             for (int o = 0; o < a.out_n; o++) {
                 int sum = 0;
                 for (int t = 0; t < a.count[o]; t++)
                     sum += a.w[(size_t)o * a.taps + t];
                 cr_assert_eq(sum, 1 << RESAMPLE_WBITS,
-                             "%s axis %d output %d: weights sum to %d",
-                             k->what, ax, o, sum);
+                             "%s axis %d output %d: weights sum to %d", k->what,
+                             ax, o, sum);
             }
             resample_axis_free(&a);
         }
@@ -443,18 +444,17 @@ Test(resample, fractional_intervals_match_the_reference)
         double in0, in1;
         int blo, bhi, rs, off, out;
     } k[] = {
-        {8.5, 120.25, 8, 121, 50, 0, 50},  /* a train crop at 1/2 */
-        {3.125, 61.75, 3, 62, 40, 5, 30},  /* at 1/8, with a window */
-        {0.0, 160.5, 0, 161, 96, 16, 64},  /* eval at 1/2, odd width */
-        {10.25, 11.5, 10, 12, 7, 0, 7},    /* a sliver enlarged */
+        {8.5, 120.25, 8, 121, 50, 0, 50}, /* a train crop at 1/2 */
+        {3.125, 61.75, 3, 62, 40, 5, 30}, /* at 1/8, with a window */
+        {0.0, 160.5, 0, 161, 96, 16, 64}, /* eval at 1/2, odd width */
+        {10.25, 11.5, 10, 12, 7, 0, 7},   /* a sliver enlarged */
     };
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
         const int in_n = k[i].bhi + 3, rows = 9;
         uint8_t *src = make_image(in_n, rows, 1, (unsigned)i + 40);
         resample_axis h = {0}, v = {0};
         cr_assert_eq(resample_axis_plan(&h, k[i].in0, k[i].in1, k[i].blo,
-                                        k[i].bhi, k[i].rs, k[i].off,
-                                        k[i].out),
+                                        k[i].bhi, k[i].rs, k[i].off, k[i].out),
                      0);
         /* Vertically the identity, so the rows show the horizontal pass. */
         cr_assert_eq(plan(&v, rows, rows, 0, rows), 0);
@@ -462,11 +462,11 @@ Test(resample, fractional_intervals_match_the_reference)
         ref_axis_make_frac(&r, in_n, k[i].in0, k[i].in1, k[i].blo, k[i].bhi,
                            k[i].rs, k[i].off, k[i].out);
         cr_assert(h.lo >= k[i].blo && h.hi <= k[i].bhi, "case %zu", i);
-        int16_t *vrow = calloc((size_t)in_n * 3 + (size_t)resample_pad(&h), sizeof *vrow);
+        int16_t *vrow =
+            calloc((size_t)in_n * 3 + (size_t)resample_pad(&h), sizeof *vrow);
         uint8_t *out = malloc((size_t)k[i].out * 3);
         for (int y = 0; y < rows; y++) {
-            resample_v(&v, src, (size_t)in_n * 3, y, h.lo * 3, h.hi * 3,
-                       vrow);
+            resample_v(&v, src, (size_t)in_n * 3, y, h.lo * 3, h.hi * 3, vrow);
             resample_h(&h, vrow, 0, out);
             for (int o = 0; o < k[i].out; o++)
                 for (int c = 0; c < 3; c++) {
@@ -476,8 +476,10 @@ Test(resample, fractional_intervals_match_the_reference)
                                 src[((size_t)y * in_n + j) * 3 + c];
                     const int d =
                         abs((int)out[o * 3 + c] - (int)round_clamp(want));
-                    cr_assert_leq(d, 1, "case %zu row %d output %d: %d vs "
-                                  "%.3f", i, y, o, out[o * 3 + c], want);
+                    cr_assert_leq(d, 1,
+                                  "case %zu row %d output %d: %d vs "
+                                  "%.3f",
+                                  i, y, o, out[o * 3 + c], want);
                 }
         }
         free(vrow);
@@ -497,7 +499,8 @@ Test(resample, flip_mirrors_each_output_row_exactly)
     resample_axis h = {0}, v = {0};
     cr_assert_eq(plan(&h, w, out_w, 0, out_w), 0);
     cr_assert_eq(plan(&v, 1, 1, 0, 1), 0);
-    int16_t *vrow = calloc((size_t)w * 3 + (size_t)resample_pad(&h), sizeof *vrow);
+    int16_t *vrow =
+        calloc((size_t)w * 3 + (size_t)resample_pad(&h), sizeof *vrow);
     uint8_t a[23 * 3], b[23 * 3];
     resample_v(&v, src, (size_t)w * 3, 0, h.lo * 3, h.hi * 3, vrow);
     resample_h(&h, vrow, 0, a);
@@ -515,15 +518,15 @@ Test(resample, flip_mirrors_each_output_row_exactly)
  * with and without the flip. */
 Test(resample, simd_and_portable_horizontal_passes_agree_exactly)
 {
-    static const int widths[][2] = {{40, 40}, {40, 23}, {100, 17}, {9, 30},
-                                    {300, 37}, {64, 64}, {7, 2}, {5, 1}};
+    static const int widths[][2] = {{40, 40},  {40, 23}, {100, 17}, {9, 30},
+                                    {300, 37}, {64, 64}, {7, 2},    {5, 1}};
     int versions = 0;
     for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++) {
         const int in_n = widths[i][0], out_n = widths[i][1];
         resample_axis h = {0};
         cr_assert_eq(plan(&h, in_n, out_n, 0, out_n), 0);
-        int16_t *row = calloc((size_t)in_n * 3 + (size_t)resample_pad(&h),
-                              sizeof *row);
+        int16_t *row =
+            calloc((size_t)in_n * 3 + (size_t)resample_pad(&h), sizeof *row);
         uint32_t s = (uint32_t)i * 2654435761u + 7u;
         for (int x = 0; x < in_n * 3; x++) {
             s = s * 1664525u + 1013904223u;
@@ -564,8 +567,8 @@ Test(resample, simd_and_portable_vertical_passes_agree_exactly)
 #if defined(__x86_64__) || defined(__i386__)
     if (!__builtin_cpu_supports("avx2"))
         cr_skip_test("no AVX2 on this CPU: only the portable pass runs");
-    static const int sizes[][2] = {{40, 40}, {40, 23}, {100, 17}, {9, 30},
-                                   {300, 37}, {7, 2}};
+    static const int sizes[][2] = {{40, 40}, {40, 23},  {100, 17},
+                                   {9, 30},  {300, 37}, {7, 2}};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         const int in_h = sizes[i][0], out_h = sizes[i][1], width = 101;
         uint8_t *src = make_image(width, in_h, 1, (unsigned)i + 90);
@@ -580,10 +583,9 @@ Test(resample, simd_and_portable_vertical_passes_agree_exactly)
                 resample_v_generic(&v, rows, (size_t)width * 3, y, x0, x1,
                                    want);
                 resample_v_avx2(&v, rows, (size_t)width * 3, y, x0, x1, got);
-                cr_assert_arr_eq(got + x0, want + x0,
-                                 (size_t)(x1 - x0) * sizeof *got,
-                                 "%d->%d row %d range [%d, %d)", in_h, out_h,
-                                 y, x0, x1);
+                cr_assert_arr_eq(
+                    got + x0, want + x0, (size_t)(x1 - x0) * sizeof *got,
+                    "%d->%d row %d range [%d, %d)", in_h, out_h, y, x0, x1);
             }
         free(src);
         resample_axis_free(&v);

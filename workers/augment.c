@@ -15,15 +15,53 @@ void augment_params_init(augment_params *p, pl_augment mode, pl_format format,
     p->out_h = out_h;
     p->seed = seed;
     p->dct_scaling = 0; /* exact unless the caller asks for speed */
-    for (int c = 0; c < 3; c++)
-        for (int v = 0; v < 256; v++)
+    for (int c = 0; c < 3; c++) {
+        for (int v = 0; v < 256; v++) {
             p->lut[c][v] = ((float)v / 255.0f - mean[c]) / std[c];
+            p->lut16[c][v] = augment_half(p->lut[c][v]);
+        }
+    }
 }
 
 size_t augment_sample_bytes(const augment_params *p)
 {
     const size_t px = (size_t)p->out_w * (size_t)p->out_h * 3;
-    return p->format == PL_FORMAT_F32_NCHW ? px * sizeof(float) : px;
+    switch (p->format) {
+    case PL_FORMAT_F32_NCHW:
+        return px * sizeof(float);
+    case PL_FORMAT_F16_NCHW:
+        return px * sizeof(uint16_t);
+    default:
+        return px;
+    }
+}
+
+uint16_t augment_half(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    const uint32_t sign = (x >> 16) & 0x8000u;
+    const uint32_t absx = x & 0x7FFFFFFFu;
+    if (absx >= 0x7F800000u) /* inf, NaN */
+        return (uint16_t)(sign | 0x7C00u | (absx > 0x7F800000u ? 0x200u : 0));
+    if (absx >= 0x477FF000u) /* rounds to beyond 65504 */
+        return (uint16_t)(sign | 0x7C00u);
+    if (absx < 0x38800000u) { /* below 2^-14: a subnormal half or zero */
+        if (absx < 0x33000000u)
+            return (uint16_t)sign;
+        const uint32_t mant = (absx & 0x7FFFFFu) | 0x800000u;
+        const int shift = 126 - (int)(absx >> 23); /* 14..24 */
+        uint32_t h = mant >> shift;
+        const uint32_t rest = mant & ((1u << shift) - 1u);
+        const uint32_t half = 1u << (shift - 1);
+        h += rest > half || (rest == half && (h & 1u));
+        return (uint16_t)(sign | h);
+    }
+    /* Normal: rebias the exponent, round the 13 dropped mantissa bits. */
+    uint32_t h = ((absx >> 13) - (112u << 10));
+    const uint32_t rest = absx & 0x1FFFu;
+    h += rest > 0x1000u || (rest == 0x1000u && (h & 1u));
+    return (uint16_t)(sign | h);
 }
 
 /* Python's round(): halves go to the even neighbour, which rint() does in
@@ -134,6 +172,19 @@ void augment_store_f32(const augment_params *p, const uint8_t *rgb, int y,
     float *out = dst + (size_t)y * w;
     for (int c = 0; c < 3; c++, out += plane) {
         const float *lut = p->lut[c];
+        for (int x = 0; x < w; x++)
+            out[x] = lut[rgb[(size_t)x * 3 + c]];
+    }
+}
+
+void augment_store_f16(const augment_params *p, const uint8_t *rgb, int y,
+                       uint16_t *dst)
+{
+    const int w = p->out_w;
+    const size_t plane = (size_t)w * (size_t)p->out_h;
+    uint16_t *out = dst + (size_t)y * w;
+    for (int c = 0; c < 3; c++, out += plane) {
+        const uint16_t *lut = p->lut16[c];
         for (int x = 0; x < w; x++)
             out[x] = lut[rgb[(size_t)x * 3 + c]];
     }

@@ -18,8 +18,10 @@ typedef struct augment_params {
      * source rectangle stays at least as large as the resize needs. */
     int dct_scaling;
     /* F32: lut[c][v] = (v / 255 - mean[c]) / std[c], so every path
-     * (host, GPU) normalises with exactly these floats. */
+     * (host, GPU) normalises with exactly these floats; F16: the same
+     * values rounded to half precision (nearest even). */
     float lut[3][256];
+    uint16_t lut16[3][256];
 } augment_params;
 
 void augment_params_init(augment_params *p, pl_augment mode, pl_format format,
@@ -49,5 +51,13 @@ size_t augment_sample_bytes(const augment_params *p);
  * sample at dst: each channel normalised through the LUT into its plane. */
 void augment_store_f32(const augment_params *p, const uint8_t *rgb, int y,
                        float *dst);
+
+/* The same for a float16 sample (half-float bit patterns). */
+void augment_store_f16(const augment_params *p, const uint8_t *rgb, int y,
+                       uint16_t *dst);
+
+/* IEEE 754 binary16 bits of f, rounded to nearest even (as CUDA's
+ * __float2half_rn). */
+uint16_t augment_half(float f);
 
 #endif

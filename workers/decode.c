@@ -217,8 +217,7 @@ static int grow(uint8_t **p, size_t *cap, size_t need)
     return 0;
 }
 
-void decoder_scaled_size(const decoder *d, int denom, int *width,
-                         int *height)
+void decoder_scaled_size(const decoder *d, int denom, int *width, int *height)
 {
     /* libjpeg rounds scaled sizes up (jdiv_round_up). */
     *width = (int)((d->cinfo.image_width + (unsigned)denom - 1) / denom);
@@ -344,8 +343,8 @@ static void read_into(decoder *d, uint8_t *dst, size_t stride, int n)
 {
     const size_t cmyk_stride = (size_t)d->width * 4;
     for (int done = 0; done < n;) {
-        const int want = n - done < DECODE_CHUNK_ROWS ? n - done
-                                                       : DECODE_CHUNK_ROWS;
+        const int want =
+            n - done < DECODE_CHUNK_ROWS ? n - done : DECODE_CHUNK_ROWS;
         JSAMPROW ptrs[DECODE_CHUNK_ROWS];
         for (int i = 0; i < want; i++)
             ptrs[i] = d->cmyk ? d->cmyk_rows + (size_t)i * cmyk_stride

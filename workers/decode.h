@@ -70,8 +70,7 @@ int decoder_open(decoder *d, const uint8_t *buf, size_t len, decode_info *info,
                  char *reason);
 
 /* The size of the image decoded at 1/denom (1, 2, 4 or 8). */
-void decoder_scaled_size(const decoder *d, int denom, int *width,
-                         int *height);
+void decoder_scaled_size(const decoder *d, int denom, int *width, int *height);
 
 /* Start decompressing at 1/denom scale (1, 2, 4 or 8), rows from the top,
  * each holding at least columns [x0, x0 + w) of the scaled image: libjpeg

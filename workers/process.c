@@ -80,8 +80,7 @@ static int plan_filters(process_ctx *c, const augment_params *p,
 /* Decode the rows and columns the filters read (and a margin of columns)
  * into c->src; from here on the horizontal filter counts columns from the
  * first decoded one. */
-static int decode_region(process_ctx *c, const augment_plan *plan,
-                         char *reason)
+static int decode_region(process_ctx *c, const augment_plan *plan, char *reason)
 {
     int sw, sh;
     decoder_scaled_size(&c->dec, plan->denom, &sw, &sh);
@@ -95,8 +94,7 @@ static int decode_region(process_ctx *c, const augment_plan *plan,
     const int rows = c->v.hi - c->v.lo;
     if (reserve((void **)&c->src, &c->src_cap, stride * (size_t)rows) < 0 ||
         reserve((void **)&c->vrow, &c->vrow_cap,
-                (stride + (size_t)resample_pad(&c->h)) * sizeof *c->vrow) <
-            0) {
+                (stride + (size_t)resample_pad(&c->h)) * sizeof *c->vrow) < 0) {
         decoder_close(&c->dec);
         return oom(reason, "the decoded rows");
     }
@@ -125,7 +123,7 @@ static int resize_into(process_ctx *c, const augment_params *p,
 {
     const size_t stride = (size_t)c->dec.width * 3;
     const int x0 = c->h.lo * 3, x1 = c->h.hi * 3;
-    if (p->format == PL_FORMAT_F32_NCHW &&
+    if (p->format != PL_FORMAT_U8_NHWC &&
         reserve((void **)&c->row, &c->row_cap, (size_t)p->out_w * 3) < 0)
         return oom(reason, "an output row");
     /* The spare lanes read after the last pixel are ignored; zero them so
@@ -136,6 +134,9 @@ static int resize_into(process_ctx *c, const augment_params *p,
         if (p->format == PL_FORMAT_F32_NCHW) {
             resample_h(&c->h, c->vrow, plan->flip, c->row);
             augment_store_f32(p, c->row, y, dst);
+        } else if (p->format == PL_FORMAT_F16_NCHW) {
+            resample_h(&c->h, c->vrow, plan->flip, c->row);
+            augment_store_f16(p, c->row, y, dst);
         } else {
             resample_h(&c->h, c->vrow, plan->flip,
                        (uint8_t *)dst + (size_t)y * p->out_w * 3);

@@ -117,8 +117,9 @@ int resample_axis_plan(resample_axis *a, double in0, double in1, int bound_lo,
             sum += ws[k] = triangle((k + xmin - center + 0.5) / filterscale);
         if (sum <= 0.0) { /* a sliver beyond the bounds: nearest pixel */
             xmin = (int)floor(center);
-            xmin = xmin < bound_lo ? bound_lo : xmin >= bound_hi ? bound_hi - 1
-                                                                  : xmin;
+            xmin = xmin < bound_lo    ? bound_lo
+                   : xmin >= bound_hi ? bound_hi - 1
+                                      : xmin;
             n = 1;
             ws[0] = sum = 1.0;
         }
@@ -202,29 +203,31 @@ resample_v_avx2(const resample_axis *v, const uint8_t *rows, size_t stride,
         __m256i lo = round, hi = round;
         int k = 0;
         for (; k < n; k += 2) {
-            const __m128i a =
-                _mm_loadu_si128((const __m128i *)(src + (size_t)k * stride + x));
+            const __m128i a = _mm_loadu_si128(
+                (const __m128i *)(src + (size_t)k * stride + x));
             /* An odd last tap pairs with zeros. */
             const __m128i b =
-                k + 1 < n ? _mm_loadu_si128((const __m128i *)(src +
-                                            (size_t)(k + 1) * stride + x))
-                          : _mm_setzero_si128();
-            const int32_t pair = (int32_t)((uint32_t)(uint16_t)w[k] |
-                                           (k + 1 < n ? (uint32_t)(uint16_t)
-                                                                w[k + 1]
-                                                            << 16
-                                                      : 0u));
+                k + 1 < n
+                    ? _mm_loadu_si128(
+                          (const __m128i *)(src + (size_t)(k + 1) * stride + x))
+                    : _mm_setzero_si128();
+            const int32_t pair =
+                (int32_t)((uint32_t)(uint16_t)w[k] |
+                          (k + 1 < n ? (uint32_t)(uint16_t)w[k + 1] << 16
+                                     : 0u));
             const __m256i ww = _mm256_set1_epi32(pair);
-            lo = _mm256_add_epi32(lo, _mm256_madd_epi16(
-                _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(a, b)), ww));
-            hi = _mm256_add_epi32(hi, _mm256_madd_epi16(
-                _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(a, b)), ww));
+            lo = _mm256_add_epi32(
+                lo, _mm256_madd_epi16(
+                        _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(a, b)), ww));
+            hi = _mm256_add_epi32(
+                hi, _mm256_madd_epi16(
+                        _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(a, b)), ww));
         }
         lo = _mm256_srai_epi32(lo, RESAMPLE_WBITS - RESAMPLE_QBITS);
         hi = _mm256_srai_epi32(hi, RESAMPLE_WBITS - RESAMPLE_QBITS);
         /* packs works within 128-bit lanes; put the quarters back in order. */
-        const __m256i q = _mm256_permute4x64_epi64(_mm256_packs_epi32(lo, hi),
-                                                   0xD8);
+        const __m256i q =
+            _mm256_permute4x64_epi64(_mm256_packs_epi32(lo, hi), 0xD8);
         _mm256_storeu_si256((__m256i *)(dst + x), q);
     }
     if (x < x1)
@@ -289,12 +292,12 @@ void resample_h_generic(const resample_axis *h, const int16_t *src, int flip,
 __attribute__((target("ssse3"))) static inline uint32_t
 pixel_ssse3(const int16_t *s, const int32_t *wp, int npairs)
 {
-    const __m128i pairs = _mm_setr_epi8(0, 1, 6, 7, 2, 3, 8, 9, 4, 5, 10, 11,
-                                        12, 13, 14, 15);
+    const __m128i pairs =
+        _mm_setr_epi8(0, 1, 6, 7, 2, 3, 8, 9, 4, 5, 10, 11, 12, 13, 14, 15);
     __m128i acc = _mm_set1_epi32(H_ROUND);
     for (int j = 0; j < npairs; j++, s += 6) {
-        const __m128i px = _mm_shuffle_epi8(
-            _mm_loadu_si128((const __m128i *)s), pairs);
+        const __m128i px =
+            _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)s), pairs);
         acc = _mm_add_epi32(acc, _mm_madd_epi16(px, _mm_set1_epi32(wp[j])));
     }
     acc = _mm_srai_epi32(acc, H_SHIFT);
@@ -307,9 +310,9 @@ __attribute__((target("avx2"))) static inline __m128i
 pixels_avx2(const int16_t *s0, const int16_t *s1, const int32_t *w0,
             const int32_t *w1, int npairs)
 {
-    const __m256i pairs = _mm256_setr_epi8(
-        0, 1, 6, 7, 2, 3, 8, 9, 4, 5, 10, 11, 12, 13, 14, 15, 0, 1, 6, 7, 2,
-        3, 8, 9, 4, 5, 10, 11, 12, 13, 14, 15);
+    const __m256i pairs =
+        _mm256_setr_epi8(0, 1, 6, 7, 2, 3, 8, 9, 4, 5, 10, 11, 12, 13, 14, 15,
+                         0, 1, 6, 7, 2, 3, 8, 9, 4, 5, 10, 11, 12, 13, 14, 15);
     __m256i acc = _mm256_set1_epi32(H_ROUND);
     for (int j = 0; j < npairs; j++, s0 += 6, s1 += 6) {
         const __m256i px = _mm256_shuffle_epi8(
@@ -327,9 +330,9 @@ pixels_avx2(const int16_t *s0, const int16_t *s1, const int32_t *w0,
     return _mm_packus_epi16(p16, p16); /* bytes 0-3 pixel 0, 4-7 pixel 1 */
 }
 
-__attribute__((target("avx2"))) void
-resample_h_avx2(const resample_axis *h, const int16_t *src, int flip,
-                uint8_t *out)
+__attribute__((target("avx2"))) void resample_h_avx2(const resample_axis *h,
+                                                     const int16_t *src,
+                                                     int flip, uint8_t *out)
 {
     const int n = h->out_n, np = h->npairs;
     int p = 0;
@@ -337,11 +340,9 @@ resample_h_avx2(const resample_axis *h, const int16_t *src, int flip,
      * pixel's fourth byte is overwritten by the next one). */
     for (; p + 2 < n; p += 2) {
         const int i0 = flip ? n - 1 - p : p, i1 = flip ? i0 - 1 : i0 + 1;
-        const __m128i px =
-            pixels_avx2(src + (size_t)h->first[i0] * 3,
-                        src + (size_t)h->first[i1] * 3,
-                        h->wpair + (size_t)i0 * np,
-                        h->wpair + (size_t)i1 * np, np);
+        const __m128i px = pixels_avx2(
+            src + (size_t)h->first[i0] * 3, src + (size_t)h->first[i1] * 3,
+            h->wpair + (size_t)i0 * np, h->wpair + (size_t)i1 * np, np);
         uint8_t *o = out + (size_t)p * 3;
         const uint32_t a = (uint32_t)_mm_cvtsi128_si32(px);
         const uint32_t b = (uint32_t)_mm_extract_epi32(px, 1);
@@ -359,9 +360,9 @@ resample_h_avx2(const resample_axis *h, const int16_t *src, int flip,
     }
 }
 
-__attribute__((target("ssse3"))) void
-resample_h_ssse3(const resample_axis *h, const int16_t *src, int flip,
-                 uint8_t *out)
+__attribute__((target("ssse3"))) void resample_h_ssse3(const resample_axis *h,
+                                                       const int16_t *src,
+                                                       int flip, uint8_t *out)
 {
     const int n = h->out_n, np = h->npairs;
     /* Four bytes are stored per pixel, the fourth overwritten by the next
@@ -369,9 +370,8 @@ resample_h_ssse3(const resample_axis *h, const int16_t *src, int flip,
      * stored byte by byte. */
     for (int p = 0; p < n; p++) {
         const int i = flip ? n - 1 - p : p;
-        const uint32_t rgbx =
-            pixel_ssse3(src + (size_t)h->first[i] * 3,
-                        h->wpair + (size_t)i * np, np);
+        const uint32_t rgbx = pixel_ssse3(src + (size_t)h->first[i] * 3,
+                                          h->wpair + (size_t)i * np, np);
         uint8_t *o = out + (size_t)p * 3;
         if (p + 1 < n) {
             memcpy(o, &rgbx, 4);

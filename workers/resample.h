@@ -24,17 +24,17 @@
  * resizes). */
 typedef struct resample_axis {
     int out_n;
-    int taps;     /* weights stored per output */
-    int *first;   /* [out_n] first source pixel */
-    int *count;   /* [out_n] taps used, <= taps */
-    int16_t *w;   /* [out_n * taps] Q14 weights, each output's summing to
-                     1 << RESAMPLE_WBITS */
+    int taps;   /* weights stored per output */
+    int *first; /* [out_n] first source pixel */
+    int *count; /* [out_n] taps used, <= taps */
+    int16_t *w; /* [out_n * taps] Q14 weights, each output's summing to
+                   1 << RESAMPLE_WBITS */
     /* The same weights as int16 pairs in int32s, zero-padded to npairs per
      * output, for the horizontal pass's pairwise multiply-add. */
     int32_t *wpair; /* [out_n * npairs] */
     int npairs;
     size_t cap_pair;
-    int lo, hi;   /* source pixels any output reads: [lo, hi) */
+    int lo, hi;            /* source pixels any output reads: [lo, hi) */
     size_t cap_out, cap_w; /* allocation sizes (grow only) */
 } resample_axis;
 
@@ -72,8 +72,8 @@ void resample_h_generic(const resample_axis *h, const int16_t *src, int flip,
 void resample_v_generic(const resample_axis *v, const uint8_t *rows,
                         size_t stride, int oy, int x0, int x1, int16_t *dst);
 #if defined(__x86_64__) || defined(__i386__)
-void resample_v_avx2(const resample_axis *v, const uint8_t *rows,
-                     size_t stride, int oy, int x0, int x1, int16_t *dst);
+void resample_v_avx2(const resample_axis *v, const uint8_t *rows, size_t stride,
+                     int oy, int x0, int x1, int16_t *dst);
 void resample_h_ssse3(const resample_axis *h, const int16_t *src, int flip,
                       uint8_t *out);
 void resample_h_avx2(const resample_axis *h, const int16_t *src, int flip,

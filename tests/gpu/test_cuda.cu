@@ -252,6 +252,57 @@ static bool device_batches_equal_host_reference(pl_config cfg)
     return true;
 }
 
+/* Float output normalised on the GPU from uint8: the same bytes as the
+ * host backend's CPU normalisation, and only uint8 crosses the bus. */
+static bool gpu_normalize_matches_host(const char *data, pl_format format)
+{
+    pl_config cfg = base_config(data);
+    cfg.format = format;
+    cfg.augment = PL_AUGMENT_TRAIN;
+    {
+        pl_config probe = cfg;
+        probe.device = 0;
+        pl_loader *l;
+        CHECK(pl_loader_create(&probe, &l) == 0, "%s", pl_last_error());
+        pl_info info;
+        pl_loader_info(l, &info);
+        pl_loader_destroy(l);
+        CHECK(info.gpu_normalize == 1, "float output not normalised on the "
+                                       "GPU (built without nvcc?)");
+    }
+    if (!device_batches_equal_host_reference(cfg))
+        return false;
+    cfg.device = 0;
+    pl_loader *l;
+    CHECK(pl_loader_create(&cfg, &l) == 0, "%s", pl_last_error());
+    const pl_batch *b;
+    uint64_t out_bytes = 0;
+    int rc;
+    while ((rc = pl_loader_next(l, &b)) == 0) {
+        out_bytes += b->bytes;
+        pl_loader_release(l, b, nullptr);
+    }
+    CHECK(rc == PL_EPOCH_END, "%s", pl_last_error());
+    pl_stats st;
+    pl_loader_stats(l, &st);
+    pl_loader_destroy(l);
+    const int per = format == PL_FORMAT_F16_NCHW ? 2 : 4;
+    CHECK(st.bytes_copied * per == out_bytes,
+          "copied %llu bytes for %llu delivered",
+          (unsigned long long)st.bytes_copied, (unsigned long long)out_bytes);
+    return true;
+}
+
+static bool gpu_normalize_f32(const char *data)
+{
+    return gpu_normalize_matches_host(data, PL_FORMAT_F32_NCHW);
+}
+
+static bool gpu_normalize_f16(const char *data)
+{
+    return gpu_normalize_matches_host(data, PL_FORMAT_F16_NCHW);
+}
+
 static bool u8_pinned(const char *data)
 {
     return device_batches_equal_host_reference(base_config(data));
@@ -261,6 +312,7 @@ static bool f32_train_pageable(const char *data)
 {
     pl_config cfg = base_config(data);
     cfg.format = PL_FORMAT_F32_NCHW;
+    cfg.gpu_normalize = 0; /* the CPU path; the GPU one is tested below */
     cfg.augment = PL_AUGMENT_TRAIN;
     cfg.memory = PL_MEMORY_PAGEABLE;
     cfg.device_buffers = 3;
@@ -374,6 +426,8 @@ int main()
     run("u8_pinned_batches_equal_host_backend", u8_pinned, data.c_str());
     run("f32_train_pageable_batches_equal_host_backend", f32_train_pageable,
         data.c_str());
+    run("gpu_normalize_f32_equals_host_bytes", gpu_normalize_f32, data.c_str());
+    run("gpu_normalize_f16_equals_host_bytes", gpu_normalize_f16, data.c_str());
     run("release_orders_buffer_reuse", release_orders_buffer_reuse,
         data.c_str());
     run("keep_host_mirrors_the_batch", keep_host_mirrors_the_batch,

@@ -1,0 +1,53 @@
+/* The GPU half of float output on the CUDA backend: the batch crosses the
+ * bus as uint8 NHWC (a quarter of float32's bytes) and this kernel, queued
+ * on the copy stream after the copy, turns it into normalised float32 or
+ * float16 NCHW in the device buffer. It reads the very lookup table the
+ * host path uses (augment_params.lut / lut16), so every output byte equals
+ * what the host backend produces. Reached only through backend_cuda.c. */
+#include <cuda_runtime_api.h>
+
+#include <stdint.h>
+
+#include "normalize.h"
+
+/* One thread per pixel: three bytes in, one value into each plane.
+ * Consecutive threads write consecutive values of a plane. */
+template <typename T>
+__global__ void
+normalize_kernel(T *__restrict__ dst, const uint8_t *__restrict__ src,
+                 const T *__restrict__ lut, size_t plane, size_t pixels)
+{
+    __shared__ T table[3 * 256];
+    for (int i = threadIdx.x; i < 3 * 256; i += blockDim.x)
+        table[i] = lut[i];
+    __syncthreads();
+    for (size_t p = blockIdx.x * (size_t)blockDim.x + threadIdx.x; p < pixels;
+         p += (size_t)gridDim.x * blockDim.x) {
+        const size_t sample = p / plane, at = p % plane;
+        const uint8_t *px = src + p * 3;
+        T *out = dst + sample * 3 * plane + at;
+        out[0] = table[px[0]];
+        out[plane] = table[256 + px[1]];
+        out[2 * plane] = table[512 + px[2]];
+    }
+}
+
+extern "C" int gpu_normalize(struct CUstream_st *stream, void *dst,
+                             const void *src, int count, int width, int height,
+                             int half, const void *lut)
+{
+    const size_t plane = (size_t)width * (size_t)height;
+    const size_t pixels = plane * (size_t)count;
+    const int threads = 256;
+    size_t blocks = (pixels + threads - 1) / threads;
+    blocks = blocks > 4096 ? 4096 : blocks;
+    if (half)
+        normalize_kernel<uint16_t><<<(unsigned)blocks, threads, 0, stream>>>(
+            (uint16_t *)dst, (const uint8_t *)src, (const uint16_t *)lut, plane,
+            pixels);
+    else
+        normalize_kernel<float><<<(unsigned)blocks, threads, 0, stream>>>(
+            (float *)dst, (const uint8_t *)src, (const float *)lut, plane,
+            pixels);
+    return cudaGetLastError() == cudaSuccess ? 0 : -1;
+}
