@@ -242,6 +242,13 @@ typedef struct pl_config {
      * stream, into exactly the bytes the host path would make. Needs a
      * build with nvcc, and keep_host 0. Default 1. */
     int gpu_normalize;
+    /* 1: worker i runs on the i-th CPU the process may use (modulo their
+     * number), so a worker's caches stay its own. Default 0. */
+    int pin_workers;
+    /* N > 0: ask the kernel (posix_fadvise WILLNEED) to start reading the
+     * file N samples ahead of the one being claimed, for storage where
+     * files are not in the page cache. Default 0 (off). */
+    int readahead;
 
     pl_log_fn log; /* notices and warnings; default NULL: stderr */
     void *log_ctx; /* passed to log */

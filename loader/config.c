@@ -149,6 +149,8 @@ static int check_pipeline(const pl_config *c)
         {"max_file_bytes", c->max_file_bytes, 1, LLONG_MAX},
         {"dct_scaling", c->dct_scaling, 0, 1},
         {"gpu_normalize", c->gpu_normalize, 0, 1},
+        {"pin_workers", c->pin_workers, 0, 1},
+        {"readahead", c->readahead, 0, 4096},
     };
     const int rc = check_ranges(r, N_(r));
     if (rc)

@@ -39,6 +39,17 @@ struct pl_loader {
 /* ---- the pool's job source: the ring
  * ----------------------------------------- */
 
+/* The file `readahead` positions after j of this epoch, hinted to the
+ * kernel so that cold storage is read before a worker asks. */
+static void hint_ahead(pl_loader *l, const ring_slot *s, int64_t j)
+{
+    const int64_t ahead = j + l->rc.cfg.readahead;
+    if (ahead >= l->positions)
+        return;
+    const int64_t idx = sampler_index(&l->smp, s->epoch, ahead);
+    fileio_hint(l->ds.dirfd, dataset_open_path(&l->ds, idx));
+}
+
 static int on_claim(void *ctx, pool_job *job)
 {
     pl_loader *l = ctx;
@@ -58,6 +69,8 @@ static int on_claim(void *ctx, pool_job *job)
     job->dst = s->pixels + (size_t)i * l->ring.sample_bytes;
     job->tag = s;
     job->tag_pos = i;
+    if (l->rc.cfg.readahead)
+        hint_ahead(l, s, j);
     return 1;
 }
 
@@ -211,6 +224,7 @@ static int start_pipeline(pl_loader *l)
     lim.strict = c->strict;
     const pool_config wc = {
         .workers = l->rc.num_workers,
+        .pin = c->pin_workers,
         .dirfd = l->ds.dirfd,
         .max_file_bytes = c->max_file_bytes,
         .limits = lim,

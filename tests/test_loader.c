@@ -3,6 +3,7 @@
  * not on the pipeline's shape, sharding, the life cycle, the caller's
  * mistakes, bad files under each error policy, and the queries. */
 #include <pthread.h>
+#include <sched.h>
 
 #include "pinload.h"
 #include "testutil.h"
@@ -575,6 +576,98 @@ Test(loader, managed_memory_on_the_host_backend_is_pageable_with_a_notice,
     cr_assert_eq(st.bytes_h2d, 0);
     cr_assert_gt(st.bytes_copied, 0);
     pl_loader_destroy(l);
+    tu_rm_rf(root);
+}
+
+static void vary_readahead(pl_config *c, int v)
+{
+    c->readahead = v ? 5 : 0;
+}
+
+Test(loader, same_bytes_with_or_without_readahead_hints, .timeout = TIMEOUT)
+{
+    assert_invariant(vary_readahead, "readahead 0 vs 5");
+}
+
+static void vary_pinning(pl_config *c, int v)
+{
+    c->pin_workers = v;
+    c->num_workers = 3;
+}
+
+Test(loader, same_bytes_with_pinned_or_free_workers, .timeout = TIMEOUT)
+{
+    assert_invariant(vary_pinning, "pin_workers 0 vs 1");
+}
+
+/* The CPUs a thread of this process may run on, by its name. */
+static int cpus_of_thread(const char *name, char *list, size_t cap)
+{
+    DIR *d = opendir("/proc/self/task");
+    cr_assert_not_null(d);
+    struct dirent *de;
+    int found = 0;
+    while (!found && (de = readdir(d)) != NULL) {
+        char path[300], comm[64] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", de->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        if (fgets(comm, sizeof comm, f))
+            comm[strcspn(comm, "\n")] = '\0';
+        fclose(f);
+        if (strcmp(comm, name) != 0)
+            continue;
+        snprintf(path, sizeof path, "/proc/self/task/%s/status", de->d_name);
+        f = fopen(path, "r");
+        char line[512];
+        while (f && fgets(line, sizeof line, f))
+            if (!strncmp(line, "Cpus_allowed_list:", 18)) {
+                snprintf(list, cap, "%s", line + 18 + strspn(line + 18, " \t"));
+                list[strcspn(list, "\n")] = '\0';
+                found = 1;
+            }
+        if (f)
+            fclose(f);
+    }
+    closedir(d);
+    return found;
+}
+
+/* pin_workers puts worker i on the i-th CPU the process may use, modulo
+ * their number; without it, workers may run anywhere. */
+Test(loader, pinned_workers_each_run_on_their_own_cpu, .timeout = TIMEOUT)
+{
+    cpu_set_t allowed;
+    cr_assert_eq(sched_getaffinity(0, sizeof allowed, &allowed), 0);
+    int cpus[CPU_SETSIZE], n = 0;
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &allowed))
+            cpus[n++] = c;
+    char root[64];
+    make_tree(root, 6, 2);
+    for (int pin = 0; pin < 2; pin++) {
+        pl_config c;
+        base_cfg(&c, root);
+        c.num_workers = 3;
+        c.pin_workers = pin;
+        pl_loader *l = create(&c);
+        for (int i = 0; i < 3; i++) {
+            char name[32], list[256];
+            snprintf(name, sizeof name, "pl-worker-%d", i);
+            cr_assert(cpus_of_thread(name, list, sizeof list), "no %s", name);
+            if (pin) {
+                char want[16];
+                snprintf(want, sizeof want, "%d", cpus[i % n]);
+                cr_assert_str_eq(list, want, "%s", name);
+            } else if (n > 1) {
+                cr_assert(strchr(list, ',') || strchr(list, '-'),
+                          "%s unpinned should allow several CPUs: %s", name,
+                          list);
+            }
+        }
+        pl_loader_destroy(l);
+    }
     tu_rm_rf(root);
 }
 

@@ -108,3 +108,13 @@ void fileio_buf_free(fileio_buf *b)
     free(b->data);
     *b = (fileio_buf){0};
 }
+
+void fileio_hint(int dirfd, const char *path)
+{
+    const int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY |
+                                           O_NONBLOCK);
+    if (fd < 0)
+        return;
+    posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
+    close(fd);
+}

@@ -20,4 +20,8 @@ int fileio_read(int dirfd, const char *path, int64_t max_bytes, fileio_buf *b,
 
 void fileio_buf_free(fileio_buf *b);
 
+/* Hint the kernel to start reading `path` (relative to dirfd) now
+ * (posix_fadvise WILLNEED). Failures are ignored: it is only a hint. */
+void fileio_hint(int dirfd, const char *path);
+
 #endif

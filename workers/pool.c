@@ -1,6 +1,7 @@
 #include "pool.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -78,6 +79,25 @@ fail:
     return PL_ENOMEM;
 }
 
+/* Worker i on the i-th CPU of the process's affinity mask (modulo). */
+static void pin_to_cpu(pthread_t t, int i)
+{
+    cpu_set_t allowed, one;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
+        return;
+    const int n = CPU_COUNT(&allowed);
+    for (int cpu = 0, seen = 0; n > 0 && cpu < CPU_SETSIZE; cpu++) {
+        if (!CPU_ISSET(cpu, &allowed))
+            continue;
+        if (seen++ == i % n) {
+            CPU_ZERO(&one);
+            CPU_SET(cpu, &one);
+            pthread_setaffinity_np(t, sizeof one, &one);
+            return;
+        }
+    }
+}
+
 int pool_start(pool *p)
 {
     /* Workers take no signals: they belong to the application's threads. */
@@ -92,6 +112,8 @@ int pool_start(pool *p)
             break;
         }
         w->started = 1;
+        if (p->cfg.pin)
+            pin_to_cpu(w->thread, i);
         char name[24]; /* the kernel keeps 15 chars: "pl-worker-9999" */
         snprintf(name, sizeof name, "pl-worker-%d", i % 10000);
         pthread_setname_np(w->thread, name);

@@ -34,6 +34,7 @@ typedef struct pool_source {
 
 typedef struct pool_config {
     int workers;
+    int pin; /* worker i on the i-th allowed CPU */
     int dirfd;
     int64_t max_file_bytes;
     decode_limits limits;
