@@ -89,7 +89,8 @@ endif
 
 DEPS_STAMP := $(BUILD)/.deps-build
 
-.PHONY: all lib tools samples test test-gpu bench install uninstall clean \
+.PHONY: all lib tools samples test test-gpu bench compare install uninstall \
+        clean \
         format deps deps-test
 all: lib tools samples
 
@@ -212,6 +213,14 @@ bench: all $(BUILD)/.deps-bench
 	$(BUILD)/pinload-bench --data $(DATA) --plot $(BUILD)/bench.png \
 	    --csv $(BUILD)/bench.csv --json $(BUILD)/bench.json $(BENCH_ARGS)
 	@echo "plot: $(BUILD)/bench.png  table: $(BUILD)/bench.csv, $(BUILD)/bench.json"
+# PyTorch's DataLoader (or Pillow) beside pinload on the same data; sets up
+# build/compare-venv from the package index the first time.
+compare: all
+	@if [ "$(DATA)" = data/generated ] && [ ! -d data/generated ]; then \
+	    $(BUILD)/pinload-mkdata --out data/generated; fi
+	COMPARE_VENV=$(BUILD)/compare-venv tools/compare/run.sh $(DATA) \
+	    --bench $(BUILD)/pinload-bench $(COMPARE_ARGS)
+
 $(BUILD)/.deps-bench: tools/install-deps.sh
 	@tools/install-deps.sh bench
 	@mkdir -p $(@D) && touch $@

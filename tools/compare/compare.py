@@ -1,0 +1,168 @@
+"""pinload against what users would pick instead, on the same data, the same
+transforms and the same number of worker processes or threads:
+
+  * PyTorch's DataLoader over torchvision's ImageFolder, pin_memory=True,
+    transforms RandomResizedCrop + RandomHorizontalFlip (train) or
+    Resize + CenterCrop (eval), to uint8 tensors (PILToTensor) as pinload's
+    uint8 output;
+  * if torch cannot be imported, a Pillow-only loader doing the same with a
+    multiprocessing pool.
+
+pinload's figure comes from build/pinload-bench with the same settings.
+Prints images/s side by side and the ratio. Run through `make compare`.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def torch_rate(args, workers):
+    import torch
+    import torchvision
+    from torchvision import transforms as T
+
+    torch.set_num_threads(1)
+    if args.augment == "train":
+        tf = T.Compose([T.RandomResizedCrop(args.size), T.RandomHorizontalFlip(),
+                        T.PILToTensor()])
+    else:
+        tf = T.Compose([T.Resize(args.size * 256 // 224), T.CenterCrop(args.size),
+                        T.PILToTensor()])
+    ds = torchvision.datasets.ImageFolder(args.data, transform=tf)
+    dl = torch.utils.data.DataLoader(
+        ds, batch_size=args.batch, shuffle=True, num_workers=workers,
+        pin_memory=True, drop_last=True, persistent_workers=workers > 0)
+    return measure(lambda: iter(dl), args, lambda b: b[0].shape[0])
+
+
+def pillow_load(job):
+    """One sample with Pillow alone: decode, crop, resize, flip, to bytes."""
+    import random
+
+    from PIL import Image
+
+    path, size, augment, seed = job
+    rng = random.Random(seed)
+    img = Image.open(path).convert("RGB")
+    w, h = img.size
+    if augment == "train":
+        import math
+        for _ in range(10):
+            area = w * h * rng.uniform(0.08, 1.0)
+            ratio = math.exp(rng.uniform(math.log(3 / 4), math.log(4 / 3)))
+            cw, ch = round(math.sqrt(area * ratio)), round(math.sqrt(area / ratio))
+            if 0 < cw <= w and 0 < ch <= h:
+                x, y = rng.randint(0, w - cw), rng.randint(0, h - ch)
+                break
+        else:
+            cw, ch, x, y = w, h, 0, 0
+        img = img.resize((size, size), Image.BILINEAR, box=(x, y, x + cw, y + ch))
+        if rng.random() < 0.5:
+            img = img.transpose(Image.FLIP_LEFT_RIGHT)
+    else:
+        s = size * 256 // 224
+        if w <= h:
+            nw, nh = s, int(s * h / w)
+        else:
+            nw, nh = int(s * w / h), s
+        img = img.resize((nw, nh), Image.BILINEAR)
+        left, top = round((nw - size) / 2), round((nh - size) / 2)
+        img = img.crop((left, top, left + size, top + size))
+    return img.tobytes()
+
+
+def pillow_rate(args, workers):
+    import multiprocessing
+
+    paths = []
+    for root, _, files in sorted(os.walk(args.data, followlinks=True)):
+        paths += [os.path.join(root, f) for f in sorted(files)
+                  if f.lower().endswith((".jpg", ".jpeg"))]
+    pool = multiprocessing.Pool(workers)
+
+    def batches():
+        i = 0
+        while True:
+            jobs = [(paths[(i + k) % len(paths)], args.size, args.augment, i + k)
+                    for k in range(args.batch)]
+            i += args.batch
+            yield pool.map(pillow_load, jobs)
+
+    try:
+        return measure(batches, args, len)
+    finally:
+        pool.terminate()
+
+
+def measure(make_iter, args, count):
+    """Images per second over args.batches batches after args.warmup."""
+    it = make_iter()
+
+    def take():
+        nonlocal it
+        try:
+            return next(it)
+        except StopIteration:
+            it = make_iter()
+            return next(it)
+
+    for _ in range(args.warmup):
+        take()
+    t0, images = time.perf_counter(), 0
+    for _ in range(args.batches):
+        images += count(take())
+    return images / (time.perf_counter() - t0)
+
+
+def pinload_rate(args, workers):
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "bench.json")
+        subprocess.run(
+            [args.bench, "--data", args.data, "--workers", str(workers),
+             "--prefetch", "2", "--pin", "on", "--batch", str(args.batch),
+             "--size", str(args.size), "--augment", args.augment,
+             "--batches", str(args.batches), "--warmup", str(args.warmup),
+             "--device", "host", "--json", out, "--quiet"],
+            check=True, stdout=subprocess.DEVNULL)
+        with open(out) as f:
+            return json.load(f)["rows"][0]["images_per_s"]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--data", required=True)
+    p.add_argument("--bench", default="build/pinload-bench")
+    p.add_argument("--workers", default="1,2")
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--size", type=int, default=224)
+    p.add_argument("--augment", choices=["train", "eval"], default="train")
+    p.add_argument("--batches", type=int, default=30)
+    p.add_argument("--warmup", type=int, default=4)
+    args = p.parse_args()
+
+    try:
+        import torch  # noqa: F401
+        import torchvision
+        other, rate = ("PyTorch DataLoader (torchvision %s, pin_memory)"
+                       % torchvision.__version__, torch_rate)
+    except ImportError as e:
+        print("torch is not available (%s): comparing with Pillow alone" % e)
+        import PIL
+        other, rate = "Pillow %s, multiprocessing" % PIL.__version__, pillow_rate
+
+    print("data %s, %dx%d %s uint8, batch %d, %d batches after %d warm-up"
+          % (args.data, args.size, args.size, args.augment, args.batch,
+             args.batches, args.warmup))
+    print("%-8s %14s %14s %8s" % ("workers", "pinload img/s", "other img/s", "ratio"))
+    for w in [int(x) for x in args.workers.split(",")]:
+        mine, theirs = pinload_rate(args, w), rate(args, w)
+        print("%-8d %14.1f %14.1f %7.2fx" % (w, mine, theirs, mine / theirs))
+    print("other: %s" % other)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
