@@ -89,8 +89,8 @@ endif
 
 DEPS_STAMP := $(BUILD)/.deps-build
 
-.PHONY: all lib tools samples test test-gpu bench compare install uninstall \
-        clean \
+.PHONY: all lib tools samples test test-gpu bench compare compare-tools \
+        install uninstall clean \
         format deps deps-test
 all: lib tools samples
 
@@ -220,6 +220,15 @@ compare: all
 	    $(BUILD)/pinload-mkdata --out data/generated; fi
 	COMPARE_VENV=$(BUILD)/compare-venv tools/compare/run.sh $(DATA) \
 	    --bench $(BUILD)/pinload-bench $(COMPARE_ARGS)
+
+# The measurements behind docs/BENCHMARKS.md's decode ceiling and resampler
+# choice (the second needs libyuv-dev).
+compare-tools: $(BUILD)/compare-ceiling $(BUILD)/compare-resize
+$(BUILD)/compare-ceiling: tools/compare/ceiling.c
+	$(CC) -O2 -std=c11 -D_GNU_SOURCE -o $@ $< -ljpeg
+$(BUILD)/compare-resize: tools/compare/resize_libyuv.c $(BUILD)/obj/workers/resample.o
+	$(CC) -O2 -std=c11 -D_GNU_SOURCE -Iinclude -o $@ $< \
+	    $(BUILD)/obj/workers/resample.o -lyuv -lm
 
 $(BUILD)/.deps-bench: tools/install-deps.sh
 	@tools/install-deps.sh bench
