@@ -378,19 +378,23 @@ typedef struct pl_stats {
                                 completed so far (0 on the host backend) */
     uint64_t bytes_h2d;      /* CUDA: bytes of those same copies, so
                                 bytes_h2d / ns_h2d is the copy bandwidth */
-    uint64_t reserved[4];
+    uint64_t images_warned;  /* decoded despite libjpeg warnings */
+    uint64_t reserved[3];
 } pl_stats;
 
 PL_EXPORT int pl_loader_stats(const pl_loader *l, pl_stats *out);
 
-/* One bad file, as recorded the first time it was met. */
+/* One bad file, or one decoded despite libjpeg warnings (code 0: corrupt
+ * data or a premature end that libjpeg papered over; accepted unless
+ * config.strict), as recorded the first time it was met. */
 typedef struct pl_failure {
     int64_t index;      /* dataset index */
     const char *path;   /* valid until pl_loader_destroy */
-    int code;           /* PL_E* */
-    const char *reason; /* "not a JPEG file (starts with 42 4d)"; valid
-                           until pl_loader_destroy */
+    int code;           /* PL_E*, or 0 for a file decoded with warnings */
+    const char *reason; /* "not a JPEG file (starts with 42 4d)", or the
+                           first warning; valid until pl_loader_destroy */
     int64_t count;      /* times met so far */
+    int warnings;       /* libjpeg warnings in the rows decoded, first time */
 } pl_failure;
 
 /* Copy up to `cap` failure records, from the `first`-th recorded, to

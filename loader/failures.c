@@ -24,7 +24,7 @@ void failures_fini(failures *f)
 }
 
 static int add_item(failures *f, int64_t index, int code, const char *path,
-                    const char *reason)
+                    const char *reason, int warnings)
 {
     if (!f->where) {
         f->where = calloc((size_t)f->dataset_size, sizeof *f->where);
@@ -43,6 +43,7 @@ static int add_item(failures *f, int64_t index, int code, const char *path,
     it->index = index;
     it->code = code;
     it->count = 1;
+    it->warnings = warnings;
     it->path = strdup(path);
     it->reason = strdup(reason);
     if (!it->path || !it->reason) {
@@ -55,7 +56,7 @@ static int add_item(failures *f, int64_t index, int code, const char *path,
 }
 
 int failures_record(failures *f, int64_t index, int code, const char *path,
-                    const char *reason)
+                    const char *reason, int warnings)
 {
     pthread_mutex_lock(&f->mu);
     int rc;
@@ -63,7 +64,7 @@ int failures_record(failures *f, int64_t index, int code, const char *path,
         f->items[f->where[index] - 1].count++;
         rc = 0;
     } else {
-        rc = add_item(f, index, code, path, reason);
+        rc = add_item(f, index, code, path, reason, warnings);
     }
     pthread_mutex_unlock(&f->mu);
     return rc;
@@ -92,7 +93,8 @@ size_t failures_copy(failures *f, size_t first, pl_failure *out, size_t cap)
                               .path = it->path,
                               .code = it->code,
                               .reason = it->reason,
-                              .count = it->count};
+                              .count = it->count,
+                              .warnings = it->warnings};
     }
     pthread_mutex_unlock(&f->mu);
     return n;

@@ -16,6 +16,7 @@ typedef struct failure {
     char *path; /* as the user would write it */
     char *reason;
     int64_t count;
+    int warnings;
 } failure;
 
 typedef struct failures {
@@ -32,7 +33,7 @@ void failures_fini(failures *f);
 /* Count a failure of sample `index`. Returns 1 the first time this index
  * fails, 0 after, or PL_ENOMEM (the count is then lost, the code not). */
 int failures_record(failures *f, int64_t index, int code, const char *path,
-                    const char *reason);
+                    const char *reason, int warnings);
 
 /* The record of `index`: [out] *code and reason (cut to cap). Returns 1 if
  * found, else 0. */

@@ -77,8 +77,14 @@ static int on_claim(void *ctx, pool_job *job)
 static void note_failure(pl_loader *l, const pool_job *job)
 {
     const char *path = dataset_path(&l->ds, job->index);
-    const int first =
-        failures_record(&l->fails, job->index, job->status, path, job->reason);
+    const int first = failures_record(&l->fails, job->index, job->status,
+                                      path, job->reason, job->warnings);
+    if (first == 1 && job->status == 0) {
+        log_msg(&l->log, PL_LOG_WARNING,
+                "decoded despite %d libjpeg warning(s): %s: %s",
+                job->warnings, path, job->reason);
+        return;
+    }
     if (first != 1 || l->rc.cfg.on_error == PL_ON_ERROR_FAIL)
         return;
     log_msg(&l->log, PL_LOG_WARNING, "%s %s: %s (%s)",
@@ -92,7 +98,7 @@ static void on_finish(void *ctx, pool_job *job)
     pl_loader *l = ctx;
     ring_slot *s = job->tag;
     s->pos[job->tag_pos].status = job->status;
-    if (job->status != 0)
+    if (job->status != 0 || job->warnings)
         note_failure(l, job);
     ring_finish(&l->ring, s);
 }
@@ -425,6 +431,7 @@ PL_EXPORT int pl_loader_stats(const pl_loader *l, pl_stats *out)
     memset(out, 0, sizeof *out);
     out->images_decoded = ps.decoded;
     out->images_failed = ps.failed;
+    out->images_warned = ps.warned;
     out->bytes_read = ps.bytes_read;
     out->ns_read = ps.ns_read;
     out->ns_decode = ps.ns_decode;

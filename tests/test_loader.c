@@ -1853,3 +1853,65 @@ Test(loader, create_rejects_missing_or_empty_data, .timeout = TIMEOUT)
     cr_assert_not_null(strstr(pl_last_error(), root), "%s", pl_last_error());
     tu_rm_rf(root);
 }
+
+/* ---- files libjpeg decodes with warnings ---------------------------------------- */
+
+/* A JPEG cut short (its bottom rows missing) decodes with libjpeg's
+ * "premature end" warning: accepted, but recorded with code 0 and its count,
+ * logged once and counted in the stats; under strict it is a bad file. */
+Test(loader, files_decoded_with_warnings_are_recorded_and_strict_refuses_them,
+     .timeout = TIMEOUT)
+{
+    char root[64], path[256];
+    make_tree(root, 6, 2);
+    snprintf(path, sizeof path, "%s/c1/cut.jpg", root);
+    tu_write_jpeg(path, 64, 200, 3, NULL);
+    size_t len;
+    uint8_t *bytes = tu_read_file(path, &len);
+    tu_write_file(path, bytes, len * 2 / 3);
+    free(bytes);
+    for (int strict = 0; strict < 2; strict++) {
+        log_count lc;
+        log_count_init(&lc);
+        pl_config c;
+        base_cfg(&c, root);
+        c.augment = PL_AUGMENT_NONE; /* every row, so the cut is met */
+        c.strict = strict;
+        c.log = counting;
+        c.log_ctx = &lc;
+        pl_loader *l = create(&c);
+        const pl_batch *b;
+        int rc, delivered = 0;
+        while ((rc = pl_loader_next(l, &b)) == 0) {
+            delivered += b->count;
+            pl_loader_release(l, b, NULL);
+        }
+        cr_assert_eq(rc, PL_EPOCH_END);
+        pl_failure f[4];
+        size_t n;
+        cr_assert_eq(pl_loader_failures(l, 0, f, 4, &n), 0);
+        cr_assert_eq(n, 1, "strict %d: %zu records", strict, n);
+        cr_assert_str_eq(f[0].path, path);
+        cr_assert_geq(f[0].warnings, 1);
+        cr_assert_not_null(strstr(f[0].reason, "Premature end"), "%s",
+                           f[0].reason);
+        pl_stats st;
+        pl_loader_stats(l, &st);
+        if (!strict) {
+            cr_assert_eq(f[0].code, 0, "accepted");
+            cr_assert_eq(delivered, 7, "the cut file is delivered");
+            cr_assert_geq(st.images_warned, 1);
+            cr_assert_eq(st.images_failed, 0);
+            cr_assert_eq(lc.warnings, 1, "logged once");
+            cr_assert_not_null(strstr(lc.warning[0], "libjpeg warning"),
+                               "%s", lc.warning[0]);
+        } else {
+            cr_assert_eq(f[0].code, PL_ECORRUPT);
+            cr_assert_eq(delivered, 6, "skipped under strict");
+            cr_assert_eq(st.images_warned, 0);
+            cr_assert_geq(st.images_failed, 1);
+        }
+        pl_loader_destroy(l);
+    }
+    tu_rm_rf(root);
+}

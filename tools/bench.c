@@ -302,6 +302,9 @@ typedef struct bench_log {
     int cuda;
     int warnings;
     char last[512]; /* the last notice, so repeats are shown once */
+    int problems_seen;
+    size_t nproblems;
+    char problem[32][600];
 } bench_log;
 
 /* The library's per-loader backend notice would repeat for every
@@ -442,6 +445,38 @@ static int measure(const options *o, bench_cuda *cu, pl_loader *l,
     return 0;
 }
 
+/* The problem files the first loader met, printed at the end: every bad
+ * file, and every file decoded despite libjpeg warnings. */
+static void keep_problems(pl_loader *l, bench_log *bl)
+{
+    if (bl->problems_seen)
+        return;
+    bl->problems_seen = 1;
+    pl_failure f[32];
+    size_t n = 0, more = 0;
+    pl_loader_failures(l, 0, f, 32, &n);
+    bl->nproblems = n;
+    pl_failure one;
+    while (pl_loader_failures(l, bl->nproblems, &one, 1, &more) == 0 && more)
+        bl->nproblems++;
+    for (size_t i = 0; i < n; i++)
+        snprintf(bl->problem[i], sizeof bl->problem[i], "%s: %s: %s",
+                 f[i].code ? pl_err_name(f[i].code) : "warnings", f[i].path,
+                 f[i].reason);
+}
+
+static void print_problems(const bench_log *bl)
+{
+    if (!bl->nproblems)
+        return;
+    printf("problem files met: %zu (bad, or decoded despite libjpeg "
+           "warnings)\n", bl->nproblems);
+    for (size_t i = 0; i < bl->nproblems && i < 32; i++)
+        printf("  %s\n", bl->problem[i]);
+    if (bl->nproblems > 32)
+        printf("  ... and %zu more\n", bl->nproblems - 32);
+}
+
 static pl_loader *open_loader(const options *o, bench_log *bl, const row *r)
 {
     pl_config cfg;
@@ -511,6 +546,7 @@ static int run_combo(const options *o, bench_cuda *cu, bench_log *bl, row *r)
             r->overlap_pct = hidden * 100;
         }
     }
+    keep_problems(l, bl);
     pl_loader_destroy(l);
     if (!o->quiet)
         fprintf(stderr, "\r%*s\r", 78, "");
@@ -818,6 +854,7 @@ int main(int argc, char **argv)
         printf("best: pin %s, %d workers, prefetch %d: %.1f images/s\n",
                pin_name(best->pin), best->workers, best->prefetch, best->img_s);
     }
+    print_problems(&bl);
     if (n > 0 && o.csv && write_csv(o.csv, rows, n) != 0)
         status =
             (fprintf(stderr, "pinload-bench: %s: cannot write\n", o.csv), 1);

@@ -17,7 +17,7 @@ typedef struct worker {
     pthread_t thread;
     process_ctx ctx;
     /* Written by this worker alone, read by pool_get_stats. */
-    _Atomic uint64_t decoded, failed, bytes_read;
+    _Atomic uint64_t decoded, failed, warned, bytes_read;
     _Atomic uint64_t ns_read, ns_decode, ns_augment;
 } worker;
 
@@ -47,6 +47,12 @@ static void *worker_main(void *arg)
                                     cfg->max_file_bytes, job.epoch, job.index,
                                     job.dst, &t, job.reason);
         add(job.status == 0 ? &w->decoded : &w->failed, 1);
+        job.warnings = w->ctx.warnings;
+        if (job.status == 0 && job.warnings) {
+            add(&w->warned, 1);
+            snprintf(job.reason, sizeof job.reason, "%s",
+                     w->ctx.first_warning);
+        }
         add(&w->bytes_read, t.bytes_read);
         add(&w->ns_read, t.ns_read);
         add(&w->ns_decode, t.ns_decode);
@@ -152,6 +158,7 @@ void pool_get_stats(const pool *p, pool_stats *s)
         worker *w = &p->workers[i];
         s->decoded += atomic_load_explicit(&w->decoded, memory_order_relaxed);
         s->failed += atomic_load_explicit(&w->failed, memory_order_relaxed);
+        s->warned += atomic_load_explicit(&w->warned, memory_order_relaxed);
         s->bytes_read +=
             atomic_load_explicit(&w->bytes_read, memory_order_relaxed);
         s->ns_read += atomic_load_explicit(&w->ns_read, memory_order_relaxed);

@@ -20,7 +20,9 @@ typedef struct pool_job {
     int tag_pos;          /* likewise */
     int worker;           /* which worker holds the job */
     int status;           /* 0 or PL_E* */
-    char reason[PROCESS_REASON_MAX];
+    int warnings;         /* libjpeg warnings (status 0: accepted) */
+    char reason[PROCESS_REASON_MAX]; /* why it failed, or the first
+                                        warning */
 } pool_job;
 
 typedef struct pool_source {
@@ -43,7 +45,7 @@ typedef struct pool_config {
 } pool_config;
 
 typedef struct pool_stats {
-    uint64_t decoded, failed, bytes_read;
+    uint64_t decoded, failed, warned, bytes_read;
     uint64_t ns_read, ns_decode, ns_augment;
 } pool_stats;
 

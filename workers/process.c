@@ -151,17 +151,28 @@ int process_sample(process_ctx *c, const augment_params *p, int dirfd,
                    char reason[PROCESS_REASON_MAX])
 {
     const uint64_t t0 = process_now_ns();
-    int rc = fileio_read(dirfd, path, max_file_bytes, &c->file, reason,
-                         PROCESS_REASON_MAX);
-    const uint64_t t1 = process_now_ns();
-    t->ns_read += t1 - t0;
-    if (rc < 0)
-        goto fail;
+    const int rc = fileio_read(dirfd, path, max_file_bytes, &c->file, reason,
+                               PROCESS_REASON_MAX);
+    t->ns_read += process_now_ns() - t0;
+    if (rc < 0) {
+        memset(dst, 0, augment_sample_bytes(p));
+        return rc;
+    }
     t->bytes_read += c->file.len;
+    return process_buffer(c, p, c->file.data, c->file.len, epoch, index, dst,
+                          t, reason);
+}
 
+int process_buffer(process_ctx *c, const augment_params *p,
+                   const uint8_t *buf, size_t len, int64_t epoch,
+                   int64_t index, void *dst, process_times *t,
+                   char reason[PROCESS_REASON_MAX])
+{
+    const uint64_t t1 = process_now_ns();
     decode_info info;
     augment_plan plan;
-    rc = decoder_open(&c->dec, c->file.data, c->file.len, &info, reason);
+    c->warnings = 0;
+    int rc = decoder_open(&c->dec, buf, len, &info, reason);
     if (rc == 0) {
         augment_plan_make(p, epoch, index, info.width, info.height, &plan);
         rc = plan_filters(c, p, &plan, reason);
@@ -172,6 +183,10 @@ int process_sample(process_ctx *c, const augment_params *p, int dirfd,
         rc = decode_region(c, &plan, reason);
     if (rc == 0 && c->dec.limits.strict)
         rc = decode_rest(c, reason);
+    c->warnings = c->dec.jerr.warnings;
+    if (c->warnings)
+        snprintf(c->first_warning, sizeof c->first_warning, "%s",
+                 c->dec.jerr.first_warning);
     decoder_close(&c->dec);
     const uint64_t t3 = process_now_ns();
     t->ns_decode += t3 - t2;

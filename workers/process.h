@@ -25,6 +25,9 @@ typedef struct process_ctx {
     size_t vrow_cap;
     uint8_t *row; /* one resized output row (float32 output) */
     size_t row_cap;
+    /* libjpeg's warnings (corrupt data accepted) in the last sample. */
+    int warnings;
+    char first_warning[PROCESS_REASON_MAX];
 } process_ctx;
 
 /* Time and bytes spent on one sample, added to by process_sample. */
@@ -42,6 +45,12 @@ void process_fini(process_ctx *c);
  * path). */
 int process_sample(process_ctx *c, const augment_params *p, int dirfd,
                    const char *path, int64_t max_file_bytes, int64_t epoch,
+                   int64_t index, void *dst, process_times *t,
+                   char reason[PROCESS_REASON_MAX]);
+
+/* The same, from the JPEG already in buf[0, len). */
+int process_buffer(process_ctx *c, const augment_params *p,
+                   const uint8_t *buf, size_t len, int64_t epoch,
                    int64_t index, void *dst, process_times *t,
                    char reason[PROCESS_REASON_MAX]);
 
