@@ -312,10 +312,13 @@ int main(int argc, char **argv)
     fprintf(w.tsv, "position\tpath\tlabel\tstatus\n");
     status = o.raw ? dump_raw(&w, l, &o, order, info.samples_per_epoch)
                    : dump_batches(&w, l, &o, order, info.samples_per_epoch);
-    if (status == 0)
+    /* On failure the one line above names the file; on success, every
+     * problem file is listed. */
+    if (status == 0) {
         fprintf(stderr, "pinload-dump: wrote %ld samples (%ld skipped) to %s\n",
                 w.written, w.skipped, o.out);
-    print_problems(l);
+        print_problems(l);
+    }
 done:
     if (w.tsv && fclose(w.tsv) != 0 && status == 0) {
         fprintf(stderr, "pinload-dump: %s: write error\n", tsv_path);
