@@ -89,7 +89,7 @@ endif
 
 DEPS_STAMP := $(BUILD)/.deps-build
 
-.PHONY: all lib tools samples test test-gpu bench compare compare-tools \
+.PHONY: all lib tools samples test test-gpu bench compare compare-tools fuzz \
         install uninstall clean \
         format deps deps-test
 all: lib tools samples
@@ -188,7 +188,8 @@ $(BUILD)/samples/%: samples/%.c $(BUILD)/libpinload.a
 	    $(BUILD)/libpinload.a $(LIBS)
 
 # Tests link the objects themselves, so they can reach the internals.
-$(BUILD)/tests/%: tests/%.c tests/testutil.h $(LIB_OBJ) | $(BUILD)/.deps-test
+$(BUILD)/tests/%: tests/%.c tests/testutil.h tests/fuzz/harness.h $(LIB_OBJ) \
+                  | $(BUILD)/.deps-test
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(LDFLAGS) -o $@ $< $(LIB_OBJ) \
 	    -lcriterion $(LIBS)
@@ -233,6 +234,38 @@ $(BUILD)/compare-resize: tools/compare/resize_libyuv.c $(BUILD)/obj/workers/resa
 $(BUILD)/.deps-bench: tools/install-deps.sh
 	@tools/install-deps.sh bench
 	@mkdir -p $(@D) && touch $@
+
+# libFuzzer over the decode and augment path, seeded with ../shared/data's
+# hard cases and photos (each behind an 8-byte configuration header).
+# Every crash it finds belongs in tests/fuzz/regressions, replayed by
+# test_fuzz in every `make test`.
+FUZZ_SECONDS ?= 60
+FUZZ_DIR := $(BUILD)/fuzz
+FUZZ_SRC := workers/decode.c workers/resample.c workers/augment.c \
+            workers/fileio.c workers/process.c loader/error.c
+$(FUZZ_DIR)/fuzz_decode: tests/fuzz/fuzz_decode.c tests/fuzz/harness.h \
+                         $(FUZZ_SRC) | $(BUILD)/.deps-fuzz
+	@mkdir -p $(@D)
+	clang -g -O1 -fsanitize=fuzzer,address,undefined \
+	    -fno-sanitize-recover=all -D_GNU_SOURCE -Iinclude -o $@ \
+	    tests/fuzz/fuzz_decode.c $(FUZZ_SRC) -ljpeg -lm
+$(BUILD)/.deps-fuzz: tools/install-deps.sh
+	@tools/install-deps.sh fuzz
+	@mkdir -p $(@D) && touch $@
+fuzz: $(FUZZ_DIR)/fuzz_decode
+	@mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/seeds
+	@n=0; if [ -d ../shared/data ]; then \
+	    for f in $$(find ../shared/data/hard ../shared/data/photos/mixed \
+	                     -type f); do \
+	        n=$$((n + 1)); \
+	        { printf '\002\000\067\077\001\000\007\003'; cat "$$f"; } \
+	            > $(FUZZ_DIR)/seeds/s$$n; done; \
+	    echo "== fuzz: $$n seeds from ../shared/data"; \
+	else echo "== fuzz: ../shared/data is absent: no seeds"; fi
+	$(FUZZ_DIR)/fuzz_decode -max_total_time=$(FUZZ_SECONDS) \
+	    -max_len=262144 -timeout=10 -rss_limit_mb=2048 \
+	    -artifact_prefix=$(FUZZ_DIR)/ -print_final_stats=1 \
+	    $(FUZZ_DIR)/corpus $(FUZZ_DIR)/seeds tests/fuzz/regressions
 
 test-gpu: lib
 	$(MAKE) -C tests/gpu BUILD=$(abspath $(BUILD)) CUDA_HOME=$(CUDA_HOME)

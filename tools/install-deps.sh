@@ -3,6 +3,7 @@
 #   tools/install-deps.sh build   what `make` needs
 #   tools/install-deps.sh test    what `make test` needs on top
 #   tools/install-deps.sh bench   what `make bench` needs on top (gnuplot)
+#   tools/install-deps.sh fuzz    what `make fuzz` needs (clang, libFuzzer)
 #   tools/install-deps.sh all     all of them (default)
 # As root with apt-get, missing packages are installed; otherwise the exact
 # apt-get command is printed and the script fails.
@@ -30,6 +31,11 @@ check_test() {
     command -v gnuplot >/dev/null 2>&1 || want gnuplot-nox # test_bench
 }
 
+check_fuzz() {
+    printf 'int LLVMFuzzerTestOneInput(const char *d, long n) { return 0; }\n' |
+        clang -fsanitize=fuzzer -x c - -o /dev/null >/dev/null 2>&1 ||
+        want "clang libclang-rt-14-dev"
+}
 check_bench() {
     command -v gnuplot >/dev/null 2>&1 || want gnuplot-nox
 }
@@ -38,8 +44,9 @@ case "$what" in
 build) check_build ;;
 test) check_test ;;
 bench) check_bench ;;
-all) check_build; check_test; check_bench ;;
-*) echo "usage: $0 build|test|bench|all" >&2; exit 2 ;;
+fuzz) check_fuzz ;;
+all) check_build; check_test; check_bench; check_fuzz ;;
+*) echo "usage: $0 build|test|bench|fuzz|all" >&2; exit 2 ;;
 esac
 
 [ -z "$need" ] && exit 0

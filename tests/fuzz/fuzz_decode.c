@@ -1,0 +1,21 @@
+/* libFuzzer target for the decode and augment path: `make fuzz`. */
+#include "harness.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    /* One context for the whole run, as a worker keeps its own: reuse after
+     * every kind of failure is part of what is tested. */
+    static process_ctx ctx;
+    static int ready;
+    if (!ready) {
+        decode_limits lim;
+        fuzz_limits(&lim);
+        if (process_init(&ctx, &lim) < 0)
+            abort();
+        ready = 1;
+    }
+    fuzz_one(&ctx, data, size);
+    return 0;
+}

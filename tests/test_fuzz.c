@@ -1,0 +1,124 @@
+/* The fuzz harness replayed in the regular suite: every input that ever
+ * crashed the fuzzer (tests/fuzz/regressions), and every file of
+ * ../shared/data/hard, each under several augment configurations, must
+ * come back with a status (and all-zero output on failure) in bounded time,
+ * through one reused context, as a worker would meet them. */
+#include <dirent.h>
+#include <time.h>
+
+#include "fuzz/harness.h"
+#include "testutil.h"
+
+typedef struct replay {
+    process_ctx ctx;
+    int files, failed;
+    double worst_s;
+    char worst[1024];
+} replay;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* The file at path behind each of a few configuration headers. */
+static void replay_file(replay *r, const char *path, int raw)
+{
+    size_t len;
+    uint8_t *bytes = tu_read_file(path, &len);
+    static const uint8_t heads[][FUZZ_HEADER] = {
+        {2, 0, 55, 63, 1, 0, 7, 3},  /* train, u8, 56x64, DCT scaling */
+        {1, 1, 31, 31, 0, 1, 0, 0},  /* eval, f32, 32x32 */
+        {0, 2, 63, 15, 3, 2, 1, 9},  /* none, f16, 64x16, scaling, strict */
+    };
+    const int nheads = raw ? 3 : 1;
+    for (int h = 0; h < nheads; h++) {
+        uint8_t *in = bytes;
+        size_t n = len;
+        uint8_t *owned = NULL;
+        if (raw) { /* a plain file: put a configuration in front */
+            owned = malloc(len + FUZZ_HEADER);
+            memcpy(owned, heads[h], FUZZ_HEADER);
+            memcpy(owned + FUZZ_HEADER, bytes, len);
+            in = owned;
+            n = len + FUZZ_HEADER;
+        }
+        const double t0 = now_s();
+        const int rc = fuzz_one(&r->ctx, in, n);
+        const double dt = now_s() - t0;
+        r->files++;
+        r->failed += rc < 0;
+        if (dt > r->worst_s) {
+            r->worst_s = dt;
+            snprintf(r->worst, sizeof r->worst, "%s", path);
+        }
+        free(owned);
+    }
+    free(bytes);
+}
+
+static void replay_dir(replay *r, const char *dir, int raw)
+{
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d, "%s", dir);
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.')
+            continue;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        replay_file(r, path, raw);
+    }
+    closedir(d);
+}
+
+/* fuzz: the fuzzer's tight limits; otherwise the loader's defaults. */
+static void replay_init(replay *r, int fuzz)
+{
+    memset(r, 0, sizeof *r);
+    decode_limits lim;
+    if (fuzz)
+        fuzz_limits(&lim);
+    else
+        decode_limits_default(&lim);
+    cr_assert_eq(process_init(&r->ctx, &lim), 0);
+}
+
+Test(fuzz, regression_inputs_replay_cleanly)
+{
+    replay r;
+    replay_init(&r, 1);
+    replay_dir(&r, "tests/fuzz/regressions", 0);
+    process_fini(&r.ctx);
+    cr_log_info("%d regression inputs, %d failed cleanly", r.files, r.failed);
+}
+
+/* Under the loader's default limits (the 8500x8146 frames pass them and
+ * decode). Sanitizers make everything slower; the bound is for the plain
+ * build and is relaxed 10x under them. */
+Test(fuzz, every_hard_file_ends_in_a_status_within_a_second)
+{
+    char base[512];
+    TU_SHARED_OR_SKIP(base, "hard");
+    static const char *const sub[] = {"variants", "unsupported", "hostile",
+                                      "corrupt", "notjpeg"};
+    replay r;
+    replay_init(&r, 0);
+    for (size_t i = 0; i < sizeof sub / sizeof sub[0]; i++) {
+        char dir[600];
+        snprintf(dir, sizeof dir, "%s/%s", base, sub[i]);
+        replay_dir(&r, dir, 1);
+    }
+    process_fini(&r.ctx);
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    const double bound = 10.0;
+#else
+    const double bound = 1.0;
+#endif
+    cr_assert_gt(r.files, 150, "only %d runs", r.files);
+    cr_assert_lt(r.worst_s, bound, "%s took %.3f s", r.worst, r.worst_s);
+    cr_log_info("%d runs, %d failed cleanly, slowest %.3f s (%s)", r.files,
+                r.failed, r.worst_s, r.worst);
+}
