@@ -90,6 +90,7 @@ endif
 DEPS_STAMP := $(BUILD)/.deps-build
 
 .PHONY: all lib tools samples test test-gpu bench compare compare-tools fuzz \
+        valgrind \
         install uninstall clean \
         format deps deps-test
 all: lib tools samples
@@ -200,6 +201,21 @@ $(STRESS): tests/stress.c $(BUILD)/libpinload.a
 	$(CC) -Iinclude -MMD -MP $(CFLAGS_ALL) $(LDFLAGS) -o $@ $< \
 	    $(BUILD)/libpinload.a $(LIBS)
 
+# test_faults links its own build of the library, in which allocations,
+# thread creation, mlock and read go through the test's hooks.
+FAULT_OBJ := $(LIB_SRC:%.c=$(BUILD)/fault-obj/%.o) \
+             $(filter %/normalize.o,$(LIB_OBJ))
+$(BUILD)/fault-obj/%.o: %.c tests/faults/faults.h | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_ALL) -DPL_FAULT_INJECTION -include tests/faults/faults.h \
+	    $(CFLAGS_ALL) -c $< -o $@
+$(BUILD)/tests/test_faults: tests/test_faults.c tests/testutil.h \
+                            tests/faults/faults.h $(FAULT_OBJ) \
+                            | $(BUILD)/.deps-test
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(LDFLAGS) -o $@ $< $(FAULT_OBJ) \
+	    -lcriterion $(LIBS)
+
 test: $(TEST_RUN) $(STRESS) $(TOOLS) $(SAMPLES)
 	@set -e; for t in $(TEST_RUN); do \
 	    echo "== $$t"; PINLOAD_BUILD=$(BUILD) $$t --jobs $(JOBS); done
@@ -266,6 +282,13 @@ fuzz: $(FUZZ_DIR)/fuzz_decode
 	    -max_len=262144 -timeout=10 -rss_limit_mb=2048 \
 	    -artifact_prefix=$(FUZZ_DIR)/ -print_final_stats=1 \
 	    $(FUZZ_DIR)/corpus $(FUZZ_DIR)/seeds tests/fuzz/regressions
+
+# valgrind memcheck over the stress program: full epochs, mid-epoch
+# destroys with batches held, bad files; any leak or invalid access fails.
+valgrind: $(STRESS) | $(BUILD)/.deps-test
+	valgrind --leak-check=full --show-leak-kinds=definite,indirect,possible \
+	    --errors-for-leak-kinds=definite,indirect,possible \
+	    --error-exitcode=9 --quiet $(STRESS)
 
 test-gpu: lib
 	$(MAKE) -C tests/gpu BUILD=$(abspath $(BUILD)) CUDA_HOME=$(CUDA_HOME)

@@ -214,6 +214,10 @@ typedef struct pl_config {
     int num_workers;    /* decode threads; 0 = one per online CPU (default) */
     int prefetch;       /* batch slots in the host ring; default 2 */
     pl_memory memory;   /* host ring memory; default PL_MEMORY_PINNED */
+    /* 1: if pinned memory cannot be had (cudaHostAlloc fails, mlock is not
+     * permitted), use pageable memory and say why in a notice; 0: fail
+     * pl_loader_create with the reason. Default 1. */
+    int pinned_fallback;
     int device;         /* CUDA ordinal, PL_DEVICE_AUTO (default) or _HOST */
     int device_buffers; /* device buffers, each with its copy stream;
                            default 2 */

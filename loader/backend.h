@@ -23,8 +23,9 @@ typedef enum hostmem {
 } hostmem;
 
 typedef struct backend_ops {
-    /* Host memory for the ring or a mirror, of the kind asked for where
-     * possible; [out] *kind says what it is. */
+    /* Host memory for the ring or a mirror, of the kind asked for; [out]
+     * *kind says what it is. Pinned memory that cannot be had is an error
+     * (pl_last_error says why): the caller may then ask for pageable. */
     int (*host_alloc)(backend *b, size_t n, pl_memory want, void **p,
                       hostmem *kind);
     void (*host_free)(backend *b, void *p, size_t n, hostmem kind);

@@ -68,7 +68,7 @@ static int host_alloc(backend *b, size_t n, pl_memory want, void **p,
     default:
         *kind = HOSTMEM_PAGEABLE;
         *p = aligned_alloc(4096, (n + 4095) / 4096 * 4096);
-        return *p ? 0 : PL_ENOMEM;
+        return *p ? 0 : err_set(PL_ENOMEM, "out of memory for %zu bytes", n);
     }
 }
 
@@ -258,7 +258,7 @@ static int wait_released(backend *b, be_stream *s)
     return 0;
 }
 
-static int sync(backend *b, be_stream *s)
+static int stream_sync(backend *b, be_stream *s)
 {
     (void)b;
     CK(cudaStreamSynchronize(s->stream));
@@ -299,7 +299,7 @@ static const backend_ops cuda_ops = {
     .ready_event = ready_event,
     .record_release = record_release,
     .wait_released = wait_released,
-    .sync = sync,
+    .sync = stream_sync,
 #ifdef PL_HAVE_NVCC
     .normalize = normalize,
 #endif

@@ -27,7 +27,7 @@ static int host_alloc(backend *b, size_t n, pl_memory want, void **p,
     *kind = HOSTMEM_PAGEABLE;
     *p = aligned_alloc(HOST_ALIGN, round_up(n));
     if (!*p)
-        return PL_ENOMEM;
+        return err_set(PL_ENOMEM, "out of memory for %zu bytes", round_up(n));
     if (want == PL_MEMORY_MANAGED)
         log_msg(b->log, PL_LOG_NOTICE,
                 "managed memory needs CUDA: the host "
@@ -38,11 +38,13 @@ static int host_alloc(backend *b, size_t n, pl_memory want, void **p,
         *kind = HOSTMEM_PINNED;
         return 0;
     }
-    log_msg(b->log, PL_LOG_NOTICE,
-            "mlock of %zu bytes failed (%s): the host ring is pageable; "
-            "raise RLIMIT_MEMLOCK (ulimit -l) to pin it",
-            round_up(n), strerror(errno));
-    return 0;
+    /* The caller decides between pageable memory and failing. */
+    const int err = errno;
+    free(*p);
+    *p = NULL;
+    return err_set(PL_ENOMEM, "mlock of %zu bytes failed: %s (raise "
+                   "RLIMIT_MEMLOCK, ulimit -l, to pin it)",
+                   round_up(n), strerror(err));
 }
 
 static void host_free(backend *b, void *p, size_t n, hostmem kind)

@@ -31,6 +31,7 @@ PL_EXPORT void pl_config_default(pl_config *cfg)
     cfg->num_workers = 0;
     cfg->prefetch = 2;
     cfg->memory = PL_MEMORY_PINNED;
+    cfg->pinned_fallback = 1;
     cfg->device = PL_DEVICE_AUTO;
     cfg->device_buffers = 2;
     cfg->keep_host = 0;
@@ -138,6 +139,7 @@ static int check_pipeline(const pl_config *c)
         {"num_workers", c->num_workers, 0, 1024},
         {"prefetch", c->prefetch, 1, 1024},
         {"memory", (int)c->memory, 0, PL_MEMORY_MANAGED},
+        {"pinned_fallback", c->pinned_fallback, 0, 1},
         {"device", c->device, PL_DEVICE_HOST, 1 << 16},
         {"device_buffers", c->device_buffers, 1, 64},
         {"keep_host", c->keep_host, 0, 1},

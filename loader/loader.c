@@ -188,13 +188,15 @@ static int start_pipeline(pl_loader *l)
     const size_t sample_bytes = augment_sample_bytes(&l->aug);
     l->have_ring = 1;
     int rc = ring_init(&l->ring, c->prefetch, &sched, sample_bytes, l->be,
-                       c->memory);
-    if (rc < 0)
+                       c->memory, c->pinned_fallback, &l->log);
+    if (rc < 0) {
+        char why[512]; /* the detail is about to be rewritten */
+        snprintf(why, sizeof why, "%s", pl_last_error());
         return err_set(rc,
                        "pl_loader_create: cannot allocate the %d x %zu "
                        "byte host ring: %s",
-                       c->prefetch, sample_bytes * (size_t)c->batch_size,
-                       rc == PL_ECUDA ? pl_last_error() : pl_strerror(rc));
+                       c->prefetch, sample_bytes * (size_t)c->batch_size, why);
+    }
     const prefetch_config pc = {
         .ring = &l->ring,
         .be = l->be,

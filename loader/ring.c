@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "error.h"
 #include "pinload.h"
 
 static void slot_setup(ring *r, ring_slot *s)
@@ -20,8 +21,23 @@ static void slot_setup(ring *r, ring_slot *s)
     s->state = SLOT_FILLING;
 }
 
+static int alloc_ring(ring *r, backend *be, pl_memory memory,
+                      int pinned_fallback, logger *lg)
+{
+    int rc = be->ops->host_alloc(be, r->mem_bytes, memory, (void **)&r->mem,
+                                 &r->kind);
+    if (rc < 0 && memory == PL_MEMORY_PINNED && pinned_fallback) {
+        log_msg(lg, PL_LOG_NOTICE, "%s: the host ring is pageable instead",
+                pl_last_error());
+        rc = be->ops->host_alloc(be, r->mem_bytes, PL_MEMORY_PAGEABLE,
+                                 (void **)&r->mem, &r->kind);
+    }
+    return rc;
+}
+
 int ring_init(ring *r, int nslots, const ring_schedule *sched,
-              size_t sample_bytes, backend *be, pl_memory memory)
+              size_t sample_bytes, backend *be, pl_memory memory,
+              int pinned_fallback, logger *lg)
 {
     memset(r, 0, sizeof *r);
     r->nslots = nslots;
@@ -36,8 +52,7 @@ int ring_init(ring *r, int nslots, const ring_schedule *sched,
 
     const size_t batch_bytes = sample_bytes * (size_t)sched->batch_size;
     r->mem_bytes = batch_bytes * (size_t)nslots;
-    int rc = be->ops->host_alloc(be, r->mem_bytes, memory, (void **)&r->mem,
-                                 &r->kind);
+    const int rc = alloc_ring(r, be, memory, pinned_fallback, lg);
     if (rc < 0)
         return rc;
     r->slots = calloc((size_t)nslots, sizeof *r->slots);

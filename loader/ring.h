@@ -72,8 +72,11 @@ typedef struct ring {
     hostmem kind; /* what mem is */
 } ring;
 
+/* Allocate the slots in `memory`; if pinned memory cannot be had and
+ * pinned_fallback is set, use pageable memory and log why. */
 int ring_init(ring *r, int nslots, const ring_schedule *sched,
-              size_t sample_bytes, backend *be, pl_memory memory);
+              size_t sample_bytes, backend *be, pl_memory memory,
+              int pinned_fallback, logger *lg);
 void ring_fini(ring *r);
 
 /* Next position to fill, in order; blocks while its slot is busy. [out]

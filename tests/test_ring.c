@@ -26,7 +26,7 @@ static void fx_open(fixture *f, int nslots, int64_t first_epoch,
                                  .positions = positions,
                                  .batch_size = batch_size};
     cr_assert_eq(ring_init(&f->r, nslots, &sched, sample_bytes, f->be,
-                           PL_MEMORY_PAGEABLE),
+                           PL_MEMORY_PAGEABLE, 1, &f->lg),
                  0);
 }
 

@@ -29,6 +29,7 @@ check_test() {
     have_header criterion/criterion.h || want libcriterion-dev
     command -v djpeg >/dev/null 2>&1 || want libjpeg-turbo-progs
     command -v gnuplot >/dev/null 2>&1 || want gnuplot-nox # test_bench
+    command -v valgrind >/dev/null 2>&1 || want valgrind
 }
 
 check_fuzz() {

@@ -1,0 +1,454 @@
+/* Faults: allocation failures at every point of create and of an epoch,
+ * thread creation failing, mlock refused, short reads and EINTR, files that
+ * vanish after the listing, and 1,000 create/destroy cycles. This suite
+ * links a build of the library whose allocations, thread creations, mlock
+ * and reads go through the hooks below (tests/faults/faults.h): they count
+ * the library's live allocations, so every failure is also a leak check. */
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/stat.h>
+
+#include "faults/faults.h"
+#include "pinload.h"
+#include "testutil.h"
+
+/* ---- the hooks ------------------------------------------------------------------ */
+
+static _Atomic long live;         /* the library's allocations not freed */
+static _Atomic long alloc_calls;  /* since the last arm */
+static _Atomic long fail_alloc_at; /* fail this call (1-based), 0: never */
+static _Atomic long failed_allocs; /* failures delivered */
+static _Atomic int fail_thread_at; /* fail this pthread_create, 0: never */
+static _Atomic int thread_calls;
+static _Atomic int refuse_mlock;
+static _Atomic int chop_reads; /* EINTR and short reads on regular files */
+static _Atomic unsigned read_calls;
+
+static int should_fail_alloc(void)
+{
+    const long n = ++alloc_calls;
+    if (fail_alloc_at && n == fail_alloc_at) {
+        failed_allocs++;
+        return 1;
+    }
+    return 0;
+}
+
+static void *counted(void *p)
+{
+    if (p)
+        live++;
+    return p;
+}
+
+void *fault_malloc(size_t n)
+{
+    return should_fail_alloc() ? NULL : counted(malloc(n));
+}
+
+void *fault_calloc(size_t n, size_t size)
+{
+    return should_fail_alloc() ? NULL : counted(calloc(n, size));
+}
+
+void *fault_realloc(void *p, size_t n)
+{
+    if (should_fail_alloc())
+        return NULL;
+    void *q = realloc(p, n);
+    if (q && !p)
+        live++;
+    return q;
+}
+
+void *fault_aligned_alloc(size_t align, size_t n)
+{
+    return should_fail_alloc() ? NULL : counted(aligned_alloc(align, n));
+}
+
+void fault_free(void *p)
+{
+    if (p)
+        live--;
+    free(p);
+}
+
+char *fault_strdup(const char *s)
+{
+    return should_fail_alloc() ? NULL : counted(strdup(s));
+}
+
+char *fault_strndup(const char *s, size_t n)
+{
+    return should_fail_alloc() ? NULL : counted(strndup(s, n));
+}
+
+ssize_t fault_getline(char **line, size_t *cap, FILE *f)
+{
+    const int fresh = *line == NULL;
+    const ssize_t n = getline(line, cap, f);
+    if (fresh && *line)
+        live++;
+    return n;
+}
+
+int fault_pthread_create(pthread_t *t, const pthread_attr_t *attr,
+                         void *(*fn)(void *), void *arg)
+{
+    const int n = ++thread_calls;
+    if (fail_thread_at && n == fail_thread_at)
+        return EAGAIN;
+    return pthread_create(t, attr, fn, arg);
+}
+
+int fault_mlock(const void *p, size_t n)
+{
+    if (refuse_mlock) {
+        errno = EPERM;
+        return -1;
+    }
+    return mlock(p, n);
+}
+
+ssize_t fault_read(int fd, void *buf, size_t n)
+{
+    struct stat st;
+    if (chop_reads && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        const unsigned c = ++read_calls;
+        if (c % 3 == 0) {
+            errno = EINTR;
+            return -1;
+        }
+        if (n > 7)
+            n = 1 + c % 7;
+    }
+    return read(fd, buf, n);
+}
+
+static void disarm(void)
+{
+    fail_alloc_at = 0;
+    fail_thread_at = 0;
+    refuse_mlock = 0;
+    chop_reads = 0;
+}
+
+/* ---- fixtures ------------------------------------------------------------------- */
+
+typedef struct notes {
+    pthread_mutex_t mu;
+    int count;
+    char last[1024];
+} notes;
+
+static void keep_notes(void *ctx, pl_log_level level, const char *msg)
+{
+    notes *n = ctx;
+    (void)level;
+    pthread_mutex_lock(&n->mu);
+    n->count++;
+    snprintf(n->last, sizeof n->last, "%s", msg);
+    pthread_mutex_unlock(&n->mu);
+}
+
+static void quiet(void *ctx, pl_log_level level, const char *msg)
+{
+    (void)ctx;
+    (void)level;
+    (void)msg;
+}
+
+static void make_data(char root[64], int n)
+{
+    tu_tmpdir(root);
+    char path[256];
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/c%d/%02d.jpg", root, i % 2, i);
+        tu_write_jpeg(path, 40 + i, 30 + i, (unsigned)i, NULL);
+    }
+}
+
+static pl_config config(const char *root)
+{
+    pl_config c;
+    pl_config_default(&c);
+    c.data = root;
+    c.device = PL_DEVICE_HOST;
+    c.batch_size = 4;
+    c.width = 16;
+    c.height = 16;
+    c.num_workers = 2;
+    c.shuffle = 0;
+    c.log = quiet;
+    return c;
+}
+
+/* One epoch: [out] *samples delivered; returns next's last status. */
+static int run_epoch(pl_loader *l, int *samples)
+{
+    const pl_batch *b;
+    int rc;
+    *samples = 0;
+    while ((rc = pl_loader_next(l, &b)) == 0) {
+        *samples += b->count;
+        pl_loader_release(l, b, NULL);
+    }
+    return rc;
+}
+
+/* Every sample's bytes of one epoch, in order. */
+static uint8_t *epoch_bytes(const pl_config *c, size_t *len)
+{
+    pl_loader *l;
+    cr_assert_eq(pl_loader_create(c, &l), 0, "%s", pl_last_error());
+    uint8_t *out = NULL;
+    *len = 0;
+    const pl_batch *b;
+    int rc;
+    while ((rc = pl_loader_next(l, &b)) == 0) {
+        out = realloc(out, *len + b->bytes);
+        memcpy(out + *len, b->host, b->bytes);
+        *len += b->bytes;
+        pl_loader_release(l, b, NULL);
+    }
+    cr_assert_eq(rc, PL_EPOCH_END, "%s", pl_last_error());
+    pl_loader_destroy(l);
+    return out;
+}
+
+/* ---- allocation failures ---------------------------------------------------------- */
+
+/* Fail the first, second, ... allocation after create begins, in any of the
+ * loader's threads, until a create and an epoch run without meeting the
+ * failure. Each time: create fails with PL_ENOMEM and a reason, or succeeds
+ * (the failure then hit a worker: that sample is recorded as failed) and
+ * the epoch ends; either way no allocation outlives destroy. */
+Test(faults, every_allocation_failure_fails_cleanly_and_leaks_nothing,
+     .timeout = 300)
+{
+    char root[64];
+    make_data(root, 10);
+    const pl_config c = config(root);
+    int create_failures = 0, sample_failures = 0;
+    long n;
+    for (n = 1; n < 5000; n++) {
+        const long before = live;
+        failed_allocs = 0;
+        alloc_calls = 0;
+        fail_alloc_at = n;
+        pl_loader *l = NULL;
+        const int rc = pl_loader_create(&c, &l);
+        if (rc < 0) {
+            cr_assert_eq(rc, PL_ENOMEM, "allocation %ld: %s (%s)", n,
+                         pl_err_name(rc), pl_last_error());
+            cr_assert_null(l);
+            cr_assert(strstr(pl_last_error(), "out of memory") ||
+                          strstr(pl_last_error(), "memory"),
+                      "allocation %ld: %s", n, pl_last_error());
+            create_failures++;
+        } else {
+            int samples;
+            cr_assert_eq(run_epoch(l, &samples), PL_EPOCH_END,
+                         "allocation %ld: %s", n, pl_last_error());
+            pl_stats st;
+            pl_loader_stats(l, &st);
+            sample_failures += st.images_failed > 0;
+            pl_loader_destroy(l);
+        }
+        const long hit = failed_allocs;
+        disarm();
+        cr_assert_eq(live, before, "allocation %ld failed: %ld allocation(s) "
+                     "leaked", n, live - before);
+        if (hit == 0)
+            break; /* past the last allocation of create and an epoch */
+    }
+    cr_assert_lt(n, 5000);
+    cr_assert_gt(create_failures, 10, "only %d failing creates",
+                 create_failures);
+    cr_log_info("%ld allocation points: %d failed create, %d failed a sample",
+                n - 1, create_failures, sample_failures);
+    tu_rm_rf(root);
+}
+
+/* ---- threads, mlock ----------------------------------------------------------------- */
+
+Test(faults, a_thread_that_cannot_start_fails_create_cleanly, .timeout = 60)
+{
+    char root[64];
+    make_data(root, 6);
+    pl_config c = config(root);
+    c.num_workers = 3;
+    /* The prefetcher and three workers: four threads, each refused once. */
+    for (int k = 1; k <= 4; k++) {
+        const long before = live;
+        thread_calls = 0;
+        fail_thread_at = k;
+        pl_loader *l = NULL;
+        const int rc = pl_loader_create(&c, &l);
+        disarm();
+        cr_assert_eq(rc, PL_ETHREAD, "thread %d: %s", k, pl_err_name(rc));
+        cr_assert_null(l);
+        cr_assert_not_null(strstr(pl_last_error(), "thread"), "%s",
+                           pl_last_error());
+        cr_assert_eq(live, before, "thread %d: %ld leaked", k, live - before);
+    }
+    tu_rm_rf(root);
+}
+
+Test(faults, refused_mlock_falls_back_or_fails_as_configured, .timeout = 60)
+{
+    char root[64];
+    make_data(root, 6);
+    notes nt = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    pl_config c = config(root);
+    c.log = keep_notes;
+    c.log_ctx = &nt;
+    refuse_mlock = 1;
+    pl_loader *l;
+    cr_assert_eq(pl_loader_create(&c, &l), 0, "%s", pl_last_error());
+    pl_info info;
+    pl_loader_info(l, &info);
+    cr_assert_eq(info.pinned, 0);
+    pl_stats st;
+    pl_loader_stats(l, &st);
+    cr_assert_eq(st.pinned_bytes, 0);
+    int samples;
+    cr_assert_eq(run_epoch(l, &samples), PL_EPOCH_END);
+    cr_assert_eq(samples, 6);
+    pl_loader_destroy(l);
+    cr_assert_eq(nt.count, 2, "the fallback notice and the backend notice");
+    c.pinned_fallback = 0;
+    const long before = live;
+    cr_assert_eq(pl_loader_create(&c, &l), PL_ENOMEM);
+    cr_assert_not_null(strstr(pl_last_error(), "mlock"), "%s",
+                       pl_last_error());
+    cr_assert_not_null(strstr(pl_last_error(), "not permitted"), "%s",
+                       pl_last_error());
+    cr_assert_eq(live, before);
+    disarm();
+    tu_rm_rf(root);
+}
+
+/* ---- the read path ------------------------------------------------------------------- */
+
+Test(faults, short_reads_and_eintr_change_no_byte, .timeout = 60)
+{
+    char root[64];
+    make_data(root, 12);
+    const pl_config c = config(root);
+    size_t n0, n1;
+    uint8_t *calm = epoch_bytes(&c, &n0);
+    chop_reads = 1;
+    read_calls = 0;
+    uint8_t *chopped = epoch_bytes(&c, &n1);
+    const unsigned reads = read_calls;
+    disarm();
+    cr_assert_gt(reads, 100, "only %u reads were chopped", reads);
+    cr_assert_eq(n0, n1);
+    cr_assert_arr_eq(calm, chopped, n0);
+    free(calm);
+    free(chopped);
+    tu_rm_rf(root);
+}
+
+/* A file removed after the listing, and a directory a list file names as
+ * an image, are errors of their own samples, named, under the policy. */
+Test(faults, files_that_vanish_or_are_directories_fail_alone, .timeout = 60)
+{
+    char root[64], list[128], gone[128];
+    make_data(root, 30);
+    snprintf(list, sizeof list, "%s/list.txt", root);
+    snprintf(gone, sizeof gone, "%s/c0/24.jpg", root);
+    FILE *f = fopen(list, "w");
+    for (int i = 0; i < 30; i++)
+        fprintf(f, "c%d/%02d.jpg %d\n", i % 2, i, i % 2);
+    fprintf(f, "c1 1\n"); /* a directory */
+    fclose(f);
+    pl_config c = config(list);
+    c.prefetch = 1;
+    c.device_buffers = 1;
+    c.num_workers = 1;
+    pl_loader *l;
+    cr_assert_eq(pl_loader_create(&c, &l), 0, "%s", pl_last_error());
+    cr_assert_eq(unlink(gone), 0); /* long before its turn */
+    int samples;
+    cr_assert_eq(run_epoch(l, &samples), PL_EPOCH_END, "%s", pl_last_error());
+    cr_assert_eq(samples, 29, "31 listed, 2 bad");
+    pl_failure fl[4];
+    size_t n;
+    pl_loader_failures(l, 0, fl, 4, &n);
+    cr_assert_eq(n, 2);
+    int saw_gone = 0, saw_dir = 0;
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_eq(fl[i].code, PL_EIO);
+        if (strstr(fl[i].path, "24.jpg"))
+            saw_gone = strstr(fl[i].reason, "No such file") != NULL;
+        else
+            saw_dir = strstr(fl[i].reason, "directory") != NULL;
+    }
+    cr_assert(saw_gone && saw_dir, "%s: %s / %s: %s", fl[0].path,
+              fl[0].reason, fl[1].path, fl[1].reason);
+    pl_loader_destroy(l);
+    tu_rm_rf(root);
+}
+
+/* ---- life cycle ------------------------------------------------------------------------ */
+
+static int open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    int n = 0;
+    while (d && readdir(d))
+        n++;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static long rss_kb(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmRSS:", 6))
+            kb = atol(line + 6);
+    if (f)
+        fclose(f);
+    return kb;
+}
+
+/* 1,000 create/destroy cycles, some after taking a batch: file
+ * descriptors and the library's live allocations return to where they
+ * were, and resident memory grows by no more than allocator slack. */
+Test(faults, a_thousand_create_destroy_cycles_leave_fds_and_memory_flat,
+     .timeout = 300)
+{
+    char root[64];
+    make_data(root, 6);
+    const pl_config c = config(root);
+    /* A first cycle warms up libc and libjpeg. */
+    pl_loader *l;
+    cr_assert_eq(pl_loader_create(&c, &l), 0);
+    pl_loader_destroy(l);
+    const int fds = open_fds();
+    const long before = live, rss = rss_kb();
+    for (int i = 0; i < 1000; i++) {
+        cr_assert_eq(pl_loader_create(&c, &l), 0, "cycle %d: %s", i,
+                     pl_last_error());
+        if (i % 3 == 0) {
+            const pl_batch *b;
+            if (pl_loader_next(l, &b) == 0 && i % 2)
+                pl_loader_release(l, b, NULL);
+        }
+        pl_loader_destroy(l);
+    }
+    cr_assert_eq(open_fds(), fds, "file descriptors leaked");
+    cr_assert_eq(live, before, "%ld allocation(s) leaked", live - before);
+    const long grown = rss_kb() - rss;
+    cr_assert_lt(grown, 16 * 1024, "resident memory grew by %ld kB", grown);
+    cr_log_info("1000 cycles: fds %d, resident memory +%ld kB", fds, grown);
+    tu_rm_rf(root);
+}
