@@ -1,12 +1,14 @@
 /* Faults: allocation failures at every point of create and of an epoch,
  * thread creation failing, mlock refused, short reads and EINTR, files that
- * vanish after the listing, and 1,000 create/destroy cycles. This suite
+ * vanish after the listing or cannot be opened or read, and 1,000 create/destroy cycles. This suite
  * links a build of the library whose allocations, thread creations, mlock
  * and reads go through the hooks below (tests/faults/faults.h): they count
  * the library's live allocations, so every failure is also a leak check. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <sys/stat.h>
 
@@ -25,6 +27,10 @@ static _Atomic int thread_calls;
 static _Atomic int refuse_mlock;
 static _Atomic int chop_reads; /* EINTR and short reads on regular files */
 static _Atomic unsigned read_calls;
+/* Set before pl_loader_create, read by the workers: open() of a file whose
+ * path ends so fails with EACCES (a file made unreadable after the
+ * listing); read() of the other fails with EIO (a failing disk). */
+static char deny_open[64], fail_read[64];
 
 static int should_fail_alloc(void)
 {
@@ -112,8 +118,42 @@ int fault_mlock(const void *p, size_t n)
     return mlock(p, n);
 }
 
+static int ends_with(const char *s, const char *tail)
+{
+    const size_t a = strlen(s), b = strlen(tail);
+    return b && a >= b && !strcmp(s + a - b, tail);
+}
+
+int fault_openat(int dirfd, const char *path, int flags, ...)
+{
+    mode_t mode = 0;
+    if (flags & O_CREAT) {
+        va_list ap;
+        va_start(ap, flags);
+        mode = (mode_t)va_arg(ap, int);
+        va_end(ap);
+    }
+    if (ends_with(path, deny_open)) {
+        errno = EACCES;
+        return -1;
+    }
+    return openat(dirfd, path, flags, mode);
+}
+
 ssize_t fault_read(int fd, void *buf, size_t n)
 {
+    if (fail_read[0]) {
+        char link[64], target[4096];
+        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        const ssize_t k = readlink(link, target, sizeof target - 1);
+        if (k > 0) {
+            target[k] = 0;
+            if (ends_with(target, fail_read)) {
+                errno = EIO;
+                return -1;
+            }
+        }
+    }
     struct stat st;
     if (chop_reads && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
         const unsigned c = ++read_calls;
@@ -133,6 +173,8 @@ static void disarm(void)
     fail_thread_at = 0;
     refuse_mlock = 0;
     chop_reads = 0;
+    deny_open[0] = 0;
+    fail_read[0] = 0;
 }
 
 /* ---- fixtures ------------------------------------------------------------------- */
@@ -391,6 +433,55 @@ Test(faults, files_that_vanish_or_are_directories_fail_alone, .timeout = 60)
     cr_assert(saw_gone && saw_dir, "%s: %s / %s: %s", fl[0].path,
               fl[0].reason, fl[1].path, fl[1].reason);
     pl_loader_destroy(l);
+    tu_rm_rf(root);
+}
+
+/* A file that cannot be opened (permission taken away after the listing)
+ * and one whose reads fail (a bad disk) are each their sample's error,
+ * named with the reason, under every policy. */
+Test(faults, unreadable_files_fail_alone_with_the_reason, .timeout = 60)
+{
+    char root[64];
+    make_data(root, 12);
+    snprintf(deny_open, sizeof deny_open, "c0/04.jpg");
+    snprintf(fail_read, sizeof fail_read, "c1/07.jpg");
+    pl_config c = config(root);
+    const pl_on_error policies[] = {PL_ON_ERROR_SKIP, PL_ON_ERROR_SUBSTITUTE,
+                                    PL_ON_ERROR_FAIL};
+    for (int p = 0; p < 3; p++) {
+        c.on_error = policies[p];
+        pl_loader *l;
+        cr_assert_eq(pl_loader_create(&c, &l), 0, "%s", pl_last_error());
+        int samples;
+        const int rc = run_epoch(l, &samples);
+        if (c.on_error == PL_ON_ERROR_FAIL) {
+            /* Files in order: c0/04.jpg is the third of class c0. */
+            cr_assert_eq(rc, PL_EIO, "%s", pl_err_name(rc));
+            cr_assert_not_null(strstr(pl_last_error(), "c0/04.jpg"), "%s",
+                               pl_last_error());
+            cr_assert_not_null(strstr(pl_last_error(), "Permission denied"),
+                               "%s", pl_last_error());
+            pl_loader_destroy(l);
+            continue;
+        }
+        cr_assert_eq(rc, PL_EPOCH_END, "%s", pl_last_error());
+        cr_assert_eq(samples, c.on_error == PL_ON_ERROR_SKIP ? 10 : 12);
+        pl_failure fl[4];
+        size_t n;
+        pl_loader_failures(l, 0, fl, 4, &n);
+        cr_assert_eq(n, 2);
+        for (size_t i = 0; i < n; i++) {
+            cr_assert_eq(fl[i].code, PL_EIO);
+            const int denied = ends_with(fl[i].path, "c0/04.jpg");
+            cr_assert(denied || ends_with(fl[i].path, "c1/07.jpg"), "%s",
+                      fl[i].path);
+            cr_assert_str_eq(fl[i].reason, denied
+                                               ? "open: Permission denied"
+                                               : "read: Input/output error");
+        }
+        pl_loader_destroy(l);
+    }
+    disarm();
     tu_rm_rf(root);
 }
 

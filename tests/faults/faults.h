@@ -1,8 +1,8 @@
 /* Fault injection for tests/test_faults.c. That suite links its own build
  * of the library objects, compiled with `-include tests/faults/faults.h`:
- * the library's allocations, thread creations, mlock and read calls then go
+ * the library's allocations, thread creations, mlock, openat and read calls go
  * through hooks the test defines (counting live allocations, failing the
- * N-th call on request, cutting reads short). The library itself has no
+ * N-th call on request, cutting reads short, refusing a named file). The library itself has no
  * hook and no global state for this; only that build does. */
 #ifndef PINLOAD_FAULTS_H
 #define PINLOAD_FAULTS_H
@@ -28,6 +28,7 @@ int fault_pthread_create(pthread_t *t, const pthread_attr_t *attr,
                          void *(*fn)(void *), void *arg);
 int fault_mlock(const void *p, size_t n);
 ssize_t fault_read(int fd, void *buf, size_t n);
+int fault_openat(int dirfd, const char *path, int flags, ...);
 
 /* The library's build for test_faults defines PL_FAULT_INJECTION; the test
  * itself includes this header for the prototypes alone. */
@@ -43,6 +44,7 @@ ssize_t fault_read(int fd, void *buf, size_t n);
 #define pthread_create fault_pthread_create
 #define mlock fault_mlock
 #define read fault_read
+#define openat fault_openat
 #endif
 
 #endif
