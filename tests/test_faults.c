@@ -1,9 +1,10 @@
 /* Faults: allocation failures at every point of create and of an epoch,
  * thread creation failing, mlock refused, short reads and EINTR, files that
- * vanish after the listing or cannot be opened or read, and 1,000 create/destroy cycles. This suite
- * links a build of the library whose allocations, thread creations, mlock
- * and reads go through the hooks below (tests/faults/faults.h): they count
- * the library's live allocations, so every failure is also a leak check. */
+ * vanish after the listing or cannot be opened or read, and 1,000
+ * create/destroy cycles. This suite links a build of the library whose
+ * allocations, thread creations, mlock, opens and reads go through the
+ * hooks below (tests/faults/faults.h): they count the library's live
+ * allocations, so every failure is also a leak check. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
