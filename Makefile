@@ -313,7 +313,7 @@ uninstall:
 format:
 	clang-format -i include/*.h include/pinload/*.h loader/*.[ch] \
 	    workers/*.[ch] tools/*.[ch] tools/*.cu samples/*.[ch] samples/*.cu \
-	    tests/*.[ch] tests/gpu/*.cu
+	    tests/*.[ch] tests/*/*.[ch] tests/gpu/*.cu tools/compare/*.c
 
 clean:
 	rm -rf build

@@ -211,9 +211,9 @@ typedef struct pl_config {
     int world_size;      /* number of shards; default PL_FROM_ENV */
     pl_shard_mode shard_mode; /* default PL_SHARD_PAD */
 
-    int num_workers;    /* decode threads; 0 = one per online CPU (default) */
-    int prefetch;       /* batch slots in the host ring; default 2 */
-    pl_memory memory;   /* host ring memory; default PL_MEMORY_PINNED */
+    int num_workers;  /* decode threads; 0 = one per online CPU (default) */
+    int prefetch;     /* batch slots in the host ring; default 2 */
+    pl_memory memory; /* host ring memory; default PL_MEMORY_PINNED */
     /* 1: if pinned memory cannot be had (cudaHostAlloc fails, mlock is not
      * permitted), use pageable memory and say why in a notice; 0: fail
      * pl_loader_create with the reason. Default 1. */

@@ -42,7 +42,8 @@ static int host_alloc(backend *b, size_t n, pl_memory want, void **p,
     const int err = errno;
     free(*p);
     *p = NULL;
-    return err_set(PL_ENOMEM, "mlock of %zu bytes failed: %s (raise "
+    return err_set(PL_ENOMEM,
+                   "mlock of %zu bytes failed: %s (raise "
                    "RLIMIT_MEMLOCK, ulimit -l, to pin it)",
                    round_up(n), strerror(err));
 }

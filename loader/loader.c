@@ -77,12 +77,12 @@ static int on_claim(void *ctx, pool_job *job)
 static void note_failure(pl_loader *l, const pool_job *job)
 {
     const char *path = dataset_path(&l->ds, job->index);
-    const int first = failures_record(&l->fails, job->index, job->status,
-                                      path, job->reason, job->warnings);
+    const int first = failures_record(&l->fails, job->index, job->status, path,
+                                      job->reason, job->warnings);
     if (first == 1 && job->status == 0) {
         log_msg(&l->log, PL_LOG_WARNING,
-                "decoded despite %d libjpeg warning(s): %s: %s",
-                job->warnings, path, job->reason);
+                "decoded despite %d libjpeg warning(s): %s: %s", job->warnings,
+                path, job->reason);
         return;
     }
     if (first != 1 || l->rc.cfg.on_error == PL_ON_ERROR_FAIL)

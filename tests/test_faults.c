@@ -17,10 +17,11 @@
 #include "pinload.h"
 #include "testutil.h"
 
-/* ---- the hooks ------------------------------------------------------------------ */
+/* ---- the hooks
+ * ------------------------------------------------------------------ */
 
-static _Atomic long live;         /* the library's allocations not freed */
-static _Atomic long alloc_calls;  /* since the last arm */
+static _Atomic long live;          /* the library's allocations not freed */
+static _Atomic long alloc_calls;   /* since the last arm */
 static _Atomic long fail_alloc_at; /* fail this call (1-based), 0: never */
 static _Atomic long failed_allocs; /* failures delivered */
 static _Atomic int fail_thread_at; /* fail this pthread_create, 0: never */
@@ -178,7 +179,8 @@ static void disarm(void)
     fail_read[0] = 0;
 }
 
-/* ---- fixtures ------------------------------------------------------------------- */
+/* ---- fixtures
+ * ------------------------------------------------------------------- */
 
 typedef struct notes {
     pthread_mutex_t mu;
@@ -261,7 +263,8 @@ static uint8_t *epoch_bytes(const pl_config *c, size_t *len)
     return out;
 }
 
-/* ---- allocation failures ---------------------------------------------------------- */
+/* ---- allocation failures
+ * ---------------------------------------------------------- */
 
 /* Fail the first, second, ... allocation after create begins, in any of the
  * loader's threads, until a create and an epoch run without meeting the
@@ -302,8 +305,10 @@ Test(faults, every_allocation_failure_fails_cleanly_and_leaks_nothing,
         }
         const long hit = failed_allocs;
         disarm();
-        cr_assert_eq(live, before, "allocation %ld failed: %ld allocation(s) "
-                     "leaked", n, live - before);
+        cr_assert_eq(live, before,
+                     "allocation %ld failed: %ld allocation(s) "
+                     "leaked",
+                     n, live - before);
         if (hit == 0)
             break; /* past the last allocation of create and an epoch */
     }
@@ -315,7 +320,8 @@ Test(faults, every_allocation_failure_fails_cleanly_and_leaks_nothing,
     tu_rm_rf(root);
 }
 
-/* ---- threads, mlock ----------------------------------------------------------------- */
+/* ---- threads, mlock
+ * ----------------------------------------------------------------- */
 
 Test(faults, a_thread_that_cannot_start_fails_create_cleanly, .timeout = 60)
 {
@@ -365,8 +371,7 @@ Test(faults, refused_mlock_falls_back_or_fails_as_configured, .timeout = 60)
     c.pinned_fallback = 0;
     const long before = live;
     cr_assert_eq(pl_loader_create(&c, &l), PL_ENOMEM);
-    cr_assert_not_null(strstr(pl_last_error(), "mlock"), "%s",
-                       pl_last_error());
+    cr_assert_not_null(strstr(pl_last_error(), "mlock"), "%s", pl_last_error());
     cr_assert_not_null(strstr(pl_last_error(), "not permitted"), "%s",
                        pl_last_error());
     cr_assert_eq(live, before);
@@ -374,7 +379,8 @@ Test(faults, refused_mlock_falls_back_or_fails_as_configured, .timeout = 60)
     tu_rm_rf(root);
 }
 
-/* ---- the read path ------------------------------------------------------------------- */
+/* ---- the read path
+ * ------------------------------------------------------------------- */
 
 Test(faults, short_reads_and_eintr_change_no_byte, .timeout = 60)
 {
@@ -431,8 +437,8 @@ Test(faults, files_that_vanish_or_are_directories_fail_alone, .timeout = 60)
         else
             saw_dir = strstr(fl[i].reason, "directory") != NULL;
     }
-    cr_assert(saw_gone && saw_dir, "%s: %s / %s: %s", fl[0].path,
-              fl[0].reason, fl[1].path, fl[1].reason);
+    cr_assert(saw_gone && saw_dir, "%s: %s / %s: %s", fl[0].path, fl[0].reason,
+              fl[1].path, fl[1].reason);
     pl_loader_destroy(l);
     tu_rm_rf(root);
 }
@@ -476,9 +482,8 @@ Test(faults, unreadable_files_fail_alone_with_the_reason, .timeout = 60)
             const int denied = ends_with(fl[i].path, "c0/04.jpg");
             cr_assert(denied || ends_with(fl[i].path, "c1/07.jpg"), "%s",
                       fl[i].path);
-            cr_assert_str_eq(fl[i].reason, denied
-                                               ? "open: Permission denied"
-                                               : "read: Input/output error");
+            cr_assert_str_eq(fl[i].reason, denied ? "open: Permission denied"
+                                                  : "read: Input/output error");
         }
         pl_loader_destroy(l);
     }
@@ -486,7 +491,8 @@ Test(faults, unreadable_files_fail_alone_with_the_reason, .timeout = 60)
     tu_rm_rf(root);
 }
 
-/* ---- life cycle ------------------------------------------------------------------------ */
+/* ---- life cycle
+ * ------------------------------------------------------------------------ */
 
 static int open_fds(void)
 {

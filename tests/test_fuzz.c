@@ -29,9 +29,9 @@ static void replay_file(replay *r, const char *path, int raw)
     size_t len;
     uint8_t *bytes = tu_read_file(path, &len);
     static const uint8_t heads[][FUZZ_HEADER] = {
-        {2, 0, 55, 63, 1, 0, 7, 3},  /* train, u8, 56x64, DCT scaling */
-        {1, 1, 31, 31, 0, 1, 0, 0},  /* eval, f32, 32x32 */
-        {0, 2, 63, 15, 3, 2, 1, 9},  /* none, f16, 64x16, scaling, strict */
+        {2, 0, 55, 63, 1, 0, 7, 3}, /* train, u8, 56x64, DCT scaling */
+        {1, 1, 31, 31, 0, 1, 0, 0}, /* eval, f32, 32x32 */
+        {0, 2, 63, 15, 3, 2, 1, 9}, /* none, f16, 64x16, scaling, strict */
     };
     const int nheads = raw ? 3 : 1;
     for (int h = 0; h < nheads; h++) {

@@ -1854,7 +1854,8 @@ Test(loader, create_rejects_missing_or_empty_data, .timeout = TIMEOUT)
     tu_rm_rf(root);
 }
 
-/* ---- files libjpeg decodes with warnings ---------------------------------------- */
+/* ---- files libjpeg decodes with warnings
+ * ---------------------------------------- */
 
 /* A JPEG cut short (its bottom rows missing) decodes with libjpeg's
  * "premature end" warning: accepted, but recorded with code 0 and its count,
@@ -1903,8 +1904,8 @@ Test(loader, files_decoded_with_warnings_are_recorded_and_strict_refuses_them,
             cr_assert_geq(st.images_warned, 1);
             cr_assert_eq(st.images_failed, 0);
             cr_assert_eq(lc.warnings, 1, "logged once");
-            cr_assert_not_null(strstr(lc.warning[0], "libjpeg warning"),
-                               "%s", lc.warning[0]);
+            cr_assert_not_null(strstr(lc.warning[0], "libjpeg warning"), "%s",
+                               lc.warning[0]);
         } else {
             cr_assert_eq(f[0].code, PL_ECORRUPT);
             cr_assert_eq(delivered, 6, "skipped under strict");

@@ -96,7 +96,7 @@ typedef struct row {
     double img_s, mb_s, h2d_gbs;
     double wait_mean_ms, wait_p99_ms;
     double us_read, us_decode, us_augment, us_copy; /* per image */
-    double load_ms;              /* per batch, without compute */
+    double load_ms; /* per batch, without compute */
     double vs_base; /* img_s / full-decode baseline at these threads, or -1 */
     double step_ms, overlap_pct; /* with --compute-ms; -1 otherwise */
 } row;
@@ -470,7 +470,8 @@ static void print_problems(const bench_log *bl)
     if (!bl->nproblems)
         return;
     printf("problem files met: %zu (bad, or decoded despite libjpeg "
-           "warnings)\n", bl->nproblems);
+           "warnings)\n",
+           bl->nproblems);
     for (size_t i = 0; i < bl->nproblems && i < 32; i++)
         printf("  %s\n", bl->problem[i]);
     if (bl->nproblems > 32)
@@ -585,12 +586,12 @@ static void machine(char *buf, size_t cap)
 static void print_header(void)
 {
     printf("%-8s %7s %8s %9s %8s %8s %9s %9s %7s %8s %8s %7s %8s %8s %8s\n",
-           "pin", "workers", "prefetch", "img/s", "MB/s", "H2D GB/s",
-           "wait ms", "p99 ms", "read", "decode", "augment", "copy",
-           "step ms", "overlap", "vs base");
-    printf("%-8s %7s %8s %9s %8s %8s %9s %9s %7s %8s %8s %7s %8s %8s %8s\n",
-           "", "", "", "", "", "", "", "", "us/img", "us/img", "us/img",
-           "us/img", "", "", "");
+           "pin", "workers", "prefetch", "img/s", "MB/s", "H2D GB/s", "wait ms",
+           "p99 ms", "read", "decode", "augment", "copy", "step ms", "overlap",
+           "vs base");
+    printf("%-8s %7s %8s %9s %8s %8s %9s %9s %7s %8s %8s %7s %8s %8s %8s\n", "",
+           "", "", "", "", "", "", "", "us/img", "us/img", "us/img", "us/img",
+           "", "", "");
 }
 
 static void print_row(const row *r)
@@ -627,7 +628,7 @@ static int write_csv(const char *path, const row *rows, int n)
     fprintf(f, "pin,workers,prefetch,images,batches,seconds,images_per_s,"
                "mb_per_s,h2d_gb_per_s,wait_mean_ms,wait_p99_ms,read_us,"
                "decode_us,augment_us,copy_us,load_ms,step_ms,overlap_pct,"
-            "vs_baseline\n");
+               "vs_baseline\n");
     for (int i = 0; i < n; i++) {
         const row *r = &rows[i];
         fprintf(f, "%s,%d,%d,%ld,%ld,%.9f,%.2f,%.2f,", pin_name(r->pin),
@@ -772,7 +773,8 @@ static int measure_baselines(options *o)
     if (!f)
         return -1;
     printf("baseline: plain TurboJPEG decode of the same %zu files from "
-           "memory, %g s each", baseline_count(f), o->baseline_seconds);
+           "memory, %g s each",
+           baseline_count(f), o->baseline_seconds);
     if (baseline_left_out(f))
         printf(" (%zu file(s) TurboJPEG cannot decode to RGB left out)",
                baseline_left_out(f));
@@ -785,8 +787,9 @@ static int measure_baselines(options *o)
         o->base_full[w] = baseline_rate(f, w, 1, o->baseline_seconds, &skipped);
         o->base_eighth[w] = baseline_rate(f, w, 8, o->baseline_seconds, NULL);
         printf("baseline: %d thread%s: full size %.1f img/s, 1/8 scale %.1f "
-               "img/s (%.2fx)%s\n", w, w > 1 ? "s" : "", o->base_full[w],
-               o->base_eighth[w], o->base_eighth[w] / o->base_full[w],
+               "img/s (%.2fx)%s\n",
+               w, w > 1 ? "s" : "", o->base_full[w], o->base_eighth[w],
+               o->base_eighth[w] / o->base_full[w],
                skipped ? " (some decodes failed and were not counted)" : "");
     }
     baseline_free(f);

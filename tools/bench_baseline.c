@@ -144,8 +144,7 @@ static void *decode_loop(void *arg)
             cap = need;
         }
         /* A warning (corrupt data) still decoded the image: it counts. */
-        if (tjDecompress2(tj, b->data, b->len, rgb, w, 0, h, TJPF_RGB, 0) <
-                0 &&
+        if (tjDecompress2(tj, b->data, b->len, rgb, w, 0, h, TJPF_RGB, 0) < 0 &&
             tjGetErrorCode(tj) != TJERR_WARNING)
             j->skipped++;
         else
@@ -165,8 +164,11 @@ double baseline_rate(const baseline_files *f, int threads, int scale_denom,
     pthread_t *t = calloc((size_t)threads, sizeof *t);
     const double start = now_s();
     for (int i = 0; i < threads; i++) {
-        jobs[i] = (job){.f = f, .first = i % (int)f->n, .step = threads,
-                        .denom = scale_denom, .end = start + seconds};
+        jobs[i] = (job){.f = f,
+                        .first = i % (int)f->n,
+                        .step = threads,
+                        .denom = scale_denom,
+                        .end = start + seconds};
         pthread_create(&t[i], NULL, decode_loop, &jobs[i]);
     }
     long done = 0, bad = 0;

@@ -186,12 +186,13 @@ static void print_problems(pl_loader *l)
     while (pl_loader_failures(l, first, f, 64, &n) == 0 && n > 0) {
         for (size_t i = 0; i < n; i++) {
             if (f[i].code)
-                fprintf(stderr, "pinload-dump: bad: %s: %s (%s)\n",
-                        f[i].path, f[i].reason, pl_err_name(f[i].code));
+                fprintf(stderr, "pinload-dump: bad: %s: %s (%s)\n", f[i].path,
+                        f[i].reason, pl_err_name(f[i].code));
             else
-                fprintf(stderr, "pinload-dump: decoded with %d libjpeg "
-                        "warning(s): %s: %s\n", f[i].warnings, f[i].path,
-                        f[i].reason);
+                fprintf(stderr,
+                        "pinload-dump: decoded with %d libjpeg "
+                        "warning(s): %s: %s\n",
+                        f[i].warnings, f[i].path, f[i].reason);
         }
         first += n;
     }

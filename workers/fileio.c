@@ -111,8 +111,8 @@ void fileio_buf_free(fileio_buf *b)
 
 void fileio_hint(int dirfd, const char *path)
 {
-    const int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY |
-                                           O_NONBLOCK);
+    const int fd =
+        openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (fd < 0)
         return;
     posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);

@@ -50,8 +50,7 @@ static void *worker_main(void *arg)
         job.warnings = w->ctx.warnings;
         if (job.status == 0 && job.warnings) {
             add(&w->warned, 1);
-            snprintf(job.reason, sizeof job.reason, "%s",
-                     w->ctx.first_warning);
+            snprintf(job.reason, sizeof job.reason, "%s", w->ctx.first_warning);
         }
         add(&w->bytes_read, t.bytes_read);
         add(&w->ns_read, t.ns_read);

@@ -13,14 +13,14 @@ typedef struct pool pool;
 /* One sample to produce. The source fills the inputs in claim(); the pool
  * fills status and reason before finish(). */
 typedef struct pool_job {
-    int64_t epoch, index; /* what augment_plan_make is keyed by */
-    const char *path;     /* relative to the pool's dirfd */
-    void *dst;            /* augment_sample_bytes() bytes */
-    void *tag;            /* the source's own */
-    int tag_pos;          /* likewise */
-    int worker;           /* which worker holds the job */
-    int status;           /* 0 or PL_E* */
-    int warnings;         /* libjpeg warnings (status 0: accepted) */
+    int64_t epoch, index;            /* what augment_plan_make is keyed by */
+    const char *path;                /* relative to the pool's dirfd */
+    void *dst;                       /* augment_sample_bytes() bytes */
+    void *tag;                       /* the source's own */
+    int tag_pos;                     /* likewise */
+    int worker;                      /* which worker holds the job */
+    int status;                      /* 0 or PL_E* */
+    int warnings;                    /* libjpeg warnings (status 0: accepted) */
     char reason[PROCESS_REASON_MAX]; /* why it failed, or the first
                                         warning */
 } pool_job;

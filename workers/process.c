@@ -159,14 +159,13 @@ int process_sample(process_ctx *c, const augment_params *p, int dirfd,
         return rc;
     }
     t->bytes_read += c->file.len;
-    return process_buffer(c, p, c->file.data, c->file.len, epoch, index, dst,
-                          t, reason);
+    return process_buffer(c, p, c->file.data, c->file.len, epoch, index, dst, t,
+                          reason);
 }
 
-int process_buffer(process_ctx *c, const augment_params *p,
-                   const uint8_t *buf, size_t len, int64_t epoch,
-                   int64_t index, void *dst, process_times *t,
-                   char reason[PROCESS_REASON_MAX])
+int process_buffer(process_ctx *c, const augment_params *p, const uint8_t *buf,
+                   size_t len, int64_t epoch, int64_t index, void *dst,
+                   process_times *t, char reason[PROCESS_REASON_MAX])
 {
     const uint64_t t1 = process_now_ns();
     decode_info info;

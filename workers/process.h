@@ -49,10 +49,9 @@ int process_sample(process_ctx *c, const augment_params *p, int dirfd,
                    char reason[PROCESS_REASON_MAX]);
 
 /* The same, from the JPEG already in buf[0, len). */
-int process_buffer(process_ctx *c, const augment_params *p,
-                   const uint8_t *buf, size_t len, int64_t epoch,
-                   int64_t index, void *dst, process_times *t,
-                   char reason[PROCESS_REASON_MAX]);
+int process_buffer(process_ctx *c, const augment_params *p, const uint8_t *buf,
+                   size_t len, int64_t epoch, int64_t index, void *dst,
+                   process_times *t, char reason[PROCESS_REASON_MAX]);
 
 /* Decode the file at `path` whole, at its own size: [out] *rgb (malloc'd,
  * width * height * 3), *width, *height. */

@@ -2,8 +2,9 @@
  * of the library objects, compiled with `-include tests/faults/faults.h`:
  * the library's allocations, thread creations, mlock, openat and read calls go
  * through hooks the test defines (counting live allocations, failing the
- * N-th call on request, cutting reads short, refusing a named file). The library itself has no
- * hook and no global state for this; only that build does. */
+ * N-th call on request, cutting reads short, refusing a named file). The
+ * library itself has no hook and no global state for this; only that build
+ * does. */
 #ifndef PINLOAD_FAULTS_H
 #define PINLOAD_FAULTS_H
 

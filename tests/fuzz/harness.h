@@ -34,9 +34,8 @@ static inline int fuzz_one(process_ctx *ctx, const uint8_t *data, size_t size)
     static const float mean[3] = {0.485f, 0.456f, 0.406f};
     static const float std[3] = {0.229f, 0.224f, 0.225f};
     augment_params p;
-    augment_params_init(&p, (pl_augment)(data[0] % 3),
-                        (pl_format)(data[1] % 3), 1 + data[2] % 64,
-                        1 + data[3] % 64, data[6], mean, std);
+    augment_params_init(&p, (pl_augment)(data[0] % 3), (pl_format)(data[1] % 3),
+                        1 + data[2] % 64, 1 + data[3] % 64, data[6], mean, std);
     p.dct_scaling = data[4] & 1;
     ctx->dec.limits.strict = (data[4] >> 1) & 1;
     const size_t n = augment_sample_bytes(&p);
@@ -44,9 +43,9 @@ static inline int fuzz_one(process_ctx *ctx, const uint8_t *data, size_t size)
     memset(dst, 0xA5, n);
     process_times t = {0};
     char reason[PROCESS_REASON_MAX] = "";
-    const int rc = process_buffer(ctx, &p, data + FUZZ_HEADER,
-                                  size - FUZZ_HEADER, data[5], data[7], dst,
-                                  &t, reason);
+    const int rc =
+        process_buffer(ctx, &p, data + FUZZ_HEADER, size - FUZZ_HEADER, data[5],
+                       data[7], dst, &t, reason);
     volatile uint64_t sum = 0;
     for (size_t i = 0; i < n; i++)
         sum += dst[i];

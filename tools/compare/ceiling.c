@@ -89,12 +89,12 @@ int main(int argc, char **argv)
     const double entropy = pass(&c, b, n, 1, 8, row);
     printf("%d files, one thread, from memory, us per image\n", n);
     printf("full decode     %8.1f\n", full);
-    printf("entropy only    %8.1f  (%.0f%% of full; ceiling %.2fx)\n",
-           entropy, 100 * entropy / full, full / entropy);
+    printf("entropy only    %8.1f  (%.0f%% of full; ceiling %.2fx)\n", entropy,
+           100 * entropy / full, full / entropy);
     for (int m = 7; m >= 1; m--) {
         const double t = pass(&c, b, n, 0, m, row);
-        printf("scale %d/8       %8.1f  (%.2fx the full decode's rate)\n", m,
-               t, full / t);
+        printf("scale %d/8       %8.1f  (%.2fx the full decode's rate)\n", m, t,
+               full / t);
     }
     return 0;
 }
