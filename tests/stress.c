@@ -8,9 +8,8 @@
  * must deliver every good sample exactly once per epoch, in the same
  * batches, with the same bytes, and report every bad file.
  *
- * Plain C, no Criterion: this is what runs under ThreadSanitizer, whose
- * memory layout Criterion's sandbox cannot map into. Exit status 0 when
- * every check passed. */
+ * Plain C against the public API, like a user's program, so it also runs
+ * under valgrind (make valgrind). Exit status 0 when every check passed. */
 #define _DEFAULT_SOURCE /* mkdtemp, usleep */
 #include <errno.h>
 #include <pthread.h>

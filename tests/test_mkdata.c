@@ -18,6 +18,7 @@ static void frame_kind(const uint8_t *b, size_t n, int *progressive, int *h,
                        int *v)
 {
     *progressive = -1;
+    *h = *v = 0;
     for (size_t i = 2; i + 11 < n;) {
         cr_assert_eq(b[i], 0xFF, "marker expected at %zu", i);
         const int m = b[i + 1];
