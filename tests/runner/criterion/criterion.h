@@ -1,11 +1,13 @@
-/* A small stand-in for Criterion, for the ThreadSanitizer build.
+/* A small stand-in for Criterion, for the sanitizer builds.
  *
  * Criterion's sandbox (BoxFort) maps its shared arena at random fixed
  * addresses that ThreadSanitizer's memory layout reserves, so a Criterion
- * test program cannot even start under TSan. `make test SANITIZE=thread`
- * therefore compiles the same test files against this header (-Itests/runner
- * puts it before the system's <criterion/criterion.h>). It implements the
- * part of Criterion's API the suites use, with the same meaning:
+ * test program cannot even start under TSan; under AddressSanitizer its
+ * parallel runner leaks 48 bytes of its own, which LeakSanitizer reports.
+ * `make test SANITIZE=...` therefore compiles the same test files against
+ * this header (-Itests/runner puts it before the system's
+ * <criterion/criterion.h>). It implements the part of Criterion's API the
+ * suites use, with the same meaning:
  *
  *   Test(suite, name, .timeout = seconds)
  *   cr_assert, cr_assert_{eq,neq,lt,leq,gt,geq,null,not_null},
@@ -13,10 +15,11 @@
  *   printf-style message; cr_skip_test(fmt, ...); cr_log_info(fmt, ...)
  *
  * and a main() that runs every test in a child process of its own (a
- * failed assertion ends that test, a crash or a timeout is reported, the
- * others go on), --jobs N at a time, --filter suite/name-pattern. Timeouts
- * are multiplied by PL_TEST_TIMEOUT_SCALE (default 10: TSan is slow).
- * A test file is one translation unit, so main() may live here. */
+ * failed assertion ends that test; a crash, a sanitizer report or a timeout
+ * fails it; the others go on), --jobs N at a time, --filter
+ * suite/name-pattern. Timeouts are multiplied by PL_TEST_TIMEOUT_SCALE
+ * (default 10: sanitizers are slow). A test file is one translation unit,
+ * so main() may live here. */
 #ifndef PINLOAD_TEST_RUNNER_CRITERION_H
 #define PINLOAD_TEST_RUNNER_CRITERION_H
 
