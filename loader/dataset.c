@@ -361,8 +361,7 @@ static int open_folder(dataset *ds, logger *lg)
     return rc;
 }
 
-/* ---- list file
- * --------------------------------------------------------------- */
+/* ---- list file ---- */
 
 /* One "path<whitespace>label" line; the label is the last field, so paths
  * may contain spaces. */
@@ -426,8 +425,7 @@ static int open_list(dataset *ds, const char *path)
     return rc;
 }
 
-/* ---- entry points
- * ------------------------------------------------------------ */
+/* ---- entry points ---- */
 
 static void set_rel_skip(dataset *ds)
 {

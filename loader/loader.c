@@ -36,8 +36,7 @@ struct pl_loader {
     pl_info info;
 };
 
-/* ---- the pool's job source: the ring
- * ----------------------------------------- */
+/* ---- the pool's job source: the ring ---- */
 
 /* The file `readahead` positions after j of this epoch, hinted to the
  * kernel so that cold storage is read before a worker asks. */
@@ -103,8 +102,7 @@ static void on_finish(void *ctx, pool_job *job)
     ring_finish(&l->ring, s);
 }
 
-/* ---- create
- * ------------------------------------------------------------------ */
+/* ---- create ---- */
 
 /* How many sample positions each epoch has and how many batches it may
  * deliver. Under SKIP every position of the epoch is decoded, since one may
@@ -310,8 +308,7 @@ fail : {
     return rc;
 }
 
-/* ---- destroy
- * ----------------------------------------------------------------- */
+/* ---- destroy ---- */
 
 PL_EXPORT void pl_loader_destroy(pl_loader *l)
 {
@@ -337,8 +334,7 @@ PL_EXPORT void pl_loader_destroy(pl_loader *l)
     free(l);
 }
 
-/* ---- per batch
- * ---------------------------------------------------------------- */
+/* ---- per batch ---- */
 
 PL_EXPORT int pl_loader_next(pl_loader *l, const pl_batch **out)
 {
@@ -365,8 +361,7 @@ PL_EXPORT int pl_batch_wait(const pl_batch *b, struct CUstream_st *stream)
     return backend_stream_wait(stream, b->ready);
 }
 
-/* ---- queries
- * ------------------------------------------------------------------ */
+/* ---- queries ---- */
 
 PL_EXPORT int pl_loader_info(const pl_loader *l, pl_info *out)
 {

@@ -127,8 +127,7 @@ void prefetch_fini(prefetch *p)
     memset(p, 0, sizeof *p);
 }
 
-/* ---- the prefetcher thread
- * --------------------------------------------------- */
+/* ---- the prefetcher thread ---- */
 
 /* Sticky: from now on pl_loader_next returns `code` after the batches
  * already queued. Called by the prefetcher only. */
@@ -420,8 +419,7 @@ void prefetch_stop(prefetch *p)
     p->started = 0;
 }
 
-/* ---- the caller's side
- * ------------------------------------------------------- */
+/* ---- the caller's side ---- */
 
 void prefetch_copy_time(prefetch *p, uint64_t *ns, uint64_t *bytes)
 {

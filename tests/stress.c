@@ -43,8 +43,7 @@ static int failed;
         }                                                                      \
     } while (0)
 
-/* ---- dataset
- * ------------------------------------------------------------------ */
+/* ---- dataset ---- */
 
 static void write_jpeg(const char *path, int w, int h, unsigned seed,
                        int progressive)
@@ -114,8 +113,7 @@ static void make_dataset(char *dir)
     write_bytes(path, soi_only, sizeof soi_only);
 }
 
-/* ---- what a run delivered
- * --------------------------------------------------------- */
+/* ---- what a run delivered ---- */
 
 /* Per epoch and batch: the samples' dataset indices and a hash of each
  * sample's bytes. */

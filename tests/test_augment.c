@@ -695,8 +695,7 @@ Test(augment, strict_mode_fails_every_crop_of_a_damaged_file)
     e2e_teardown(&e);
 }
 
-/* ---- decoding at a DCT scale
- * ------------------------------------------------- */
+/* ---- decoding at a DCT scale ---- */
 
 /* The largest 1/d (8, 4, 2) that leaves at least one decoded pixel per
  * resized pixel on both axes, only when asked. */
@@ -788,8 +787,7 @@ Test(augment, dct_scaled_samples_stay_close_to_the_exact_resize)
     e2e_teardown(&e);
 }
 
-/* ---- float16
- * --------------------------------------------------------------------- */
+/* ---- float16 ---- */
 
 static uint16_t ref_half(float f)
 {

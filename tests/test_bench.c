@@ -37,8 +37,7 @@ static void make_data(char root[64])
     }
 }
 
-/* ---- arguments
- * ------------------------------------------------------------------ */
+/* ---- arguments ---- */
 
 static void expect_usage_error(const char *args, const char *needle)
 {
@@ -113,8 +112,7 @@ Test(bench, device_cuda_without_a_gpu_is_an_error_naming_the_reason)
     tu_rm_rf(root);
 }
 
-/* ---- the sweep
- * ------------------------------------------------------------------ */
+/* ---- the sweep ---- */
 
 typedef struct table_row {
     char pin[16];
@@ -211,8 +209,7 @@ Test(bench, compute_ms_fills_step_time_and_an_overlap_percentage)
     tu_rm_rf(root);
 }
 
-/* ---- the files
- * --------------------------------------------------------------------- */
+/* ---- the files ---- */
 
 /* A small JSON validator: value := object | array | string | number |
  * true | false | null. Returns the end of the value or NULL. */

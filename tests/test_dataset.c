@@ -10,8 +10,7 @@
 #include "../loader/log.h"
 #include "testutil.h"
 
-/* ---- helpers
- * ------------------------------------------------------------------ */
+/* ---- helpers ---- */
 
 /* A logger context that keeps every message it is sent. */
 typedef struct log_record {
@@ -79,8 +78,7 @@ static void assert_paths(const dataset *ds, const char *root,
     cr_assert_eq(ds->n, n, "listed %lld files, want %d", (long long)ds->n, n);
 }
 
-/* ---- ImageFolder
- * ---------------------------------------------------------------- */
+/* ---- ImageFolder ---- */
 
 Test(dataset, classes_are_the_sorted_folder_names_in_byte_order)
 {
@@ -446,8 +444,7 @@ Test(dataset, list_file_open_paths_are_relative_to_its_folder)
     tu_rm_rf(root);
 }
 
-/* ---- list files
- * ------------------------------------------------------------------- */
+/* ---- list files ---- */
 
 static void write_text(const char *path, const char *text)
 {

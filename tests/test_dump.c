@@ -6,8 +6,7 @@
 
 #include "testutil.h"
 
-/* ---- running the tool
- * ---------------------------------------------------------- */
+/* ---- running the tool ---- */
 
 typedef struct result {
     int status; /* exit code, or -1 if it did not exit normally */
@@ -46,8 +45,7 @@ static result dump(const char *scratch, const char *args)
     return r;
 }
 
-/* ---- reading what it wrote
- * -------------------------------------------------------- */
+/* ---- reading what it wrote ---- */
 
 typedef struct row {
     char position[32];
@@ -197,8 +195,7 @@ static int count_lines(const char *s, const char *prefix, int *with_prefix)
     return n;
 }
 
-/* ---- on the shared photos
- * ----------------------------------------------------------- */
+/* ---- on the shared photos ---- */
 
 #define PHOTOS 47
 
@@ -343,8 +340,7 @@ Test(dump, train_augment_with_size_64_writes_64x64_samples, .timeout = 300)
     tu_rm_rf(scratch);
 }
 
-/* ---- on generated data
- * ---------------------------------------------------------------- */
+/* ---- on generated data ---- */
 
 /* root/c<i % 2>/g<i>.jpg for 6 good files, and root/c1/bad.jpg. */
 static void make_bad_folder(char root[64], char *bad, size_t cap)
@@ -432,8 +428,7 @@ Test(dump, on_error_skip_lists_the_bad_file_without_a_position, .timeout = 120)
     tu_rm_rf(root);
 }
 
-/* ---- the command line
- * ------------------------------------------------------------------ */
+/* ---- the command line ---- */
 
 static void assert_usage_error(const char *args)
 {

@@ -17,8 +17,7 @@
 #include "pinload.h"
 #include "testutil.h"
 
-/* ---- the hooks
- * ------------------------------------------------------------------ */
+/* ---- the hooks ---- */
 
 static _Atomic long live;          /* the library's allocations not freed */
 static _Atomic long alloc_calls;   /* since the last arm */
@@ -179,8 +178,7 @@ static void disarm(void)
     fail_read[0] = 0;
 }
 
-/* ---- fixtures
- * ------------------------------------------------------------------- */
+/* ---- fixtures ---- */
 
 typedef struct notes {
     pthread_mutex_t mu;
@@ -263,8 +261,7 @@ static uint8_t *epoch_bytes(const pl_config *c, size_t *len)
     return out;
 }
 
-/* ---- allocation failures
- * ---------------------------------------------------------- */
+/* ---- allocation failures ---- */
 
 /* Fail the first, second, ... allocation after create begins, in any of the
  * loader's threads, until a create and an epoch run without meeting the
@@ -320,8 +317,7 @@ Test(faults, every_allocation_failure_fails_cleanly_and_leaks_nothing,
     tu_rm_rf(root);
 }
 
-/* ---- threads, mlock
- * ----------------------------------------------------------------- */
+/* ---- threads, mlock ---- */
 
 Test(faults, a_thread_that_cannot_start_fails_create_cleanly, .timeout = 60)
 {
@@ -379,8 +375,7 @@ Test(faults, refused_mlock_falls_back_or_fails_as_configured, .timeout = 60)
     tu_rm_rf(root);
 }
 
-/* ---- the read path
- * ------------------------------------------------------------------- */
+/* ---- the read path ---- */
 
 Test(faults, short_reads_and_eintr_change_no_byte, .timeout = 60)
 {
@@ -491,8 +486,7 @@ Test(faults, unreadable_files_fail_alone_with_the_reason, .timeout = 60)
     tu_rm_rf(root);
 }
 
-/* ---- life cycle
- * ------------------------------------------------------------------------ */
+/* ---- life cycle ---- */
 
 static int open_fds(void)
 {

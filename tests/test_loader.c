@@ -12,8 +12,7 @@
 #define MAXB 64  /* batches per recorded epoch, at most */
 #define TIMEOUT 120
 
-/* ---- logging
- * ------------------------------------------------------------------ */
+/* ---- logging ---- */
 
 static void quiet(void *ctx, pl_log_level level, const char *msg)
 {
@@ -50,8 +49,7 @@ static void log_count_init(log_count *c)
     pthread_mutex_init(&c->mu, NULL);
 }
 
-/* ---- fixtures
- * ------------------------------------------------------------------- */
+/* ---- fixtures ---- */
 
 /* root/c<i % classes>/img<i>.jpg for i < n, small and of varied sizes, each
  * with its own pattern. Class folders hold only files and the root only
@@ -157,8 +155,7 @@ static int64_t *epoch_order(const pl_loader *l, int64_t epoch)
     return o;
 }
 
-/* ---- recording epochs
- * -------------------------------------------------------------- */
+/* ---- recording epochs ---- */
 
 /* What one epoch delivered, sample by sample in delivery order. */
 typedef struct run {
@@ -262,8 +259,7 @@ static int find_index(const run *r, int64_t idx)
     return -1;
 }
 
-/* ---- what an epoch delivers
- * ------------------------------------------------------- */
+/* ---- what an epoch delivers ---- */
 
 Test(loader, every_file_is_delivered_once_per_epoch_with_its_folder_label,
      .timeout = TIMEOUT)
@@ -455,8 +451,7 @@ Test(loader, first_epoch_resumes_with_that_epochs_order_and_pixels,
     tu_rm_rf(root);
 }
 
-/* ---- the bytes depend on (seed, epoch, index) only
- * ------------------------------- */
+/* ---- the bytes depend on (seed, epoch, index) only ---- */
 
 typedef void (*mutate_fn)(pl_config *c, int variant);
 
@@ -872,8 +867,7 @@ Test(loader, deterministic_augments_give_the_same_pixels_every_epoch,
     tu_rm_rf(root);
 }
 
-/* ---- sharding
- * ---------------------------------------------------------------------- */
+/* ---- sharding ---- */
 
 Test(loader, three_ranks_cover_every_index_with_equal_batch_counts,
      .timeout = TIMEOUT)
@@ -991,8 +985,7 @@ Test(loader, rank_and_world_size_come_from_the_environment, .timeout = TIMEOUT)
     tu_rm_rf(root);
 }
 
-/* ---- life cycle
- * -------------------------------------------------------------------- */
+/* ---- life cycle ---- */
 
 Test(loader, destroy_mid_epoch_with_zero_one_or_two_batches_held,
      .timeout = TIMEOUT)
@@ -1122,8 +1115,7 @@ Test(loader, two_loaders_at_once_each_deliver_their_own_labels,
     tu_rm_rf(b_root);
 }
 
-/* ---- the caller's mistakes
- * ------------------------------------------------------------ */
+/* ---- the caller's mistakes ---- */
 
 Test(loader, next_while_holding_every_device_buffer_is_ebusy,
      .timeout = TIMEOUT)
@@ -1266,8 +1258,7 @@ Test(loader, releasing_what_is_not_a_batch_is_einval, .timeout = TIMEOUT)
     tu_rm_rf(root);
 }
 
-/* ---- bad files
- * ------------------------------------------------------------------------ */
+/* ---- bad files ---- */
 
 typedef struct bad_set {
     int64_t idx[3];
@@ -1854,8 +1845,7 @@ Test(loader, create_rejects_missing_or_empty_data, .timeout = TIMEOUT)
     tu_rm_rf(root);
 }
 
-/* ---- files libjpeg decodes with warnings
- * ---------------------------------------- */
+/* ---- files libjpeg decodes with warnings ---- */
 
 /* A JPEG cut short (its bottom rows missing) decodes with libjpeg's
  * "premature end" warning: accepted, but recorded with code 0 and its count,

@@ -101,8 +101,7 @@ typedef struct row {
     double step_ms, overlap_pct; /* with --compute-ms; -1 otherwise */
 } row;
 
-/* ---- arguments
- * ------------------------------------------------------------------ */
+/* ---- arguments ---- */
 
 static void bad(const char *fmt, ...)
 {
@@ -273,8 +272,7 @@ static void parse(int argc, char **argv, options *o)
         o->quiet = 1; /* no progress line into logs */
 }
 
-/* ---- one combination
- * --------------------------------------------------------------- */
+/* ---- one combination ---- */
 
 static double now_s(void)
 {
@@ -554,8 +552,7 @@ static int run_combo(const options *o, bench_cuda *cu, bench_log *bl, row *r)
     return rc;
 }
 
-/* ---- output
- * ------------------------------------------------------------------------ */
+/* ---- output ---- */
 
 static const char *pin_name(int pin)
 {

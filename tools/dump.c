@@ -120,8 +120,7 @@ static void parse(int argc, char **argv, options *o)
     o->cfg.data = o->data;
 }
 
-/* ---- output
- * ------------------------------------------------------------------ */
+/* ---- output ---- */
 
 typedef struct writer {
     const char *dir;
@@ -198,8 +197,7 @@ static void print_problems(pl_loader *l)
     }
 }
 
-/* ---- the two modes
- * ------------------------------------------------------------ */
+/* ---- the two modes ---- */
 
 static int dump_batches(writer *w, pl_loader *l, const options *o,
                         const int64_t *order, int64_t order_n)

@@ -31,8 +31,7 @@ typedef struct options {
     uint64_t seed;
 } options;
 
-/* ---- a small deterministic generator (splitmix64)
- * ----------------------------- */
+/* ---- a small deterministic generator (splitmix64) ---- */
 
 typedef struct rng {
     uint64_t s;
@@ -57,8 +56,7 @@ static int below(rng *r, int n)
     return (int)(next_u64(r) % (uint64_t)n);
 }
 
-/* ---- the picture
- * ---------------------------------------------------------------- */
+/* ---- the picture ---- */
 
 typedef struct rgbf {
     double r, g, b;
@@ -178,8 +176,7 @@ static void paint(uint8_t *rgb, int w, int h, const signature *sig, rng *r)
     }
 }
 
-/* ---- JPEG out
- * -------------------------------------------------------------------- */
+/* ---- JPEG out ---- */
 
 static int write_jpeg(const char *path, const uint8_t *rgb, int w, int h,
                       int quality, int progressive)
@@ -216,8 +213,7 @@ static int write_jpeg(const char *path, const uint8_t *rgb, int w, int h,
     return 0;
 }
 
-/* ---- command line
- * ---------------------------------------------------------------- */
+/* ---- command line ---- */
 
 static int parse_int(const char *flag, const char *v, int lo, int hi)
 {

@@ -98,8 +98,7 @@ static std::string make_dataset()
     return dir;
 }
 
-/* ---- helpers
- * ------------------------------------------------------------------ */
+/* ---- helpers ---- */
 
 static void quiet(void *, pl_log_level, const char *)
 {
@@ -171,8 +170,7 @@ __global__ void slow_copy(const uint8_t *src, uint8_t *dst, size_t n,
         dst[i] = src[i];
 }
 
-/* ---- tests
- * ------------------------------------------------------------------------ */
+/* ---- tests ---- */
 
 static bool cuda_backend_pins_the_ring(const char *data)
 {
