@@ -275,7 +275,7 @@ $(BUILD)/.deps-fuzz: tools/install-deps.sh
 fuzz: $(FUZZ_DIR)/fuzz_decode
 	@mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/seeds
 	@n=0; if [ -d ../shared/data ]; then \
-	    for f in $$(find ../shared/data/hard ../shared/data/photos/mixed \
+	    for f in $$(find ../shared/data/hard ../shared/data/photos \
 	                     -type f); do \
 	        n=$$((n + 1)); \
 	        { printf '\002\000\067\077\001\000\007\003'; cat "$$f"; } \
