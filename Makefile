@@ -220,10 +220,13 @@ $(BUILD)/tests/test_faults: tests/test_faults.c tests/testutil.h \
 	$(CC) $(TEST_INC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(LDFLAGS) -o $@ $< \
 	    $(FAULT_OBJ) $(TEST_LINK) $(LIBS)
 
+# RANK and WORLD_SIZE are unset: inside a torchrun or SLURM job they would
+# shard every loader the tests make.
 test: $(TEST_BIN) $(STRESS) $(TOOLS) $(SAMPLES)
 	@set -e; for t in $(TEST_BIN); do \
-	    echo "== $$t"; PINLOAD_BUILD=$(BUILD) $$t --jobs $(JOBS); done
-	@echo "== $(STRESS)"; $(STRESS)
+	    echo "== $$t"; env -u RANK -u WORLD_SIZE PINLOAD_BUILD=$(BUILD) \
+	    $$t --jobs $(JOBS); done
+	@echo "== $(STRESS)"; env -u RANK -u WORLD_SIZE $(STRESS)
 
 DATA ?= data/generated
 BENCH_ARGS ?=

@@ -59,10 +59,26 @@ int failures_record(failures *f, int64_t index, int code, const char *path,
                     const char *reason, int warnings)
 {
     pthread_mutex_lock(&f->mu);
-    int rc;
+    int rc = 0;
     if (f->where && f->where[index]) {
-        f->items[f->where[index] - 1].count++;
-        rc = 0;
+        failure *it = &f->items[f->where[index] - 1];
+        if (it->code == 0 && code < 0) {
+            /* Decoded with warnings before (another crop), bad now: the
+             * record becomes the error, met once. */
+            char *r = strdup(reason);
+            if (r) {
+                free(it->reason);
+                it->reason = r;
+                it->code = code;
+                it->warnings = warnings;
+                it->count = 1;
+                rc = 1;
+            } else {
+                rc = PL_ENOMEM;
+            }
+        } else if ((it->code < 0) == (code < 0)) {
+            it->count++;
+        }
     } else {
         rc = add_item(f, index, code, path, reason, warnings);
     }

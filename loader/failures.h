@@ -30,8 +30,11 @@ typedef struct failures {
 void failures_init(failures *f, int64_t dataset_size);
 void failures_fini(failures *f);
 
-/* Count a failure of sample `index`. Returns 1 the first time this index
- * fails, 0 after, or PL_ENOMEM (the count is then lost, the code not). */
+/* Record a failure of sample `index` (code < 0), or its decoding with
+ * libjpeg warnings (code 0). Returns 1 the first time this index is
+ * recorded, and when a record of warnings becomes one of an error (a later
+ * crop met worse damage); 0 when only the count grows (a record counts the
+ * times met of its own kind); PL_ENOMEM when the record cannot be made. */
 int failures_record(failures *f, int64_t index, int code, const char *path,
                     const char *reason, int warnings);
 

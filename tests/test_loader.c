@@ -127,6 +127,8 @@ static void base_cfg(pl_config *c, const char *data)
     c->device_buffers = 2;
     c->augment = PL_AUGMENT_TRAIN;
     c->seed = 7;
+    c->rank = 0; /* not RANK/WORLD_SIZE from a launcher's environment */
+    c->world_size = 1;
 }
 
 static pl_loader *create(const pl_config *c)
@@ -958,9 +960,9 @@ Test(loader, rank_and_world_size_come_from_the_environment, .timeout = TIMEOUT)
 
     cr_assert_eq(setenv("RANK", "1", 1), 0);
     cr_assert_eq(setenv("WORLD_SIZE", "3", 1), 0);
-    base_cfg(&c, root); /* rank and world_size PL_FROM_ENV */
-    cr_assert_eq(c.rank, PL_FROM_ENV);
-    cr_assert_eq(c.world_size, PL_FROM_ENV);
+    base_cfg(&c, root);
+    c.rank = PL_FROM_ENV;
+    c.world_size = PL_FROM_ENV;
     pl_loader *l = create(&c);
     const pl_info in = info_of(l);
     cr_assert_eq(in.rank, 1);
@@ -1904,5 +1906,47 @@ Test(loader, files_decoded_with_warnings_are_recorded_and_strict_refuses_them,
         }
         pl_loader_destroy(l);
     }
+    tu_rm_rf(root);
+}
+
+/* Each record carries its own file's warning count: a file that cannot be
+ * read, or is not a JPEG, right after one decoded with warnings has none. */
+Test(loader, warning_counts_do_not_carry_over_to_the_next_file,
+     .timeout = TIMEOUT)
+{
+    char root[64], path[256], list[256];
+    tu_tmpdir(root);
+    snprintf(path, sizeof path, "%s/cut.jpg", root);
+    tu_write_jpeg(path, 64, 200, 3, NULL);
+    size_t len;
+    uint8_t *bytes = tu_read_file(path, &len);
+    tu_write_file(path, bytes, len * 2 / 3);
+    free(bytes);
+    snprintf(path, sizeof path, "%s/bmp.jpg", root);
+    tu_write_file(path, "BM not really", 13);
+    snprintf(list, sizeof list, "%s/list.txt", root);
+    tu_write_file(list, "cut.jpg 0\nbmp.jpg 0\ngone.jpg 0\n", 31);
+    pl_config c;
+    base_cfg(&c, list);
+    c.augment = PL_AUGMENT_NONE;
+    c.shuffle = 0;
+    c.num_workers = 1; /* one decoder meets the files in order */
+    pl_loader *l = create(&c);
+    const pl_batch *b;
+    int rc;
+    while ((rc = pl_loader_next(l, &b)) == 0)
+        pl_loader_release(l, b, NULL);
+    cr_assert_eq(rc, PL_EPOCH_END, "%s", pl_last_error());
+    pl_failure f[4];
+    size_t n;
+    cr_assert_eq(pl_loader_failures(l, 0, f, 4, &n), 0);
+    cr_assert_eq(n, 3);
+    cr_assert_eq(f[0].code, 0);
+    cr_assert_geq(f[0].warnings, 1);
+    cr_assert_eq(f[1].code, PL_ENOTJPEG);
+    cr_assert_eq(f[1].warnings, 0, "bmp.jpg: %d warnings", f[1].warnings);
+    cr_assert_eq(f[2].code, PL_EIO);
+    cr_assert_eq(f[2].warnings, 0, "gone.jpg: %d warnings", f[2].warnings);
+    pl_loader_destroy(l);
     tu_rm_rf(root);
 }

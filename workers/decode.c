@@ -177,12 +177,12 @@ int decoder_open(decoder *d, const uint8_t *buf, size_t len, decode_info *info,
                  char *reason)
 {
     decoder_close(d);
+    d->jerr.warnings = 0;
+    d->jerr.own_code = 0;
     if (len < 2 || buf[0] != 0xFF || buf[1] != 0xD8) {
         describe_not_jpeg(buf, len, reason);
         return PL_ENOTJPEG;
     }
-    d->jerr.warnings = 0;
-    d->jerr.own_code = 0;
     d->open = 1;
     if (setjmp(d->jerr.jump))
         return fail(d, reason);

@@ -151,6 +151,7 @@ int process_sample(process_ctx *c, const augment_params *p, int dirfd,
                    char reason[PROCESS_REASON_MAX])
 {
     const uint64_t t0 = process_now_ns();
+    c->warnings = 0;
     const int rc = fileio_read(dirfd, path, max_file_bytes, &c->file, reason,
                                PROCESS_REASON_MAX);
     t->ns_read += process_now_ns() - t0;
