@@ -59,11 +59,12 @@ typedef struct backend_ops {
     /* Block until everything queued on s, callbacks included, is done. */
     int (*sync)(backend *b, be_stream *s);
     /* Queue on s the uint8 NHWC -> normalised float NCHW conversion of a
-     * batch in device memory (see normalize.h); NULL where the library was
+     * batch in device memory, samples with a non-zero status[] (host
+     * memory) left all zeros (see normalize.h); NULL where the library was
      * built without nvcc, and on the host backend. */
     int (*normalize)(backend *b, be_stream *s, void *dst, const void *src,
-                     int count, int width, int height, int half,
-                     const void *lut);
+                     const int32_t *status, int count, int width, int height,
+                     int half, const void *lut);
     /* Free the backend itself (streams and memory are freed before). */
     void (*close)(backend *b);
 } backend_ops;

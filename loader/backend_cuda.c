@@ -267,12 +267,14 @@ static int stream_sync(backend *b, be_stream *s)
 
 #ifdef PL_HAVE_NVCC
 static int normalize(backend *b, be_stream *s, void *dst, const void *src,
-                     int count, int width, int height, int half,
-                     const void *lut)
+                     const int32_t *status, int count, int width, int height,
+                     int half, const void *lut)
 {
     (void)b;
-    if (gpu_normalize(s->stream, dst, src, count, width, height, half, lut) < 0)
-        return cuda_fail(cudaGetLastError(), "normalize kernel launch");
+    const int e = gpu_normalize(s->stream, dst, src, status, count, width,
+                                height, half, lut);
+    if (e != 0)
+        return cuda_fail((cudaError_t)e, "normalize kernel launch");
     return 0;
 }
 #endif

@@ -33,8 +33,8 @@ normalize_kernel(T *__restrict__ dst, const uint8_t *__restrict__ src,
 }
 
 extern "C" int gpu_normalize(struct CUstream_st *stream, void *dst,
-                             const void *src, int count, int width, int height,
-                             int half, const void *lut)
+                             const void *src, const int32_t *status, int count,
+                             int width, int height, int half, const void *lut)
 {
     const size_t plane = (size_t)width * (size_t)height;
     const size_t pixels = plane * (size_t)count;
@@ -49,5 +49,13 @@ extern "C" int gpu_normalize(struct CUstream_st *stream, void *dst,
         normalize_kernel<float><<<(unsigned)blocks, threads, 0, stream>>>(
             (float *)dst, (const uint8_t *)src, (const float *)lut, plane,
             pixels);
-    return cudaGetLastError() == cudaSuccess ? 0 : -1;
+    cudaError_t e = cudaGetLastError();
+    /* A substituted sample is all zeros in every format, as on the host;
+     * the LUT would have made its zero bytes -mean/std. */
+    const size_t out_bytes = plane * 3 * (half ? 2 : 4);
+    for (int i = 0; i < count && e == cudaSuccess; i++)
+        if (status[i] != 0)
+            e = cudaMemsetAsync((char *)dst + (size_t)i * out_bytes, 0,
+                                out_bytes, stream);
+    return (int)e;
 }

@@ -7,14 +7,18 @@
 extern "C" {
 #endif
 
+#include <stdint.h>
+
 struct CUstream_st;
 
 /* Queue, on stream: dst (count samples of 3 x height x width float32, or
  * float16 bits when half) = lut[c][src] for src count samples of
- * height x width x 3 uint8; lut is 3 x 256 values in device memory.
- * 0, or -1 if the launch failed (cudaGetLastError says why). */
+ * height x width x 3 uint8; lut is 3 x 256 values in device memory. A
+ * sample whose status[i] (host memory) is not 0 is left all zeros instead.
+ * 0 (cudaSuccess), or the cudaError_t of the failed launch. */
 int gpu_normalize(struct CUstream_st *stream, void *dst, const void *src,
-                  int count, int width, int height, int half, const void *lut);
+                  const int32_t *status, int count, int width, int height,
+                  int half, const void *lut);
 
 #ifdef __cplusplus
 }

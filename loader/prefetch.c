@@ -240,9 +240,9 @@ static int queue_batch(prefetch *p, fill *f, int64_t epoch)
         add(&p->bytes_copied, bytes);
     }
     if (rc == 0 && p->cfg.normalize)
-        rc = be->ops->normalize(be, d->stream, d->dev, d->staging, f->count,
-                                p->cfg.width, p->cfg.height, p->cfg.half,
-                                p->lut_dev);
+        rc = be->ops->normalize(be, d->stream, d->dev, d->staging, d->status,
+                                f->count, p->cfg.width, p->cfg.height,
+                                p->cfg.half, p->lut_dev);
     if (rc == 0)
         rc = be->ops->record_ready(be, d->stream);
     if (rc < 0)

@@ -301,6 +301,22 @@ static bool gpu_normalize_f16(const char *data)
     return gpu_normalize_matches_host(data, PL_FORMAT_F16_NCHW);
 }
 
+/* Under SUBSTITUTE a bad sample is all zeros on the GPU path too, not the
+ * LUT's -mean/std of zero bytes. */
+static bool gpu_normalize_substitutes_zeros(const char *data)
+{
+    const std::string bad = std::string(data) + "/classb/bad.jpg";
+    FILE *f = std::fopen(bad.c_str(), "wb");
+    CHECK(f && std::fputs("BM not a JPEG", f) >= 0 && std::fclose(f) == 0,
+          "cannot write %s", bad.c_str());
+    pl_config cfg = base_config(data);
+    cfg.format = PL_FORMAT_F32_NCHW;
+    cfg.on_error = PL_ON_ERROR_SUBSTITUTE;
+    const bool ok = device_batches_equal_host_reference(cfg);
+    std::remove(bad.c_str());
+    return ok;
+}
+
 static bool u8_pinned(const char *data)
 {
     return device_batches_equal_host_reference(base_config(data));
@@ -426,6 +442,8 @@ int main()
         data.c_str());
     run("gpu_normalize_f32_equals_host_bytes", gpu_normalize_f32, data.c_str());
     run("gpu_normalize_f16_equals_host_bytes", gpu_normalize_f16, data.c_str());
+    run("gpu_normalize_substitutes_zeros", gpu_normalize_substitutes_zeros,
+        data.c_str());
     run("release_orders_buffer_reuse", release_orders_buffer_reuse,
         data.c_str());
     run("keep_host_mirrors_the_batch", keep_host_mirrors_the_batch,
