@@ -379,7 +379,9 @@ typedef struct pl_stats {
     uint64_t ns_copy;        /* prefetcher: issuing or doing copies */
     uint64_t ns_wait;        /* caller: blocked in pl_loader_next */
     uint64_t ns_h2d;         /* CUDA: GPU time of the host-to-device copies
-                                completed so far (0 on the host backend) */
+                                timed and completed so far (0 on the host
+                                backend); a copy issued while eight timed
+                                ones are in flight is not timed */
     uint64_t bytes_h2d;      /* CUDA: bytes of those same copies, so
                                 bytes_h2d / ns_h2d is the copy bandwidth */
     uint64_t images_warned;  /* decoded despite libjpeg warnings */

@@ -45,6 +45,13 @@ static int reserve(resample_axis *a, int out_n, int taps)
         a->w = w;
         a->cap_w = need_w;
     }
+    if ((size_t)taps > a->cap_taps) {
+        double *s = realloc(a->scratch, (size_t)taps * 2 * sizeof *s);
+        if (!s)
+            return PL_ENOMEM;
+        a->scratch = s;
+        a->cap_taps = (size_t)taps;
+    }
     return 0;
 }
 
@@ -95,11 +102,9 @@ int resample_axis_plan(resample_axis *a, double in0, double in1, int bound_lo,
     const double filterscale = scale > 1.0 ? scale : 1.0;
     const double support = filterscale; /* triangle radius 1, widened */
     const int taps = (int)ceil(support) * 2 + 1;
-    double *ws = malloc((size_t)taps * 2 * sizeof *ws); /* weights, frac */
-    if (!ws || reserve(a, out_n, taps) < 0) {
-        free(ws);
+    if (reserve(a, out_n, taps) < 0)
         return PL_ENOMEM;
-    }
+    double *ws = a->scratch; /* [taps] weights, then [taps] remainders */
     a->out_n = out_n;
     a->taps = taps;
     a->lo = bound_hi;
@@ -129,7 +134,6 @@ int resample_axis_plan(resample_axis *a, double in0, double in1, int bound_lo,
         a->lo = xmin < a->lo ? xmin : a->lo;
         a->hi = xmin + n > a->hi ? xmin + n : a->hi;
     }
-    free(ws);
     /* As many pairs as the widest output needs: usually fewer than the
      * bound `taps` allows. */
     int widest = 1;
@@ -148,6 +152,7 @@ void resample_axis_free(resample_axis *a)
     free(a->count);
     free(a->w);
     free(a->wpair);
+    free(a->scratch);
     memset(a, 0, sizeof *a);
 }
 

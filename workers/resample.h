@@ -35,7 +35,8 @@ typedef struct resample_axis {
     int npairs;
     size_t cap_pair;
     int lo, hi;            /* source pixels any output reads: [lo, hi) */
-    size_t cap_out, cap_w; /* allocation sizes (grow only) */
+    double *scratch;       /* [2 * taps] for planning */
+    size_t cap_out, cap_w, cap_taps; /* allocation sizes (grow only) */
 } resample_axis;
 
 /* Plan a's weights. Needs in0 < in1, bound_lo < bound_hi, 1 <= rs_n,
