@@ -1950,3 +1950,46 @@ Test(loader, warning_counts_do_not_carry_over_to_the_next_file,
     pl_loader_destroy(l);
     tu_rm_rf(root);
 }
+
+/* Damage below the rows a crop needs: unseen (and unrecorded) normally,
+ * found by strict mode, which judges the whole file. */
+Test(loader, strict_mode_finds_damage_outside_the_crop, .timeout = TIMEOUT)
+{
+    char root[64], path[256];
+    tu_tmpdir(root);
+    snprintf(path, sizeof path, "%s/tall.jpg", root);
+    tu_write_jpeg(path, 64, 400, 5, NULL);
+    size_t len;
+    uint8_t *bytes = tu_read_file(path, &len);
+    tu_write_file(path, bytes, len * 9 / 10);
+    free(bytes);
+    for (int strict = 0; strict < 2; strict++) {
+        pl_config c;
+        base_cfg(&c, root);
+        c.augment = PL_AUGMENT_EVAL; /* the centre rows, ~172..228 of 400 */
+        c.strict = strict;
+        pl_loader *l = create(&c);
+        const pl_batch *b;
+        int rc, delivered = 0;
+        while ((rc = pl_loader_next(l, &b)) == 0) {
+            delivered += b->count;
+            pl_loader_release(l, b, NULL);
+        }
+        cr_assert_eq(rc, PL_EPOCH_END, "%s", pl_last_error());
+        pl_failure f[2];
+        size_t n;
+        cr_assert_eq(pl_loader_failures(l, 0, f, 2, &n), 0);
+        if (!strict) {
+            cr_assert_eq(delivered, 1);
+            cr_assert_eq(n, 0, "the crop never reached the cut");
+        } else {
+            cr_assert_eq(delivered, 0);
+            cr_assert_eq(n, 1);
+            cr_assert_eq(f[0].code, PL_ECORRUPT);
+            cr_assert_not_null(strstr(f[0].reason, "Premature end"), "%s",
+                               f[0].reason);
+        }
+        pl_loader_destroy(l);
+    }
+    tu_rm_rf(root);
+}

@@ -105,11 +105,17 @@ static int decode_region(process_ctx *c, const augment_plan *plan, char *reason)
 }
 
 /* Strict mode judges the whole file, not just the rows this crop needs,
- * so a file is bad or good whatever the sample's crop. */
+ * so a file is bad or good whatever the sample's crop. Skipping entropy-
+ * decodes the rows (where the damage and its warnings are) without the
+ * IDCT and colour conversion; the last row is read, as skipping to the very
+ * end decodes nothing. */
 static int decode_rest(process_ctx *c, char *reason)
 {
+    const int last = (int)c->dec.cinfo.output_height - 1;
     int rc = 0;
-    while (rc == 0 && decoder_row(&c->dec) < (int)c->dec.cinfo.output_height) {
+    if (decoder_row(&c->dec) < last)
+        rc = decoder_skip_to(&c->dec, last, reason);
+    while (rc == 0 && decoder_row(&c->dec) <= last) {
         const uint8_t *rows;
         int n;
         rc = decoder_read(&c->dec, &rows, &n, reason);
