@@ -234,8 +234,10 @@ static int walk_dir(walk *w, int dirfd, size_t path_len)
         }
     }
     if (w->depth == MAX_DEPTH) {
-        log_msg(w->lg, PL_LOG_NOTICE, "%s/%s: deeper than %d levels, skipped",
-                w->ds->root, w->path, MAX_DEPTH);
+        /* depth counts the root too */
+        log_msg(w->lg, PL_LOG_NOTICE,
+                "%s/%s: more than %d levels below the root, skipped",
+                w->ds->root, w->path, MAX_DEPTH - 1);
         return 0;
     }
     w->dev[w->depth] = st.st_dev;

@@ -57,7 +57,7 @@ int ring_init(ring *r, int nslots, const ring_schedule *sched,
         return rc;
     r->slots = calloc((size_t)nslots, sizeof *r->slots);
     if (!r->slots)
-        return PL_ENOMEM;
+        return err_set(PL_ENOMEM, "out of memory for the slot table");
     for (int i = 0; i < nslots; i++) {
         ring_slot *s = &r->slots[i];
         s->ring = r;
@@ -66,7 +66,7 @@ int ring_init(ring *r, int nslots, const ring_schedule *sched,
         s->pixels = r->mem + batch_bytes * (size_t)i;
         s->pos = calloc((size_t)sched->batch_size, sizeof *s->pos);
         if (!s->pos)
-            return PL_ENOMEM;
+            return err_set(PL_ENOMEM, "out of memory for the slot table");
     }
     return 0;
 }
