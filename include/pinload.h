@@ -200,7 +200,7 @@ typedef struct pl_config {
     int height;         /* output height in pixels; default 224 */
     pl_format format;   /* default PL_FORMAT_U8_NHWC */
     pl_augment augment; /* default PL_AUGMENT_TRAIN */
-    float mean[3];      /* F32 normalisation; default ImageNet's */
+    float mean[3];      /* F32/F16 normalisation; default ImageNet's */
     float std[3];       /* 0.485 0.456 0.406 / 0.229 0.224 0.225 */
 
     uint64_t seed;       /* order and augmentation; default 0 */

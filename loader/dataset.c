@@ -82,8 +82,7 @@ static int add_class(dataset *ds, const char *name)
     return arena_add(ds, name, strlen(name), &ds->class_off[ds->num_classes++]);
 }
 
-/* ---- directory entries ----------------------------------------------------
- */
+/* ---- directory entries ---- */
 
 static int is_jpeg_name(const char *name)
 {
@@ -168,8 +167,7 @@ static int read_entries(int dirfd, entries *e)
     return rc;
 }
 
-/* ---- ImageFolder walk ------------------------------------------------------
- */
+/* ---- ImageFolder walk ---- */
 
 typedef struct walk {
     dataset *ds;

@@ -29,8 +29,7 @@ static void add(_Atomic uint64_t *c, uint64_t v)
     atomic_fetch_add_explicit(c, v, memory_order_relaxed);
 }
 
-/* ---- setup ------------------------------------------------------------------
- */
+/* ---- setup ---- */
 
 static int init_buffer(prefetch *p, dbuf *d)
 {

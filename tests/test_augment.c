@@ -200,8 +200,7 @@ Test(augment, train_crop_of_a_single_pixel_image_is_that_pixel)
     }
 }
 
-/* ---- eval: Resize + CenterCrop, and none ------------------------------------
- */
+/* ---- eval: Resize + CenterCrop, and none ---- */
 
 Test(augment, eval_resizes_the_short_side_and_crops_the_centre)
 {

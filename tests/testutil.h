@@ -18,8 +18,7 @@
 
 #include <jpeglib.h>
 
-/* ---- shared data ------------------------------------------------------------
- */
+/* ---- shared data ---- */
 
 /* The shared image collection: $PINLOAD_SHARED_DATA, else ../shared/data
  * from the repository root (where make test runs). NULL if absent. */
@@ -49,8 +48,7 @@ static inline const char *tu_build_dir(void)
     return b && *b ? b : "build";
 }
 
-/* ---- files and trees --------------------------------------------------------
- */
+/* ---- files and trees ---- */
 
 /* A fresh directory under /tmp; path must hold 64 bytes. */
 static inline void tu_tmpdir(char *path)
@@ -110,8 +108,7 @@ static inline uint8_t *tu_read_file(const char *path, size_t *len)
     return b;
 }
 
-/* ---- JPEG fixtures ----------------------------------------------------------
- */
+/* ---- JPEG fixtures ---- */
 
 typedef struct tu_jpeg_opts {
     int quality; /* 0: 90 */
@@ -180,8 +177,7 @@ static inline void tu_write_jpeg(const char *path, int w, int h, unsigned seed,
     free(rgb);
 }
 
-/* ---- reference decode -------------------------------------------------------
- */
+/* ---- reference decode ---- */
 
 /* Read a binary PPM (P6) or PGM (P5, replicated to RGB) from f. Returns
  * malloc'd RGB or NULL. */

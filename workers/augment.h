@@ -1,7 +1,7 @@
 /* Augmentation: where each output sample's pixels come from (crop, resize,
  * flip), drawn from philox keyed by (seed, epoch, dataset index) and the
- * image's size alone, and how resized rows are written out (u8 NHWC or
- * normalised f32 NCHW). */
+ * image's size alone, and how resized rows are written out (u8 NHWC, or
+ * normalised f32 or f16 NCHW). */
 #ifndef PINLOAD_AUGMENT_H
 #define PINLOAD_AUGMENT_H
 

@@ -23,7 +23,7 @@ typedef struct process_ctx {
     size_t src_cap;
     int16_t *vrow; /* one vertically filtered row, Q6 */
     size_t vrow_cap;
-    uint8_t *row; /* one resized output row (float32 output) */
+    uint8_t *row; /* one resized output row (float output) */
     size_t row_cap;
     /* libjpeg's warnings (corrupt data accepted) in the last sample. */
     int warnings;

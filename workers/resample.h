@@ -34,8 +34,8 @@ typedef struct resample_axis {
     int32_t *wpair; /* [out_n * npairs] */
     int npairs;
     size_t cap_pair;
-    int lo, hi;            /* source pixels any output reads: [lo, hi) */
-    double *scratch;       /* [2 * taps] for planning */
+    int lo, hi;      /* source pixels any output reads: [lo, hi) */
+    double *scratch; /* [2 * taps] for planning */
     size_t cap_out, cap_w, cap_taps; /* allocation sizes (grow only) */
 } resample_axis;
 

@@ -43,8 +43,7 @@ static void run(const char *name, bool (*fn)(const char *), const char *data)
         failures++;
 }
 
-/* ---- a small generated dataset ----------------------------------------------
- */
+/* ---- a small generated dataset ---- */
 
 static void write_jpeg(const std::string &path, int w, int h, unsigned seed)
 {
