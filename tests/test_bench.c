@@ -358,3 +358,32 @@ Test(bench, csv_json_and_png_agree_with_the_table)
     tu_rm_rf(out_dir);
     tu_rm_rf(root);
 }
+
+/* Every problem file the sweep met is listed once at the end, on stderr,
+ * with its reason and code; the table on stdout stays a table. 25 files,
+ * 5 batches of 5: a whole epoch, so the bad file is met. */
+Test(bench, problem_files_are_listed_once_at_the_end, .timeout = 120)
+{
+    char root[64], bad[256], args[512];
+    make_data(root);
+    snprintf(bad, sizeof bad, "%s/c1/bad.jpg", root);
+    tu_write_file(bad, "GIF89a", 6);
+    snprintf(args, sizeof args,
+             "--data %s --size 32 --batch 5 --workers 1,2 --prefetch 1 "
+             "--pin off --batches 5 --warmup 0 --device host --quiet",
+             root);
+    char *out, *err;
+    cr_assert_eq(run_tool(args, &out, &err), 0, "%s", err);
+    char line[512];
+    snprintf(line, sizeof line,
+             "pinload-bench: bad: %s: not a JPEG file (GIF data) "
+             "(PL_ENOTJPEG)\n",
+             bad);
+    const char *at = strstr(err, line);
+    cr_assert_not_null(at, "stderr: %s", err);
+    cr_assert_null(strstr(at + 1, line), "listed twice: %s", err);
+    cr_assert_null(strstr(out, "bad.jpg"), "stdout: %s", out);
+    free(out);
+    free(err);
+    tu_rm_rf(root);
+}

@@ -396,6 +396,13 @@ Test(dump, on_error_skip_lists_the_bad_file_without_a_position, .timeout = 120)
              root, out);
     result r = dump(root, args);
     cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+    /* The list of problem files at the end names it once, with the code. */
+    char line[512];
+    snprintf(line, sizeof line, "pinload-dump: bad: %s: not a JPEG file", bad);
+    const char *at = strstr(r.err, line);
+    cr_assert_not_null(at, "stderr: %s", r.err);
+    cr_assert_null(strstr(at + 1, line), "listed twice: %s", r.err);
+    cr_assert_not_null(strstr(at, "(PL_ENOTJPEG)\n"), "%s", at);
     result_free(&r);
     cr_assert_eq(count_ppms(out), 6);
     int n;

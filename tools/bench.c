@@ -87,6 +87,7 @@ typedef struct options {
     int baseline;
     double baseline_seconds;
     double base_full[1025], base_eighth[1025]; /* by thread count */
+    double memcpy_gbs; /* cudaMemcpy's pinned H2D rate, or 0 */
 } options;
 
 typedef struct row {
@@ -298,11 +299,10 @@ static void host_step(const pl_batch *b, double ms)
 typedef struct bench_log {
     char backend[256];
     int cuda;
-    int warnings;
     char last[512]; /* the last notice, so repeats are shown once */
     int problems_seen;
-    size_t nproblems;
-    char problem[32][600];
+    char *problems; /* the first loader's problem files, printed at the end */
+    size_t problems_len;
 } bench_log;
 
 /* The library's per-loader backend notice would repeat for every
@@ -312,12 +312,25 @@ static void on_log(void *ctx, pl_log_level level, const char *msg)
 {
     bench_log *bl = ctx;
     if (level == PL_LOG_WARNING) {
-        bl->warnings++;
         fprintf(stderr, "pinload: warning: %s\n", msg);
     } else if (strncmp(msg, "backend: ", 9) != 0 && strcmp(msg, bl->last)) {
         snprintf(bl->last, sizeof bl->last, "%s", msg);
         fprintf(stderr, "pinload: %s\n", msg);
     }
+}
+
+static const char *pin_name(int pin)
+{
+    return pin == PL_MEMORY_PINNED    ? "on"
+           : pin == PL_MEMORY_MANAGED ? "managed"
+                                      : "off";
+}
+
+static const char *augment_name(pl_augment a)
+{
+    return a == PL_AUGMENT_TRAIN  ? "train"
+           : a == PL_AUGMENT_EVAL ? "eval"
+                                  : "none";
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -338,10 +351,8 @@ static void progress(const options *o, const row *r, long done, long images,
     fprintf(stderr,
             "\r  pin %-7s workers %-3d prefetch %-3d %s %5ld batches "
             "%7.0f img/s ",
-            r->pin == PL_MEMORY_PINNED    ? "on"
-            : r->pin == PL_MEMORY_MANAGED ? "managed"
-                                          : "off",
-            r->workers, r->prefetch, compute_ms > 0 ? "step" : "load", done,
+            pin_name(r->pin), r->workers, r->prefetch,
+            compute_ms > 0 ? "step" : "load", done,
             el > 0 ? (double)images / el : 0.0);
 }
 
@@ -443,37 +454,27 @@ static int measure(const options *o, bench_cuda *cu, pl_loader *l,
     return 0;
 }
 
-/* The problem files the first loader met, printed at the end: every bad
- * file, and every file decoded despite libjpeg warnings. */
+/* The problem files the first loader met (every bad file, and every file
+ * decoded despite libjpeg warnings), kept to be printed at the end; every
+ * combination reads the same files. */
 static void keep_problems(pl_loader *l, bench_log *bl)
 {
     if (bl->problems_seen)
         return;
     bl->problems_seen = 1;
-    pl_failure f[32];
-    size_t n = 0, more = 0;
-    pl_loader_failures(l, 0, f, 32, &n);
-    bl->nproblems = n;
-    pl_failure one;
-    while (pl_loader_failures(l, bl->nproblems, &one, 1, &more) == 0 && more)
-        bl->nproblems++;
-    for (size_t i = 0; i < n; i++)
-        snprintf(bl->problem[i], sizeof bl->problem[i], "%s: %s: %s",
-                 f[i].code ? pl_err_name(f[i].code) : "warnings", f[i].path,
-                 f[i].reason);
+    FILE *m = open_memstream(&bl->problems, &bl->problems_len);
+    if (!m)
+        return;
+    cli_print_failures(m, "pinload-bench", l);
+    fclose(m);
 }
 
-static void print_problems(const bench_log *bl)
+static void print_problems(bench_log *bl)
 {
-    if (!bl->nproblems)
-        return;
-    printf("problem files met: %zu (bad, or decoded despite libjpeg "
-           "warnings)\n",
-           bl->nproblems);
-    for (size_t i = 0; i < bl->nproblems && i < 32; i++)
-        printf("  %s\n", bl->problem[i]);
-    if (bl->nproblems > 32)
-        printf("  ... and %zu more\n", bl->nproblems - 32);
+    if (bl->problems)
+        fputs(bl->problems, stderr);
+    free(bl->problems);
+    bl->problems = NULL;
 }
 
 static pl_loader *open_loader(const options *o, bench_log *bl, const row *r)
@@ -553,13 +554,6 @@ static int run_combo(const options *o, bench_cuda *cu, bench_log *bl, row *r)
 }
 
 /* ---- output ---- */
-
-static const char *pin_name(int pin)
-{
-    return pin == PL_MEMORY_PINNED    ? "on"
-           : pin == PL_MEMORY_MANAGED ? "managed"
-                                      : "off";
-}
 
 static void machine(char *buf, size_t cap)
 {
@@ -680,6 +674,8 @@ static int write_json(const char *path, const options *o, const char *mach,
     json_string(f, mach);
     fprintf(f, ",\n  \"backend\": ");
     json_string(f, backend);
+    fprintf(f, ",\n  \"memcpy_pinned_gb_per_s\": ");
+    json_num(f, o->memcpy_gbs > 0 ? o->memcpy_gbs : -1);
     fprintf(f,
             ",\n  \"batch\": %d,\n  \"size\": %d,\n  \"compute_ms\": %g,\n"
             "  \"rows\": [\n",
@@ -709,6 +705,22 @@ static int write_json(const char *path, const options *o, const char *mach,
     }
     fprintf(f, "  ]\n}\n");
     return fclose(f);
+}
+
+/* s as a gnuplot double-quoted string: backslash, quote and newline
+ * escaped. */
+static void gp_quote(FILE *g, const char *s)
+{
+    fputc('"', g);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fprintf(g, "\\%c", *s);
+        else if (*s == '\n')
+            fputs("\\n", g);
+        else
+            fputc(*s, g);
+    }
+    fputc('"', g);
 }
 
 /* A PNG chart drawn by gnuplot: images/s against workers, one line per
@@ -741,26 +753,46 @@ static int write_plot(const char *path, const options *o, const char *mach,
     for (int i = 0, o_ = 0; i < o->nworkers; i++)
         o_ += snprintf(tics + o_, sizeof tics - (size_t)o_, "%s%d",
                        i ? "," : "", o->workers[i]);
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd,
-             "gnuplot -e \"set terminal pngcairo size 960,600 font ',10'; "
-             "set output '%s'; "
-             "set title \\\"pinload-bench: %s, %dx%d %s, batch %d\\n%s; "
-             "%s\\\" noenhanced; "
-             "set xlabel 'worker threads'; set ylabel 'images/s'; "
-             "set key outside right; set grid; set yrange [0:*]; "
-             "set xrange [%g:%g]; set xtics (%s); "
-             "plot for [i=0:%d] '%s' index i using 1:2 with linespoints "
-             "lw 2 title columnheader(1)\" 2>&1",
-             path, o->data, o->size, o->size,
-             o->augment == PL_AUGMENT_TRAIN  ? "train"
-             : o->augment == PL_AUGMENT_EVAL ? "eval"
-                                             : "none",
-             o->batch, mach, backend, lo - 0.5, hi + 0.5, tics,
-             o->npin * o->nprefetch - 1, dat);
-    const int rc = system(cmd);
+    /* The script goes to gnuplot's stdin, no shell between: paths and
+     * names are quoted for gnuplot alone. */
+    FILE *g = popen("gnuplot", "w");
+    if (!g) {
+        unlink(dat);
+        return -1;
+    }
+    fputs("set terminal pngcairo size 960,600 font ',10'\nset output ", g);
+    gp_quote(g, path);
+    fprintf(g, "\nset title ");
+    char title[2048];
+    snprintf(title, sizeof title,
+             "pinload-bench: %s, %dx%d %s, batch %d\n%s; %s", o->data, o->size,
+             o->size, augment_name(o->augment), o->batch, mach, backend);
+    gp_quote(g, title);
+    fprintf(g,
+            " noenhanced\nset xlabel 'worker threads'\n"
+            "set ylabel 'images/s'\nset key outside right\nset grid\n"
+            "set yrange [0:*]\nset xrange [%g:%g]\nset xtics (%s)\n"
+            "plot for [i=0:%d] ",
+            lo - 0.5, hi + 0.5, tics, o->npin * o->nprefetch - 1);
+    gp_quote(g, dat);
+    fputs(" index i using 1:2 with linespoints lw 2 title columnheader(1)\n",
+          g);
+    const int rc = pclose(g);
     unlink(dat);
     return rc == 0 ? 0 : -1;
+}
+
+/* On CUDA: what cudaMemcpy itself reaches from pinned memory for copies of
+ * one batch's uint8 pixels (what crosses the bus, float formats included
+ * when normalised on the GPU): the ceiling for the H2D GB/s column. */
+static void print_memcpy_ceiling(options *o)
+{
+    const size_t bytes = (size_t)o->batch * (size_t)o->size * o->size * 3;
+    o->memcpy_gbs = bench_cuda_pinned_gbs(bytes);
+    if (o->memcpy_gbs > 0)
+        printf("cudaMemcpy from pinned memory: %.2f GB/s for %zu-byte "
+               "copies (the ceiling for H2D GB/s)\n",
+               o->memcpy_gbs, bytes);
 }
 
 /* The decode limit at each thread count the sweep uses. */
@@ -812,10 +844,7 @@ int main(int argc, char **argv)
         snprintf(span, sizeof span, "%ld batches", o.batches);
     printf("pinload-bench: %s, %dx%d %s %s, batch %d, %s after %d warm-up, "
            "compute %g ms\n",
-           o.data, o.size, o.size,
-           o.augment == PL_AUGMENT_TRAIN  ? "train"
-           : o.augment == PL_AUGMENT_EVAL ? "eval"
-                                          : "none",
+           o.data, o.size, o.size, augment_name(o.augment),
            o.format == PL_FORMAT_F32_NCHW ? "f32" : "u8", o.batch, span,
            o.warmup, o.compute_ms);
     printf("machine: %s\n", mach);
@@ -838,9 +867,8 @@ int main(int argc, char **argv)
                                  : -1;
                 if (!printed++) {
                     printf("backend: %s\n", bl.backend);
-                    if (o.pin[p] == PL_MEMORY_MANAGED && !cu)
-                        printf("note: managed memory needs CUDA; on the host "
-                               "backend it behaves as pageable\n");
+                    if (bl.cuda)
+                        print_memcpy_ceiling(&o);
                     print_header();
                 }
                 print_row(r);

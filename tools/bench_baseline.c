@@ -69,9 +69,21 @@ baseline_files *baseline_load(const char *data)
     pl_info info;
     pl_loader_info(l, &info);
     baseline_files *f = calloc(1, sizeof *f);
-    f->v = calloc((size_t)info.dataset_size, sizeof *f->v);
     tjhandle tj = tjInitDecompress();
-    for (int64_t i = 0; f->v && i < info.dataset_size; i++) {
+    if (f)
+        f->v = calloc((size_t)info.dataset_size, sizeof *f->v);
+    if (!f || !f->v || !tj) {
+        fprintf(stderr,
+                "pinload-bench: baseline: out of memory for %lld "
+                "files\n",
+                (long long)info.dataset_size);
+        if (tj)
+            tjDestroy(tj);
+        free(f);
+        pl_loader_destroy(l);
+        return NULL;
+    }
+    for (int64_t i = 0; i < info.dataset_size; i++) {
         const char *path;
         pl_loader_sample(l, i, &path, NULL);
         blob *b = &f->v[f->n];
@@ -141,7 +153,11 @@ static void *decode_loop(void *arg)
         if (need > cap) {
             free(rgb);
             rgb = malloc(need);
-            cap = need;
+            cap = rgb ? need : 0;
+        }
+        if (!rgb) {
+            j->skipped++;
+            continue;
         }
         /* A warning (corrupt data) still decoded the image: it counts. */
         if (tjDecompress2(tj, b->data, b->len, rgb, w, 0, h, TJPF_RGB, 0) < 0 &&
@@ -162,17 +178,25 @@ double baseline_rate(const baseline_files *f, int threads, int scale_denom,
         return 0.0;
     job *jobs = calloc((size_t)threads, sizeof *jobs);
     pthread_t *t = calloc((size_t)threads, sizeof *t);
+    if (!jobs || !t) {
+        free(jobs);
+        free(t);
+        return 0.0;
+    }
     const double start = now_s();
+    int started = 0;
     for (int i = 0; i < threads; i++) {
         jobs[i] = (job){.f = f,
                         .first = i % (int)f->n,
                         .step = threads,
                         .denom = scale_denom,
                         .end = start + seconds};
-        pthread_create(&t[i], NULL, decode_loop, &jobs[i]);
+        if (pthread_create(&t[i], NULL, decode_loop, &jobs[i]) != 0)
+            break; /* measured with the threads that started */
+        started++;
     }
     long done = 0, bad = 0;
-    for (int i = 0; i < threads; i++) {
+    for (int i = 0; i < started; i++) {
         pthread_join(t[i], NULL);
         done += jobs[i].done;
         bad += jobs[i].skipped;

@@ -82,7 +82,7 @@ extern "C" void bench_cuda_sync(bench_cuda *c)
 extern "C" double bench_cuda_pinned_gbs(size_t bytes)
 {
     void *host = nullptr, *dev = nullptr;
-    cudaEvent_t a, b;
+    cudaEvent_t a = nullptr, b = nullptr;
     double gbs = 0.0;
     if (cudaHostAlloc(&host, bytes, cudaHostAllocDefault) != cudaSuccess)
         return 0.0;
@@ -99,9 +99,11 @@ extern "C" double bench_cuda_pinned_gbs(size_t bytes)
         float ms = 0;
         cudaEventElapsedTime(&ms, a, b);
         gbs = ms > 0 ? (double)bytes * reps / (ms * 1e6) : 0.0;
-        cudaEventDestroy(a);
-        cudaEventDestroy(b);
     }
+    if (a)
+        cudaEventDestroy(a);
+    if (b)
+        cudaEventDestroy(b);
     cudaFree(dev);
     cudaFreeHost(host);
     return gbs;

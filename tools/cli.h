@@ -1,5 +1,5 @@
-/* What pinload's command-line tools share: strict integer arguments and
- * mkdir -p. Header-only; each tool is one program. */
+/* What pinload's command-line tools share: strict integer arguments,
+ * mkdir -p and the listing of problem files. Header-only. */
 #ifndef PINLOAD_CLI_H
 #define PINLOAD_CLI_H
 
@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+#include "pinload.h"
 
 /* The integer in v, in [lo, hi]; otherwise print "PROG: FLAG: ..." and the
  * usage to stderr and exit 2. */
@@ -42,6 +44,26 @@ static inline int cli_mkdir_p(const char *path)
         *p = '/';
     }
     return mkdir(path, 0777) == 0 || errno == EEXIST ? 0 : -1;
+}
+
+/* Every record of l's problem files (bad ones, and those decoded despite
+ * libjpeg warnings), one line each, in the order met. */
+static inline void cli_print_failures(FILE *out, const char *prog,
+                                      const pl_loader *l)
+{
+    pl_failure f[64];
+    size_t n, first = 0;
+    while (pl_loader_failures(l, first, f, 64, &n) == 0 && n > 0) {
+        for (size_t i = 0; i < n; i++) {
+            if (f[i].code)
+                fprintf(out, "%s: bad: %s: %s (%s)\n", prog, f[i].path,
+                        f[i].reason, pl_err_name(f[i].code));
+            else
+                fprintf(out, "%s: decoded with %d libjpeg warning(s): %s: %s\n",
+                        prog, f[i].warnings, f[i].path, f[i].reason);
+        }
+        first += n;
+    }
 }
 
 #endif

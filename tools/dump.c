@@ -176,27 +176,6 @@ static void skipped_row(writer *w, pl_loader *l, int64_t index)
     w->skipped++;
 }
 
-/* Every bad file, and every file decoded despite libjpeg warnings, that the
- * loader met: nothing goes unmentioned. */
-static void print_problems(pl_loader *l)
-{
-    pl_failure f[64];
-    size_t n, first = 0;
-    while (pl_loader_failures(l, first, f, 64, &n) == 0 && n > 0) {
-        for (size_t i = 0; i < n; i++) {
-            if (f[i].code)
-                fprintf(stderr, "pinload-dump: bad: %s: %s (%s)\n", f[i].path,
-                        f[i].reason, pl_err_name(f[i].code));
-            else
-                fprintf(stderr,
-                        "pinload-dump: decoded with %d libjpeg "
-                        "warning(s): %s: %s\n",
-                        f[i].warnings, f[i].path, f[i].reason);
-        }
-        first += n;
-    }
-}
-
 /* ---- the two modes ---- */
 
 static int dump_batches(writer *w, pl_loader *l, const options *o,
@@ -316,7 +295,7 @@ int main(int argc, char **argv)
     if (status == 0) {
         fprintf(stderr, "pinload-dump: wrote %ld samples (%ld skipped) to %s\n",
                 w.written, w.skipped, o.out);
-        print_problems(l);
+        cli_print_failures(stderr, "pinload-dump", l);
     }
 done:
     if (w.tsv && fclose(w.tsv) != 0 && status == 0) {
