@@ -94,7 +94,7 @@ endif
 DEPS_STAMP := $(BUILD)/.deps-build
 
 .PHONY: all lib tools samples test test-gpu bench compare compare-tools fuzz \
-        valgrind \
+        valgrind default-data \
         install uninstall clean \
         format deps deps-test
 all: lib tools samples
@@ -161,11 +161,11 @@ else
 BENCH_CUDA_OBJ :=
 BENCH_NO_CUDA := -DPL_BENCH_NO_CUDA
 endif
-$(BUILD)/pinload-bench: tools/bench.c tools/bench_baseline.c tools/bench_baseline.h \
-                        tools/bench_cuda.h tools/cli.h $(BENCH_CUDA_OBJ) \
-                        $(BUILD)/libpinload.a
+# (bench_baseline.o comes from the objects' pattern rule, with its own .d.)
+$(BUILD)/pinload-bench: tools/bench.c $(BUILD)/obj/tools/bench_baseline.o \
+                        $(BENCH_CUDA_OBJ) $(BUILD)/libpinload.a
 	$(CC) -Iinclude -MMD -MP $(BENCH_NO_CUDA) $(CFLAGS_ALL) $(LDFLAGS) \
-	    -o $@ tools/bench.c tools/bench_baseline.c $(BENCH_CUDA_OBJ) \
+	    -o $@ $< $(BUILD)/obj/tools/bench_baseline.o $(BENCH_CUDA_OBJ) \
 	    $(BUILD)/libpinload.a $(LIBS) -lturbojpeg -lstdc++
 
 # samples/train_classifier: with nvcc its training step runs as CUDA
@@ -230,24 +230,28 @@ test: $(TEST_BIN) $(STRESS) $(TOOLS) $(SAMPLES)
 
 DATA ?= data/generated
 BENCH_ARGS ?=
-bench: all $(BUILD)/.deps-bench
+# The default dataset, generated when DATA is left at it and it is missing.
+default-data: $(BUILD)/pinload-mkdata
 	@if [ "$(DATA)" = data/generated ] && [ ! -d data/generated ]; then \
 	    echo "== generating the default dataset in data/generated"; \
 	    $(BUILD)/pinload-mkdata --out data/generated; fi
+bench: all $(BUILD)/.deps-bench default-data
 	$(BUILD)/pinload-bench --data $(DATA) --plot $(BUILD)/bench.png \
 	    --csv $(BUILD)/bench.csv --json $(BUILD)/bench.json $(BENCH_ARGS)
 	@echo "plot: $(BUILD)/bench.png  table: $(BUILD)/bench.csv, $(BUILD)/bench.json"
 # PyTorch's DataLoader (or Pillow) beside pinload on the same data; sets up
 # build/compare-venv from the package index the first time.
-compare: all
-	@if [ "$(DATA)" = data/generated ] && [ ! -d data/generated ]; then \
-	    $(BUILD)/pinload-mkdata --out data/generated; fi
+compare: all $(BUILD)/.deps-compare default-data
 	COMPARE_VENV=$(BUILD)/compare-venv tools/compare/run.sh $(DATA) \
 	    --bench $(BUILD)/pinload-bench $(COMPARE_ARGS)
 
 # The measurements behind docs/BENCHMARKS.md's decode ceiling and resampler
 # choice (the second needs libyuv-dev).
-compare-tools: $(BUILD)/compare-ceiling $(BUILD)/compare-resize
+compare-tools: $(BUILD)/.deps-compare $(BUILD)/compare-ceiling \
+               $(BUILD)/compare-resize
+$(BUILD)/.deps-compare: tools/install-deps.sh
+	@tools/install-deps.sh compare
+	@mkdir -p $(@D) && touch $@
 $(BUILD)/compare-ceiling: tools/compare/ceiling.c
 	$(CC) -O2 -std=c11 -D_GNU_SOURCE -o $@ $< -ljpeg
 $(BUILD)/compare-resize: tools/compare/resize_libyuv.c $(BUILD)/obj/workers/resample.o

@@ -4,7 +4,9 @@
 #   tools/install-deps.sh test    what `make test` needs on top
 #   tools/install-deps.sh bench   what `make bench` needs on top (gnuplot)
 #   tools/install-deps.sh fuzz    what `make fuzz` needs (clang, libFuzzer)
-#   tools/install-deps.sh all     all of them (default)
+#   tools/install-deps.sh compare what `make compare` and `make compare-tools`
+#                                 need (python3-venv, libyuv-dev)
+#   tools/install-deps.sh all     build, test, bench and fuzz (default)
 # As root with apt-get, missing packages are installed; otherwise the exact
 # apt-get command is printed and the script fails.
 set -eu
@@ -40,14 +42,19 @@ check_fuzz() {
 check_bench() {
     command -v gnuplot >/dev/null 2>&1 || want gnuplot-nox
 }
+check_compare() {
+    python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || want python3-venv
+    have_header libyuv.h || want libyuv-dev
+}
 
 case "$what" in
 build) check_build ;;
 test) check_test ;;
 bench) check_bench ;;
 fuzz) check_fuzz ;;
+compare) check_compare ;;
 all) check_build; check_test; check_bench; check_fuzz ;;
-*) echo "usage: $0 build|test|bench|fuzz|all" >&2; exit 2 ;;
+*) echo "usage: $0 build|test|bench|fuzz|compare|all" >&2; exit 2 ;;
 esac
 
 [ -z "$need" ] && exit 0
