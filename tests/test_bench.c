@@ -176,11 +176,19 @@ Test(bench, a_sweep_prints_one_row_per_combination_and_names_the_best)
         if (rows[i].img_s > rows[best].img_s)
             best = i;
     }
-    char line[128];
-    snprintf(line, sizeof line,
-             "best: pin %s, %d workers, prefetch %d:", rows[best].pin,
-             rows[best].workers, rows[best].prefetch);
-    cr_assert_not_null(strstr(out, line), "want \"%s\" in:\n%s", line, out);
+    /* The tool compares unrounded rates: any row whose printed rate ties
+     * the highest may be the one it names. */
+    int named = 0;
+    for (int i = 0; i < n; i++) {
+        if (rows[i].img_s != rows[best].img_s)
+            continue;
+        char line[1024];
+        snprintf(line, sizeof line,
+                 "best: pin %s, %d workers, prefetch %d:", rows[i].pin,
+                 rows[i].workers, rows[i].prefetch);
+        named += strstr(out, line) != NULL;
+    }
+    cr_assert_eq(named, 1, "the best row is not named in:\n%s", out);
     cr_assert_not_null(strstr(out, "backend: host"), "%s", out);
     free(out);
     free(err);

@@ -326,6 +326,7 @@ Test(dataset, symlink_to_its_own_directory_terminates_with_a_notice,
     static const int32_t labels[] = {0};
     assert_paths(&ds, root, want, labels, 1);
     cr_assert_eq(log_count(&rec, "symbolic link loop"), 1);
+    cr_assert_not_null(strstr(rec.msgs[0], "cls/self"), "%s", rec.msgs[0]);
     dataset_close(&ds);
     tu_rm_rf(root);
 }

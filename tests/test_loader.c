@@ -1746,6 +1746,8 @@ Test(loader, stats_batches_counts_only_batches_handed_to_the_caller,
         usleep(500);
         cr_assert_eq(pl_loader_stats(l, &st), 0);
     } while (st.images_decoded < 23 + 4 * 5);
+    usleep(20000); /* time to run on, if it would */
+    cr_assert_eq(pl_loader_stats(l, &st), 0);
     cr_assert_eq(st.images_decoded, 23 + 4 * 5, "the pipeline stalls there");
     cr_assert_eq(st.batches, received,
                  "stats.batches is %llu, the caller received %llu",
