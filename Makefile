@@ -9,6 +9,11 @@
 #   make install PREFIX=/usr/local DESTDIR=
 #   make SANITIZE=address,undefined test    (or SANITIZE=thread)
 #   make CUDA=0           build host-only even where CUDA is installed
+#   make CUDA=sim         build against tests/cudasim, the simulated CUDA
+#                         runtime, in place of libcudart (in build/sim):
+#                         the CUDA backend runs without a GPU
+#   make test CUDA=sim    the CUDA-path suites on the simulator (plain
+#                         `make test` runs them too, after the host suites)
 #
 # CUDA is found at $(CUDA_HOME) (default /usr/local/cuda); without it the
 # library builds host-only with the same API. Missing Debian packages are
@@ -28,14 +33,18 @@ CFLAGS_ALL := -std=c11 $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden -pthread
 CPPFLAGS_ALL := -D_GNU_SOURCE -Iinclude $(CPPFLAGS) -MMD -MP
 LIBS     := -ljpeg -lm -lpthread
 
+ifeq ($(CUDA),sim)
+SIM      := 1
+endif
+
 ifneq ($(SANITIZE),)
 comma := ,
-BUILD    ?= build/san-$(subst $(comma),-,$(SANITIZE))
+BUILD    ?= build/san-$(subst $(comma),-,$(SANITIZE))$(if $(SIM),/sim)
 CFLAGS_ALL += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all \
               -fno-omit-frame-pointer -O1
 LDFLAGS  += -fsanitize=$(SANITIZE)
 else
-BUILD    ?= build
+BUILD    ?= build$(if $(SIM),/sim)
 endif
 
 ifeq ($(CUDA),0)
@@ -43,13 +52,25 @@ HAVE_CUDA :=
 else
 HAVE_CUDA := $(wildcard $(CUDA_HOME)/include/cuda_runtime_api.h)
 endif
-ifneq ($(HAVE_CUDA),)
+ifneq ($(SIM),)
+# The simulated runtime: the library is built exactly as for CUDA (the
+# toolkit's headers), but links tests/cudasim instead of libcudart, and has
+# no kernels (nvcc's code needs the real runtime).
+ifeq ($(HAVE_CUDA),)
+$(error CUDA=sim needs the CUDA toolkit's headers in $(CUDA_HOME)/include)
+endif
+CPPFLAGS_ALL += -DPL_HAVE_CUDA -I$(CUDA_HOME)/include
+CUDASIM  := $(BUILD)/libcudasim.a
+LIBS     += $(CUDASIM) -lrt
+SIM_FLAGS := -DPL_CUDA_SIM -I$(CUDA_HOME)/include -Itests/cudasim
+HAVE_NVCC :=
+else ifneq ($(HAVE_CUDA),)
 CPPFLAGS_ALL += -DPL_HAVE_CUDA -I$(CUDA_HOME)/include
 CUDA_LIBDIR := $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib))
 LIBS     += -L$(CUDA_LIBDIR) -lcudart -Wl,-rpath,$(CUDA_LIBDIR)
-endif
 # Kernels (the bench's simulated step, the samples) need nvcc as well.
-HAVE_NVCC := $(and $(HAVE_CUDA),$(wildcard $(NVCC)))
+HAVE_NVCC := $(wildcard $(NVCC))
+endif
 NVCCFLAGS := -O2 -std=c++17 -Iinclude \
              -gencode arch=compute_80,code=sm_80 \
              -gencode arch=compute_90,code=sm_90 \
@@ -75,8 +96,13 @@ endif
 
 TOOLS    := $(BUILD)/pinload-dump $(BUILD)/pinload-mkdata $(BUILD)/pinload-bench
 SAMPLES  := $(BUILD)/samples/minimal $(BUILD)/samples/train_classifier
-TEST_SRC := $(sort $(wildcard tests/test_*.c))
+# test_cuda and test_cudasim need the simulated runtime: they are built in
+# the CUDA=sim build only, with test_loader run against simulated CUDA.
+SIM_ONLY := tests/test_cuda.c tests/test_cudasim.c
+TEST_SRC := $(filter-out $(SIM_ONLY),$(sort $(wildcard tests/test_*.c)))
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+SIM_TEST_BIN := $(BUILD)/tests/test_cudasim $(BUILD)/tests/test_cuda \
+                $(BUILD)/tests/test_loader
 STRESS   := $(BUILD)/tests/stress
 # Sanitizer builds compile the suites against tests/runner/criterion/
 # criterion.h, a small runner of the same API: Criterion's sandbox maps its
@@ -121,6 +147,10 @@ $(BUILD)/obj/loader/normalize.o: loader/normalize.cu loader/normalize.h \
 # The resampler's loops are written to be vectorised; -O3 lets gcc do it.
 $(BUILD)/obj/workers/resample.o: CFLAGS_ALL += -O3
 
+# The simulated CUDA runtime, for CUDA=sim builds (tests/cudasim/cudasim.h).
+$(BUILD)/libcudasim.a: $(BUILD)/obj/tests/cudasim/cudasim.o
+	rm -f $@ && ar rcs $@ $<
+
 $(BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -c $< -o $@
@@ -132,7 +162,7 @@ $(BUILD)/libpinload.a: $(LIB_OBJ)
 	objcopy --localize-hidden $(BUILD)/pinload.o
 	rm -f $@ && ar rcs $@ $(BUILD)/pinload.o
 
-$(BUILD)/libpinload.so: $(LIB_OBJ)
+$(BUILD)/libpinload.so: $(LIB_OBJ) $(CUDASIM)
 	$(CC) -shared $(CFLAGS_ALL) $(LDFLAGS) -Wl,-soname,libpinload.so.0 \
 	    -o $@ $(LIB_OBJ) $(LIBS)
 
@@ -147,14 +177,19 @@ $(BUILD)/pinload.pc: Makefile include/pinload/version.h
 	    'Libs.private: $(LIBS)' 'Cflags: -I$${includedir}' > $@
 
 # Tools and samples see only include/ and link the static library.
-$(BUILD)/pinload-%: tools/%.c tools/cli.h $(BUILD)/libpinload.a
+$(BUILD)/pinload-%: tools/%.c tools/cli.h $(BUILD)/libpinload.a $(CUDASIM)
 	$(CC) -Iinclude -MMD -MP $(CFLAGS_ALL) $(LDFLAGS) -o $@ $< \
 	    $(BUILD)/libpinload.a $(LIBS)
 
-# pinload-bench: with nvcc, its simulated training step is a CUDA kernel.
-ifneq ($(HAVE_NVCC),)
-BENCH_CUDA_OBJ := $(BUILD)/obj/tools/bench_cuda.o
-$(BENCH_CUDA_OBJ): tools/bench_cuda.cu tools/bench_cuda.h
+# pinload-bench: with nvcc, its simulated training step is a CUDA kernel;
+# on the simulated runtime, which runs no kernel, a copy of the batch back
+# and a host function that waits (tools/bench_cuda_sim.c).
+ifneq ($(SIM),)
+BENCH_CUDA_OBJ := $(BUILD)/obj/tools/bench_cuda_sim.o \
+                  $(BUILD)/obj/tools/bench_h2d.o
+else ifneq ($(HAVE_NVCC),)
+BENCH_CUDA_OBJ := $(BUILD)/obj/tools/bench_cuda.o $(BUILD)/obj/tools/bench_h2d.o
+$(BUILD)/obj/tools/bench_cuda.o: tools/bench_cuda.cu tools/bench_cuda.h
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 else
@@ -163,14 +198,19 @@ BENCH_NO_CUDA := -DPL_BENCH_NO_CUDA
 endif
 # (bench_baseline.o comes from the objects' pattern rule, with its own .d.)
 $(BUILD)/pinload-bench: tools/bench.c $(BUILD)/obj/tools/bench_baseline.o \
-                        $(BENCH_CUDA_OBJ) $(BUILD)/libpinload.a
+                        $(BENCH_CUDA_OBJ) $(BUILD)/libpinload.a $(CUDASIM)
 	$(CC) -Iinclude -MMD -MP $(BENCH_NO_CUDA) $(CFLAGS_ALL) $(LDFLAGS) \
 	    -o $@ $< $(BUILD)/obj/tools/bench_baseline.o $(BENCH_CUDA_OBJ) \
 	    $(BUILD)/libpinload.a $(LIBS) -lturbojpeg -lstdc++
 
 # samples/train_classifier: with nvcc its training step runs as CUDA
-# kernels (samples/train_kernels.cu); without, the sample is host-only.
-ifneq ($(HAVE_NVCC),)
+# kernels (samples/train_kernels.cu); on the simulated runtime it copies each
+# batch back on its stream and runs the host maths (PL_SAMPLE_SIM_CUDA);
+# otherwise the sample is host-only.
+ifneq ($(SIM),)
+TRAIN_CUDA_OBJ :=
+TRAIN_NO_CUDA := -DPL_SAMPLE_SIM_CUDA $(SIM_FLAGS)
+else ifneq ($(HAVE_NVCC),)
 TRAIN_CUDA_OBJ := $(BUILD)/obj/samples/train_kernels.o
 TRAIN_NO_CUDA :=
 $(TRAIN_CUDA_OBJ): samples/train_kernels.cu samples/train_classifier.h \
@@ -182,25 +222,27 @@ TRAIN_CUDA_OBJ :=
 TRAIN_NO_CUDA := -DPL_SAMPLE_NO_CUDA
 endif
 $(BUILD)/samples/train_classifier: samples/train_classifier.c \
-        samples/train_classifier.h $(TRAIN_CUDA_OBJ) $(BUILD)/libpinload.a
+        samples/train_classifier.h $(TRAIN_CUDA_OBJ) $(BUILD)/libpinload.a \
+        $(CUDASIM)
 	@mkdir -p $(@D)
 	$(CC) -Iinclude -MMD -MP $(TRAIN_NO_CUDA) $(CFLAGS_ALL) $(LDFLAGS) \
 	    -o $@ $< $(TRAIN_CUDA_OBJ) $(BUILD)/libpinload.a $(LIBS) -lstdc++
 
-$(BUILD)/samples/%: samples/%.c $(BUILD)/libpinload.a
+$(BUILD)/samples/%: samples/%.c $(BUILD)/libpinload.a $(CUDASIM)
 	@mkdir -p $(@D)
 	$(CC) -Iinclude -MMD -MP $(CFLAGS_ALL) $(LDFLAGS) -o $@ $< \
 	    $(BUILD)/libpinload.a $(LIBS)
 
 # Tests link the objects themselves, so they can reach the internals.
 $(BUILD)/tests/%: tests/%.c tests/testutil.h tests/fuzz/harness.h $(LIB_OBJ) \
-                  | $(BUILD)/.deps-test
+                  $(CUDASIM) | $(BUILD)/.deps-test
 	@mkdir -p $(@D)
-	$(CC) $(TEST_INC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(LDFLAGS) -o $@ $< \
+	$(CC) $(TEST_INC) $(CPPFLAGS_ALL) $(SIM_FLAGS) $(CFLAGS_ALL) $(LDFLAGS) \
+	    -o $@ $< \
 	    $(LIB_OBJ) $(TEST_LINK) $(LIBS)
 
 # The stress program uses the public API only, like a user's program.
-$(STRESS): tests/stress.c $(BUILD)/libpinload.a
+$(STRESS): tests/stress.c $(BUILD)/libpinload.a $(CUDASIM)
 	@mkdir -p $(@D)
 	$(CC) -Iinclude -MMD -MP $(CFLAGS_ALL) $(LDFLAGS) -o $@ $< \
 	    $(BUILD)/libpinload.a $(LIBS)
@@ -214,19 +256,36 @@ $(BUILD)/fault-obj/%.o: %.c tests/faults/faults.h | $(DEPS_STAMP)
 	$(CC) $(CPPFLAGS_ALL) -DPL_FAULT_INJECTION -include tests/faults/faults.h \
 	    $(CFLAGS_ALL) -c $< -o $@
 $(BUILD)/tests/test_faults: tests/test_faults.c tests/testutil.h \
-                            tests/faults/faults.h $(FAULT_OBJ) \
+                            tests/faults/faults.h $(FAULT_OBJ) $(CUDASIM) \
                             | $(BUILD)/.deps-test
 	@mkdir -p $(@D)
 	$(CC) $(TEST_INC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(LDFLAGS) -o $@ $< \
 	    $(FAULT_OBJ) $(TEST_LINK) $(LIBS)
 
 # RANK and WORLD_SIZE are unset: inside a torchrun or SLURM job they would
-# shard every loader the tests make.
+# shard every loader the tests make. After the host suites, the CUDA-path
+# suites run on the simulated runtime, in $(BUILD)/sim, with the same
+# sanitizers: test_cudasim (the simulator itself), test_cuda (the CUDA
+# backend's ordering, faults and bytes) and test_loader with every loader on
+# simulated CUDA (PINLOAD_TEST_DEVICE=cuda).
+ifneq ($(SIM),)
+test: $(SIM_TEST_BIN) $(TOOLS) $(SAMPLES)
+	@set -e; for t in $(SIM_TEST_BIN); do \
+	    echo "== $$t (simulated CUDA)"; env -u RANK -u WORLD_SIZE \
+	    PINLOAD_BUILD=$(BUILD) PINLOAD_TEST_DEVICE=cuda \
+	    $$t --jobs $(JOBS); done
+else
 test: $(TEST_BIN) $(STRESS) $(TOOLS) $(SAMPLES)
 	@set -e; for t in $(TEST_BIN); do \
 	    echo "== $$t"; env -u RANK -u WORLD_SIZE PINLOAD_BUILD=$(BUILD) \
 	    $$t --jobs $(JOBS); done
 	@echo "== $(STRESS)"; env -u RANK -u WORLD_SIZE $(STRESS)
+ifneq ($(HAVE_CUDA),)
+	@$(MAKE) --no-print-directory CUDA=sim BUILD=$(BUILD)/sim test
+else
+	@echo "== simulated-CUDA suites skipped: $(if $(filter 0,$(CUDA)),CUDA=0,no CUDA toolkit headers in $(CUDA_HOME)/include)"
+endif
+endif
 
 DATA ?= data/generated
 BENCH_ARGS ?=

@@ -15,7 +15,10 @@
  * read the loss and accuracy the kernels summed on the device. On the host
  * backend the batch is host memory and the same maths runs here, loop for
  * loop, from the same initial weights. Built with -DPL_SAMPLE_NO_CUDA, the
- * program has the host path only. */
+ * program has the host path only; built against the simulated CUDA runtime
+ * (-DPL_SAMPLE_SIM_CUDA, make CUDA=sim), which runs no kernel, the CUDA
+ * path keeps the protocol but copies each batch back on its stream and runs
+ * the host maths on it. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 
 #include <errno.h>
@@ -28,6 +31,10 @@
 
 #include "pinload.h"
 #include "train_classifier.h"
+
+#ifdef PL_SAMPLE_SIM_CUDA
+#include <cuda_runtime_api.h>
+#endif
 
 static const char usage[] =
     "usage: train_classifier --data DIR [--epochs E] [--batch B] [--size N]\n"
@@ -432,6 +439,95 @@ static void host_net_step(host_net *h, const float *x, const int32_t *labels,
     sgd_update(h->params, h->velocity, h->grads, m->num_params, m->lr,
                m->momentum);
 }
+
+#ifdef PL_SAMPLE_SIM_CUDA
+/* The CUDA half on the simulated runtime: train_kernels.cu's entry points,
+ * used in the same protocol (everything on one stream, the batch read after
+ * pl_batch_wait, released on that stream), with the kernels replaced by a
+ * copy of the batch back to page-locked memory and the host maths. */
+struct tc_cuda {
+    cudaStream_t stream;
+    float *x; /* [max_batch][inputs], page-locked */
+    host_net net;
+    char err[256];
+};
+
+static int sim_fail(char *err, size_t errlen, const char *what, cudaError_t e)
+{
+    snprintf(err, errlen, "%s: %s", what, cudaGetErrorString(e));
+    return -1;
+}
+
+int tc_cuda_create(const tc_model *m, const float *params, int max_batch,
+                   int device, tc_cuda **out, char *err, size_t errlen)
+{
+    tc_cuda *c = calloc(1, sizeof *c);
+    cudaError_t e = c ? cudaSetDevice(device) : cudaErrorMemoryAllocation;
+    if (e == cudaSuccess)
+        e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
+    if (e == cudaSuccess)
+        e = cudaHostAlloc((void **)&c->x,
+                          (size_t)max_batch * m->inputs * sizeof *c->x,
+                          cudaHostAllocDefault);
+    if (e != cudaSuccess) {
+        tc_cuda_destroy(c);
+        return sim_fail(err, errlen, "creating the trainer's stream", e);
+    }
+    if (host_net_init(&c->net, m, params, max_batch) < 0) {
+        tc_cuda_destroy(c);
+        snprintf(err, errlen, "out of memory for the model");
+        return -1;
+    }
+    *out = c;
+    return 0;
+}
+
+struct CUstream_st *tc_cuda_stream(const tc_cuda *c)
+{
+    return c->stream;
+}
+
+int tc_cuda_step(tc_cuda *c, const float *x, const int32_t *labels, int count,
+                 int train)
+{
+    const size_t bytes = (size_t)count * c->net.m.inputs * sizeof *x;
+    cudaError_t e =
+        cudaMemcpyAsync(c->x, x, bytes, cudaMemcpyDeviceToHost, c->stream);
+    if (e == cudaSuccess)
+        e = cudaStreamSynchronize(c->stream);
+    if (e != cudaSuccess)
+        return sim_fail(c->err, sizeof c->err, "reading the batch back", e);
+    host_net_step(&c->net, c->x, labels, count, train);
+    return 0;
+}
+
+int tc_cuda_totals(tc_cuda *c, double *loss_sum, int64_t *correct)
+{
+    *loss_sum = c->net.loss_sum;
+    *correct = c->net.correct;
+    c->net.loss_sum = 0.0;
+    c->net.correct = 0;
+    return 0;
+}
+
+const char *tc_cuda_error(const tc_cuda *c)
+{
+    return c->err;
+}
+
+void tc_cuda_destroy(tc_cuda *c)
+{
+    if (!c)
+        return;
+    if (c->stream) {
+        cudaStreamSynchronize(c->stream);
+        cudaStreamDestroy(c->stream);
+    }
+    cudaFreeHost(c->x);
+    host_net_free(&c->net);
+    free(c);
+}
+#endif
 
 /* ---- one trainer, two paths ---------------------------------------------- */
 

@@ -1,4 +1,6 @@
-/* pinload-bench's CUDA side: the simulated training step. */
+/* pinload-bench's CUDA side: the simulated training step, a kernel. (The
+ * copy-bandwidth probe is in bench_h2d.c, shared with the simulated
+ * runtime's build.) */
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -77,34 +79,4 @@ extern "C" void bench_cuda_step(bench_cuda *c, const void *data, size_t n,
 extern "C" void bench_cuda_sync(bench_cuda *c)
 {
     cudaStreamSynchronize(c->stream);
-}
-
-extern "C" double bench_cuda_pinned_gbs(size_t bytes)
-{
-    void *host = nullptr, *dev = nullptr;
-    cudaEvent_t a = nullptr, b = nullptr;
-    double gbs = 0.0;
-    if (cudaHostAlloc(&host, bytes, cudaHostAllocDefault) != cudaSuccess)
-        return 0.0;
-    if (cudaMalloc(&dev, bytes) == cudaSuccess &&
-        cudaEventCreate(&a) == cudaSuccess &&
-        cudaEventCreate(&b) == cudaSuccess) {
-        cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice); /* warm */
-        const int reps = 20;
-        cudaEventRecord(a);
-        for (int i = 0; i < reps; i++)
-            cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice);
-        cudaEventRecord(b);
-        cudaEventSynchronize(b);
-        float ms = 0;
-        cudaEventElapsedTime(&ms, a, b);
-        gbs = ms > 0 ? (double)bytes * reps / (ms * 1e6) : 0.0;
-    }
-    if (a)
-        cudaEventDestroy(a);
-    if (b)
-        cudaEventDestroy(b);
-    cudaFree(dev);
-    cudaFreeHost(host);
-    return gbs;
 }

@@ -1,0 +1,2002 @@
+/* cudasim: the simulated CUDA runtime (see cudasim.h for what it models).
+ *
+ * One mutex (G.mu) guards every piece of state; it is released only while
+ * a thread sleeps, copies bytes, runs a host function or a simulated
+ * kernel, or waits on a condition. Every completion broadcasts G.done, on
+ * which every waiter re-checks its own condition. A stream's thread waits on
+ * the stream's own `cv` for work; the one callback thread on G.cb_cv. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cudasim.h"
+
+/* ---- the calls it exports, counted and open to faults ---- */
+
+#define SIM_CALLS(X)                                                           \
+    X(cudaGetDeviceCount)                                                      \
+    X(cudaSetDevice)                                                           \
+    X(cudaGetDevice)                                                           \
+    X(cudaGetDeviceProperties)                                                 \
+    X(cudaDeviceGetAttribute)                                                  \
+    X(cudaDeviceSynchronize)                                                   \
+    X(cudaDriverGetVersion)                                                    \
+    X(cudaRuntimeGetVersion)                                                   \
+    X(cudaMemGetInfo)                                                          \
+    X(cudaMalloc)                                                              \
+    X(cudaFree)                                                                \
+    X(cudaMallocHost)                                                          \
+    X(cudaHostAlloc)                                                           \
+    X(cudaFreeHost)                                                            \
+    X(cudaMallocManaged)                                                       \
+    X(cudaPointerGetAttributes)                                                \
+    X(cudaMemcpy)                                                              \
+    X(cudaMemcpyAsync)                                                         \
+    X(cudaMemset)                                                              \
+    X(cudaMemsetAsync)                                                         \
+    X(cudaMemPrefetchAsync)                                                    \
+    X(cudaStreamCreate)                                                        \
+    X(cudaStreamCreateWithFlags)                                               \
+    X(cudaStreamDestroy)                                                       \
+    X(cudaStreamGetFlags)                                                      \
+    X(cudaStreamQuery)                                                         \
+    X(cudaStreamSynchronize)                                                   \
+    X(cudaStreamWaitEvent)                                                     \
+    X(cudaLaunchHostFunc)                                                      \
+    X(cudaEventCreate)                                                         \
+    X(cudaEventCreateWithFlags)                                                \
+    X(cudaEventDestroy)                                                        \
+    X(cudaEventRecord)                                                         \
+    X(cudaEventQuery)                                                          \
+    X(cudaEventSynchronize)                                                    \
+    X(cudaEventElapsedTime)                                                    \
+    X(cudasim_launch)
+
+enum {
+#define X(n) F_##n,
+    SIM_CALLS(X)
+#undef X
+        F_COUNT
+};
+
+static const char *const call_name[F_COUNT] = {
+#define X(n) #n,
+    SIM_CALLS(X)
+#undef X
+};
+
+/* ---- objects ---- */
+
+typedef enum mem_kind { MEM_DEVICE, MEM_PINNED, MEM_MANAGED } mem_kind;
+
+typedef struct alloc {
+    struct alloc *next;
+    mem_kind kind;
+    char *base;    /* what the program got */
+    char *view;    /* the engine's read-write address of base */
+    size_t size;   /* asked for */
+    size_t mapped; /* page-rounded */
+    int device;
+    int inflight; /* queued operations that use it */
+    int freed;    /* freed while in use (CUDASIM_VIOLATION=count) */
+} alloc;
+
+typedef enum op_kind {
+    OP_COPY,
+    OP_MEMSET,
+    OP_RECORD,
+    OP_WAIT_EVENT,
+    OP_WAIT_STREAM,
+    OP_HOSTFN,
+    OP_KERNEL,
+    OP_PREFETCH,
+} op_kind;
+
+typedef struct op {
+    struct op *next, *cb_next;
+    op_kind kind;
+    char *dst;
+    const char *src;
+    size_t n;
+    int value;
+    alloc *use[2];
+    struct CUevent_st *ev;
+    struct CUstream_st *other;
+    uint64_t gen; /* RECORD, WAIT_EVENT: the event's record; WAIT_STREAM: a
+                     submission count */
+    void (*fn)(void *);
+    void *arg;
+    cudaError_t fail; /* an asynchronous fault: the device takes it */
+    int waited;       /* a host thread waits for it and frees it */
+    int done, cb_done;
+    cudaError_t result;
+} op;
+
+#define STREAM_MAGIC 0x5354524du
+#define EVENT_MAGIC 0x45564e54u
+
+struct CUstream_st {
+    uint32_t magic;
+    int id, device, legacy;
+    unsigned flags;
+    op *head, *tail;
+    uint64_t submitted, completed;
+    int destroyed, thread_done, refs;
+    pthread_cond_t cv;
+    uint64_t rng;
+    struct CUstream_st *next;
+};
+
+struct CUevent_st {
+    uint32_t magic;
+    int device;
+    unsigned flags;
+    uint64_t recorded, completed; /* record generations */
+    uint64_t t_ns;                /* when `completed` was reached */
+    int refs, destroyed;
+    struct CUevent_st *next;
+};
+
+typedef struct sim_device {
+    cudaError_t sticky;
+    struct CUstream_st *legacy;
+    size_t used;
+} sim_device;
+
+typedef struct rule {
+    int used, fid; /* fid -1: any call */
+    unsigned long nth, seen, times, delivered;
+    double p;
+    cudaError_t error;
+    int on_stream;
+    cudaStream_t stream;
+    int thread_only;
+    pthread_t thread;
+    int async;
+} rule;
+
+#define MAX_RULES 32
+
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t done;  /* an operation completed, a device broke */
+    pthread_cond_t cb_cv; /* the callback thread has work */
+    int inited;
+    cudasim_config cfg;
+    int paused, blocked;
+    alloc *allocs;
+    struct CUstream_st *streams;
+    struct CUevent_st *events;
+    sim_device dev[CUDASIM_MAX_DEVICES];
+    int next_stream_id;
+    op *cb_head, *cb_tail;
+    int cb_started;
+    rule rules[MAX_RULES];
+    unsigned long delivered, violations;
+    unsigned long calls[F_COUNT];
+    uint64_t rng;
+} G = {.mu = PTHREAD_MUTEX_INITIALIZER,
+       .done = PTHREAD_COND_INITIALIZER,
+       .cb_cv = PTHREAD_COND_INITIALIZER};
+
+static _Thread_local int t_device;
+static _Thread_local int t_in_callback;
+static _Thread_local cudaError_t t_last;
+
+/* ---- small things ---- */
+
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void sleep_ns(uint64_t ns)
+{
+    struct timespec t = {(time_t)(ns / 1000000000u),
+                         (long)(ns % 1000000000u)};
+    while (nanosleep(&t, &t) != 0 && errno == EINTR) {
+    }
+}
+
+static uint64_t xorshift(uint64_t *s)
+{
+    uint64_t x = *s ? *s : 0x9E3779B97F4A7C15u;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return *s = x;
+}
+
+static size_t page_round(size_t n)
+{
+    const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    return (n + pg - 1) / pg * pg;
+}
+
+static void violation(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+
+/* G.mu held. */
+static void violation(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("cudasim: violation: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    G.violations++;
+    if (G.cfg.abort_on_violation)
+        abort();
+}
+
+/* ---- errors ---- */
+
+static const struct {
+    cudaError_t e;
+    const char *name, *text;
+} errors[] = {
+    {cudaSuccess, "cudaSuccess", "no error"},
+    {cudaErrorInvalidValue, "cudaErrorInvalidValue", "invalid argument"},
+    {cudaErrorMemoryAllocation, "cudaErrorMemoryAllocation", "out of memory"},
+    {cudaErrorInitializationError, "cudaErrorInitializationError",
+     "initialization error"},
+    {cudaErrorInvalidMemcpyDirection, "cudaErrorInvalidMemcpyDirection",
+     "invalid copy direction for memcpy"},
+    {cudaErrorInsufficientDriver, "cudaErrorInsufficientDriver",
+     "CUDA driver version is insufficient for CUDA runtime version"},
+    {cudaErrorDevicesUnavailable, "cudaErrorDevicesUnavailable",
+     "CUDA-capable device(s) is/are busy or unavailable"},
+    {cudaErrorNoDevice, "cudaErrorNoDevice",
+     "no CUDA-capable device is detected"},
+    {cudaErrorInvalidDevice, "cudaErrorInvalidDevice",
+     "invalid device ordinal"},
+    {cudaErrorECCUncorrectable, "cudaErrorECCUncorrectable",
+     "uncorrectable ECC error encountered"},
+    {cudaErrorInvalidResourceHandle, "cudaErrorInvalidResourceHandle",
+     "invalid resource handle"},
+    {cudaErrorNotReady, "cudaErrorNotReady", "device not ready"},
+    {cudaErrorIllegalAddress, "cudaErrorIllegalAddress",
+     "an illegal memory access was encountered"},
+    {cudaErrorLaunchTimeout, "cudaErrorLaunchTimeout",
+     "the launch timed out and was terminated"},
+    {cudaErrorAssert, "cudaErrorAssert", "device-side assert triggered"},
+    {cudaErrorHardwareStackError, "cudaErrorHardwareStackError",
+     "hardware stack error"},
+    {cudaErrorIllegalInstruction, "cudaErrorIllegalInstruction",
+     "an illegal instruction was encountered"},
+    {cudaErrorMisalignedAddress, "cudaErrorMisalignedAddress",
+     "misaligned address"},
+    {cudaErrorInvalidAddressSpace, "cudaErrorInvalidAddressSpace",
+     "operation not supported on global/shared address space"},
+    {cudaErrorInvalidPc, "cudaErrorInvalidPc", "invalid program counter"},
+    {cudaErrorLaunchFailure, "cudaErrorLaunchFailure",
+     "unspecified launch failure"},
+    {cudaErrorNotPermitted, "cudaErrorNotPermitted",
+     "operation not permitted"},
+    {cudaErrorNotSupported, "cudaErrorNotSupported",
+     "operation not supported"},
+    {cudaErrorUnknown, "cudaErrorUnknown", "unknown error"},
+};
+
+#define NERRORS (sizeof errors / sizeof errors[0])
+
+const char *cudaGetErrorName(cudaError_t e)
+{
+    for (size_t i = 0; i < NERRORS; i++)
+        if (errors[i].e == e)
+            return errors[i].name;
+    return "cudaErrorUnknown";
+}
+
+const char *cudaGetErrorString(cudaError_t e)
+{
+    for (size_t i = 0; i < NERRORS; i++)
+        if (errors[i].e == e)
+            return errors[i].text;
+    return "unrecognized error code";
+}
+
+/* Errors after which the context is unusable, as after a faulting kernel:
+ * every later call returns them. */
+static int is_sticky(cudaError_t e)
+{
+    switch (e) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorECCUncorrectable:
+    case cudaErrorAssert:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static cudaError_t usual_error(int fid)
+{
+    switch (fid) {
+    case F_cudaMalloc:
+    case F_cudaMallocHost:
+    case F_cudaHostAlloc:
+    case F_cudaMallocManaged:
+    case F_cudaStreamCreate:
+    case F_cudaStreamCreateWithFlags:
+    case F_cudaEventCreate:
+    case F_cudaEventCreateWithFlags:
+        return cudaErrorMemoryAllocation;
+    case F_cudaSetDevice:
+        return cudaErrorInvalidDevice;
+    case F_cudaGetDeviceCount:
+        return cudaErrorNoDevice;
+    default:
+        return cudaErrorInvalidValue;
+    }
+}
+
+/* ---- configuration ---- */
+
+static unsigned long env_ulong(const char *name, unsigned long def)
+{
+    const char *v = getenv(name);
+    return v && *v ? strtoul(v, NULL, 0) : def;
+}
+
+static int parse_error(const char *s, cudaError_t *e)
+{
+    for (size_t i = 0; i < NERRORS; i++)
+        if (!strcmp(errors[i].name, s)) {
+            *e = errors[i].e;
+            return 0;
+        }
+    return -1;
+}
+
+static int add_rule(const cudasim_fault *f);
+
+/* CUDASIM_FAULTS: comma-separated "call@N[:error][:async]" (the N-th call)
+ * or "call@pP[:error][:async]" (each with probability P). */
+static void parse_faults(const char *spec)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", spec);
+    char *save = NULL;
+    for (char *item = strtok_r(buf, ",", &save); item;
+         item = strtok_r(NULL, ",", &save)) {
+        cudasim_fault f = {0};
+        char *at = strchr(item, '@');
+        if (!at) {
+            fprintf(stderr, "cudasim: CUDASIM_FAULTS: '%s': no '@'\n", item);
+            continue;
+        }
+        *at = '\0';
+        f.call = item;
+        char *save2 = NULL;
+        const char *when = strtok_r(at + 1, ":", &save2);
+        if (!when)
+            continue;
+        if (when[0] == 'p')
+            f.probability = strtod(when + 1, NULL);
+        else
+            f.nth = strtoul(when, NULL, 10);
+        for (const char *t = strtok_r(NULL, ":", &save2); t;
+             t = strtok_r(NULL, ":", &save2)) {
+            if (!strcmp(t, "async"))
+                f.asynchronous = 1;
+            else if (parse_error(t, &f.error) < 0)
+                fprintf(stderr, "cudasim: CUDASIM_FAULTS: unknown '%s'\n", t);
+        }
+        if (add_rule(&f) < 0)
+            fprintf(stderr, "cudasim: CUDASIM_FAULTS: '%s' not added\n", item);
+    }
+}
+
+/* G.mu held. */
+static void init_locked(void)
+{
+    if (G.inited)
+        return;
+    G.inited = 1;
+    G.cfg.devices = (int)env_ulong("CUDASIM_DEVICES", 2);
+    if (G.cfg.devices < 0 || G.cfg.devices > CUDASIM_MAX_DEVICES)
+        G.cfg.devices = 2;
+    G.cfg.delay_us = (unsigned)env_ulong("CUDASIM_DELAY_US", 100);
+    const char *gbs = getenv("CUDASIM_COPY_GBS");
+    G.cfg.copy_gbs = gbs && *gbs ? strtod(gbs, NULL) : 0.0;
+    G.cfg.seed = env_ulong("CUDASIM_SEED", 1);
+    G.cfg.device_bytes = (size_t)env_ulong("CUDASIM_DEVICE_MB", 16384) << 20;
+    const char *v = getenv("CUDASIM_VIOLATION");
+    G.cfg.abort_on_violation = !(v && !strcmp(v, "count"));
+    G.rng = G.cfg.seed;
+    const char *faults = getenv("CUDASIM_FAULTS");
+    if (faults && *faults)
+        parse_faults(faults);
+}
+
+/* ---- the entry of every call ---- */
+
+static int find_fid(const char *name)
+{
+    if (!name || !strcmp(name, "*"))
+        return -1;
+    for (int i = 0; i < F_COUNT; i++)
+        if (!strcmp(call_name[i], name))
+            return i;
+    return -2;
+}
+
+static int is_legacy(cudaStream_t s)
+{
+    return s == NULL || s == cudaStreamLegacy;
+}
+
+/* Whether rule r fires for this call; G.mu held. */
+static int rule_fires(rule *r, int fid, int has_stream, cudaStream_t stream)
+{
+    if (!r->used || (r->fid >= 0 && r->fid != fid))
+        return 0;
+    if (r->on_stream &&
+        (!has_stream || (is_legacy(r->stream) ? !is_legacy(stream)
+                                              : r->stream != stream)))
+        return 0;
+    if (r->thread_only && !pthread_equal(r->thread, pthread_self()))
+        return 0;
+    r->seen++;
+    int fire;
+    if (r->nth)
+        fire = r->seen >= r->nth && r->seen < r->nth + r->times;
+    else
+        fire = (double)(xorshift(&G.rng) >> 11) / 9007199254740992.0 < r->p;
+    if (!fire)
+        return 0;
+    r->delivered++;
+    G.delivered++;
+    if (r->times && r->delivered >= r->times)
+        r->used = 0;
+    return 1;
+}
+
+static void break_device(int d, cudaError_t e);
+
+/* Every exported call starts here: G.mu is taken (end() gives it back).
+ * Returns the error to fail with: a call from a host function, or an
+ * injected fault. *async gets an asynchronous fault's error, for the
+ * operation the call queues. */
+static cudaError_t begin(int fid, int has_stream, cudaStream_t stream,
+                         cudaError_t *async)
+{
+    pthread_mutex_lock(&G.mu);
+    init_locked();
+    G.calls[fid]++;
+    if (async)
+        *async = cudaSuccess;
+    if (t_in_callback)
+        return cudaErrorNotPermitted;
+    for (int i = 0; i < MAX_RULES; i++) {
+        rule *r = &G.rules[i];
+        const int async_rule = r->async;
+        cudaError_t e = r->error;
+        if (!rule_fires(r, fid, has_stream, stream))
+            continue;
+        if (async_rule && async) {
+            *async = e ? e : cudaErrorIllegalAddress;
+            return cudaSuccess;
+        }
+        if (async_rule && !e)
+            e = cudaErrorIllegalAddress;
+        if (!e)
+            e = usual_error(fid);
+        if (is_sticky(e) && t_device < G.cfg.devices)
+            break_device(t_device, e);
+        return e;
+    }
+    return cudaSuccess;
+}
+
+static cudaError_t end(cudaError_t e)
+{
+    pthread_mutex_unlock(&G.mu);
+    if (e != cudaSuccess && e != cudaErrorNotReady)
+        t_last = e;
+    return e;
+}
+
+/* The device's sticky error, if it has one; G.mu held. */
+static cudaError_t ctx(int d)
+{
+    return G.dev[d].sticky;
+}
+
+cudaError_t cudaGetLastError(void)
+{
+    pthread_mutex_lock(&G.mu);
+    init_locked();
+    const cudaError_t sticky =
+        t_device < G.cfg.devices ? G.dev[t_device].sticky : cudaSuccess;
+    pthread_mutex_unlock(&G.mu);
+    const cudaError_t e = sticky ? sticky : t_last;
+    t_last = cudaSuccess;
+    return e;
+}
+
+cudaError_t cudaPeekAtLastError(void)
+{
+    pthread_mutex_lock(&G.mu);
+    init_locked();
+    const cudaError_t sticky =
+        t_device < G.cfg.devices ? G.dev[t_device].sticky : cudaSuccess;
+    pthread_mutex_unlock(&G.mu);
+    return sticky ? sticky : t_last;
+}
+
+/* ---- memory registry ---- */
+
+/* The allocation holding [p, p + n), or NULL for memory the sim did not
+ * hand out (pageable); *bad when p is inside one but p + n is not. */
+static alloc *find_alloc(const void *p, size_t n, int *bad)
+{
+    const char *c = p;
+    *bad = 0;
+    for (alloc *a = G.allocs; a; a = a->next)
+        if (c >= a->base && c < a->base + (a->size ? a->size : 1)) {
+            *bad = n > (size_t)(a->base + a->size - c);
+            return a;
+        }
+    return NULL;
+}
+
+static void unmap(alloc *a)
+{
+    if (a->kind == MEM_DEVICE) {
+        munmap(a->view, a->mapped);
+        G.dev[a->device].used -= a->mapped;
+    }
+    munmap(a->base, a->mapped);
+    free(a);
+}
+
+static void unuse(alloc *a)
+{
+    if (a && --a->inflight == 0 && a->freed)
+        unmap(a);
+}
+
+static cudaError_t map_device(alloc *a)
+{
+    const int fd = memfd_create("cudasim-device", MFD_CLOEXEC);
+    if (fd < 0)
+        return cudaErrorMemoryAllocation;
+    void *base = MAP_FAILED, *view = MAP_FAILED;
+    if (ftruncate(fd, (off_t)a->mapped) == 0) {
+        base = mmap(NULL, a->mapped, PROT_NONE, MAP_SHARED, fd, 0);
+        view = mmap(NULL, a->mapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                    0);
+    }
+    close(fd);
+    if (base == MAP_FAILED || view == MAP_FAILED) {
+        if (base != MAP_FAILED)
+            munmap(base, a->mapped);
+        if (view != MAP_FAILED)
+            munmap(view, a->mapped);
+        return cudaErrorMemoryAllocation;
+    }
+    memset(view, 0xCD, a->mapped); /* cudaMalloc does not clear */
+    a->base = base;
+    a->view = view;
+    return cudaSuccess;
+}
+
+static cudaError_t map_host(alloc *a)
+{
+    void *p = mmap(NULL, a->mapped, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return cudaErrorMemoryAllocation;
+    a->base = a->view = p;
+    return cudaSuccess;
+}
+
+static cudaError_t new_alloc(void **out, size_t n, mem_kind kind)
+{
+    if (!out)
+        return cudaErrorInvalidValue;
+    *out = NULL;
+    if (n == 0)
+        return cudaSuccess;
+    const int d = t_device;
+    if (kind == MEM_DEVICE && G.dev[d].used + page_round(n) >
+                                  G.cfg.device_bytes)
+        return cudaErrorMemoryAllocation;
+    alloc *a = calloc(1, sizeof *a);
+    if (!a)
+        return cudaErrorMemoryAllocation;
+    a->kind = kind;
+    a->size = n;
+    a->mapped = page_round(n);
+    a->device = d;
+    const cudaError_t e = kind == MEM_DEVICE ? map_device(a) : map_host(a);
+    if (e != cudaSuccess) {
+        free(a);
+        return e;
+    }
+    if (kind == MEM_DEVICE)
+        G.dev[d].used += a->mapped;
+    a->next = G.allocs;
+    G.allocs = a;
+    *out = a->base;
+    return cudaSuccess;
+}
+
+static cudaError_t free_alloc(void *p, int host, const char *call)
+{
+    if (!p)
+        return cudaSuccess;
+    alloc **pp = &G.allocs;
+    while (*pp && (*pp)->base != (char *)p)
+        pp = &(*pp)->next;
+    alloc *a = *pp;
+    if (!a || (host ? a->kind != MEM_PINNED : a->kind == MEM_PINNED))
+        return cudaErrorInvalidValue;
+    *pp = a->next;
+    if (a->inflight) {
+        violation("%s(%p): %d queued operation(s) still use this memory", call,
+                  p, a->inflight);
+        a->freed = 1; /* unmapped when they are done */
+        return cudaSuccess;
+    }
+    unmap(a);
+    return cudaSuccess;
+}
+
+/* ---- streams and their threads ---- */
+
+static void maybe_free_stream(struct CUstream_st *s)
+{
+    if (!s->thread_done || s->refs)
+        return;
+    struct CUstream_st **pp = &G.streams;
+    while (*pp != s)
+        pp = &(*pp)->next;
+    *pp = s->next;
+    pthread_cond_destroy(&s->cv);
+    s->magic = 0;
+    free(s);
+}
+
+static void event_unref(struct CUevent_st *v)
+{
+    if (v && --v->refs == 0) {
+        v->magic = 0;
+        free(v);
+    }
+}
+
+static void stream_unref(struct CUstream_st *s)
+{
+    if (s) {
+        s->refs--;
+        maybe_free_stream(s);
+    }
+}
+
+/* o is done (run, or dropped on a broken device): off the queue, its
+ * references given back, its waiters told. G.mu held. */
+static void finish(struct CUstream_st *s, op *o, cudaError_t result)
+{
+    s->head = o->next;
+    if (!s->head)
+        s->tail = NULL;
+    s->completed++;
+    for (int i = 0; i < 2; i++)
+        unuse(o->use[i]);
+    if (o->kind == OP_RECORD && result == cudaSuccess &&
+        o->gen > o->ev->completed) {
+        o->ev->completed = o->gen;
+        o->ev->t_ns = now_ns();
+    }
+    event_unref(o->ev);
+    stream_unref(o->other);
+    o->result = result;
+    if (o->waited)
+        o->done = 1;
+    else
+        free(o);
+    pthread_cond_broadcast(&G.done);
+}
+
+static void break_device(int d, cudaError_t e)
+{
+    if (G.dev[d].sticky)
+        return;
+    G.dev[d].sticky = e;
+    for (struct CUstream_st *s = G.streams; s; s = s->next)
+        if (s->device == d)
+            pthread_cond_signal(&s->cv);
+    pthread_cond_broadcast(&G.done);
+}
+
+static void *callback_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&G.mu);
+    for (;;) {
+        while (!G.cb_head)
+            pthread_cond_wait(&G.cb_cv, &G.mu);
+        op *o = G.cb_head;
+        G.cb_head = o->cb_next;
+        if (!G.cb_head)
+            G.cb_tail = NULL;
+        pthread_mutex_unlock(&G.mu);
+        t_in_callback = 1;
+        o->fn(o->arg);
+        t_in_callback = 0;
+        pthread_mutex_lock(&G.mu);
+        o->cb_done = 1;
+        pthread_cond_broadcast(&G.done);
+    }
+    return NULL;
+}
+
+/* Whether what o waits for has happened (or can never happen). */
+static int deps_met(const struct CUstream_st *s, const op *o)
+{
+    if (ctx(s->device))
+        return 1;
+    if (o->kind == OP_WAIT_EVENT)
+        return o->ev->completed >= o->gen || ctx(o->ev->device);
+    if (o->kind == OP_WAIT_STREAM)
+        return o->other->completed >= o->gen || ctx(o->other->device);
+    return 1;
+}
+
+static uint64_t op_delay(struct CUstream_st *s, const op *o)
+{
+    uint64_t ns = G.cfg.delay_us
+                      ? xorshift(&s->rng) % ((uint64_t)G.cfg.delay_us + 1) *
+                            1000u
+                      : 0;
+    if (o->kind == OP_COPY && G.cfg.copy_gbs > 0)
+        ns += (uint64_t)((double)o->n / G.cfg.copy_gbs);
+    return ns;
+}
+
+/* Runs o's effect; G.mu held on entry and exit, released while it works. */
+static void execute(op *o)
+{
+    switch (o->kind) {
+    case OP_COPY:
+        pthread_mutex_unlock(&G.mu);
+        memcpy(o->dst, o->src, o->n);
+        pthread_mutex_lock(&G.mu);
+        break;
+    case OP_MEMSET:
+        pthread_mutex_unlock(&G.mu);
+        memset(o->dst, o->value, o->n);
+        pthread_mutex_lock(&G.mu);
+        break;
+    case OP_KERNEL:
+        pthread_mutex_unlock(&G.mu);
+        t_in_callback = 1;
+        o->fn(o->arg);
+        t_in_callback = 0;
+        pthread_mutex_lock(&G.mu);
+        break;
+    case OP_HOSTFN:
+        if (!G.cb_started) {
+            pthread_t t;
+            if (pthread_create(&t, NULL, callback_main, NULL) != 0) {
+                fputs("cudasim: cannot start the callback thread\n", stderr);
+                abort();
+            }
+            pthread_detach(t);
+            G.cb_started = 1;
+        }
+        o->cb_next = NULL;
+        if (G.cb_tail)
+            G.cb_tail->cb_next = o;
+        else
+            G.cb_head = o;
+        G.cb_tail = o;
+        pthread_cond_signal(&G.cb_cv);
+        while (!o->cb_done)
+            pthread_cond_wait(&G.done, &G.mu);
+        break;
+    default: /* events, waits and prefetches act in finish() or not at all */
+        break;
+    }
+}
+
+static void *stream_main(void *arg)
+{
+    struct CUstream_st *s = arg;
+    pthread_mutex_lock(&G.mu);
+    for (;;) {
+        if (!s->head) {
+            if (s->destroyed)
+                break;
+            pthread_cond_wait(&s->cv, &G.mu);
+            continue;
+        }
+        if (G.paused && !ctx(s->device)) {
+            pthread_cond_wait(&s->cv, &G.mu);
+            continue;
+        }
+        op *o = s->head;
+        if (!ctx(s->device)) {
+            const uint64_t ns = op_delay(s, o);
+            if (ns) {
+                pthread_mutex_unlock(&G.mu);
+                sleep_ns(ns);
+                pthread_mutex_lock(&G.mu);
+            }
+        }
+        while (!deps_met(s, o))
+            pthread_cond_wait(&G.done, &G.mu);
+        if (o->fail && !ctx(s->device))
+            break_device(s->device, o->fail);
+        if (ctx(s->device)) { /* dropped: host functions are not called */
+            finish(s, o, ctx(s->device));
+            continue;
+        }
+        execute(o);
+        finish(s, o, cudaSuccess);
+    }
+    s->thread_done = 1;
+    maybe_free_stream(s);
+    pthread_mutex_unlock(&G.mu);
+    return NULL;
+}
+
+static cudaError_t new_stream(int device, unsigned flags, int legacy,
+                              struct CUstream_st **out)
+{
+    struct CUstream_st *s = calloc(1, sizeof *s);
+    if (!s)
+        return cudaErrorMemoryAllocation;
+    s->magic = STREAM_MAGIC;
+    s->id = G.next_stream_id++;
+    s->device = device;
+    s->legacy = legacy;
+    s->flags = flags;
+    s->rng = G.cfg.seed * 0x9E3779B97F4A7C15u + (uint64_t)s->id + 1;
+    pthread_cond_init(&s->cv, NULL);
+    pthread_t t;
+    if (pthread_create(&t, NULL, stream_main, s) != 0) {
+        pthread_cond_destroy(&s->cv);
+        free(s);
+        return cudaErrorMemoryAllocation;
+    }
+    pthread_detach(t);
+    s->next = G.streams;
+    G.streams = s;
+    *out = s;
+    return cudaSuccess;
+}
+
+/* The stream a handle names: the device's legacy stream for NULL. */
+static cudaError_t get_stream(cudaStream_t h, struct CUstream_st **out)
+{
+    if (h == cudaStreamPerThread)
+        return cudaErrorNotSupported; /* not simulated */
+    if (is_legacy(h)) {
+        if (t_device >= G.cfg.devices)
+            return cudaErrorNoDevice;
+        sim_device *d = &G.dev[t_device];
+        if (!d->legacy) {
+            const cudaError_t e =
+                new_stream(t_device, cudaStreamDefault, 1, &d->legacy);
+            if (e != cudaSuccess)
+                return e;
+        }
+        *out = d->legacy;
+        return cudaSuccess;
+    }
+    for (struct CUstream_st *s = G.streams; s; s = s->next)
+        if (s == h && !s->destroyed && !s->legacy) {
+            *out = s;
+            return cudaSuccess;
+        }
+    return cudaErrorInvalidResourceHandle;
+}
+
+static op *new_op(op_kind kind)
+{
+    op *o = calloc(1, sizeof *o);
+    if (o)
+        o->kind = kind;
+    return o;
+}
+
+static void push(struct CUstream_st *s, op *o)
+{
+    o->next = NULL;
+    if (s->tail)
+        s->tail->next = o;
+    else
+        s->head = o;
+    s->tail = o;
+    s->submitted++;
+    pthread_cond_signal(&s->cv);
+}
+
+/* The legacy default stream waits for the work already queued on every
+ * blocking stream of its device, and a blocking stream for the work already
+ * queued on the legacy stream. */
+static cudaError_t implicit_sync(struct CUstream_st *s)
+{
+    if (s->flags & cudaStreamNonBlocking)
+        return cudaSuccess;
+    for (struct CUstream_st *t = G.streams; t; t = t->next) {
+        const int other = s->legacy ? !t->legacy && t->device == s->device &&
+                                          !(t->flags & cudaStreamNonBlocking)
+                                    : t == G.dev[s->device].legacy;
+        if (!other || t == s || t->completed >= t->submitted)
+            continue;
+        op *w = new_op(OP_WAIT_STREAM);
+        if (!w)
+            return cudaErrorMemoryAllocation;
+        w->other = t;
+        w->gen = t->submitted;
+        t->refs++;
+        push(s, w);
+    }
+    return cudaSuccess;
+}
+
+static cudaError_t enqueue(struct CUstream_st *s, op *o)
+{
+    const cudaError_t e = implicit_sync(s);
+    if (e != cudaSuccess)
+        return e;
+    for (int i = 0; i < 2; i++)
+        if (o->use[i])
+            o->use[i]->inflight++;
+    push(s, o);
+    return cudaSuccess;
+}
+
+/* Waits, G.mu held, until `done` says so or the device breaks. */
+static cudaError_t wait_until(int (*done)(const void *), const void *arg,
+                              int device)
+{
+    G.blocked++;
+    while (!done(arg) && !ctx(device))
+        pthread_cond_wait(&G.done, &G.mu);
+    G.blocked--;
+    return done(arg) ? cudaSuccess : ctx(device);
+}
+
+/* Queues o on s and returns once it has run, for a synchronous call. */
+static cudaError_t run_sync(struct CUstream_st *s, op *o)
+{
+    o->waited = 1;
+    cudaError_t e = enqueue(s, o);
+    if (e != cudaSuccess) {
+        free(o);
+        return e;
+    }
+    G.blocked++;
+    while (!o->done)
+        pthread_cond_wait(&G.done, &G.mu);
+    G.blocked--;
+    e = o->result;
+    free(o);
+    return e;
+}
+
+/* ---- devices ---- */
+
+cudaError_t cudaGetDeviceCount(int *count)
+{
+    cudaError_t e = begin(F_cudaGetDeviceCount, 0, NULL, NULL);
+    if (e == cudaSuccess && !count)
+        e = cudaErrorInvalidValue;
+    if (e == cudaSuccess) {
+        *count = G.cfg.devices;
+        if (G.cfg.devices == 0)
+            e = cudaErrorNoDevice;
+    } else if (count) {
+        *count = 0;
+    }
+    return end(e);
+}
+
+cudaError_t cudaSetDevice(int device)
+{
+    cudaError_t e = begin(F_cudaSetDevice, 0, NULL, NULL);
+    if (e == cudaSuccess && G.cfg.devices == 0)
+        e = cudaErrorNoDevice;
+    else if (e == cudaSuccess && (device < 0 || device >= G.cfg.devices))
+        e = cudaErrorInvalidDevice;
+    if (e == cudaSuccess)
+        t_device = device;
+    return end(e);
+}
+
+cudaError_t cudaGetDevice(int *device)
+{
+    cudaError_t e = begin(F_cudaGetDevice, 0, NULL, NULL);
+    if (e == cudaSuccess && !device)
+        e = cudaErrorInvalidValue;
+    if (e == cudaSuccess && G.cfg.devices == 0)
+        e = cudaErrorNoDevice;
+    if (e == cudaSuccess)
+        *device = t_device;
+    return end(e);
+}
+
+static cudaError_t check_device(int device)
+{
+    if (G.cfg.devices == 0)
+        return cudaErrorNoDevice;
+    return device < 0 || device >= G.cfg.devices ? cudaErrorInvalidDevice
+                                                  : cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
+{
+    cudaError_t e = begin(F_cudaGetDeviceProperties, 0, NULL, NULL);
+    if (e == cudaSuccess && !prop)
+        e = cudaErrorInvalidValue;
+    if (e == cudaSuccess)
+        e = check_device(device);
+    if (e == cudaSuccess) {
+        memset(prop, 0, sizeof *prop);
+        snprintf(prop->name, sizeof prop->name, "simulated");
+        prop->totalGlobalMem = G.cfg.device_bytes;
+        prop->warpSize = 32;
+        prop->maxThreadsPerBlock = 1024;
+        prop->major = 9;
+        prop->minor = 0;
+        prop->multiProcessorCount = 132;
+        prop->asyncEngineCount = 2;
+        prop->unifiedAddressing = 1;
+        prop->managedMemory = 1;
+        prop->concurrentManagedAccess = 1;
+        prop->pciDeviceID = device;
+    }
+    return end(e);
+}
+
+cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr,
+                                   int device)
+{
+    cudaError_t e = begin(F_cudaDeviceGetAttribute, 0, NULL, NULL);
+    if (e == cudaSuccess && !value)
+        e = cudaErrorInvalidValue;
+    if (e == cudaSuccess)
+        e = check_device(device);
+    if (e != cudaSuccess)
+        return end(e);
+    switch (attr) {
+    case cudaDevAttrClockRate:
+        *value = 1980000; /* kHz */
+        break;
+    case cudaDevAttrMultiProcessorCount:
+        *value = 132;
+        break;
+    case cudaDevAttrComputeCapabilityMajor:
+        *value = 9;
+        break;
+    case cudaDevAttrComputeCapabilityMinor:
+        *value = 0;
+        break;
+    case cudaDevAttrWarpSize:
+        *value = 32;
+        break;
+    case cudaDevAttrMaxThreadsPerBlock:
+        *value = 1024;
+        break;
+    case cudaDevAttrAsyncEngineCount:
+        *value = 2;
+        break;
+    case cudaDevAttrUnifiedAddressing:
+    case cudaDevAttrManagedMemory:
+    case cudaDevAttrConcurrentManagedAccess:
+        *value = 1;
+        break;
+    default:
+        fprintf(stderr, "cudasim: cudaDeviceGetAttribute(%d) is not "
+                        "simulated\n",
+                (int)attr);
+        e = cudaErrorNotSupported;
+    }
+    return end(e);
+}
+
+cudaError_t cudaDriverGetVersion(int *v)
+{
+    cudaError_t e = begin(F_cudaDriverGetVersion, 0, NULL, NULL);
+    if (e == cudaSuccess && !v)
+        e = cudaErrorInvalidValue;
+    if (e == cudaSuccess)
+        *v = CUDART_VERSION;
+    return end(e);
+}
+
+cudaError_t cudaRuntimeGetVersion(int *v)
+{
+    cudaError_t e = begin(F_cudaRuntimeGetVersion, 0, NULL, NULL);
+    if (e == cudaSuccess && !v)
+        e = cudaErrorInvalidValue;
+    if (e == cudaSuccess)
+        *v = CUDART_VERSION;
+    return end(e);
+}
+
+cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total)
+{
+    cudaError_t e = begin(F_cudaMemGetInfo, 0, NULL, NULL);
+    if (e == cudaSuccess && (!free_bytes || !total))
+        e = cudaErrorInvalidValue;
+    if (e == cudaSuccess)
+        e = check_device(t_device);
+    if (e == cudaSuccess)
+        e = ctx(t_device);
+    if (e == cudaSuccess) {
+        *total = G.cfg.device_bytes;
+        *free_bytes = G.cfg.device_bytes - G.dev[t_device].used;
+    }
+    return end(e);
+}
+
+/* ---- memory ---- */
+
+/* The checks every allocating call makes; G.mu held. */
+static cudaError_t can_allocate(void)
+{
+    const cudaError_t e = check_device(t_device);
+    return e != cudaSuccess ? e : ctx(t_device);
+}
+
+cudaError_t cudaMalloc(void **p, size_t n)
+{
+    cudaError_t e = begin(F_cudaMalloc, 0, NULL, NULL);
+    if (e == cudaSuccess)
+        e = can_allocate();
+    if (e == cudaSuccess)
+        e = new_alloc(p, n, MEM_DEVICE);
+    return end(e);
+}
+
+cudaError_t cudaMallocHost(void **p, size_t n)
+{
+    cudaError_t e = begin(F_cudaMallocHost, 0, NULL, NULL);
+    if (e == cudaSuccess)
+        e = can_allocate();
+    if (e == cudaSuccess)
+        e = new_alloc(p, n, MEM_PINNED);
+    return end(e);
+}
+
+cudaError_t cudaHostAlloc(void **p, size_t n, unsigned int flags)
+{
+    cudaError_t e = begin(F_cudaHostAlloc, 0, NULL, NULL);
+    if (e == cudaSuccess && (flags & ~0xFu))
+        e = cudaErrorInvalidValue;
+    if (e == cudaSuccess)
+        e = can_allocate();
+    if (e == cudaSuccess)
+        e = new_alloc(p, n, MEM_PINNED);
+    return end(e);
+}
+
+cudaError_t cudaMallocManaged(void **p, size_t n, unsigned int flags)
+{
+    cudaError_t e = begin(F_cudaMallocManaged, 0, NULL, NULL);
+    if (e == cudaSuccess && flags != cudaMemAttachGlobal &&
+        flags != cudaMemAttachHost)
+        e = cudaErrorInvalidValue;
+    if (e == cudaSuccess)
+        e = can_allocate();
+    if (e == cudaSuccess)
+        e = new_alloc(p, n, MEM_MANAGED);
+    return end(e);
+}
+
+cudaError_t cudaFree(void *p)
+{
+    cudaError_t e = begin(F_cudaFree, 0, NULL, NULL);
+    if (e == cudaSuccess)
+        e = free_alloc(p, 0, "cudaFree");
+    return end(e);
+}
+
+cudaError_t cudaFreeHost(void *p)
+{
+    cudaError_t e = begin(F_cudaFreeHost, 0, NULL, NULL);
+    if (e == cudaSuccess)
+        e = free_alloc(p, 1, "cudaFreeHost");
+    return end(e);
+}
+
+cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *at,
+                                     const void *p)
+{
+    cudaError_t e = begin(F_cudaPointerGetAttributes, 0, NULL, NULL);
+    if (e == cudaSuccess && !at)
+        e = cudaErrorInvalidValue;
+    if (e == cudaSuccess) {
+        int bad;
+        const alloc *a = find_alloc(p, 0, &bad);
+        memset(at, 0, sizeof *at);
+        at->device = a ? a->device : -2;
+        if (!a) {
+            at->type = cudaMemoryTypeUnregistered;
+        } else if (a->kind == MEM_DEVICE) {
+            at->type = cudaMemoryTypeDevice;
+            at->devicePointer = (void *)p;
+        } else {
+            at->type = a->kind == MEM_PINNED ? cudaMemoryTypeHost
+                                             : cudaMemoryTypeManaged;
+            at->devicePointer = at->hostPointer = (void *)p;
+        }
+    }
+    return end(e);
+}
+
+/* One end of a copy. */
+typedef struct endpoint {
+    alloc *a;
+    char *engine;  /* where the engine reads or writes it */
+    int device;    /* device memory (not host-addressable) */
+    int pageable;  /* host memory CUDA cannot DMA from directly */
+} endpoint;
+
+static cudaError_t resolve(const void *p, size_t n, endpoint *e)
+{
+    if (!p)
+        return cudaErrorInvalidValue;
+    int bad;
+    e->a = find_alloc(p, n, &bad);
+    if (bad)
+        return cudaErrorInvalidValue;
+    e->engine = e->a ? e->a->view + ((const char *)p - e->a->base) : (char *)p;
+    e->device = e->a && e->a->kind == MEM_DEVICE;
+    e->pageable = !e->a || e->a->kind == MEM_MANAGED;
+    return cudaSuccess;
+}
+
+/* Builds the copy op; [out] *sync: the host must wait for it. */
+static cudaError_t make_copy(void *dst, const void *src, size_t n,
+                             enum cudaMemcpyKind kind, op **out, int *sync)
+{
+    endpoint d, s;
+    cudaError_t e = resolve(dst, n, &d);
+    if (e == cudaSuccess)
+        e = resolve(src, n, &s);
+    if (e != cudaSuccess)
+        return e;
+    const int d_dev = d.device || (d.a && d.a->kind == MEM_MANAGED);
+    const int s_dev = s.device || (s.a && s.a->kind == MEM_MANAGED);
+    switch (kind) {
+    case cudaMemcpyHostToDevice:
+        e = d_dev && !s.device ? cudaSuccess : cudaErrorInvalidValue;
+        break;
+    case cudaMemcpyDeviceToHost:
+        e = s_dev && !d.device ? cudaSuccess : cudaErrorInvalidValue;
+        break;
+    case cudaMemcpyDeviceToDevice:
+        e = d_dev && s_dev ? cudaSuccess : cudaErrorInvalidValue;
+        break;
+    case cudaMemcpyHostToHost:
+        e = !d.device && !s.device ? cudaSuccess : cudaErrorInvalidValue;
+        break;
+    case cudaMemcpyDefault:
+        break;
+    default:
+        e = cudaErrorInvalidMemcpyDirection;
+    }
+    if (e != cudaSuccess)
+        return e;
+    op *o = new_op(OP_COPY);
+    if (!o)
+        return cudaErrorMemoryAllocation;
+    o->dst = d.engine;
+    o->src = s.engine;
+    o->n = n;
+    o->use[0] = d.a;
+    o->use[1] = s.a;
+    /* Host-to-host, or through pageable or managed host memory: the call
+     * returns once the copy is done. */
+    *sync = (!d.device && !s.device) || (!d.device && d.pageable) ||
+            (!s.device && s.pageable);
+    *out = o;
+    return cudaSuccess;
+}
+
+static cudaError_t submit(struct CUstream_st *s, op *o, int sync)
+{
+    if (sync)
+        return run_sync(s, o);
+    const cudaError_t e = enqueue(s, o);
+    if (e != cudaSuccess)
+        free(o);
+    return e;
+}
+
+static cudaError_t copy_call(int fid, void *dst, const void *src, size_t n,
+                             enum cudaMemcpyKind kind, cudaStream_t stream,
+                             int force_sync)
+{
+    cudaError_t async;
+    cudaError_t e = begin(fid, 1, stream, &async);
+    struct CUstream_st *s = NULL;
+    op *o = NULL;
+    int sync = 0;
+    if (e == cudaSuccess)
+        e = get_stream(stream, &s);
+    if (e == cudaSuccess)
+        e = ctx(s->device);
+    if (e == cudaSuccess && n == 0)
+        return end(cudaSuccess);
+    if (e == cudaSuccess)
+        e = make_copy(dst, src, n, kind, &o, &sync);
+    if (e == cudaSuccess) {
+        o->fail = async;
+        e = submit(s, o, sync || force_sync);
+    }
+    return end(e);
+}
+
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n,
+                            enum cudaMemcpyKind kind, cudaStream_t stream)
+{
+    return copy_call(F_cudaMemcpyAsync, dst, src, n, kind, stream, 0);
+}
+
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t n,
+                       enum cudaMemcpyKind kind)
+{
+    return copy_call(F_cudaMemcpy, dst, src, n, kind, NULL, 1);
+}
+
+static cudaError_t memset_call(int fid, void *p, int value, size_t n,
+                               cudaStream_t stream, int sync)
+{
+    cudaError_t async;
+    cudaError_t e = begin(fid, 1, stream, &async);
+    struct CUstream_st *s = NULL;
+    endpoint d;
+    if (e == cudaSuccess)
+        e = get_stream(stream, &s);
+    if (e == cudaSuccess)
+        e = ctx(s->device);
+    if (e == cudaSuccess && n == 0)
+        return end(cudaSuccess);
+    if (e == cudaSuccess)
+        e = resolve(p, n, &d);
+    if (e == cudaSuccess && !d.a)
+        e = cudaErrorInvalidValue; /* not device memory */
+    op *o = NULL;
+    if (e == cudaSuccess && !(o = new_op(OP_MEMSET)))
+        e = cudaErrorMemoryAllocation;
+    if (e == cudaSuccess) {
+        o->dst = d.engine;
+        o->value = value;
+        o->n = n;
+        o->use[0] = d.a;
+        o->fail = async;
+        e = submit(s, o, sync);
+    }
+    return end(e);
+}
+
+cudaError_t cudaMemsetAsync(void *p, int value, size_t n, cudaStream_t stream)
+{
+    return memset_call(F_cudaMemsetAsync, p, value, n, stream, 0);
+}
+
+cudaError_t cudaMemset(void *p, int value, size_t n)
+{
+    return memset_call(F_cudaMemset, p, value, n, NULL, 1);
+}
+
+#if CUDART_VERSION >= 13000
+cudaError_t cudaMemPrefetchAsync(const void *p, size_t n,
+                                 struct cudaMemLocation loc, unsigned int flags,
+                                 cudaStream_t stream)
+{
+    const int to_device = loc.type == cudaMemLocationTypeDevice;
+    const int target = loc.id;
+#else
+cudaError_t cudaMemPrefetchAsync(const void *p, size_t n, int target,
+                                 cudaStream_t stream)
+{
+    const unsigned flags = 0;
+    const int to_device = target != cudaCpuDeviceId;
+#endif
+    cudaError_t async;
+    cudaError_t e = begin(F_cudaMemPrefetchAsync, 1, stream, &async);
+    struct CUstream_st *s = NULL;
+    int bad = 0;
+    alloc *a = NULL;
+    if (e == cudaSuccess)
+        e = get_stream(stream, &s);
+    if (e == cudaSuccess)
+        e = ctx(s->device);
+    if (e == cudaSuccess) {
+        a = find_alloc(p, n, &bad);
+        if (!a || a->kind != MEM_MANAGED || bad || flags != 0)
+            e = cudaErrorInvalidValue;
+        else if (to_device && check_device(target) != cudaSuccess)
+            e = cudaErrorInvalidDevice;
+    }
+    op *o = NULL;
+    if (e == cudaSuccess && !(o = new_op(OP_PREFETCH)))
+        e = cudaErrorMemoryAllocation;
+    if (e == cudaSuccess) {
+        o->use[0] = a;
+        o->fail = async;
+        e = submit(s, o, 0);
+    }
+    return end(e);
+}
+
+/* ---- streams ---- */
+
+static cudaError_t create_stream(int fid, cudaStream_t *out, unsigned flags)
+{
+    cudaError_t e = begin(fid, 0, NULL, NULL);
+    if (e == cudaSuccess && (!out || (flags & ~1u)))
+        e = cudaErrorInvalidValue;
+    if (e == cudaSuccess)
+        e = can_allocate();
+    struct CUstream_st *s = NULL;
+    if (e == cudaSuccess)
+        e = new_stream(t_device, flags, 0, &s);
+    if (e == cudaSuccess)
+        *out = s;
+    return end(e);
+}
+
+cudaError_t cudaStreamCreate(cudaStream_t *out)
+{
+    return create_stream(F_cudaStreamCreate, out, cudaStreamDefault);
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *out, unsigned int flags)
+{
+    return create_stream(F_cudaStreamCreateWithFlags, out, flags);
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t stream)
+{
+    cudaError_t e = begin(F_cudaStreamDestroy, 1, stream, NULL);
+    struct CUstream_st *s = NULL;
+    if (e == cudaSuccess && is_legacy(stream))
+        e = cudaErrorInvalidResourceHandle;
+    if (e == cudaSuccess)
+        e = get_stream(stream, &s);
+    if (e == cudaSuccess) {
+        /* Queued work still runs; the thread ends after it. */
+        s->destroyed = 1;
+        pthread_cond_signal(&s->cv);
+        e = ctx(s->device);
+    }
+    return end(e);
+}
+
+cudaError_t cudaStreamGetFlags(cudaStream_t stream, unsigned int *flags)
+{
+    cudaError_t e = begin(F_cudaStreamGetFlags, 1, stream, NULL);
+    struct CUstream_st *s = NULL;
+    if (e == cudaSuccess && !flags)
+        e = cudaErrorInvalidValue;
+    if (e == cudaSuccess)
+        e = get_stream(stream, &s);
+    if (e == cudaSuccess)
+        *flags = s->flags;
+    return end(e);
+}
+
+typedef struct stream_target {
+    const struct CUstream_st *s;
+    uint64_t upto;
+} stream_target;
+
+static int stream_reached(const void *arg)
+{
+    const stream_target *t = arg;
+    return t->s->completed >= t->upto;
+}
+
+/* The streams a synchronisation of s must wait for, s first: for the
+ * legacy stream, every blocking stream of its device too; for a device
+ * synchronisation (s NULL), every stream of `device`. Each holds a
+ * reference until unref_targets. */
+static int collect_targets(struct CUstream_st *s, int device,
+                           stream_target **out)
+{
+    int n = 0;
+    for (struct CUstream_st *t = G.streams; t; t = t->next)
+        n++;
+    stream_target *v = calloc((size_t)n + 1, sizeof *v);
+    if (!v)
+        return -1;
+    int k = 0;
+    for (struct CUstream_st *t = G.streams; t; t = t->next) {
+        const int want =
+            s ? t == s || (s->legacy && t->device == s->device &&
+                           !(t->flags & cudaStreamNonBlocking))
+              : t->device == device;
+        if (want) {
+            t->refs++;
+            v[k++] = (stream_target){t, t->submitted};
+        }
+    }
+    *out = v;
+    return k;
+}
+
+static void unref_targets(stream_target *v, int n)
+{
+    for (int i = 0; i < n; i++)
+        stream_unref((struct CUstream_st *)v[i].s);
+    free(v);
+}
+
+static cudaError_t wait_streams(struct CUstream_st *s, int device)
+{
+    stream_target *v;
+    const int n = collect_targets(s, device, &v);
+    if (n < 0)
+        return cudaErrorMemoryAllocation;
+    cudaError_t e = cudaSuccess;
+    for (int i = 0; i < n && e == cudaSuccess; i++)
+        e = wait_until(stream_reached, &v[i], v[i].s->device);
+    unref_targets(v, n);
+    return e;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t stream)
+{
+    cudaError_t e = begin(F_cudaStreamSynchronize, 1, stream, NULL);
+    struct CUstream_st *s = NULL;
+    if (e == cudaSuccess)
+        e = get_stream(stream, &s);
+    if (e == cudaSuccess)
+        e = wait_streams(s, s->device);
+    return end(e);
+}
+
+cudaError_t cudaDeviceSynchronize(void)
+{
+    cudaError_t e = begin(F_cudaDeviceSynchronize, 0, NULL, NULL);
+    if (e == cudaSuccess)
+        e = check_device(t_device);
+    if (e == cudaSuccess)
+        e = wait_streams(NULL, t_device);
+    return end(e);
+}
+
+cudaError_t cudaStreamQuery(cudaStream_t stream)
+{
+    cudaError_t e = begin(F_cudaStreamQuery, 1, stream, NULL);
+    struct CUstream_st *s = NULL;
+    if (e == cudaSuccess)
+        e = get_stream(stream, &s);
+    if (e == cudaSuccess)
+        e = ctx(s->device);
+    if (e == cudaSuccess && s->completed < s->submitted)
+        e = cudaErrorNotReady;
+    return end(e);
+}
+
+cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn,
+                               void *arg)
+{
+    cudaError_t async;
+    cudaError_t e = begin(F_cudaLaunchHostFunc, 1, stream, &async);
+    struct CUstream_st *s = NULL;
+    op *o = NULL;
+    if (e == cudaSuccess && !fn)
+        e = cudaErrorInvalidValue;
+    if (e == cudaSuccess)
+        e = get_stream(stream, &s);
+    if (e == cudaSuccess)
+        e = ctx(s->device);
+    if (e == cudaSuccess && !(o = new_op(OP_HOSTFN)))
+        e = cudaErrorMemoryAllocation;
+    if (e == cudaSuccess) {
+        o->fn = fn;
+        o->arg = arg;
+        o->fail = async;
+        e = submit(s, o, 0);
+    }
+    return end(e);
+}
+
+cudaError_t cudasim_launch(cudaStream_t stream, void (*fn)(void *), void *arg,
+                           const void *reads, size_t n)
+{
+    cudaError_t async;
+    cudaError_t e = begin(F_cudasim_launch, 1, stream, &async);
+    struct CUstream_st *s = NULL;
+    endpoint r = {0};
+    op *o = NULL;
+    if (e == cudaSuccess && !fn)
+        e = cudaErrorInvalidValue;
+    if (e == cudaSuccess)
+        e = get_stream(stream, &s);
+    if (e == cudaSuccess)
+        e = ctx(s->device);
+    if (e == cudaSuccess && reads && n)
+        e = resolve(reads, n, &r);
+    if (e == cudaSuccess && !(o = new_op(OP_KERNEL)))
+        e = cudaErrorMemoryAllocation;
+    if (e == cudaSuccess) {
+        o->fn = fn;
+        o->arg = arg;
+        o->use[0] = r.a;
+        o->fail = async;
+        e = submit(s, o, 0);
+    }
+    return end(e);
+}
+
+/* ---- events ---- */
+
+static cudaError_t get_event(cudaEvent_t h, struct CUevent_st **out)
+{
+    for (struct CUevent_st *v = G.events; v; v = v->next)
+        if (v == h) {
+            *out = v;
+            return cudaSuccess;
+        }
+    return cudaErrorInvalidResourceHandle;
+}
+
+static cudaError_t create_event(int fid, cudaEvent_t *out, unsigned flags)
+{
+    cudaError_t e = begin(fid, 0, NULL, NULL);
+    const unsigned known = cudaEventBlockingSync | cudaEventDisableTiming;
+    if (e == cudaSuccess && (!out || (flags & ~known)))
+        e = cudaErrorInvalidValue;
+    if (e == cudaSuccess)
+        e = can_allocate();
+    struct CUevent_st *v = NULL;
+    if (e == cudaSuccess && !(v = calloc(1, sizeof *v)))
+        e = cudaErrorMemoryAllocation;
+    if (e == cudaSuccess) {
+        v->magic = EVENT_MAGIC;
+        v->device = t_device;
+        v->flags = flags;
+        v->refs = 1;
+        v->next = G.events;
+        G.events = v;
+        *out = v;
+    }
+    return end(e);
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t *out)
+{
+    return create_event(F_cudaEventCreate, out, cudaEventDefault);
+}
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *out, unsigned int flags)
+{
+    return create_event(F_cudaEventCreateWithFlags, out, flags);
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t ev)
+{
+    cudaError_t e = begin(F_cudaEventDestroy, 0, NULL, NULL);
+    struct CUevent_st *v = NULL;
+    if (e == cudaSuccess)
+        e = get_event(ev, &v);
+    if (e == cudaSuccess) {
+        struct CUevent_st **pp = &G.events;
+        while (*pp != v)
+            pp = &(*pp)->next;
+        *pp = v->next;
+        v->destroyed = 1;
+        event_unref(v); /* pending records and waits keep it */
+        e = ctx(t_device < G.cfg.devices ? t_device : 0);
+    }
+    return end(e);
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t ev, cudaStream_t stream)
+{
+    cudaError_t async;
+    cudaError_t e = begin(F_cudaEventRecord, 1, stream, &async);
+    struct CUstream_st *s = NULL;
+    struct CUevent_st *v = NULL;
+    op *o = NULL;
+    if (e == cudaSuccess)
+        e = get_event(ev, &v);
+    if (e == cudaSuccess)
+        e = get_stream(stream, &s);
+    if (e == cudaSuccess)
+        e = ctx(s->device);
+    if (e == cudaSuccess && v->device != s->device)
+        e = cudaErrorInvalidResourceHandle; /* as CUDA: same device only */
+    if (e == cudaSuccess && !(o = new_op(OP_RECORD)))
+        e = cudaErrorMemoryAllocation;
+    if (e == cudaSuccess) {
+        o->ev = v;
+        o->gen = ++v->recorded;
+        v->refs++;
+        o->fail = async;
+        e = enqueue(s, o);
+        if (e != cudaSuccess) {
+            v->recorded--;
+            event_unref(v);
+            free(o);
+        }
+    }
+    return end(e);
+}
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t ev,
+                                unsigned int flags)
+{
+    cudaError_t async;
+    cudaError_t e = begin(F_cudaStreamWaitEvent, 1, stream, &async);
+    struct CUstream_st *s = NULL;
+    struct CUevent_st *v = NULL;
+    op *o = NULL;
+    if (e == cudaSuccess && flags != 0)
+        e = cudaErrorInvalidValue;
+    if (e == cudaSuccess)
+        e = get_event(ev, &v);
+    if (e == cudaSuccess)
+        e = get_stream(stream, &s);
+    if (e == cudaSuccess)
+        e = ctx(s->device);
+    if (e == cudaSuccess && v->recorded == 0)
+        return end(cudaSuccess); /* never recorded: nothing to wait for */
+    if (e == cudaSuccess && !(o = new_op(OP_WAIT_EVENT)))
+        e = cudaErrorMemoryAllocation;
+    if (e == cudaSuccess) {
+        o->ev = v;
+        o->gen = v->recorded;
+        v->refs++;
+        o->fail = async;
+        e = enqueue(s, o);
+        if (e != cudaSuccess) {
+            event_unref(v);
+            free(o);
+        }
+    }
+    return end(e);
+}
+
+cudaError_t cudaEventQuery(cudaEvent_t ev)
+{
+    cudaError_t e = begin(F_cudaEventQuery, 0, NULL, NULL);
+    struct CUevent_st *v = NULL;
+    if (e == cudaSuccess)
+        e = get_event(ev, &v);
+    if (e == cudaSuccess)
+        e = ctx(v->device);
+    if (e == cudaSuccess && v->completed < v->recorded)
+        e = cudaErrorNotReady;
+    return end(e);
+}
+
+typedef struct event_target {
+    const struct CUevent_st *v;
+    uint64_t gen;
+} event_target;
+
+static int event_reached(const void *arg)
+{
+    const event_target *t = arg;
+    return t->v->completed >= t->gen;
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t ev)
+{
+    cudaError_t e = begin(F_cudaEventSynchronize, 0, NULL, NULL);
+    struct CUevent_st *v = NULL;
+    if (e == cudaSuccess)
+        e = get_event(ev, &v);
+    if (e == cudaSuccess) {
+        const event_target t = {v, v->recorded};
+        v->refs++;
+        e = wait_until(event_reached, &t, v->device);
+        event_unref(v);
+    }
+    return end(e);
+}
+
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b)
+{
+    cudaError_t e = begin(F_cudaEventElapsedTime, 0, NULL, NULL);
+    struct CUevent_st *x = NULL, *y = NULL;
+    if (e == cudaSuccess && !ms)
+        e = cudaErrorInvalidValue;
+    if (e == cudaSuccess)
+        e = get_event(a, &x);
+    if (e == cudaSuccess)
+        e = get_event(b, &y);
+    if (e == cudaSuccess)
+        e = ctx(x->device);
+    if (e == cudaSuccess &&
+        (!x->recorded || !y->recorded ||
+         ((x->flags | y->flags) & cudaEventDisableTiming)))
+        e = cudaErrorInvalidResourceHandle;
+    if (e == cudaSuccess &&
+        (x->completed < x->recorded || y->completed < y->recorded))
+        e = cudaErrorNotReady;
+    if (e == cudaSuccess)
+        *ms = (float)(((double)y->t_ns - (double)x->t_ns) / 1e6);
+    return end(e);
+}
+
+/* ---- the control interface ---- */
+
+void cudasim_get_config(cudasim_config *c)
+{
+    pthread_mutex_lock(&G.mu);
+    init_locked();
+    *c = G.cfg;
+    pthread_mutex_unlock(&G.mu);
+}
+
+static int anything_live(void)
+{
+    for (const struct CUstream_st *s = G.streams; s; s = s->next)
+        if (!s->legacy)
+            return 1;
+    return G.allocs || G.events;
+}
+
+int cudasim_set_config(const cudasim_config *c)
+{
+    pthread_mutex_lock(&G.mu);
+    init_locked();
+    int rc = 0;
+    if (c->devices != G.cfg.devices || c->device_bytes != G.cfg.device_bytes) {
+        if (anything_live() || c->devices < 0 ||
+            c->devices > CUDASIM_MAX_DEVICES)
+            rc = -1;
+    }
+    if (rc == 0) {
+        G.cfg = *c;
+        G.rng = c->seed;
+        if (t_device >= G.cfg.devices)
+            t_device = 0;
+    }
+    pthread_mutex_unlock(&G.mu);
+    return rc;
+}
+
+static int add_rule(const cudasim_fault *f)
+{
+    const int fid = find_fid(f->call);
+    if (fid == -2)
+        return -1;
+    for (int i = 0; i < MAX_RULES; i++) {
+        rule *r = &G.rules[i];
+        if (r->used)
+            continue;
+        *r = (rule){.used = 1,
+                    .fid = fid,
+                    .nth = f->nth,
+                    .times = f->times ? f->times : f->nth ? 1 : 0,
+                    .p = f->probability > 0 ? f->probability : 1.0,
+                    .error = f->error,
+                    .on_stream = f->on_stream,
+                    .stream = f->stream,
+                    .thread_only = f->this_thread,
+                    .thread = pthread_self(),
+                    .async = f->asynchronous};
+        return i;
+    }
+    return -1;
+}
+
+int cudasim_inject(const cudasim_fault *f)
+{
+    pthread_mutex_lock(&G.mu);
+    init_locked();
+    const int rc = f ? add_rule(f) : -1;
+    pthread_mutex_unlock(&G.mu);
+    return rc;
+}
+
+void cudasim_clear_faults(void)
+{
+    pthread_mutex_lock(&G.mu);
+    init_locked();
+    memset(G.rules, 0, sizeof G.rules);
+    for (int d = 0; d < CUDASIM_MAX_DEVICES; d++)
+        G.dev[d].sticky = cudaSuccess;
+    pthread_mutex_unlock(&G.mu);
+}
+
+unsigned long cudasim_faults_delivered(void)
+{
+    pthread_mutex_lock(&G.mu);
+    const unsigned long n = G.delivered;
+    pthread_mutex_unlock(&G.mu);
+    return n;
+}
+
+unsigned long cudasim_calls(const char *call)
+{
+    pthread_mutex_lock(&G.mu);
+    unsigned long n = 0;
+    const int fid = find_fid(call);
+    for (int i = 0; i < F_COUNT; i++)
+        if (fid == -1 || fid == i)
+            n += G.calls[i];
+    pthread_mutex_unlock(&G.mu);
+    return n;
+}
+
+void cudasim_pause(int on)
+{
+    pthread_mutex_lock(&G.mu);
+    G.paused = on;
+    if (!on)
+        for (struct CUstream_st *s = G.streams; s; s = s->next)
+            pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&G.mu);
+}
+
+int cudasim_blocked_threads(void)
+{
+    pthread_mutex_lock(&G.mu);
+    const int n = G.blocked;
+    pthread_mutex_unlock(&G.mu);
+    return n;
+}
+
+void *cudasim_device_view(const void *p)
+{
+    pthread_mutex_lock(&G.mu);
+    int bad;
+    const alloc *a = find_alloc(p, 0, &bad);
+    void *v = a ? a->view + ((const char *)p - a->base) : NULL;
+    pthread_mutex_unlock(&G.mu);
+    return v;
+}
+
+void cudasim_get_live(cudasim_live *out)
+{
+    memset(out, 0, sizeof *out);
+    pthread_mutex_lock(&G.mu);
+    for (const alloc *a = G.allocs; a; a = a->next) {
+        if (a->kind == MEM_DEVICE) {
+            out->device_allocs++;
+            out->device_bytes += a->size;
+        } else if (a->kind == MEM_PINNED) {
+            out->pinned_allocs++;
+            out->pinned_bytes += a->size;
+        } else {
+            out->managed_allocs++;
+            out->managed_bytes += a->size;
+        }
+    }
+    for (const struct CUstream_st *s = G.streams; s; s = s->next)
+        out->streams += !s->legacy && !s->destroyed;
+    for (const struct CUevent_st *v = G.events; v; v = v->next)
+        out->events++;
+    pthread_mutex_unlock(&G.mu);
+}
+
+unsigned long cudasim_violations(void)
+{
+    pthread_mutex_lock(&G.mu);
+    const unsigned long n = G.violations;
+    pthread_mutex_unlock(&G.mu);
+    return n;
+}

@@ -1,0 +1,140 @@
+/* cudasim: a simulated CUDA runtime for the tests.
+ *
+ * libcudasim exports the cuda* functions pinload, its tools, samples and
+ * tests call (the real signatures, from the toolkit's cuda_runtime_api.h),
+ * and `make CUDA=sim` links it in place of libcudart, so that
+ * loader/backend_cuda.c is compiled and run unchanged on a machine without a
+ * GPU. It behaves like the real runtime where pinload relies on it:
+ *
+ * - Every stream is a FIFO executed by its own thread; each operation first
+ *   waits a random 0..delay_us microseconds (and bytes / copy_gbs for a
+ *   copy), so host code that forgets to wait reads stale data or sees an
+ *   event that has not completed.
+ * - Events complete when the work recorded before them has; a stream that
+ *   waits on an event (cudaStreamWaitEvent) runs nothing further until then;
+ *   the legacy default stream (NULL) synchronises with blocking streams.
+ * - Host functions (cudaLaunchHostFunc) run in stream order on one callback
+ *   thread; any cuda* call from them fails with cudaErrorNotPermitted. They
+ *   are not called once the device has a sticky error, as in CUDA.
+ * - Device memory is not addressable by the host: cudaMalloc returns a view
+ *   of a memfd mapped PROT_NONE, so a host dereference crashes; the engine
+ *   copies through a second, read-write mapping of the same pages. Fresh
+ *   device memory holds garbage (0xCD), not zeros.
+ * - A copy from or to pageable (or managed) host memory returns only once
+ *   it has executed, in stream order, as CUDA's large pageable copies do;
+ *   from page-locked memory it is asynchronous.
+ * - Freeing memory (cudaFree, cudaFreeHost) that a queued operation still
+ *   reads or writes is a violation: reported on stderr, then abort() (or
+ *   counted, with CUDASIM_VIOLATION=count, the memory kept until the
+ *   operation is done).
+ * - Any call can fail on request (cudasim_inject): the N-th matching call,
+ *   or each with a probability, with the error CUDA would give, or a sticky
+ *   error that breaks the device as a faulting kernel would.
+ * - Several devices (default 2), each with its own current-device state per
+ *   thread, streams, events and memory.
+ *
+ * What it does not do: run kernels (nvcc-built code cannot link against it;
+ * cudasim_launch stands in for a kernel), peer access, graphs, IPC, texture
+ * memory. Settings come from the environment at the first call
+ * (CUDASIM_DEVICES, CUDASIM_DELAY_US, CUDASIM_COPY_GBS, CUDASIM_SEED,
+ * CUDASIM_DEVICE_MB, CUDASIM_VIOLATION=abort|count, CUDASIM_FAULTS) and can
+ * be changed by the functions below. Everything here is thread-safe. */
+#ifndef PINLOAD_CUDASIM_H
+#define PINLOAD_CUDASIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CUDASIM_MAX_DEVICES 8
+
+typedef struct cudasim_config {
+    int devices;            /* 0 .. CUDASIM_MAX_DEVICES; default 2 */
+    unsigned delay_us;      /* random delay before each operation, at most;
+                               default 100 */
+    double copy_gbs;        /* copy bandwidth in GB/s; 0: as fast as memcpy
+                               (default) */
+    uint64_t seed;          /* of the delays and fault probabilities */
+    size_t device_bytes;    /* memory per device; default 16 GiB */
+    int abort_on_violation; /* 1 (default): abort(); 0: count and go on */
+} cudasim_config;
+
+/* The settings in force. */
+void cudasim_get_config(cudasim_config *c);
+/* Change them. The device count and memory size only while no stream,
+ * event or allocation is live (returns -1 otherwise); delays, bandwidth and
+ * the violation policy at any time, for the operations queued after. */
+int cudasim_set_config(const cudasim_config *c);
+
+/* One fault to deliver. Zero fields mean "any" or the default. */
+typedef struct cudasim_fault {
+    const char *call; /* "cudaEventRecord"; NULL or "*": any cuda* call */
+    /* Fail the nth matching call from now (1: the next one); 0: every
+     * matching call with `probability` (0 taken as 1). */
+    unsigned long nth;
+    double probability;
+    unsigned long times; /* at most this many failures; 0: one if nth, else
+                            unlimited */
+    cudaError_t error;   /* cudaSuccess: the error this call usually gives
+                            (cudaErrorMemoryAllocation for allocations and
+                            creations, cudaErrorInvalidValue otherwise) */
+    int on_stream;       /* 1: only calls naming `stream` */
+    cudaStream_t stream; /* NULL: the legacy default stream */
+    int this_thread;     /* 1: only calls from the thread that injects */
+    /* 1: the call succeeds, and the operation it queued fails when the
+     * device executes it: the device takes `error` (default
+     * cudaErrorIllegalAddress) as a sticky error. */
+    int asynchronous;
+} cudasim_fault;
+
+/* Add a fault; returns its id (>= 0) or -1 when the table (32) is full. */
+int cudasim_inject(const cudasim_fault *f);
+/* Remove every fault not yet delivered; clear every sticky device error. */
+void cudasim_clear_faults(void);
+/* Failures delivered so far, over all faults. */
+unsigned long cudasim_faults_delivered(void);
+
+/* Calls of `call` so far ("cudaMemcpyAsync"), failed ones included; NULL:
+ * every cuda* call. */
+unsigned long cudasim_calls(const char *call);
+
+/* 1: streams start no new operation (those running finish); 0: go on. A
+ * synchronous copy issued while paused blocks until the streams resume. */
+void cudasim_pause(int on);
+/* Host threads blocked right now in a synchronous copy or a cuda*Synchronize
+ * call. */
+int cudasim_blocked_threads(void);
+
+/* A simulated kernel: fn(arg) runs on `stream`'s thread in stream order, as
+ * a kernel would, and may read or write device memory through
+ * cudasim_device_view(). [reads, reads + n) is memory it uses (NULL, 0:
+ * none), which must not be freed before it has run. fn may not call cuda*
+ * functions. */
+cudaError_t cudasim_launch(cudaStream_t stream, void (*fn)(void *), void *arg,
+                           const void *reads, size_t n);
+/* The engine's read-write address of device pointer p (p itself for
+ * managed or page-locked memory); NULL if p is not the sim's. Meant for
+ * simulated kernels and for tests that inspect device memory directly. */
+void *cudasim_device_view(const void *p);
+
+/* What is alive now: allocations, user streams and events. */
+typedef struct cudasim_live {
+    int device_allocs, pinned_allocs, managed_allocs;
+    size_t device_bytes, pinned_bytes, managed_bytes;
+    int streams, events;
+} cudasim_live;
+void cudasim_get_live(cudasim_live *out);
+
+/* Violations seen so far (with CUDASIM_VIOLATION=count). */
+unsigned long cudasim_violations(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
