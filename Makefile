@@ -234,12 +234,12 @@ $(BUILD)/samples/%: samples/%.c $(BUILD)/libpinload.a $(CUDASIM)
 	    $(BUILD)/libpinload.a $(LIBS)
 
 # Tests link the objects themselves, so they can reach the internals.
-$(BUILD)/tests/%: tests/%.c tests/testutil.h tests/fuzz/harness.h $(LIB_OBJ) \
-                  $(CUDASIM) | $(BUILD)/.deps-test
+$(BUILD)/tests/%: tests/%.c tests/testutil.h tests/testcuda.h \
+                  tests/fuzz/harness.h $(LIB_OBJ) $(CUDASIM) \
+                  | $(BUILD)/.deps-test
 	@mkdir -p $(@D)
 	$(CC) $(TEST_INC) $(CPPFLAGS_ALL) $(SIM_FLAGS) $(CFLAGS_ALL) $(LDFLAGS) \
-	    -o $@ $< \
-	    $(LIB_OBJ) $(TEST_LINK) $(LIBS)
+	    -o $@ $< $(LIB_OBJ) $(TEST_LINK) $(LIBS)
 
 # The stress program uses the public API only, like a user's program.
 $(STRESS): tests/stress.c $(BUILD)/libpinload.a $(CUDASIM)

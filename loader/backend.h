@@ -58,6 +58,14 @@ typedef struct backend_ops {
     int (*wait_released)(backend *b, be_stream *s);
     /* Block until everything queued on s, callbacks included, is done. */
     int (*sync)(backend *b, be_stream *s);
+    /* Block until the caller's stream `user` has done its work so far: what
+     * pl_loader_release falls back on when the release event cannot be
+     * recorded. */
+    int (*sync_user)(backend *b, struct CUstream_st *user);
+    /* Whether s can still make progress: 0 (done or running), or the error
+     * that broke the device (a copy that failed on it, say), after which
+     * its callbacks will never run. Never blocks. */
+    int (*query)(backend *b, be_stream *s);
     /* Queue on s the uint8 NHWC -> normalised float NCHW conversion of a
      * batch in device memory, samples with a non-zero status[] (host
      * memory) left all zeros (see normalize.h); NULL where the library was

@@ -21,10 +21,16 @@
 
 #define TIMED_COPIES 8 /* copies in flight per stream before one is waited */
 
+typedef enum timed_state {
+    TIMED_FREE,
+    TIMED_ISSUING, /* the prefetcher is recording it, without the lock */
+    TIMED_PENDING, /* recorded; harvested once its end event completes */
+} timed_state;
+
 typedef struct timed_copy {
     cudaEvent_t start, end;
     size_t bytes;
-    int pending;
+    timed_state state;
 } timed_copy;
 
 struct be_stream {
@@ -32,7 +38,10 @@ struct be_stream {
     cudaEvent_t ready;
     cudaEvent_t release;
     int release_recorded;
-    /* The prefetcher records copies, a stats query harvests them. */
+    /* The timing pairs: the prefetcher reserves one, a stats query
+     * harvests the completed ones. Held only for that bookkeeping, never
+     * across a CUDA call that may block (a copy from pageable or managed
+     * memory returns only once it is done). */
     pthread_mutex_t mu;
     timed_copy timed[TIMED_COPIES];
     int next_timed;
@@ -153,45 +162,61 @@ static int bind_thread(backend *b)
 }
 
 /* Moves a completed copy's time to the harvested totals; s->mu held. A
- * copy still in flight stays pending. */
+ * copy still in flight stays pending. Neither call blocks. */
 static void harvest(be_stream *s, timed_copy *t)
 {
-    if (!t->pending || cudaEventQuery(t->end) != cudaSuccess)
+    if (t->state != TIMED_PENDING || cudaEventQuery(t->end) != cudaSuccess)
         return;
     float ms = 0.0f;
     if (cudaEventElapsedTime(&ms, t->start, t->end) == cudaSuccess) {
         s->ns_done += (uint64_t)((double)ms * 1e6);
         s->bytes_done += t->bytes;
     }
-    t->pending = 0;
+    t->state = TIMED_FREE;
+}
+
+/* The timing pair for the next copy, reserved, or NULL: if the pair eight
+ * copies back is still in flight (the stream waits on a release), this copy
+ * goes untimed rather than the host waiting; ns_h2d and bytes_h2d both
+ * leave it out. */
+static timed_copy *reserve_timing(be_stream *s)
+{
+    pthread_mutex_lock(&s->mu);
+    timed_copy *t = &s->timed[s->next_timed];
+    harvest(s, t); /* eight copies back: long done, as a rule */
+    if (t->state == TIMED_FREE) {
+        t->state = TIMED_ISSUING;
+        s->next_timed = (s->next_timed + 1) % TIMED_COPIES;
+    } else {
+        t = NULL;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return t;
 }
 
 static int copy(backend *b, be_stream *s, void *dst, const void *src, size_t n)
 {
     (void)b;
-    pthread_mutex_lock(&s->mu);
-    timed_copy *t = &s->timed[s->next_timed];
-    harvest(s, t); /* eight copies back: long done, as a rule */
-    /* If it is not (the stream waits on a release), this copy goes untimed
-     * rather than the host waiting: ns_h2d and bytes_h2d both leave it out. */
-    const int timed = !t->pending;
+    timed_copy *t = reserve_timing(s);
     cudaError_t e = cudaSuccess;
-    if (timed) {
-        s->next_timed = (s->next_timed + 1) % TIMED_COPIES;
+    const char *what = "cudaEventRecord (copy start)";
+    if (t)
         e = cudaEventRecord(t->start, s->stream);
-    }
-    if (e == cudaSuccess)
+    if (e == cudaSuccess) {
+        what = "cudaMemcpyAsync";
         e = cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, s->stream);
-    if (timed && e == cudaSuccess)
-        e = cudaEventRecord(t->end, s->stream);
-    if (timed) {
-        t->bytes = n;
-        t->pending = e == cudaSuccess;
     }
-    pthread_mutex_unlock(&s->mu);
-    if (e != cudaSuccess)
-        return cuda_fail(e, "cudaMemcpyAsync");
-    return 0;
+    if (t && e == cudaSuccess) {
+        what = "cudaEventRecord (copy end)";
+        e = cudaEventRecord(t->end, s->stream);
+    }
+    if (t) {
+        pthread_mutex_lock(&s->mu);
+        t->bytes = n;
+        t->state = e == cudaSuccess ? TIMED_PENDING : TIMED_FREE;
+        pthread_mutex_unlock(&s->mu);
+    }
+    return e == cudaSuccess ? 0 : cuda_fail(e, what);
 }
 
 static void copy_time(backend *b, be_stream *s, uint64_t *ns, uint64_t *bytes)
@@ -269,6 +294,22 @@ static int stream_sync(backend *b, be_stream *s)
     return 0;
 }
 
+static int sync_user(backend *b, struct CUstream_st *user)
+{
+    (void)b;
+    CK(cudaStreamSynchronize(user));
+    return 0;
+}
+
+static int query(backend *b, be_stream *s)
+{
+    (void)b;
+    const cudaError_t e = cudaStreamQuery(s->stream);
+    return e == cudaSuccess || e == cudaErrorNotReady
+               ? 0
+               : cuda_fail(e, "cudaStreamQuery");
+}
+
 #ifdef PL_HAVE_NVCC
 static int normalize(backend *b, be_stream *s, void *dst, const void *src,
                      const int32_t *status, int count, int width, int height,
@@ -306,6 +347,8 @@ static const backend_ops cuda_ops = {
     .record_release = record_release,
     .wait_released = wait_released,
     .sync = stream_sync,
+    .sync_user = sync_user,
+    .query = query,
 #ifdef PL_HAVE_NVCC
     .normalize = normalize,
 #endif

@@ -129,6 +129,13 @@ static int stream_nothing(backend *b, be_stream *s)
     return 0;
 }
 
+static int user_nothing(backend *b, struct CUstream_st *user)
+{
+    (void)b;
+    (void)user;
+    return 0;
+}
+
 static struct CUevent_st *ready_event(be_stream *s)
 {
     (void)s;
@@ -166,6 +173,8 @@ static const backend_ops host_ops = {
     .record_release = record_release,
     .wait_released = stream_nothing,
     .sync = stream_nothing,
+    .sync_user = user_nothing,
+    .query = stream_nothing,
     .close = host_close,
 };
 

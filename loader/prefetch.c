@@ -12,6 +12,11 @@
 
 #define STOPPED 1 /* internal: the loader is being destroyed */
 
+/* How long the prefetcher waits for the workers before it checks that the
+ * copies it has in flight can still complete (a device that broke under
+ * them never calls their callbacks back). */
+#define HEALTH_CHECK_NS 100000000u /* 100 ms */
+
 /* The prefetcher thread's own state while it assembles a batch. */
 typedef struct fill {
     dbuf *cur;         /* buffer being filled, or NULL */
@@ -103,7 +108,12 @@ void prefetch_fini(prefetch *p)
     for (int i = 0; p->bufs && i < p->cfg.nbufs; i++) {
         dbuf *d = &p->bufs[i];
         if (d->stream) {
-            be->ops->sync(be, d->stream); /* copies and their callbacks */
+            /* The caller's kernels reading the batch it released last may
+             * still run: the stream waits for them, and the host for the
+             * stream (its copies and their callbacks) before anything is
+             * freed. */
+            be->ops->wait_released(be, d->stream);
+            be->ops->sync(be, d->stream);
             be->ops->stream_destroy(be, d->stream);
         }
         if (d->dev)
@@ -129,7 +139,7 @@ void prefetch_fini(prefetch *p)
 /* ---- the prefetcher thread ---- */
 
 /* Sticky: from now on pl_loader_next returns `code` after the batches
- * already queued. Called by the prefetcher only. */
+ * already queued; the first error set is the one kept. p->mu not held. */
 static int set_error(prefetch *p, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -356,14 +366,32 @@ static int take_slot(prefetch *p, fill *f, ring_slot *s)
     if (rc == 0 && s->batch == r->batches_per_epoch - 1)
         rc = end_epoch(p, f, s->epoch);
     for (int i = 0; i < f->nused; i++) {
+        be_stream *st = f->used[i]->stream;
         ring_add_copies(r, s, 1);
-        if (be->ops->after(be, f->used[i]->stream, ring_copy_done, s) < 0) {
-            ring_copy_done(s); /* the slot then leaks: the error is sticky */
-            rc = set_error(p, PL_ECUDA, "%s", pl_last_error());
-        }
+        if (be->ops->after(be, st, ring_copy_done, s) == 0)
+            continue;
+        rc = set_error(p, PL_ECUDA, "%s", pl_last_error());
+        /* The copies already queued on st still read the slot: it goes back
+         * to the workers once they are done, or never, if even waiting for
+         * them fails (the error is sticky either way). */
+        if (be->ops->sync(be, st) == 0)
+            ring_copy_done(s);
     }
     ring_copy_done(s);
     return rc;
+}
+
+/* The workers are slow, or cannot go on because a slot never came back: a
+ * device that broke under a copy never runs its callback. Then the copy
+ * streams say so, and the caller gets the error instead of waiting for a
+ * batch that cannot come. */
+static int check_streams(prefetch *p)
+{
+    backend *be = p->cfg.be;
+    for (int i = 0; i < p->cfg.nbufs; i++)
+        if (be->ops->query(be, p->bufs[i].stream) < 0)
+            return set_error(p, PL_ECUDA, "%s", pl_last_error());
+    return 0;
 }
 
 static void *prefetch_main(void *arg)
@@ -375,10 +403,15 @@ static void *prefetch_main(void *arg)
         set_error(p, PL_ECUDA, "%s", pl_last_error());
         return NULL;
     }
-    for (uint64_t seq = 0;; seq++) {
-        ring_slot *s = ring_wait_ready(p->cfg.ring, seq);
+    for (uint64_t seq = 0;;) {
+        int idle;
+        ring_slot *s =
+            ring_wait_ready_for(p->cfg.ring, seq, HEALTH_CHECK_NS, &idle);
+        if (idle && check_streams(p) == 0)
+            continue;
         if (!s || take_slot(p, &f, s) != 0)
             break;
+        seq++;
     }
     /* A half-filled buffer goes back, so destroy finds every buffer idle. */
     if (f.cur) {
@@ -470,6 +503,33 @@ int prefetch_next(prefetch *p, const pl_batch **out)
     return rc;
 }
 
+/* The release event could not be recorded, so the next copy into the
+ * buffer cannot be made to wait for the caller's kernels on the GPU: the
+ * host waits for the caller's stream instead, and the batch is released
+ * all the same (the call still reports the failure). If even that fails,
+ * *next becomes RETIRED: the buffer is never refilled, and the loader
+ * stops with the error. */
+static int release_on_host(prefetch *p, struct CUstream_st *stream,
+                           dbuf_state *next)
+{
+    char why[512];
+    snprintf(why, sizeof why, "%s", pl_last_error());
+    backend *be = p->cfg.be;
+    if (be->ops->sync_user(be, stream) == 0)
+        return err_set(PL_ECUDA,
+                       "pl_loader_release: %s; waited for the caller's "
+                       "stream on the host instead, and released the batch",
+                       why);
+    *next = DBUF_RETIRED;
+    char msg[1024];
+    snprintf(msg, sizeof msg,
+             "pl_loader_release: %s, and waiting for the caller's stream "
+             "failed too (%s): a device buffer is retired",
+             why, pl_last_error());
+    set_error(p, PL_ECUDA, "%s", msg);
+    return err_set(PL_ECUDA, "%s", msg);
+}
+
 int prefetch_release(prefetch *p, const pl_batch *b, struct CUstream_st *stream)
 {
     const dbuf *first = p->bufs, *last = p->bufs + p->cfg.nbufs;
@@ -479,19 +539,25 @@ int prefetch_release(prefetch *p, const pl_batch *b, struct CUstream_st *stream)
         return err_set(PL_EINVAL, "pl_loader_release: not a batch of this "
                                   "loader");
     dbuf *d = &p->bufs[cd - first];
-    int rc = 0;
     pthread_mutex_lock(&p->mu);
-    if (d->state != DBUF_HELD) {
-        /* Not d->batch's fields: the prefetcher may be refilling it. */
-        rc = err_set(PL_EINVAL, "pl_loader_release: that batch is not held "
-                                "(released twice?)");
-    } else {
-        backend *be = p->cfg.be;
-        rc = be->ops->record_release(be, d->stream, stream);
-        d->state = DBUF_FREE;
-        p->held--;
-        pthread_cond_broadcast(&p->pf_cv);
-    }
+    const int held = d->state == DBUF_HELD;
+    if (held)
+        d->state = DBUF_RELEASING;
+    pthread_mutex_unlock(&p->mu);
+    /* Not d->batch's fields: the prefetcher may be refilling it. */
+    if (!held)
+        return err_set(PL_EINVAL, "pl_loader_release: that batch is not held "
+                                  "(released twice?)");
+    /* Without the lock: the fallback waits for the caller's stream. */
+    backend *be = p->cfg.be;
+    dbuf_state next = DBUF_FREE;
+    int rc = be->ops->record_release(be, d->stream, stream);
+    if (rc < 0)
+        rc = release_on_host(p, stream, &next);
+    pthread_mutex_lock(&p->mu);
+    d->state = next;
+    p->held--;
+    pthread_cond_broadcast(&p->pf_cv);
     pthread_mutex_unlock(&p->mu);
     return rc;
 }

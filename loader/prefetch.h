@@ -5,7 +5,12 @@
  * buffer gets a ready event and joins the queue that pl_loader_next pops;
  * pl_loader_release hands it back, stream-ordered on CUDA.
  *
- *   device buffer: FREE -> FILLING -> QUEUED -> HELD -> FREE */
+ *   device buffer: FREE -> FILLING -> QUEUED -> HELD -> RELEASING -> FREE
+ *
+ * RELEASING lasts while pl_loader_release records the release event (or,
+ * if it cannot, waits for the caller's stream), without the lock; a buffer
+ * whose release can be ordered neither way is RETIRED, never used again,
+ * and the loader's error is set. */
 #ifndef PINLOAD_PREFETCH_H
 #define PINLOAD_PREFETCH_H
 
@@ -23,6 +28,8 @@ typedef enum dbuf_state {
     DBUF_FILLING,
     DBUF_QUEUED,
     DBUF_HELD,
+    DBUF_RELEASING,
+    DBUF_RETIRED,
 } dbuf_state;
 
 typedef struct dbuf {

@@ -1,8 +1,10 @@
 #include "ring.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "error.h"
 #include "pinload.h"
@@ -48,7 +50,11 @@ int ring_init(ring *r, int nslots, const ring_schedule *sched,
     r->be = be;
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->work_cv, NULL);
-    pthread_cond_init(&r->ready_cv, NULL);
+    pthread_condattr_t ca; /* ready waits time out on the monotonic clock */
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&r->ready_cv, &ca);
+    pthread_condattr_destroy(&ca);
 
     const size_t batch_bytes = sample_bytes * (size_t)sched->batch_size;
     r->mem_bytes = batch_bytes * (size_t)nslots;
@@ -120,18 +126,39 @@ void ring_finish(ring *r, ring_slot *slot)
     pthread_mutex_unlock(&r->mu);
 }
 
-ring_slot *ring_wait_ready(ring *r, uint64_t seq)
+ring_slot *ring_wait_ready_for(ring *r, uint64_t seq, uint64_t timeout_ns,
+                               int *idle)
 {
     ring_slot *s = &r->slots[seq % (uint64_t)r->nslots];
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    const uint64_t ns = (uint64_t)until.tv_nsec + timeout_ns;
+    until.tv_sec += (time_t)(ns / 1000000000u);
+    until.tv_nsec = (long)(ns % 1000000000u);
+    int timed_out = 0;
     pthread_mutex_lock(&r->mu);
-    while (!r->stop && !(s->seq == seq && s->state == SLOT_READY))
-        pthread_cond_wait(&r->ready_cv, &r->mu);
-    if (r->stop)
+    while (!r->stop && !(s->seq == seq && s->state == SLOT_READY) &&
+           !timed_out) {
+        if (timeout_ns)
+            timed_out = pthread_cond_timedwait(&r->ready_cv, &r->mu,
+                                               &until) == ETIMEDOUT;
+        else
+            pthread_cond_wait(&r->ready_cv, &r->mu);
+    }
+    const int stopped = r->stop;
+    if (stopped || timed_out)
         s = NULL;
     else
         s->state = SLOT_COPYING;
     pthread_mutex_unlock(&r->mu);
+    if (idle)
+        *idle = !stopped && timed_out;
     return s;
+}
+
+ring_slot *ring_wait_ready(ring *r, uint64_t seq)
+{
+    return ring_wait_ready_for(r, seq, 0, NULL);
 }
 
 void ring_add_copies(ring *r, ring_slot *slot, int n)

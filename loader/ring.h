@@ -89,6 +89,10 @@ void ring_finish(ring *r, ring_slot *slot);
 /* The prefetcher's next slot: batch seq once READY (now COPYING), or NULL
  * once ring_stop was called. */
 ring_slot *ring_wait_ready(ring *r, uint64_t seq);
+/* The same, but giving up after timeout_ns (0: never): then NULL with
+ * *idle set, so the caller can look at the copies it has in flight. */
+ring_slot *ring_wait_ready_for(ring *r, uint64_t seq, uint64_t timeout_ns,
+                               int *idle);
 
 /* While COPYING: n more completions must be reported by ring_copy_done
  * before the slot returns to FREE for batch seq + nslots. */

@@ -1,11 +1,14 @@
-/* The public loader API on the host backend: what each epoch delivers and
- * in which order, that the bytes depend only on (seed, epoch, index) and
- * not on the pipeline's shape, sharding, the life cycle, the caller's
- * mistakes, bad files under each error policy, and the queries. */
+/* The public loader API: what each epoch delivers and in which order, that
+ * the bytes depend only on (seed, epoch, index) and not on the pipeline's
+ * shape, sharding, the life cycle, the caller's mistakes, bad files under
+ * each error policy, and the queries. Run on the host backend by `make
+ * test`, and on simulated CUDA by `make test CUDA=sim`
+ * (PINLOAD_TEST_DEVICE=cuda): the same expectations hold on both. */
 #include <pthread.h>
 #include <sched.h>
 
 #include "pinload.h"
+#include "testcuda.h"
 #include "testutil.h"
 
 #define MAXS 256 /* samples per recorded epoch, at most */
@@ -50,20 +53,6 @@ static void log_count_init(log_count *c)
 }
 
 /* ---- fixtures ---- */
-
-/* root/c<i % classes>/img<i>.jpg for i < n, small and of varied sizes, each
- * with its own pattern. Class folders hold only files and the root only
- * folders. */
-static void make_tree(char root[64], int n, int classes)
-{
-    tu_tmpdir(root);
-    for (int i = 0; i < n; i++) {
-        char p[256];
-        snprintf(p, sizeof p, "%s/c%d/img%02d.jpg", root, i % classes, i);
-        tu_write_jpeg(p, 32 + (i % 5) * 8, 24 + (i % 4) * 8, (unsigned)i + 1,
-                      NULL);
-    }
-}
 
 /* root/f<i>.jpg for i < n: a flat folder, file order f00, f01, ... */
 static void make_flat(char root[64], int n)
@@ -117,7 +106,7 @@ static void base_cfg(pl_config *c, const char *data)
 {
     pl_config_default(c);
     c->data = data;
-    c->device = PL_DEVICE_HOST;
+    c->device = tu_device();
     c->log = quiet;
     c->batch_size = 5;
     c->width = 16;
@@ -208,13 +197,16 @@ static void run_epoch(pl_loader *l, int64_t epoch, run *r)
                   b->count);
         cr_assert_eq(b->bytes, (size_t)b->count * in.sample_bytes);
         cr_assert_not_null(b->data);
-        cr_assert_eq(b->host, b->data, "host backend: host is the data");
-        cr_assert_null(b->ready);
-        cr_assert_eq(pl_batch_wait(b, NULL), 0);
+        if (tu_on_cuda()) {
+            cr_assert_not_null(b->ready, "CUDA: the batch has a ready event");
+        } else {
+            cr_assert_eq(b->host, b->data, "host backend: host is the data");
+            cr_assert_null(b->ready);
+        }
         cr_assert_lt(r->nb, MAXB);
         cr_assert_leq(r->n + b->count, MAXS);
         r->counts[r->nb++] = b->count;
-        memcpy(r->bytes + (size_t)r->n * in.sample_bytes, b->host, b->bytes);
+        tu_batch_pixels(b, r->bytes + (size_t)r->n * in.sample_bytes);
         for (int i = 0; i < b->count; i++) {
             r->idx[r->n] = b->indices[i];
             r->lab[r->n] = b->labels[i];
@@ -267,7 +259,7 @@ Test(loader, every_file_is_delivered_once_per_epoch_with_its_folder_label,
      .timeout = TIMEOUT)
 {
     char root[64];
-    make_tree(root, 23, 3);
+    tu_make_tree(root, 23, 3);
     pl_config c;
     base_cfg(&c, root);
     pl_loader *l = create(&c);
@@ -305,7 +297,7 @@ Test(loader, epoch_end_comes_once_then_the_next_epoch_starts_at_batch_zero,
      .timeout = TIMEOUT)
 {
     char root[64];
-    make_tree(root, 12, 2);
+    tu_make_tree(root, 12, 2);
     pl_config c;
     base_cfg(&c, root);
     c.batch_size = 4;
@@ -331,7 +323,7 @@ Test(loader, batch_indices_are_the_epoch_order_position_by_position,
      .timeout = TIMEOUT)
 {
     char root[64];
-    make_tree(root, 23, 3);
+    tu_make_tree(root, 23, 3);
     pl_config c;
     base_cfg(&c, root);
     pl_loader *l = create(&c);
@@ -357,7 +349,7 @@ Test(loader, batch_indices_are_the_epoch_order_position_by_position,
 Test(loader, shuffle_off_gives_file_order, .timeout = TIMEOUT)
 {
     char root[64];
-    make_tree(root, 23, 3);
+    tu_make_tree(root, 23, 3);
     pl_config c;
     base_cfg(&c, root);
     c.shuffle = 0;
@@ -384,7 +376,7 @@ Test(loader, shuffle_off_gives_file_order, .timeout = TIMEOUT)
 Test(loader, short_last_batch_reports_its_real_count, .timeout = TIMEOUT)
 {
     char root[64];
-    make_tree(root, 23, 3);
+    tu_make_tree(root, 23, 3);
     pl_config c;
     base_cfg(&c, root);
     run r[2];
@@ -402,7 +394,7 @@ Test(loader, short_last_batch_reports_its_real_count, .timeout = TIMEOUT)
 Test(loader, drop_last_drops_the_short_batch, .timeout = TIMEOUT)
 {
     char root[64];
-    make_tree(root, 23, 3);
+    tu_make_tree(root, 23, 3);
     pl_config c;
     base_cfg(&c, root);
     c.drop_last = 1;
@@ -429,7 +421,7 @@ Test(loader, first_epoch_resumes_with_that_epochs_order_and_pixels,
      .timeout = TIMEOUT)
 {
     char root[64];
-    make_tree(root, 23, 3);
+    tu_make_tree(root, 23, 3);
     pl_config c;
     base_cfg(&c, root);
     run from0[5];
@@ -462,7 +454,7 @@ typedef void (*mutate_fn)(pl_config *c, int variant);
 static void assert_invariant(mutate_fn mutate, const char *what)
 {
     char root[64];
-    make_tree(root, 23, 3);
+    tu_make_tree(root, 23, 3);
     static const pl_augment augs[] = {PL_AUGMENT_NONE, PL_AUGMENT_EVAL,
                                       PL_AUGMENT_TRAIN};
     static const pl_format fmts[] = {PL_FORMAT_U8_NHWC, PL_FORMAT_F32_NCHW};
@@ -540,8 +532,10 @@ Test(loader, same_bytes_from_pinned_or_managed_memory, .timeout = TIMEOUT)
 Test(loader, managed_memory_on_the_host_backend_is_pageable_with_a_notice,
      .timeout = TIMEOUT)
 {
+    if (tu_on_cuda())
+        cr_skip_test("host backend only (test_cuda covers managed memory)");
     char root[64];
-    make_tree(root, 9, 2);
+    tu_make_tree(root, 9, 2);
     log_count lc;
     log_count_init(&lc);
     pl_config c;
@@ -642,7 +636,7 @@ Test(loader, pinned_workers_each_run_on_their_own_cpu, .timeout = TIMEOUT)
         if (CPU_ISSET(c, &allowed))
             cpus[n++] = c;
     char root[64];
-    make_tree(root, 6, 2);
+    tu_make_tree(root, 6, 2);
     for (int pin = 0; pin < 2; pin++) {
         pl_config c;
         base_cfg(&c, root);
@@ -676,7 +670,7 @@ Test(loader, same_bytes_with_one_or_three_device_buffers, .timeout = TIMEOUT)
 Test(loader, same_samples_whatever_the_batch_size, .timeout = TIMEOUT)
 {
     char root[64];
-    make_tree(root, 23, 3);
+    tu_make_tree(root, 23, 3);
     static const pl_augment augs[] = {PL_AUGMENT_NONE, PL_AUGMENT_EVAL,
                                       PL_AUGMENT_TRAIN};
     for (int a = 0; a < 3; a++) {
@@ -720,7 +714,7 @@ Test(loader, same_samples_whatever_the_batch_size, .timeout = TIMEOUT)
 Test(loader, f32_is_the_u8_output_normalised_per_channel, .timeout = TIMEOUT)
 {
     char root[64];
-    make_tree(root, 23, 3);
+    tu_make_tree(root, 23, 3);
     static const pl_augment augs[] = {PL_AUGMENT_NONE, PL_AUGMENT_EVAL,
                                       PL_AUGMENT_TRAIN};
     for (int a = 0; a < 3; a++) {
@@ -775,7 +769,7 @@ Test(loader, f32_is_the_u8_output_normalised_per_channel, .timeout = TIMEOUT)
 Test(loader, f16_is_the_f32_output_rounded_to_half, .timeout = TIMEOUT)
 {
     char root[64];
-    make_tree(root, 11, 2);
+    tu_make_tree(root, 11, 2);
     pl_config c;
     base_cfg(&c, root);
     c.width = 16;
@@ -809,7 +803,7 @@ Test(loader, train_pixels_are_a_function_of_seed_epoch_and_index,
      .timeout = TIMEOUT)
 {
     char root[64];
-    make_tree(root, 23, 3);
+    tu_make_tree(root, 23, 3);
     pl_config c;
     base_cfg(&c, root);
     run a[2], b[2], other[1];
@@ -850,7 +844,7 @@ Test(loader, deterministic_augments_give_the_same_pixels_every_epoch,
      .timeout = TIMEOUT)
 {
     char root[64];
-    make_tree(root, 23, 3);
+    tu_make_tree(root, 23, 3);
     for (int a = 0; a < 2; a++) {
         pl_config c;
         base_cfg(&c, root);
@@ -875,7 +869,7 @@ Test(loader, three_ranks_cover_every_index_with_equal_batch_counts,
      .timeout = TIMEOUT)
 {
     char root[64];
-    make_tree(root, 23, 3);
+    tu_make_tree(root, 23, 3);
     int seen[23] = {0};
     int64_t rank0_first = -1, rank2_last = -1;
     for (int rank = 0; rank < 3; rank++) {
@@ -919,7 +913,7 @@ Test(loader, three_ranks_cover_every_index_with_equal_batch_counts,
 Test(loader, shard_drop_mode_cuts_the_tail_without_repeats, .timeout = TIMEOUT)
 {
     char root[64];
-    make_tree(root, 23, 3);
+    tu_make_tree(root, 23, 3);
     int seen[23] = {0};
     for (int rank = 0; rank < 3; rank++) {
         pl_config c;
@@ -949,7 +943,7 @@ Test(loader, shard_drop_mode_cuts_the_tail_without_repeats, .timeout = TIMEOUT)
 Test(loader, rank_and_world_size_come_from_the_environment, .timeout = TIMEOUT)
 {
     char root[64];
-    make_tree(root, 23, 3);
+    tu_make_tree(root, 23, 3);
     pl_config c;
     base_cfg(&c, root);
     c.rank = 1;
@@ -993,7 +987,7 @@ Test(loader, destroy_mid_epoch_with_zero_one_or_two_batches_held,
      .timeout = TIMEOUT)
 {
     char root[64];
-    make_tree(root, 23, 3);
+    tu_make_tree(root, 23, 3);
     for (int held = 0; held <= 2; held++) {
         pl_config c;
         base_cfg(&c, root);
@@ -1011,7 +1005,7 @@ Test(loader, destroy_mid_epoch_with_zero_one_or_two_batches_held,
 Test(loader, destroy_right_after_create_and_destroy_null, .timeout = TIMEOUT)
 {
     char root[64];
-    make_tree(root, 23, 3);
+    tu_make_tree(root, 23, 3);
     pl_config c;
     base_cfg(&c, root);
     pl_loader_destroy(create(&c));
@@ -1022,7 +1016,7 @@ Test(loader, destroy_right_after_create_and_destroy_null, .timeout = TIMEOUT)
 Test(loader, fifty_create_destroy_cycles, .timeout = TIMEOUT)
 {
     char root[64];
-    make_tree(root, 12, 2);
+    tu_make_tree(root, 12, 2);
     for (int i = 0; i < 50; i++) {
         pl_config c;
         base_cfg(&c, root);
@@ -1045,7 +1039,7 @@ Test(loader, two_loaders_at_once_each_deliver_their_own_labels,
      .timeout = TIMEOUT)
 {
     char a_root[64], b_root[64], list[128];
-    make_tree(a_root, 23, 3);
+    tu_make_tree(a_root, 23, 3);
     /* The second: a list file with labels 4 and 6 over other images. */
     tu_tmpdir(b_root);
     snprintf(list, sizeof list, "%s/list.txt", b_root);
@@ -1123,7 +1117,7 @@ Test(loader, next_while_holding_every_device_buffer_is_ebusy,
      .timeout = TIMEOUT)
 {
     char root[64];
-    make_tree(root, 23, 3);
+    tu_make_tree(root, 23, 3);
     pl_config c;
     base_cfg(&c, root);
     c.device_buffers = 1;
@@ -1163,7 +1157,7 @@ Test(loader, next_while_holding_every_device_buffer_is_ebusy,
 Test(loader, releasing_a_batch_twice_is_einval, .timeout = TIMEOUT)
 {
     char root[64];
-    make_tree(root, 23, 3);
+    tu_make_tree(root, 23, 3);
     pl_config c;
     base_cfg(&c, root);
     pl_loader *l = create(&c);
@@ -1241,7 +1235,7 @@ Test(loader, releasing_twice_while_the_buffer_refills_is_einval,
 Test(loader, releasing_what_is_not_a_batch_is_einval, .timeout = TIMEOUT)
 {
     char root[64];
-    make_tree(root, 23, 3);
+    tu_make_tree(root, 23, 3);
     pl_config c;
     base_cfg(&c, root);
     pl_loader *l = create(&c);
@@ -1268,10 +1262,10 @@ typedef struct bad_set {
     char path[3][256];
 } bad_set;
 
-/* make_tree(root, 22, 3) plus three bad files, one per class folder. */
+/* tu_make_tree(root, 22, 3) plus three bad files, one per class folder. */
 static void make_tree_with_bad(char root[64], bad_set *bad)
 {
-    make_tree(root, 22, 3);
+    tu_make_tree(root, 22, 3);
     snprintf(bad->path[0], 256, "%s/c0/x.jpg", root);
     snprintf(bad->path[1], 256, "%s/c1/y.jpg", root);
     snprintf(bad->path[2], 256, "%s/c2/trunc.jpg", root);
@@ -1624,7 +1618,7 @@ Test(loader, fail_on_the_first_file_delivers_nothing, .timeout = TIMEOUT)
 Test(loader, info_describes_the_loader, .timeout = TIMEOUT)
 {
     char root[64];
-    make_tree(root, 23, 3);
+    tu_make_tree(root, 23, 3);
     for (int f = 0; f < 2; f++) {
         pl_config c;
         base_cfg(&c, root);
@@ -1648,8 +1642,9 @@ Test(loader, info_describes_the_loader, .timeout = TIMEOUT)
         cr_assert_eq(in.format, c.format);
         cr_assert_eq(in.sample_bytes, f ? 20u * 12 * 3 * 4 : 20u * 12 * 3);
         cr_assert_eq(in.batch_bytes, 5 * in.sample_bytes);
-        cr_assert_eq(in.backend, PL_BACKEND_HOST);
-        cr_assert_eq(in.device, -1);
+        cr_assert_eq(in.backend,
+                     tu_on_cuda() ? PL_BACKEND_CUDA : PL_BACKEND_HOST);
+        cr_assert_eq(in.device, tu_on_cuda() ? 0 : -1);
         cr_assert_eq(in.num_workers, 3);
         cr_assert_eq(in.prefetch, 3);
         cr_assert_eq(in.device_buffers, 4);
@@ -1670,7 +1665,7 @@ Test(loader, info_describes_the_loader, .timeout = TIMEOUT)
 Test(loader, stats_count_what_the_caller_received, .timeout = TIMEOUT)
 {
     char root[64];
-    make_tree(root, 23, 3);
+    tu_make_tree(root, 23, 3);
     pl_config c;
     base_cfg(&c, root);
     c.prefetch = 3;
@@ -1731,7 +1726,7 @@ Test(loader, stats_batches_counts_only_batches_handed_to_the_caller,
      .timeout = TIMEOUT)
 {
     char root[64];
-    make_tree(root, 23, 3);
+    tu_make_tree(root, 23, 3);
     pl_config c;
     base_cfg(&c, root);
     c.prefetch = 2;
@@ -1760,7 +1755,7 @@ Test(loader, class_names_samples_and_orders_check_their_arguments,
      .timeout = TIMEOUT)
 {
     char root[64];
-    make_tree(root, 23, 3);
+    tu_make_tree(root, 23, 3);
     pl_config c;
     base_cfg(&c, root);
     pl_loader *l = create(&c);
@@ -1813,19 +1808,24 @@ Test(loader, class_names_samples_and_orders_check_their_arguments,
     tu_rm_rf(root);
 }
 
+/* On CUDA, keep_host 0 means no host copy at all. */
 Test(loader, keep_host_off_still_sets_host_on_the_host_backend,
      .timeout = TIMEOUT)
 {
     char root[64];
-    make_tree(root, 23, 3);
+    tu_make_tree(root, 23, 3);
     pl_config c;
     base_cfg(&c, root);
     c.keep_host = 0;
     pl_loader *l = create(&c);
     const pl_batch *b;
     cr_assert_eq(pl_loader_next(l, &b), 0);
-    cr_assert_not_null(b->host);
-    cr_assert_eq(b->host, b->data);
+    if (tu_on_cuda()) {
+        cr_assert_null(b->host);
+    } else {
+        cr_assert_not_null(b->host);
+        cr_assert_eq(b->host, b->data);
+    }
     cr_assert_eq(pl_loader_release(l, b, NULL), 0);
     pl_loader_destroy(l);
     tu_rm_rf(root);
@@ -1858,7 +1858,7 @@ Test(loader, files_decoded_with_warnings_are_recorded_and_strict_refuses_them,
      .timeout = TIMEOUT)
 {
     char root[64], path[256];
-    make_tree(root, 6, 2);
+    tu_make_tree(root, 6, 2);
     snprintf(path, sizeof path, "%s/c1/cut.jpg", root);
     tu_write_jpeg(path, 64, 200, 3, NULL);
     size_t len;

@@ -424,6 +424,29 @@ Test(ring, stop_ends_claims_even_with_free_positions)
     fx_close(&f);
 }
 
+/* The prefetcher's timed wait: NULL and idle after the timeout while the
+ * batch is not ready, the slot as soon as it is; after stop, NULL and not
+ * idle. */
+Test(ring, timed_wait_ready_reports_idle_then_returns_the_ready_slot,
+     .timeout = 5)
+{
+    fixture f;
+    fx_open(&f, 2, 0, 4, 2, 3);
+    int idle = 0;
+    cr_assert_null(ring_wait_ready_for(&f.r, 0, 20000000, &idle));
+    cr_assert_eq(idle, 1, "timed out: idle");
+    ring_slot *s0 = fill_batch(&f.r, 0, 0, 0, 2);
+    idle = 1;
+    cr_assert_eq(ring_wait_ready_for(&f.r, 0, 20000000, &idle), s0);
+    cr_assert_eq(idle, 0);
+    cr_assert_eq(s0->state, SLOT_COPYING);
+    ring_stop(&f.r);
+    idle = 1;
+    cr_assert_null(ring_wait_ready_for(&f.r, 1, 20000000, &idle));
+    cr_assert_eq(idle, 0, "stopped, not idle");
+    fx_close(&f);
+}
+
 Test(ring, stop_wakes_a_blocked_wait_ready_which_returns_null, .timeout = 5)
 {
     fixture f;

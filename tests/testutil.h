@@ -190,6 +190,20 @@ static inline void tu_write_jpeg(const char *path, int w, int h, unsigned seed,
     free(rgb);
 }
 
+/* root/c<i % classes>/img<i>.jpg for i < n (root made fresh under /tmp),
+ * small and of varied sizes, each with its own pattern. Class folders hold
+ * only files and the root only folders. */
+static inline void tu_make_tree(char root[64], int n, int classes)
+{
+    tu_tmpdir(root);
+    for (int i = 0; i < n; i++) {
+        char p[256];
+        snprintf(p, sizeof p, "%s/c%d/img%02d.jpg", root, i % classes, i);
+        tu_write_jpeg(p, 32 + (i % 5) * 8, 24 + (i % 4) * 8, (unsigned)i + 1,
+                      NULL);
+    }
+}
+
 /* ---- reference decode ---- */
 
 /* Read a binary PPM (P6) or PGM (P5, replicated to RGB) from f. Returns

@@ -86,6 +86,7 @@ typedef struct cudasim_fault {
     int on_stream;       /* 1: only calls naming `stream` */
     cudaStream_t stream; /* NULL: the legacy default stream */
     int this_thread;     /* 1: only calls from the thread that injects */
+    int other_threads;   /* 1: only calls from other threads than that */
     /* 1: the call succeeds, and the operation it queued fails when the
      * device executes it: the device takes `error` (default
      * cudaErrorIllegalAddress) as a sticky error. */

@@ -1,0 +1,50 @@
+/* What lets a loader suite run on either backend: the device the tests ask
+ * for, and a batch's pixels read into host memory whatever the backend.
+ * `make test CUDA=sim` sets PINLOAD_TEST_DEVICE=cuda, so test_loader runs
+ * every loader on (simulated) CUDA device 0; otherwise the host backend. */
+#ifndef PINLOAD_TESTCUDA_H
+#define PINLOAD_TESTCUDA_H
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "pinload.h"
+#include "testutil.h"
+
+#ifdef PL_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+/* 1 when the suite runs its loaders on CUDA. */
+static inline int tu_on_cuda(void)
+{
+    const char *d = getenv("PINLOAD_TEST_DEVICE");
+    return d && !strcmp(d, "cuda");
+}
+
+/* The pl_config.device the suite's loaders use. */
+static inline int tu_device(void)
+{
+    return tu_on_cuda() ? 0 : PL_DEVICE_HOST;
+}
+
+/* Copies b's b->bytes of pixels to dst. On CUDA the way a program must:
+ * the legacy default stream waits for the batch (pl_batch_wait), then a
+ * device-to-host copy on it, which returns once done. */
+static inline void tu_batch_pixels(const pl_batch *b, void *dst)
+{
+    cr_assert_eq(pl_batch_wait(b, NULL), 0, "%s", pl_last_error());
+    if (!b->ready) {
+        memcpy(dst, b->data, b->bytes);
+        return;
+    }
+#ifdef PL_HAVE_CUDA
+    const cudaError_t e =
+        cudaMemcpy(dst, b->data, b->bytes, cudaMemcpyDeviceToHost);
+    cr_assert_eq(e, cudaSuccess, "cudaMemcpy: %s", cudaGetErrorString(e));
+#else
+    cr_assert(0, "a CUDA batch in a build without CUDA");
+#endif
+}
+
+#endif
