@@ -302,20 +302,31 @@ PL_EXPORT int pl_loader_create(const pl_config *cfg, pl_loader **out);
 
 /* Stop and join every thread and free everything, at any moment: before
  * the first batch, mid-epoch, with batches held (they become invalid).
+ * On CUDA it waits for the copies in flight and for the work queued on the
+ * streams given to pl_loader_release (the host blocks until the caller's
+ * kernels reading released batches are done); work reading a batch still
+ * held must be complete before the call, as for any memory one frees.
  * NULL is a no-op. */
 PL_EXPORT void pl_loader_destroy(pl_loader *l);
 
 /* The next batch of the current epoch, in order, waiting for it if needed.
  * [out] *out, valid until pl_loader_release(). Returns 0; PL_EPOCH_END once
  * when the epoch has no more batches (the next call starts the following
- * epoch); PL_EBUSY if the caller holds all device_buffers batches; or the
- * error of a bad sample under PL_ON_ERROR_FAIL, which stays. */
+ * epoch); PL_EBUSY if the caller holds all device_buffers batches; or an
+ * error that stays: a bad sample's under PL_ON_ERROR_FAIL, or PL_ECUDA when
+ * a CUDA call fails or the device fails under a copy (within about 100 ms
+ * of the failure, never a wait for a batch that cannot come). */
 PL_EXPORT int pl_loader_next(pl_loader *l, const pl_batch **out);
 
 /* Give a batch back. On CUDA the device buffer is reused only after the
  * work queued on `stream` up to now (the caller's kernels reading it) has
  * completed; the host does not wait. `stream` is ignored on the host
- * backend. PL_EINVAL if b is not a batch of l that is held. */
+ * backend. PL_EINVAL if b is not a batch of l that is held; otherwise the
+ * batch is no longer the caller's when the call returns, whatever it
+ * returns. PL_ECUDA if the release event could not be recorded on
+ * `stream` (a stream of another device, say): the host then waited for
+ * `stream` instead, so the ordering still holds; if even that failed, the
+ * buffer is retired and pl_loader_next returns the error from then on. */
 PL_EXPORT int pl_loader_release(pl_loader *l, const pl_batch *b,
                                 struct CUstream_st *stream);
 

@@ -140,8 +140,8 @@ ring_slot *ring_wait_ready_for(ring *r, uint64_t seq, uint64_t timeout_ns,
     while (!r->stop && !(s->seq == seq && s->state == SLOT_READY) &&
            !timed_out) {
         if (timeout_ns)
-            timed_out = pthread_cond_timedwait(&r->ready_cv, &r->mu,
-                                               &until) == ETIMEDOUT;
+            timed_out = pthread_cond_timedwait(&r->ready_cv, &r->mu, &until) ==
+                        ETIMEDOUT;
         else
             pthread_cond_wait(&r->ready_cv, &r->mu);
     }

@@ -59,8 +59,8 @@ static void assert_nothing_live(const char *when)
     cudasim_live lv;
     cudasim_get_live(&lv);
     cr_assert_eq(lv.device_allocs + lv.pinned_allocs + lv.managed_allocs, 0,
-                 "%s: %d device, %d pinned, %d managed allocations live",
-                 when, lv.device_allocs, lv.pinned_allocs, lv.managed_allocs);
+                 "%s: %d device, %d pinned, %d managed allocations live", when,
+                 lv.device_allocs, lv.pinned_allocs, lv.managed_allocs);
     cr_assert_eq(lv.streams, 0, "%s: %d streams live", when, lv.streams);
     cr_assert_eq(lv.events, 0, "%s: %d events live", when, lv.events);
 }
@@ -201,8 +201,8 @@ Test(cuda, batches_equal_the_host_backends_for_every_configuration,
                 cr_assert_eq(in.backend, PL_BACKEND_CUDA);
                 cr_assert_eq(in.pinned, mems[m] == PL_MEMORY_PINNED);
                 cr_assert_eq(in.gpu_normalize, 0, "no kernels on the sim");
-                cr_assert_not_null(strstr(in.backend_name, "(simulated)"),
-                                   "%s", in.backend_name);
+                cr_assert_not_null(strstr(in.backend_name, "(simulated)"), "%s",
+                                   in.backend_name);
                 pl_loader_destroy(l);
                 record got;
                 record_run(&c, 2, &got);
@@ -254,8 +254,8 @@ Test(cuda, keep_host_mirrors_the_device_batch_in_pinned_memory,
     cr_assert_eq(pl_loader_stats(l, &st), 0);
     pl_info in;
     pl_loader_info(l, &in);
-    cr_assert_eq(st.pinned_bytes, (uint64_t)(c.prefetch + c.device_buffers) *
-                                      in.batch_bytes,
+    cr_assert_eq(st.pinned_bytes,
+                 (uint64_t)(c.prefetch + c.device_buffers) * in.batch_bytes,
                  "the ring and one mirror per device buffer");
     pl_loader_destroy(l);
     tu_rm_rf(root);
@@ -415,8 +415,7 @@ static void next_batch(pl_loader *l, const pl_batch **b)
  * batches held, copies in flight. Memory a queued copy or kernel still uses
  * is never freed (the simulator aborts if it is), and nothing is left
  * behind: no allocation, stream or event. */
-Test(cuda, destroy_at_any_moment_frees_nothing_still_in_use,
-     .timeout = TIMEOUT)
+Test(cuda, destroy_at_any_moment_frees_nothing_still_in_use, .timeout = TIMEOUT)
 {
     sim_timing(500, 0);
     char root[64];
@@ -565,15 +564,15 @@ Test(cuda, a_failed_host_callback_never_frees_a_slot_under_its_copy,
     host_reference(c, 1, &ref);
     for (unsigned long nth = 1; nth <= 3; nth++) {
         cudasim_clear_faults();
-        cudasim_inject(&(cudasim_fault){.call = "cudaLaunchHostFunc",
-                                        .nth = nth});
+        cudasim_inject(
+            &(cudasim_fault){.call = "cudaLaunchHostFunc", .nth = nth});
         pl_loader *l = create(&c);
         int n;
         const int rc = run_until_error(l, 1, &ref, &n);
         cr_assert_eq(rc, PL_ECUDA, "fault %lu: %s (%s)", nth, pl_err_name(rc),
                      pl_last_error());
-        cr_assert_not_null(strstr(pl_last_error(), "cudaLaunchHostFunc"),
-                           "%s", pl_last_error());
+        cr_assert_not_null(strstr(pl_last_error(), "cudaLaunchHostFunc"), "%s",
+                           pl_last_error());
         cr_assert_geq(n, (int)nth - 1, "the batches before the failure");
         pl_loader_destroy(l);
         cudasim_clear_faults();
@@ -656,8 +655,7 @@ Test(cuda, a_copy_failing_on_the_device_ends_in_an_error_not_a_hang,
         while ((rc = pl_loader_next(l, &b)) == 0 || rc == PL_EPOCH_END)
             if (rc == 0)
                 pl_loader_release(l, b, NULL);
-        cr_assert_eq(rc, PL_ECUDA, "%s (%s)", pl_err_name(rc),
-                     pl_last_error());
+        cr_assert_eq(rc, PL_ECUDA, "%s (%s)", pl_err_name(rc), pl_last_error());
         cr_assert_not_null(strstr(pl_last_error(), "illegal memory access"),
                            "%s", pl_last_error());
         cr_assert_eq(pl_loader_next(l, &b), PL_ECUDA, "the error stays");
@@ -710,8 +708,7 @@ Test(cuda, every_call_of_an_epoch_can_fail_cleanly, .timeout = TIMEOUT)
             pl_loader_destroy(l);
             cudasim_clear_faults();
             char when[96];
-            snprintf(when, sizeof when, "%s failing at use %lu", calls[i],
-                     nth);
+            snprintf(when, sizeof when, "%s failing at use %lu", calls[i], nth);
             assert_nothing_live(when);
         }
     record_free(&ref);

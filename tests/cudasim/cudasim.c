@@ -200,8 +200,7 @@ static uint64_t now_ns(void)
 
 static void sleep_ns(uint64_t ns)
 {
-    struct timespec t = {(time_t)(ns / 1000000000u),
-                         (long)(ns % 1000000000u)};
+    struct timespec t = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
     while (nanosleep(&t, &t) != 0 && errno == EINTR) {
     }
 }
@@ -280,10 +279,8 @@ static const struct {
     {cudaErrorInvalidPc, "cudaErrorInvalidPc", "invalid program counter"},
     {cudaErrorLaunchFailure, "cudaErrorLaunchFailure",
      "unspecified launch failure"},
-    {cudaErrorNotPermitted, "cudaErrorNotPermitted",
-     "operation not permitted"},
-    {cudaErrorNotSupported, "cudaErrorNotSupported",
-     "operation not supported"},
+    {cudaErrorNotPermitted, "cudaErrorNotPermitted", "operation not permitted"},
+    {cudaErrorNotSupported, "cudaErrorNotSupported", "operation not supported"},
     {cudaErrorUnknown, "cudaErrorUnknown", "unknown error"},
 };
 
@@ -449,10 +446,11 @@ static int rule_fires(rule *r, int fid, int has_stream, cudaStream_t stream)
     if (!r->used || (r->fid >= 0 && r->fid != fid))
         return 0;
     if (r->on_stream &&
-        (!has_stream || (is_legacy(r->stream) ? !is_legacy(stream)
-                                              : r->stream != stream)))
+        (!has_stream ||
+         (is_legacy(r->stream) ? !is_legacy(stream) : r->stream != stream)))
         return 0;
-    if (r->thread_only && !pthread_equal(r->thread, pthread_self()))
+    if (r->thread_only &&
+        !!pthread_equal(r->thread, pthread_self()) != (r->thread_only > 0))
         return 0;
     r->seen++;
     int fire;
@@ -582,8 +580,7 @@ static cudaError_t map_device(alloc *a)
     void *base = MAP_FAILED, *view = MAP_FAILED;
     if (ftruncate(fd, (off_t)a->mapped) == 0) {
         base = mmap(NULL, a->mapped, PROT_NONE, MAP_SHARED, fd, 0);
-        view = mmap(NULL, a->mapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-                    0);
+        view = mmap(NULL, a->mapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     }
     close(fd);
     if (base == MAP_FAILED || view == MAP_FAILED) {
@@ -617,8 +614,8 @@ static cudaError_t new_alloc(void **out, size_t n, mem_kind kind)
     if (n == 0)
         return cudaSuccess;
     const int d = t_device;
-    if (kind == MEM_DEVICE && G.dev[d].used + page_round(n) >
-                                  G.cfg.device_bytes)
+    if (kind == MEM_DEVICE &&
+        G.dev[d].used + page_round(n) > G.cfg.device_bytes)
         return cudaErrorMemoryAllocation;
     alloc *a = calloc(1, sizeof *a);
     if (!a)
@@ -764,10 +761,9 @@ static int deps_met(const struct CUstream_st *s, const op *o)
 
 static uint64_t op_delay(struct CUstream_st *s, const op *o)
 {
-    uint64_t ns = G.cfg.delay_us
-                      ? xorshift(&s->rng) % ((uint64_t)G.cfg.delay_us + 1) *
-                            1000u
-                      : 0;
+    uint64_t ns = G.cfg.delay_us ? xorshift(&s->rng) %
+                                       ((uint64_t)G.cfg.delay_us + 1) * 1000u
+                                 : 0;
     if (o->kind == OP_COPY && G.cfg.copy_gbs > 0)
         ns += (uint64_t)((double)o->n / G.cfg.copy_gbs);
     return ns;
@@ -968,7 +964,9 @@ static cudaError_t enqueue(struct CUstream_st *s, op *o)
     return cudaSuccess;
 }
 
-/* Waits, G.mu held, until `done` says so or the device breaks. */
+/* Waits, G.mu held, until `done` says so or the device breaks. A broken
+ * device's error wins even when `done` holds: its streams complete what
+ * they drop, so being done does not mean the work ran. */
 static cudaError_t wait_until(int (*done)(const void *), const void *arg,
                               int device)
 {
@@ -976,7 +974,7 @@ static cudaError_t wait_until(int (*done)(const void *), const void *arg,
     while (!done(arg) && !ctx(device))
         pthread_cond_wait(&G.done, &G.mu);
     G.blocked--;
-    return done(arg) ? cudaSuccess : ctx(device);
+    return ctx(device);
 }
 
 /* Queues o on s and returns once it has run, for a synchronous call. */
@@ -1043,7 +1041,7 @@ static cudaError_t check_device(int device)
     if (G.cfg.devices == 0)
         return cudaErrorNoDevice;
     return device < 0 || device >= G.cfg.devices ? cudaErrorInvalidDevice
-                                                  : cudaSuccess;
+                                                 : cudaSuccess;
 }
 
 cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
@@ -1109,8 +1107,9 @@ cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr,
         *value = 1;
         break;
     default:
-        fprintf(stderr, "cudasim: cudaDeviceGetAttribute(%d) is not "
-                        "simulated\n",
+        fprintf(stderr,
+                "cudasim: cudaDeviceGetAttribute(%d) is not "
+                "simulated\n",
                 (int)attr);
         e = cudaErrorNotSupported;
     }
@@ -1251,9 +1250,9 @@ cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *at,
 /* One end of a copy. */
 typedef struct endpoint {
     alloc *a;
-    char *engine;  /* where the engine reads or writes it */
-    int device;    /* device memory (not host-addressable) */
-    int pageable;  /* host memory CUDA cannot DMA from directly */
+    char *engine; /* where the engine reads or writes it */
+    int device;   /* device memory (not host-addressable) */
+    int pageable; /* host memory CUDA cannot DMA from directly */
 } endpoint;
 
 static cudaError_t resolve(const void *p, size_t n, endpoint *e)
@@ -1529,10 +1528,9 @@ static int collect_targets(struct CUstream_st *s, int device,
         return -1;
     int k = 0;
     for (struct CUstream_st *t = G.streams; t; t = t->next) {
-        const int want =
-            s ? t == s || (s->legacy && t->device == s->device &&
-                           !(t->flags & cudaStreamNonBlocking))
-              : t->device == device;
+        const int want = s ? t == s || (s->legacy && t->device == s->device &&
+                                        !(t->flags & cudaStreamNonBlocking))
+                           : t->device == device;
         if (want) {
             t->refs++;
             v[k++] = (stream_target){t, t->submitted};
@@ -1555,7 +1553,7 @@ static cudaError_t wait_streams(struct CUstream_st *s, int device)
     const int n = collect_targets(s, device, &v);
     if (n < 0)
         return cudaErrorMemoryAllocation;
-    cudaError_t e = cudaSuccess;
+    cudaError_t e = ctx(device); /* with no stream to wait for too */
     for (int i = 0; i < n && e == cudaSuccess; i++)
         e = wait_until(stream_reached, &v[i], v[i].s->device);
     unref_targets(v, n);
@@ -1596,8 +1594,7 @@ cudaError_t cudaStreamQuery(cudaStream_t stream)
     return end(e);
 }
 
-cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn,
-                               void *arg)
+cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *arg)
 {
     cudaError_t async;
     cudaError_t e = begin(F_cudaLaunchHostFunc, 1, stream, &async);
@@ -1828,9 +1825,8 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b)
         e = get_event(b, &y);
     if (e == cudaSuccess)
         e = ctx(x->device);
-    if (e == cudaSuccess &&
-        (!x->recorded || !y->recorded ||
-         ((x->flags | y->flags) & cudaEventDisableTiming)))
+    if (e == cudaSuccess && (!x->recorded || !y->recorded ||
+                             ((x->flags | y->flags) & cudaEventDisableTiming)))
         e = cudaErrorInvalidResourceHandle;
     if (e == cudaSuccess &&
         (x->completed < x->recorded || y->completed < y->recorded))
@@ -1890,12 +1886,16 @@ static int add_rule(const cudasim_fault *f)
         *r = (rule){.used = 1,
                     .fid = fid,
                     .nth = f->nth,
-                    .times = f->times ? f->times : f->nth ? 1 : 0,
+                    .times = f->times ? f->times
+                             : f->nth ? 1
+                                      : 0,
                     .p = f->probability > 0 ? f->probability : 1.0,
                     .error = f->error,
                     .on_stream = f->on_stream,
                     .stream = f->stream,
-                    .thread_only = f->this_thread,
+                    .thread_only = f->this_thread     ? 1
+                                   : f->other_threads ? -1
+                                                      : 0,
                     .thread = pthread_self(),
                     .async = f->asynchronous};
         return i;
