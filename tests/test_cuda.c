@@ -203,6 +203,12 @@ Test(cuda, batches_equal_the_host_backends_for_every_configuration,
                 cr_assert_eq(in.gpu_normalize, 0, "no kernels on the sim");
                 cr_assert_not_null(strstr(in.backend_name, "(simulated)"), "%s",
                                    in.backend_name);
+                pl_stats st;
+                cr_assert_eq(pl_loader_stats(l, &st), 0);
+                const int locked = (mems[m] == PL_MEMORY_PINNED) * c.prefetch +
+                                   kh * c.device_buffers;
+                cr_assert_eq(st.pinned_bytes, (uint64_t)locked * in.batch_bytes,
+                             "page-locked: the ring if pinned, the mirrors");
                 pl_loader_destroy(l);
                 record got;
                 record_run(&c, 2, &got);
