@@ -262,24 +262,31 @@ $(BUILD)/tests/test_faults: tests/test_faults.c tests/testutil.h \
 	$(CC) $(TEST_INC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(LDFLAGS) -o $@ $< \
 	    $(FAULT_OBJ) $(TEST_LINK) $(LIBS)
 
-# RANK and WORLD_SIZE are unset: inside a torchrun or SLURM job they would
-# shard every loader the tests make. After the host suites, the CUDA-path
-# suites run on the simulated runtime, in $(BUILD)/sim, with the same
+# The launchers' variables are unset: inside a torchrun, SLURM or MPI job
+# they would shard every loader the tests make.
+LAUNCHER_VARS := RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE SLURM_PROCID \
+                 SLURM_NTASKS SLURM_LOCALID SLURM_NTASKS_PER_NODE \
+                 SLURM_TASKS_PER_NODE SLURM_NODEID OMPI_COMM_WORLD_RANK \
+                 OMPI_COMM_WORLD_SIZE OMPI_COMM_WORLD_LOCAL_RANK \
+                 OMPI_COMM_WORLD_LOCAL_SIZE PMI_RANK PMI_SIZE \
+                 MPI_LOCALRANKID MPI_LOCALNRANKS
+NO_LAUNCHER := env $(foreach v,$(LAUNCHER_VARS),-u $(v))
+# After the host suites, the CUDA-path suites run on the simulated runtime, in $(BUILD)/sim, with the same
 # sanitizers: test_cudasim (the simulator itself), test_cuda (the CUDA
 # backend's ordering, faults and bytes) and test_loader with every loader on
 # simulated CUDA (PINLOAD_TEST_DEVICE=cuda).
 ifneq ($(SIM),)
 test: $(SIM_TEST_BIN) $(TOOLS) $(SAMPLES)
 	@set -e; for t in $(SIM_TEST_BIN); do \
-	    echo "== $$t (simulated CUDA)"; env -u RANK -u WORLD_SIZE \
+	    echo "== $$t (simulated CUDA)"; $(NO_LAUNCHER) \
 	    PINLOAD_BUILD=$(BUILD) PINLOAD_TEST_DEVICE=cuda \
 	    $$t --jobs $(JOBS); done
 else
 test: $(TEST_BIN) $(STRESS) $(TOOLS) $(SAMPLES)
 	@set -e; for t in $(TEST_BIN); do \
-	    echo "== $$t"; env -u RANK -u WORLD_SIZE PINLOAD_BUILD=$(BUILD) \
+	    echo "== $$t"; $(NO_LAUNCHER) PINLOAD_BUILD=$(BUILD) \
 	    $$t --jobs $(JOBS); done
-	@echo "== $(STRESS)"; env -u RANK -u WORLD_SIZE $(STRESS)
+	@echo "== $(STRESS)"; $(NO_LAUNCHER) $(STRESS)
 ifneq ($(HAVE_CUDA),)
 	@$(MAKE) --no-print-directory CUDA=sim BUILD=$(BUILD)/sim test
 else

@@ -174,12 +174,29 @@ typedef enum pl_log_level {
     PL_LOG_WARNING = 1, /* a bad file skipped or substituted */
 } pl_log_level;
 
-/* The device field's special values; 0, 1, ... are CUDA ordinals. */
-#define PL_DEVICE_AUTO (-1) /* CUDA device 0 if there is one, else host */
+/* The device field's special values; 0, 1, ... are CUDA ordinals. An
+ * ordinal that cannot be had (no driver, no such device) makes
+ * pl_loader_create fail, naming it and why; only AUTO falls back to the host
+ * backend, with a notice. No pinload call leaves the calling thread on
+ * another CUDA device than it found it on. */
+#define PL_DEVICE_AUTO                                                         \
+    (-1)                    /* the calling thread's current CUDA device        \
+                               (cudaGetDevice: what cudaSetDevice or           \
+                               torch.cuda.set_device chose), else host */
 #define PL_DEVICE_HOST (-2) /* host backend, CUDA or not */
+#define PL_DEVICE_LOCAL_RANK                                                   \
+    (-3) /* the ordinal of the launcher's local rank                           \
+            (LOCAL_RANK, SLURM_LOCALID, ...; see                               \
+            PL_FROM_ENV), 0 without a launcher */
 
-/* Rank and world size: take them from the RANK and WORLD_SIZE environment
- * variables at create time (0 and 1 where unset). */
+/* Rank and world size: take them from the launcher's environment at create
+ * time, from the first family set: torchrun (RANK, WORLD_SIZE, LOCAL_RANK,
+ * LOCAL_WORLD_SIZE), SLURM (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID,
+ * SLURM_NTASKS_PER_NODE or SLURM_TASKS_PER_NODE), Open MPI
+ * (OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE), MPICH/PMI
+ * (PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS); 0 and 1 when none
+ * is. Half a pair, or a rank outside [0, world), is an error naming the
+ * variables; the create notice says which family was used. */
 #define PL_FROM_ENV (-1)
 
 /* Called from any of the loader's threads, never concurrently for one
@@ -211,14 +228,19 @@ typedef struct pl_config {
     int world_size;      /* number of shards; default PL_FROM_ENV */
     pl_shard_mode shard_mode; /* default PL_SHARD_PAD */
 
-    int num_workers;  /* decode threads; 0 = one per online CPU (default) */
+    /* Decode threads. 0 (default): the CPUs this process may run on (its
+     * affinity mask, and a cgroup CPU quota where one is set) shared among
+     * the launcher's ranks on this node, at least 1; the create notice
+     * says how many and why. */
+    int num_workers;
     int prefetch;     /* batch slots in the host ring; default 2 */
     pl_memory memory; /* host ring memory; default PL_MEMORY_PINNED */
     /* 1: if pinned memory cannot be had (cudaHostAlloc fails, mlock is not
      * permitted), use pageable memory and say why in a notice; 0: fail
      * pl_loader_create with the reason. Default 1. */
     int pinned_fallback;
-    int device;         /* CUDA ordinal, PL_DEVICE_AUTO (default) or _HOST */
+    int device;         /* CUDA ordinal, PL_DEVICE_AUTO (default), _HOST or
+                           _LOCAL_RANK */
     int device_buffers; /* device buffers, each with its copy stream;
                            default 2 */
     /* 1: pl_batch.host holds the batch in page-locked host memory too, at
@@ -320,7 +342,9 @@ PL_EXPORT int pl_loader_next(pl_loader *l, const pl_batch **out);
 
 /* Give a batch back. On CUDA the device buffer is reused only after the
  * work queued on `stream` up to now (the caller's kernels reading it) has
- * completed; the host does not wait. `stream` is ignored on the host
+ * completed; the host does not wait. `stream` must be a stream of the
+ * loader's device (NULL: the legacy default stream of the loader's device,
+ * whatever the calling thread's current device); it is ignored on the host
  * backend. PL_EINVAL if b is not a batch of l that is held; otherwise the
  * batch is no longer the caller's when the call returns, whatever it
  * returns. PL_ECUDA if the release event could not be recorded on

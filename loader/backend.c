@@ -11,8 +11,14 @@ int backend_open(backend **out, int device, logger *lg)
         return backend_host_open(out, lg, "config.device is PL_DEVICE_HOST");
 #ifdef PL_HAVE_CUDA
     const int rc = backend_cuda_open(out, device, lg, why, sizeof why);
-    if (rc != PL_ECUDA)
-        return rc; /* opened, or an invalid ordinal */
+    if (rc != PL_ECUDA || device != PL_DEVICE_AUTO)
+        return rc; /* opened, or an ordinal that cannot be had */
+#else
+    if (device != PL_DEVICE_AUTO)
+        return err_set(PL_ECUDA,
+                       "pl_loader_create: config.device: CUDA device %d "
+                       "requested, but this build of pinload has no CUDA",
+                       device);
 #endif
     return backend_host_open(out, lg, why);
 }

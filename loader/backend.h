@@ -33,8 +33,14 @@ typedef struct backend_ops {
     void (*dev_free)(backend *b, void *p);
     int (*stream_create)(backend *b, be_stream **s);
     void (*stream_destroy)(backend *b, be_stream *s);
-    /* The calling thread will issue copies (CUDA: select the device). */
+    /* The calling thread, one of the loader's own, will issue copies
+     * (CUDA: select the device for good). */
     int (*bind_thread)(backend *b);
+    /* Make the backend's device current on a caller's thread for the
+     * duration of a call (create, destroy); [out] *saved is what leave()
+     * restores, so no call leaves the caller on another device. */
+    int (*enter)(backend *b, int *saved);
+    void (*leave)(backend *b, int saved);
     /* Queue a host-to-device copy of n bytes on s. */
     int (*copy)(backend *b, be_stream *s, void *dst, const void *src, size_t n);
     /* Queue the migration of managed memory [p, p + n) to the device on s
@@ -85,10 +91,13 @@ struct backend {
     char name[160]; /* "cuda device 0 (NVIDIA H100 80GB HBM3)" */
 };
 
-/* Open the backend for config.device: PL_DEVICE_HOST, PL_DEVICE_AUTO or an
- * ordinal. Falls back to host, with the reason in b->name, when no CUDA
- * driver or device is usable; PL_EINVAL for an ordinal beyond the devices
- * present. */
+/* Open the backend for config.device: PL_DEVICE_HOST, PL_DEVICE_AUTO (the
+ * calling thread's current CUDA device) or an ordinal (PL_DEVICE_LOCAL_RANK
+ * resolved by the caller). AUTO falls back to host, with the reason in
+ * b->name, when no CUDA driver or device is usable; an ordinal that cannot
+ * be had is an error naming it (PL_EINVAL beyond the devices present,
+ * PL_ECUDA when none is usable). The calling thread's current device is
+ * left as it was. */
 int backend_open(backend **out, int device, logger *lg);
 void backend_close(backend *b);
 

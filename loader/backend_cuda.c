@@ -161,6 +161,20 @@ static int bind_thread(backend *b)
     return 0;
 }
 
+static int enter(backend *b, int *saved)
+{
+    CK(cudaGetDevice(saved));
+    if (*saved != b->device)
+        CK(cudaSetDevice(b->device));
+    return 0;
+}
+
+static void leave(backend *b, int saved)
+{
+    if (saved != b->device)
+        cudaSetDevice(saved);
+}
+
 /* Moves a completed copy's time to the harvested totals; s->mu held. A
  * copy still in flight stays pending. Neither call blocks. */
 static void harvest(be_stream *s, timed_copy *t)
@@ -271,10 +285,22 @@ static struct CUevent_st *ready_event(be_stream *s)
     return s->ready;
 }
 
+static int enter(backend *b, int *saved);
+static void leave(backend *b, int saved);
+
+/* NULL is the legacy default stream of the loader's device (CUDA would take
+ * the calling thread's, where the event, of the loader's device, cannot be
+ * recorded). */
 static int record_release(backend *b, be_stream *s, struct CUstream_st *user)
 {
-    (void)b;
-    CK(cudaEventRecord(s->release, user));
+    int saved = b->device;
+    if (!user && enter(b, &saved) < 0)
+        return PL_ECUDA;
+    const cudaError_t e = cudaEventRecord(s->release, user);
+    if (!user)
+        leave(b, saved);
+    if (e != cudaSuccess)
+        return cuda_fail(e, "cudaEventRecord (release)");
     s->release_recorded = 1;
     return 0;
 }
@@ -337,6 +363,8 @@ static const backend_ops cuda_ops = {
     .stream_create = stream_create,
     .stream_destroy = stream_destroy,
     .bind_thread = bind_thread,
+    .enter = enter,
+    .leave = leave,
     .copy = copy,
     .migrate = migrate,
     .copy_time = copy_time,
@@ -355,34 +383,53 @@ static const backend_ops cuda_ops = {
     .close = cuda_close,
 };
 
-/* Returns 0 with *out set, PL_EINVAL for an ordinal beyond the devices, or
- * PL_ECUDA with `why` saying why the host backend should be used. */
+/* Returns 0 with *out set; PL_ECUDA with `why` saying why the host backend
+ * should be used, for AUTO; an error naming the ordinal otherwise. */
 int backend_cuda_open(backend **out, int device, logger *lg, char *why,
                       size_t why_cap)
 {
-    int count = 0;
+    int count = 0, ordinal = device;
     cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess || count == 0) {
+    if (e == cudaSuccess && count == 0)
+        e = cudaErrorNoDevice;
+    if (e == cudaSuccess && device == PL_DEVICE_AUTO)
+        e = cudaGetDevice(&ordinal); /* the caller's, as CUDA users expect */
+    int driver = -1;
+    if (e != cudaSuccess && cudaDriverGetVersion(&driver) == cudaSuccess &&
+        driver == 0) /* not an old driver: none at all */
+        snprintf(why, why_cap, "no NVIDIA driver found");
+    else if (e != cudaSuccess)
         snprintf(why, why_cap, "no usable CUDA device: %s",
-                 e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+                 cudaGetErrorString(e));
+    if (e != cudaSuccess) {
         cudaGetLastError(); /* clear the sticky-free error state */
-        return PL_ECUDA;
+        if (device == PL_DEVICE_AUTO)
+            return PL_ECUDA;
+        return err_set(PL_ECUDA,
+                       "pl_loader_create: config.device: CUDA device %d "
+                       "requested, but %s (%s)",
+                       device,
+                       driver == 0 ? "no NVIDIA driver was found"
+                                   : cudaGetErrorString(e),
+                       cudaGetErrorName(e));
     }
-    const int ordinal = device == PL_DEVICE_AUTO ? 0 : device;
     if (ordinal >= count)
         return err_set(PL_EINVAL,
-                       "pl_loader_create: config.device: CUDA "
-                       "device %d requested, %d present",
-                       device, count);
+                       "pl_loader_create: config.device: CUDA device %d "
+                       "requested, %d present",
+                       ordinal, count);
     struct cudaDeviceProp prop;
-    e = cudaSetDevice(ordinal);
-    if (e == cudaSuccess)
-        e = cudaGetDeviceProperties(&prop, ordinal);
+    e = cudaGetDeviceProperties(&prop, ordinal);
     if (e != cudaSuccess) {
+        cudaGetLastError();
         snprintf(why, why_cap, "CUDA device %d unusable: %s", ordinal,
                  cudaGetErrorString(e));
-        cudaGetLastError();
-        return PL_ECUDA;
+        return device == PL_DEVICE_AUTO
+                   ? PL_ECUDA
+                   : err_set(PL_ECUDA,
+                             "pl_loader_create: config.device: CUDA "
+                             "device %d is unusable: %s",
+                             ordinal, cudaGetErrorString(e));
     }
     backend *b = calloc(1, sizeof *b);
     if (!b)

@@ -88,6 +88,19 @@ static int nothing(backend *b)
     return 0;
 }
 
+static int enter(backend *b, int *saved)
+{
+    (void)b;
+    *saved = -1;
+    return 0;
+}
+
+static void leave(backend *b, int saved)
+{
+    (void)b;
+    (void)saved;
+}
+
 static int copy(backend *b, be_stream *s, void *dst, const void *src, size_t n)
 {
     (void)b;
@@ -163,6 +176,8 @@ static const backend_ops host_ops = {
     .stream_create = stream_create,
     .stream_destroy = stream_destroy,
     .bind_thread = nothing,
+    .enter = enter,
+    .leave = leave,
     .copy = copy,
     .migrate = migrate,
     .copy_time = copy_time,

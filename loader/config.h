@@ -9,12 +9,22 @@
 typedef struct config_resolved {
     pl_config cfg; /* cfg.data still points at the caller's string */
     int rank, world;
+    int local_rank, local_world; /* on this node; 0 and 1 when unknown */
+    /* Where rank and world came from, for the create notice: "config",
+     * "defaults (no launcher variables)", "torchrun (RANK, WORLD_SIZE)". */
+    char rank_source[96];
     int num_workers;
+    char workers_why[160]; /* "config", or how the default was reached */
 } config_resolved;
 
 /* Check every field of *cfg and settle the automatic ones. On error sets
  * pl_last_error to "pl_loader_create: config.<field>: <why>" and returns
  * PL_EINVAL. */
 int config_resolve(const pl_config *cfg, config_resolved *out);
+
+/* The CPUs a cgroup quota allows under `root` (cgroup v2's cpu.max, or v1's
+ * cpu/cpu.cfs_quota_us and cfs_period_us), rounded up; 0 when no quota is
+ * set or none can be read. Internal, for the tests' fake hierarchies. */
+int config_cgroup_cpus(const char *root);
 
 #endif

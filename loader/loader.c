@@ -248,19 +248,41 @@ static int start_pipeline(pl_loader *l)
     return 0;
 }
 
+/* The one create notice: what runs where, and why. */
 static void announce(pl_loader *l)
 {
     const pl_config *c = &l->rc.cfg;
     const double mib = (double)l->ring.mem_bytes / (1 << 20);
     log_msg(&l->log, PL_LOG_NOTICE,
-            "backend: %s; %lld files, %d classes; ring %d x %.1f MiB %s; "
-            "%d workers",
-            l->be->name, (long long)l->ds.n, l->ds.num_classes, c->prefetch,
-            mib / c->prefetch,
+            "backend: %s; rank %d of %d from %s; %lld files, %d classes; "
+            "%d workers (%s); ring %d x %.1f MiB %s",
+            l->be->name, l->rc.rank, l->rc.world, l->rc.rank_source,
+            (long long)l->ds.n, l->ds.num_classes, l->rc.num_workers,
+            l->rc.workers_why, c->prefetch, mib / c->prefetch,
             l->ring.kind == HOSTMEM_PINNED    ? "pinned"
             : l->ring.kind == HOSTMEM_MANAGED ? "managed"
-                                              : "pageable",
-            l->rc.num_workers);
+                                              : "pageable");
+}
+
+/* config.device as backend_open takes it: LOCAL_RANK becomes an ordinal. */
+static int device_wanted(const config_resolved *rc)
+{
+    return rc->cfg.device == PL_DEVICE_LOCAL_RANK ? rc->local_rank
+                                                  : rc->cfg.device;
+}
+
+/* The ring, the device buffers and the threads, made with the backend's
+ * device current on the caller's thread, and the caller's put back. */
+static int start_on_device(pl_loader *l)
+{
+    int saved;
+    int rc = l->be->ops->enter(l->be, &saved);
+    if (rc < 0)
+        return rc;
+    choose_formats(l);
+    rc = start_pipeline(l);
+    l->be->ops->leave(l->be, saved);
+    return rc;
 }
 
 PL_EXPORT int pl_loader_create(const pl_config *cfg, pl_loader **out)
@@ -289,10 +311,9 @@ PL_EXPORT int pl_loader_create(const pl_config *cfg, pl_loader **out)
         goto fail;
     failures_init(&l->fails, l->ds.n);
     l->have_fails = 1;
-    if ((rc = backend_open(&l->be, c->device, &l->log)) < 0)
+    if ((rc = backend_open(&l->be, device_wanted(&l->rc), &l->log)) < 0)
         goto fail;
-    choose_formats(l);
-    if ((rc = start_pipeline(l)) < 0)
+    if ((rc = start_on_device(l)) < 0)
         goto fail;
     fill_info(l);
     announce(l);
@@ -321,10 +342,14 @@ PL_EXPORT void pl_loader_destroy(pl_loader *l)
     if (l->have_pf)
         prefetch_stop(&l->pf);
     pool_destroy(l->pool);
+    int saved = 0; /* frees on the loader's device, the caller's kept */
+    const int entered = l->be && l->be->ops->enter(l->be, &saved) == 0;
     if (l->have_pf)
         prefetch_fini(&l->pf); /* waits for in-flight copies */
     if (l->have_ring)
         ring_fini(&l->ring);
+    if (entered)
+        l->be->ops->leave(l->be, saved);
     backend_close(l->be);
     if (l->have_fails)
         failures_fini(&l->fails);

@@ -3,6 +3,7 @@
  * worker count), and pl_loader_create's argument errors. Criterion runs
  * each test in its own process, so setenv here touches no other test. */
 #include <math.h>
+#include <sched.h>
 
 #include "../loader/config.h"
 #include "../loader/error.h"
@@ -293,8 +294,8 @@ Test(config, rejects_unknown_memory)
 Test(config, rejects_device_below_host)
 {
     pl_config c = valid_config();
-    c.device = -3;
-    expect_rejected(&c, "device", "-3");
+    c.device = -4;
+    expect_rejected(&c, "device", "-4");
 }
 
 Test(config, rejects_device_buffers_zero)
@@ -496,7 +497,7 @@ Test(config, malformed_world_size_in_environment_is_rejected)
 
 Test(config, world_size_zero_in_environment_is_rejected)
 {
-    unsetenv("RANK");
+    cr_assert_eq(setenv("RANK", "0", 1), 0);
     cr_assert_eq(setenv("WORLD_SIZE", "0", 1), 0);
     pl_config c = valid_config();
     c.rank = PL_FROM_ENV;
@@ -519,18 +520,231 @@ Test(config, environment_rank_not_below_world_is_rejected)
     expect_rejected(&c, "rank", "5");
 }
 
+/* Each launcher family, alone in the environment: rank, world, the local
+ * rank and size, and the source the create notice names. */
+typedef struct family_case {
+    const char *vars[6][2];
+    int rank, world, local_rank, local_world;
+    const char *source;
+} family_case;
+
+static void resolve_with(const family_case *f)
+{
+    for (int i = 0; i < 6 && f->vars[i][0]; i++)
+        cr_assert_eq(setenv(f->vars[i][0], f->vars[i][1], 1), 0);
+    pl_config c = valid_config();
+    c.rank = PL_FROM_ENV;
+    c.world_size = PL_FROM_ENV;
+    config_resolved r;
+    cr_assert_eq(config_resolve(&c, &r), 0, "%s", pl_last_error());
+    cr_assert_eq(r.rank, f->rank, "%s", f->source);
+    cr_assert_eq(r.world, f->world, "%s", f->source);
+    cr_assert_eq(r.local_rank, f->local_rank, "%s", f->source);
+    cr_assert_eq(r.local_world, f->local_world, "%s", f->source);
+    cr_assert_str_eq(r.rank_source, f->source);
+    for (int i = 0; i < 6 && f->vars[i][0]; i++)
+        unsetenv(f->vars[i][0]);
+}
+
+Test(config, every_launcher_familys_variables_are_read)
+{
+    static const family_case cases[] = {
+        {{{"RANK", "5"},
+          {"WORLD_SIZE", "8"},
+          {"LOCAL_RANK", "1"},
+          {"LOCAL_WORLD_SIZE", "4"}},
+         5,
+         8,
+         1,
+         4,
+         "torchrun (RANK, WORLD_SIZE)"},
+        {{{"SLURM_PROCID", "6"},
+          {"SLURM_NTASKS", "7"},
+          {"SLURM_LOCALID", "2"},
+          {"SLURM_NTASKS_PER_NODE", "3"}},
+         6,
+         7,
+         2,
+         3,
+         "SLURM (SLURM_PROCID, SLURM_NTASKS)"},
+        {{{"SLURM_PROCID", "6"},
+          {"SLURM_NTASKS", "11"},
+          {"SLURM_LOCALID", "1"},
+          {"SLURM_TASKS_PER_NODE", "4(x2),3"},
+          {"SLURM_NODEID", "2"}},
+         6,
+         11,
+         1,
+         3,
+         "SLURM (SLURM_PROCID, SLURM_NTASKS)"},
+        {{{"OMPI_COMM_WORLD_RANK", "3"},
+          {"OMPI_COMM_WORLD_SIZE", "16"},
+          {"OMPI_COMM_WORLD_LOCAL_RANK", "3"},
+          {"OMPI_COMM_WORLD_LOCAL_SIZE", "8"}},
+         3,
+         16,
+         3,
+         8,
+         "Open MPI (OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE)"},
+        {{{"PMI_RANK", "2"},
+          {"PMI_SIZE", "3"},
+          {"MPI_LOCALRANKID", "0"},
+          {"MPI_LOCALNRANKS", "1"}},
+         2,
+         3,
+         0,
+         1,
+         "MPICH/PMI (PMI_RANK, PMI_SIZE)"},
+        {{{"PMI_RANK", "1"}, {"PMI_SIZE", "2"}},
+         1,
+         2,
+         0,
+         1,
+         "MPICH/PMI (PMI_RANK, PMI_SIZE)"},
+        {{{"UNRELATED", "1"}}, 0, 1, 0, 1, "defaults (no launcher variables)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        resolve_with(&cases[i]);
+}
+
+/* torchrun inside a SLURM allocation sets both: torchrun's are the ranks
+ * of the processes pinload runs in. */
+Test(config, torchrun_comes_before_slurm_and_mpi)
+{
+    cr_assert_eq(setenv("SLURM_PROCID", "0", 1), 0);
+    cr_assert_eq(setenv("SLURM_NTASKS", "1", 1), 0);
+    cr_assert_eq(setenv("OMPI_COMM_WORLD_RANK", "9", 1), 0);
+    cr_assert_eq(setenv("OMPI_COMM_WORLD_SIZE", "10", 1), 0);
+    resolve_with(&(family_case){{{"RANK", "3"}, {"WORLD_SIZE", "4"}},
+                                3,
+                                4,
+                                0,
+                                1,
+                                "torchrun (RANK, WORLD_SIZE)"});
+    resolve_with(&(family_case){{{"SLURM_LOCALID", "0"}},
+                                0,
+                                1,
+                                0,
+                                1,
+                                "SLURM (SLURM_PROCID, SLURM_NTASKS)"});
+}
+
+Test(config, half_a_launchers_pair_is_an_error_naming_both_variables)
+{
+    pl_config c = valid_config();
+    c.rank = PL_FROM_ENV;
+    c.world_size = PL_FROM_ENV;
+    cr_assert_eq(setenv("SLURM_PROCID", "1", 1), 0);
+    expect_rejected(&c, "world_size",
+                    "sets SLURM_PROCID but not SLURM_NTASKS (SLURM's pair)");
+    unsetenv("SLURM_PROCID");
+    cr_assert_eq(setenv("PMI_SIZE", "4", 1), 0);
+    expect_rejected(&c, "rank", "sets PMI_SIZE but not PMI_RANK");
+    unsetenv("PMI_SIZE");
+    cr_assert_eq(setenv("OMPI_COMM_WORLD_RANK", "4", 1), 0);
+    cr_assert_eq(setenv("OMPI_COMM_WORLD_SIZE", "4", 1), 0);
+    expect_rejected(&c, "rank", "4 is not below world_size 4 (from Open MPI");
+}
+
 /* ---- workers ------------------------------------------------------------- */
 
-Test(config, zero_workers_means_one_per_online_cpu)
+static int cpus_allowed(void)
+{
+    cpu_set_t set;
+    cr_assert_eq(sched_getaffinity(0, sizeof set, &set), 0);
+    return CPU_COUNT(&set);
+}
+
+Test(config, zero_workers_means_the_cpus_this_process_may_use)
 {
     pl_config c = valid_config();
     c.num_workers = 0;
     config_resolved r;
     cr_assert_eq(config_resolve(&c, &r), 0, "%s", pl_last_error());
-    const long n = sysconf(_SC_NPROCESSORS_ONLN);
-    cr_assert_gt(n, 0);
-    cr_assert_eq(r.num_workers, n > 1024 ? 1024 : (int)n);
+    const int quota = config_cgroup_cpus("/sys/fs/cgroup");
+    const int n = cpus_allowed();
+    cr_assert_eq(r.num_workers, quota > 0 && quota < n ? quota : n, "%s",
+                 r.workers_why);
     cr_assert_eq(r.cfg.num_workers, 0, "the caller's value is kept");
+    char want[64];
+    snprintf(want, sizeof want, "%d CPUs allowed", n);
+    cr_assert_not_null(strstr(r.workers_why, want), "%s", r.workers_why);
+}
+
+/* As under `taskset -c 0`: one CPU allowed, one worker. */
+Test(config, one_allowed_cpu_gives_one_worker)
+{
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(0, &one);
+    cr_assert_eq(sched_setaffinity(0, sizeof one, &one), 0);
+    pl_config c = valid_config();
+    config_resolved r;
+    cr_assert_eq(config_resolve(&c, &r), 0, "%s", pl_last_error());
+    cr_assert_eq(r.num_workers, 1, "%s", r.workers_why);
+    cr_assert_not_null(strstr(r.workers_why, "1 CPUs allowed"), "%s",
+                       r.workers_why);
+}
+
+/* The ranks of a node share its CPUs: a mask they all have is divided
+ * among them, a mask that is one rank's own is not. */
+Test(config, default_workers_share_the_cpus_among_the_nodes_ranks)
+{
+    const long online = sysconf(_SC_NPROCESSORS_ONLN);
+    if (online < 2 || cpus_allowed() != online)
+        cr_skip_test("needs every CPU of at least two allowed");
+    cr_assert_eq(setenv("RANK", "1", 1), 0);
+    cr_assert_eq(setenv("WORLD_SIZE", "2", 1), 0);
+    cr_assert_eq(setenv("LOCAL_RANK", "1", 1), 0);
+    cr_assert_eq(setenv("LOCAL_WORLD_SIZE", "2", 1), 0);
+    pl_config c = valid_config();
+    c.rank = PL_FROM_ENV;
+    c.world_size = PL_FROM_ENV;
+    config_resolved r;
+    cr_assert_eq(config_resolve(&c, &r), 0, "%s", pl_last_error());
+    const int quota = config_cgroup_cpus("/sys/fs/cgroup");
+    const int share = (quota > 0 && quota < online ? quota : (int)online) / 2;
+    cr_assert_eq(r.num_workers, share < 1 ? 1 : share, "%s", r.workers_why);
+    cr_assert_not_null(strstr(r.workers_why, "2 local ranks"), "%s",
+                       r.workers_why);
+
+    cpu_set_t one; /* this rank bound to a CPU of its own */
+    CPU_ZERO(&one);
+    CPU_SET(1, &one);
+    cr_assert_eq(sched_setaffinity(0, sizeof one, &one), 0);
+    cr_assert_eq(config_resolve(&c, &r), 0, "%s", pl_last_error());
+    cr_assert_eq(r.num_workers, 1, "%s", r.workers_why);
+    if (online == 2)
+        cr_assert_not_null(strstr(r.workers_why, "own CPUs"), "%s",
+                           r.workers_why);
+}
+
+static void write_text(const char *dir, const char *name, const char *text)
+{
+    char p[256];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    tu_write_file(p, text, strlen(text));
+}
+
+Test(config, cgroup_quotas_are_read_from_v2_and_v1_files)
+{
+    char root[64];
+    tu_tmpdir(root);
+    cr_assert_eq(config_cgroup_cpus(root), 0, "no files: no quota");
+    write_text(root, "cpu.max", "max 100000\n");
+    cr_assert_eq(config_cgroup_cpus(root), 0, "v2 unlimited");
+    write_text(root, "cpu.max", "250000 100000\n");
+    cr_assert_eq(config_cgroup_cpus(root), 3, "2.5 CPUs round up");
+    write_text(root, "cpu.max", "100000 100000\n");
+    cr_assert_eq(config_cgroup_cpus(root), 1);
+    char v1[128];
+    snprintf(v1, sizeof v1, "%s/v1", root);
+    write_text(v1, "cpu/cpu.cfs_quota_us", "-1\n");
+    write_text(v1, "cpu/cpu.cfs_period_us", "100000\n");
+    cr_assert_eq(config_cgroup_cpus(v1), 0, "v1 unlimited");
+    write_text(v1, "cpu/cpu.cfs_quota_us", "400000\n");
+    cr_assert_eq(config_cgroup_cpus(v1), 4);
+    tu_rm_rf(root);
 }
 
 Test(config, explicit_workers_are_kept)

@@ -1831,6 +1831,36 @@ Test(loader, keep_host_off_still_sets_host_on_the_host_backend,
     tu_rm_rf(root);
 }
 
+/* Without a GPU (CI), asking for CUDA device 0 is an error naming it, not
+ * a run on the host. */
+Test(loader, an_explicit_cuda_device_without_a_gpu_is_an_error,
+     .timeout = TIMEOUT)
+{
+    if (tu_on_cuda())
+        cr_skip_test("the host suite's check (test_cuda has the sim's)");
+#ifdef PL_HAVE_CUDA
+    int count = 0;
+    if (cudaGetDeviceCount(&count) == cudaSuccess && count > 0)
+        cr_skip_test("this machine has a GPU");
+#endif
+    char root[64];
+    tu_make_tree(root, 6, 2);
+    pl_config c;
+    base_cfg(&c, root);
+    c.device = 0;
+    pl_loader *l = NULL;
+    cr_assert_eq(pl_loader_create(&c, &l), PL_ECUDA, "%s", pl_last_error());
+    cr_assert_null(l);
+    cr_assert_not_null(
+        strstr(pl_last_error(), "config.device: CUDA device 0 requested, but"),
+        "%s", pl_last_error());
+    c.device = PL_DEVICE_AUTO;
+    l = create(&c);
+    cr_assert_eq(info_of(l).backend, PL_BACKEND_HOST);
+    pl_loader_destroy(l);
+    tu_rm_rf(root);
+}
+
 Test(loader, create_rejects_missing_or_empty_data, .timeout = TIMEOUT)
 {
     pl_config c;
