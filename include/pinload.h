@@ -147,8 +147,12 @@ typedef enum pl_on_error {
     /* The batch holding a bad sample is not delivered; pl_loader_next
      * returns the error, naming the file, from then on. */
     PL_ON_ERROR_FAIL = 0,
-    /* The bad sample's place goes to the next sample of the epoch's order,
-     * so batches stay full; the epoch is shorter by the samples skipped. */
+    /* The bad sample's place goes to the next good sample of this rank's
+     * epoch order, wrapping around to the order's start when its end is
+     * reached (as DistributedSampler pads): every epoch of every rank
+     * delivers exactly pl_info.batches_per_epoch batches of the nominal
+     * sizes, whatever the other ranks met. An epoch in which not one sample
+     * of the rank's order can be decoded ends in PL_ENODATA. */
     PL_ON_ERROR_SKIP = 1,
     /* The bad sample is delivered as an all-zero image, and its entry in
      * pl_batch.status holds the (negative) error code. */
@@ -202,6 +206,14 @@ typedef enum pl_log_level {
 /* Called from any of the loader's threads, never concurrently for one
  * loader; msg is one line without a newline and is valid during the call. */
 typedef void (*pl_log_fn)(void *ctx, pl_log_level level, const char *msg);
+
+/* Where a loader stands, to resume from after a restart: plain bytes,
+ * little-endian, versioned and checksummed, to be stored as they are (in a
+ * checkpoint beside the model). */
+#define PL_STATE_BYTES 128
+typedef struct pl_state {
+    uint8_t bytes[PL_STATE_BYTES];
+} pl_state;
 
 /* Construction settings. Fill with pl_config_default(), then change what
  * you need; pl_loader_create() copies what it keeps (strings included) and
@@ -279,6 +291,16 @@ typedef struct pl_config {
     pl_log_fn log; /* notices and warnings; default NULL: stderr */
     void *log_ctx; /* passed to log */
 
+    /* NULL (default): start at first_epoch. Else go on from this state, made
+     * by pl_loader_state() in an earlier run (first_epoch is then ignored):
+     * exactly the batches that run would have delivered next. Refused with
+     * PL_EINVAL, naming what differs, if it was saved for other data, batch
+     * size, output, augmentation, seed, order or error policy, or by another
+     * rank. Saved with another world_size (an elastic restart), the state's
+     * epoch starts again from its beginning, with a notice. Read during
+     * pl_loader_create only. */
+    const pl_state *resume;
+
     uint64_t reserved[8]; /* room to grow; must be zero */
 } pl_config;
 
@@ -335,9 +357,10 @@ PL_EXPORT void pl_loader_destroy(pl_loader *l);
  * [out] *out, valid until pl_loader_release(). Returns 0; PL_EPOCH_END once
  * when the epoch has no more batches (the next call starts the following
  * epoch); PL_EBUSY if the caller holds all device_buffers batches; or an
- * error that stays: a bad sample's under PL_ON_ERROR_FAIL, or PL_ECUDA when
- * a CUDA call fails or the device fails under a copy (within about 100 ms
- * of the failure, never a wait for a batch that cannot come). */
+ * error that stays: a bad sample's under PL_ON_ERROR_FAIL, PL_ENODATA when
+ * no sample of an epoch's order can be decoded (naming the epoch), or
+ * PL_ECUDA when a CUDA call fails or the device fails under a copy (within
+ * about 100 ms of the failure, never a wait for a batch that cannot come). */
 PL_EXPORT int pl_loader_next(pl_loader *l, const pl_batch **out);
 
 /* Give a batch back. On CUDA the device buffer is reused only after the
@@ -362,8 +385,8 @@ PL_EXPORT int pl_batch_wait(const pl_batch *b, struct CUstream_st *stream);
 typedef struct pl_info {
     int64_t dataset_size;      /* files listed */
     int64_t samples_per_epoch; /* this rank's share, padding included */
-    int64_t batches_per_epoch; /* at most this many batches per epoch; fewer
-                                  only when PL_ON_ERROR_SKIP skips samples */
+    int64_t batches_per_epoch; /* batches in every epoch, on every rank and
+                                  under every error policy */
     int num_classes;
     int batch_size, width, height, channels;
     pl_format format;
@@ -399,6 +422,24 @@ PL_EXPORT int pl_loader_sample(const pl_loader *l, int64_t index,
  * pl_info.samples_per_epoch. */
 PL_EXPORT int pl_loader_epoch_order(const pl_loader *l, int64_t epoch,
                                     int64_t *order, int64_t n);
+
+/* [out] *state: where l stands: after the last batch pl_loader_next returned
+ * (released or not), or at the start of the epoch after the last
+ * PL_EPOCH_END. A loader created with config.resume pointing at it delivers
+ * exactly the batches (bytes, labels, indices, epoch and batch numbers) l
+ * would deliver next, whatever num_workers, prefetch, device_buffers,
+ * memory or device, without decoding what came before. Each rank saves and
+ * resumes its own (under PL_ON_ERROR_SKIP where a rank stands depends on
+ * the bad files it met). Thread-safe. */
+PL_EXPORT int pl_loader_state(const pl_loader *l, pl_state *state);
+
+/* What a state says: [out] its epoch, the index of the next batch in it,
+ * and the position in this rank's epoch order where that batch starts
+ * (from samples_per_epoch on, the order again from its start: the samples
+ * that stand in for skipped ones). Any may be NULL. PL_EINVAL if the bytes
+ * are not a state this version reads (damaged, or of another format). */
+PL_EXPORT int pl_state_get(const pl_state *state, int64_t *epoch,
+                           int64_t *batch, int64_t *position);
 
 /* Counters since create; times are summed over threads, in nanoseconds. */
 typedef struct pl_stats {

@@ -15,6 +15,7 @@
 #include "prefetch.h"
 #include "ring.h"
 #include "sampler.h"
+#include "state.h"
 
 struct pl_loader {
     config_resolved rc;
@@ -31,8 +32,14 @@ struct pl_loader {
     int have_log, have_fails, have_ring, have_pf;
     int gpu_norm;            /* workers make uint8, the GPU the floats */
     size_t out_sample_bytes; /* as delivered */
-    int64_t positions;       /* nominal sample positions per epoch */
-    int64_t batches;         /* most batches delivered per epoch */
+    int64_t positions;       /* claimed per epoch before any top-up */
+    int64_t samples;         /* delivered per epoch */
+    int64_t batches;         /* delivered per epoch */
+    /* Where the first epoch starts: its number, the batch and position to
+     * go on from (resuming), and whether its batches were all delivered. */
+    int64_t start_epoch, start_batch, start_pos;
+    int start_done;
+    state_fields print; /* the fingerprint pl_loader_state writes */
     pl_info info;
 };
 
@@ -49,6 +56,12 @@ static void hint_ahead(pl_loader *l, const ring_slot *s, int64_t j)
     fileio_hint(l->ds.dirfd, dataset_open_path(&l->ds, idx));
 }
 
+/* Epoch position j: past the rank's order (a top-up), the order again. */
+static int64_t position_index(const pl_loader *l, int64_t epoch, int64_t j)
+{
+    return sampler_index(&l->smp, epoch, j % l->smp.per_rank);
+}
+
 static int on_claim(void *ctx, pool_job *job)
 {
     pl_loader *l = ctx;
@@ -56,8 +69,8 @@ static int on_claim(void *ctx, pool_job *job)
     int i;
     if (!ring_claim(&l->ring, &s, &i))
         return 0;
-    const int64_t j = s->batch * l->rc.cfg.batch_size + i;
-    const int64_t idx = sampler_index(&l->smp, s->epoch, j);
+    const int64_t j = s->first + i;
+    const int64_t idx = position_index(l, s->epoch, j);
     ring_pos *pos = &s->pos[i];
     pos->index = idx;
     pos->label = l->ds.labels[idx];
@@ -99,14 +112,16 @@ static void on_finish(void *ctx, pool_job *job)
     s->pos[job->tag_pos].status = job->status;
     if (job->status != 0 || job->warnings)
         note_failure(l, job);
-    ring_finish(&l->ring, s);
+    ring_finish(&l->ring, s, job->status == 0);
 }
 
 /* ---- create ---- */
 
-/* How many sample positions each epoch has and how many batches it may
- * deliver. Under SKIP every position of the epoch is decoded, since one may
- * stand in for a skipped sample; otherwise drop_last decodes only the full
+/* What each epoch delivers (the same on every rank, whatever it meets) and
+ * which positions it decodes first. Under SKIP that is the rank's whole
+ * order, drop_last or not, the positions past the last full batch standing
+ * in for skipped samples first; the ring tops an epoch up with the order
+ * again when they are not enough. Otherwise drop_last decodes only the full
  * batches. */
 static int plan_epoch(pl_loader *l)
 {
@@ -126,9 +141,49 @@ static int plan_epoch(pl_loader *l)
                        c->batch_size, (long long)per_rank);
     l->batches = c->drop_last ? per_rank / c->batch_size
                               : (per_rank + c->batch_size - 1) / c->batch_size;
-    l->positions = c->drop_last && c->on_error != PL_ON_ERROR_SKIP
-                       ? l->batches * c->batch_size
-                       : per_rank;
+    l->samples = c->drop_last ? l->batches * c->batch_size : per_rank;
+    l->positions = c->on_error == PL_ON_ERROR_SKIP ? per_rank : l->samples;
+    return 0;
+}
+
+/* Where the first epoch starts: first_epoch, or config.resume's state,
+ * checked against this loader's fingerprint. */
+static int plan_start(pl_loader *l)
+{
+    const pl_config *c = &l->rc.cfg;
+    state_fingerprint(&l->print, &l->ds, c, l->rc.rank, l->rc.world);
+    l->start_epoch = c->first_epoch;
+    if (!c->resume)
+        return 0;
+    state_fields st;
+    char why[256];
+    int rc = state_decode(c->resume, &st, "pl_loader_create: config.resume");
+    if (rc < 0)
+        return rc;
+    if (state_mismatch(&st, &l->print, why, sizeof why))
+        return err_set(PL_EINVAL, "pl_loader_create: config.resume: %s", why);
+    if (st.batch > l->batches)
+        return err_set(PL_EINVAL,
+                       "pl_loader_create: config.resume: batch %lld of an "
+                       "epoch of %lld",
+                       (long long)st.batch, (long long)l->batches);
+    l->start_epoch = st.epoch;
+    if (st.world != l->rc.world) {
+        log_msg(&l->log, PL_LOG_NOTICE,
+                "resume: the state was saved by a job of world_size %d, this "
+                "one has %d: epoch %lld starts again from its beginning",
+                st.world, l->rc.world, (long long)st.epoch);
+        return 0;
+    }
+    if (st.rank != l->rc.rank)
+        return err_set(PL_EINVAL,
+                       "pl_loader_create: config.resume: the state is rank "
+                       "%d's, this loader is rank %d (each rank resumes from "
+                       "the state it saved)",
+                       st.rank, l->rc.rank);
+    l->start_batch = st.batch;
+    l->start_pos = st.position;
+    l->start_done = st.batch * c->batch_size >= l->samples;
     return 0;
 }
 
@@ -180,9 +235,17 @@ static void choose_formats(pl_loader *l)
 static int start_pipeline(pl_loader *l)
 {
     const pl_config *c = &l->rc.cfg;
-    const ring_schedule sched = {.first_epoch = c->first_epoch,
-                                 .positions = l->positions,
-                                 .batch_size = c->batch_size};
+    const int skip = c->on_error == PL_ON_ERROR_SKIP;
+    const ring_schedule sched = {
+        .first_epoch = l->start_epoch + l->start_done,
+        .positions = l->positions,
+        .batch_size = c->batch_size,
+        .target = skip ? l->samples : 0,
+        .order_len = l->smp.per_rank,
+        .start_pos = l->start_done ? 0 : l->start_pos,
+        .start_good =
+            l->start_done || !skip ? 0 : l->start_batch * c->batch_size,
+    };
     const size_t sample_bytes = augment_sample_bytes(&l->aug);
     l->have_ring = 1;
     int rc = ring_init(&l->ring, c->prefetch, &sched, sample_bytes, l->be,
@@ -214,9 +277,11 @@ static int start_pipeline(pl_loader *l)
                                                      : sizeof l->aug.lut,
         .keep_host = c->keep_host,
         .on_error = c->on_error,
-        .drop_last = c->drop_last,
-        .batches_per_epoch = l->batches,
-        .first_epoch = c->first_epoch,
+        .samples_per_epoch = l->samples,
+        .first_epoch = l->start_epoch,
+        .start_batch = l->start_batch,
+        .start_pos = l->start_pos,
+        .start_done = l->start_done,
     };
     l->have_pf = 1;
     if ((rc = prefetch_init(&l->pf, &pc)) < 0)
@@ -307,7 +372,7 @@ PL_EXPORT int pl_loader_create(const pl_config *cfg, pl_loader **out)
     l->rc.cfg.data = NULL; /* not kept: the dataset has what it needs */
     sampler_init(&l->smp, l->ds.n, c->seed, c->shuffle, l->rc.rank, l->rc.world,
                  c->shard_mode == PL_SHARD_DROP);
-    if ((rc = plan_epoch(l)) < 0)
+    if ((rc = plan_epoch(l)) < 0 || (rc = plan_start(l)) < 0)
         goto fail;
     failures_init(&l->fails, l->ds.n);
     l->have_fails = 1;
@@ -440,6 +505,16 @@ PL_EXPORT int pl_loader_epoch_order(const pl_loader *l, int64_t epoch,
                        (long long)n);
     for (int64_t j = 0; j < n; j++)
         order[j] = sampler_index(&l->smp, epoch, j);
+    return 0;
+}
+
+PL_EXPORT int pl_loader_state(const pl_loader *l, pl_state *state)
+{
+    if (!l || !state)
+        return err_set(PL_EINVAL, "pl_loader_state: NULL argument");
+    state_fields f = l->print;
+    prefetch_position((prefetch *)&l->pf, &f.epoch, &f.batch, &f.position);
+    state_encode(&f, state);
     return 0;
 }
 

@@ -21,7 +21,10 @@
 typedef struct fill {
     dbuf *cur;         /* buffer being filled, or NULL */
     int count;         /* samples in it */
-    int64_t delivered; /* batches queued in the current epoch */
+    int64_t epoch;     /* the epoch being assembled */
+    int64_t delivered; /* its batches queued */
+    int64_t placed;    /* its samples placed in batches */
+    int64_t next_pos;  /* its position after the last sample placed */
     /* The open run: slot positions [run_src, run_src + run_len) go to
      * buffer positions [run_dst, ...). */
     int run_src, run_dst, run_len;
@@ -86,6 +89,10 @@ int prefetch_init(prefetch *p, const prefetch_config *cfg)
     memset(p, 0, sizeof *p);
     p->cfg = *cfg;
     p->user_epoch = cfg->first_epoch;
+    p->at_epoch = cfg->first_epoch;
+    p->at_batch = cfg->start_batch;
+    p->at_pos = cfg->start_pos;
+    p->epochs_done = cfg->start_done;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->user_cv, NULL);
     pthread_cond_init(&p->pf_cv, NULL);
@@ -236,7 +243,7 @@ static int close_run(prefetch *p, fill *f, const ring_slot *s)
     return 0;
 }
 
-static int queue_batch(prefetch *p, fill *f, int64_t epoch)
+static int queue_batch(prefetch *p, fill *f)
 {
     backend *be = p->cfg.be;
     dbuf *d = f->cur;
@@ -256,9 +263,10 @@ static int queue_batch(prefetch *p, fill *f, int64_t epoch)
         rc = be->ops->record_ready(be, d->stream);
     if (rc < 0)
         return set_error(p, rc, "%s", pl_last_error());
+    d->next_pos = f->next_pos;
     d->batch = (pl_batch){
         .count = f->count,
-        .epoch = epoch,
+        .epoch = f->epoch,
         .index = f->delivered,
         .bytes = p->cfg.out_sample_bytes * (size_t)f->count,
         .data = d->dev,
@@ -289,13 +297,10 @@ static int fail_on_sample(prefetch *p, const ring_pos *pos)
 }
 
 /* Whether position pos goes into a batch: good samples do, and bad ones
- * too under SUBSTITUTE (as zeros); under DROP_LAST the positions past the
- * last full batch are spares, used only to replace skipped samples. */
-static int wanted(const prefetch *p, const fill *f, const ring_pos *pos)
+ * too under SUBSTITUTE (as zeros). */
+static int wanted(const prefetch *p, const ring_pos *pos)
 {
-    if (pos->status != 0 && p->cfg.on_error != PL_ON_ERROR_SUBSTITUTE)
-        return 0;
-    return !(p->cfg.drop_last && f->delivered == p->cfg.batches_per_epoch);
+    return pos->status == 0 || p->cfg.on_error == PL_ON_ERROR_SUBSTITUTE;
 }
 
 static int add_position(prefetch *p, fill *f, const ring_slot *s, int i)
@@ -312,23 +317,27 @@ static int add_position(prefetch *p, fill *f, const ring_slot *s, int i)
     f->cur->labels[f->count] = pos->label;
     f->cur->indices[f->count] = pos->index;
     f->cur->status[f->count] = pos->status;
+    f->placed++;
+    f->next_pos = s->first + i + 1;
     if (++f->count == p->cfg.batch_size) {
         rc = close_run(p, f, s);
         if (rc == 0)
-            rc = queue_batch(p, f, s->epoch);
+            rc = queue_batch(p, f);
     }
     return rc;
 }
 
-static int end_epoch(prefetch *p, fill *f, int64_t epoch)
+/* The epoch has all its samples: its short last batch goes out (under
+ * drop_last there is none), and the next epoch begins. */
+static int end_epoch(prefetch *p, fill *f, const ring_slot *s)
 {
-    if (f->cur && f->count > 0 && !p->cfg.drop_last) {
-        const int rc = queue_batch(p, f, epoch);
-        if (rc != 0)
-            return rc;
-    }
+    int rc = close_run(p, f, s);
+    if (rc == 0 && f->cur && f->count > 0)
+        rc = queue_batch(p, f);
+    if (rc != 0)
+        return rc;
     pthread_mutex_lock(&p->mu);
-    if (f->cur) { /* empty, or a short batch under drop_last */
+    if (f->cur) { /* opened, never filled */
         f->cur->state = DBUF_FREE;
         pthread_cond_broadcast(&p->pf_cv);
     }
@@ -337,8 +346,22 @@ static int end_epoch(prefetch *p, fill *f, int64_t epoch)
     pthread_mutex_unlock(&p->mu);
     f->cur = NULL;
     f->count = 0;
-    f->delivered = 0;
+    f->epoch++;
+    f->delivered = f->placed = f->next_pos = 0;
     return 0;
+}
+
+/* Every position of the rank's order failed this epoch: there is nothing
+ * to deliver, and the caller must hear it rather than see an empty epoch. */
+static int no_good_sample(prefetch *p, const ring_slot *s)
+{
+    return set_error(p, PL_ENODATA,
+                     "pl_loader_next: epoch %lld: none of the %lld samples "
+                     "of this rank's order could be decoded (%zu bad files "
+                     "recorded: see pl_loader_failures)",
+                     (long long)s->epoch,
+                     (long long)p->cfg.ring->sched.order_len,
+                     failures_count(p->cfg.fails));
 }
 
 /* Copy slot s's samples out, then hand the slot back to the workers once
@@ -351,10 +374,17 @@ static int take_slot(prefetch *p, fill *f, ring_slot *s)
     ring_add_copies(r, s, 1); /* our own reference, dropped below */
     f->nused = 0;
     f->run_len = 0;
-    for (int i = 0; i < s->count && rc == 0; i++) {
+    assert(s->epoch <= f->epoch);
+    if (s->no_good)
+        rc = no_good_sample(p, s);
+    /* A slot of an epoch already complete holds only what a top-up decoded
+     * beyond the need: nothing of it is delivered. */
+    for (int i = 0; i < s->count && rc == 0 && s->epoch == f->epoch; i++) {
         const ring_pos *pos = &s->pos[i];
-        if (wanted(p, f, pos)) {
+        if (wanted(p, pos)) {
             rc = add_position(p, f, s, i);
+            if (rc == 0 && f->placed == p->cfg.samples_per_epoch)
+                rc = end_epoch(p, f, s);
             continue;
         }
         rc = close_run(p, f, s);
@@ -363,8 +393,6 @@ static int take_slot(prefetch *p, fill *f, ring_slot *s)
     }
     if (rc == 0)
         rc = close_run(p, f, s);
-    if (rc == 0 && s->batch == r->batches_per_epoch - 1)
-        rc = end_epoch(p, f, s->epoch);
     for (int i = 0; i < f->nused; i++) {
         be_stream *st = f->used[i]->stream;
         ring_add_copies(r, s, 1);
@@ -398,7 +426,14 @@ static void *prefetch_main(void *arg)
 {
     prefetch *p = arg;
     backend *be = p->cfg.be;
-    fill f = {0};
+    fill f = {.epoch = p->cfg.first_epoch};
+    if (p->cfg.start_done) /* resumed after an epoch's last batch */
+        f.epoch++;
+    else {
+        f.delivered = p->cfg.start_batch;
+        f.placed = p->cfg.start_batch * p->cfg.batch_size;
+        f.next_pos = p->cfg.start_pos;
+    }
     if (be->ops->bind_thread(be) < 0) {
         set_error(p, PL_ECUDA, "%s", pl_last_error());
         return NULL;
@@ -475,6 +510,9 @@ int prefetch_next(prefetch *p, const pl_batch **out)
             p->qlen--;
             d->state = DBUF_HELD;
             p->held++;
+            p->at_epoch = d->batch.epoch;
+            p->at_batch = d->batch.index + 1;
+            p->at_pos = d->next_pos;
             *out = &d->batch;
             add(&p->batches, 1);
             rc = 0;
@@ -482,6 +520,8 @@ int prefetch_next(prefetch *p, const pl_batch **out)
         }
         if (p->epochs_done > p->user_epoch - p->cfg.first_epoch) {
             p->user_epoch++;
+            p->at_epoch = p->user_epoch;
+            p->at_batch = p->at_pos = 0;
             rc = PL_EPOCH_END;
             break;
         }
@@ -528,6 +568,16 @@ static int release_on_host(prefetch *p, struct CUstream_st *stream,
              why, pl_last_error());
     set_error(p, PL_ECUDA, "%s", msg);
     return err_set(PL_ECUDA, "%s", msg);
+}
+
+void prefetch_position(prefetch *p, int64_t *epoch, int64_t *batch,
+                       int64_t *pos)
+{
+    pthread_mutex_lock(&p->mu);
+    *epoch = p->at_epoch;
+    *batch = p->at_batch;
+    *pos = p->at_pos;
+    pthread_mutex_unlock(&p->mu);
 }
 
 int prefetch_release(prefetch *p, const pl_batch *b, struct CUstream_st *stream)

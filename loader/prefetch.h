@@ -3,7 +3,10 @@
  * run of consecutive good samples, so a sample skipped under
  * PL_ON_ERROR_SKIP closes up the batch without any extra copy. A full
  * buffer gets a ready event and joins the queue that pl_loader_next pops;
- * pl_loader_release hands it back, stream-ordered on CUDA.
+ * pl_loader_release hands it back, stream-ordered on CUDA. An epoch ends
+ * when it has placed samples_per_epoch samples: the ring's top-ups make
+ * sure that many come under SKIP, and what a slot holds past that point is
+ * not delivered.
  *
  *   device buffer: FREE -> FILLING -> QUEUED -> HELD -> RELEASING -> FREE
  *
@@ -42,6 +45,7 @@ typedef struct dbuf {
     int32_t *labels;
     int64_t *indices;
     int32_t *status;
+    int64_t next_pos; /* the epoch position after the batch's last sample */
 } dbuf;
 
 typedef struct prefetch_config {
@@ -60,9 +64,12 @@ typedef struct prefetch_config {
     size_t lut_bytes;
     int keep_host;
     pl_on_error on_error;
-    int drop_last;
-    int64_t batches_per_epoch; /* most delivered per epoch */
+    int64_t samples_per_epoch; /* delivered in every epoch */
     int64_t first_epoch;
+    /* Resuming: the first epoch goes on from batch start_batch, whose first
+     * sample is at or after epoch position start_pos. */
+    int64_t start_batch, start_pos;
+    int start_done; /* the first epoch's batches were all delivered */
 } prefetch_config;
 
 typedef struct prefetch {
@@ -78,7 +85,10 @@ typedef struct prefetch {
     int wants_buffer; /* the prefetcher waits for a release */
     int64_t user_epoch;
     int64_t epochs_done; /* epochs whose batches are all queued */
-    int error;           /* sticky: PL_ON_ERROR_FAIL, or a CUDA failure */
+    /* Where the caller stands: after batch at_batch - 1 of epoch at_epoch,
+     * the next sample at or after position at_pos (pl_loader_state). */
+    int64_t at_epoch, at_batch, at_pos;
+    int error; /* sticky: PL_ON_ERROR_FAIL, or a CUDA failure */
     char error_msg[1024];
     int stop;
     pthread_t thread;
@@ -97,6 +107,10 @@ void prefetch_stop(prefetch *p);
 void prefetch_fini(prefetch *p);
 
 int prefetch_next(prefetch *p, const pl_batch **out);
+
+/* Where the caller stands (see at_epoch); thread-safe. */
+void prefetch_position(prefetch *p, int64_t *epoch, int64_t *batch,
+                       int64_t *pos);
 
 /* The GPU time and bytes of the copies completed so far (CUDA; zeros on
  * the host backend). Thread-safe. */

@@ -1,8 +1,17 @@
 /* The host ring: `prefetch` batch slots of page-locked (or pageable, or
- * managed) memory, allocated once. Nominal batches (the epoch's positions cut
- * into batch_size pieces, numbered seq = 0, 1, 2, ... across epochs) go through
- * the slots in turn: slot seq % nslots holds batch seq once batch seq - nslots
- * has left it.
+ * managed) memory, allocated once. Nominal batches (runs of up to batch_size
+ * consecutive positions of an epoch, numbered seq = 0, 1, 2, ... across
+ * epochs) go through the slots in turn: slot seq % nslots holds batch seq
+ * once batch seq - nslots has left it.
+ *
+ * Each epoch claims its `positions` first. With a `target` (PL_ON_ERROR_SKIP:
+ * the good samples an epoch must deliver), the ring then waits until every
+ * position claimed so far is decoded and, if fewer than `target` were good,
+ * tops the epoch up with the positions that follow (the caller maps position
+ * j past the rank's order to j mod order_len: the order wraps around), as
+ * many rounds as it takes, before the next epoch starts. An epoch whose
+ * whole order held no good sample ends in a slot with no_good set and no
+ * position, after which the ring hands out nothing more.
  *
  *   FREE --(first claim)--> FILLING --(last finish)--> READY
  *        <--(copies done)-- COPYING <--(prefetcher takes it)--
@@ -38,8 +47,10 @@ typedef struct ring_slot {
     uint64_t seq; /* nominal batch held now, or next when FREE */
     slot_state state;
     int64_t epoch; /* of batch seq */
-    int64_t batch; /* nominal batch number within the epoch */
+    int64_t batch; /* nominal batch number within the epoch's claims */
+    int64_t first; /* the epoch position of pos[0] */
     int count;     /* positions in this batch */
+    int no_good;   /* the epoch's whole order held no good sample */
     int claimed;   /* positions handed to workers */
     int pending;   /* positions not finished */
     int copies;    /* outstanding copy completions while COPYING */
@@ -51,8 +62,13 @@ typedef struct ring_slot {
 /* The sequence of nominal batches. */
 typedef struct ring_schedule {
     int64_t first_epoch;
-    int64_t positions; /* per epoch */
+    int64_t positions; /* claimed in every epoch before any top-up */
     int batch_size;
+    int64_t target;    /* good positions an epoch needs; 0: no top-up */
+    int64_t order_len; /* the rank's order: past it, positions repeat */
+    /* Resuming: the first epoch starts at position start_pos, with
+     * start_good of its target already delivered. */
+    int64_t start_pos, start_good;
 } ring_schedule;
 
 typedef struct ring {
@@ -62,9 +78,15 @@ typedef struct ring {
     ring_slot *slots;
     int nslots;
     ring_schedule sched;
-    int64_t batches_per_epoch; /* nominal */
+    int64_t batches_per_epoch; /* nominal, without top-ups */
     size_t sample_bytes;
     uint64_t claim_seq; /* batch of the next claim */
+    /* The claim cursor: the epoch being claimed, its next position, the end
+     * of what is scheduled so far, and, with a target, what is known of it:
+     * positions handed out and not finished, good ones, good ones needed. */
+    int64_t claim_epoch, claim_pos, claim_end, epoch_first, epoch_batch;
+    int64_t epoch_pending, epoch_good, epoch_need;
+    int dead; /* a no_good slot was made: nothing more to claim */
     int stop;
     backend *be;
     uint8_t *mem;
@@ -83,8 +105,9 @@ void ring_fini(ring *r);
  * *slot, *pos. Returns 1, or 0 once ring_stop was called. */
 int ring_claim(ring *r, ring_slot **slot, int *pos);
 
-/* A worker finished a position (its ring_pos is written). */
-void ring_finish(ring *r, ring_slot *slot);
+/* A worker finished a position (its ring_pos is written); good: it may be
+ * delivered (status 0). */
+void ring_finish(ring *r, ring_slot *slot, int good);
 
 /* The prefetcher's next slot: batch seq once READY (now COPYING), or NULL
  * once ring_stop was called. */

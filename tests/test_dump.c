@@ -404,10 +404,12 @@ Test(dump, on_error_skip_lists_the_bad_file_without_a_position, .timeout = 120)
     cr_assert_null(strstr(at + 1, line), "listed twice: %s", r.err);
     cr_assert_not_null(strstr(at, "(PL_ENOTJPEG)\n"), "%s", at);
     result_free(&r);
-    cr_assert_eq(count_ppms(out), 6);
+    /* The bad file's place goes to the next good sample of the order,
+     * wrapping to its start (equal steps on every rank): 7 positions. */
+    cr_assert_eq(count_ppms(out), 7);
     int n;
     row *rows = read_index(out, &n);
-    cr_assert_eq(n, 7, "every file has a row");
+    cr_assert_eq(n, 8, "every position and the bad file have a row");
     int bad_rows = 0, next = 0;
     for (int k = 0; k < n; k++) {
         if (strcmp(rows[k].path, bad) == 0) {
@@ -430,7 +432,17 @@ Test(dump, on_error_skip_lists_the_bad_file_without_a_position, .timeout = 120)
         cr_assert_eq(rows[k].label, (*g - '0') % 2, "%s", rows[k].path);
     }
     cr_assert_eq(bad_rows, 1);
-    cr_assert_eq(next, 6);
+    cr_assert_eq(next, 7);
+    /* The last position repeats the first: the rank's order wrapped. */
+    int first = -1, last = -1;
+    for (int k = 0; k < n; k++) {
+        if (strcmp(rows[k].position, "0") == 0)
+            first = k;
+        if (strcmp(rows[k].position, "6") == 0)
+            last = k;
+    }
+    cr_assert(first >= 0 && last >= 0);
+    cr_assert_str_eq(rows[last].path, rows[first].path);
     free(rows);
     tu_rm_rf(root);
 }

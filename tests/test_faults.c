@@ -428,7 +428,8 @@ Test(faults, files_that_vanish_or_are_directories_fail_alone, .timeout = 60)
     cr_assert_eq(unlink(gone), 0); /* long before its turn */
     int samples;
     cr_assert_eq(run_epoch(l, &samples), PL_EPOCH_END, "%s", pl_last_error());
-    cr_assert_eq(samples, 29, "31 listed, 2 bad");
+    /* 31 listed, 2 bad: their places go to good samples (equal steps). */
+    cr_assert_eq(samples, 31);
     pl_failure fl[4];
     size_t n;
     pl_loader_failures(l, 0, fl, 4, &n);
@@ -476,7 +477,8 @@ Test(faults, unreadable_files_fail_alone_with_the_reason, .timeout = 60)
             continue;
         }
         cr_assert_eq(rc, PL_EPOCH_END, "%s", pl_last_error());
-        cr_assert_eq(samples, c.on_error == PL_ON_ERROR_SKIP ? 10 : 12);
+        /* Skip gives the bad files' places to good ones, so both deliver 12. */
+        cr_assert_eq(samples, 12);
         pl_failure fl[4];
         size_t n;
         pl_loader_failures(l, 0, fl, 4, &n);

@@ -1217,12 +1217,13 @@ Test(loader, releasing_twice_while_the_buffer_refills_is_einval,
     usleep(1000);
     cr_assert_eq(pl_loader_release(l, b0, NULL), PL_EINVAL);
     cr_assert_eq(pl_loader_release(l, b1, NULL), 0);
-    /* The epoch goes on: f4 and f6, f7 and f8, f9. */
-    static const int64_t want[][2] = {{4, 6}, {7, 8}, {9, -1}};
+    /* The epoch goes on: f4 and f6, f7 and f8, then f9 and f0, which takes
+     * the skipped f5's place at the end (the order wraps around). */
+    static const int64_t want[][2] = {{4, 6}, {7, 8}, {9, 0}};
     for (int k = 0; k < 3; k++) {
         cr_assert_eq(pl_loader_next(l, &b), 0, "%s", pl_last_error());
         cr_assert_eq(b->index, 2 + k);
-        cr_assert_eq(b->count, k < 2 ? 2 : 1);
+        cr_assert_eq(b->count, 2);
         for (int i = 0; i < b->count; i++)
             cr_assert_eq(b->indices[i], want[k][i]);
         cr_assert_eq(pl_loader_release(l, b, NULL), 0);
@@ -1332,6 +1333,17 @@ static void assert_failures(pl_loader *l, const bad_set *bad, int64_t count)
     cr_assert_eq(n, 0);
 }
 
+/* Under SKIP: the first n samples of the epoch's order without the bad
+ * files, the order repeating from its start as often as needed. */
+static void expected_skip(const int64_t *order, int64_t len, const bad_set *bad,
+                          int64_t n, int64_t *out)
+{
+    int64_t k = 0;
+    for (int64_t j = 0; k < n; j++)
+        if (!is_bad(bad, order[j % len]))
+            out[k++] = order[j % len];
+}
+
 static void assert_one_warning_per_bad_file(log_count *lc, const bad_set *bad)
 {
     pthread_mutex_lock(&lc->mu);
@@ -1368,25 +1380,23 @@ Test(loader, skip_delivers_the_epoch_order_without_the_bad_files,
         int64_t *order = epoch_order(l, e);
         run r;
         run_epoch(l, e, &r);
-        /* 22 good samples: 5, 5, 5, 5, 2. */
+        /* 22 good samples, then the first three good ones of the order
+         * again for the three skipped: five full batches, as nominal. */
         cr_assert_eq(r.nb, 5, "epoch %d", e);
-        for (int k = 0; k < 4; k++)
+        for (int k = 0; k < 5; k++)
             cr_assert_eq(r.counts[k], 5, "epoch %d batch %d", e, k);
-        cr_assert_eq(r.counts[4], 2);
-        int k = 0;
-        for (int j = 0; j < 25; j++) {
-            if (is_bad(&bad, order[j]))
-                continue;
-            cr_assert_lt(k, r.n);
-            cr_assert_eq(r.idx[k], order[j], "epoch %d delivered %d", e, k);
+        cr_assert_eq(r.n, 25);
+        int64_t want[25];
+        expected_skip(order, 25, &bad, 25, want);
+        for (int k = 0; k < 25; k++) {
+            cr_assert_eq(r.idx[k], want[k], "epoch %d delivered %d", e, k);
             cr_assert_eq(r.st[k], 0);
             const char *p;
             pl_loader_sample(l, r.idx[k], &p, NULL);
             cr_assert_eq(r.lab[k], folder_label(root, p));
-            k++;
         }
-        cr_assert_eq(k, r.n);
-        cr_assert_eq(r.n, 22);
+        for (int k = 0; k < 3; k++)
+            cr_assert_eq(r.idx[22 + k], r.idx[k], "the order wraps around");
         free(order);
         run_free(&r);
     }
@@ -1435,14 +1445,14 @@ Test(loader, skip_counts_each_bad_file_once_per_epoch, .timeout = TIMEOUT)
     for (int e = 0; e < 3; e++) {
         run r;
         run_epoch(l, e, &r);
-        /* 21 good: 4, 4, 4, 4, 4, 1. */
+        /* 21 good and f00..f02 again: six batches of four. */
         cr_assert_eq(r.nb, 6);
-        cr_assert_eq(r.counts[5], 1);
-        static const int64_t want[] = {0,  1,  2,  3,  4,  5,  6,
-                                       7,  8,  9,  10, 11, 12, 13,
-                                       14, 15, 16, 18, 20, 21, 23};
-        cr_assert_eq(r.n, 21);
-        for (int k = 0; k < 21; k++)
+        cr_assert_eq(r.counts[5], 4);
+        static const int64_t want[] = {0,  1,  2,  3,  4,  5,  6,  7,
+                                       8,  9,  10, 11, 12, 13, 14, 15,
+                                       16, 18, 20, 21, 23, 0,  1,  2};
+        cr_assert_eq(r.n, 24);
+        for (int k = 0; k < 24; k++)
             cr_assert_eq(r.idx[k], want[k], "epoch %d position %d", e, k);
         run_free(&r);
     }
@@ -1456,32 +1466,42 @@ Test(loader, skip_counts_each_bad_file_once_per_epoch, .timeout = TIMEOUT)
     tu_rm_rf(root);
 }
 
+/* 25 files, 3 bad, batches of 4: six full batches with drop_last (24
+ * samples: 22 good and two from the order's start), seven without (the
+ * last of one). */
 Test(loader, skip_with_drop_last_keeps_only_full_batches, .timeout = TIMEOUT)
 {
     char root[64];
     bad_set bad;
     make_tree_with_bad(root, &bad);
-    pl_config c;
-    base_cfg(&c, root);
-    c.on_error = PL_ON_ERROR_SKIP;
-    c.drop_last = 1;
-    pl_loader *l = create(&c);
-    find_bad_indices(l, &bad);
-    cr_assert_eq(info_of(l).batches_per_epoch, 5);
-    for (int e = 0; e < 2; e++) {
-        int64_t *order = epoch_order(l, e);
-        run r;
-        run_epoch(l, e, &r);
-        cr_assert_eq(r.nb, 4); /* 22 good: four full batches */
-        int k = 0;
-        for (int j = 0; j < 25 && k < 20; j++)
-            if (!is_bad(&bad, order[j]))
-                cr_assert_eq(r.idx[k++], order[j]);
-        cr_assert_eq(r.n, 20);
-        free(order);
-        run_free(&r);
+    for (int drop = 0; drop < 2; drop++) {
+        pl_config c;
+        base_cfg(&c, root);
+        c.on_error = PL_ON_ERROR_SKIP;
+        c.batch_size = 4;
+        c.drop_last = drop;
+        pl_loader *l = create(&c);
+        find_bad_indices(l, &bad);
+        const int nb = drop ? 6 : 7, n = drop ? 24 : 25;
+        cr_assert_eq(info_of(l).batches_per_epoch, nb);
+        for (int e = 0; e < 2; e++) {
+            int64_t *order = epoch_order(l, e);
+            run r;
+            run_epoch(l, e, &r);
+            cr_assert_eq(r.nb, nb, "drop_last %d", drop);
+            for (int k = 0; k < nb; k++)
+                cr_assert_eq(r.counts[k], k < 6 ? 4 : 1);
+            cr_assert_eq(r.n, n);
+            int64_t want[25];
+            expected_skip(order, 25, &bad, n, want);
+            for (int k = 0; k < n; k++)
+                cr_assert_eq(r.idx[k], want[k], "drop_last %d, sample %d", drop,
+                             k);
+            free(order);
+            run_free(&r);
+        }
+        pl_loader_destroy(l);
     }
-    pl_loader_destroy(l);
     tu_rm_rf(root);
 }
 
@@ -1932,7 +1952,9 @@ Test(loader, files_decoded_with_warnings_are_recorded_and_strict_refuses_them,
                                lc.warning[0]);
         } else {
             cr_assert_eq(f[0].code, PL_ECORRUPT);
-            cr_assert_eq(delivered, 6, "skipped under strict");
+            cr_assert_eq(delivered, 7,
+                         "skipped under strict, its place "
+                         "taken by the order's first sample");
             cr_assert_eq(st.images_warned, 0);
             cr_assert_geq(st.images_failed, 1);
         }
@@ -2007,7 +2029,9 @@ Test(loader, strict_mode_finds_damage_outside_the_crop, .timeout = TIMEOUT)
             delivered += b->count;
             pl_loader_release(l, b, NULL);
         }
-        cr_assert_eq(rc, PL_EPOCH_END, "%s", pl_last_error());
+        /* Strict: the one file is bad, so the epoch has nothing at all. */
+        cr_assert_eq(rc, strict ? PL_ENODATA : PL_EPOCH_END, "%s",
+                     pl_last_error());
         pl_failure f[2];
         size_t n;
         cr_assert_eq(pl_loader_failures(l, 0, f, 2, &n), 0);
@@ -2015,6 +2039,9 @@ Test(loader, strict_mode_finds_damage_outside_the_crop, .timeout = TIMEOUT)
             cr_assert_eq(delivered, 1);
             cr_assert_eq(n, 0, "the crop never reached the cut");
         } else {
+            cr_assert_not_null(strstr(pl_last_error(), "epoch 0: none of the "
+                                                       "1 samples"),
+                               "%s", pl_last_error());
             cr_assert_eq(delivered, 0);
             cr_assert_eq(n, 1);
             cr_assert_eq(f[0].code, PL_ECORRUPT);

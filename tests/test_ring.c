@@ -24,7 +24,8 @@ static void fx_open(fixture *f, int nslots, int64_t first_epoch,
     cr_assert_eq(backend_host_open(&f->be, &f->lg, "test"), 0);
     const ring_schedule sched = {.first_epoch = first_epoch,
                                  .positions = positions,
-                                 .batch_size = batch_size};
+                                 .batch_size = batch_size,
+                                 .order_len = positions};
     cr_assert_eq(ring_init(&f->r, nslots, &sched, sample_bytes, f->be,
                            PL_MEMORY_PAGEABLE, 1, &f->lg),
                  0);
@@ -83,7 +84,7 @@ static ring_slot *fill_batch(ring *r, uint64_t seq, int64_t epoch,
         first = s;
     }
     for (int k = 0; k < count; k++)
-        ring_finish(r, first);
+        ring_finish(r, first, 1);
     cr_assert_eq(first->state, SLOT_READY);
     return first;
 }
@@ -262,14 +263,14 @@ Test(ring, claim_blocks_while_the_slot_is_still_filling_the_previous_lap,
     cr_assert_eq(ring_claim(&f.r, &s, &pos), 1);
     cr_assert_eq(ring_claim(&f.r, &s, &pos), 1);
     cr_assert_eq(pos, 1);
-    ring_finish(&f.r, s);
+    ring_finish(&f.r, s, 1);
     claimer c = {.r = &f.r};
     atomic_init(&c.done, 0);
     pthread_t t;
     cr_assert_eq(pthread_create(&t, NULL, claim_thread, &c), 0);
     sleep_ms(50);
     cr_assert_eq(atomic_load(&c.done), 0);
-    ring_finish(&f.r, s);
+    ring_finish(&f.r, s, 1);
     release_batch(&f.r, 0);
     cr_assert_eq(pthread_join(t, NULL), 0);
     cr_assert_eq(c.rc, 1);
@@ -291,8 +292,8 @@ Test(ring, finishing_the_last_position_hands_the_slot_to_wait_ready_as_copying,
     int pos;
     for (int k = 0; k < 3; k++)
         cr_assert_eq(ring_claim(&f.r, &s, &pos), 1);
-    ring_finish(&f.r, s);
-    ring_finish(&f.r, s);
+    ring_finish(&f.r, s, 1);
+    ring_finish(&f.r, s, 1);
     cr_assert_eq(s->state, SLOT_FILLING);
     cr_assert_eq(s->pending, 1);
 
@@ -304,7 +305,7 @@ Test(ring, finishing_the_last_position_hands_the_slot_to_wait_ready_as_copying,
     cr_assert_eq(atomic_load(&w.done), 0,
                  "wait_ready returned with a position unfinished");
 
-    ring_finish(&f.r, s);
+    ring_finish(&f.r, s, 1);
     cr_assert_eq(pthread_join(t, NULL), 0);
     cr_assert_eq(w.slot, s);
     cr_assert_eq(w.slot, &f.r.slots[0]);
@@ -326,8 +327,8 @@ Test(ring, wait_ready_ignores_a_ready_batch_in_another_slot, .timeout = 5)
     cr_assert_eq(ring_claim(&f.r, &s1, &pos), 1);
     cr_assert_eq(s0, &f.r.slots[0]);
     cr_assert_eq(s1, &f.r.slots[1]);
-    ring_finish(&f.r, s1);
-    ring_finish(&f.r, s1);
+    ring_finish(&f.r, s1, 1);
+    ring_finish(&f.r, s1, 1);
     cr_assert_eq(s1->state, SLOT_READY);
 
     waiter w = {.r = &f.r, .seq = 0};
@@ -337,8 +338,8 @@ Test(ring, wait_ready_ignores_a_ready_batch_in_another_slot, .timeout = 5)
     sleep_ms(50);
     cr_assert_eq(atomic_load(&w.done), 0,
                  "wait for batch 0 returned while only batch 1 was ready");
-    ring_finish(&f.r, s0);
-    ring_finish(&f.r, s0);
+    ring_finish(&f.r, s0, 1);
+    ring_finish(&f.r, s0, 1);
     cr_assert_eq(pthread_join(t, NULL), 0);
     cr_assert_eq(w.slot, s0);
     cr_assert_eq(s0->state, SLOT_COPYING);
@@ -372,11 +373,11 @@ Test(ring, wait_ready_ignores_the_previous_lap_of_its_slot, .timeout = 5)
     cr_assert_eq(ring_claim(&f.r, &s, &pos), 1);
     cr_assert_eq(s, s0);
     cr_assert_eq(ring_claim(&f.r, &s, &pos), 1);
-    ring_finish(&f.r, s);
+    ring_finish(&f.r, s, 1);
     sleep_ms(50);
     cr_assert_eq(atomic_load(&w.done), 0,
                  "wait for batch 2 returned while it was filling");
-    ring_finish(&f.r, s);
+    ring_finish(&f.r, s, 1);
     cr_assert_eq(pthread_join(t, NULL), 0);
     cr_assert_eq(w.slot, s0);
     cr_assert_eq(s0->seq, 2);
@@ -539,7 +540,7 @@ static void *mt_worker(void *arg)
                        .status = 0};
         memset(s->pixels + (size_t)pos * m->r->sample_bytes, (int)(seq & 0xff),
                m->r->sample_bytes);
-        ring_finish(m->r, s);
+        ring_finish(m->r, s, 1);
     }
     return NULL;
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "pinload.h"
@@ -15,16 +16,27 @@ static const char usage[] =
     "none|eval|train]\n"
     "                    [--seed S] [--epoch E] [--workers N] [--prefetch N] "
     "[--pin on|off]\n"
-    "                    [--batch B] [--limit N] [--on-error fail|skip] "
-    "[--shuffle on|off]\n"
-    "                    [--device auto|host|N]\n"
-    "Writes DIR/NNNNNN.ppm (P6 RGB) per delivered sample, in delivery order, "
-    "and\nDIR/index.tsv (position, path, label, status). --raw decodes each "
-    "file at its\nown size, without crop or resize.\n";
+    "                    [--batch B] [--limit N] "
+    "[--on-error fail|skip|substitute]\n"
+    "                    [--shuffle on|off] [--drop-last on|off] "
+    "[--device auto|host|N]\n"
+    "                    [--stop-after-batches K] [--save-state FILE] "
+    "[--resume-from FILE]\n"
+    "Writes DIR/NNNNNN.ppm (P6 RGB) per delivered sample of one epoch, "
+    "numbered by\nits place in the epoch, and DIR/index.tsv (position, path, "
+    "label, status).\n--raw decodes each file at its own size, without crop "
+    "or resize.\n"
+    "Rank and world size come from the launcher's variables (torchrun, SLURM, "
+    "Open MPI,\nMPICH/PMI). --stop-after-batches delivers K batches, then "
+    "stops; --save-state\nwrites where it stopped; --resume-from starts "
+    "there, numbering as the\nuninterrupted run would.\n";
 
 typedef struct options {
     const char *data, *out;
     int raw, limit;
+    long stop_after; /* batches; -1: the whole epoch */
+    const char *save_state, *resume_from;
+    pl_state resume;
     pl_config cfg;
 } options;
 
@@ -56,13 +68,14 @@ static void parse(int argc, char **argv, options *o)
 {
     static const char *const augments[] = {"none", "eval", "train"};
     static const char *const onoff[] = {"off", "on"};
-    static const char *const policies[] = {"fail", "skip"};
+    static const char *const policies[] = {"fail", "skip", "substitute"};
     pl_config_default(&o->cfg);
     o->cfg.augment = PL_AUGMENT_NONE;
     o->cfg.on_error = PL_ON_ERROR_FAIL;
     o->cfg.batch_size = 16;
     o->cfg.keep_host = 1; /* PPMs are written from host memory */
     o->limit = -1;
+    o->stop_after = -1;
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];
         if (strcmp(f, "--help") == 0 || strcmp(f, "-h") == 0) {
@@ -99,12 +112,20 @@ static void parse(int argc, char **argv, options *o)
             o->cfg.batch_size = (int)parse_long(f, v, 1, 65536);
         else if (strcmp(f, "--limit") == 0)
             o->limit = (int)parse_long(f, v, 0, __INT_MAX__);
-        else if (strcmp(f, "--on-error") == 0)
-            o->cfg.on_error = parse_choice(f, v, policies, 2)
-                                  ? PL_ON_ERROR_SKIP
-                                  : PL_ON_ERROR_FAIL;
-        else if (strcmp(f, "--shuffle") == 0)
+        else if (strcmp(f, "--on-error") == 0) {
+            static const pl_on_error by_name[] = {
+                PL_ON_ERROR_FAIL, PL_ON_ERROR_SKIP, PL_ON_ERROR_SUBSTITUTE};
+            o->cfg.on_error = by_name[parse_choice(f, v, policies, 3)];
+        } else if (strcmp(f, "--shuffle") == 0)
             o->cfg.shuffle = parse_choice(f, v, onoff, 2);
+        else if (strcmp(f, "--drop-last") == 0)
+            o->cfg.drop_last = parse_choice(f, v, onoff, 2);
+        else if (strcmp(f, "--stop-after-batches") == 0)
+            o->stop_after = parse_long(f, v, 0, __LONG_MAX__);
+        else if (strcmp(f, "--save-state") == 0)
+            o->save_state = v;
+        else if (strcmp(f, "--resume-from") == 0)
+            o->resume_from = v;
         else if (strcmp(f, "--device") == 0)
             o->cfg.device = strcmp(v, "auto") == 0 ? PL_DEVICE_AUTO
                             : strcmp(v, "host") == 0
@@ -117,7 +138,46 @@ static void parse(int argc, char **argv, options *o)
         die("%s is required", "--data");
     if (!o->out)
         die("%s is required", "--out");
+    if (o->raw && (o->stop_after >= 0 || o->save_state || o->resume_from))
+        die("%s cannot stop, save or resume", "--raw");
     o->cfg.data = o->data;
+}
+
+/* ---- states ---- */
+
+static int read_state(const char *path, pl_state *st)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "pinload-dump: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    const size_t n = fread(st->bytes, 1, sizeof st->bytes, f);
+    const int extra = fgetc(f) != EOF;
+    fclose(f);
+    if (n != sizeof st->bytes || extra) {
+        fprintf(stderr, "pinload-dump: %s: not a state (%s)\n", path,
+                extra ? "too long" : "too short");
+        return -1;
+    }
+    return 0;
+}
+
+/* Written beside, then renamed: a crash leaves the old state or the new. */
+static int write_state(const char *path, const pl_state *st)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "wb");
+    int ok = f && fwrite(st->bytes, 1, sizeof st->bytes, f) == sizeof st->bytes;
+    if (f && fclose(f) != 0)
+        ok = 0;
+    if (!ok || rename(tmp, path) != 0) {
+        fprintf(stderr, "pinload-dump: %s: %s\n", path, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
 }
 
 /* ---- output ---- */
@@ -154,6 +214,24 @@ static void row(writer *w, const char *position, const char *path,
     fprintf(w->tsv, "%s\t%s\t%d\t%s\n", position, path, label, status);
 }
 
+/* The recorded failure of `index`, as a status; 0 if there is none. */
+static int failure_status(pl_loader *l, int64_t index, char *status, size_t cap)
+{
+    pl_failure f[64];
+    size_t n, first = 0;
+    int found = 0;
+    while (pl_loader_failures(l, first, f, 64, &n) == 0 && n > 0) {
+        for (size_t i = 0; i < n; i++)
+            if (f[i].index == index && f[i].code != 0) {
+                snprintf(status, cap, "%s: %s", pl_err_name(f[i].code),
+                         f[i].reason);
+                found = 1;
+            }
+        first += n;
+    }
+    return found;
+}
+
 /* Under skip, a sample missing from the delivered sequence was skipped:
  * emit its row, with the recorded reason as status, where it would have
  * been. */
@@ -163,60 +241,64 @@ static void skipped_row(writer *w, pl_loader *l, int64_t index)
     int32_t label;
     pl_loader_sample(l, index, &path, &label);
     char status[1024] = "skipped";
-    pl_failure f[64];
-    size_t n, first = 0;
-    while (pl_loader_failures(l, first, f, 64, &n) == 0 && n > 0) {
-        for (size_t i = 0; i < n; i++)
-            if (f[i].index == index)
-                snprintf(status, sizeof status, "%s: %s",
-                         pl_err_name(f[i].code), f[i].reason);
-        first += n;
-    }
+    failure_status(l, index, status, sizeof status);
     row(w, "-", path, label, status);
     w->skipped++;
 }
 
 /* ---- the two modes ---- */
 
+/* One epoch's batches (or the first --stop-after-batches of them), from
+ * epoch position `cursor` on: each sample is written as its place in the
+ * epoch (batch index x batch size + its place in the batch), and each
+ * position the loader passed over as a skipped row. Positions past the end
+ * of the order are the order again, standing in for skipped samples. */
 static int dump_batches(writer *w, pl_loader *l, const options *o,
-                        const int64_t *order, int64_t order_n)
+                        const int64_t *order, int64_t order_n, int64_t cursor)
 {
     pl_info info;
     pl_loader_info(l, &info);
-    int64_t cursor = 0;
-    for (;;) {
-        const pl_batch *b;
-        const int rc = pl_loader_next(l, &b);
-        if (rc == PL_EPOCH_END)
-            break;
+    long taken = 0;
+    int rc;
+    const pl_batch *b;
+    while ((o->stop_after < 0 || taken < o->stop_after) &&
+           (rc = pl_loader_next(l, &b)) != PL_EPOCH_END) {
         if (rc < 0) {
             fprintf(stderr, "pinload-dump: %s\n", pl_last_error());
             return 1;
         }
+        taken++;
         for (int i = 0; i < b->count; i++) {
             if (o->limit >= 0 && w->written >= o->limit)
                 break;
-            while (cursor < order_n && order[cursor] != b->indices[i])
-                skipped_row(w, l, order[cursor++]);
+            while (order[cursor % order_n] != b->indices[i])
+                skipped_row(w, l, order[cursor++ % order_n]);
             cursor++;
             const char *path;
             pl_loader_sample(l, b->indices[i], &path, NULL);
+            const long place = (long)(b->index * info.batch_size + i);
             char pos[32];
-            snprintf(pos, sizeof pos, "%ld", w->written);
-            if (write_ppm(w, w->written,
+            snprintf(pos, sizeof pos, "%ld", place);
+            if (write_ppm(w, place,
                           (const uint8_t *)b->host +
                               (size_t)i * info.sample_bytes,
                           info.width, info.height) < 0)
                 return 1;
-            row(w, pos, path, b->labels[i], "ok");
+            row(w, pos, path, b->labels[i],
+                b->status[i] ? pl_err_name(b->status[i]) : "ok");
             w->written++;
         }
         pl_loader_release(l, b, NULL);
         if (o->limit >= 0 && w->written >= o->limit)
             return 0;
     }
-    while (cursor < order_n)
-        skipped_row(w, l, order[cursor++]);
+    if (o->stop_after >= 0 && taken == o->stop_after)
+        return 0;
+    /* Bad files after the last sample delivered. */
+    char status[1024];
+    for (; cursor < order_n; cursor++)
+        if (failure_status(l, order[cursor], status, sizeof status))
+            skipped_row(w, l, order[cursor]);
     return 0;
 }
 
@@ -269,6 +351,17 @@ int main(int argc, char **argv)
         fprintf(stderr, "pinload-dump: %s: %s\n", o.out, strerror(errno));
         return 1;
     }
+    int64_t epoch = o.cfg.first_epoch, position = 0;
+    if (o.resume_from) {
+        if (read_state(o.resume_from, &o.resume) < 0 ||
+            pl_state_get(&o.resume, &epoch, NULL, &position) < 0) {
+            if (o.resume_from && pl_last_error()[0])
+                fprintf(stderr, "pinload-dump: %s: %s\n", o.resume_from,
+                        pl_last_error());
+            return 1;
+        }
+        o.cfg.resume = &o.resume;
+    }
     pl_loader *l;
     if (pl_loader_create(&o.cfg, &l) < 0) {
         fprintf(stderr, "pinload-dump: %s\n", pl_last_error());
@@ -286,10 +379,21 @@ int main(int argc, char **argv)
                 order ? strerror(errno) : "out of memory");
         goto done;
     }
-    pl_loader_epoch_order(l, o.cfg.first_epoch, order, info.samples_per_epoch);
+    if (o.resume_from) { /* an elastic restart starts the epoch again */
+        pl_state now;
+        pl_loader_state(l, &now);
+        pl_state_get(&now, &epoch, NULL, &position);
+    }
+    pl_loader_epoch_order(l, epoch, order, info.samples_per_epoch);
     fprintf(w.tsv, "position\tpath\tlabel\tstatus\n");
     status = o.raw ? dump_raw(&w, l, &o, order, info.samples_per_epoch)
-                   : dump_batches(&w, l, &o, order, info.samples_per_epoch);
+                   : dump_batches(&w, l, &o, order, info.samples_per_epoch,
+                                  position);
+    if (status == 0 && o.save_state) {
+        pl_state st;
+        pl_loader_state(l, &st);
+        status = write_state(o.save_state, &st) < 0;
+    }
     /* On failure the one line above names the file; on success, every
      * problem file is listed. */
     if (status == 0) {

@@ -1,0 +1,216 @@
+#include "state.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "error.h"
+
+#define STATE_MAGIC "PLST"
+#define STATE_VERSION 1
+#define CHECKSUM_AT (PL_STATE_BYTES - 8)
+
+/* FNV-1a, 64 bits: enough to tell one file list or configuration from
+ * another, and the same on every machine. */
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3u;
+    return h;
+}
+
+#define FNV_START 0xcbf29ce484222325u
+
+static uint64_t fnv_u64(uint64_t h, uint64_t v)
+{
+    uint8_t b[8];
+    for (int i = 0; i < 8; i++)
+        b[i] = (uint8_t)(v >> (8 * i));
+    return fnv(h, b, 8);
+}
+
+static uint64_t fnv_float(uint64_t h, float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return fnv_u64(h, u);
+}
+
+void state_fingerprint(state_fields *f, const dataset *ds, const pl_config *c,
+                       int rank, int world)
+{
+    memset(f, 0, sizeof *f);
+    f->rank = rank;
+    f->world = world;
+    f->dataset_size = ds->n;
+    f->batch_size = c->batch_size;
+    f->width = c->width;
+    f->height = c->height;
+    f->format = (uint8_t)c->format;
+    f->augment = (uint8_t)c->augment;
+    f->on_error = (uint8_t)c->on_error;
+    f->order = (uint8_t)((c->shuffle ? 1 : 0) | (c->drop_last ? 2 : 0) |
+                         (c->shard_mode == PL_SHARD_DROP ? 4 : 0));
+    f->seed = c->seed;
+    uint64_t h = FNV_START;
+    for (int64_t i = 0; i < ds->n; i++) {
+        const char *p = dataset_path(ds, i);
+        h = fnv(h, p, strlen(p) + 1);
+        h = fnv_u64(h, (uint64_t)(uint32_t)ds->labels[i]);
+    }
+    f->list_hash = h;
+    h = FNV_START;
+    for (int i = 0; i < 3; i++) {
+        h = fnv_float(h, c->mean[i]);
+        h = fnv_float(h, c->std[i]);
+    }
+    h = fnv_u64(h, (uint64_t)c->dct_scaling);
+    h = fnv_u64(h, (uint64_t)c->strict);
+    h = fnv_u64(h, (uint64_t)c->max_width);
+    h = fnv_u64(h, (uint64_t)c->max_height);
+    h = fnv_u64(h, (uint64_t)c->max_pixels);
+    h = fnv_u64(h, (uint64_t)c->max_file_bytes);
+    f->pixels_hash = h;
+}
+
+static void put(uint8_t *b, size_t at, uint64_t v, int n)
+{
+    for (int i = 0; i < n; i++)
+        b[at + (size_t)i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get(const uint8_t *b, size_t at, int n)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++)
+        v |= (uint64_t)b[at + (size_t)i] << (8 * i);
+    return v;
+}
+
+void state_encode(const state_fields *f, pl_state *out)
+{
+    uint8_t *b = out->bytes;
+    memset(b, 0, PL_STATE_BYTES);
+    memcpy(b, STATE_MAGIC, 4);
+    put(b, 4, STATE_VERSION, 2);
+    put(b, 6, PL_STATE_BYTES, 2);
+    put(b, 8, (uint64_t)f->epoch, 8);
+    put(b, 16, (uint64_t)f->batch, 8);
+    put(b, 24, (uint64_t)f->position, 8);
+    put(b, 32, (uint32_t)f->rank, 4);
+    put(b, 36, (uint32_t)f->world, 4);
+    put(b, 40, (uint64_t)f->dataset_size, 8);
+    put(b, 48, (uint32_t)f->batch_size, 4);
+    put(b, 52, (uint32_t)f->width, 4);
+    put(b, 56, (uint32_t)f->height, 4);
+    b[60] = f->format;
+    b[61] = f->augment;
+    b[62] = f->on_error;
+    b[63] = f->order;
+    put(b, 64, f->seed, 8);
+    put(b, 72, f->list_hash, 8);
+    put(b, 80, f->pixels_hash, 8);
+    put(b, CHECKSUM_AT, fnv(FNV_START, b, CHECKSUM_AT), 8);
+}
+
+int state_decode(const pl_state *in, state_fields *f, const char *who)
+{
+    const uint8_t *b = in->bytes;
+    if (memcmp(b, STATE_MAGIC, 4) != 0)
+        return err_set(PL_EINVAL, "%s: not a pinload state", who);
+    if (get(b, 4, 2) != STATE_VERSION || get(b, 6, 2) != PL_STATE_BYTES)
+        return err_set(PL_EINVAL,
+                       "%s: a state of format %u, this pinload reads "
+                       "format %d",
+                       who, (unsigned)get(b, 4, 2), STATE_VERSION);
+    if (get(b, CHECKSUM_AT, 8) != fnv(FNV_START, b, CHECKSUM_AT))
+        return err_set(PL_EINVAL, "%s: the state is damaged (checksum)", who);
+    memset(f, 0, sizeof *f);
+    f->epoch = (int64_t)get(b, 8, 8);
+    f->batch = (int64_t)get(b, 16, 8);
+    f->position = (int64_t)get(b, 24, 8);
+    f->rank = (int32_t)get(b, 32, 4);
+    f->world = (int32_t)get(b, 36, 4);
+    f->dataset_size = (int64_t)get(b, 40, 8);
+    f->batch_size = (int32_t)get(b, 48, 4);
+    f->width = (int32_t)get(b, 52, 4);
+    f->height = (int32_t)get(b, 56, 4);
+    f->format = b[60];
+    f->augment = b[61];
+    f->on_error = b[62];
+    f->order = b[63];
+    f->seed = get(b, 64, 8);
+    f->list_hash = get(b, 72, 8);
+    f->pixels_hash = get(b, 80, 8);
+    if (f->epoch < 0 || f->batch < 0 || f->position < 0 || f->world < 1 ||
+        f->rank < 0 || f->rank >= f->world)
+        return err_set(PL_EINVAL, "%s: the state is damaged (fields)", who);
+    return 0;
+}
+
+const char *state_mismatch(const state_fields *s, const state_fields *n,
+                           char *buf, size_t cap)
+{
+    if (s->dataset_size != n->dataset_size)
+        snprintf(buf, cap,
+                 "the state was saved for %lld files; this loader lists %lld",
+                 (long long)s->dataset_size, (long long)n->dataset_size);
+    else if (s->list_hash != n->list_hash)
+        snprintf(buf, cap,
+                 "the state was saved for another file list (same count, "
+                 "other paths or labels)");
+    else if (s->batch_size != n->batch_size)
+        snprintf(buf, cap,
+                 "the state was saved with batch_size %d; this "
+                 "loader has %d",
+                 s->batch_size, n->batch_size);
+    else if (s->width != n->width || s->height != n->height)
+        snprintf(buf, cap,
+                 "the state was saved for %dx%d output; this loader "
+                 "makes %dx%d",
+                 s->width, s->height, n->width, n->height);
+    else if (s->format != n->format || s->augment != n->augment)
+        snprintf(buf, cap,
+                 "the state was saved with format %d and augment %d;"
+                 " this loader has %d and %d",
+                 s->format, s->augment, n->format, n->augment);
+    else if (s->seed != n->seed)
+        snprintf(buf, cap,
+                 "the state was saved with seed %llu; this loader "
+                 "has %llu",
+                 (unsigned long long)s->seed, (unsigned long long)n->seed);
+    else if (s->order != n->order)
+        snprintf(buf, cap,
+                 "the state was saved with other shuffle, drop_last "
+                 "or shard_mode settings");
+    else if (s->on_error != n->on_error)
+        snprintf(buf, cap,
+                 "the state was saved with on_error %d; this loader "
+                 "has %d",
+                 s->on_error, n->on_error);
+    else if (s->pixels_hash != n->pixels_hash)
+        snprintf(buf, cap,
+                 "the state was saved with other mean, std, "
+                 "dct_scaling, strict or limits");
+    else
+        return NULL;
+    return buf;
+}
+
+PL_EXPORT int pl_state_get(const pl_state *state, int64_t *epoch,
+                           int64_t *batch, int64_t *position)
+{
+    if (!state)
+        return err_set(PL_EINVAL, "pl_state_get: state is NULL");
+    state_fields f;
+    const int rc = state_decode(state, &f, "pl_state_get");
+    if (rc < 0)
+        return rc;
+    if (epoch)
+        *epoch = f.epoch;
+    if (batch)
+        *batch = f.batch;
+    if (position)
+        *position = f.position;
+    return 0;
+}

@@ -1,0 +1,44 @@
+/* pl_state: where a loader stands, as plain bytes to keep in a checkpoint,
+ * and the fingerprint of what must not change between the run that saved
+ * it and the one that resumes from it. The bytes are little-endian,
+ * versioned and checksummed, so a state read back on another machine, or
+ * damaged, or from another version, is recognised as such. */
+#ifndef PINLOAD_STATE_H
+#define PINLOAD_STATE_H
+
+#include <stdint.h>
+
+#include "dataset.h"
+#include "pinload.h"
+
+typedef struct state_fields {
+    int64_t epoch, batch, position; /* the next batch and where it starts */
+    int32_t rank, world;
+    /* The fingerprint. */
+    int64_t dataset_size;
+    int32_t batch_size, width, height;
+    uint8_t format, augment, on_error, order; /* order: shuffle, drop_last,
+                                                 shard_mode as bits */
+    uint64_t seed;
+    uint64_t list_hash;   /* every path and label, in order */
+    uint64_t pixels_hash; /* mean, std, dct_scaling, strict, the limits */
+} state_fields;
+
+/* The fingerprint of a loader's dataset and configuration (every field but
+ * epoch, batch, position). */
+void state_fingerprint(state_fields *f, const dataset *ds, const pl_config *c,
+                       int rank, int world);
+
+void state_encode(const state_fields *f, pl_state *out);
+
+/* PL_EINVAL, with pl_last_error naming `who`, if the bytes are not a state
+ * this version can read. */
+int state_decode(const pl_state *in, state_fields *f, const char *who);
+
+/* The first fingerprint field that differs, as a phrase for an error
+ * ("the state was saved for 1000 files; this loader lists 999"), or NULL
+ * when they agree. Rank and world are not compared. */
+const char *state_mismatch(const state_fields *saved, const state_fields *now,
+                           char *buf, size_t cap);
+
+#endif
