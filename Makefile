@@ -103,7 +103,7 @@ SIM_ONLY := tests/test_cuda.c tests/test_cudasim.c
 TEST_SRC := $(filter-out $(SIM_ONLY),$(sort $(wildcard tests/test_*.c)))
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 SIM_TEST_BIN := $(BUILD)/tests/test_cudasim $(BUILD)/tests/test_cuda \
-                $(BUILD)/tests/test_loader
+                $(BUILD)/tests/test_loader $(BUILD)/tests/test_resume
 STRESS   := $(BUILD)/tests/stress
 # Sanitizer builds compile the suites against tests/runner/criterion/
 # criterion.h, a small runner of the same API: Criterion's sandbox maps its
