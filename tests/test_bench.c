@@ -395,3 +395,30 @@ Test(bench, problem_files_are_listed_once_at_the_end, .timeout = 120)
     free(err);
     tu_rm_rf(root);
 }
+
+/* A dataset in which no file can be decoded: the bench stops with the
+ * loader's PL_ENODATA, naming the epoch, instead of looping on empty
+ * epochs. */
+Test(bench, data_with_no_good_file_is_an_error_not_an_endless_loop,
+     .timeout = 60)
+{
+    char root[64], path[256], args[512];
+    tu_tmpdir(root);
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/c%d/%d.jpg", root, i % 2, i);
+        tu_write_file(path, "GIF89a", 6);
+    }
+    snprintf(args, sizeof args,
+             "--data %s --workers 1 --batches 3 --batch 2 --size 16 "
+             "--warmup 1",
+             root);
+    char *out, *err;
+    const int rc = run_tool(args, &out, &err);
+    cr_assert_neq(rc, 0, "stdout: %s", out);
+    cr_assert_neq(rc, 2, "not a usage error: %s", err);
+    cr_assert_not_null(strstr(err, "epoch 0"), "stderr: %s", err);
+    cr_assert_not_null(strstr(err, "4"), "stderr: %s", err);
+    free(out);
+    free(err);
+    tu_rm_rf(root);
+}
