@@ -447,6 +447,145 @@ Test(dump, on_error_skip_lists_the_bad_file_without_a_position, .timeout = 120)
     tu_rm_rf(root);
 }
 
+/* ---- stopping and resuming ---- */
+
+/* Each row of `part` is in `whole` (positions removed when matched; a bad
+ * file's "-" row may be in both runs, as each pipeline may meet it). */
+static void take_rows(row *whole, int n, const row *part, int m)
+{
+    for (int i = 0; i < m; i++) {
+        int found = 0;
+        for (int k = 0; k < n && !found; k++)
+            if (whole[k].path[0] &&
+                strcmp(whole[k].position, part[i].position) == 0 &&
+                strcmp(whole[k].path, part[i].path) == 0 &&
+                whole[k].label == part[i].label &&
+                strcmp(whole[k].status, part[i].status) == 0) {
+                if (strcmp(part[i].position, "-") != 0)
+                    whole[k].path[0] = '\0';
+                found = 1;
+            }
+        cr_assert(found, "row %s %s is not in the uninterrupted run's index",
+                  part[i].position, part[i].path);
+    }
+}
+
+/* --stop-after-batches 2 --save-state, then --resume-from with other
+ * workers: the two runs write exactly the uninterrupted run's samples,
+ * byte for byte and numbered alike, and its index rows between them,
+ * under skip (the bad file's place taken, the order wrapping) and
+ * substitute. */
+Test(dump, stop_save_and_resume_write_the_uninterrupted_runs_files,
+     .timeout = 120)
+{
+    char root[64], bad[256];
+    make_bad_folder(root, bad, sizeof bad);
+    const char *policies[] = {"skip", "substitute"};
+    for (int p = 0; p < 2; p++) {
+        char args[2048], full[128], a[128], b[128], st[128];
+        snprintf(full, sizeof full, "%s/full-%d", root, p);
+        snprintf(a, sizeof a, "%s/a-%d", root, p);
+        snprintf(b, sizeof b, "%s/b-%d", root, p);
+        snprintf(st, sizeof st, "%s/state-%d", root, p);
+        const char *common =
+            "--size 16 --batch 2 --device host --augment train";
+        snprintf(args, sizeof args,
+                 "--data '%s/data' --out '%s' %s --on-error %s", root, full,
+                 common, policies[p]);
+        result r = dump(root, args);
+        cr_assert_eq(r.status, 0, "%s", r.err);
+        result_free(&r);
+        snprintf(args, sizeof args,
+                 "--data '%s/data' --out '%s' %s --on-error %s --workers 1 "
+                 "--stop-after-batches 2 --save-state '%s'",
+                 root, a, common, policies[p], st);
+        r = dump(root, args);
+        cr_assert_eq(r.status, 0, "%s", r.err);
+        result_free(&r);
+        cr_assert_eq(count_ppms(a), 4, "two batches of two");
+        snprintf(args, sizeof args,
+                 "--data '%s/data' --out '%s' %s --on-error %s --workers 3 "
+                 "--resume-from '%s'",
+                 root, b, common, policies[p], st);
+        r = dump(root, args);
+        cr_assert_eq(r.status, 0, "%s", r.err);
+        result_free(&r);
+        const int total = count_ppms(full);
+        cr_assert_eq(total, 7, "the nominal epoch under %s", policies[p]);
+        for (int k = 0; k < total; k++) {
+            char want[256], got[256];
+            ppm_path(want, sizeof want, full, k);
+            ppm_path(got, sizeof got, k < 4 ? a : b, k);
+            assert_same_file(want, got);
+            ppm_path(got, sizeof got, k < 4 ? b : a, k);
+            cr_assert_neq(access(got, F_OK), 0, "%s written by both", got);
+        }
+        int nf, na, nb;
+        row *rf = read_index(full, &nf), *ra = read_index(a, &na),
+            *rb = read_index(b, &nb);
+        int positioned = 0;
+        for (int k = 0; k < nb; k++)
+            positioned += strcmp(rb[k].position, "-") != 0;
+        cr_assert_eq(positioned, 3, "the resumed run writes positions 4..6");
+        take_rows(rf, nf, ra, na);
+        take_rows(rf, nf, rb, nb);
+        for (int k = 0; k < nf; k++)
+            cr_assert(!rf[k].path[0] || strcmp(rf[k].position, "-") == 0,
+                      "position %s of the uninterrupted run was not written",
+                      rf[k].position);
+        free(rf);
+        free(ra);
+        free(rb);
+    }
+    tu_rm_rf(root);
+}
+
+/* A state file that is damaged, or saved for another batch size, is
+ * refused with the file named and the reason. */
+Test(dump, resume_from_a_damaged_or_mismatched_state_fails_naming_it,
+     .timeout = 120)
+{
+    char root[64], bad[256], args[2048], st[128], out[128];
+    make_bad_folder(root, bad, sizeof bad);
+    snprintf(st, sizeof st, "%s/state", root);
+    snprintf(out, sizeof out, "%s/out", root);
+    snprintf(args, sizeof args,
+             "--data '%s/data' --out '%s' --size 16 --batch 2 --device host "
+             "--on-error skip --stop-after-batches 1 --save-state '%s'",
+             root, out, st);
+    result r = dump(root, args);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    result_free(&r);
+    snprintf(args, sizeof args,
+             "--data '%s/data' --out '%s/o2' --size 16 --batch 3 --device host "
+             "--on-error skip --resume-from '%s'",
+             root, root, st);
+    r = dump(root, args);
+    cr_assert_neq(r.status, 0);
+    cr_assert_not_null(strstr(r.err, "batch_size 2"), "%s", r.err);
+    result_free(&r);
+    size_t len;
+    uint8_t *bytes = tu_read_file(st, &len);
+    cr_assert_eq(len, 128);
+    bytes[40] ^= 0x10;
+    tu_write_file(st, bytes, len);
+    free(bytes);
+    snprintf(args, sizeof args,
+             "--data '%s/data' --out '%s/o3' --size 16 --batch 2 --device host "
+             "--on-error skip --resume-from '%s'",
+             root, root, st);
+    r = dump(root, args);
+    cr_assert_neq(r.status, 0);
+    cr_assert_not_null(strstr(r.err, "damaged"), "%s", r.err);
+    result_free(&r);
+    tu_write_file(st, "short", 5);
+    r = dump(root, args);
+    cr_assert_neq(r.status, 0);
+    cr_assert_not_null(strstr(r.err, st), "names the file: %s", r.err);
+    result_free(&r);
+    tu_rm_rf(root);
+}
+
 /* ---- the command line ---- */
 
 static void assert_usage_error(const char *args)
