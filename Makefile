@@ -9,6 +9,8 @@
 #   make install PREFIX=/usr/local DESTDIR=
 #   make SANITIZE=address,undefined test    (or SANITIZE=thread)
 #   make CUDA=0           build host-only even where CUDA is installed
+#   make NCCL=0           samples/data_parallel without NCCL (its host
+#                         exchange only) even where NCCL is installed
 #   make CUDA=sim         build against tests/cudasim, the simulated CUDA
 #                         runtime, in place of libcudart (in build/sim):
 #                         the CUDA backend runs without a GPU
@@ -71,6 +73,24 @@ LIBS     += -L$(CUDA_LIBDIR) -lcudart -Wl,-rpath,$(CUDA_LIBDIR)
 # Kernels (the bench's simulated step, the samples) need nvcc as well.
 HAVE_NVCC := $(wildcard $(NVCC))
 endif
+# NCCL, for samples/data_parallel's all-reduce: nccl.h (2.14 or newer, for
+# communicators that never block) and libnccl in $(NCCL_HOME), default
+# $(CUDA_HOME), where the toolkit's packages put them. Not with the
+# simulated runtime, on which NCCL cannot run, nor with NCCL=0.
+NCCL_HOME ?= $(CUDA_HOME)
+HAVE_NCCL :=
+ifneq ($(NCCL),0)
+ifeq ($(SIM),)
+ifneq ($(HAVE_CUDA),)
+NCCL_LIBDIR := $(patsubst %/,%,$(firstword $(dir $(wildcard \
+               $(NCCL_HOME)/lib64/libnccl.so $(NCCL_HOME)/lib/libnccl.so))))
+HAVE_NCCL := $(if $(NCCL_LIBDIR),$(shell awk \
+    '/^.define NCCL_MAJOR / { M = $$3 } /^.define NCCL_MINOR / { m = $$3 } \
+     END { if (M > 2 || (M == 2 && m >= 14)) print "yes" }' \
+    $(NCCL_HOME)/include/nccl.h 2>/dev/null))
+endif
+endif
+endif
 NVCCFLAGS := -O2 -std=c++17 -Iinclude \
              -gencode arch=compute_80,code=sm_80 \
              -gencode arch=compute_90,code=sm_90 \
@@ -96,7 +116,8 @@ LIBS     += -lstdc++
 endif
 
 TOOLS    := $(BUILD)/pinload-dump $(BUILD)/pinload-mkdata $(BUILD)/pinload-bench
-SAMPLES  := $(BUILD)/samples/minimal $(BUILD)/samples/train_classifier
+SAMPLES  := $(BUILD)/samples/minimal $(BUILD)/samples/train_classifier \
+            $(BUILD)/samples/data_parallel
 # test_cuda and test_cudasim need the simulated runtime: they are built in
 # the CUDA=sim build only, with test_loader run against simulated CUDA.
 SIM_ONLY := tests/test_cuda.c tests/test_cudasim.c
@@ -228,6 +249,34 @@ $(BUILD)/samples/train_classifier: samples/train_classifier.c \
 	@mkdir -p $(@D)
 	$(CC) -Iinclude -MMD -MP $(TRAIN_NO_CUDA) $(CFLAGS_ALL) $(LDFLAGS) \
 	    -o $@ $< $(TRAIN_CUDA_OBJ) $(BUILD)/libpinload.a $(LIBS) -lstdc++
+
+# samples/data_parallel: its ranks all-reduce with NCCL where the build
+# found it (samples/dp_collective.c, PL_SAMPLE_NCCL), and through shared
+# memory always; with CUDA (real or simulated) it asks the runtime whether
+# there is a GPU before giving each rank its local rank's (PL_SAMPLE_CUDA).
+DP_OBJ   := $(BUILD)/obj/samples/data_parallel.o \
+            $(BUILD)/obj/samples/dp_collective.o
+DP_LIBS  :=
+ifneq ($(SIM),)
+DP_FLAGS := -DPL_SAMPLE_CUDA $(SIM_FLAGS)
+else ifneq ($(HAVE_CUDA),)
+# (-isystem: nccl.h's declarations are not all prototypes.)
+DP_FLAGS := -DPL_SAMPLE_CUDA -isystem $(CUDA_HOME)/include
+ifneq ($(HAVE_NCCL),)
+DP_FLAGS += -DPL_SAMPLE_NCCL -isystem $(NCCL_HOME)/include
+DP_LIBS  := -L$(NCCL_LIBDIR) -lnccl -Wl,-rpath,$(NCCL_LIBDIR)
+endif
+else
+DP_FLAGS :=
+endif
+$(DP_OBJ): $(BUILD)/obj/samples/%.o: samples/%.c samples/dp_collective.h \
+           | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) -Iinclude -MMD -MP $(DP_FLAGS) $(CFLAGS_ALL) -c $< -o $@
+$(BUILD)/samples/data_parallel: $(DP_OBJ) $(BUILD)/libpinload.a $(CUDASIM)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS) -o $@ $(DP_OBJ) $(BUILD)/libpinload.a \
+	    $(DP_LIBS) $(LIBS) -lrt
 
 $(BUILD)/samples/%: samples/%.c $(BUILD)/libpinload.a $(CUDASIM)
 	@mkdir -p $(@D)

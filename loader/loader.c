@@ -323,7 +323,8 @@ static void announce(pl_loader *l)
             "%d worker%s (%s); ring %d x %.1f MiB %s",
             l->be->name, l->rc.rank, l->rc.world, l->rc.rank_source,
             (long long)l->ds.n, l->ds.num_classes, l->rc.num_workers,
-            l->rc.num_workers == 1 ? "" : "s", l->rc.workers_why, c->prefetch, mib / c->prefetch,
+            l->rc.num_workers == 1 ? "" : "s", l->rc.workers_why, c->prefetch,
+            mib / c->prefetch,
             l->ring.kind == HOSTMEM_PINNED    ? "pinned"
             : l->ring.kind == HOSTMEM_MANAGED ? "managed"
                                               : "pageable");

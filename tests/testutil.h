@@ -283,4 +283,85 @@ static inline int tu_max_diff(const uint8_t *a, const uint8_t *b, size_t n)
     return m;
 }
 
+/* ---- what pinload-dump writes ---- */
+
+/* The whole of a file, NUL-terminated (malloc'd). */
+static inline char *tu_slurp(const char *path)
+{
+    size_t len;
+    char *text = (char *)tu_read_file(path, &len);
+    text[len] = '\0';
+    return text;
+}
+
+/* One row of pinload-dump's index.tsv. */
+typedef struct tu_row {
+    long position; /* the sample's place in the epoch; -1 for "-" (skipped) */
+    char path[1024];
+    int label;
+    char status[1024];
+} tu_row;
+
+/* The rows of dir/index.tsv (malloc'd, count in *n), its header checked
+ * and every row checked to have exactly four fields. */
+static inline tu_row *tu_read_index(const char *dir, int *n)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/index.tsv", dir);
+    char *text = tu_slurp(path);
+    static const char header[] = "position\tpath\tlabel\tstatus\n";
+    cr_assert_eq(strncmp(text, header, sizeof header - 1), 0,
+                 "%s: header is %.60s", path, text);
+    int cap = 64, k = 0;
+    tu_row *rows = malloc((size_t)cap * sizeof *rows);
+    char *rest = text + sizeof header - 1;
+    for (char *line; (line = strsep(&rest, "\n")) != NULL && *line;) {
+        char *field[4], *cur = line;
+        for (int i = 0; i < 4; i++)
+            field[i] = strsep(&cur, "\t");
+        cr_assert(field[3] && !cur, "%s: row %d is not 4 fields", path, k);
+        if (k == cap)
+            rows = realloc(rows, (size_t)(cap *= 2) * sizeof *rows);
+        tu_row *r = &rows[k++];
+        char *end;
+        r->position =
+            strcmp(field[0], "-") == 0 ? -1 : strtol(field[0], &end, 10);
+        cr_assert(r->position < 0 || (*field[0] && !*end),
+                  "%s: position \"%s\"", path, field[0]);
+        r->label = (int)strtol(field[2], &end, 10);
+        cr_assert(*field[2] && !*end, "%s: label \"%s\"", path, field[2]);
+        snprintf(r->path, sizeof r->path, "%s", field[1]);
+        snprintf(r->status, sizeof r->status, "%s", field[3]);
+    }
+    free(text);
+    *n = k;
+    return rows;
+}
+
+/* The number of samples pinload-dump wrote to dir, checking that they are
+ * 000000.ppm .. (count - 1) and that index.tsv is all else there is. */
+static inline int tu_count_ppms(const char *dir)
+{
+    int k = 0;
+    for (;; k++) {
+        char p[512];
+        snprintf(p, sizeof p, "%s/%06d.ppm", dir, k);
+        if (access(p, F_OK) != 0)
+            break;
+    }
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d, "%s: %s", dir, strerror(errno));
+    int entries = 0;
+    for (struct dirent *de; (de = readdir(d)) != NULL;)
+        entries += strcmp(de->d_name, ".") != 0 &&
+                   strcmp(de->d_name, "..") != 0 &&
+                   strcmp(de->d_name, "index.tsv") != 0;
+    closedir(d);
+    cr_assert_eq(entries, k,
+                 "%s holds %d files besides index.tsv, not the %d "
+                 "numbered samples",
+                 dir, entries, k);
+    return k;
+}
+
 #endif
