@@ -20,14 +20,6 @@ static void result_free(result *r)
     free(r->err);
 }
 
-static char *slurp(const char *path)
-{
-    size_t len;
-    uint8_t *b = tu_read_file(path, &len);
-    b[len] = '\0';
-    return (char *)b;
-}
-
 /* Runs "pinload-dump ARGS" through the shell, capturing both streams in
  * files under `scratch`. */
 static result dump(const char *scratch, const char *args)
@@ -40,87 +32,12 @@ static result dump(const char *scratch, const char *args)
     snprintf(cmd, sizeof cmd, "'%s' %s >'%s' 2>'%s'", tool, args, out, err);
     const int st = system(cmd);
     result r = {.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1};
-    r.out = slurp(out);
-    r.err = slurp(err);
+    r.out = tu_slurp(out);
+    r.err = tu_slurp(err);
     return r;
 }
 
 /* ---- reading what it wrote ---- */
-
-typedef struct row {
-    char position[32];
-    char path[1024];
-    int label;
-    char status[1024];
-} row;
-
-/* Parses dir/index.tsv; checks the header. Returns the rows (count in *n). */
-static row *read_index(const char *dir, int *n)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/index.tsv", dir);
-    char *text = slurp(path);
-    const char *header = "position\tpath\tlabel\tstatus\n";
-    cr_assert_eq(strncmp(text, header, strlen(header)), 0,
-                 "index.tsv header: %.60s", text);
-    row *rows = calloc(4096, sizeof *rows);
-    int k = 0;
-    char *save = NULL;
-    for (char *line = strtok_r(text + strlen(header), "\n", &save); line;
-         line = strtok_r(NULL, "\n", &save)) {
-        cr_assert_lt(k, 4096);
-        char *f[4];
-        char *p = line;
-        for (int i = 0; i < 4; i++) {
-            f[i] = p;
-            char *tab = i < 3 ? strchr(p, '\t') : NULL;
-            cr_assert(i == 3 || tab, "row %d has fewer than 4 fields: %s", k,
-                      line);
-            if (tab) {
-                *tab = '\0';
-                p = tab + 1;
-            }
-        }
-        cr_assert_null(strchr(f[3], '\t'), "row %d has more than 4 fields", k);
-        snprintf(rows[k].position, sizeof rows[k].position, "%s", f[0]);
-        snprintf(rows[k].path, sizeof rows[k].path, "%s", f[1]);
-        char *end;
-        rows[k].label = (int)strtol(f[2], &end, 10);
-        cr_assert(*f[2] && !*end, "row %d label \"%s\"", k, f[2]);
-        snprintf(rows[k].status, sizeof rows[k].status, "%s", f[3]);
-        k++;
-    }
-    free(text);
-    *n = k;
-    return rows;
-}
-
-/* How many NNNNNN.ppm files dir holds; also checks they are 000000 ..
- * count - 1 and that nothing else but index.tsv is there. */
-static int count_ppms(const char *dir)
-{
-    DIR *d = opendir(dir);
-    cr_assert_not_null(d, "%s: %s", dir, strerror(errno));
-    int n = 0, max = -1;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        const char *s = de->d_name;
-        if (strcmp(s, ".") == 0 || strcmp(s, "..") == 0 ||
-            strcmp(s, "index.tsv") == 0)
-            continue;
-        int v;
-        char tail[8] = "";
-        cr_assert(strlen(s) == 10 && sscanf(s, "%6d%7s", &v, tail) == 2 &&
-                      strcmp(tail, ".ppm") == 0,
-                  "unexpected file %s in %s", s, dir);
-        n++;
-        if (v > max)
-            max = v;
-    }
-    closedir(d);
-    cr_assert_eq(max, n - 1, "PPMs are not numbered 0 .. %d", n - 1);
-    return n;
-}
 
 static void ppm_path(char *buf, size_t cap, const char *dir, int k)
 {
@@ -221,19 +138,17 @@ Test(dump, three_pipeline_shapes_write_the_same_47_samples, .timeout = 300)
         cr_assert_eq(r.status, 0, "%s: exit %d: %s", shapes[s], r.status,
                      r.err);
         result_free(&r);
-        cr_assert_eq(count_ppms(outs[s]), PHOTOS, "%s", shapes[s]);
+        cr_assert_eq(tu_count_ppms(outs[s]), PHOTOS, "%s", shapes[s]);
     }
 
     char classes[64][256];
     const int nclasses = class_folders(data, classes, 64);
     cr_assert_eq(nclasses, 19);
     int n;
-    row *rows = read_index(outs[0], &n);
+    tu_row *rows = tu_read_index(outs[0], &n);
     cr_assert_eq(n, PHOTOS);
     for (int k = 0; k < n; k++) {
-        char want_pos[16];
-        snprintf(want_pos, sizeof want_pos, "%d", k);
-        cr_assert_str_eq(rows[k].position, want_pos);
+        cr_assert_eq(rows[k].position, k);
         cr_assert_str_eq(rows[k].status, "ok");
         char cls[256];
         class_of(data, rows[k].path, cls, sizeof cls);
@@ -287,9 +202,9 @@ Test(dump, raw_writes_each_file_at_its_size_with_djpegs_pixels, .timeout = 300)
     result r = dump(scratch, args);
     cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
     result_free(&r);
-    cr_assert_eq(count_ppms(out), 4);
+    cr_assert_eq(tu_count_ppms(out), 4);
     int n;
-    row *rows = read_index(out, &n);
+    tu_row *rows = tu_read_index(out, &n);
     cr_assert_eq(n, 4);
     for (int k = 0; k < 4; k++) {
         char p[256];
@@ -326,7 +241,7 @@ Test(dump, train_augment_with_size_64_writes_64x64_samples, .timeout = 300)
     result r = dump(scratch, args);
     cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
     result_free(&r);
-    cr_assert_eq(count_ppms(out), PHOTOS);
+    cr_assert_eq(tu_count_ppms(out), PHOTOS);
     for (int k = 0; k < PHOTOS; k++) {
         char p[256];
         ppm_path(p, sizeof p, out, k);
@@ -406,15 +321,15 @@ Test(dump, on_error_skip_lists_the_bad_file_without_a_position, .timeout = 120)
     result_free(&r);
     /* The bad file's place goes to the next good sample of the order,
      * wrapping to its start (equal steps on every rank): 7 positions. */
-    cr_assert_eq(count_ppms(out), 7);
+    cr_assert_eq(tu_count_ppms(out), 7);
     int n;
-    row *rows = read_index(out, &n);
+    tu_row *rows = tu_read_index(out, &n);
     cr_assert_eq(n, 8, "every position and the bad file have a row");
     int bad_rows = 0, next = 0;
     for (int k = 0; k < n; k++) {
         if (strcmp(rows[k].path, bad) == 0) {
             bad_rows++;
-            cr_assert_str_eq(rows[k].position, "-");
+            cr_assert_eq(rows[k].position, -1);
             cr_assert_eq(rows[k].label, 1);
             cr_assert_str_neq(rows[k].status, "ok");
             cr_assert_not_null(strstr(rows[k].status, "PL_ENOTJPEG"), "%s",
@@ -423,9 +338,7 @@ Test(dump, on_error_skip_lists_the_bad_file_without_a_position, .timeout = 120)
                                rows[k].status);
             continue;
         }
-        char want[16];
-        snprintf(want, sizeof want, "%d", next++);
-        cr_assert_str_eq(rows[k].position, want, "row %d", k);
+        cr_assert_eq(rows[k].position, next++, "row %d", k);
         cr_assert_str_eq(rows[k].status, "ok");
         /* g<i>.jpg is in c<i % 2>. */
         const char *g = strrchr(rows[k].path, '/') + 2;
@@ -436,9 +349,9 @@ Test(dump, on_error_skip_lists_the_bad_file_without_a_position, .timeout = 120)
     /* The last position repeats the first: the rank's order wrapped. */
     int first = -1, last = -1;
     for (int k = 0; k < n; k++) {
-        if (strcmp(rows[k].position, "0") == 0)
+        if (rows[k].position == 0)
             first = k;
-        if (strcmp(rows[k].position, "6") == 0)
+        if (rows[k].position == 6)
             last = k;
     }
     cr_assert(first >= 0 && last >= 0);
@@ -451,21 +364,20 @@ Test(dump, on_error_skip_lists_the_bad_file_without_a_position, .timeout = 120)
 
 /* Each row of `part` is in `whole` (positions removed when matched; a bad
  * file's "-" row may be in both runs, as each pipeline may meet it). */
-static void take_rows(row *whole, int n, const row *part, int m)
+static void take_rows(tu_row *whole, int n, const tu_row *part, int m)
 {
     for (int i = 0; i < m; i++) {
         int found = 0;
         for (int k = 0; k < n && !found; k++)
-            if (whole[k].path[0] &&
-                strcmp(whole[k].position, part[i].position) == 0 &&
+            if (whole[k].path[0] && whole[k].position == part[i].position &&
                 strcmp(whole[k].path, part[i].path) == 0 &&
                 whole[k].label == part[i].label &&
                 strcmp(whole[k].status, part[i].status) == 0) {
-                if (strcmp(part[i].position, "-") != 0)
+                if (part[i].position >= 0)
                     whole[k].path[0] = '\0';
                 found = 1;
             }
-        cr_assert(found, "row %s %s is not in the uninterrupted run's index",
+        cr_assert(found, "row %ld %s is not in the uninterrupted run's index",
                   part[i].position, part[i].path);
     }
 }
@@ -502,7 +414,7 @@ Test(dump, stop_save_and_resume_write_the_uninterrupted_runs_files,
         r = dump(root, args);
         cr_assert_eq(r.status, 0, "%s", r.err);
         result_free(&r);
-        cr_assert_eq(count_ppms(a), 4, "two batches of two");
+        cr_assert_eq(tu_count_ppms(a), 4, "two batches of two");
         snprintf(args, sizeof args,
                  "--data '%s/data' --out '%s' %s --on-error %s --workers 3 "
                  "--resume-from '%s'",
@@ -510,7 +422,7 @@ Test(dump, stop_save_and_resume_write_the_uninterrupted_runs_files,
         r = dump(root, args);
         cr_assert_eq(r.status, 0, "%s", r.err);
         result_free(&r);
-        const int total = count_ppms(full);
+        const int total = tu_count_ppms(full);
         cr_assert_eq(total, 7, "the nominal epoch under %s", policies[p]);
         for (int k = 0; k < total; k++) {
             char want[256], got[256];
@@ -521,17 +433,17 @@ Test(dump, stop_save_and_resume_write_the_uninterrupted_runs_files,
             cr_assert_neq(access(got, F_OK), 0, "%s written by both", got);
         }
         int nf, na, nb;
-        row *rf = read_index(full, &nf), *ra = read_index(a, &na),
-            *rb = read_index(b, &nb);
+        tu_row *rf = tu_read_index(full, &nf), *ra = tu_read_index(a, &na),
+               *rb = tu_read_index(b, &nb);
         int positioned = 0;
         for (int k = 0; k < nb; k++)
-            positioned += strcmp(rb[k].position, "-") != 0;
+            positioned += rb[k].position >= 0;
         cr_assert_eq(positioned, 3, "the resumed run writes positions 4..6");
         take_rows(rf, nf, ra, na);
         take_rows(rf, nf, rb, nb);
         for (int k = 0; k < nf; k++)
-            cr_assert(!rf[k].path[0] || strcmp(rf[k].position, "-") == 0,
-                      "position %s of the uninterrupted run was not written",
+            cr_assert(!rf[k].path[0] || rf[k].position < 0,
+                      "position %ld of the uninterrupted run was not written",
                       rf[k].position);
         free(rf);
         free(ra);
