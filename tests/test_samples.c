@@ -10,19 +10,25 @@
 
 #include "testutil.h"
 
-/* Run a command line; [out] its stdout (malloc'd); returns the exit code. */
-static int run_cmd(const char *cmd, char **out)
+/* Run a command line with its stderr sent to `err` ("/dev/null", or "&1"
+ * for both streams together); [out] what it wrote (malloc'd); returns the
+ * exit code. */
+static int run_to(const char *cmd, const char *err, char **out)
 {
     char dir[64], full[8192], path[128];
     tu_tmpdir(dir);
-    snprintf(full, sizeof full, "(%s) >%s/out 2>/dev/null", cmd, dir);
+    snprintf(full, sizeof full, "(%s) >%s/out 2>%s", cmd, dir, err);
     const int st = system(full);
     snprintf(path, sizeof path, "%s/out", dir);
-    size_t n;
-    *out = (char *)tu_read_file(path, &n);
-    (*out)[n] = '\0';
+    *out = tu_slurp(path);
     tu_rm_rf(dir);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Run a command line; [out] its stdout (malloc'd); returns the exit code. */
+static int run_cmd(const char *cmd, char **out)
+{
+    return run_to(cmd, "/dev/null", out);
 }
 
 /* The default dataset's generator, small: 4 classes x 20 images. */
@@ -155,16 +161,7 @@ static double now_s(void)
  * returns the exit code. */
 static int run_all(const char *cmd, char **out)
 {
-    char dir[64], full[8192], path[128];
-    tu_tmpdir(dir);
-    snprintf(full, sizeof full, "(%s) >%s/out 2>&1", cmd, dir);
-    const int st = system(full);
-    snprintf(path, sizeof path, "%s/out", dir);
-    size_t n;
-    *out = (char *)tu_read_file(path, &n);
-    (*out)[n] = '\0';
-    tu_rm_rf(dir);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return run_to(cmd, "&1", out);
 }
 
 /* root/d: `good` small JPEGs in two classes, and `bad` files that are not
