@@ -96,17 +96,18 @@ NVCCFLAGS := -O2 -std=c++17 -Iinclude \
              -gencode arch=compute_90,code=sm_90 \
              -gencode arch=compute_90,code=compute_90
 
+COMMON_SRC  := common/clock.c
 WORKERS_SRC := workers/decode.c workers/resample.c workers/augment.c \
                workers/fileio.c workers/process.c workers/pool.c
 LOADER_SRC  := loader/error.c loader/log.c loader/config.c loader/dataset.c \
                loader/sampler.c loader/ring.c loader/failures.c \
                loader/backend.c loader/backend_host.c loader/prefetch.c \
-               loader/state.c \
+               loader/handoff.c loader/state.c \
                loader/loader.c loader/image.c
 ifneq ($(HAVE_CUDA),)
 LOADER_SRC  += loader/backend_cuda.c
 endif
-LIB_SRC  := $(WORKERS_SRC) $(LOADER_SRC)
+LIB_SRC  := $(COMMON_SRC) $(WORKERS_SRC) $(LOADER_SRC)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # With nvcc, the library carries the GPU normalisation kernel.
 ifneq ($(HAVE_NVCC),)
@@ -384,8 +385,9 @@ $(BUILD)/.deps-bench: tools/install-deps.sh
 # test_fuzz in every `make test`.
 FUZZ_SECONDS ?= 60
 FUZZ_DIR := $(BUILD)/fuzz
-FUZZ_SRC := workers/decode.c workers/resample.c workers/augment.c \
-            workers/fileio.c workers/process.c loader/error.c
+FUZZ_SRC := $(COMMON_SRC) workers/decode.c workers/resample.c \
+            workers/augment.c workers/fileio.c workers/process.c \
+            loader/error.c
 $(FUZZ_DIR)/fuzz_decode: tests/fuzz/fuzz_decode.c tests/fuzz/harness.h \
                          $(FUZZ_SRC) | $(BUILD)/.deps-fuzz
 	@mkdir -p $(@D)
@@ -438,7 +440,7 @@ uninstall:
 	rm -rf $(DESTDIR)$(PREFIX)/include/pinload
 
 format:
-	clang-format -i include/*.h include/pinload/*.h loader/*.[ch] \
+	clang-format -i include/*.h include/pinload/*.h common/*.[ch] loader/*.[ch] \
 	    workers/*.[ch] tools/*.[ch] tools/*.cu samples/*.[ch] samples/*.cu \
 	    tests/*.[ch] tests/*/*.[ch] tests/gpu/*.cu tools/compare/*.c
 

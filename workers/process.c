@@ -3,8 +3,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "../common/clock.h"
 #include "pinload.h"
 
 /* Columns decoded beyond those the filter reads: libjpeg's fancy upsampling
@@ -12,13 +12,6 @@
  * next to them may differ from a full decode; these never reach the
  * output. */
 #define CROP_MARGIN 8
-
-uint64_t process_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 int process_init(process_ctx *c, const decode_limits *lim)
 {
@@ -156,11 +149,11 @@ int process_sample(process_ctx *c, const augment_params *p, int dirfd,
                    int64_t index, void *dst, process_times *t,
                    char reason[PROCESS_REASON_MAX])
 {
-    const uint64_t t0 = process_now_ns();
+    const uint64_t t0 = clock_now_ns();
     c->warnings = 0;
     const int rc = fileio_read(dirfd, path, max_file_bytes, &c->file, reason,
                                PROCESS_REASON_MAX);
-    t->ns_read += process_now_ns() - t0;
+    t->ns_read += clock_now_ns() - t0;
     if (rc < 0) {
         memset(dst, 0, augment_sample_bytes(p));
         return rc;
@@ -174,18 +167,18 @@ int process_buffer(process_ctx *c, const augment_params *p, const uint8_t *buf,
                    size_t len, int64_t epoch, int64_t index, void *dst,
                    process_times *t, char reason[PROCESS_REASON_MAX])
 {
-    const uint64_t t1 = process_now_ns();
+    const uint64_t t1 = clock_now_ns();
     decode_info info;
     augment_plan plan;
     c->warnings = 0;
     int rc = decoder_open(&c->dec, buf, len, &info, reason);
-    const uint64_t t_header = process_now_ns();
+    const uint64_t t_header = clock_now_ns();
     t->ns_decode += t_header - t1; /* the header is decoding too */
     if (rc == 0) {
         augment_plan_make(p, epoch, index, info.width, info.height, &plan);
         rc = plan_filters(c, p, &plan, reason);
     }
-    const uint64_t t2 = process_now_ns();
+    const uint64_t t2 = clock_now_ns();
     t->ns_augment += t2 - t_header;
     if (rc == 0)
         rc = decode_region(c, &plan, reason);
@@ -196,11 +189,11 @@ int process_buffer(process_ctx *c, const augment_params *p, const uint8_t *buf,
         snprintf(c->first_warning, sizeof c->first_warning, "%s",
                  c->dec.jerr.first_warning);
     decoder_close(&c->dec);
-    const uint64_t t3 = process_now_ns();
+    const uint64_t t3 = clock_now_ns();
     t->ns_decode += t3 - t2;
     if (rc == 0)
         rc = resize_into(c, p, &plan, dst, reason);
-    t->ns_augment += process_now_ns() - t3;
+    t->ns_augment += clock_now_ns() - t3;
     if (rc < 0)
         goto fail;
     return 0;

@@ -59,6 +59,4 @@ int process_decode_full(process_ctx *c, int dirfd, const char *path,
                         int64_t max_file_bytes, uint8_t **rgb, int *width,
                         int *height, char reason[PROCESS_REASON_MAX]);
 
-uint64_t process_now_ns(void);
-
 #endif
