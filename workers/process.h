@@ -16,7 +16,7 @@
 #define PROCESS_REASON_MAX 256
 
 typedef struct process_ctx {
-    decoder dec;
+    decoder *dec;
     fileio_buf file;
     resample_axis h, v;
     uint8_t *src; /* the decoded rows the vertical filter reads */
