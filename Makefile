@@ -96,7 +96,7 @@ NVCCFLAGS := -O2 -std=c++17 -Iinclude \
              -gencode arch=compute_90,code=sm_90 \
              -gencode arch=compute_90,code=compute_90
 
-COMMON_SRC  := common/clock.c
+COMMON_SRC  := common/clock.c common/grow.c
 WORKERS_SRC := workers/decode.c workers/resample.c workers/augment.c \
                workers/fileio.c workers/process.c workers/pool.c
 LOADER_SRC  := loader/error.c loader/log.c loader/config.c loader/dataset.c \
@@ -371,9 +371,10 @@ $(BUILD)/.deps-compare: tools/install-deps.sh
 	@mkdir -p $(@D) && touch $@
 $(BUILD)/compare-ceiling: tools/compare/ceiling.c
 	$(CC) -O2 -std=c11 -D_GNU_SOURCE -o $@ $< -ljpeg
-$(BUILD)/compare-resize: tools/compare/resize_libyuv.c $(BUILD)/obj/workers/resample.o
+$(BUILD)/compare-resize: tools/compare/resize_libyuv.c $(BUILD)/obj/workers/resample.o \
+                         $(BUILD)/obj/common/grow.o
 	$(CC) -O2 -std=c11 -D_GNU_SOURCE -Iinclude -o $@ $< \
-	    $(BUILD)/obj/workers/resample.o -lyuv -lm
+	    $(BUILD)/obj/workers/resample.o $(BUILD)/obj/common/grow.o -lyuv -lm
 
 $(BUILD)/.deps-bench: tools/install-deps.sh
 	@tools/install-deps.sh bench

@@ -13,6 +13,7 @@
 #include <jerror.h>
 #include <jpeglib.h>
 
+#include "../common/grow.h"
 #include "pinload.h"
 
 /* libjpeg reports errors and warnings here. */
@@ -297,18 +298,6 @@ int decoder_open(decoder *d, const uint8_t *buf, size_t len, decode_info *info,
     return 0;
 }
 
-static int grow(uint8_t **p, size_t *cap, size_t need)
-{
-    if (*cap >= need)
-        return 0;
-    uint8_t *n = realloc(*p, need);
-    if (!n)
-        return PL_ENOMEM;
-    *p = n;
-    *cap = need;
-    return 0;
-}
-
 void decoder_scaled_size(const decoder *d, int denom, int *width, int *height)
 {
     /* libjpeg rounds scaled sizes up (jdiv_round_up). */
@@ -336,9 +325,9 @@ int decoder_start(decoder *d, int denom, int x0, int w, char *reason)
         return fail(d, reason);
     start(d, denom, x0, w);
     const size_t row = (size_t)d->width * 3;
-    if (grow(&d->rows, &d->rows_cap, row * DECODE_CHUNK_ROWS) < 0 ||
+    if (grow(&d->rows, &d->rows_cap, row * DECODE_CHUNK_ROWS, 1, 0) < 0 ||
         (d->cmyk && grow(&d->cmyk_rows, &d->cmyk_cap,
-                         (size_t)d->width * 4 * DECODE_CHUNK_ROWS) < 0)) {
+                         (size_t)d->width * 4 * DECODE_CHUNK_ROWS, 1, 0) < 0)) {
         snprintf(reason, DECODE_REASON_MAX, "out of memory for %d-px rows",
                  d->width);
         decoder_close(d);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../common/clock.h"
+#include "../common/grow.h"
 #include "pinload.h"
 
 /* Columns decoded beyond those the filter reads: libjpeg's fancy upsampling
@@ -30,18 +31,6 @@ void process_fini(process_ctx *c)
     free(c->vrow);
     free(c->row);
     memset(c, 0, sizeof *c);
-}
-
-static int reserve(void **p, size_t *cap, size_t need)
-{
-    if (need <= *cap)
-        return 0;
-    void *n = realloc(*p, need);
-    if (!n)
-        return PL_ENOMEM;
-    *p = n;
-    *cap = need;
-    return 0;
 }
 
 static int oom(char *reason, const char *what)
@@ -86,9 +75,10 @@ static int decode_region(process_ctx *c, const augment_plan *plan, char *reason)
     resample_axis_shift(&c->h, decoder_xoff(c->dec));
     const size_t stride = (size_t)decoder_width(c->dec) * 3;
     const int rows = c->v.hi - c->v.lo;
-    if (reserve((void **)&c->src, &c->src_cap, stride * (size_t)rows) < 0 ||
-        reserve((void **)&c->vrow, &c->vrow_cap,
-                (stride + (size_t)resample_pad(&c->h)) * sizeof *c->vrow) < 0) {
+    if (grow(&c->src, &c->src_cap, stride * (size_t)rows, 1, 0) < 0 ||
+        grow(&c->vrow, &c->vrow_cap,
+             (stride + (size_t)resample_pad(&c->h)) * sizeof *c->vrow, 1,
+             0) < 0) {
         decoder_close(c->dec);
         return oom(reason, "the decoded rows");
     }
@@ -124,7 +114,7 @@ static int resize_into(process_ctx *c, const augment_params *p,
     const size_t stride = (size_t)decoder_width(c->dec) * 3;
     const int x0 = c->h.lo * 3, x1 = c->h.hi * 3;
     if (p->format != PL_FORMAT_U8_NHWC &&
-        reserve((void **)&c->row, &c->row_cap, (size_t)p->out_w * 3) < 0)
+        grow(&c->row, &c->row_cap, (size_t)p->out_w * 3, 1, 0) < 0)
         return oom(reason, "an output row");
     /* The spare lanes read after the last pixel are ignored; zero them so
      * nothing uninitialised is ever read. */
