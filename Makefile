@@ -102,7 +102,7 @@ WORKERS_SRC := workers/decode.c workers/resample.c workers/augment.c \
 LOADER_SRC  := loader/error.c loader/log.c loader/config.c loader/dataset.c \
                loader/sampler.c loader/ring.c loader/failures.c \
                loader/backend.c loader/backend_host.c loader/prefetch.c \
-               loader/handoff.c loader/state.c \
+               loader/handoff.c loader/output.c loader/state.c \
                loader/loader.c loader/image.c
 ifneq ($(HAVE_CUDA),)
 LOADER_SRC  += loader/backend_cuda.c

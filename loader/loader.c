@@ -13,6 +13,7 @@
 #include "failures.h"
 #include "handoff.h"
 #include "log.h"
+#include "output.h"
 #include "prefetch.h"
 #include "ring.h"
 #include "sampler.h"
@@ -23,7 +24,6 @@ struct pl_loader {
     logger log;
     dataset ds;
     sampler smp;
-    augment_params aug;
     backend *be;
     failures fails;
     ring ring;
@@ -32,11 +32,10 @@ struct pl_loader {
     pool *pool;
     /* What create got to, so that destroy undoes exactly that. */
     int have_log, have_fails, have_ring, have_ho, have_pf;
-    int gpu_norm;            /* workers make uint8, the GPU the floats */
-    size_t out_sample_bytes; /* as delivered */
-    int64_t positions;       /* claimed per epoch before any top-up */
-    int64_t samples;         /* delivered per epoch */
-    int64_t batches;         /* delivered per epoch */
+    output_plan out;   /* what the workers write and the caller gets */
+    int64_t positions; /* claimed per epoch before any top-up */
+    int64_t samples;   /* delivered per epoch */
+    int64_t batches;   /* delivered per epoch */
     /* Where the first epoch starts: its number, the batch and position to
      * go on from (resuming), and whether its batches were all delivered. */
     int64_t start_epoch, start_batch, start_pos;
@@ -197,11 +196,11 @@ static void fill_info(pl_loader *l)
     in->batches_per_epoch = l->batches;
     in->num_classes = l->ds.num_classes;
     in->batch_size = c->batch_size;
-    in->width = c->width;
-    in->height = c->height;
+    in->width = l->out.width;
+    in->height = l->out.height;
     in->channels = 3;
-    in->format = c->format;
-    in->sample_bytes = l->out_sample_bytes;
+    in->format = l->out.format;
+    in->sample_bytes = l->out.sample_bytes;
     in->batch_bytes = in->sample_bytes * (size_t)c->batch_size;
     in->backend = l->be->kind;
     in->device = l->be->device;
@@ -215,24 +214,7 @@ static void fill_info(pl_loader *l)
     ring_get_stats(&l->ring, &rs);
     in->pinned = rs.kind == HOSTMEM_PINNED;
     in->backend_name = l->be->name;
-    in->gpu_normalize = l->gpu_norm;
-}
-
-/* What the workers write and what the caller gets: the same, except that
- * float formats on CUDA may be made on the GPU from uint8 (a quarter of the
- * bytes over the bus, and less work for the CPU). */
-static void choose_formats(pl_loader *l)
-{
-    const pl_config *c = &l->rc.cfg;
-    l->gpu_norm = l->be->kind == PL_BACKEND_CUDA &&
-                  c->format != PL_FORMAT_U8_NHWC && c->gpu_normalize &&
-                  !c->keep_host && l->be->ops->normalize != NULL;
-    augment_params_init(&l->aug, c->augment, c->format, c->width, c->height,
-                        c->seed, c->mean, c->std);
-    l->out_sample_bytes = augment_sample_bytes(&l->aug);
-    if (l->gpu_norm)
-        l->aug.format = PL_FORMAT_U8_NHWC;
-    l->aug.dct_scaling = c->dct_scaling;
+    in->gpu_normalize = l->out.gpu_normalize;
 }
 
 static int start_pipeline(pl_loader *l)
@@ -249,7 +231,7 @@ static int start_pipeline(pl_loader *l)
         .start_good =
             l->start_done || !skip ? 0 : l->start_batch * c->batch_size,
     };
-    const size_t sample_bytes = augment_sample_bytes(&l->aug);
+    const size_t sample_bytes = l->out.ring_sample_bytes;
     l->have_ring = 1;
     int rc = ring_init(&l->ring, c->prefetch, &sched, sample_bytes, l->be,
                        c->memory, c->pinned_fallback, &l->log);
@@ -280,16 +262,7 @@ static int start_pipeline(pl_loader *l)
         .ds = &l->ds,
         .nbufs = c->device_buffers,
         .batch_size = c->batch_size,
-        .sample_bytes = sample_bytes,
-        .normalize = l->gpu_norm,
-        .half = c->format == PL_FORMAT_F16_NCHW,
-        .width = c->width,
-        .height = c->height,
-        .out_sample_bytes = l->out_sample_bytes,
-        .lut = c->format == PL_FORMAT_F16_NCHW ? (const void *)l->aug.lut16
-                                               : (const void *)l->aug.lut,
-        .lut_bytes = c->format == PL_FORMAT_F16_NCHW ? sizeof l->aug.lut16
-                                                     : sizeof l->aug.lut,
+        .out = &l->out,
         .keep_host = c->keep_host,
         .on_error = c->on_error,
         .samples_per_epoch = l->samples,
@@ -314,7 +287,7 @@ static int start_pipeline(pl_loader *l)
         .dirfd = l->ds.dirfd,
         .max_file_bytes = c->max_file_bytes,
         .limits = lim,
-        .augment = &l->aug,
+        .augment = &l->out.aug,
         .source = {.claim = on_claim, .finish = on_finish, .ctx = l},
     };
     if ((rc = pool_create(&l->pool, &wc)) < 0)
@@ -362,7 +335,7 @@ static int start_on_device(pl_loader *l)
     int rc = l->be->ops->enter(l->be, &saved);
     if (rc < 0)
         return rc;
-    choose_formats(l);
+    output_plan_make(&l->out, &l->rc.cfg, l->be);
     rc = start_pipeline(l);
     l->be->ops->leave(l->be, saved);
     return rc;

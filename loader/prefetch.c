@@ -41,7 +41,7 @@ static void add(_Atomic uint64_t *c, uint64_t v)
 static int init_buffer(prefetch *p, dbuf *d)
 {
     backend *be = p->cfg.be;
-    const size_t bytes = p->cfg.out_sample_bytes * (size_t)p->cfg.batch_size;
+    const size_t bytes = p->cfg.out->sample_bytes * (size_t)p->cfg.batch_size;
     const size_t n = (size_t)p->cfg.batch_size;
     d->labels = calloc(n, sizeof *d->labels);
     d->indices = calloc(n, sizeof *d->indices);
@@ -49,9 +49,10 @@ static int init_buffer(prefetch *p, dbuf *d)
     if (!d->labels || !d->indices || !d->status)
         return err_set(PL_ENOMEM, "pl_loader_create: out of memory");
     int rc = be->ops->dev_alloc(be, bytes, &d->dev);
-    if (rc == 0 && p->cfg.normalize)
+    if (rc == 0 && p->cfg.out->gpu_normalize)
         rc = be->ops->dev_alloc(
-            be, p->cfg.sample_bytes * (size_t)p->cfg.batch_size, &d->staging);
+            be, p->cfg.out->ring_sample_bytes * (size_t)p->cfg.batch_size,
+            &d->staging);
     if (rc == 0)
         rc = be->ops->stream_create(be, &d->stream);
     if (rc == 0 && p->cfg.keep_host && be->kind == PL_BACKEND_CUDA) {
@@ -75,9 +76,11 @@ static int upload_lut(prefetch *p)
 {
     backend *be = p->cfg.be;
     be_stream *s = handoff_buffer(p->cfg.ho, 0)->stream;
-    int rc = be->ops->dev_alloc(be, p->cfg.lut_bytes, &p->lut_dev);
+    size_t bytes;
+    const void *lut = output_lut(p->cfg.out, &bytes);
+    int rc = be->ops->dev_alloc(be, bytes, &p->lut_dev);
     if (rc == 0)
-        rc = be->ops->copy(be, s, p->lut_dev, p->cfg.lut, p->cfg.lut_bytes);
+        rc = be->ops->copy(be, s, p->lut_dev, lut, bytes);
     if (rc == 0)
         rc = be->ops->sync(be, s); /* the host table may go away */
     return rc;
@@ -92,13 +95,13 @@ int prefetch_init(prefetch *p, const prefetch_config *cfg)
         if (rc < 0)
             return rc;
     }
-    return cfg->normalize ? upload_lut(p) : 0;
+    return cfg->out->gpu_normalize ? upload_lut(p) : 0;
 }
 
 void prefetch_fini(prefetch *p)
 {
     backend *be = p->cfg.be;
-    const size_t bytes = p->cfg.out_sample_bytes * (size_t)p->cfg.batch_size;
+    const size_t bytes = p->cfg.out->sample_bytes * (size_t)p->cfg.batch_size;
     for (int i = 0; i < p->cfg.nbufs; i++) {
         dbuf *d = handoff_buffer(p->cfg.ho, i);
         if (d->stream) {
@@ -161,7 +164,7 @@ static int close_run(prefetch *p, fill *f, const ring_slot *s)
     if (f->run_len == 0)
         return 0;
     backend *be = p->cfg.be;
-    const size_t sb = p->cfg.sample_bytes;
+    const size_t sb = p->cfg.out->ring_sample_bytes;
     const size_t bytes = sb * (size_t)f->run_len;
     const uint8_t *src = s->pixels + sb * (size_t)f->run_src;
     const size_t off = sb * (size_t)f->run_dst;
@@ -174,7 +177,8 @@ static int close_run(prefetch *p, fill *f, const ring_slot *s)
             rc = be->ops->migrate(be, f->cur->stream, src, bytes);
         /* Straight into the batch, or into its uint8 staging area when the
          * GPU normalises. */
-        uint8_t *dst = p->cfg.normalize ? f->cur->staging : f->cur->dev;
+        uint8_t *dst =
+            p->cfg.out->gpu_normalize ? f->cur->staging : f->cur->dev;
         if (rc == 0)
             rc = be->ops->copy(be, f->cur->stream, dst + off, src, bytes);
         note_stream(f, f->cur);
@@ -192,7 +196,7 @@ static int queue_batch(prefetch *p, fill *f)
 {
     backend *be = p->cfg.be;
     dbuf *d = f->cur;
-    const size_t bytes = p->cfg.sample_bytes * (size_t)f->count;
+    const size_t bytes = p->cfg.out->ring_sample_bytes * (size_t)f->count;
     int rc = 0;
     if (d->mirror) {
         const uint64_t t0 = clock_now_ns();
@@ -200,10 +204,11 @@ static int queue_batch(prefetch *p, fill *f)
         add(&p->ns_copy, clock_now_ns() - t0);
         add(&p->bytes_copied, bytes);
     }
-    if (rc == 0 && p->cfg.normalize)
+    if (rc == 0 && p->cfg.out->gpu_normalize)
         rc = be->ops->normalize(be, d->stream, d->dev, d->staging, d->status,
-                                f->count, p->cfg.width, p->cfg.height,
-                                p->cfg.half, p->lut_dev);
+                                f->count, p->cfg.out->width, p->cfg.out->height,
+                                p->cfg.out->format == PL_FORMAT_F16_NCHW,
+                                p->lut_dev);
     if (rc == 0)
         rc = be->ops->record_ready(be, d->stream);
     if (rc < 0)
@@ -213,7 +218,7 @@ static int queue_batch(prefetch *p, fill *f)
         .count = f->count,
         .epoch = f->epoch,
         .index = f->delivered,
-        .bytes = p->cfg.out_sample_bytes * (size_t)f->count,
+        .bytes = p->cfg.out->sample_bytes * (size_t)f->count,
         .data = d->dev,
         .host = be->kind == PL_BACKEND_HOST ? d->dev : d->mirror,
         .labels = d->labels,

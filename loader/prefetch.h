@@ -18,6 +18,7 @@
 #include "dataset.h"
 #include "failures.h"
 #include "handoff.h"
+#include "output.h"
 #include "ring.h"
 
 typedef struct prefetch_config {
@@ -28,13 +29,10 @@ typedef struct prefetch_config {
     const dataset *ds;
     int nbufs; /* the hand-off's */
     int batch_size;
-    size_t sample_bytes; /* in the ring, as the workers write them */
-    /* normalize: the ring holds uint8 samples, the device float ones, made
-     * on the GPU from `lut` (3 x 256 floats, or halves when half). */
-    int normalize, half, width, height;
-    size_t out_sample_bytes; /* as delivered */
-    const void *lut;
-    size_t lut_bytes;
+    /* What the ring holds and what is delivered; with gpu_normalize the
+     * ring holds uint8 samples and the device float ones, made on the GPU
+     * from the plan's table. */
+    const output_plan *out;
     int keep_host;
     pl_on_error on_error;
     int64_t samples_per_epoch; /* delivered in every epoch */

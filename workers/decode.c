@@ -13,6 +13,7 @@
 #include <jerror.h>
 #include <jpeglib.h>
 
+#include "../common/defaults.h"
 #include "../common/grow.h"
 #include "pinload.h"
 
@@ -45,10 +46,10 @@ struct decoder {
 
 void decode_limits_default(decode_limits *lim)
 {
-    lim->max_width = 32768;
-    lim->max_height = 32768;
-    lim->max_pixels = 178956970; /* Pillow's DecompressionBombError */
-    lim->max_scans = 256;
+    lim->max_width = DEFAULT_MAX_WIDTH;
+    lim->max_height = DEFAULT_MAX_HEIGHT;
+    lim->max_pixels = DEFAULT_MAX_PIXELS;
+    lim->max_scans = DEFAULT_MAX_SCANS;
     lim->strict = 0;
 }
 
