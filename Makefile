@@ -120,12 +120,15 @@ TOOLS    := $(BUILD)/pinload-dump $(BUILD)/pinload-mkdata $(BUILD)/pinload-bench
 SAMPLES  := $(BUILD)/samples/minimal $(BUILD)/samples/train_classifier \
             $(BUILD)/samples/data_parallel
 # test_cuda and test_cudasim need the simulated runtime: they are built in
-# the CUDA=sim build only, with test_loader run against simulated CUDA.
+# the CUDA=sim build only, with the loader suites (test_loader_*.c, one per
+# section) run against simulated CUDA.
 SIM_ONLY := tests/test_cuda.c tests/test_cudasim.c
 TEST_SRC := $(filter-out $(SIM_ONLY),$(sort $(wildcard tests/test_*.c)))
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+LOADER_TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%, \
+                   $(sort $(wildcard tests/test_loader_*.c)))
 SIM_TEST_BIN := $(BUILD)/tests/test_cudasim $(BUILD)/tests/test_cuda \
-                $(BUILD)/tests/test_loader $(BUILD)/tests/test_resume
+                $(LOADER_TEST_BIN) $(BUILD)/tests/test_resume
 STRESS   := $(BUILD)/tests/stress
 # Sanitizer builds compile the suites against tests/runner/criterion/
 # criterion.h, a small runner of the same API: Criterion's sandbox maps its
@@ -286,7 +289,8 @@ $(BUILD)/samples/%: samples/%.c $(BUILD)/libpinload.a $(CUDASIM)
 
 # Tests link the objects themselves, so they can reach the internals.
 $(BUILD)/tests/%: tests/%.c tests/testutil.h tests/testcuda.h \
-                  tests/fuzz/harness.h $(LIB_OBJ) $(CUDASIM) \
+                  tests/testloader.h tests/fuzz/harness.h $(LIB_OBJ) \
+                  $(CUDASIM) \
                   | $(BUILD)/.deps-test
 	@mkdir -p $(@D)
 	$(CC) $(TEST_INC) $(CPPFLAGS_ALL) $(SIM_FLAGS) $(CFLAGS_ALL) $(LDFLAGS) \
@@ -324,8 +328,9 @@ LAUNCHER_VARS := RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE SLURM_PROCID \
 NO_LAUNCHER := env $(foreach v,$(LAUNCHER_VARS),-u $(v))
 # After the host suites, the CUDA-path suites run on the simulated runtime, in $(BUILD)/sim, with the same
 # sanitizers: test_cudasim (the simulator itself), test_cuda (the CUDA
-# backend's ordering, faults and bytes) and test_loader with every loader on
-# simulated CUDA (PINLOAD_TEST_DEVICE=cuda).
+# backend's ordering, faults and bytes) and the loader suites
+# (test_loader_*) with every loader on simulated CUDA
+# (PINLOAD_TEST_DEVICE=cuda).
 ifneq ($(SIM),)
 test: $(SIM_TEST_BIN) $(TOOLS) $(SAMPLES)
 	@set -e; for t in $(SIM_TEST_BIN); do \
