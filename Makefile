@@ -130,18 +130,14 @@ LOADER_TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%, \
 SIM_TEST_BIN := $(BUILD)/tests/test_cudasim $(BUILD)/tests/test_cuda \
                 $(LOADER_TEST_BIN) $(BUILD)/tests/test_resume
 STRESS   := $(BUILD)/tests/stress
-# Sanitizer builds compile the suites against tests/runner/criterion/
-# criterion.h, a small runner of the same API: Criterion's sandbox maps its
-# arena at random fixed addresses, which ThreadSanitizer's memory layout
-# reserves, and under AddressSanitizer its parallel runner leaks 48 bytes of
-# its own, which LeakSanitizer rightly reports.
-ifneq ($(SANITIZE),)
+# One test runner for every build: the suites compile against
+# tests/runner/criterion/criterion.h, a small runner of Criterion's API (a
+# process per test, timeouts, --jobs, --filter). Criterion itself cannot
+# run under the sanitizers: its sandbox maps its arena at random fixed
+# addresses, which ThreadSanitizer's memory layout reserves, and under
+# AddressSanitizer its parallel runner leaks 48 bytes of its own.
 TEST_INC  := -Itests/runner
 TEST_LINK :=
-else
-TEST_INC  :=
-TEST_LINK := -lcriterion
-endif
 
 DEPS_STAMP := $(BUILD)/.deps-build
 
