@@ -96,17 +96,18 @@ NVCCFLAGS := -O2 -std=c++17 -Iinclude \
              -gencode arch=compute_90,code=sm_90 \
              -gencode arch=compute_90,code=compute_90
 
+COMMON_SRC  := common/clock.c common/grow.c
 WORKERS_SRC := workers/decode.c workers/resample.c workers/augment.c \
                workers/fileio.c workers/process.c workers/pool.c
 LOADER_SRC  := loader/error.c loader/log.c loader/config.c loader/dataset.c \
                loader/sampler.c loader/ring.c loader/failures.c \
                loader/backend.c loader/backend_host.c loader/prefetch.c \
-               loader/state.c \
+               loader/handoff.c loader/output.c loader/state.c \
                loader/loader.c loader/image.c
 ifneq ($(HAVE_CUDA),)
 LOADER_SRC  += loader/backend_cuda.c
 endif
-LIB_SRC  := $(WORKERS_SRC) $(LOADER_SRC)
+LIB_SRC  := $(COMMON_SRC) $(WORKERS_SRC) $(LOADER_SRC)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # With nvcc, the library carries the GPU normalisation kernel.
 ifneq ($(HAVE_NVCC),)
@@ -119,25 +120,24 @@ TOOLS    := $(BUILD)/pinload-dump $(BUILD)/pinload-mkdata $(BUILD)/pinload-bench
 SAMPLES  := $(BUILD)/samples/minimal $(BUILD)/samples/train_classifier \
             $(BUILD)/samples/data_parallel
 # test_cuda and test_cudasim need the simulated runtime: they are built in
-# the CUDA=sim build only, with test_loader run against simulated CUDA.
+# the CUDA=sim build only, with the loader suites (test_loader_*.c, one per
+# section) run against simulated CUDA.
 SIM_ONLY := tests/test_cuda.c tests/test_cudasim.c
 TEST_SRC := $(filter-out $(SIM_ONLY),$(sort $(wildcard tests/test_*.c)))
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+LOADER_TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%, \
+                   $(sort $(wildcard tests/test_loader_*.c)))
 SIM_TEST_BIN := $(BUILD)/tests/test_cudasim $(BUILD)/tests/test_cuda \
-                $(BUILD)/tests/test_loader $(BUILD)/tests/test_resume
+                $(LOADER_TEST_BIN) $(BUILD)/tests/test_resume
 STRESS   := $(BUILD)/tests/stress
-# Sanitizer builds compile the suites against tests/runner/criterion/
-# criterion.h, a small runner of the same API: Criterion's sandbox maps its
-# arena at random fixed addresses, which ThreadSanitizer's memory layout
-# reserves, and under AddressSanitizer its parallel runner leaks 48 bytes of
-# its own, which LeakSanitizer rightly reports.
-ifneq ($(SANITIZE),)
+# One test runner for every build: the suites compile against
+# tests/runner/criterion/criterion.h, a small runner of Criterion's API (a
+# process per test, timeouts, --jobs, --filter). Criterion itself cannot
+# run under the sanitizers: its sandbox maps its arena at random fixed
+# addresses, which ThreadSanitizer's memory layout reserves, and under
+# AddressSanitizer its parallel runner leaks 48 bytes of its own.
 TEST_INC  := -Itests/runner
 TEST_LINK :=
-else
-TEST_INC  :=
-TEST_LINK := -lcriterion
-endif
 
 DEPS_STAMP := $(BUILD)/.deps-build
 
@@ -285,7 +285,8 @@ $(BUILD)/samples/%: samples/%.c $(BUILD)/libpinload.a $(CUDASIM)
 
 # Tests link the objects themselves, so they can reach the internals.
 $(BUILD)/tests/%: tests/%.c tests/testutil.h tests/testcuda.h \
-                  tests/fuzz/harness.h $(LIB_OBJ) $(CUDASIM) \
+                  tests/testloader.h tests/fuzz/harness.h $(LIB_OBJ) \
+                  $(CUDASIM) \
                   | $(BUILD)/.deps-test
 	@mkdir -p $(@D)
 	$(CC) $(TEST_INC) $(CPPFLAGS_ALL) $(SIM_FLAGS) $(CFLAGS_ALL) $(LDFLAGS) \
@@ -323,8 +324,9 @@ LAUNCHER_VARS := RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE SLURM_PROCID \
 NO_LAUNCHER := env $(foreach v,$(LAUNCHER_VARS),-u $(v))
 # After the host suites, the CUDA-path suites run on the simulated runtime, in $(BUILD)/sim, with the same
 # sanitizers: test_cudasim (the simulator itself), test_cuda (the CUDA
-# backend's ordering, faults and bytes) and test_loader with every loader on
-# simulated CUDA (PINLOAD_TEST_DEVICE=cuda).
+# backend's ordering, faults and bytes) and the loader suites
+# (test_loader_*) with every loader on simulated CUDA
+# (PINLOAD_TEST_DEVICE=cuda).
 ifneq ($(SIM),)
 test: $(SIM_TEST_BIN) $(TOOLS) $(SAMPLES)
 	@set -e; for t in $(SIM_TEST_BIN); do \
@@ -370,9 +372,10 @@ $(BUILD)/.deps-compare: tools/install-deps.sh
 	@mkdir -p $(@D) && touch $@
 $(BUILD)/compare-ceiling: tools/compare/ceiling.c
 	$(CC) -O2 -std=c11 -D_GNU_SOURCE -o $@ $< -ljpeg
-$(BUILD)/compare-resize: tools/compare/resize_libyuv.c $(BUILD)/obj/workers/resample.o
+$(BUILD)/compare-resize: tools/compare/resize_libyuv.c $(BUILD)/obj/workers/resample.o \
+                         $(BUILD)/obj/common/grow.o
 	$(CC) -O2 -std=c11 -D_GNU_SOURCE -Iinclude -o $@ $< \
-	    $(BUILD)/obj/workers/resample.o -lyuv -lm
+	    $(BUILD)/obj/workers/resample.o $(BUILD)/obj/common/grow.o -lyuv -lm
 
 $(BUILD)/.deps-bench: tools/install-deps.sh
 	@tools/install-deps.sh bench
@@ -384,8 +387,9 @@ $(BUILD)/.deps-bench: tools/install-deps.sh
 # test_fuzz in every `make test`.
 FUZZ_SECONDS ?= 60
 FUZZ_DIR := $(BUILD)/fuzz
-FUZZ_SRC := workers/decode.c workers/resample.c workers/augment.c \
-            workers/fileio.c workers/process.c loader/error.c
+FUZZ_SRC := $(COMMON_SRC) workers/decode.c workers/resample.c \
+            workers/augment.c workers/fileio.c workers/process.c \
+            loader/error.c
 $(FUZZ_DIR)/fuzz_decode: tests/fuzz/fuzz_decode.c tests/fuzz/harness.h \
                          $(FUZZ_SRC) | $(BUILD)/.deps-fuzz
 	@mkdir -p $(@D)
@@ -438,7 +442,7 @@ uninstall:
 	rm -rf $(DESTDIR)$(PREFIX)/include/pinload
 
 format:
-	clang-format -i include/*.h include/pinload/*.h loader/*.[ch] \
+	clang-format -i include/*.h include/pinload/*.h common/*.[ch] loader/*.[ch] \
 	    workers/*.[ch] tools/*.[ch] tools/*.cu samples/*.[ch] samples/*.cu \
 	    tests/*.[ch] tests/*/*.[ch] tests/gpu/*.cu tools/compare/*.c
 

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/defaults.h"
 #include "error.h"
 
 PL_EXPORT void pl_config_default(pl_config *cfg)
@@ -39,10 +40,10 @@ PL_EXPORT void pl_config_default(pl_config *cfg)
     cfg->keep_host = 0;
     cfg->on_error = PL_ON_ERROR_SKIP;
     cfg->strict = 0;
-    cfg->max_width = 32768;
-    cfg->max_height = 32768;
-    cfg->max_pixels = 178956970;
-    cfg->max_file_bytes = (int64_t)256 << 20;
+    cfg->max_width = DEFAULT_MAX_WIDTH;
+    cfg->max_height = DEFAULT_MAX_HEIGHT;
+    cfg->max_pixels = DEFAULT_MAX_PIXELS;
+    cfg->max_file_bytes = DEFAULT_MAX_FILE_BYTES;
     cfg->dct_scaling = 1;
     cfg->gpu_normalize = 1;
 }

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/grow.h"
 #include "error.h"
 
 #define MAX_DEPTH 64
@@ -21,16 +22,9 @@
 
 static int arena_add(dataset *ds, const char *s, size_t len, size_t *off)
 {
-    if (ds->arena_len + len + 1 > ds->arena_cap) {
-        size_t cap = ds->arena_cap ? ds->arena_cap : 1 << 16;
-        while (cap < ds->arena_len + len + 1)
-            cap *= 2;
-        char *a = realloc(ds->arena, cap);
-        if (!a)
-            return PL_ENOMEM;
-        ds->arena = a;
-        ds->arena_cap = cap;
-    }
+    if (grow(&ds->arena, &ds->arena_cap, ds->arena_len + len + 1, 1, 1 << 16) <
+        0)
+        return PL_ENOMEM;
     memcpy(ds->arena + ds->arena_len, s, len);
     ds->arena[ds->arena_len + len] = '\0';
     *off = ds->arena_len;
@@ -41,18 +35,13 @@ static int arena_add(dataset *ds, const char *s, size_t len, size_t *off)
 /* Adds "root/rel" (just rel when it is absolute or the root is "."). */
 static int add_sample(dataset *ds, const char *rel, size_t len, int32_t label)
 {
-    if (ds->n == ds->cap) {
-        const int64_t cap = ds->cap ? ds->cap * 2 : 1024;
-        size_t *p = realloc(ds->path_off, (size_t)cap * sizeof *p);
-        if (!p)
-            return PL_ENOMEM;
-        ds->path_off = p;
-        int32_t *l = realloc(ds->labels, (size_t)cap * sizeof *l);
-        if (!l)
-            return PL_ENOMEM;
-        ds->labels = l;
-        ds->cap = cap;
-    }
+    /* Two arrays of one capacity: each grows from it, then it moves. */
+    const size_t need = (size_t)ds->n + 1;
+    size_t cap_path = ds->cap, cap_label = ds->cap;
+    if (grow(&ds->path_off, &cap_path, need, sizeof *ds->path_off, 1024) < 0 ||
+        grow(&ds->labels, &cap_label, need, sizeof *ds->labels, 1024) < 0)
+        return PL_ENOMEM;
+    ds->cap = cap_label;
     const size_t skip = rel[0] == '/' ? 0 : ds->rel_skip;
     char *tmp = malloc(skip + len + 1);
     if (!tmp)
@@ -71,14 +60,9 @@ static int add_sample(dataset *ds, const char *rel, size_t len, int32_t label)
 
 static int add_class(dataset *ds, const char *name)
 {
-    if (ds->num_classes == ds->class_cap) {
-        const int cap = ds->class_cap ? ds->class_cap * 2 : 64;
-        size_t *c = realloc(ds->class_off, (size_t)cap * sizeof *c);
-        if (!c)
-            return PL_ENOMEM;
-        ds->class_off = c;
-        ds->class_cap = cap;
-    }
+    if (grow(&ds->class_off, &ds->class_cap, (size_t)ds->num_classes + 1,
+             sizeof *ds->class_off, 64) < 0)
+        return PL_ENOMEM;
     return arena_add(ds, name, strlen(name), &ds->class_off[ds->num_classes++]);
 }
 
@@ -129,14 +113,8 @@ static int entry_is_dir(int dirfd, const struct dirent *de)
 
 static int add_entry(entries *e, int dirfd, const struct dirent *de)
 {
-    if (e->n == e->cap) {
-        const size_t cap = e->cap ? e->cap * 2 : 64;
-        entry *v = realloc(e->v, cap * sizeof *v);
-        if (!v)
-            return PL_ENOMEM;
-        e->v = v;
-        e->cap = cap;
-    }
+    if (grow(&e->v, &e->cap, e->n + 1, sizeof *e->v, 64) < 0)
+        return PL_ENOMEM;
     char *name = strdup(de->d_name);
     if (!name)
         return PL_ENOMEM;

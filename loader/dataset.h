@@ -20,9 +20,11 @@ typedef struct dataset {
     size_t arena_len, arena_cap;
     size_t *path_off; /* [n] into arena */
     int32_t *labels;  /* [n] */
-    int64_t n, cap;
+    int64_t n;
+    size_t cap;
     size_t *class_off; /* [num_classes] into arena */
-    int num_classes, class_cap;
+    int num_classes;
+    size_t class_cap;
 } dataset;
 
 /* List `path`: a directory (ImageFolder, or flat with label 0) or a list

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/grow.h"
+
 void failures_init(failures *f, int64_t dataset_size)
 {
     memset(f, 0, sizeof *f);
@@ -31,14 +33,8 @@ static int add_item(failures *f, int64_t index, int code, const char *path,
         if (!f->where)
             return PL_ENOMEM;
     }
-    if (f->n == f->cap) {
-        const size_t cap = f->cap ? f->cap * 2 : 16;
-        failure *items = realloc(f->items, cap * sizeof *items);
-        if (!items)
-            return PL_ENOMEM;
-        f->items = items;
-        f->cap = cap;
-    }
+    if (grow(&f->items, &f->cap, f->n + 1, sizeof *f->items, 16) < 0)
+        return PL_ENOMEM;
     failure *it = &f->items[f->n];
     it->index = index;
     it->code = code;

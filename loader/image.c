@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/defaults.h"
 #include "../workers/process.h"
 #include "error.h"
 
@@ -12,8 +13,6 @@ PL_EXPORT int pl_image_load(const char *path, pl_image *img)
     if (!path || !img)
         return err_set(PL_EINVAL, "pl_image_load: NULL argument");
     memset(img, 0, sizeof *img);
-    pl_config dflt;
-    pl_config_default(&dflt);
     decode_limits lim;
     decode_limits_default(&lim);
     process_ctx ctx;
@@ -21,7 +20,7 @@ PL_EXPORT int pl_image_load(const char *path, pl_image *img)
     if (rc < 0)
         return err_set(rc, "pl_image_load: out of memory");
     char reason[PROCESS_REASON_MAX];
-    rc = process_decode_full(&ctx, AT_FDCWD, path, dflt.max_file_bytes,
+    rc = process_decode_full(&ctx, AT_FDCWD, path, DEFAULT_MAX_FILE_BYTES,
                              &img->pixels, &img->width, &img->height, reason);
     process_fini(&ctx);
     if (rc < 0)

@@ -11,7 +11,9 @@
 #include "dataset.h"
 #include "error.h"
 #include "failures.h"
+#include "handoff.h"
 #include "log.h"
+#include "output.h"
 #include "prefetch.h"
 #include "ring.h"
 #include "sampler.h"
@@ -22,19 +24,18 @@ struct pl_loader {
     logger log;
     dataset ds;
     sampler smp;
-    augment_params aug;
     backend *be;
     failures fails;
     ring ring;
+    handoff ho;
     prefetch pf;
     pool *pool;
     /* What create got to, so that destroy undoes exactly that. */
-    int have_log, have_fails, have_ring, have_pf;
-    int gpu_norm;            /* workers make uint8, the GPU the floats */
-    size_t out_sample_bytes; /* as delivered */
-    int64_t positions;       /* claimed per epoch before any top-up */
-    int64_t samples;         /* delivered per epoch */
-    int64_t batches;         /* delivered per epoch */
+    int have_log, have_fails, have_ring, have_ho, have_pf;
+    output_plan out;   /* what the workers write and the caller gets */
+    int64_t positions; /* claimed per epoch before any top-up */
+    int64_t samples;   /* delivered per epoch */
+    int64_t batches;   /* delivered per epoch */
     /* Where the first epoch starts: its number, the batch and position to
      * go on from (resuming), and whether its batches were all delivered. */
     int64_t start_epoch, start_batch, start_pos;
@@ -139,8 +140,7 @@ static int plan_epoch(pl_loader *l)
                        "is more than the %lld samples per epoch, and "
                        "drop_last would leave every epoch empty",
                        c->batch_size, (long long)per_rank);
-    l->batches = c->drop_last ? per_rank / c->batch_size
-                              : (per_rank + c->batch_size - 1) / c->batch_size;
+    l->batches = batches_per_epoch(per_rank, c->batch_size, c->drop_last);
     l->samples = c->drop_last ? l->batches * c->batch_size : per_rank;
     l->positions = c->on_error == PL_ON_ERROR_SKIP ? per_rank : l->samples;
     return 0;
@@ -196,11 +196,11 @@ static void fill_info(pl_loader *l)
     in->batches_per_epoch = l->batches;
     in->num_classes = l->ds.num_classes;
     in->batch_size = c->batch_size;
-    in->width = c->width;
-    in->height = c->height;
+    in->width = l->out.width;
+    in->height = l->out.height;
     in->channels = 3;
-    in->format = c->format;
-    in->sample_bytes = l->out_sample_bytes;
+    in->format = l->out.format;
+    in->sample_bytes = l->out.sample_bytes;
     in->batch_bytes = in->sample_bytes * (size_t)c->batch_size;
     in->backend = l->be->kind;
     in->device = l->be->device;
@@ -210,26 +210,11 @@ static void fill_info(pl_loader *l)
     in->rank = l->rc.rank;
     in->world_size = l->rc.world;
     in->memory = c->memory;
-    in->pinned = l->ring.kind == HOSTMEM_PINNED;
+    ring_stats rs;
+    ring_get_stats(&l->ring, &rs);
+    in->pinned = rs.kind == HOSTMEM_PINNED;
     in->backend_name = l->be->name;
-    in->gpu_normalize = l->gpu_norm;
-}
-
-/* What the workers write and what the caller gets: the same, except that
- * float formats on CUDA may be made on the GPU from uint8 (a quarter of the
- * bytes over the bus, and less work for the CPU). */
-static void choose_formats(pl_loader *l)
-{
-    const pl_config *c = &l->rc.cfg;
-    l->gpu_norm = l->be->kind == PL_BACKEND_CUDA &&
-                  c->format != PL_FORMAT_U8_NHWC && c->gpu_normalize &&
-                  !c->keep_host && l->be->ops->normalize != NULL;
-    augment_params_init(&l->aug, c->augment, c->format, c->width, c->height,
-                        c->seed, c->mean, c->std);
-    l->out_sample_bytes = augment_sample_bytes(&l->aug);
-    if (l->gpu_norm)
-        l->aug.format = PL_FORMAT_U8_NHWC;
-    l->aug.dct_scaling = c->dct_scaling;
+    in->gpu_normalize = l->out.gpu_normalize;
 }
 
 static int start_pipeline(pl_loader *l)
@@ -246,7 +231,7 @@ static int start_pipeline(pl_loader *l)
         .start_good =
             l->start_done || !skip ? 0 : l->start_batch * c->batch_size,
     };
-    const size_t sample_bytes = augment_sample_bytes(&l->aug);
+    const size_t sample_bytes = l->out.ring_sample_bytes;
     l->have_ring = 1;
     int rc = ring_init(&l->ring, c->prefetch, &sched, sample_bytes, l->be,
                        c->memory, c->pinned_fallback, &l->log);
@@ -258,23 +243,26 @@ static int start_pipeline(pl_loader *l)
                        "byte host ring: %s",
                        c->prefetch, sample_bytes * (size_t)c->batch_size, why);
     }
+    const handoff_config hc = {
+        .be = l->be,
+        .nbufs = c->device_buffers,
+        .first_epoch = l->start_epoch,
+        .start_batch = l->start_batch,
+        .start_pos = l->start_pos,
+        .start_done = l->start_done,
+    };
+    l->have_ho = 1;
+    if ((rc = handoff_init(&l->ho, &hc)) < 0)
+        return rc;
     const prefetch_config pc = {
         .ring = &l->ring,
+        .ho = &l->ho,
         .be = l->be,
         .fails = &l->fails,
         .ds = &l->ds,
         .nbufs = c->device_buffers,
         .batch_size = c->batch_size,
-        .sample_bytes = sample_bytes,
-        .normalize = l->gpu_norm,
-        .half = c->format == PL_FORMAT_F16_NCHW,
-        .width = c->width,
-        .height = c->height,
-        .out_sample_bytes = l->out_sample_bytes,
-        .lut = c->format == PL_FORMAT_F16_NCHW ? (const void *)l->aug.lut16
-                                               : (const void *)l->aug.lut,
-        .lut_bytes = c->format == PL_FORMAT_F16_NCHW ? sizeof l->aug.lut16
-                                                     : sizeof l->aug.lut,
+        .out = &l->out,
         .keep_host = c->keep_host,
         .on_error = c->on_error,
         .samples_per_epoch = l->samples,
@@ -299,7 +287,7 @@ static int start_pipeline(pl_loader *l)
         .dirfd = l->ds.dirfd,
         .max_file_bytes = c->max_file_bytes,
         .limits = lim,
-        .augment = &l->aug,
+        .augment = &l->out.aug,
         .source = {.claim = on_claim, .finish = on_finish, .ctx = l},
     };
     if ((rc = pool_create(&l->pool, &wc)) < 0)
@@ -317,7 +305,9 @@ static int start_pipeline(pl_loader *l)
 static void announce(pl_loader *l)
 {
     const pl_config *c = &l->rc.cfg;
-    const double mib = (double)l->ring.mem_bytes / (1 << 20);
+    ring_stats rs;
+    ring_get_stats(&l->ring, &rs);
+    const double mib = (double)rs.mem_bytes / (1 << 20);
     log_msg(&l->log, PL_LOG_NOTICE,
             "backend: %s; rank %d of %d from %s; %lld files, %d classes; "
             "%d worker%s (%s); ring %d x %.1f MiB %s",
@@ -325,9 +315,9 @@ static void announce(pl_loader *l)
             (long long)l->ds.n, l->ds.num_classes, l->rc.num_workers,
             l->rc.num_workers == 1 ? "" : "s", l->rc.workers_why, c->prefetch,
             mib / c->prefetch,
-            l->ring.kind == HOSTMEM_PINNED    ? "pinned"
-            : l->ring.kind == HOSTMEM_MANAGED ? "managed"
-                                              : "pageable");
+            rs.kind == HOSTMEM_PINNED    ? "pinned"
+            : rs.kind == HOSTMEM_MANAGED ? "managed"
+                                         : "pageable");
 }
 
 /* config.device as backend_open takes it: LOCAL_RANK becomes an ordinal. */
@@ -345,7 +335,7 @@ static int start_on_device(pl_loader *l)
     int rc = l->be->ops->enter(l->be, &saved);
     if (rc < 0)
         return rc;
-    choose_formats(l);
+    output_plan_make(&l->out, &l->rc.cfg, l->be);
     rc = start_pipeline(l);
     l->be->ops->leave(l->be, saved);
     return rc;
@@ -405,6 +395,8 @@ PL_EXPORT void pl_loader_destroy(pl_loader *l)
      * workers finish the sample in hand, the prefetcher its current step. */
     if (l->have_ring)
         ring_stop(&l->ring);
+    if (l->have_ho)
+        handoff_stop(&l->ho);
     if (l->have_pf)
         prefetch_stop(&l->pf);
     pool_destroy(l->pool);
@@ -412,6 +404,8 @@ PL_EXPORT void pl_loader_destroy(pl_loader *l)
     const int entered = l->be && l->be->ops->enter(l->be, &saved) == 0;
     if (l->have_pf)
         prefetch_fini(&l->pf); /* waits for in-flight copies */
+    if (l->have_ho)
+        handoff_fini(&l->ho);
     if (l->have_ring)
         ring_fini(&l->ring);
     if (entered)
@@ -432,7 +426,7 @@ PL_EXPORT int pl_loader_next(pl_loader *l, const pl_batch **out)
     if (!l || !out)
         return err_set(PL_EINVAL, "pl_loader_next: NULL argument");
     *out = NULL;
-    return prefetch_next(&l->pf, out);
+    return handoff_next(&l->ho, out);
 }
 
 PL_EXPORT int pl_loader_release(pl_loader *l, const pl_batch *b,
@@ -440,7 +434,7 @@ PL_EXPORT int pl_loader_release(pl_loader *l, const pl_batch *b,
 {
     if (!l || !b)
         return err_set(PL_EINVAL, "pl_loader_release: NULL argument");
-    return prefetch_release(&l->pf, b, stream);
+    return handoff_release(&l->ho, b, stream);
 }
 
 PL_EXPORT int pl_batch_wait(const pl_batch *b, struct CUstream_st *stream)
@@ -514,7 +508,7 @@ PL_EXPORT int pl_loader_state(const pl_loader *l, pl_state *state)
     if (!l || !state)
         return err_set(PL_EINVAL, "pl_loader_state: NULL argument");
     state_fields f = l->print;
-    prefetch_position((prefetch *)&l->pf, &f.epoch, &f.batch, &f.position);
+    handoff_position((handoff *)&l->ho, &f.epoch, &f.batch, &f.position);
     state_encode(&f, state);
     return 0;
 }
@@ -524,8 +518,13 @@ PL_EXPORT int pl_loader_stats(const pl_loader *l, pl_stats *out)
     if (!l || !out)
         return err_set(PL_EINVAL, "pl_loader_stats: NULL argument");
     pool_stats ps;
+    handoff_stats hs;
+    prefetch_stats fs;
+    ring_stats rs;
     pool_get_stats(l->pool, &ps);
-    prefetch *pf = (prefetch *)&l->pf; /* counters are atomics */
+    handoff_get_stats(&l->ho, &hs);
+    prefetch_get_stats((prefetch *)&l->pf, &fs); /* harvests: atomics */
+    ring_get_stats(&l->ring, &rs);
     memset(out, 0, sizeof *out);
     out->images_decoded = ps.decoded;
     out->images_failed = ps.failed;
@@ -534,14 +533,13 @@ PL_EXPORT int pl_loader_stats(const pl_loader *l, pl_stats *out)
     out->ns_read = ps.ns_read;
     out->ns_decode = ps.ns_decode;
     out->ns_augment = ps.ns_augment;
-    out->batches = atomic_load(&pf->batches);
-    out->bytes_copied = atomic_load(&pf->bytes_copied);
-    out->ns_copy = atomic_load(&pf->ns_copy);
-    out->ns_wait = atomic_load(&pf->ns_wait);
-    out->pinned_bytes =
-        (l->ring.kind == HOSTMEM_PINNED ? l->ring.mem_bytes : 0) +
-        pf->mirror_bytes_locked;
-    prefetch_copy_time(pf, &out->ns_h2d, &out->bytes_h2d);
+    out->batches = hs.batches;
+    out->bytes_copied = fs.bytes_copied;
+    out->ns_copy = fs.ns_copy;
+    out->ns_wait = hs.ns_wait;
+    out->pinned_bytes = rs.pinned_bytes + fs.mirror_bytes_locked;
+    out->ns_h2d = fs.ns_h2d;
+    out->bytes_h2d = fs.bytes_h2d;
     return 0;
 }
 

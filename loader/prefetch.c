@@ -2,12 +2,11 @@
 
 #include <assert.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../workers/process.h" /* process_now_ns */
+#include "../common/clock.h"
 #include "error.h"
 
 #define STOPPED 1 /* internal: the loader is being destroyed */
@@ -42,7 +41,7 @@ static void add(_Atomic uint64_t *c, uint64_t v)
 static int init_buffer(prefetch *p, dbuf *d)
 {
     backend *be = p->cfg.be;
-    const size_t bytes = p->cfg.out_sample_bytes * (size_t)p->cfg.batch_size;
+    const size_t bytes = p->cfg.out->sample_bytes * (size_t)p->cfg.batch_size;
     const size_t n = (size_t)p->cfg.batch_size;
     d->labels = calloc(n, sizeof *d->labels);
     d->indices = calloc(n, sizeof *d->indices);
@@ -50,9 +49,10 @@ static int init_buffer(prefetch *p, dbuf *d)
     if (!d->labels || !d->indices || !d->status)
         return err_set(PL_ENOMEM, "pl_loader_create: out of memory");
     int rc = be->ops->dev_alloc(be, bytes, &d->dev);
-    if (rc == 0 && p->cfg.normalize)
+    if (rc == 0 && p->cfg.out->gpu_normalize)
         rc = be->ops->dev_alloc(
-            be, p->cfg.sample_bytes * (size_t)p->cfg.batch_size, &d->staging);
+            be, p->cfg.out->ring_sample_bytes * (size_t)p->cfg.batch_size,
+            &d->staging);
     if (rc == 0)
         rc = be->ops->stream_create(be, &d->stream);
     if (rc == 0 && p->cfg.keep_host && be->kind == PL_BACKEND_CUDA) {
@@ -75,10 +75,12 @@ static int init_buffer(prefetch *p, dbuf *d)
 static int upload_lut(prefetch *p)
 {
     backend *be = p->cfg.be;
-    be_stream *s = p->bufs[0].stream;
-    int rc = be->ops->dev_alloc(be, p->cfg.lut_bytes, &p->lut_dev);
+    be_stream *s = handoff_buffer(p->cfg.ho, 0)->stream;
+    size_t bytes;
+    const void *lut = output_lut(p->cfg.out, &bytes);
+    int rc = be->ops->dev_alloc(be, bytes, &p->lut_dev);
     if (rc == 0)
-        rc = be->ops->copy(be, s, p->lut_dev, p->cfg.lut, p->cfg.lut_bytes);
+        rc = be->ops->copy(be, s, p->lut_dev, lut, bytes);
     if (rc == 0)
         rc = be->ops->sync(be, s); /* the host table may go away */
     return rc;
@@ -88,32 +90,20 @@ int prefetch_init(prefetch *p, const prefetch_config *cfg)
 {
     memset(p, 0, sizeof *p);
     p->cfg = *cfg;
-    p->user_epoch = cfg->first_epoch;
-    p->at_epoch = cfg->first_epoch;
-    p->at_batch = cfg->start_batch;
-    p->at_pos = cfg->start_pos;
-    p->epochs_done = cfg->start_done;
-    pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->user_cv, NULL);
-    pthread_cond_init(&p->pf_cv, NULL);
-    p->bufs = calloc((size_t)cfg->nbufs, sizeof *p->bufs);
-    p->queue = calloc((size_t)cfg->nbufs, sizeof *p->queue);
-    if (!p->bufs || !p->queue)
-        return err_set(PL_ENOMEM, "pl_loader_create: out of memory");
-    for (int i = 0; i < cfg->nbufs; i++) {
-        const int rc = init_buffer(p, &p->bufs[i]);
+    for (int i = 0; i < p->cfg.nbufs; i++) {
+        const int rc = init_buffer(p, handoff_buffer(cfg->ho, i));
         if (rc < 0)
             return rc;
     }
-    return cfg->normalize ? upload_lut(p) : 0;
+    return cfg->out->gpu_normalize ? upload_lut(p) : 0;
 }
 
 void prefetch_fini(prefetch *p)
 {
     backend *be = p->cfg.be;
-    const size_t bytes = p->cfg.out_sample_bytes * (size_t)p->cfg.batch_size;
-    for (int i = 0; p->bufs && i < p->cfg.nbufs; i++) {
-        dbuf *d = &p->bufs[i];
+    const size_t bytes = p->cfg.out->sample_bytes * (size_t)p->cfg.batch_size;
+    for (int i = 0; i < p->cfg.nbufs; i++) {
+        dbuf *d = handoff_buffer(p->cfg.ho, i);
         if (d->stream) {
             /* The caller's kernels reading the batch it released last may
              * still run: the stream waits for them, and the host for the
@@ -132,61 +122,19 @@ void prefetch_fini(prefetch *p)
         free(d->labels);
         free(d->indices);
         free(d->status);
+        memset(d, 0, sizeof *d);
     }
     if (p->lut_dev)
         be->ops->dev_free(be, p->lut_dev);
-    free(p->bufs);
-    free(p->queue);
-    pthread_mutex_destroy(&p->mu);
-    pthread_cond_destroy(&p->user_cv);
-    pthread_cond_destroy(&p->pf_cv);
     memset(p, 0, sizeof *p);
 }
 
 /* ---- the prefetcher thread ---- */
 
-/* Sticky: from now on pl_loader_next returns `code` after the batches
- * already queued; the first error set is the one kept. p->mu not held. */
-static int set_error(prefetch *p, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int set_error(prefetch *p, int code, const char *fmt, ...)
-{
-    pthread_mutex_lock(&p->mu);
-    if (!p->error) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(p->error_msg, sizeof p->error_msg, fmt, ap);
-        va_end(ap);
-        p->error = code;
-    }
-    pthread_cond_broadcast(&p->user_cv);
-    pthread_mutex_unlock(&p->mu);
-    return code;
-}
-
 static int open_buffer(prefetch *p, fill *f)
 {
     backend *be = p->cfg.be;
-    dbuf *d = NULL;
-    pthread_mutex_lock(&p->mu);
-    while (!p->stop && !d) {
-        for (int k = 0; k < p->cfg.nbufs && !d; k++) {
-            const int i = (p->next_free + k) % p->cfg.nbufs;
-            if (p->bufs[i].state == DBUF_FREE) {
-                d = &p->bufs[i];
-                d->state = DBUF_FILLING;
-                p->next_free = (i + 1) % p->cfg.nbufs;
-            }
-        }
-        if (!d) {
-            p->wants_buffer = 1;
-            pthread_cond_broadcast(&p->user_cv); /* lets next() see EBUSY */
-            pthread_cond_wait(&p->pf_cv, &p->mu);
-            p->wants_buffer = 0;
-        }
-    }
-    pthread_mutex_unlock(&p->mu);
+    dbuf *d = handoff_acquire(p->cfg.ho);
     if (!d)
         return STOPPED;
     /* Copies into d wait, on the GPU, for the caller's kernels that read
@@ -196,7 +144,7 @@ static int open_buffer(prefetch *p, fill *f)
     if (rc == 0 && d->mirror)
         rc = be->ops->sync_ready(be, d->stream);
     if (rc < 0)
-        return set_error(p, rc, "%s", pl_last_error());
+        return handoff_fail(p->cfg.ho, rc, "%s", pl_last_error());
     f->cur = d;
     f->count = 0;
     return 0;
@@ -216,11 +164,11 @@ static int close_run(prefetch *p, fill *f, const ring_slot *s)
     if (f->run_len == 0)
         return 0;
     backend *be = p->cfg.be;
-    const size_t sb = p->cfg.sample_bytes;
+    const size_t sb = p->cfg.out->ring_sample_bytes;
     const size_t bytes = sb * (size_t)f->run_len;
     const uint8_t *src = s->pixels + sb * (size_t)f->run_src;
     const size_t off = sb * (size_t)f->run_dst;
-    const uint64_t t0 = process_now_ns();
+    const uint64_t t0 = clock_now_ns();
     int rc = 0;
     if (f->cur->mirror) {
         memcpy((uint8_t *)f->cur->mirror + off, src, bytes);
@@ -229,15 +177,16 @@ static int close_run(prefetch *p, fill *f, const ring_slot *s)
             rc = be->ops->migrate(be, f->cur->stream, src, bytes);
         /* Straight into the batch, or into its uint8 staging area when the
          * GPU normalises. */
-        uint8_t *dst = p->cfg.normalize ? f->cur->staging : f->cur->dev;
+        uint8_t *dst =
+            p->cfg.out->gpu_normalize ? f->cur->staging : f->cur->dev;
         if (rc == 0)
             rc = be->ops->copy(be, f->cur->stream, dst + off, src, bytes);
         note_stream(f, f->cur);
     }
-    add(&p->ns_copy, process_now_ns() - t0);
+    add(&p->ns_copy, clock_now_ns() - t0);
     f->run_len = 0;
     if (rc < 0)
-        return set_error(p, rc, "%s", pl_last_error());
+        return handoff_fail(p->cfg.ho, rc, "%s", pl_last_error());
     if (!f->cur->mirror)
         add(&p->bytes_copied, bytes);
     return 0;
@@ -247,28 +196,29 @@ static int queue_batch(prefetch *p, fill *f)
 {
     backend *be = p->cfg.be;
     dbuf *d = f->cur;
-    const size_t bytes = p->cfg.sample_bytes * (size_t)f->count;
+    const size_t bytes = p->cfg.out->ring_sample_bytes * (size_t)f->count;
     int rc = 0;
     if (d->mirror) {
-        const uint64_t t0 = process_now_ns();
+        const uint64_t t0 = clock_now_ns();
         rc = be->ops->copy(be, d->stream, d->dev, d->mirror, bytes);
-        add(&p->ns_copy, process_now_ns() - t0);
+        add(&p->ns_copy, clock_now_ns() - t0);
         add(&p->bytes_copied, bytes);
     }
-    if (rc == 0 && p->cfg.normalize)
+    if (rc == 0 && p->cfg.out->gpu_normalize)
         rc = be->ops->normalize(be, d->stream, d->dev, d->staging, d->status,
-                                f->count, p->cfg.width, p->cfg.height,
-                                p->cfg.half, p->lut_dev);
+                                f->count, p->cfg.out->width, p->cfg.out->height,
+                                p->cfg.out->format == PL_FORMAT_F16_NCHW,
+                                p->lut_dev);
     if (rc == 0)
         rc = be->ops->record_ready(be, d->stream);
     if (rc < 0)
-        return set_error(p, rc, "%s", pl_last_error());
+        return handoff_fail(p->cfg.ho, rc, "%s", pl_last_error());
     d->next_pos = f->next_pos;
     d->batch = (pl_batch){
         .count = f->count,
         .epoch = f->epoch,
         .index = f->delivered,
-        .bytes = p->cfg.out_sample_bytes * (size_t)f->count,
+        .bytes = p->cfg.out->sample_bytes * (size_t)f->count,
         .data = d->dev,
         .host = be->kind == PL_BACKEND_HOST ? d->dev : d->mirror,
         .labels = d->labels,
@@ -276,11 +226,7 @@ static int queue_batch(prefetch *p, fill *f)
         .status = d->status,
         .ready = be->ops->ready_event(d->stream),
     };
-    pthread_mutex_lock(&p->mu);
-    d->state = DBUF_QUEUED;
-    p->queue[(p->qhead + p->qlen++) % p->cfg.nbufs] = (int)(d - p->bufs);
-    pthread_cond_broadcast(&p->user_cv);
-    pthread_mutex_unlock(&p->mu);
+    handoff_queue(p->cfg.ho, d);
     f->cur = NULL;
     f->count = 0;
     f->delivered++;
@@ -292,8 +238,8 @@ static int fail_on_sample(prefetch *p, const ring_pos *pos)
     char reason[512] = "reason not recorded (out of memory)";
     int code;
     failures_find(p->cfg.fails, pos->index, &code, reason, sizeof reason);
-    return set_error(p, pos->status, "pl_loader_next: %s: %s",
-                     dataset_path(p->cfg.ds, pos->index), reason);
+    return handoff_fail(p->cfg.ho, pos->status, "pl_loader_next: %s: %s",
+                        dataset_path(p->cfg.ds, pos->index), reason);
 }
 
 /* Whether position pos goes into a batch: good samples do, and bad ones
@@ -336,14 +282,7 @@ static int end_epoch(prefetch *p, fill *f, const ring_slot *s)
         rc = queue_batch(p, f);
     if (rc != 0)
         return rc;
-    pthread_mutex_lock(&p->mu);
-    if (f->cur) { /* opened, never filled */
-        f->cur->state = DBUF_FREE;
-        pthread_cond_broadcast(&p->pf_cv);
-    }
-    p->epochs_done++;
-    pthread_cond_broadcast(&p->user_cv);
-    pthread_mutex_unlock(&p->mu);
+    handoff_epoch_done(p->cfg.ho, f->cur); /* f->cur: opened, never filled */
     f->cur = NULL;
     f->count = 0;
     f->epoch++;
@@ -355,13 +294,13 @@ static int end_epoch(prefetch *p, fill *f, const ring_slot *s)
  * to deliver, and the caller must hear it rather than see an empty epoch. */
 static int no_good_sample(prefetch *p, const ring_slot *s)
 {
-    return set_error(p, PL_ENODATA,
-                     "pl_loader_next: epoch %lld: none of the %lld samples "
-                     "of this rank's order could be decoded (%zu bad files "
-                     "recorded: see pl_loader_failures)",
-                     (long long)s->epoch,
-                     (long long)p->cfg.ring->sched.order_len,
-                     failures_count(p->cfg.fails));
+    return handoff_fail(p->cfg.ho, PL_ENODATA,
+                        "pl_loader_next: epoch %lld: none of the %lld samples "
+                        "of this rank's order could be decoded (%zu bad files "
+                        "recorded: see pl_loader_failures)",
+                        (long long)s->epoch,
+                        (long long)p->cfg.ring->sched.order_len,
+                        failures_count(p->cfg.fails));
 }
 
 /* Copy slot s's samples out, then hand the slot back to the workers once
@@ -398,7 +337,7 @@ static int take_slot(prefetch *p, fill *f, ring_slot *s)
         ring_add_copies(r, s, 1);
         if (be->ops->after(be, st, ring_copy_done, s) == 0)
             continue;
-        rc = set_error(p, PL_ECUDA, "%s", pl_last_error());
+        rc = handoff_fail(p->cfg.ho, PL_ECUDA, "%s", pl_last_error());
         /* The copies already queued on st still read the slot: it goes back
          * to the workers once they are done, or never, if even waiting for
          * them fails (the error is sticky either way). */
@@ -417,8 +356,8 @@ static int check_streams(prefetch *p)
 {
     backend *be = p->cfg.be;
     for (int i = 0; i < p->cfg.nbufs; i++)
-        if (be->ops->query(be, p->bufs[i].stream) < 0)
-            return set_error(p, PL_ECUDA, "%s", pl_last_error());
+        if (be->ops->query(be, handoff_buffer(p->cfg.ho, i)->stream) < 0)
+            return handoff_fail(p->cfg.ho, PL_ECUDA, "%s", pl_last_error());
     return 0;
 }
 
@@ -435,7 +374,7 @@ static void *prefetch_main(void *arg)
         f.next_pos = p->cfg.start_pos;
     }
     if (be->ops->bind_thread(be) < 0) {
-        set_error(p, PL_ECUDA, "%s", pl_last_error());
+        handoff_fail(p->cfg.ho, PL_ECUDA, "%s", pl_last_error());
         return NULL;
     }
     for (uint64_t seq = 0;;) {
@@ -449,11 +388,8 @@ static void *prefetch_main(void *arg)
         seq++;
     }
     /* A half-filled buffer goes back, so destroy finds every buffer idle. */
-    if (f.cur) {
-        pthread_mutex_lock(&p->mu);
-        f.cur->state = DBUF_FREE;
-        pthread_mutex_unlock(&p->mu);
-    }
+    if (f.cur)
+        handoff_unfill(p->cfg.ho, f.cur);
     return NULL;
 }
 
@@ -476,138 +412,20 @@ int prefetch_start(prefetch *p)
 
 void prefetch_stop(prefetch *p)
 {
-    pthread_mutex_lock(&p->mu);
-    p->stop = 1;
-    pthread_cond_broadcast(&p->pf_cv);
-    pthread_cond_broadcast(&p->user_cv);
-    pthread_mutex_unlock(&p->mu);
     if (p->started)
         pthread_join(p->thread, NULL);
     p->started = 0;
 }
 
-/* ---- the caller's side ---- */
-
-void prefetch_copy_time(prefetch *p, uint64_t *ns, uint64_t *bytes)
+void prefetch_get_stats(prefetch *p, prefetch_stats *s)
 {
     uint64_t dn = 0, db = 0;
     for (int i = 0; i < p->cfg.nbufs; i++)
-        p->cfg.be->ops->copy_time(p->cfg.be, p->bufs[i].stream, &dn, &db);
-    *ns = atomic_fetch_add(&p->ns_h2d, dn) + dn;
-    *bytes = atomic_fetch_add(&p->bytes_h2d, db) + db;
-}
-
-int prefetch_next(prefetch *p, const pl_batch **out)
-{
-    int rc;
-    const uint64_t t0 = process_now_ns();
-    pthread_mutex_lock(&p->mu);
-    for (;;) {
-        if (p->qlen > 0 &&
-            p->bufs[p->queue[p->qhead]].batch.epoch == p->user_epoch) {
-            dbuf *d = &p->bufs[p->queue[p->qhead]];
-            p->qhead = (p->qhead + 1) % p->cfg.nbufs;
-            p->qlen--;
-            d->state = DBUF_HELD;
-            p->held++;
-            p->at_epoch = d->batch.epoch;
-            p->at_batch = d->batch.index + 1;
-            p->at_pos = d->next_pos;
-            *out = &d->batch;
-            add(&p->batches, 1);
-            rc = 0;
-            break;
-        }
-        if (p->epochs_done > p->user_epoch - p->cfg.first_epoch) {
-            p->user_epoch++;
-            p->at_epoch = p->user_epoch;
-            p->at_batch = p->at_pos = 0;
-            rc = PL_EPOCH_END;
-            break;
-        }
-        if (p->error) {
-            rc = err_set(p->error, "%s", p->error_msg);
-            break;
-        }
-        if (p->held == p->cfg.nbufs && p->wants_buffer) {
-            rc = err_set(PL_EBUSY,
-                         "pl_loader_next: the caller holds all %d "
-                         "batches (config.device_buffers); release one first",
-                         p->cfg.nbufs);
-            break;
-        }
-        pthread_cond_wait(&p->user_cv, &p->mu);
-    }
-    pthread_mutex_unlock(&p->mu);
-    add(&p->ns_wait, process_now_ns() - t0);
-    return rc;
-}
-
-/* The release event could not be recorded, so the next copy into the
- * buffer cannot be made to wait for the caller's kernels on the GPU: the
- * host waits for the caller's stream instead, and the batch is released
- * all the same (the call still reports the failure). If even that fails,
- * *next becomes RETIRED: the buffer is never refilled, and the loader
- * stops with the error. */
-static int release_on_host(prefetch *p, struct CUstream_st *stream,
-                           dbuf_state *next)
-{
-    char why[512];
-    snprintf(why, sizeof why, "%s", pl_last_error());
-    backend *be = p->cfg.be;
-    if (be->ops->sync_user(be, stream) == 0)
-        return err_set(PL_ECUDA,
-                       "pl_loader_release: %s; waited for the caller's "
-                       "stream on the host instead, and released the batch",
-                       why);
-    *next = DBUF_RETIRED;
-    char msg[1024];
-    snprintf(msg, sizeof msg,
-             "pl_loader_release: %s, and waiting for the caller's stream "
-             "failed too (%s): a device buffer is retired",
-             why, pl_last_error());
-    set_error(p, PL_ECUDA, "%s", msg);
-    return err_set(PL_ECUDA, "%s", msg);
-}
-
-void prefetch_position(prefetch *p, int64_t *epoch, int64_t *batch,
-                       int64_t *pos)
-{
-    pthread_mutex_lock(&p->mu);
-    *epoch = p->at_epoch;
-    *batch = p->at_batch;
-    *pos = p->at_pos;
-    pthread_mutex_unlock(&p->mu);
-}
-
-int prefetch_release(prefetch *p, const pl_batch *b, struct CUstream_st *stream)
-{
-    const dbuf *first = p->bufs, *last = p->bufs + p->cfg.nbufs;
-    const dbuf *cd = (const dbuf *)b;
-    if (!b || cd < first || cd >= last ||
-        (size_t)((const char *)cd - (const char *)first) % sizeof *cd != 0)
-        return err_set(PL_EINVAL, "pl_loader_release: not a batch of this "
-                                  "loader");
-    dbuf *d = &p->bufs[cd - first];
-    pthread_mutex_lock(&p->mu);
-    const int held = d->state == DBUF_HELD;
-    if (held)
-        d->state = DBUF_RELEASING;
-    pthread_mutex_unlock(&p->mu);
-    /* Not d->batch's fields: the prefetcher may be refilling it. */
-    if (!held)
-        return err_set(PL_EINVAL, "pl_loader_release: that batch is not held "
-                                  "(released twice?)");
-    /* Without the lock: the fallback waits for the caller's stream. */
-    backend *be = p->cfg.be;
-    dbuf_state next = DBUF_FREE;
-    int rc = be->ops->record_release(be, d->stream, stream);
-    if (rc < 0)
-        rc = release_on_host(p, stream, &next);
-    pthread_mutex_lock(&p->mu);
-    d->state = next;
-    p->held--;
-    pthread_cond_broadcast(&p->pf_cv);
-    pthread_mutex_unlock(&p->mu);
-    return rc;
+        p->cfg.be->ops->copy_time(
+            p->cfg.be, handoff_buffer(p->cfg.ho, i)->stream, &dn, &db);
+    s->ns_h2d = atomic_fetch_add(&p->ns_h2d, dn) + dn;
+    s->bytes_h2d = atomic_fetch_add(&p->bytes_h2d, db) + db;
+    s->bytes_copied = atomic_load(&p->bytes_copied);
+    s->ns_copy = atomic_load(&p->ns_copy);
+    s->mirror_bytes_locked = p->mirror_bytes_locked;
 }

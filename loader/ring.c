@@ -8,6 +8,7 @@
 
 #include "error.h"
 #include "pinload.h"
+#include "sampler.h"
 
 static void start_epoch(ring *r, int64_t epoch, int64_t pos, int64_t done)
 {
@@ -100,8 +101,6 @@ int ring_init(ring *r, int nslots, const ring_schedule *sched,
     memset(r, 0, sizeof *r);
     r->nslots = nslots;
     r->sched = *sched;
-    r->batches_per_epoch =
-        (sched->positions + sched->batch_size - 1) / sched->batch_size;
     start_epoch(r, sched->first_epoch, sched->start_pos, sched->start_good);
     r->sample_bytes = sample_bytes;
     r->be = be;
@@ -253,4 +252,16 @@ void ring_stop(ring *r)
     pthread_cond_broadcast(&r->work_cv);
     pthread_cond_broadcast(&r->ready_cv);
     pthread_mutex_unlock(&r->mu);
+}
+
+int64_t ring_nominal_batches(const ring *r)
+{
+    return batches_per_epoch(r->sched.positions, r->sched.batch_size, 0);
+}
+
+void ring_get_stats(const ring *r, ring_stats *s)
+{
+    s->mem_bytes = r->mem_bytes;
+    s->kind = r->kind;
+    s->pinned_bytes = r->kind == HOSTMEM_PINNED ? r->mem_bytes : 0;
 }

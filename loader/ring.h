@@ -78,7 +78,6 @@ typedef struct ring {
     ring_slot *slots;
     int nslots;
     ring_schedule sched;
-    int64_t batches_per_epoch; /* nominal, without top-ups */
     size_t sample_bytes;
     uint64_t claim_seq; /* batch of the next claim */
     /* The claim cursor: the epoch being claimed, its next position, the end
@@ -124,5 +123,17 @@ void ring_copy_done(void *slot); /* a backend callback */
 
 /* Wake and end every ring_claim and ring_wait_ready. */
 void ring_stop(ring *r);
+
+/* The nominal batches of an epoch, without top-ups. */
+int64_t ring_nominal_batches(const ring *r);
+
+typedef struct ring_stats {
+    size_t mem_bytes; /* the whole ring */
+    hostmem kind;     /* what it is */
+    size_t pinned_bytes;
+} ring_stats;
+
+/* Fixed once ring_init returned. */
+void ring_get_stats(const ring *r, ring_stats *s);
 
 #endif

@@ -72,3 +72,8 @@ int64_t sampler_index(const sampler *s, int64_t epoch, int64_t j)
     const int64_t p = (int64_t)s->rank + j * (int64_t)s->world;
     return sampler_permute(s, epoch, p % s->n);
 }
+
+int64_t batches_per_epoch(int64_t n, int batch_size, int drop_last)
+{
+    return drop_last ? n / batch_size : (n + batch_size - 1) / batch_size;
+}

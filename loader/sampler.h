@@ -32,4 +32,10 @@ int64_t sampler_permute(const sampler *s, int64_t epoch, int64_t p);
 /* Dataset index at this rank's position j (0 <= j < per_rank). */
 int64_t sampler_index(const sampler *s, int64_t epoch, int64_t j);
 
+/* The batches of batch_size that n positions make: the last one short, or,
+ * with drop_last, left out. The one definition behind both
+ * pl_info.batches_per_epoch (n: the samples an epoch delivers) and the
+ * ring's nominal batches (n: the positions an epoch claims first). */
+int64_t batches_per_epoch(int64_t n, int batch_size, int drop_last);
+
 #endif

@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <jpeglib.h>
+#include "jpegwrite.h"
 
 #include "pinload.h"
 
@@ -54,27 +54,12 @@ static void write_jpeg(const char *path, int w, int h, unsigned seed,
         rgb[i * 3 + 1] = (uint8_t)(i / w * 255 / h + seed * 70);
         rgb[i * 3 + 2] = (uint8_t)(i * 2654435761u >> 27 ^ seed);
     }
-    FILE *f = fopen(path, "wb");
-    struct jpeg_compress_struct c;
-    struct jpeg_error_mgr jerr;
-    c.err = jpeg_std_error(&jerr);
-    jpeg_create_compress(&c);
-    jpeg_stdio_dest(&c, f);
-    c.image_width = (JDIMENSION)w;
-    c.image_height = (JDIMENSION)h;
-    c.input_components = 3;
-    c.in_color_space = JCS_RGB;
-    jpeg_set_defaults(&c);
-    if (progressive)
-        jpeg_simple_progression(&c);
-    jpeg_start_compress(&c, TRUE);
-    while (c.next_scanline < c.image_height) {
-        JSAMPROW row = rgb + (size_t)c.next_scanline * w * 3;
-        jpeg_write_scanlines(&c, &row, 1);
+    /* libjpeg's default quality, 75. */
+    const tu_jpeg_opts o = {.quality = 75, .progressive = progressive};
+    if (tu_jpeg_encode_file(path, rgb, w, h, &o) < 0) {
+        perror(path);
+        exit(2);
     }
-    jpeg_finish_compress(&c);
-    jpeg_destroy_compress(&c);
-    fclose(f);
     free(rgb);
 }
 

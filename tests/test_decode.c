@@ -116,7 +116,7 @@ static int decode_all(decoder *d, const uint8_t *buf, size_t len, uint8_t **rgb,
     rc = decoder_start(d, 1, 0, info.width, reason);
     if (rc < 0)
         return rc;
-    cr_assert_eq(d->width, info.width);
+    cr_assert_eq(decoder_width(d), info.width);
     const size_t stride = (size_t)info.width * 3;
     uint8_t *out = malloc(stride * (size_t)info.height);
     cr_assert_not_null(out);
@@ -142,11 +142,18 @@ static int decode_all(decoder *d, const uint8_t *buf, size_t len, uint8_t **rgb,
     return 0;
 }
 
-static void default_decoder(decoder *d)
+static void default_decoder(decoder **d)
 {
     decode_limits lim;
     decode_limits_default(&lim);
-    cr_assert_eq(decoder_init(d, &lim), 0);
+    cr_assert_eq(decoder_create(d, &lim), 0);
+}
+
+static const char *first_warning(const decoder *d)
+{
+    const char *w;
+    decoder_warnings(d, &w);
+    return w;
 }
 
 /* Writes a pattern JPEG into dir/name and returns its bytes. */
@@ -368,18 +375,18 @@ Test(decode, non_jpeg_buffers_are_named_or_shown_in_hex)
         {"\xff\xd9", 2, "not a JPEG file (starts with ff d9)"},
         {"", 0, "not a JPEG file (empty)"},
     };
-    decoder d;
+    decoder *d;
     default_decoder(&d);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char reason[DECODE_REASON_MAX] = "";
         decode_info info;
-        const int rc = decoder_open(&d, (const uint8_t *)cases[i].bytes,
+        const int rc = decoder_open(d, (const uint8_t *)cases[i].bytes,
                                     cases[i].len, &info, reason);
         cr_assert_eq(rc, PL_ENOTJPEG, "case %zu: %s", i, pl_err_name(rc));
         cr_assert_str_eq(reason, cases[i].reason, "case %zu", i);
-        cr_assert_eq(d.open, 0, "nothing is left open");
+        cr_assert_eq(decoder_is_open(d), 0, "nothing is left open");
     }
-    decoder_fini(&d);
+    decoder_destroy(d);
 }
 
 /* ---- generated files ----------------------------------------------------- */
@@ -405,7 +412,7 @@ Test(decode, generated_jpegs_match_djpeg_through_every_entry_point)
     };
     char dir[64];
     tu_tmpdir(dir);
-    decoder d;
+    decoder *d;
     default_decoder(&d);
     decode_limits lim;
     decode_limits_default(&lim);
@@ -420,7 +427,7 @@ Test(decode, generated_jpegs_match_djpeg_through_every_entry_point)
                       &cases[i].o, &len, path, sizeof path);
         uint8_t *rgb;
         int w, h;
-        int rc = decode_all(&d, buf, len, &rgb, &w, &h, reason);
+        int rc = decode_all(d, buf, len, &rgb, &w, &h, reason);
         cr_assert_eq(rc, 0, "case %zu: %s (%s)", i, pl_err_name(rc), reason);
         cr_assert(w == cases[i].w && h == cases[i].h);
         assert_matches_djpeg(path, rgb, w, h);
@@ -440,7 +447,7 @@ Test(decode, generated_jpegs_match_djpeg_through_every_entry_point)
         free(buf);
     }
     process_fini(&ctx);
-    decoder_fini(&d);
+    decoder_destroy(d);
     tu_rm_rf(dir);
 }
 
@@ -448,7 +455,7 @@ Test(decode, header_reports_size_components_and_progressive)
 {
     char dir[64], path[256];
     tu_tmpdir(dir);
-    decoder d;
+    decoder *d;
     default_decoder(&d);
     const struct {
         tu_jpeg_opts o;
@@ -464,16 +471,15 @@ Test(decode, header_reports_size_components_and_progressive)
                                  path, sizeof path);
         decode_info info = {0};
         char reason[DECODE_REASON_MAX];
-        cr_assert_eq(decoder_open(&d, buf, len, &info, reason), 0, "%s",
-                     reason);
+        cr_assert_eq(decoder_open(d, buf, len, &info, reason), 0, "%s", reason);
         cr_assert_eq(info.width, 123);
         cr_assert_eq(info.height, 45);
         cr_assert_eq(info.components, cases[i].comps);
         cr_assert_eq(info.progressive, cases[i].prog);
-        decoder_close(&d);
+        decoder_close(d);
         free(buf);
     }
-    decoder_fini(&d);
+    decoder_destroy(d);
     tu_rm_rf(dir);
 }
 
@@ -500,14 +506,14 @@ Test(decode, images_over_the_limits_fail_before_decoding_naming_the_size)
         lim.max_width = cases[i].max_w;
         lim.max_height = cases[i].max_h;
         lim.max_pixels = cases[i].max_px;
-        decoder d;
-        cr_assert_eq(decoder_init(&d, &lim), 0);
+        decoder *d;
+        cr_assert_eq(decoder_create(&d, &lim), 0);
         decode_info info = {0};
         char reason[DECODE_REASON_MAX] = "";
-        const int rc = decoder_open(&d, buf, len, &info, reason);
+        const int rc = decoder_open(d, buf, len, &info, reason);
         if (cases[i].ok) {
             cr_assert_eq(rc, 0, "case %zu: %s", i, reason);
-            cr_assert_eq(d.open, 1);
+            cr_assert_eq(decoder_is_open(d), 1);
         } else {
             cr_assert_eq(rc, PL_ELIMIT, "case %zu: %s", i, pl_err_name(rc));
             cr_assert_not_null(strstr(reason, "300x200"), "case %zu: %s", i,
@@ -515,11 +521,12 @@ Test(decode, images_over_the_limits_fail_before_decoding_naming_the_size)
             cr_assert_not_null(strstr(reason, "exceeds the limits"), "%s",
                                reason);
             /* Refused from the header: nothing started, nothing left open. */
-            cr_assert_eq(d.open, 0);
-            cr_assert_eq(d.started, 0);
-            cr_assert_null(d.rows, "no row buffer was allocated");
+            cr_assert_eq(decoder_is_open(d), 0);
+            cr_assert_eq(decoder_is_started(d), 0);
+            cr_assert(!decoder_has_row_buffers(d),
+                      "no row buffer was allocated");
         }
-        decoder_fini(&d);
+        decoder_destroy(d);
     }
     free(buf);
     tu_rm_rf(dir);
@@ -536,26 +543,26 @@ Test(decode, progressive_files_with_too_many_scans_hit_the_scan_limit)
     decode_limits lim;
     decode_limits_default(&lim);
     lim.max_scans = 3;
-    decoder d;
-    cr_assert_eq(decoder_init(&d, &lim), 0);
+    decoder *d;
+    cr_assert_eq(decoder_create(&d, &lim), 0);
     uint8_t *rgb;
     int w, h;
     char reason[DECODE_REASON_MAX] = "";
-    int rc = decode_all(&d, buf, len, &rgb, &w, &h, reason);
+    int rc = decode_all(d, buf, len, &rgb, &w, &h, reason);
     cr_assert_eq(rc, PL_ELIMIT, "%s (%s)", pl_err_name(rc), reason);
     cr_assert_str_eq(reason, "more than 3 progressive scans");
-    cr_assert_eq(d.open, 0);
+    cr_assert_eq(decoder_is_open(d), 0);
     /* The limit is per image: a baseline file still decodes afterwards. */
     size_t len2;
     uint8_t *buf2 =
         make_jpeg(dir, "b.jpg", 40, 30, 4, NULL, &len2, path, sizeof path);
-    rc = decode_all(&d, buf2, len2, &rgb, &w, &h, reason);
+    rc = decode_all(d, buf2, len2, &rgb, &w, &h, reason);
     cr_assert_eq(rc, 0, "%s", reason);
     assert_matches_djpeg(path, rgb, w, h);
     free(rgb);
     free(buf2);
     free(buf);
-    decoder_fini(&d);
+    decoder_destroy(d);
     tu_rm_rf(dir);
 }
 
@@ -563,7 +570,7 @@ Test(decode, progressive_files_with_too_many_scans_hit_the_scan_limit)
  * out + row * stride, returning the rows read. */
 static int read_rest(decoder *d, uint8_t *out, int height, char *reason)
 {
-    const size_t stride = (size_t)d->width * 3;
+    const size_t stride = (size_t)decoder_width(d) * 3;
     int y = decoder_row(d), got = 0;
     while (y < height) {
         const uint8_t *rows;
@@ -584,12 +591,12 @@ static void check_skip_matches_full_decode(const tu_jpeg_opts *o, int w, int h)
     tu_tmpdir(dir);
     size_t len;
     uint8_t *buf = make_jpeg(dir, "s.jpg", w, h, 7, o, &len, path, sizeof path);
-    decoder d;
+    decoder *d;
     default_decoder(&d);
     uint8_t *full;
     int fw, fh;
     char reason[DECODE_REASON_MAX] = "";
-    cr_assert_eq(decode_all(&d, buf, len, &full, &fw, &fh, reason), 0, "%s",
+    cr_assert_eq(decode_all(d, buf, len, &full, &fw, &fh, reason), 0, "%s",
                  reason);
     assert_matches_djpeg(path, full, fw, fh);
 
@@ -600,17 +607,17 @@ static void check_skip_matches_full_decode(const tu_jpeg_opts *o, int w, int h)
         const int y = i < sizeof ys / sizeof ys[0] ? ys[i] : h - 1;
         cr_assert(y < h);
         decode_info info;
-        cr_assert_eq(decoder_open(&d, buf, len, &info, reason), 0);
-        cr_assert_eq(decoder_start(&d, 1, 0, info.width, reason), 0);
-        cr_assert_eq(decoder_skip_to(&d, y, reason), 0, "skip to %d: %s", y,
+        cr_assert_eq(decoder_open(d, buf, len, &info, reason), 0);
+        cr_assert_eq(decoder_start(d, 1, 0, info.width, reason), 0);
+        cr_assert_eq(decoder_skip_to(d, y, reason), 0, "skip to %d: %s", y,
                      reason);
-        cr_assert_eq(decoder_row(&d), y, "after skipping to %d", y);
+        cr_assert_eq(decoder_row(d), y, "after skipping to %d", y);
         /* Skipping to the row it is on already is a no-op. */
-        cr_assert_eq(decoder_skip_to(&d, y, reason), 0);
-        cr_assert_eq(decoder_row(&d), y);
+        cr_assert_eq(decoder_skip_to(d, y, reason), 0);
+        cr_assert_eq(decoder_row(d), y);
         memset(part, 0, stride * (size_t)h);
-        cr_assert_eq(read_rest(&d, part, h, reason), h - y);
-        decoder_close(&d);
+        cr_assert_eq(read_rest(d, part, h, reason), h - y);
+        decoder_close(d);
         const size_t off = (size_t)y * stride, n = (size_t)(h - y) * stride;
         const size_t at = first_diff(part + off, full + off, n);
         cr_assert(at == n,
@@ -622,7 +629,7 @@ static void check_skip_matches_full_decode(const tu_jpeg_opts *o, int w, int h)
     free(part);
     free(full);
     free(buf);
-    decoder_fini(&d);
+    decoder_destroy(d);
     tu_rm_rf(dir);
 }
 
@@ -661,8 +668,8 @@ Test(decode, decoder_is_reusable_after_each_kind_of_failure)
     decode_limits lim;
     decode_limits_default(&lim);
     lim.strict = 1;
-    decoder d;
-    cr_assert_eq(decoder_init(&d, &lim), 0);
+    decoder *d;
+    cr_assert_eq(decoder_create(&d, &lim), 0);
 
     for (int kind = 0; kind < 5; kind++) {
         char reason[DECODE_REASON_MAX] = "";
@@ -670,32 +677,36 @@ Test(decode, decoder_is_reusable_after_each_kind_of_failure)
         int w, h, rc, want;
         switch (kind) {
         case 0: /* header cut short: "JPEG datastream contains no image" */
-            rc = decode_all(&d, bad, 100, &rgb, &w, &h, reason);
+            rc = decode_all(d, bad, 100, &rgb, &w, &h, reason);
             want = PL_ECORRUPT;
             break;
         case 1: /* strict: premature end in the middle of the scan */
-            rc = decode_all(&d, bad, bad_len * 6 / 10, &rgb, &w, &h, reason);
+            rc = decode_all(d, bad, bad_len * 6 / 10, &rgb, &w, &h, reason);
             want = PL_ECORRUPT;
             break;
         case 2: /* not a JPEG */
-            rc = decode_all(&d, (const uint8_t *)"\x89PNG\r\n\x1a\n", 8, &rgb,
+            rc = decode_all(d, (const uint8_t *)"\x89PNG\r\n\x1a\n", 8, &rgb,
                             &w, &h, reason);
             want = PL_ENOTJPEG;
             break;
         case 3: /* over the limit */
-            d.limits.max_width = 100;
-            rc = decode_all(&d, bad, bad_len, &rgb, &w, &h, reason);
-            d.limits.max_width = lim.max_width;
+        {
+            decode_limits small = lim;
+            small.max_width = 100;
+            decoder_set_limits(d, &small);
+        }
+            rc = decode_all(d, bad, bad_len, &rgb, &w, &h, reason);
+            decoder_set_limits(d, &lim);
             want = PL_ELIMIT;
             break;
         default: /* abandoned half way, without an error */
         {
             decode_info info;
-            cr_assert_eq(decoder_open(&d, bad, bad_len, &info, reason), 0);
-            cr_assert_eq(decoder_start(&d, 1, 0, info.width, reason), 0);
+            cr_assert_eq(decoder_open(d, bad, bad_len, &info, reason), 0);
+            cr_assert_eq(decoder_start(d, 1, 0, info.width, reason), 0);
             const uint8_t *rows;
             int n;
-            cr_assert_eq(decoder_read(&d, &rows, &n, reason), 0);
+            cr_assert_eq(decoder_read(d, &rows, &n, reason), 0);
             rc = want = 0;
             break;
         }
@@ -705,14 +716,14 @@ Test(decode, decoder_is_reusable_after_each_kind_of_failure)
         cr_assert_null(rgb);
         if (rc < 0)
             cr_assert_neq(reason[0], '\0', "kind %d gives a reason", kind);
-        rc = decode_all(&d, good, good_len, &rgb, &w, &h, reason);
+        rc = decode_all(d, good, good_len, &rgb, &w, &h, reason);
         cr_assert_eq(rc, 0, "good file after kind %d: %s", kind, reason);
         assert_matches_djpeg(good_path, rgb, w, h);
-        cr_assert_eq(d.jerr.warnings, 0, "warnings are per image");
+        cr_assert_eq(decoder_warnings(d, NULL), 0, "warnings are per image");
         free(rgb);
     }
-    decoder_fini(&d);
-    decoder_fini(&d); /* a second fini is a no-op */
+    decoder_destroy(d);
+    decoder_destroy(NULL); /* destroying nothing is a no-op */
     free(good);
     free(bad);
     tu_rm_rf(dir);
@@ -764,37 +775,37 @@ static void check_truncated(const tu_jpeg_opts *o)
 
     /* Normal mode: libjpeg pads the missing data, warns, and the image
      * decodes at its full size. */
-    decoder d;
+    decoder *d;
     default_decoder(&d);
     uint8_t *rgb = NULL;
     int w, h;
     char reason[DECODE_REASON_MAX] = "";
-    int rc = decode_all(&d, buf, cut, &rgb, &w, &h, reason);
+    int rc = decode_all(d, buf, cut, &rgb, &w, &h, reason);
     cr_assert_eq(rc, 0, "%s (%s)", pl_err_name(rc), reason);
     cr_assert(w == 256 && h == 192);
-    cr_assert_geq(d.jerr.warnings, 1);
-    cr_assert_not_null(strstr(d.jerr.first_warning, "Premature end"), "%s",
-                       d.jerr.first_warning);
+    cr_assert_geq(decoder_warnings(d, NULL), 1);
+    cr_assert_not_null(strstr(first_warning(d), "Premature end"), "%s",
+                       first_warning(d));
     free(rgb);
-    decoder_fini(&d);
+    decoder_destroy(d);
 
     /* Strict mode: the same warning makes the image bad. */
     decode_limits lim;
     decode_limits_default(&lim);
     lim.strict = 1;
-    cr_assert_eq(decoder_init(&d, &lim), 0);
-    rc = decode_all(&d, buf, cut, &rgb, &w, &h, reason);
+    cr_assert_eq(decoder_create(&d, &lim), 0);
+    rc = decode_all(d, buf, cut, &rgb, &w, &h, reason);
     cr_assert_eq(rc, PL_ECORRUPT, "%s", pl_err_name(rc));
     cr_assert_null(rgb);
     cr_assert_not_null(strstr(reason, "Premature end"), "%s", reason);
     cr_assert_not_null(strstr(reason, "(strict)"), "%s", reason);
-    cr_assert_eq(d.open, 0);
+    cr_assert_eq(decoder_is_open(d), 0);
     /* The whole file is fine in strict mode. */
-    rc = decode_all(&d, buf, len, &rgb, &w, &h, reason);
+    rc = decode_all(d, buf, len, &rgb, &w, &h, reason);
     cr_assert_eq(rc, 0, "%s", reason);
     assert_matches_djpeg(path, rgb, w, h);
     free(rgb);
-    decoder_fini(&d);
+    decoder_destroy(d);
     free(buf);
     tu_rm_rf(dir);
 }
@@ -835,29 +846,29 @@ Test(decode, a_single_warning_is_ignored_normally_and_fatal_in_strict_mode)
     memcpy(dirty + sos, "\x12\x34\x56", 3);
     memcpy(dirty + sos + 3, clean + sos, len - sos);
 
-    decoder d;
+    decoder *d;
     default_decoder(&d);
     uint8_t *rgb;
     int w, h;
     char reason[DECODE_REASON_MAX] = "";
-    cr_assert_eq(decode_all(&d, dirty, len + 3, &rgb, &w, &h, reason), 0, "%s",
+    cr_assert_eq(decode_all(d, dirty, len + 3, &rgb, &w, &h, reason), 0, "%s",
                  reason);
-    cr_assert_eq(d.jerr.warnings, 1);
-    cr_assert_not_null(strstr(d.jerr.first_warning, "extraneous bytes"), "%s",
-                       d.jerr.first_warning);
+    cr_assert_eq(decoder_warnings(d, NULL), 1);
+    cr_assert_not_null(strstr(first_warning(d), "extraneous bytes"), "%s",
+                       first_warning(d));
     assert_matches_djpeg(path, rgb, w, h);
     free(rgb);
-    decoder_fini(&d);
+    decoder_destroy(d);
 
     decode_limits lim;
     decode_limits_default(&lim);
     lim.strict = 1;
-    cr_assert_eq(decoder_init(&d, &lim), 0);
-    const int rc = decode_all(&d, dirty, len + 3, &rgb, &w, &h, reason);
+    cr_assert_eq(decoder_create(&d, &lim), 0);
+    const int rc = decode_all(d, dirty, len + 3, &rgb, &w, &h, reason);
     cr_assert_eq(rc, PL_ECORRUPT, "%s", pl_err_name(rc));
     cr_assert_not_null(strstr(reason, "3 extraneous bytes"), "%s", reason);
     cr_assert_not_null(strstr(reason, "(strict)"), "%s", reason);
-    decoder_fini(&d);
+    decoder_destroy(d);
     free(dirty);
     free(clean);
     tu_rm_rf(dir);
@@ -941,14 +952,12 @@ Test(decode, default_limits_are_the_documented_ones)
 
 Test(decode, closing_or_finishing_an_idle_decoder_is_safe)
 {
-    decoder d;
+    decoder *d;
     default_decoder(&d);
-    decoder_close(&d);
-    decoder_close(&d);
-    decoder_fini(&d);
-    decoder zero;
-    memset(&zero, 0, sizeof zero);
-    decoder_fini(&zero); /* never initialised: no-op */
+    decoder_close(d);
+    decoder_close(d);
+    decoder_destroy(d);
+    decoder_destroy(NULL); /* never created: no-op */
 }
 
 /* A partial-width decode (jpeg_crop_scanline) at any DCT scale gives the
@@ -968,25 +977,25 @@ Test(decode, cropped_rows_equal_the_full_decode_inside_the_margin)
         tu_write_jpeg(path, 333, 117, (unsigned)k + 5, &kinds[k]);
         size_t len;
         uint8_t *buf = tu_read_file(path, &len);
-        decoder d;
+        decoder *d;
         decode_limits lim;
         decode_limits_default(&lim);
-        cr_assert_eq(decoder_init(&d, &lim), 0);
+        cr_assert_eq(decoder_create(&d, &lim), 0);
         char reason[DECODE_REASON_MAX];
         for (int denom = 1; denom <= 8; denom *= 2) {
             decode_info info;
-            cr_assert_eq(decoder_open(&d, buf, len, &info, reason), 0);
+            cr_assert_eq(decoder_open(d, buf, len, &info, reason), 0);
             int sw, sh;
-            decoder_scaled_size(&d, denom, &sw, &sh);
-            cr_assert_eq(decoder_start(&d, denom, 0, sw, reason), 0);
-            cr_assert(d.xoff == 0 && d.width == sw &&
-                          (int)d.cinfo.output_height == sh,
-                      "1/%d: %dx%d, want %dx%d", denom, d.width,
-                      (int)d.cinfo.output_height, sw, sh);
+            decoder_scaled_size(d, denom, &sw, &sh);
+            cr_assert_eq(decoder_start(d, denom, 0, sw, reason), 0);
+            cr_assert(decoder_xoff(d) == 0 && decoder_width(d) == sw &&
+                          decoder_height(d) == sh,
+                      "1/%d: %dx%d, want %dx%d", denom, decoder_width(d),
+                      decoder_height(d), sw, sh);
             uint8_t *full = malloc((size_t)sw * sh * 3);
-            cr_assert_eq(
-                decoder_read_into(&d, full, (size_t)sw * 3, sh, reason), 0);
-            decoder_close(&d);
+            cr_assert_eq(decoder_read_into(d, full, (size_t)sw * 3, sh, reason),
+                         0);
+            decoder_close(d);
             const int crops[][2] = {
                 {sw / 3, sw / 3}, {1, sw / 2}, {sw / 2, sw - sw / 2}, {17, 9}};
             long compared = 0; /* columns checked, over the crops */
@@ -994,34 +1003,39 @@ Test(decode, cropped_rows_equal_the_full_decode_inside_the_margin)
                 const int x0 = crops[c][0], w = crops[c][1];
                 if (w < 1 || x0 + w > sw)
                     continue;
-                cr_assert_eq(decoder_open(&d, buf, len, &info, reason), 0);
-                cr_assert_eq(decoder_start(&d, denom, x0, w, reason), 0);
-                cr_assert(d.xoff <= x0 && d.xoff + d.width >= x0 + w,
+                cr_assert_eq(decoder_open(d, buf, len, &info, reason), 0);
+                cr_assert_eq(decoder_start(d, denom, x0, w, reason), 0);
+                cr_assert(decoder_xoff(d) <= x0 &&
+                              decoder_xoff(d) + decoder_width(d) >= x0 + w,
                           "1/%d crop [%d, %d): got [%d, %d)", denom, x0, x0 + w,
-                          d.xoff, d.xoff + d.width);
-                uint8_t *part = malloc((size_t)d.width * sh * 3);
-                cr_assert_eq(decoder_read_into(&d, part, (size_t)d.width * 3,
-                                               sh, reason),
+                          decoder_xoff(d), decoder_xoff(d) + decoder_width(d));
+                uint8_t *part = malloc((size_t)decoder_width(d) * sh * 3);
+                cr_assert_eq(decoder_read_into(d, part,
+                                               (size_t)decoder_width(d) * 3, sh,
+                                               reason),
                              0);
                 /* Columns at least 8 away from a cropped edge. */
-                const int lo = d.xoff > 0 ? d.xoff + 8 : 0;
-                const int hi =
-                    d.xoff + d.width < sw ? d.xoff + d.width - 8 : sw;
+                const int lo = decoder_xoff(d) > 0 ? decoder_xoff(d) + 8 : 0;
+                const int hi = decoder_xoff(d) + decoder_width(d) < sw
+                                   ? decoder_xoff(d) + decoder_width(d) - 8
+                                   : sw;
                 compared += hi > lo ? hi - lo : 0;
                 for (int y = 0; y < sh && lo < hi; y++)
-                    cr_assert_arr_eq(
-                        part + ((size_t)y * d.width + (lo - d.xoff)) * 3,
-                        full + ((size_t)y * sw + lo) * 3, (size_t)(hi - lo) * 3,
-                        "kind %zu 1/%d crop [%d, %d) row %d", k, denom, x0,
-                        x0 + w, y);
-                decoder_close(&d);
+                    cr_assert_arr_eq(part + ((size_t)y * decoder_width(d) +
+                                             (lo - decoder_xoff(d))) *
+                                                3,
+                                     full + ((size_t)y * sw + lo) * 3,
+                                     (size_t)(hi - lo) * 3,
+                                     "kind %zu 1/%d crop [%d, %d) row %d", k,
+                                     denom, x0, x0 + w, y);
+                decoder_close(d);
                 free(part);
             }
             cr_assert_gt(compared, 0, "kind %zu 1/%d: no column compared", k,
                          denom);
             free(full);
         }
-        decoder_fini(&d);
+        decoder_destroy(d);
         free(buf);
     }
     tu_rm_rf(dir);

@@ -155,7 +155,7 @@ Test(ring, claims_come_in_order_with_short_last_batch_and_epoch_rollover)
                 {6, 1, 4}, {6, 2, 2}, {7, 0, 4}};
     fixture f;
     fx_open(&f, 3, 5, 10, 4, 12);
-    cr_assert_eq(f.r.batches_per_epoch, 3);
+    cr_assert_eq(ring_nominal_batches(&f.r), 3);
     for (uint64_t seq = 0; seq < sizeof want / sizeof want[0]; seq++) {
         fill_batch(&f.r, seq, want[seq].epoch, want[seq].batch,
                    want[seq].count);
@@ -172,7 +172,7 @@ Test(ring, schedule_handles_exact_multiples_and_epochs_shorter_than_a_batch)
     /* 8 positions in batches of 4: no short batch. */
     fixture f;
     fx_open(&f, 2, 0, 8, 4, 3);
-    cr_assert_eq(f.r.batches_per_epoch, 2);
+    cr_assert_eq(ring_nominal_batches(&f.r), 2);
     fill_batch(&f.r, 0, 0, 0, 4);
     release_batch(&f.r, 0);
     fill_batch(&f.r, 1, 0, 1, 4);
@@ -186,7 +186,7 @@ Test(ring, schedule_handles_exact_multiples_and_epochs_shorter_than_a_batch)
 
     /* 3 positions in batches of 4: each epoch is one batch of 3. */
     fx_open(&f, 2, 9, 3, 4, 3);
-    cr_assert_eq(f.r.batches_per_epoch, 1);
+    cr_assert_eq(ring_nominal_batches(&f.r), 1);
     for (uint64_t seq = 0; seq < 4; seq++) {
         fill_batch(&f.r, seq, 9 + (int64_t)seq, 0, 3);
         release_batch(&f.r, seq);

@@ -1,7 +1,8 @@
 /* What lets a loader suite run on either backend: the device the tests ask
  * for, and a batch's pixels read into host memory whatever the backend.
- * `make test CUDA=sim` sets PINLOAD_TEST_DEVICE=cuda, so test_loader runs
- * every loader on (simulated) CUDA device 0; otherwise the host backend. */
+ * `make test CUDA=sim` sets PINLOAD_TEST_DEVICE=cuda, so the loader suites
+ * (test_loader_*) run every loader on (simulated) CUDA device 0; otherwise
+ * the host backend. */
 #ifndef PINLOAD_TESTCUDA_H
 #define PINLOAD_TESTCUDA_H
 

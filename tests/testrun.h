@@ -1,5 +1,5 @@
 /* Recording what loaders deliver, for the suites that compare runs
- * (test_loader, test_resume): every batch checked against what it says of
+ * (test_loader_*, test_resume): every batch checked against what it says of
  * itself, copied out sample by sample, compared byte for byte. Header-only,
  * like testutil.h. */
 #ifndef PINLOAD_TESTRUN_H

@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <jpeglib.h>
+#include "jpegwrite.h"
 
 /* ---- shared data ---- */
 
@@ -123,13 +123,6 @@ static inline uint8_t *tu_read_file(const char *path, size_t *len)
 
 /* ---- JPEG fixtures ---- */
 
-typedef struct tu_jpeg_opts {
-    int quality; /* 0: 90 */
-    int progressive;
-    int gray;           /* one component */
-    int h_samp, v_samp; /* luma sampling factors; 0: 2x2 (4:2:0) */
-} tu_jpeg_opts;
-
 /* Smooth gradients with a seed-dependent phase and a little texture, so a
  * resize error shows and two seeds differ everywhere. */
 static inline void tu_pattern(uint8_t *rgb, int w, int h, unsigned seed)
@@ -144,40 +137,14 @@ static inline void tu_pattern(uint8_t *rgb, int w, int h, unsigned seed)
         }
 }
 
-/* Encode w x h RGB pixels to a JPEG file with libjpeg. */
+/* Encode w x h RGB pixels to a JPEG file (jpegwrite.h), directories made
+ * as needed. */
 static inline void tu_write_jpeg_rgb(const char *path, const uint8_t *rgb,
                                      int w, int h, const tu_jpeg_opts *o)
 {
     tu_mkdirs_for(path);
-    FILE *f = fopen(path, "wb");
-    cr_assert_not_null(f, "%s: %s", path, strerror(errno));
-    struct jpeg_compress_struct c;
-    struct jpeg_error_mgr jerr;
-    c.err = jpeg_std_error(&jerr);
-    jpeg_create_compress(&c);
-    jpeg_stdio_dest(&c, f);
-    c.image_width = (JDIMENSION)w;
-    c.image_height = (JDIMENSION)h;
-    c.input_components = 3;
-    c.in_color_space = JCS_RGB;
-    jpeg_set_defaults(&c);
-    jpeg_set_quality(&c, o && o->quality ? o->quality : 90, TRUE);
-    if (o && o->gray)
-        jpeg_set_colorspace(&c, JCS_GRAYSCALE);
-    if (o && o->h_samp) {
-        c.comp_info[0].h_samp_factor = o->h_samp;
-        c.comp_info[0].v_samp_factor = o->v_samp;
-    }
-    if (o && o->progressive)
-        jpeg_simple_progression(&c);
-    jpeg_start_compress(&c, TRUE);
-    while (c.next_scanline < c.image_height) {
-        JSAMPROW row = (JSAMPROW)(rgb + (size_t)c.next_scanline * w * 3);
-        jpeg_write_scanlines(&c, &row, 1);
-    }
-    jpeg_finish_compress(&c);
-    jpeg_destroy_compress(&c);
-    fclose(f);
+    cr_assert_eq(tu_jpeg_encode_file(path, rgb, w, h, o), 0, "%s: %s", path,
+                 strerror(errno));
 }
 
 /* A w x h pattern JPEG at path (directories made as needed). */

@@ -25,8 +25,13 @@ void augment_params_init(augment_params *p, pl_augment mode, pl_format format,
 
 size_t augment_sample_bytes(const augment_params *p)
 {
-    const size_t px = (size_t)p->out_w * (size_t)p->out_h * 3;
-    switch (p->format) {
+    return augment_format_bytes(p->format, p->out_w, p->out_h);
+}
+
+size_t augment_format_bytes(pl_format format, int width, int height)
+{
+    const size_t px = (size_t)width * (size_t)height * 3;
+    switch (format) {
     case PL_FORMAT_F32_NCHW:
         return px * sizeof(float);
     case PL_FORMAT_F16_NCHW:

@@ -46,6 +46,8 @@ void augment_plan_make(const augment_params *p, int64_t epoch, int64_t index,
 
 /* Bytes of one output sample. */
 size_t augment_sample_bytes(const augment_params *p);
+/* The same for any format and size. */
+size_t augment_format_bytes(pl_format format, int width, int height);
 
 /* Store resized row y (out_w RGB pixels, flipped already) of a float32
  * sample at dst: each channel normalised through the LUT into its plane. */

@@ -5,19 +5,51 @@
  * jump point, so no libjpeg frame outlives an error. */
 #include "decode.h"
 
+#include <setjmp.h>
+#include <stdio.h> /* jpeglib.h needs FILE */
 #include <stdlib.h>
 #include <string.h>
 
 #include <jerror.h>
+#include <jpeglib.h>
 
+#include "../common/defaults.h"
+#include "../common/grow.h"
 #include "pinload.h"
+
+/* libjpeg reports errors and warnings here. */
+typedef struct decode_jerr {
+    struct jpeg_error_mgr pub;
+    jmp_buf jump;
+    int max_scans;
+    int warnings;
+    char first_warning[JMSG_LENGTH_MAX];
+    char own_reason[DECODE_REASON_MAX]; /* set when we abort, not libjpeg */
+    int own_code;
+} decode_jerr;
+
+struct decoder {
+    struct jpeg_decompress_struct cinfo;
+    decode_jerr jerr;
+    struct jpeg_progress_mgr progress;
+    decode_limits limits;
+    int open;      /* a header was read and the image not closed */
+    int started;   /* jpeg_start_decompress done */
+    int cmyk;      /* libjpeg gives CMYK; converted to RGB here */
+    int xoff;      /* first column of the rows handed out (scaled image) */
+    int width;     /* width of the rows handed out */
+    uint8_t *rows; /* DECODE_CHUNK_ROWS rows of width * 3 bytes */
+    size_t rows_cap;
+    uint8_t *cmyk_rows; /* the same rows as CMYK, when converting */
+    size_t cmyk_cap;
+};
 
 void decode_limits_default(decode_limits *lim)
 {
-    lim->max_width = 32768;
-    lim->max_height = 32768;
-    lim->max_pixels = 178956970; /* Pillow's DecompressionBombError */
-    lim->max_scans = 256;
+    lim->max_width = DEFAULT_MAX_WIDTH;
+    lim->max_height = DEFAULT_MAX_HEIGHT;
+    lim->max_pixels = DEFAULT_MAX_PIXELS;
+    lim->max_scans = DEFAULT_MAX_SCANS;
     lim->strict = 0;
 }
 
@@ -51,9 +83,8 @@ static void on_progress(j_common_ptr cinfo)
     }
 }
 
-int decoder_init(decoder *d, const decode_limits *lim)
+static int decoder_init(decoder *d, const decode_limits *lim)
 {
-    memset(d, 0, sizeof *d);
     d->limits = *lim;
     d->cinfo.err = jpeg_std_error(&d->jerr.pub);
     d->jerr.pub.error_exit = on_error_exit;
@@ -73,15 +104,78 @@ int decoder_init(decoder *d, const decode_limits *lim)
     return 0;
 }
 
-void decoder_fini(decoder *d)
+int decoder_create(decoder **out, const decode_limits *lim)
 {
-    if (!d->cinfo.err)
+    decoder *d = calloc(1, sizeof *d);
+    *out = NULL;
+    if (!d)
+        return PL_ENOMEM;
+    const int rc = decoder_init(d, lim);
+    if (rc < 0) {
+        free(d);
+        return rc;
+    }
+    *out = d;
+    return 0;
+}
+
+void decoder_destroy(decoder *d)
+{
+    if (!d)
         return;
     decoder_close(d);
     jpeg_destroy_decompress(&d->cinfo);
     free(d->rows);
     free(d->cmyk_rows);
-    memset(d, 0, sizeof *d);
+    free(d);
+}
+
+int decoder_xoff(const decoder *d)
+{
+    return d->xoff;
+}
+
+int decoder_width(const decoder *d)
+{
+    return d->width;
+}
+
+int decoder_height(const decoder *d)
+{
+    return (int)d->cinfo.output_height;
+}
+
+const decode_limits *decoder_limits(const decoder *d)
+{
+    return &d->limits;
+}
+
+void decoder_set_limits(decoder *d, const decode_limits *lim)
+{
+    d->limits = *lim;
+    d->jerr.max_scans = lim->max_scans;
+}
+
+int decoder_warnings(const decoder *d, const char **first)
+{
+    if (first)
+        *first = d->jerr.first_warning;
+    return d->jerr.warnings;
+}
+
+int decoder_is_open(const decoder *d)
+{
+    return d->open;
+}
+
+int decoder_is_started(const decoder *d)
+{
+    return d->started;
+}
+
+int decoder_has_row_buffers(const decoder *d)
+{
+    return d->rows != NULL || d->cmyk_rows != NULL;
 }
 
 /* Names what a file that does not start with SOI seems to be instead. */
@@ -205,18 +299,6 @@ int decoder_open(decoder *d, const uint8_t *buf, size_t len, decode_info *info,
     return 0;
 }
 
-static int grow(uint8_t **p, size_t *cap, size_t need)
-{
-    if (*cap >= need)
-        return 0;
-    uint8_t *n = realloc(*p, need);
-    if (!n)
-        return PL_ENOMEM;
-    *p = n;
-    *cap = need;
-    return 0;
-}
-
 void decoder_scaled_size(const decoder *d, int denom, int *width, int *height)
 {
     /* libjpeg rounds scaled sizes up (jdiv_round_up). */
@@ -244,9 +326,9 @@ int decoder_start(decoder *d, int denom, int x0, int w, char *reason)
         return fail(d, reason);
     start(d, denom, x0, w);
     const size_t row = (size_t)d->width * 3;
-    if (grow(&d->rows, &d->rows_cap, row * DECODE_CHUNK_ROWS) < 0 ||
+    if (grow(&d->rows, &d->rows_cap, row * DECODE_CHUNK_ROWS, 1, 0) < 0 ||
         (d->cmyk && grow(&d->cmyk_rows, &d->cmyk_cap,
-                         (size_t)d->width * 4 * DECODE_CHUNK_ROWS) < 0)) {
+                         (size_t)d->width * 4 * DECODE_CHUNK_ROWS, 1, 0) < 0)) {
         snprintf(reason, DECODE_REASON_MAX, "out of memory for %d-px rows",
                  d->width);
         decoder_close(d);

@@ -7,12 +7,8 @@
 #ifndef PINLOAD_DECODE_H
 #define PINLOAD_DECODE_H
 
-#include <setjmp.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h> /* jpeglib.h needs FILE */
-
-#include <jpeglib.h>
 
 #define DECODE_REASON_MAX 256
 #define DECODE_CHUNK_ROWS 16 /* rows one decoder_read may return */
@@ -33,36 +29,15 @@ typedef struct decode_info {
     int progressive;
 } decode_info;
 
-/* libjpeg reports errors and warnings here. */
-typedef struct decode_jerr {
-    struct jpeg_error_mgr pub;
-    jmp_buf jump;
-    int max_scans;
-    int warnings;
-    char first_warning[JMSG_LENGTH_MAX];
-    char own_reason[DECODE_REASON_MAX]; /* set when we abort, not libjpeg */
-    int own_code;
-} decode_jerr;
+/* One decoder per worker: libjpeg's decompressor, its error manager and
+ * the row buffers, opaque here so that libjpeg's headers stay inside
+ * workers/decode.c. */
+typedef struct decoder decoder;
 
-typedef struct decoder {
-    struct jpeg_decompress_struct cinfo;
-    decode_jerr jerr;
-    struct jpeg_progress_mgr progress;
-    decode_limits limits;
-    int open;      /* a header was read and the image not closed */
-    int started;   /* jpeg_start_decompress done */
-    int cmyk;      /* libjpeg gives CMYK; converted to RGB here */
-    int xoff;      /* first column of the rows handed out (scaled image) */
-    int width;     /* width of the rows handed out */
-    uint8_t *rows; /* DECODE_CHUNK_ROWS rows of width * 3 bytes */
-    size_t rows_cap;
-    uint8_t *cmyk_rows; /* the same rows as CMYK, when converting */
-    size_t cmyk_cap;
-} decoder;
-
-/* [out] d, ready for images. PL_ENOMEM. */
-int decoder_init(decoder *d, const decode_limits *lim);
-void decoder_fini(decoder *d);
+/* [out] *out, ready for images. PL_ENOMEM. */
+int decoder_create(decoder **out, const decode_limits *lim);
+/* NULL is a no-op. */
+void decoder_destroy(decoder *d);
 
 /* Read the header of the JPEG in buf[0, len) (which must stay valid until
  * decoder_close) and check it against the limits. [out] *info. */
@@ -74,8 +49,8 @@ void decoder_scaled_size(const decoder *d, int denom, int *width, int *height);
 
 /* Start decompressing at 1/denom scale (1, 2, 4 or 8), rows from the top,
  * each holding at least columns [x0, x0 + w) of the scaled image: libjpeg
- * widens the range to whole iMCUs, and d->xoff and d->width say what rows
- * hold. Whole rows: x0 = 0, w = the scaled width. */
+ * widens the range to whole iMCUs, and decoder_xoff and decoder_width say
+ * what rows hold. Whole rows: x0 = 0, w = the scaled width. */
 int decoder_start(decoder *d, int denom, int x0, int w, char *reason);
 
 /* Discard output rows until the next one returned is row y (y must not be
@@ -83,16 +58,36 @@ int decoder_start(decoder *d, int denom, int x0, int w, char *reason);
 int decoder_skip_to(decoder *d, int y, char *reason);
 
 /* Decode the next rows: [out] *rows points at *n >= 1 consecutive RGB rows
- * of d->width * 3 bytes each, valid until the next decoder call. */
+ * of decoder_width(d) * 3 bytes each, valid until the next decoder call. */
 int decoder_read(decoder *d, const uint8_t **rows, int *n, char *reason);
 
 /* Decode the next n rows (at least n must remain) into dst, RGB, rows
- * `stride` bytes apart, each d->width pixels. */
+ * `stride` bytes apart, each decoder_width(d) pixels. */
 int decoder_read_into(decoder *d, uint8_t *dst, size_t stride, int n,
                       char *reason);
 
 /* The next row decoder_read would return. */
 int decoder_row(const decoder *d);
+
+/* Since decoder_start: the first column of the rows handed out and their
+ * width, in pixels of the scaled image, and how many rows it has. */
+int decoder_xoff(const decoder *d);
+int decoder_width(const decoder *d);
+int decoder_height(const decoder *d);
+
+/* The limits the decoder checks; they may be changed between images. */
+const decode_limits *decoder_limits(const decoder *d);
+void decoder_set_limits(decoder *d, const decode_limits *lim);
+
+/* libjpeg's warnings in the current (or last) image: how many, and the
+ * first one's text in *first (when not NULL). */
+int decoder_warnings(const decoder *d, const char **first);
+
+/* Whether a header was read and the image not closed, whether it was
+ * started, and whether any row buffer was ever allocated. */
+int decoder_is_open(const decoder *d);
+int decoder_is_started(const decoder *d);
+int decoder_has_row_buffers(const decoder *d);
 
 /* End the current image, finished or not; the decoder is ready for the
  * next one. Safe to call when no image is open. */

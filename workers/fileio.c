@@ -8,22 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/grow.h"
 #include "pinload.h"
-
-static int grow(fileio_buf *b, size_t need)
-{
-    if (need <= b->cap)
-        return 0;
-    size_t cap = b->cap ? b->cap : 1 << 16;
-    while (cap < need)
-        cap *= 2;
-    uint8_t *n = realloc(b->data, cap);
-    if (!n)
-        return PL_ENOMEM;
-    b->data = n;
-    b->cap = cap;
-    return 0;
-}
 
 static int io_error(int err, const char *what, char *reason, size_t cap)
 {
@@ -39,7 +25,8 @@ static int read_all(int fd, int64_t max_bytes, fileio_buf *b, char *reason,
 {
     size_t len = 0;
     for (;;) {
-        if (len == b->cap && grow(b, b->cap + 1) < 0) {
+        if (len == b->cap &&
+            grow(&b->data, &b->cap, b->cap + 1, 1, 1 << 16) < 0) {
             snprintf(reason, cap, "out of memory reading %zu bytes", len);
             return PL_ENOMEM;
         }
@@ -91,7 +78,7 @@ int fileio_read(int dirfd, const char *path, int64_t max_bytes, fileio_buf *b,
         goto done;
     }
     /* One spare byte lets read() see EOF without a second grow. */
-    if (grow(b, (size_t)st.st_size + 1) < 0) {
+    if (grow(&b->data, &b->cap, (size_t)st.st_size + 1, 1, 1 << 16) < 0) {
         snprintf(reason, cap, "out of memory for %lld bytes",
                  (long long)st.st_size);
         rc = PL_ENOMEM;

@@ -1,10 +1,12 @@
 #include "process.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "../common/clock.h"
+#include "../common/grow.h"
 #include "pinload.h"
 
 /* Columns decoded beyond those the filter reads: libjpeg's fancy upsampling
@@ -13,22 +15,15 @@
  * output. */
 #define CROP_MARGIN 8
 
-uint64_t process_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 int process_init(process_ctx *c, const decode_limits *lim)
 {
     memset(c, 0, sizeof *c);
-    return decoder_init(&c->dec, lim);
+    return decoder_create(&c->dec, lim);
 }
 
 void process_fini(process_ctx *c)
 {
-    decoder_fini(&c->dec);
+    decoder_destroy(c->dec);
     fileio_buf_free(&c->file);
     resample_axis_free(&c->h);
     resample_axis_free(&c->v);
@@ -36,18 +31,6 @@ void process_fini(process_ctx *c)
     free(c->vrow);
     free(c->row);
     memset(c, 0, sizeof *c);
-}
-
-static int reserve(void **p, size_t *cap, size_t need)
-{
-    if (need <= *cap)
-        return 0;
-    void *n = realloc(*p, need);
-    if (!n)
-        return PL_ENOMEM;
-    *p = n;
-    *cap = need;
-    return 0;
 }
 
 static int oom(char *reason, const char *what)
@@ -63,7 +46,7 @@ static int plan_filters(process_ctx *c, const augment_params *p,
                         const augment_plan *plan, char *reason)
 {
     int sw, sh;
-    decoder_scaled_size(&c->dec, plan->denom, &sw, &sh);
+    decoder_scaled_size(c->dec, plan->denom, &sw, &sh);
     const double d = plan->denom;
     const double x0 = plan->src_x / d, x1 = (plan->src_x + plan->src_w) / d;
     const double y0 = plan->src_y / d, y1 = (plan->src_y + plan->src_h) / d;
@@ -83,24 +66,25 @@ static int plan_filters(process_ctx *c, const augment_params *p,
 static int decode_region(process_ctx *c, const augment_plan *plan, char *reason)
 {
     int sw, sh;
-    decoder_scaled_size(&c->dec, plan->denom, &sw, &sh);
+    decoder_scaled_size(c->dec, plan->denom, &sw, &sh);
     const int cx0 = c->h.lo - CROP_MARGIN > 0 ? c->h.lo - CROP_MARGIN : 0;
     const int cx1 = c->h.hi + CROP_MARGIN < sw ? c->h.hi + CROP_MARGIN : sw;
-    int rc = decoder_start(&c->dec, plan->denom, cx0, cx1 - cx0, reason);
+    int rc = decoder_start(c->dec, plan->denom, cx0, cx1 - cx0, reason);
     if (rc < 0)
         return rc;
-    resample_axis_shift(&c->h, c->dec.xoff);
-    const size_t stride = (size_t)c->dec.width * 3;
+    resample_axis_shift(&c->h, decoder_xoff(c->dec));
+    const size_t stride = (size_t)decoder_width(c->dec) * 3;
     const int rows = c->v.hi - c->v.lo;
-    if (reserve((void **)&c->src, &c->src_cap, stride * (size_t)rows) < 0 ||
-        reserve((void **)&c->vrow, &c->vrow_cap,
-                (stride + (size_t)resample_pad(&c->h)) * sizeof *c->vrow) < 0) {
-        decoder_close(&c->dec);
+    if (grow(&c->src, &c->src_cap, stride * (size_t)rows, 1, 0) < 0 ||
+        grow(&c->vrow, &c->vrow_cap,
+             (stride + (size_t)resample_pad(&c->h)) * sizeof *c->vrow, 1,
+             0) < 0) {
+        decoder_close(c->dec);
         return oom(reason, "the decoded rows");
     }
-    rc = decoder_skip_to(&c->dec, c->v.lo, reason);
+    rc = decoder_skip_to(c->dec, c->v.lo, reason);
     if (rc == 0)
-        rc = decoder_read_into(&c->dec, c->src, stride, rows, reason);
+        rc = decoder_read_into(c->dec, c->src, stride, rows, reason);
     return rc;
 }
 
@@ -111,14 +95,14 @@ static int decode_region(process_ctx *c, const augment_plan *plan, char *reason)
  * end decodes nothing. */
 static int decode_rest(process_ctx *c, char *reason)
 {
-    const int last = (int)c->dec.cinfo.output_height - 1;
+    const int last = decoder_height(c->dec) - 1;
     int rc = 0;
-    if (decoder_row(&c->dec) < last)
-        rc = decoder_skip_to(&c->dec, last, reason);
-    while (rc == 0 && decoder_row(&c->dec) <= last) {
+    if (decoder_row(c->dec) < last)
+        rc = decoder_skip_to(c->dec, last, reason);
+    while (rc == 0 && decoder_row(c->dec) <= last) {
         const uint8_t *rows;
         int n;
-        rc = decoder_read(&c->dec, &rows, &n, reason);
+        rc = decoder_read(c->dec, &rows, &n, reason);
     }
     return rc;
 }
@@ -127,10 +111,10 @@ static int decode_rest(process_ctx *c, char *reason)
 static int resize_into(process_ctx *c, const augment_params *p,
                        const augment_plan *plan, void *dst, char *reason)
 {
-    const size_t stride = (size_t)c->dec.width * 3;
+    const size_t stride = (size_t)decoder_width(c->dec) * 3;
     const int x0 = c->h.lo * 3, x1 = c->h.hi * 3;
     if (p->format != PL_FORMAT_U8_NHWC &&
-        reserve((void **)&c->row, &c->row_cap, (size_t)p->out_w * 3) < 0)
+        grow(&c->row, &c->row_cap, (size_t)p->out_w * 3, 1, 0) < 0)
         return oom(reason, "an output row");
     /* The spare lanes read after the last pixel are ignored; zero them so
      * nothing uninitialised is ever read. */
@@ -156,11 +140,11 @@ int process_sample(process_ctx *c, const augment_params *p, int dirfd,
                    int64_t index, void *dst, process_times *t,
                    char reason[PROCESS_REASON_MAX])
 {
-    const uint64_t t0 = process_now_ns();
+    const uint64_t t0 = clock_now_ns();
     c->warnings = 0;
     const int rc = fileio_read(dirfd, path, max_file_bytes, &c->file, reason,
                                PROCESS_REASON_MAX);
-    t->ns_read += process_now_ns() - t0;
+    t->ns_read += clock_now_ns() - t0;
     if (rc < 0) {
         memset(dst, 0, augment_sample_bytes(p));
         return rc;
@@ -174,38 +158,38 @@ int process_buffer(process_ctx *c, const augment_params *p, const uint8_t *buf,
                    size_t len, int64_t epoch, int64_t index, void *dst,
                    process_times *t, char reason[PROCESS_REASON_MAX])
 {
-    const uint64_t t1 = process_now_ns();
+    const uint64_t t1 = clock_now_ns();
     decode_info info;
     augment_plan plan;
     c->warnings = 0;
-    int rc = decoder_open(&c->dec, buf, len, &info, reason);
-    const uint64_t t_header = process_now_ns();
+    int rc = decoder_open(c->dec, buf, len, &info, reason);
+    const uint64_t t_header = clock_now_ns();
     t->ns_decode += t_header - t1; /* the header is decoding too */
     if (rc == 0) {
         augment_plan_make(p, epoch, index, info.width, info.height, &plan);
         rc = plan_filters(c, p, &plan, reason);
     }
-    const uint64_t t2 = process_now_ns();
+    const uint64_t t2 = clock_now_ns();
     t->ns_augment += t2 - t_header;
     if (rc == 0)
         rc = decode_region(c, &plan, reason);
-    if (rc == 0 && c->dec.limits.strict)
+    if (rc == 0 && decoder_limits(c->dec)->strict)
         rc = decode_rest(c, reason);
-    c->warnings = c->dec.jerr.warnings;
+    const char *first;
+    c->warnings = decoder_warnings(c->dec, &first);
     if (c->warnings)
-        snprintf(c->first_warning, sizeof c->first_warning, "%s",
-                 c->dec.jerr.first_warning);
-    decoder_close(&c->dec);
-    const uint64_t t3 = process_now_ns();
+        snprintf(c->first_warning, sizeof c->first_warning, "%s", first);
+    decoder_close(c->dec);
+    const uint64_t t3 = clock_now_ns();
     t->ns_decode += t3 - t2;
     if (rc == 0)
         rc = resize_into(c, p, &plan, dst, reason);
-    t->ns_augment += process_now_ns() - t3;
+    t->ns_augment += clock_now_ns() - t3;
     if (rc < 0)
         goto fail;
     return 0;
 fail:
-    decoder_close(&c->dec);
+    decoder_close(c->dec);
     memset(dst, 0, augment_sample_bytes(p));
     return rc;
 }
@@ -219,9 +203,9 @@ int process_decode_full(process_ctx *c, int dirfd, const char *path,
     int rc = fileio_read(dirfd, path, max_file_bytes, &c->file, reason,
                          PROCESS_REASON_MAX);
     if (rc == 0)
-        rc = decoder_open(&c->dec, c->file.data, c->file.len, &info, reason);
+        rc = decoder_open(c->dec, c->file.data, c->file.len, &info, reason);
     if (rc == 0)
-        rc = decoder_start(&c->dec, 1, 0, info.width, reason);
+        rc = decoder_start(c->dec, 1, 0, info.width, reason);
     if (rc < 0)
         goto fail;
     const size_t stride = (size_t)info.width * 3;
@@ -230,16 +214,16 @@ int process_decode_full(process_ctx *c, int dirfd, const char *path,
         rc = oom(reason, "the image");
         goto fail;
     }
-    rc = decoder_read_into(&c->dec, out, stride, info.height, reason);
+    rc = decoder_read_into(c->dec, out, stride, info.height, reason);
     if (rc < 0)
         goto fail;
-    decoder_close(&c->dec);
+    decoder_close(c->dec);
     *rgb = out;
     *width = info.width;
     *height = info.height;
     return 0;
 fail:
-    decoder_close(&c->dec);
+    decoder_close(c->dec);
     free(out);
     return rc;
 }

@@ -16,7 +16,7 @@
 #define PROCESS_REASON_MAX 256
 
 typedef struct process_ctx {
-    decoder dec;
+    decoder *dec;
     fileio_buf file;
     resample_axis h, v;
     uint8_t *src; /* the decoded rows the vertical filter reads */
@@ -58,7 +58,5 @@ int process_buffer(process_ctx *c, const augment_params *p, const uint8_t *buf,
 int process_decode_full(process_ctx *c, int dirfd, const char *path,
                         int64_t max_file_bytes, uint8_t **rgb, int *width,
                         int *height, char reason[PROCESS_REASON_MAX]);
-
-uint64_t process_now_ns(void);
 
 #endif

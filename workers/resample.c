@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/grow.h"
 #include "pinload.h"
 
 /* The hot loops have SSSE3/AVX2 versions chosen at run time with
@@ -20,38 +21,17 @@ static int reserve(resample_axis *a, int out_n, int taps)
 {
     const size_t need_w = (size_t)out_n * (size_t)taps;
     const size_t need_pair = (size_t)out_n * (size_t)((taps + 1) / 2);
-    if (need_pair > a->cap_pair) {
-        int32_t *wp = realloc(a->wpair, need_pair * sizeof *wp);
-        if (!wp)
-            return PL_ENOMEM;
-        a->wpair = wp;
-        a->cap_pair = need_pair;
-    }
-    if ((size_t)out_n > a->cap_out) {
-        int *f = realloc(a->first, (size_t)out_n * sizeof *f);
-        if (!f)
-            return PL_ENOMEM;
-        a->first = f;
-        int *c = realloc(a->count, (size_t)out_n * sizeof *c);
-        if (!c)
-            return PL_ENOMEM;
-        a->count = c;
-        a->cap_out = (size_t)out_n;
-    }
-    if (need_w > a->cap_w) {
-        int16_t *w = realloc(a->w, need_w * sizeof *w);
-        if (!w)
-            return PL_ENOMEM;
-        a->w = w;
-        a->cap_w = need_w;
-    }
-    if ((size_t)taps > a->cap_taps) {
-        double *s = realloc(a->scratch, (size_t)taps * 2 * sizeof *s);
-        if (!s)
-            return PL_ENOMEM;
-        a->scratch = s;
-        a->cap_taps = (size_t)taps;
-    }
+    /* first and count share cap_out: each grows from it, then it moves. */
+    size_t cap_first = a->cap_out, cap_count = a->cap_out;
+    if (grow(&a->wpair, &a->cap_pair, need_pair, sizeof *a->wpair, 0) < 0 ||
+        grow(&a->first, &cap_first, (size_t)out_n, sizeof *a->first, 0) < 0 ||
+        grow(&a->count, &cap_count, (size_t)out_n, sizeof *a->count, 0) < 0)
+        return PL_ENOMEM;
+    a->cap_out = cap_count;
+    if (grow(&a->w, &a->cap_w, need_w, sizeof *a->w, 0) < 0 ||
+        grow(&a->scratch, &a->cap_scratch, (size_t)taps * 2, sizeof *a->scratch,
+             0) < 0)
+        return PL_ENOMEM;
     return 0;
 }
 

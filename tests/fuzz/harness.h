@@ -37,7 +37,9 @@ static inline int fuzz_one(process_ctx *ctx, const uint8_t *data, size_t size)
     augment_params_init(&p, (pl_augment)(data[0] % 3), (pl_format)(data[1] % 3),
                         1 + data[2] % 64, 1 + data[3] % 64, data[6], mean, std);
     p.dct_scaling = data[4] & 1;
-    ctx->dec.limits.strict = (data[4] >> 1) & 1;
+    decode_limits lim = *decoder_limits(ctx->dec);
+    lim.strict = (data[4] >> 1) & 1;
+    decoder_set_limits(ctx->dec, &lim);
     const size_t n = augment_sample_bytes(&p);
     uint8_t *dst = malloc(n);
     memset(dst, 0xA5, n);

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <vector>
 
-#include <jpeglib.h> /* after <cstdio>: it needs FILE */
+#include "../jpegwrite.h"
 
 #include "pinload.h"
 
@@ -55,28 +55,12 @@ static void write_jpeg(const std::string &path, int w, int h, unsigned seed)
             p[1] = (uint8_t)(y * 255 / h + seed * 90);
             p[2] = (uint8_t)((x ^ y) + seed * 17);
         }
-    FILE *f = std::fopen(path.c_str(), "wb");
-    jpeg_compress_struct c;
-    jpeg_error_mgr jerr;
-    c.err = jpeg_std_error(&jerr);
-    jpeg_create_compress(&c);
-    jpeg_stdio_dest(&c, f);
-    c.image_width = (JDIMENSION)w;
-    c.image_height = (JDIMENSION)h;
-    c.input_components = 3;
-    c.in_color_space = JCS_RGB;
-    jpeg_set_defaults(&c);
-    jpeg_set_quality(&c, 90, TRUE);
-    if (seed % 3 == 0)
-        jpeg_simple_progression(&c);
-    jpeg_start_compress(&c, TRUE);
-    while (c.next_scanline < c.image_height) {
-        JSAMPROW row = &rgb[(size_t)c.next_scanline * w * 3];
-        jpeg_write_scanlines(&c, &row, 1);
+    tu_jpeg_opts o = {};
+    o.progressive = seed % 3 == 0;
+    if (tu_jpeg_encode_file(path.c_str(), rgb.data(), w, h, &o) < 0) {
+        std::perror(path.c_str());
+        std::exit(1);
     }
-    jpeg_finish_compress(&c);
-    jpeg_destroy_compress(&c);
-    std::fclose(f);
 }
 
 static std::string make_dataset()

@@ -1,13 +1,14 @@
-/* A small stand-in for Criterion, for the sanitizer builds.
+/* The suites' test runner: a small stand-in for Criterion, used by every
+ * build, plain and sanitized, so that a test behaves the same under both.
  *
- * Criterion's sandbox (BoxFort) maps its shared arena at random fixed
- * addresses that ThreadSanitizer's memory layout reserves, so a Criterion
- * test program cannot even start under TSan; under AddressSanitizer its
- * parallel runner leaks 48 bytes of its own, which LeakSanitizer reports.
- * `make test SANITIZE=...` therefore compiles the same test files against
- * this header (-Itests/runner puts it before the system's
- * <criterion/criterion.h>). It implements the part of Criterion's API the
- * suites use, with the same meaning:
+ * Criterion itself cannot serve the sanitizer builds: its sandbox (BoxFort)
+ * maps its shared arena at random fixed addresses that ThreadSanitizer's
+ * memory layout reserves, so a Criterion test program cannot even start
+ * under TSan, and under AddressSanitizer its parallel runner leaks 48 bytes
+ * of its own, which LeakSanitizer reports. So the Makefile compiles every
+ * suite against this header (-Itests/runner puts it before any system
+ * <criterion/criterion.h>), and no build links libcriterion. It implements
+ * the part of Criterion's API the suites use, with the same meaning:
  *
  *   Test(suite, name, .timeout = seconds)
  *   cr_assert, cr_assert_{eq,neq,lt,leq,gt,geq,null,not_null},
@@ -17,9 +18,11 @@
  * and a main() that runs every test in a child process of its own (a
  * failed assertion ends that test; a crash, a sanitizer report or a timeout
  * fails it; the others go on), --jobs N at a time, --filter
- * suite/name-pattern. Timeouts are multiplied by PL_TEST_TIMEOUT_SCALE
- * (default 10: sanitizers are slow). A test file is one translation unit,
- * so main() may live here. */
+ * suite/name-pattern, and Criterion's closing line ("[====] Synthesis:
+ * Tested: N | Passing: N | Failing: N | Crashing: N", then "| Skipped: N").
+ * Timeouts are multiplied by PL_TEST_TIMEOUT_SCALE (default 10 in a
+ * sanitizer build, which is slow, and 1 otherwise, as with Criterion). A
+ * test file is one translation unit, so main() may live here. */
 #ifndef PINLOAD_TEST_RUNNER_CRITERION_H
 #define PINLOAD_TEST_RUNNER_CRITERION_H
 
@@ -46,6 +49,18 @@ static struct crs_test *crs_tests, **crs_tail = &crs_tests;
 
 #define CRS_SKIP_STATUS 77
 
+/* Sanitizer builds run slower: their timeouts are scaled by default. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define CRS_DEFAULT_SCALE 10.0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define CRS_DEFAULT_SCALE 10.0
+#endif
+#endif
+#ifndef CRS_DEFAULT_SCALE
+#define CRS_DEFAULT_SCALE 1.0
+#endif
+
 #define Test(S, N, ...)                                                        \
     static void S##_##N##_fn(void);                                            \
     static struct crs_test S##_##N##_test = {                                  \
@@ -57,12 +72,10 @@ static struct crs_test *crs_tests, **crs_tail = &crs_tests;
     }                                                                          \
     static void S##_##N##_fn(void)
 
-__attribute__((format(printf, 5, 6))) static void
-crs_check(int ok, const char *file, int line, const char *what, const char *fmt,
-          ...)
+/* A failed assertion: report it and end the test. */
+__attribute__((format(printf, 4, 5), noreturn)) static void
+crs_fail(const char *file, int line, const char *what, const char *fmt, ...)
 {
-    if (ok)
-        return;
     fprintf(stderr, "%s:%d: assertion failed: %s", file, line, what);
     if (fmt[2]) { /* ": " and a message */
         va_list ap;
@@ -75,9 +88,11 @@ crs_check(int ok, const char *file, int line, const char *what, const char *fmt,
 }
 
 /* `": " __VA_ARGS__` turns an absent message into ": " and a present one
- * into ": " and its format string. */
+ * into ": " and its format string. As in Criterion, the message's
+ * arguments are evaluated only when the assertion fails, after its
+ * condition (which may be what sets them). */
 #define CRS_CHECK_(ok, what, ...)                                              \
-    crs_check((ok), __FILE__, __LINE__, what, ": " __VA_ARGS__)
+    ((ok) ? (void)0 : crs_fail(__FILE__, __LINE__, what, ": " __VA_ARGS__))
 
 #define cr_assert(e, ...) CRS_CHECK_(!!(e), #e, __VA_ARGS__)
 #define cr_assert_eq(a, b, ...)                                                \
@@ -164,7 +179,7 @@ int main(int argc, char **argv)
     if (jobs < 1)
         jobs = 1;
     const char *sc = getenv("PL_TEST_TIMEOUT_SCALE");
-    const double scale = sc && atof(sc) > 0 ? atof(sc) : 10.0;
+    const double scale = sc && atof(sc) > 0 ? atof(sc) : CRS_DEFAULT_SCALE;
 
     crs_running *run = calloc((size_t)jobs, sizeof *run);
     int counts[4] = {0}, tested = 0, busy = 0;

@@ -1,0 +1,124 @@
+/* The hand-off to the caller: the device buffers' states, the queue of
+ * finished batches that pl_loader_next pops, pl_loader_release (stream-
+ * ordered on CUDA, with its fallback on the host), PL_EBUSY, the epoch
+ * boundaries the caller sees, where the caller stands (pl_loader_state) and
+ * the sticky error. The copy engine (prefetch.h) fills the buffers; this
+ * module only says who holds which.
+ *
+ *   device buffer: FREE -> FILLING -> QUEUED -> HELD -> RELEASING -> FREE
+ *                                                            \-> RETIRED
+ *
+ * FILLING belongs to the copy engine (handoff_acquire .. handoff_queue);
+ * RELEASING lasts while pl_loader_release records the release event (or,
+ * if it cannot, waits for the caller's stream), without the lock; a buffer
+ * whose release can be ordered neither way is RETIRED, never used again,
+ * and the loader's error is set. One mutex, handoff.mu, guards it all. */
+#ifndef PINLOAD_HANDOFF_H
+#define PINLOAD_HANDOFF_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "backend.h"
+
+typedef enum dbuf_state {
+    DBUF_FREE,
+    DBUF_FILLING,
+    DBUF_QUEUED,
+    DBUF_HELD,
+    DBUF_RELEASING,
+    DBUF_RETIRED,
+} dbuf_state;
+
+/* One device buffer. The memory and the stream are the copy engine's (made
+ * by prefetch_init, freed by prefetch_fini); the state is this module's. */
+typedef struct dbuf {
+    pl_batch batch; /* first: the caller's pointer is the dbuf's */
+    dbuf_state state;
+    void *dev;
+    void *staging; /* normalize: the batch's uint8 pixels on the device */
+    void *mirror;  /* keep_host on CUDA: page-locked copy of the batch */
+    be_stream *stream;
+    int32_t *labels;
+    int64_t *indices;
+    int32_t *status;
+    int64_t next_pos; /* the epoch position after the batch's last sample */
+} dbuf;
+
+typedef struct handoff_config {
+    backend *be;
+    int nbufs;
+    int64_t first_epoch;
+    /* Resuming: the caller starts after batch start_batch - 1 of the first
+     * epoch, at position start_pos; start_done: that epoch's batches were
+     * all delivered already. */
+    int64_t start_batch, start_pos;
+    int start_done;
+} handoff_config;
+
+typedef struct handoff_stats {
+    uint64_t batches; /* handed to the caller */
+    uint64_t ns_wait; /* the caller's time in pl_loader_next */
+} handoff_stats;
+
+typedef struct handoff {
+    handoff_config cfg;
+    pthread_mutex_t mu;
+    pthread_cond_t user_cv; /* caller: a batch, an epoch end or an error */
+    pthread_cond_t pf_cv;   /* copy engine: a buffer was released */
+    dbuf *bufs;
+    int *queue; /* ids of QUEUED buffers, oldest first */
+    int qhead, qlen;
+    int held;
+    int next_free;
+    int wants_buffer; /* the copy engine waits for a release */
+    int64_t user_epoch;
+    int64_t epochs_done; /* epochs whose batches are all queued */
+    /* Where the caller stands: after batch at_batch - 1 of epoch at_epoch,
+     * the next sample at or after position at_pos (pl_loader_state). */
+    int64_t at_epoch, at_batch, at_pos;
+    int error; /* sticky: PL_ON_ERROR_FAIL, or a CUDA failure */
+    char error_msg[1024];
+    int stop;
+    _Atomic uint64_t batches, ns_wait;
+} handoff;
+
+/* The buffers' table, every buffer FREE and without memory. */
+int handoff_init(handoff *h, const handoff_config *cfg);
+/* Free the table; after prefetch_fini freed the buffers' memory. */
+void handoff_fini(handoff *h);
+
+/* Buffer i of cfg.nbufs, for the copy engine to equip and to look at. */
+dbuf *handoff_buffer(handoff *h, int i);
+
+/* ---- the copy engine's side ---- */
+
+/* The next FREE buffer, now FILLING; blocks while the caller holds them
+ * all (which lets pl_loader_next report PL_EBUSY). NULL once stopped. */
+dbuf *handoff_acquire(handoff *h);
+/* A FILLING buffer whose batch is complete joins the queue. */
+void handoff_queue(handoff *h, dbuf *d);
+/* The epoch's batches are all queued; `unused` (or NULL), a buffer
+ * acquired but never filled, goes back FREE. */
+void handoff_epoch_done(handoff *h, dbuf *unused);
+/* A FILLING buffer goes back FREE (the copy engine is stopping). */
+void handoff_unfill(handoff *h, dbuf *d);
+/* Sticky: from now on pl_loader_next returns `code` after the batches
+ * already queued; the first error set is the one kept. Returns code. */
+int handoff_fail(handoff *h, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Wake and end every wait (destroy). */
+void handoff_stop(handoff *h);
+
+/* ---- the caller's side ---- */
+
+int handoff_next(handoff *h, const pl_batch **out);
+int handoff_release(handoff *h, const pl_batch *b, struct CUstream_st *stream);
+/* Where the caller stands (see at_epoch); thread-safe. */
+void handoff_position(handoff *h, int64_t *epoch, int64_t *batch, int64_t *pos);
+/* Thread-safe. */
+void handoff_get_stats(const handoff *h, handoff_stats *s);
+
+#endif

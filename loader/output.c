@@ -1,0 +1,27 @@
+#include "output.h"
+
+void output_plan_make(output_plan *o, const pl_config *c, const backend *be)
+{
+    o->format = c->format;
+    o->width = c->width;
+    o->height = c->height;
+    o->gpu_normalize = be->kind == PL_BACKEND_CUDA &&
+                       c->format != PL_FORMAT_U8_NHWC && c->gpu_normalize &&
+                       !c->keep_host && be->ops->normalize != NULL;
+    const pl_format ring = o->gpu_normalize ? PL_FORMAT_U8_NHWC : c->format;
+    augment_params_init(&o->aug, c->augment, ring, c->width, c->height, c->seed,
+                        c->mean, c->std);
+    o->aug.dct_scaling = c->dct_scaling;
+    o->sample_bytes = augment_format_bytes(c->format, c->width, c->height);
+    o->ring_sample_bytes = augment_sample_bytes(&o->aug);
+}
+
+const void *output_lut(const output_plan *o, size_t *bytes)
+{
+    if (o->format == PL_FORMAT_F16_NCHW) {
+        *bytes = sizeof o->aug.lut16;
+        return o->aug.lut16;
+    }
+    *bytes = sizeof o->aug.lut;
+    return o->aug.lut;
+}

@@ -1,0 +1,31 @@
+/* The output plan: what the workers write into the ring and what the
+ * caller gets, settled once at create time from the config and the
+ * backend, and read by everyone after (workers, ring, copy engine,
+ * pl_loader_info). The two differ only when the GPU normalises: float
+ * formats on CUDA may be made on the GPU from uint8 (a quarter of the bytes
+ * over the bus, and less work for the CPU), with the host's own table. */
+#ifndef PINLOAD_OUTPUT_H
+#define PINLOAD_OUTPUT_H
+
+#include <stddef.h>
+
+#include "../workers/augment.h"
+#include "backend.h"
+#include "pinload.h"
+
+typedef struct output_plan {
+    pl_format format; /* delivered */
+    int width, height;
+    size_t sample_bytes;      /* one sample, delivered */
+    int gpu_normalize;        /* the workers write uint8, the GPU the floats */
+    size_t ring_sample_bytes; /* one sample, as the workers write it */
+    augment_params aug;       /* the workers' (aug.format: the ring's) */
+} output_plan;
+
+void output_plan_make(output_plan *o, const pl_config *c, const backend *be);
+
+/* The table the GPU normalises with (gpu_normalize): 3 x 256 floats, or
+ * halves for PL_FORMAT_F16_NCHW. [out] *bytes. */
+const void *output_lut(const output_plan *o, size_t *bytes);
+
+#endif

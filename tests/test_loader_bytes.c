@@ -1,0 +1,421 @@
+/* The public loader API, the bytes depend only on (seed, epoch, index), not
+ * on the pipeline's shape (workers, prefetch, memory, device buffers,
+ * pinning, readahead, batch size), and the float formats are the u8 output
+ * normalised. Part of the loader suites (testloader.h), run on the host
+ * backend and on simulated CUDA. */
+#include "testloader.h"
+
+/* ---- the bytes depend on (seed, epoch, index) only ---- */
+
+typedef void (*mutate_fn)(pl_config *c, int variant);
+
+/* For every augment mode and format, two loaders that differ only by
+ * `mutate` deliver the same batches byte for byte over two epochs. */
+static void assert_invariant(mutate_fn mutate, const char *what)
+{
+    char root[64];
+    tu_make_tree(root, 23, 3);
+    static const pl_augment augs[] = {PL_AUGMENT_NONE, PL_AUGMENT_EVAL,
+                                      PL_AUGMENT_TRAIN};
+    static const pl_format fmts[] = {PL_FORMAT_U8_NHWC, PL_FORMAT_F32_NCHW};
+    for (int a = 0; a < 3; a++) {
+        for (int f = 0; f < 2; f++) {
+            pl_config c;
+            base_cfg(&c, root);
+            c.augment = augs[a];
+            c.format = fmts[f];
+            run x[2], y[2];
+            mutate(&c, 0);
+            run_loader(&c, 2, x);
+            mutate(&c, 1);
+            run_loader(&c, 2, y);
+            char label[128];
+            snprintf(label, sizeof label, "%s, augment %d, format %d", what,
+                     augs[a], fmts[f]);
+            for (int e = 0; e < 2; e++) {
+                assert_same_run(&x[e], &y[e], label);
+                run_free(&x[e]);
+                run_free(&y[e]);
+            }
+        }
+    }
+    tu_rm_rf(root);
+}
+
+static void vary_workers(pl_config *c, int v)
+{
+    c->num_workers = v ? 4 : 1;
+}
+
+static void vary_prefetch(pl_config *c, int v)
+{
+    c->prefetch = v ? 3 : 1;
+}
+
+static void vary_memory(pl_config *c, int v)
+{
+    c->memory = v ? PL_MEMORY_PAGEABLE : PL_MEMORY_PINNED;
+}
+
+static void vary_device_buffers(pl_config *c, int v)
+{
+    c->device_buffers = v ? 3 : 1;
+}
+
+Test(loader, same_bytes_with_one_or_four_workers, .timeout = TIMEOUT)
+{
+    assert_invariant(vary_workers, "num_workers 1 vs 4");
+}
+
+Test(loader, same_bytes_with_prefetch_one_or_three, .timeout = TIMEOUT)
+{
+    assert_invariant(vary_prefetch, "prefetch 1 vs 3");
+}
+
+Test(loader, same_bytes_from_pinned_or_pageable_memory, .timeout = TIMEOUT)
+{
+    assert_invariant(vary_memory, "pinned vs pageable");
+}
+
+static void vary_managed(pl_config *c, int v)
+{
+    c->memory = v ? PL_MEMORY_MANAGED : PL_MEMORY_PINNED;
+}
+
+Test(loader, same_bytes_from_pinned_or_managed_memory, .timeout = TIMEOUT)
+{
+    assert_invariant(vary_managed, "pinned vs managed");
+}
+
+/* Without CUDA, managed memory is pageable: said in a notice, and no
+ * memory is reported as pinned; no GPU copy time is reported either. */
+Test(loader, managed_memory_on_the_host_backend_is_pageable_with_a_notice,
+     .timeout = TIMEOUT)
+{
+    if (tu_on_cuda())
+        cr_skip_test("host backend only (test_cuda covers managed memory)");
+    char root[64];
+    tu_make_tree(root, 9, 2);
+    log_count lc;
+    log_count_init(&lc);
+    pl_config c;
+    base_cfg(&c, root);
+    c.memory = PL_MEMORY_MANAGED;
+    c.log = counting;
+    c.log_ctx = &lc;
+    pl_loader *l = create(&c);
+    const pl_info in = info_of(l);
+    cr_assert_eq(in.memory, PL_MEMORY_MANAGED);
+    cr_assert_eq(in.pinned, 0);
+    cr_assert_eq(in.backend, PL_BACKEND_HOST);
+    cr_assert_not_null(in.backend_name);
+    cr_assert_eq(strncmp(in.backend_name, "host (", 6), 0, "%s",
+                 in.backend_name);
+    cr_assert_eq(lc.notices, 2,
+                 "the managed notice and the backend notice, "
+                 "got %d",
+                 lc.notices);
+    const pl_batch *b;
+    int rc;
+    while ((rc = pl_loader_next(l, &b)) == 0)
+        pl_loader_release(l, b, NULL);
+    cr_assert_eq(rc, PL_EPOCH_END);
+    pl_stats st;
+    cr_assert_eq(pl_loader_stats(l, &st), 0);
+    cr_assert_eq(st.pinned_bytes, 0);
+    cr_assert_eq(st.ns_h2d, 0);
+    cr_assert_eq(st.bytes_h2d, 0);
+    cr_assert_gt(st.bytes_copied, 0);
+    fx_done(l, root);
+}
+
+static void vary_readahead(pl_config *c, int v)
+{
+    c->readahead = v ? 5 : 0;
+}
+
+Test(loader, same_bytes_with_or_without_readahead_hints, .timeout = TIMEOUT)
+{
+    assert_invariant(vary_readahead, "readahead 0 vs 5");
+}
+
+static void vary_pinning(pl_config *c, int v)
+{
+    c->pin_workers = v;
+    c->num_workers = 3;
+}
+
+Test(loader, same_bytes_with_pinned_or_free_workers, .timeout = TIMEOUT)
+{
+    assert_invariant(vary_pinning, "pin_workers 0 vs 1");
+}
+
+/* The CPUs a thread of this process may run on, by its name. */
+static int cpus_of_thread(const char *name, char *list, size_t cap)
+{
+    DIR *d = opendir("/proc/self/task");
+    cr_assert_not_null(d);
+    struct dirent *de;
+    int found = 0;
+    while (!found && (de = readdir(d)) != NULL) {
+        char path[300], comm[64] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", de->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        if (fgets(comm, sizeof comm, f))
+            comm[strcspn(comm, "\n")] = '\0';
+        fclose(f);
+        if (strcmp(comm, name) != 0)
+            continue;
+        snprintf(path, sizeof path, "/proc/self/task/%s/status", de->d_name);
+        f = fopen(path, "r");
+        char line[512];
+        while (f && fgets(line, sizeof line, f))
+            if (!strncmp(line, "Cpus_allowed_list:", 18)) {
+                snprintf(list, cap, "%s", line + 18 + strspn(line + 18, " \t"));
+                list[strcspn(list, "\n")] = '\0';
+                found = 1;
+            }
+        if (f)
+            fclose(f);
+    }
+    closedir(d);
+    return found;
+}
+
+/* pin_workers puts worker i on the i-th CPU the process may use, modulo
+ * their number; without it, workers may run anywhere. */
+Test(loader, pinned_workers_each_run_on_their_own_cpu, .timeout = TIMEOUT)
+{
+    cpu_set_t allowed;
+    cr_assert_eq(sched_getaffinity(0, sizeof allowed, &allowed), 0);
+    int cpus[CPU_SETSIZE], n = 0;
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &allowed))
+            cpus[n++] = c;
+    char root[64];
+    tu_make_tree(root, 6, 2);
+    for (int pin = 0; pin < 2; pin++) {
+        pl_config c;
+        base_cfg(&c, root);
+        c.num_workers = 3;
+        c.pin_workers = pin;
+        pl_loader *l = create(&c);
+        for (int i = 0; i < 3; i++) {
+            char name[32], list[256];
+            snprintf(name, sizeof name, "pl-worker-%d", i);
+            cr_assert(cpus_of_thread(name, list, sizeof list), "no %s", name);
+            if (pin) {
+                char want[16];
+                snprintf(want, sizeof want, "%d", cpus[i % n]);
+                cr_assert_str_eq(list, want, "%s", name);
+            } else if (n > 1) {
+                cr_assert(strchr(list, ',') || strchr(list, '-'),
+                          "%s unpinned should allow several CPUs: %s", name,
+                          list);
+            }
+        }
+        pl_loader_destroy(l);
+    }
+    tu_rm_rf(root);
+}
+
+Test(loader, same_bytes_with_one_or_three_device_buffers, .timeout = TIMEOUT)
+{
+    assert_invariant(vary_device_buffers, "device_buffers 1 vs 3");
+}
+
+Test(loader, same_samples_whatever_the_batch_size, .timeout = TIMEOUT)
+{
+    char root[64];
+    tu_make_tree(root, 23, 3);
+    static const pl_augment augs[] = {PL_AUGMENT_NONE, PL_AUGMENT_EVAL,
+                                      PL_AUGMENT_TRAIN};
+    for (int a = 0; a < 3; a++) {
+        for (int f = 0; f < 2; f++) {
+            pl_config c;
+            base_cfg(&c, root);
+            c.augment = augs[a];
+            c.format = f ? PL_FORMAT_F32_NCHW : PL_FORMAT_U8_NHWC;
+            run x[2], y[2];
+            c.batch_size = 4;
+            run_loader(&c, 2, x);
+            c.batch_size = 7;
+            run_loader(&c, 2, y);
+            for (int e = 0; e < 2; e++) {
+                cr_assert_eq(x[e].nb, 6);
+                cr_assert_eq(y[e].nb, 4);
+                cr_assert_eq(x[e].counts[5], 3);
+                cr_assert_eq(y[e].counts[3], 2);
+                cr_assert_eq(x[e].n, 23);
+                cr_assert_eq(y[e].n, 23);
+                for (int64_t i = 0; i < 23; i++) {
+                    const int kx = find_index(&x[e], i);
+                    const int ky = find_index(&y[e], i);
+                    cr_assert(kx >= 0 && ky >= 0, "index %lld missing",
+                              (long long)i);
+                    cr_assert_eq(x[e].lab[kx], y[e].lab[ky]);
+                    cr_assert_eq(memcmp(sample_at(&x[e], kx),
+                                        sample_at(&y[e], ky),
+                                        x[e].sample_bytes),
+                                 0, "augment %d format %d epoch %d index %lld",
+                                 augs[a], f, e, (long long)i);
+                }
+                run_free(&x[e]);
+                run_free(&y[e]);
+            }
+        }
+    }
+    tu_rm_rf(root);
+}
+
+Test(loader, f32_is_the_u8_output_normalised_per_channel, .timeout = TIMEOUT)
+{
+    char root[64];
+    tu_make_tree(root, 23, 3);
+    static const pl_augment augs[] = {PL_AUGMENT_NONE, PL_AUGMENT_EVAL,
+                                      PL_AUGMENT_TRAIN};
+    for (int a = 0; a < 3; a++) {
+        pl_config c;
+        base_cfg(&c, root);
+        c.augment = augs[a];
+        c.width = 16;
+        c.height = 12; /* not square, so planes and rows cannot be confused */
+        c.mean[0] = 0.5f;
+        c.std[2] = 0.3f;
+        run u[2], f[2];
+        c.format = PL_FORMAT_U8_NHWC;
+        run_loader(&c, 2, u);
+        c.format = PL_FORMAT_F32_NCHW;
+        run_loader(&c, 2, f);
+        float lut[3][256];
+        for (int ch = 0; ch < 3; ch++)
+            for (int v = 0; v < 256; v++)
+                lut[ch][v] = ((float)v / 255.0f - c.mean[ch]) / c.std[ch];
+        const int w = 16, h = 12;
+        for (int e = 0; e < 2; e++) {
+            cr_assert_eq(u[e].sample_bytes, (size_t)w * h * 3);
+            cr_assert_eq(f[e].sample_bytes, (size_t)w * h * 3 * sizeof(float));
+            cr_assert_eq(u[e].n, f[e].n);
+            for (int k = 0; k < u[e].n; k++) {
+                cr_assert_eq(u[e].idx[k], f[e].idx[k]);
+                const uint8_t *px = sample_at(&u[e], k);
+                float fl[16 * 12 * 3];
+                memcpy(fl, sample_at(&f[e], k), sizeof fl);
+                for (int ch = 0; ch < 3; ch++)
+                    for (int y = 0; y < h; y++)
+                        for (int x = 0; x < w; x++) {
+                            const float got = fl[(ch * h + y) * w + x];
+                            const float want =
+                                lut[ch][px[(y * w + x) * 3 + ch]];
+                            cr_assert(got == want,
+                                      "augment %d epoch %d sample %d c%d "
+                                      "(%d,%d): %.9g != %.9g",
+                                      augs[a], e, k, ch, x, y, (double)got,
+                                      (double)want);
+                        }
+            }
+            run_free(&u[e]);
+            run_free(&f[e]);
+        }
+    }
+    tu_rm_rf(root);
+}
+
+/* F16 delivers, bit for bit, the round-to-nearest-even halves of the F32
+ * values (computed here with the compiler's own _Float16 conversion). */
+Test(loader, f16_is_the_f32_output_rounded_to_half, .timeout = TIMEOUT)
+{
+    char root[64];
+    pl_config c;
+    fx_tree(root, &c, 11, 2);
+    c.width = 16;
+    c.height = 12;
+    run f[1], h[1];
+    c.format = PL_FORMAT_F32_NCHW;
+    run_loader(&c, 1, f);
+    c.format = PL_FORMAT_F16_NCHW;
+    run_loader(&c, 1, h);
+    cr_assert_eq(h[0].sample_bytes, (size_t)16 * 12 * 3 * 2);
+    cr_assert_eq(h[0].n, f[0].n);
+    for (int k = 0; k < f[0].n; k++) {
+        float fl[16 * 12 * 3];
+        uint16_t hl[16 * 12 * 3];
+        memcpy(fl, sample_at(&f[0], k), sizeof fl);
+        memcpy(hl, sample_at(&h[0], k), sizeof hl);
+        for (int i = 0; i < 16 * 12 * 3; i++) {
+            const _Float16 want = (_Float16)fl[i];
+            uint16_t bits;
+            memcpy(&bits, &want, sizeof bits);
+            cr_assert_eq(hl[i], bits, "sample %d value %d: %04x for %.9g", k, i,
+                         hl[i], (double)fl[i]);
+        }
+    }
+    run_free(&f[0]);
+    run_free(&h[0]);
+    tu_rm_rf(root);
+}
+
+Test(loader, train_pixels_are_a_function_of_seed_epoch_and_index,
+     .timeout = TIMEOUT)
+{
+    char root[64];
+    pl_config c;
+    fx_tree(root, &c, 23, 3);
+    run a[2], b[2], other[1];
+    run_loader(&c, 2, a);
+    c.num_workers = 3;
+    run_loader(&c, 2, b);
+    for (int e = 0; e < 2; e++)
+        assert_same_run(&a[e], &b[e], "two loaders, same config");
+    /* The same file is cropped and flipped anew in the next epoch. */
+    for (int64_t i = 0; i < 23; i++) {
+        const int k0 = find_index(&a[0], i), k1 = find_index(&a[1], i);
+        cr_assert(k0 >= 0 && k1 >= 0);
+        cr_assert_neq(memcmp(sample_at(&a[0], k0), sample_at(&a[1], k1),
+                             a[0].sample_bytes),
+                      0, "index %lld is identical in epochs 0 and 1",
+                      (long long)i);
+    }
+    /* Another seed: other crops for the same (epoch, index). */
+    c.seed = 8;
+    run_loader(&c, 1, other);
+    int differ = 0;
+    for (int64_t i = 0; i < 23; i++) {
+        const int k0 = find_index(&a[0], i), k1 = find_index(&other[0], i);
+        differ += memcmp(sample_at(&a[0], k0), sample_at(&other[0], k1),
+                         a[0].sample_bytes) != 0;
+    }
+    cr_assert_eq(differ, 23, "only %d of 23 samples changed with the seed",
+                 differ);
+    run_free(&other[0]);
+    for (int e = 0; e < 2; e++) {
+        run_free(&a[e]);
+        run_free(&b[e]);
+    }
+    tu_rm_rf(root);
+}
+
+Test(loader, deterministic_augments_give_the_same_pixels_every_epoch,
+     .timeout = TIMEOUT)
+{
+    char root[64];
+    tu_make_tree(root, 23, 3);
+    for (int a = 0; a < 2; a++) {
+        pl_config c;
+        base_cfg(&c, root);
+        c.augment = a ? PL_AUGMENT_EVAL : PL_AUGMENT_NONE;
+        run r[2];
+        run_loader(&c, 2, r);
+        for (int64_t i = 0; i < 23; i++) {
+            const int k0 = find_index(&r[0], i), k1 = find_index(&r[1], i);
+            cr_assert_eq(memcmp(sample_at(&r[0], k0), sample_at(&r[1], k1),
+                                r[0].sample_bytes),
+                         0, "augment %d index %lld", a, (long long)i);
+        }
+        run_free(&r[0]);
+        run_free(&r[1]);
+    }
+    tu_rm_rf(root);
+}

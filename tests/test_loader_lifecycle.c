@@ -1,0 +1,133 @@
+/* The public loader API, the life cycle: destroy at any point, repeated
+ * create/destroy, two loaders at once. Part of the loader suites
+ * (testloader.h), run on the host backend and on simulated CUDA. */
+#include "testloader.h"
+
+/* ---- life cycle ---- */
+
+Test(loader, destroy_mid_epoch_with_zero_one_or_two_batches_held,
+     .timeout = TIMEOUT)
+{
+    char root[64];
+    tu_make_tree(root, 23, 3);
+    for (int held = 0; held <= 2; held++) {
+        pl_config c;
+        base_cfg(&c, root);
+        pl_loader *l = create(&c);
+        const pl_batch *b;
+        cr_assert_eq(pl_loader_next(l, &b), 0);
+        cr_assert_eq(pl_loader_release(l, b, NULL), 0); /* now mid-epoch */
+        for (int i = 0; i < held; i++)
+            cr_assert_eq(pl_loader_next(l, &b), 0, "%s", pl_last_error());
+        pl_loader_destroy(l);
+    }
+    tu_rm_rf(root);
+}
+
+Test(loader, destroy_right_after_create_and_destroy_null, .timeout = TIMEOUT)
+{
+    char root[64];
+    pl_config c;
+    fx_tree(root, &c, 23, 3);
+    pl_loader_destroy(create(&c));
+    pl_loader_destroy(NULL);
+    tu_rm_rf(root);
+}
+
+Test(loader, fifty_create_destroy_cycles, .timeout = TIMEOUT)
+{
+    char root[64];
+    tu_make_tree(root, 12, 2);
+    for (int i = 0; i < 50; i++) {
+        pl_config c;
+        base_cfg(&c, root);
+        c.batch_size = 4;
+        c.num_workers = 1 + i % 3;
+        pl_loader *l = create(&c);
+        if (i % 2) {
+            const pl_batch *b;
+            cr_assert_eq(pl_loader_next(l, &b), 0, "cycle %d", i);
+            cr_assert_eq(b->index, 0);
+            if (i % 4 == 1)
+                cr_assert_eq(pl_loader_release(l, b, NULL), 0);
+        }
+        pl_loader_destroy(l);
+    }
+    tu_rm_rf(root);
+}
+
+Test(loader, two_loaders_at_once_each_deliver_their_own_labels,
+     .timeout = TIMEOUT)
+{
+    char a_root[64], b_root[64], list[128];
+    tu_make_tree(a_root, 23, 3);
+    /* The second: a list file with labels 4 and 6 over other images. */
+    tu_tmpdir(b_root);
+    snprintf(list, sizeof list, "%s/list.txt", b_root);
+    FILE *f = fopen(list, "w");
+    cr_assert_not_null(f);
+    for (int i = 0; i < 10; i++) {
+        char p[256];
+        snprintf(p, sizeof p, "%s/img %d.jpg", b_root, i);
+        tu_write_jpeg(p, 48, 40, (unsigned)i + 100, NULL);
+        fprintf(f, "img %d.jpg %d\n", i, i % 2 ? 6 : 4);
+    }
+    fclose(f);
+
+    pl_config ca, cb;
+    base_cfg(&ca, a_root);
+    base_cfg(&cb, list);
+    cb.batch_size = 3;
+    pl_loader *la = create(&ca), *lb = create(&cb);
+    cr_assert_eq(info_of(lb).num_classes, 7);
+    for (int e = 0; e < 2; e++) {
+        int seen_a[23] = {0}, seen_b[10] = {0};
+        int done_a = 0, done_b = 0;
+        while (!done_a || !done_b) {
+            const pl_batch *b;
+            if (!done_a) {
+                const int rc = pl_loader_next(la, &b);
+                if (rc == PL_EPOCH_END) {
+                    done_a = 1;
+                } else {
+                    cr_assert_eq(rc, 0, "%s", pl_last_error());
+                    for (int i = 0; i < b->count; i++) {
+                        const char *p;
+                        pl_loader_sample(la, b->indices[i], &p, NULL);
+                        cr_assert_eq(b->labels[i], folder_label(a_root, p));
+                        seen_a[b->indices[i]]++;
+                    }
+                    pl_loader_release(la, b, NULL);
+                }
+            }
+            if (!done_b) {
+                const int rc = pl_loader_next(lb, &b);
+                if (rc == PL_EPOCH_END) {
+                    done_b = 1;
+                } else {
+                    cr_assert_eq(rc, 0, "%s", pl_last_error());
+                    for (int i = 0; i < b->count; i++) {
+                        const int64_t k = b->indices[i];
+                        cr_assert(k >= 0 && k < 10);
+                        cr_assert_eq(b->labels[i], k % 2 ? 6 : 4);
+                        seen_b[k]++;
+                    }
+                    pl_loader_release(lb, b, NULL);
+                }
+            }
+        }
+        for (int i = 0; i < 23; i++)
+            cr_assert_eq(seen_a[i], 1);
+        for (int i = 0; i < 10; i++)
+            cr_assert_eq(seen_b[i], 1);
+    }
+    /* A batch of one loader is not a batch of the other. */
+    const pl_batch *b;
+    cr_assert_eq(pl_loader_next(la, &b), 0);
+    cr_assert_eq(pl_loader_release(lb, b, NULL), PL_EINVAL);
+    cr_assert_eq(pl_loader_release(la, b, NULL), 0);
+    pl_loader_destroy(la);
+    pl_loader_destroy(lb);
+    tu_rm_rf(a_root);
+    tu_rm_rf(b_root);
+}
