@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,8 @@
 
 #define MAX_DEPTH 64
 #define MAX_CLASSES (1 << 20)
+/* The longest line of a list file: a path of PATH_MAX and its label. */
+#define LIST_LINE_MAX (PATH_MAX + 64)
 
 /* ---- arena and tables ---------------------------------------------------- */
 
@@ -145,6 +148,56 @@ static int read_entries(int dirfd, entries *e)
     return rc;
 }
 
+/* ---- directories seen ---- */
+
+/* The directories a walk has listed, by (device, inode): an open-addressed
+ * set, so a tree whose links share sub-directories (two links per level
+ * make 2^levels paths) is listed in time linear in its directories. */
+typedef struct dir_id {
+    dev_t dev;
+    ino_t ino;
+} dir_id;
+
+typedef struct seen_set {
+    dir_id *v; /* cap slots; ino 0 (never a directory's) marks a free one */
+    size_t n, cap;
+} seen_set;
+
+static size_t seen_slot(const seen_set *s, dir_id id)
+{
+    uint64_t h = (uint64_t)id.ino * 0x9e3779b97f4a7c15u ^ (uint64_t)id.dev;
+    h ^= h >> 29;
+    size_t i = (size_t)h & (s->cap - 1);
+    while (s->v[i].ino != 0 && (s->v[i].ino != id.ino || s->v[i].dev != id.dev))
+        i = (i + 1) & (s->cap - 1);
+    return i;
+}
+
+/* Adds id: 1 if it is new, 0 if it was there, PL_ENOMEM. */
+static int seen_add(seen_set *s, dir_id id)
+{
+    if (id.ino == 0) /* not a real inode: cannot be tracked */
+        return 1;
+    if (2 * (s->n + 1) > s->cap) {
+        seen_set bigger = {.cap = s->cap ? 2 * s->cap : 256};
+        bigger.v = calloc(bigger.cap, sizeof *bigger.v);
+        if (!bigger.v)
+            return PL_ENOMEM;
+        for (size_t i = 0; i < s->cap; i++)
+            if (s->v[i].ino != 0)
+                bigger.v[seen_slot(&bigger, s->v[i])] = s->v[i];
+        bigger.n = s->n;
+        free(s->v);
+        *s = bigger;
+    }
+    const size_t i = seen_slot(s, id);
+    if (s->v[i].ino != 0)
+        return 0;
+    s->v[i] = id;
+    s->n++;
+    return 1;
+}
+
 /* ---- ImageFolder walk ---- */
 
 typedef struct walk {
@@ -154,6 +207,7 @@ typedef struct walk {
     dev_t dev[MAX_DEPTH];
     ino_t ino[MAX_DEPTH];
     int depth;
+    seen_set seen;       /* every directory listed so far */
     char path[PATH_MAX]; /* relative to the root */
 } walk;
 
@@ -195,7 +249,8 @@ static int walk_subdir(walk *w, int dirfd, const char *name, size_t path_len)
 }
 
 /* Adds the JPEGs under w->path (open as dirfd) to the dataset. Directories
- * already on the current path are skipped: that is a symlink loop. */
+ * already on the current path are skipped: that is a symlink loop; so is
+ * any directory listed before through another path (each is listed once). */
 static int walk_dir(walk *w, int dirfd, size_t path_len)
 {
     struct stat st;
@@ -208,6 +263,16 @@ static int walk_dir(walk *w, int dirfd, size_t path_len)
                     w->path);
             return 0;
         }
+    }
+    const int fresh = seen_add(&w->seen, (dir_id){st.st_dev, st.st_ino});
+    if (fresh < 0)
+        return fresh;
+    if (!fresh) {
+        log_msg(w->lg, PL_LOG_NOTICE,
+                "%s/%s: a directory already listed through another path "
+                "(links share it), not listed again",
+                w->ds->root, w->path);
+        return 0;
     }
     if (w->depth == MAX_DEPTH) {
         /* depth counts the root too */
@@ -316,8 +381,12 @@ static int open_folder(dataset *ds, logger *lg)
         w->dev[0] = st.st_dev;
         w->ino[0] = st.st_ino;
         w->depth = 1;
+        if (seen_add(&w->seen, (dir_id){st.st_dev, st.st_ino}) < 0)
+            rc = PL_ENOMEM;
     }
-    if (dirs == 0) {
+    if (rc < 0) {
+        /* out of memory before the walk */
+    } else if (dirs == 0) {
         /* A flat folder: one class, named after the folder. */
         const char *slash = strrchr(ds->root, '/');
         rc = add_class(ds, slash && slash[1] ? slash + 1 : ds->root);
@@ -333,7 +402,17 @@ static int open_folder(dataset *ds, logger *lg)
         for (size_t i = 0; rc == 0 && i < e.n; i++)
             if (e.v[i].is_dir)
                 rc = walk_class(ds, w, e.v[i].name, lg);
+        if (rc == 0 && ds->n == 0 && files > 0)
+            rc = err_set(PL_ENODATA,
+                         "pl_loader_create: %s: no JPEG files in its %zu "
+                         "class folder(s); the %zu JPEG file(s) directly "
+                         "under it belong to no class (a folder with "
+                         "sub-folders is read as an ImageFolder, "
+                         "root/<class>/*.jpg: remove or move the "
+                         "sub-folders to read it as one flat class)",
+                         ds->root, dirs, files);
     }
+    free(w->seen.v);
     free(w);
     entries_free(&e);
     return rc;
@@ -378,19 +457,55 @@ static int parse_line(dataset *ds, char *line, const char *file, long lineno,
     return add_sample(ds, s, (size_t)(path_end - s), (int32_t)label);
 }
 
+/* One line of f, without its newline, into buf (LIST_LINE_MAX + 1 bytes),
+ * its length in *len: 1; 0 at the end of the file; PL_EINVAL (naming file
+ * and line)
+ * for a line longer than LIST_LINE_MAX or holding a NUL byte, so that
+ * neither /dev/zero nor a binary file given as a list grows without bound
+ * or loses text silently. */
+static int read_list_line(FILE *f, char *buf, const char *file, long lineno,
+                          long *len)
+{
+    long n = 0;
+    int c;
+    while ((c = getc_unlocked(f)) != EOF && c != '\n') {
+        if (c == '\0')
+            return err_set(PL_EINVAL,
+                           "pl_loader_create: %s:%ld: NUL byte at column "
+                           "%ld (a binary file, not a list of \"path "
+                           "label\" lines?)",
+                           file, lineno, n + 1);
+        if (n == LIST_LINE_MAX)
+            return err_set(PL_EINVAL,
+                           "pl_loader_create: %s:%ld: line longer than %d "
+                           "bytes (not a list of \"path label\" lines?)",
+                           file, lineno, LIST_LINE_MAX);
+        buf[n++] = (char)c;
+    }
+    buf[n] = '\0';
+    *len = n;
+    return c != EOF || n > 0;
+}
+
 static int open_list(dataset *ds, const char *path)
 {
     FILE *f = fopen(path, "re");
     if (!f)
         return err_set(PL_EIO, "pl_loader_create: %s: %s", path,
                        strerror(errno));
-    char *line = NULL;
-    size_t cap = 0;
-    long lineno = 0;
+    char *line = malloc(LIST_LINE_MAX + 1);
+    long lineno = 0, len = 0;
     int32_t max_label = -1;
-    int rc = 0;
-    while (rc == 0 && getline(&line, &cap, f) >= 0)
-        rc = parse_line(ds, line, path, ++lineno, &max_label);
+    int rc = line ? 0 : PL_ENOMEM;
+    while (rc == 0 &&
+           (rc = read_list_line(f, line, path, ++lineno, &len)) > 0) {
+        char *text = line;
+        /* A UTF-8 byte order mark, as some editors write, is not part of
+         * the first path. */
+        if (lineno == 1 && len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0)
+            text += 3;
+        rc = parse_line(ds, text, path, lineno, &max_label);
+    }
     if (rc == 0 && ferror(f))
         rc = err_set(PL_EIO, "pl_loader_create: %s: read error", path);
     free(line);

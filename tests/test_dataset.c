@@ -78,6 +78,13 @@ static void assert_paths(const dataset *ds, const char *root,
     cr_assert_eq(ds->n, n, "listed %lld files, want %d", (long long)ds->n, n);
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 /* ---- ImageFolder ---- */
 
 Test(dataset, classes_are_the_sorted_folder_names_in_byte_order)
@@ -333,20 +340,105 @@ Test(dataset, symlink_to_its_own_directory_terminates_with_a_notice,
 
 Test(dataset, symlinked_class_directories_are_followed)
 {
+    char root[64], outside[64], target[128], link[128];
+    tu_tmpdir(root);
+    tu_tmpdir(outside);
+    touch(outside, "x.jpg");
+    touch(root, "a/y.jpg");
+    snprintf(target, sizeof target, "%s", outside);
+    snprintf(link, sizeof link, "%s/linked", root);
+    cr_assert_eq(symlink(target, link), 0, "symlink: %s", strerror(errno));
+    log_record rec = {0};
+    dataset ds;
+    cr_assert_eq(open_logged(&ds, root, &rec), 0, "%s", pl_last_error());
+    static const char *const want[] = {"a/y.jpg", "linked/x.jpg"};
+    static const int32_t labels[] = {0, 1};
+    assert_paths(&ds, root, want, labels, 2);
+    cr_assert_str_eq(dataset_class(&ds, 1), "linked");
+    cr_assert_eq(rec.n, 0, "%s", rec.msgs[0]);
+    dataset_close(&ds);
+    tu_rm_rf(root);
+    tu_rm_rf(outside);
+}
+
+/* A second path to a directory already listed lists nothing: each
+ * directory (device, inode) is listed once, the class keeps its label. */
+Test(dataset, a_directory_reached_twice_is_listed_once_with_a_notice)
+{
     char root[64], target[128], link[128];
     tu_tmpdir(root);
-    touch(root, "elsewhere/x.jpg"); /* becomes a class too: it is a folder */
+    touch(root, "elsewhere/x.jpg");
     snprintf(target, sizeof target, "%s/elsewhere", root);
     snprintf(link, sizeof link, "%s/linked", root);
     cr_assert_eq(symlink(target, link), 0, "symlink: %s", strerror(errno));
     log_record rec = {0};
     dataset ds;
     cr_assert_eq(open_logged(&ds, root, &rec), 0, "%s", pl_last_error());
-    static const char *const want[] = {"elsewhere/x.jpg", "linked/x.jpg"};
-    static const int32_t labels[] = {0, 1};
-    assert_paths(&ds, root, want, labels, 2);
+    static const char *const want[] = {"elsewhere/x.jpg"};
+    static const int32_t labels[] = {0};
+    assert_paths(&ds, root, want, labels, 1);
+    cr_assert_eq(ds.num_classes, 2);
     cr_assert_str_eq(dataset_class(&ds, 1), "linked");
+    cr_assert_eq(log_count(&rec, "already listed"), 1, "%s", rec.msgs[0]);
+    cr_assert_not_null(strstr(rec.msgs[0], "/linked"), "%s", rec.msgs[0]);
     dataset_close(&ds);
+    tu_rm_rf(root);
+}
+
+/* Levels of directories each holding two links to the next level: 2^L
+ * paths but L + 1 directories. Listed in linear time, each file once. */
+Test(dataset, links_sharing_subdirectories_are_listed_once_not_per_path,
+     .timeout = 60)
+{
+    enum { LEVELS = 24 };
+    char root[64];
+    tu_tmpdir(root);
+    for (int i = 0; i <= LEVELS; i++) {
+        char rel[64];
+        snprintf(rel, sizeof rel, "c/l%02d/f.jpg", i);
+        touch(root, rel);
+    }
+    for (int i = 0; i < LEVELS; i++)
+        for (int k = 0; k < 2; k++) {
+            char target[128], link[128];
+            snprintf(target, sizeof target, "%s/c/l%02d", root, i + 1);
+            snprintf(link, sizeof link, "%s/c/l%02d/%c", root, i, 'a' + k);
+            cr_assert_eq(symlink(target, link), 0, "%s", strerror(errno));
+        }
+    const double t0 = now_s();
+    log_record rec = {0};
+    dataset ds;
+    cr_assert_eq(open_logged(&ds, root, &rec), 0, "%s", pl_last_error());
+    const double took = now_s() - t0;
+    /* l00..l24 directly under c, and nothing a second time. */
+    cr_assert_eq(ds.n, LEVELS + 1, "listed %lld", (long long)ds.n);
+    char want[128];
+    snprintf(want, sizeof want, "%s/c/l00/f.jpg", root);
+    cr_assert_str_eq(dataset_path(&ds, 0), want);
+    cr_assert_lt(took, 5.0, "2^%d paths walked? %.1f s", LEVELS, took);
+    dataset_close(&ds);
+    tu_rm_rf(root);
+}
+
+/* A flat folder of JPEGs beside an (empty, hidden) directory is read as an
+ * ImageFolder with no files: the error says why, not only the log. */
+Test(dataset, jpegs_beside_a_subfolder_give_an_error_that_says_why)
+{
+    char root[64];
+    tu_tmpdir(root);
+    for (int i = 0; i < 40; i++) {
+        char rel[32];
+        snprintf(rel, sizeof rel, "p%02d.jpg", i);
+        touch(root, rel);
+    }
+    mkdir_at(root, ".ipynb_checkpoints");
+    log_record rec = {0};
+    dataset ds;
+    cr_assert_eq(open_logged(&ds, root, &rec), PL_ENODATA);
+    const char *e = pl_last_error();
+    cr_assert_not_null(strstr(e, root), "%s", e);
+    cr_assert_not_null(strstr(e, "40 JPEG file(s) directly under it"), "%s", e);
+    cr_assert_not_null(strstr(e, "ImageFolder"), "%s", e);
     tu_rm_rf(root);
 }
 
@@ -561,5 +653,69 @@ Test(dataset, list_file_with_only_comments_is_enodata)
     dataset ds;
     cr_assert_eq(open_logged(&ds, list, &rec), PL_ENODATA);
     cr_assert_not_null(strstr(pl_last_error(), list), "%s", pl_last_error());
+    tu_rm_rf(root);
+}
+
+/* Opens a list file of `len` bytes and expects PL_EINVAL naming
+ * "list:line:" and `why`. */
+static void assert_bad_list_bytes(const char *bytes, size_t len, int line,
+                                  const char *why)
+{
+    char root[64], list[128], where[160];
+    tu_tmpdir(root);
+    snprintf(list, sizeof list, "%s/bad.txt", root);
+    tu_write_file(list, bytes, len);
+    log_record rec = {0};
+    dataset ds;
+    cr_assert_eq(open_logged(&ds, list, &rec), PL_EINVAL);
+    snprintf(where, sizeof where, "%s:%d:", list, line);
+    cr_assert_not_null(strstr(pl_last_error(), where), "want \"%s\" in \"%s\"",
+                       where, pl_last_error());
+    cr_assert_not_null(strstr(pl_last_error(), why), "want \"%s\" in \"%s\"",
+                       why, pl_last_error());
+    tu_rm_rf(root);
+}
+
+Test(dataset, list_line_with_a_nul_byte_is_einval_not_cut_short)
+{
+    static const char text[] = "a.jpg 0\nb.jpg\0junk 1\n";
+    assert_bad_list_bytes(text, sizeof text - 1, 2, "NUL byte at column 6");
+}
+
+Test(dataset, list_line_longer_than_the_limit_is_einval)
+{
+    const size_t n = 1 << 20; /* a megabyte without a newline */
+    char *big = malloc(n);
+    memset(big, 'x', n);
+    memcpy(big, "a.jpg 0\n", 8);
+    assert_bad_list_bytes(big, n, 2, "line longer than");
+    free(big);
+}
+
+/* /dev/zero as the list: refused at once, in bounded memory and time. */
+Test(dataset, dev_zero_as_a_list_is_refused_at_once, .timeout = 30)
+{
+    log_record rec = {0};
+    dataset ds;
+    cr_assert_eq(open_logged(&ds, "/dev/zero", &rec), PL_EINVAL);
+    cr_assert_not_null(strstr(pl_last_error(), "/dev/zero:1:"), "%s",
+                       pl_last_error());
+}
+
+/* A byte order mark before the first line is not part of its path. */
+Test(dataset, list_file_with_a_utf8_bom_keeps_its_first_entry)
+{
+    char root[64], list[128];
+    tu_tmpdir(root);
+    snprintf(list, sizeof list, "%s/list.txt", root);
+    write_text(list, "\xef\xbb\xbf"
+                     "a.jpg 0\nb.jpg 1\n");
+    log_record rec = {0};
+    dataset ds;
+    cr_assert_eq(open_logged(&ds, list, &rec), 0, "%s", pl_last_error());
+    static const char *const want[] = {"a.jpg", "b.jpg"};
+    static const int32_t labels[] = {0, 1};
+    assert_paths(&ds, root, want, labels, 2);
+    dataset_close(&ds);
     tu_rm_rf(root);
 }
