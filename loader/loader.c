@@ -111,7 +111,13 @@ static void on_finish(void *ctx, pool_job *job)
     pl_loader *l = ctx;
     ring_slot *s = job->tag;
     s->pos[job->tag_pos].status = job->status;
-    if (job->status != 0 || job->warnings)
+    if (job->process_error)
+        /* Not the file's failure: it is not recorded as bad, and no policy
+         * hides it (skipping would drop good files at random). The loader
+         * fails, after the batches already queued. */
+        handoff_fail(&l->ho, job->status, "pl_loader_next: %s: %s",
+                     dataset_path(&l->ds, job->index), job->reason);
+    else if (job->status != 0 || job->warnings)
         note_failure(l, job);
     ring_finish(&l->ring, s, job->status == 0);
 }

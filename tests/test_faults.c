@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <sys/stat.h>
 
+#include "../workers/fileio.h"
 #include "faults/faults.h"
 #include "pinload.h"
 #include "testutil.h"
@@ -32,6 +33,10 @@ static _Atomic unsigned read_calls;
  * path ends so fails with EACCES (a file made unreadable after the
  * listing); read() of the other fails with EIO (a failing disk). */
 static char deny_open[64], fail_read[64];
+/* open() of the file whose path ends so fails with EMFILE, the next
+ * `emfile_times` times (a process out of descriptors); -1: always. */
+static char emfile_open[64];
+static _Atomic int emfile_times;
 
 static int should_fail_alloc(void)
 {
@@ -138,6 +143,16 @@ int fault_openat(int dirfd, const char *path, int flags, ...)
         errno = EACCES;
         return -1;
     }
+    if (ends_with(path, emfile_open)) {
+        int left = emfile_times;
+        while (left > 0 &&
+               !atomic_compare_exchange_weak(&emfile_times, &left, left - 1))
+            ;
+        if (left != 0) {
+            errno = EMFILE;
+            return -1;
+        }
+    }
     return openat(dirfd, path, flags, mode);
 }
 
@@ -176,6 +191,8 @@ static void disarm(void)
     chop_reads = 0;
     deny_open[0] = 0;
     fail_read[0] = 0;
+    emfile_open[0] = 0;
+    emfile_times = 0;
 }
 
 /* ---- fixtures ---- */
@@ -494,6 +511,121 @@ Test(faults, unreadable_files_fail_alone_with_the_reason, .timeout = 60)
         pl_loader_destroy(l);
     }
     disarm();
+    tu_rm_rf(root);
+}
+
+/* Out of file descriptors for a while (EMFILE three times): retried, so
+ * no good file is recorded as bad and every sample is delivered. */
+Test(faults, a_passing_lack_of_descriptors_blames_no_file, .timeout = 60)
+{
+    char root[64];
+    make_data(root, 12);
+    snprintf(emfile_open, sizeof emfile_open, "c1/05.jpg");
+    emfile_times = 3;
+    pl_config c = config(root);
+    pl_loader *l;
+    cr_assert_eq(pl_loader_create(&c, &l), 0, "%s", pl_last_error());
+    int samples;
+    cr_assert_eq(run_epoch(l, &samples), PL_EPOCH_END, "%s", pl_last_error());
+    cr_assert_eq(samples, 12);
+    cr_assert_eq(emfile_times, 0, "the three failures were met");
+    size_t n;
+    pl_failure f[1];
+    pl_loader_failures(l, 0, f, 1, &n);
+    cr_assert_eq(n, 0, "%s recorded as bad", n ? f[0].path : "");
+    pl_loader_destroy(l);
+    disarm();
+    tu_rm_rf(root);
+}
+
+/* Out of descriptors for good: under every policy the loader fails with
+ * the real reason, naming the file it was opening, and records no file
+ * as bad (skipping would drop good files at random). */
+Test(faults, a_lasting_lack_of_descriptors_fails_the_loader_not_the_file,
+     .timeout = 60)
+{
+    char root[64];
+    make_data(root, 12);
+    snprintf(emfile_open, sizeof emfile_open, "c0/06.jpg");
+    pl_config c = config(root);
+    const pl_on_error policies[] = {PL_ON_ERROR_SKIP, PL_ON_ERROR_SUBSTITUTE,
+                                    PL_ON_ERROR_FAIL};
+    for (int p = 0; p < 3; p++) {
+        emfile_times = -1;
+        c.on_error = policies[p];
+        pl_loader *l;
+        cr_assert_eq(pl_loader_create(&c, &l), 0, "%s", pl_last_error());
+        int samples;
+        const int rc = run_epoch(l, &samples);
+        cr_assert_eq(rc, PL_EIO, "policy %d: %s", p, pl_err_name(rc));
+        const char *e = pl_last_error();
+        cr_assert_not_null(strstr(e, "c0/06.jpg"), "%s", e);
+        cr_assert_not_null(strstr(e, "Too many open files"), "%s", e);
+        cr_assert_not_null(strstr(e, "not this file's fault"), "%s", e);
+        cr_assert_lt(samples, 12, "policy %d delivered the whole epoch", p);
+        size_t n;
+        pl_failure f[1];
+        pl_loader_failures(l, 0, f, 1, &n);
+        cr_assert_eq(n, 0, "policy %d recorded %s as bad", p,
+                     n ? f[0].path : "");
+        pl_loader_destroy(l);
+    }
+    disarm();
+    tu_rm_rf(root);
+}
+
+/* A FIFO named like a JPEG: refused as that sample's error at once; before,
+ * a worker blocked for ever in open() and destroy with it. */
+Test(faults, a_fifo_named_like_a_jpeg_fails_alone_without_blocking,
+     .timeout = 30)
+{
+    char root[64], fifo[128];
+    make_data(root, 12);
+    snprintf(fifo, sizeof fifo, "%s/c0/99.jpg", root);
+    cr_assert_eq(mkfifo(fifo, 0600), 0, "mkfifo: %s", strerror(errno));
+    pl_config c = config(root);
+    pl_loader *l;
+    cr_assert_eq(pl_loader_create(&c, &l), 0, "%s", pl_last_error());
+    int samples;
+    cr_assert_eq(run_epoch(l, &samples), PL_EPOCH_END, "%s", pl_last_error());
+    cr_assert_eq(samples, 13, "skip fills the FIFO's place");
+    size_t n;
+    pl_failure f[2];
+    pl_loader_failures(l, 0, f, 2, &n);
+    cr_assert_eq(n, 1);
+    cr_assert(ends_with(f[0].path, "c0/99.jpg"), "%s", f[0].path);
+    cr_assert_str_eq(f[0].reason, "not a regular file (a FIFO)");
+    pl_loader_destroy(l);
+    tu_rm_rf(root);
+}
+
+/* A worker's file buffer grown for one large file is not kept for the
+ * small ones after it (a file near max_file_bytes once left each worker
+ * holding its size until destroy). */
+Test(faults, a_large_files_buffer_is_not_kept_for_the_next_small_one)
+{
+    char root[64], big[128], small[128];
+    tu_tmpdir(root);
+    snprintf(big, sizeof big, "%s/big.jpg", root);
+    snprintf(small, sizeof small, "%s/small.jpg", root);
+    const size_t n = FILEIO_KEEP_BYTES + (8 << 20);
+    uint8_t *bytes = calloc(1, n);
+    tu_write_file(big, bytes, n);
+    tu_write_file(small, bytes, 1000);
+    free(bytes);
+    fileio_buf b = {0};
+    char reason[256];
+    cr_assert_eq(
+        fileio_read(AT_FDCWD, big, (int64_t)n, &b, reason, sizeof reason), 0,
+        "%s", reason);
+    cr_assert_eq(b.len, n);
+    cr_assert_geq(b.cap, n);
+    cr_assert_eq(
+        fileio_read(AT_FDCWD, small, (int64_t)n, &b, reason, sizeof reason), 0,
+        "%s", reason);
+    cr_assert_eq(b.len, 1000);
+    cr_assert_leq(b.cap, FILEIO_KEEP_BYTES, "kept %zu bytes", b.cap);
+    fileio_buf_free(&b);
     tu_rm_rf(root);
 }
 

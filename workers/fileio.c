@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../common/grow.h"
@@ -49,15 +50,58 @@ static int read_all(int fd, int64_t max_bytes, fileio_buf *b, char *reason,
     return 0;
 }
 
+/* Whether errno says something about the process or the system (out of
+ * file descriptors or memory), not about the file. */
+static int process_wide(int err)
+{
+    return err == EMFILE || err == ENFILE || err == ENOMEM || err == EAGAIN ||
+           err == ENOBUFS;
+}
+
+/* openat, retrying EINTR at once and process-wide failures with backoff
+ * (1 ms doubling, FILEIO_RETRY_MS in all): another thread's descriptors or
+ * memory may come back. O_NONBLOCK, so that a FIFO or a device named like
+ * a JPEG is refused by the regular-file check instead of blocking the
+ * worker forever in open(). */
+static int open_file(int dirfd, const char *path)
+{
+    long slept_ms = 0, wait_ms = 1;
+    for (;;) {
+        const int fd =
+            openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd >= 0)
+            return fd;
+        if (errno == EINTR)
+            continue;
+        if (!process_wide(errno) || slept_ms >= FILEIO_RETRY_MS)
+            return -1;
+        const int err = errno;
+        const struct timespec ts = {wait_ms / 1000, (wait_ms % 1000) * 1000000};
+        nanosleep(&ts, NULL);
+        slept_ms += wait_ms;
+        wait_ms *= 2;
+        errno = err;
+    }
+}
+
 int fileio_read(int dirfd, const char *path, int64_t max_bytes, fileio_buf *b,
                 char *reason, size_t cap)
 {
-    int fd;
-    do
-        fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    while (fd < 0 && errno == EINTR);
-    if (fd < 0)
-        return io_error(errno, "open", reason, cap);
+    b->process_error = 0;
+    const int fd = open_file(dirfd, path);
+    if (fd < 0) {
+        const int err = errno;
+        if (process_wide(err)) {
+            char buf[128];
+            b->process_error = 1;
+            snprintf(reason, cap,
+                     "open: %s (a limit of the process or the system, not "
+                     "this file's fault; retried for %d ms)",
+                     strerror_r(err, buf, sizeof buf), FILEIO_RETRY_MS);
+            return PL_EIO;
+        }
+        return io_error(err, "open", reason, cap);
+    }
 
     int rc;
     struct stat st;
@@ -67,15 +111,29 @@ int fileio_read(int dirfd, const char *path, int64_t max_bytes, fileio_buf *b,
     }
     if (!S_ISREG(st.st_mode)) {
         snprintf(reason, cap, "not a regular file (%s)",
-                 S_ISDIR(st.st_mode) ? "a directory" : "a special file");
+                 S_ISDIR(st.st_mode)    ? "a directory"
+                 : S_ISFIFO(st.st_mode) ? "a FIFO"
+                 : S_ISSOCK(st.st_mode) ? "a socket"
+                                        : "a device or special file");
         rc = PL_EIO;
         goto done;
     }
+    /* A regular file never blocks; reads go back to blocking all the same. */
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     if (st.st_size > max_bytes) {
         snprintf(reason, cap, "%lld bytes, over the limit of %lld",
                  (long long)st.st_size, (long long)max_bytes);
         rc = PL_ELIMIT;
         goto done;
+    }
+    /* A buffer grown for an unusually large file is not kept for the small
+     * ones after it: a worker holds at most FILEIO_KEEP_BYTES between
+     * samples, whatever it met before. */
+    if (b->cap > FILEIO_KEEP_BYTES &&
+        (uint64_t)st.st_size + 1 <= FILEIO_KEEP_BYTES) {
+        free(b->data);
+        b->data = NULL;
+        b->cap = 0;
     }
     /* One spare byte lets read() see EOF without a second grow. */
     if (grow(&b->data, &b->cap, (size_t)st.st_size + 1, 1, 1 << 16) < 0) {

@@ -5,16 +5,27 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* How long a process-wide failure to open (EMFILE, ENFILE, ENOMEM, EAGAIN,
+ * ENOBUFS) is retried before it is reported. */
+#define FILEIO_RETRY_MS 1023
+/* The most a buffer keeps between files once a larger one was read. */
+#define FILEIO_KEEP_BYTES ((size_t)32 << 20)
+
 typedef struct fileio_buf {
     uint8_t *data;
     size_t len; /* bytes of the last file read */
     size_t cap;
+    int process_error; /* the last read failed for the process's reason
+                          (out of descriptors or memory), not the file's */
 } fileio_buf;
 
 /* Read `path` (relative to the directory dirfd, or absolute) into b,
  * growing it as needed. Files over max_bytes, directories and other
  * non-regular files are refused. Returns 0, or PL_EIO / PL_ELIMIT /
- * PL_ENOMEM with a reason in reason[cap]. Retries EINTR and short reads. */
+ * PL_ENOMEM with a reason in reason[cap]. Retries EINTR and short reads,
+ * and process-wide failures to open for FILEIO_RETRY_MS; if they last,
+ * PL_EIO with b->process_error set. FIFOs and devices are refused without
+ * blocking. */
 int fileio_read(int dirfd, const char *path, int64_t max_bytes, fileio_buf *b,
                 char *reason, size_t cap);
 

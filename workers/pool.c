@@ -48,6 +48,7 @@ static void *worker_main(void *arg)
                                     job.dst, &t, job.reason);
         add(job.status == 0 ? &w->decoded : &w->failed, 1);
         job.warnings = w->ctx.warnings;
+        job.process_error = job.status != 0 && w->ctx.file.process_error;
         if (job.status == 0 && job.warnings) {
             add(&w->warned, 1);
             snprintf(job.reason, sizeof job.reason, "%s", w->ctx.first_warning);

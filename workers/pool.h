@@ -21,6 +21,9 @@ typedef struct pool_job {
     int worker;                      /* which worker holds the job */
     int status;                      /* 0 or PL_E* */
     int warnings;                    /* libjpeg warnings (status 0: accepted) */
+    int process_error;               /* status is the process's failure (out
+                                        of descriptors or memory, retried),
+                                        not the file's */
     char reason[PROCESS_REASON_MAX]; /* why it failed, or the first
                                         warning */
 } pool_job;
