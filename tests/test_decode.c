@@ -566,6 +566,44 @@ Test(decode, progressive_files_with_too_many_scans_hit_the_scan_limit)
     tu_rm_rf(dir);
 }
 
+/* A decode that runs past its time limit stops, from within libjpeg, as
+ * that image's PL_ELIMIT; the next image gets a fresh limit. (Here a large
+ * progressive image against 1 ms; a hostile file meets the default.) */
+Test(decode, a_decode_past_its_time_limit_is_elimit_and_the_next_decodes)
+{
+    char dir[64], path[256];
+    tu_tmpdir(dir);
+    size_t len;
+    tu_jpeg_opts o = {.progressive = 1};
+    uint8_t *buf =
+        make_jpeg(dir, "big.jpg", 3000, 2000, 5, &o, &len, path, sizeof path);
+    decode_limits lim;
+    decode_limits_default(&lim);
+    lim.max_decode_ms = 1;
+    decoder *d;
+    cr_assert_eq(decoder_create(&d, &lim), 0);
+    uint8_t *rgb;
+    int w, h;
+    char reason[DECODE_REASON_MAX] = "";
+    int rc = decode_all(d, buf, len, &rgb, &w, &h, reason);
+    cr_assert_eq(rc, PL_ELIMIT, "%s (%s)", pl_err_name(rc), reason);
+    cr_assert_str_eq(reason, "decoding took longer than the limit of 1 ms");
+    cr_assert_eq(decoder_is_open(d), 0);
+    lim.max_decode_ms = 60000;
+    decoder_set_limits(d, &lim);
+    size_t len2;
+    uint8_t *buf2 =
+        make_jpeg(dir, "b.jpg", 40, 30, 4, NULL, &len2, path, sizeof path);
+    rc = decode_all(d, buf2, len2, &rgb, &w, &h, reason);
+    cr_assert_eq(rc, 0, "%s", reason);
+    assert_matches_djpeg(path, rgb, w, h);
+    free(rgb);
+    free(buf2);
+    free(buf);
+    decoder_destroy(d);
+    tu_rm_rf(dir);
+}
+
 /* Reads the rest of the image from the decoder's current row into
  * out + row * stride, returning the rows read. */
 static int read_rest(decoder *d, uint8_t *out, int height, char *reason)
@@ -947,6 +985,7 @@ Test(decode, default_limits_are_the_documented_ones)
     cr_assert_eq(lim.max_height, 32768);
     cr_assert_eq(lim.max_pixels, 178956970);
     cr_assert_eq(lim.max_scans, 256);
+    cr_assert_eq(lim.max_decode_ms, 5000);
     cr_assert_eq(lim.strict, 0);
 }
 

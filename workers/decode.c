@@ -13,6 +13,7 @@
 #include <jerror.h>
 #include <jpeglib.h>
 
+#include "../common/clock.h"
 #include "../common/defaults.h"
 #include "../common/grow.h"
 #include "pinload.h"
@@ -22,6 +23,9 @@ typedef struct decode_jerr {
     struct jpeg_error_mgr pub;
     jmp_buf jump;
     int max_scans;
+    uint64_t deadline_ns; /* clock_now_ns() past which the decode stops;
+                             0: none */
+    int64_t max_decode_ms;
     int warnings;
     char first_warning[JMSG_LENGTH_MAX];
     char own_reason[DECODE_REASON_MAX]; /* set when we abort, not libjpeg */
@@ -50,6 +54,7 @@ void decode_limits_default(decode_limits *lim)
     lim->max_height = DEFAULT_MAX_HEIGHT;
     lim->max_pixels = DEFAULT_MAX_PIXELS;
     lim->max_scans = DEFAULT_MAX_SCANS;
+    lim->max_decode_ms = DEFAULT_MAX_DECODE_MS;
     lim->strict = 0;
 }
 
@@ -68,9 +73,10 @@ static void on_emit_message(j_common_ptr cinfo, int level)
         cinfo->err->format_message(cinfo, e->first_warning);
 }
 
-/* libjpeg calls this once per pass and per scan while it absorbs a
- * progressive file; a hostile file can hold thousands of tiny scans, each
- * costing a pass over the whole coefficient buffer. */
+/* libjpeg calls this for every row group it absorbs or outputs, in every
+ * pass and scan; a hostile file can hold thousands of tiny scans, each
+ * costing a pass over the whole coefficient buffer, or make one pass run
+ * long: both the scan count and the decode's time are bounded here. */
 static void on_progress(j_common_ptr cinfo)
 {
     j_decompress_ptr dinfo = (j_decompress_ptr)cinfo;
@@ -79,6 +85,13 @@ static void on_progress(j_common_ptr cinfo)
         e->own_code = PL_ELIMIT;
         snprintf(e->own_reason, sizeof e->own_reason,
                  "more than %d progressive scans", e->max_scans);
+        longjmp(e->jump, 1);
+    }
+    if (e->deadline_ns && clock_now_ns() > e->deadline_ns) {
+        e->own_code = PL_ELIMIT;
+        snprintf(e->own_reason, sizeof e->own_reason,
+                 "decoding took longer than the limit of %lld ms",
+                 (long long)e->max_decode_ms);
         longjmp(e->jump, 1);
     }
 }
@@ -90,6 +103,7 @@ static int decoder_init(decoder *d, const decode_limits *lim)
     d->jerr.pub.error_exit = on_error_exit;
     d->jerr.pub.emit_message = on_emit_message;
     d->jerr.max_scans = lim->max_scans;
+    d->jerr.max_decode_ms = lim->max_decode_ms;
     if (setjmp(d->jerr.jump))
         return PL_ENOMEM; /* jpeg_create_decompress fails only so */
     jpeg_create_decompress(&d->cinfo);
@@ -154,6 +168,7 @@ void decoder_set_limits(decoder *d, const decode_limits *lim)
 {
     d->limits = *lim;
     d->jerr.max_scans = lim->max_scans;
+    d->jerr.max_decode_ms = lim->max_decode_ms;
 }
 
 int decoder_warnings(const decoder *d, const char **first)
@@ -273,6 +288,10 @@ int decoder_open(decoder *d, const uint8_t *buf, size_t len, decode_info *info,
     decoder_close(d);
     d->jerr.warnings = 0;
     d->jerr.own_code = 0;
+    d->jerr.deadline_ns =
+        d->jerr.max_decode_ms > 0
+            ? clock_now_ns() + (uint64_t)d->jerr.max_decode_ms * 1000000u
+            : 0;
     if (len < 2 || buf[0] != 0xFF || buf[1] != 0xD8) {
         describe_not_jpeg(buf, len, reason);
         return PL_ENOTJPEG;

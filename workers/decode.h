@@ -16,8 +16,10 @@
 typedef struct decode_limits {
     int max_width, max_height;
     int64_t max_pixels;
-    int max_scans; /* progressive scans; bounds time on hostile files */
-    int strict;    /* 1: a libjpeg warning makes the image bad */
+    int max_scans;         /* progressive scans; bounds time on hostile files */
+    int64_t max_decode_ms; /* one image's decode, header to last row;
+                              0: no limit */
+    int strict;            /* 1: a libjpeg warning makes the image bad */
 } decode_limits;
 
 /* The limits pl_config_default() implies. */
