@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../workers/pool.h"
 #include "backend.h"
@@ -42,7 +43,23 @@ struct pl_loader {
     int start_done;
     state_fields print; /* the fingerprint pl_loader_state writes */
     pl_info info;
+    pid_t pid; /* the process that created it: its threads live there */
 };
+
+/* After fork() the child has none of the loader's threads and may hold its
+ * locks in whatever state the parent's threads left them: every call that
+ * needs them is refused there, naming the reason. */
+static int forked(const pl_loader *l, const char *fn)
+{
+    if (l->pid == getpid())
+        return 0;
+    return err_set(PL_EINVAL,
+                   "%s: this loader was created in process %ld and this is "
+                   "process %ld: after fork() a child has none of its "
+                   "threads; create a loader in the child (destroying the "
+                   "parent's there only forgets it)",
+                   fn, (long)l->pid, (long)getpid());
+}
 
 /* ---- the pool's job source: the ring ---- */
 
@@ -356,6 +373,7 @@ PL_EXPORT int pl_loader_create(const pl_config *cfg, pl_loader **out)
     if (!l)
         return err_set(PL_ENOMEM, "pl_loader_create: out of memory");
     l->ds.dirfd = -1;
+    l->pid = getpid();
     int rc = config_resolve(cfg, &l->rc);
     if (rc < 0) {
         free(l);
@@ -397,6 +415,10 @@ PL_EXPORT void pl_loader_destroy(pl_loader *l)
 {
     if (!l)
         return;
+    /* In a forked child there is nothing to join and no lock to trust:
+     * its memory is left as it is (the parent frees its own). */
+    if (l->pid != getpid())
+        return;
     /* Stop everything that waits, join every thread, and only then free:
      * workers finish the sample in hand, the prefetcher its current step. */
     if (l->have_ring)
@@ -432,6 +454,8 @@ PL_EXPORT int pl_loader_next(pl_loader *l, const pl_batch **out)
     if (!l || !out)
         return err_set(PL_EINVAL, "pl_loader_next: NULL argument");
     *out = NULL;
+    if (forked(l, "pl_loader_next"))
+        return PL_EINVAL;
     return handoff_next(&l->ho, out);
 }
 
@@ -440,6 +464,8 @@ PL_EXPORT int pl_loader_release(pl_loader *l, const pl_batch *b,
 {
     if (!l || !b)
         return err_set(PL_EINVAL, "pl_loader_release: NULL argument");
+    if (forked(l, "pl_loader_release"))
+        return PL_EINVAL;
     return handoff_release(&l->ho, b, stream);
 }
 
@@ -513,6 +539,8 @@ PL_EXPORT int pl_loader_state(const pl_loader *l, pl_state *state)
 {
     if (!l || !state)
         return err_set(PL_EINVAL, "pl_loader_state: NULL argument");
+    if (forked(l, "pl_loader_state"))
+        return PL_EINVAL;
     state_fields f = l->print;
     handoff_position((handoff *)&l->ho, &f.epoch, &f.batch, &f.position);
     state_encode(&f, state);
@@ -523,6 +551,8 @@ PL_EXPORT int pl_loader_stats(const pl_loader *l, pl_stats *out)
 {
     if (!l || !out)
         return err_set(PL_EINVAL, "pl_loader_stats: NULL argument");
+    if (forked(l, "pl_loader_stats"))
+        return PL_EINVAL;
     pool_stats ps;
     handoff_stats hs;
     prefetch_stats fs;
@@ -554,6 +584,8 @@ PL_EXPORT int pl_loader_failures(const pl_loader *l, size_t first,
 {
     if (!l || !n || (cap && !out))
         return err_set(PL_EINVAL, "pl_loader_failures: NULL argument");
+    if (forked(l, "pl_loader_failures"))
+        return PL_EINVAL;
     *n = failures_copy((failures *)&l->fails, first, out, cap);
     return 0;
 }

@@ -1,6 +1,8 @@
 /* The public loader API, the life cycle: destroy at any point, repeated
  * create/destroy, two loaders at once. Part of the loader suites
  * (testloader.h), run on the host backend and on simulated CUDA. */
+#include <sys/wait.h>
+
 #include "testloader.h"
 
 /* ---- life cycle ---- */
@@ -130,4 +132,61 @@ Test(loader, two_loaders_at_once_each_deliver_their_own_labels,
     pl_loader_destroy(lb);
     tu_rm_rf(a_root);
     tu_rm_rf(b_root);
+}
+
+/* A child forked after create has none of the loader's threads: its calls
+ * are refused with a reason (before, its pl_loader_next blocked for ever),
+ * its destroy returns at once, and the parent's loader goes on unharmed. */
+Test(loader, a_forked_child_is_refused_and_the_parent_goes_on,
+     .timeout = TIMEOUT)
+{
+    char root[64];
+    pl_config c;
+    fx_tree(root, &c, 23, 3);
+    pl_loader *l = create(&c);
+    const pl_batch *b;
+    cr_assert_eq(pl_loader_next(l, &b), 0, "%s", pl_last_error());
+    fflush(NULL);
+    const pid_t child = fork();
+    cr_assert_geq(child, 0);
+    if (child == 0) {
+        /* Exit codes: 0 all as expected, 10 + step otherwise. */
+        alarm(20); /* a hang fails the test rather than stopping it */
+        const pl_batch *cb = NULL;
+        if (pl_loader_next(l, &cb) != PL_EINVAL || cb)
+            _exit(11);
+        if (!strstr(pl_last_error(), "after fork()") ||
+            !strstr(pl_last_error(), "pl_loader_next"))
+            _exit(12);
+        if (pl_loader_release(l, b, NULL) != PL_EINVAL)
+            _exit(13);
+        pl_stats st;
+        if (pl_loader_stats(l, &st) != PL_EINVAL)
+            _exit(14);
+        pl_state ps;
+        if (pl_loader_state(l, &ps) != PL_EINVAL)
+            _exit(15);
+        pl_info info; /* immutable: answered */
+        if (pl_loader_info(l, &info) != 0)
+            _exit(16);
+        pl_loader_destroy(l);
+        _exit(0);
+    }
+    int status;
+    cr_assert_eq(waitpid(child, &status, 0), child);
+    cr_assert(WIFEXITED(status), "child killed by signal %d",
+              WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    cr_assert_eq(WEXITSTATUS(status), 0, "child failed at step %d",
+                 WEXITSTATUS(status) - 10);
+    cr_assert_eq(pl_loader_release(l, b, NULL), 0, "%s", pl_last_error());
+    int batches = 1, rc;
+    while ((rc = pl_loader_next(l, &b)) == 0) {
+        batches++;
+        cr_assert_eq(pl_loader_release(l, b, NULL), 0);
+    }
+    cr_assert_eq(rc, PL_EPOCH_END, "%s", pl_last_error());
+    pl_info info;
+    pl_loader_info(l, &info);
+    cr_assert_eq(batches, info.batches_per_epoch);
+    fx_done(l, root);
 }
