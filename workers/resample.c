@@ -30,17 +30,31 @@ static int reserve(resample_axis *a, int out_n, int taps)
     a->cap_out = cap_count;
     if (grow(&a->w, &a->cap_w, need_w, sizeof *a->w, 0) < 0 ||
         grow(&a->scratch, &a->cap_scratch, (size_t)taps * 2, sizeof *a->scratch,
-             0) < 0)
+             0) < 0 ||
+        grow(&a->order, &a->cap_order, (size_t)taps, sizeof *a->order, 0) < 0)
         return PL_ENOMEM;
     return 0;
+}
+
+/* Larger remainder first; of equal ones, the lower tap. */
+static int by_remainder(const void *a, const void *b, void *arg)
+{
+    const double *frac = arg;
+    const int i = *(const int *)a, j = *(const int *)b;
+    if (frac[i] != frac[j])
+        return frac[i] > frac[j] ? -1 : 1;
+    return (i > j) - (i < j);
 }
 
 /* Quantise n weights (summing to `sum` > 0) to Q14 integers summing to
  * exactly 1 << 14, each within one unit of its exact value: every weight is
  * rounded down, and the units left over go to the weights that lost the
- * most (largest remainders). */
-static void quantise(const double *ws, double *frac, int n, double sum,
-                     int16_t *w)
+ * most (largest remainders, the lower tap first among equals). Up to n
+ * units are left over: a few are found by scanning, more by sorting
+ * (order[n] scratch), so a filter thousands of taps wide (a 1 x 32768
+ * image to a small output) costs n log n, not n^2. */
+static void quantise(const double *ws, double *frac, int *order, int n,
+                     double sum, int16_t *w)
 {
     const int one = 1 << RESAMPLE_WBITS;
     int total = 0;
@@ -50,14 +64,23 @@ static void quantise(const double *ws, double *frac, int n, double sum,
         frac[k] = exact - w[k];
         total += w[k];
     }
-    for (int left = one - total; left > 0; left--) {
-        int best = 0;
-        for (int k = 1; k < n; k++)
-            if (frac[k] > frac[best])
-                best = k;
-        w[best]++;
-        frac[best] = -1.0;
+    const int left = one - total;
+    if (left <= 16) {
+        for (int u = 0; u < left; u++) {
+            int best = 0;
+            for (int k = 1; k < n; k++)
+                if (frac[k] > frac[best])
+                    best = k;
+            w[best]++;
+            frac[best] = -1.0;
+        }
+        return;
     }
+    for (int k = 0; k < n; k++)
+        order[k] = k;
+    qsort_r(order, (size_t)n, sizeof *order, by_remainder, frac);
+    for (int u = 0; u < left; u++)
+        w[order[u]]++;
 }
 
 /* Weights k and k + 1 side by side in one int32 (pmaddwd's operand), the
@@ -108,7 +131,7 @@ int resample_axis_plan(resample_axis *a, double in0, double in1, int bound_lo,
             n = 1;
             ws[0] = sum = 1.0;
         }
-        quantise(ws, ws + taps, n, sum, a->w + (size_t)i * taps);
+        quantise(ws, ws + taps, a->order, n, sum, a->w + (size_t)i * taps);
         a->first[i] = xmin;
         a->count[i] = n;
         a->lo = xmin < a->lo ? xmin : a->lo;
@@ -133,6 +156,7 @@ void resample_axis_free(resample_axis *a)
     free(a->w);
     free(a->wpair);
     free(a->scratch);
+    free(a->order);
     memset(a, 0, sizeof *a);
 }
 

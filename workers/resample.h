@@ -36,7 +36,8 @@ typedef struct resample_axis {
     size_t cap_pair;
     int lo, hi;      /* source pixels any output reads: [lo, hi) */
     double *scratch; /* [2 * taps] for planning */
-    size_t cap_out, cap_w, cap_scratch; /* allocation sizes (grow only) */
+    int *order;      /* [taps] for planning wide filters */
+    size_t cap_out, cap_w, cap_scratch, cap_order; /* allocation sizes */
 } resample_axis;
 
 /* Plan a's weights. Needs in0 < in1, bound_lo < bound_hi, 1 <= rs_n,
