@@ -6,7 +6,10 @@
 #                         (DATA=/path/to/train to use your own data)
 #   make test             the Criterion suite (host backend; no GPU needed)
 #   make test-gpu         the CUDA-path tests, on a machine with a GPU
-#   make install PREFIX=/usr/local DESTDIR=
+#   make install PREFIX=/usr/local DESTDIR=   library, header, pkg-config
+#                         files, tools and their man pages (make uninstall)
+#   make deps             install the Debian packages the build needs (root)
+#   make WERROR=1         warnings are errors (CI builds so)
 #   make SANITIZE=address,undefined test    (or SANITIZE=thread)
 #   make CUDA=0           build host-only even where CUDA is installed
 #   make NCCL=0           samples/data_parallel without NCCL (its host
@@ -18,19 +21,29 @@
 #                         `make test` runs them too, after the host suites)
 #
 # CUDA is found at $(CUDA_HOME) (default /usr/local/cuda); without it the
-# library builds host-only with the same API. Missing Debian packages are
-# installed by tools/install-deps.sh (as root) or named (otherwise).
+# library builds host-only with the same API. Plain `make` only checks the
+# Debian packages it needs and names the missing ones; `make deps`, `make
+# test` and `make bench` install them (tools/install-deps.sh, as root).
 
 CC       ?= cc
 NVCC     ?= $(CUDA_HOME)/bin/nvcc
 CUDA_HOME ?= /usr/local/cuda
 PREFIX   ?= /usr/local
+LIBDIR   ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+BINDIR   ?= $(PREFIX)/bin
+MANDIR   ?= $(PREFIX)/share/man
 DESTDIR  ?=
 JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 
 CFLAGS   ?= -O2 -g
-WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes \
             -Wmissing-prototypes -Wno-missing-field-initializers
+# Warnings fail the build in CI (.ci/run exports WERROR=1), not for users,
+# whose newer compilers may warn about what ours does not.
+ifeq ($(WERROR),1)
+WARN     += -Werror
+endif
 CFLAGS_ALL := -std=c11 $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden -pthread
 CPPFLAGS_ALL := -D_GNU_SOURCE -Iinclude $(CPPFLAGS) -MMD -MP
 LIBS     := -ljpeg -lm -lpthread
@@ -91,10 +104,18 @@ HAVE_NCCL := $(if $(NCCL_LIBDIR),$(shell awk \
 endif
 endif
 endif
+# Kernels for every architecture this nvcc knows from sm_75 (Turing: T4,
+# RTX 20xx) up, and PTX for the newest, which later GPUs compile at load.
+NVCC_ARCHS := $(shell $(NVCC) --list-gpu-arch 2>/dev/null | \
+                sed -n 's/^compute_\([0-9]*\)$$/\1/p' | \
+                awk '$$1 >= 75' | sort -n | uniq)
+ifeq ($(NVCC_ARCHS),)
+NVCC_ARCHS := 75 80 90
+endif
+NVCC_PTX   := $(lastword $(NVCC_ARCHS))
 NVCCFLAGS := -O2 -std=c++17 -Iinclude \
-             -gencode arch=compute_80,code=sm_80 \
-             -gencode arch=compute_90,code=sm_90 \
-             -gencode arch=compute_90,code=compute_90
+             $(foreach a,$(NVCC_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+             -gencode arch=compute_$(NVCC_PTX),code=compute_$(NVCC_PTX)
 
 COMMON_SRC  := common/clock.c common/grow.c
 WORKERS_SRC := workers/decode.c workers/resample.c workers/augment.c \
@@ -140,25 +161,32 @@ TEST_INC  := -Itests/runner
 TEST_LINK :=
 
 DEPS_STAMP := $(BUILD)/.deps-build
+# What the dependency check does: `check` names missing packages and fails;
+# `install` installs them (as root). The README's two commands and `make
+# deps` install; every other target only checks.
+DEPS_MODE ?= check
 
 .PHONY: all lib tools samples test test-gpu bench compare compare-tools fuzz \
         valgrind default-data \
-        install uninstall clean \
-        format deps deps-test
+        install uninstall clean test-install man \
+        format deps deps-test FORCE
 all: lib tools samples
 
-lib: $(BUILD)/libpinload.a $(BUILD)/libpinload.so $(BUILD)/pinload.pc
+lib: $(BUILD)/libpinload.a $(BUILD)/libpinload.so $(BUILD)/pinload.pc \
+     $(BUILD)/pinload-static.pc
 tools: $(TOOLS)
 samples: $(SAMPLES)
 
 # Dependencies: checked once per build directory, installed if missing.
 $(DEPS_STAMP): tools/install-deps.sh
-	@tools/install-deps.sh build
+	@tools/install-deps.sh --$(DEPS_MODE) build
 	@mkdir -p $(@D) && touch $@
 $(BUILD)/.deps-test: tools/install-deps.sh
-	@tools/install-deps.sh test
+	@tools/install-deps.sh --$(DEPS_MODE) test
 	@mkdir -p $(@D) && touch $@
+deps: DEPS_MODE := install
 deps: $(DEPS_STAMP)
+deps-test: DEPS_MODE := install
 deps-test: $(BUILD)/.deps-test
 
 $(BUILD)/obj/loader/normalize.o: loader/normalize.cu loader/normalize.h \
@@ -188,15 +216,30 @@ $(BUILD)/libpinload.so: $(LIB_OBJ) $(CUDASIM)
 	$(CC) -shared $(CFLAGS_ALL) $(LDFLAGS) -Wl,-soname,libpinload.so.0 \
 	    -o $@ $(LIB_OBJ) $(LIBS)
 
-$(BUILD)/pinload.pc: Makefile include/pinload/version.h
+# The install paths the .pc files were made for: rewritten only when they
+# change, so that `make install PREFIX=/other` regenerates the .pc files.
+PC_PATHS := $(PREFIX) $(LIBDIR) $(INCLUDEDIR) $(LIBS)
+$(BUILD)/.pc-paths: FORCE
 	@mkdir -p $(@D)
-	@ver=$$(sed -n 's/^#define PL_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)/\2/p' \
-	    include/pinload/version.h | paste -sd.); \
-	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$${prefix}/lib' \
-	    'includedir=$${prefix}/include' '' 'Name: pinload' \
-	    'Description: pinned-memory JPEG data loader that keeps GPUs fed' \
-	    "Version: $$ver" 'Libs: -L$${libdir} -lpinload' \
-	    'Libs.private: $(LIBS)' 'Cflags: -I$${includedir}' > $@
+	@if [ "$$(cat $@ 2>/dev/null)" != '$(PC_PATHS)' ]; then \
+	    printf '%s\n' '$(PC_PATHS)' > $@; fi
+FORCE:
+
+PC_VERSION = $$(sed -n \
+    's/^\#define PL_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)/\2/p' \
+    include/pinload/version.h | paste -sd.)
+PC_HEAD = 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' \
+    'Description: pinned-memory JPEG data loader that keeps GPUs fed' \
+    "Version: $(PC_VERSION)" 'Cflags: -I$${includedir}'
+
+# pinload.pc links the shared library; pinload-static.pc the archive by
+# its file name, so that no libpinload.so beside it can be picked.
+$(BUILD)/pinload.pc: $(BUILD)/.pc-paths include/pinload/version.h
+	@printf '%s\n' $(PC_HEAD) 'Name: pinload' \
+	    'Libs: -L$${libdir} -lpinload' 'Libs.private: $(LIBS)' > $@
+$(BUILD)/pinload-static.pc: $(BUILD)/.pc-paths include/pinload/version.h
+	@printf '%s\n' $(PC_HEAD) 'Name: pinload-static' \
+	    'Libs: $${libdir}/libpinload.a $(LIBS)' > $@
 
 # Tools and samples see only include/ and link the static library.
 $(BUILD)/pinload-%: tools/%.c tools/cli.h $(BUILD)/libpinload.a $(CUDASIM)
@@ -327,6 +370,9 @@ NO_LAUNCHER := env $(foreach v,$(LAUNCHER_VARS),-u $(v))
 # backend's ordering, faults and bytes) and the loader suites
 # (test_loader_*) with every loader on simulated CUDA
 # (PINLOAD_TEST_DEVICE=cuda).
+# The README's two commands install what they need (as root).
+test bench: DEPS_MODE := install
+
 ifneq ($(SIM),)
 test: $(SIM_TEST_BIN) $(TOOLS) $(SAMPLES)
 	@set -e; for t in $(SIM_TEST_BIN); do \
@@ -339,6 +385,8 @@ test: $(TEST_BIN) $(STRESS) $(TOOLS) $(SAMPLES)
 	    echo "== $$t"; $(NO_LAUNCHER) PINLOAD_BUILD=$(BUILD) \
 	    $$t --jobs $(JOBS); done
 	@echo "== $(STRESS)"; $(NO_LAUNCHER) $(STRESS)
+	@echo "== install into two prefixes, out-of-tree C and C++ builds"
+	@$(MAKE) --no-print-directory test-install
 ifneq ($(HAVE_CUDA),)
 	@$(MAKE) --no-print-directory CUDA=sim BUILD=$(BUILD)/sim test
 else
@@ -368,7 +416,7 @@ compare: all $(BUILD)/.deps-compare default-data
 compare-tools: $(BUILD)/.deps-compare $(BUILD)/compare-ceiling \
                $(BUILD)/compare-resize
 $(BUILD)/.deps-compare: tools/install-deps.sh
-	@tools/install-deps.sh compare
+	@tools/install-deps.sh --$(DEPS_MODE) compare
 	@mkdir -p $(@D) && touch $@
 $(BUILD)/compare-ceiling: tools/compare/ceiling.c
 	$(CC) -O2 -std=c11 -D_GNU_SOURCE -o $@ $< -ljpeg
@@ -378,7 +426,7 @@ $(BUILD)/compare-resize: tools/compare/resize_libyuv.c $(BUILD)/obj/workers/resa
 	    $(BUILD)/obj/workers/resample.o $(BUILD)/obj/common/grow.o -lyuv -lm
 
 $(BUILD)/.deps-bench: tools/install-deps.sh
-	@tools/install-deps.sh bench
+	@tools/install-deps.sh --$(DEPS_MODE) bench
 	@mkdir -p $(@D) && touch $@
 
 # libFuzzer over the decode and augment path, seeded with ../shared/data's
@@ -397,7 +445,7 @@ $(FUZZ_DIR)/fuzz_decode: tests/fuzz/fuzz_decode.c tests/fuzz/harness.h \
 	    -fno-sanitize-recover=all -D_GNU_SOURCE -Iinclude -o $@ \
 	    tests/fuzz/fuzz_decode.c $(FUZZ_SRC) -ljpeg -lm
 $(BUILD)/.deps-fuzz: tools/install-deps.sh
-	@tools/install-deps.sh fuzz
+	@tools/install-deps.sh --$(DEPS_MODE) fuzz
 	@mkdir -p $(@D) && touch $@
 fuzz: $(FUZZ_DIR)/fuzz_decode
 	@mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/seeds
@@ -424,22 +472,42 @@ valgrind: $(STRESS) | $(BUILD)/.deps-test
 test-gpu: lib
 	$(MAKE) -C tests/gpu BUILD=$(abspath $(BUILD)) CUDA_HOME=$(CUDA_HOME)
 
-install: lib
-	install -d $(DESTDIR)$(PREFIX)/include/pinload $(DESTDIR)$(PREFIX)/lib/pkgconfig
-	install -m 644 include/pinload.h $(DESTDIR)$(PREFIX)/include/
-	install -m 644 include/pinload/*.h $(DESTDIR)$(PREFIX)/include/pinload/
-	install -m 644 $(BUILD)/libpinload.a $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(BUILD)/libpinload.so $(DESTDIR)$(PREFIX)/lib/libpinload.so.0
-	ln -sf libpinload.so.0 $(DESTDIR)$(PREFIX)/lib/libpinload.so
-	install -m 644 $(BUILD)/pinload.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+# Man pages, made from each tool's --help (tools/help2man.sh).
+MANPAGES := $(TOOLS:$(BUILD)/%=$(BUILD)/man/%.1)
+man: $(MANPAGES)
+$(BUILD)/man/%.1: $(BUILD)/% tools/help2man.sh
+	@mkdir -p $(@D)
+	tools/help2man.sh $< > $@
+
+TOOL_NAMES := $(notdir $(TOOLS))
+install: lib tools man
+	install -d $(DESTDIR)$(INCLUDEDIR)/pinload $(DESTDIR)$(LIBDIR)/pkgconfig \
+	    $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
+	install -m 644 include/pinload.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 include/pinload/*.h $(DESTDIR)$(INCLUDEDIR)/pinload/
+	install -m 644 $(BUILD)/libpinload.a $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(BUILD)/libpinload.so $(DESTDIR)$(LIBDIR)/libpinload.so.0
+	ln -sf libpinload.so.0 $(DESTDIR)$(LIBDIR)/libpinload.so
+	install -m 644 $(BUILD)/pinload.pc $(BUILD)/pinload-static.pc \
+	    $(DESTDIR)$(LIBDIR)/pkgconfig/
+	install -m 755 $(TOOLS) $(DESTDIR)$(BINDIR)/
+	install -m 644 $(MANPAGES) $(DESTDIR)$(MANDIR)/man1/
 
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/include/pinload.h \
-	    $(DESTDIR)$(PREFIX)/lib/libpinload.a \
-	    $(DESTDIR)$(PREFIX)/lib/libpinload.so \
-	    $(DESTDIR)$(PREFIX)/lib/libpinload.so.0 \
-	    $(DESTDIR)$(PREFIX)/lib/pkgconfig/pinload.pc
-	rm -rf $(DESTDIR)$(PREFIX)/include/pinload
+	rm -f $(DESTDIR)$(INCLUDEDIR)/pinload.h \
+	    $(DESTDIR)$(LIBDIR)/libpinload.a \
+	    $(DESTDIR)$(LIBDIR)/libpinload.so \
+	    $(DESTDIR)$(LIBDIR)/libpinload.so.0 \
+	    $(DESTDIR)$(LIBDIR)/pkgconfig/pinload.pc \
+	    $(DESTDIR)$(LIBDIR)/pkgconfig/pinload-static.pc \
+	    $(TOOL_NAMES:%=$(DESTDIR)$(BINDIR)/%) \
+	    $(TOOL_NAMES:%=$(DESTDIR)$(MANDIR)/man1/%.1)
+	rm -rf $(DESTDIR)$(INCLUDEDIR)/pinload
+
+# Installs into two prefixes (one through DESTDIR) and builds a C and a C++
+# program against each, shared and static (tests/install/check.sh).
+test-install: all
+	tests/install/check.sh $(BUILD)
 
 format:
 	clang-format -i include/*.h include/pinload/*.h common/*.[ch] loader/*.[ch] \

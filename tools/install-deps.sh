@@ -7,10 +7,18 @@
 #   tools/install-deps.sh compare what `make compare` and `make compare-tools`
 #                                 need (python3-venv, libyuv-dev)
 #   tools/install-deps.sh all     build, test, bench and fuzz (default)
+#   tools/install-deps.sh --check WHAT   only name what is missing
 # As root with apt-get, missing packages are installed; otherwise the exact
 # apt-get command is printed and the script fails.
 set -eu
 
+# --check: never install, only name what is missing (plain `make`);
+# --install: install as root (`make deps`, `make test`, `make bench`, CI).
+mode=install
+case "${1:-}" in
+--check) mode=check; shift ;;
+--install) mode=install; shift ;;
+esac
 what=${1:-all}
 cc=${CC:-cc}
 need=""
@@ -28,10 +36,11 @@ check_build() {
     have_header turbojpeg.h || want libturbojpeg0-dev # bench --baseline
 }
 check_test() {
-    have_header criterion/criterion.h || want libcriterion-dev
     command -v djpeg >/dev/null 2>&1 || want libjpeg-turbo-progs
     command -v gnuplot >/dev/null 2>&1 || want gnuplot-nox # test_bench
     command -v valgrind >/dev/null 2>&1 || want valgrind
+    command -v pkg-config >/dev/null 2>&1 || want pkg-config # test-install
+    command -v c++ >/dev/null 2>&1 || want g++                # test-install
 }
 
 check_fuzz() {
@@ -59,7 +68,8 @@ esac
 
 [ -z "$need" ] && exit 0
 
-if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+if [ "$mode" = install ] && [ "$(id -u)" = 0 ] &&
+    command -v apt-get >/dev/null 2>&1; then
     echo "install-deps: installing:$need"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
@@ -68,5 +78,5 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     exit 0
 fi
 echo "install-deps: missing Debian packages:$need" >&2
-echo "install-deps: run: sudo apt-get install$need" >&2
+echo "install-deps: run: sudo apt-get install$need (or: make deps)" >&2
 exit 1

@@ -1,0 +1,111 @@
+#!/bin/sh
+# tests/install/check.sh BUILD: `make install` checked from the outside.
+# Installs into two prefixes (the second staged through DESTDIR, as a
+# package build does), then for each: the pkg-config files name that prefix;
+# an out-of-tree C and a C++ program build against it, shared and static,
+# and take a batch from data made by the installed pinload-mkdata; the
+# static programs need no libpinload.so (ldd), the shared ones load the
+# prefix's; the tools and man pages are there. Last, installing the same
+# build again with a new PREFIX must give .pc files naming the new one.
+set -eu
+build=${1:-build}
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/pinload-install.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "test-install: FAIL: $*" >&2; exit 1; }
+cc=${CC:-cc}
+cxx=${CXX:-c++}
+
+install_to() { # PREFIX [DESTDIR]
+    make -C "$root" --no-print-directory -s BUILD="$build" PREFIX="$1" \
+        DESTDIR="${2:-}" install >"$tmp/install.log" 2>&1 ||
+        { cat "$tmp/install.log" >&2; fail "make install PREFIX=$1"; }
+}
+
+check_prefix() { # PREFIX (as the .pc files must name it) ROOT (where it lies)
+    prefix=$1 at=$2
+    pcdir=$at/lib/pkgconfig
+    for pc in pinload pinload-static; do
+        [ -f "$pcdir/$pc.pc" ] || fail "$pcdir/$pc.pc missing"
+        got=$(PKG_CONFIG_PATH=$pcdir pkg-config --variable=prefix "$pc")
+        [ "$got" = "$prefix" ] || fail "$pc.pc: prefix $got, want $prefix"
+    done
+    for t in pinload-bench pinload-dump pinload-mkdata; do
+        [ -x "$at/bin/$t" ] || fail "$at/bin/$t missing"
+        page=$at/share/man/man1/$t.1
+        [ -s "$page" ] || fail "$page missing"
+        if command -v groff >/dev/null 2>&1; then
+            groff -man -Tutf8 -ww -z "$page" 2>"$tmp/groff.err"
+            [ ! -s "$tmp/groff.err" ] || { cat "$tmp/groff.err" >&2; fail "$page: groff warnings"; }
+        fi
+        head -1 "$page" | grep -q '^\.TH ' || fail "$page: no .TH header"
+    done
+    data=$tmp/data-$$
+    rm -rf "$data"
+    "$at/bin/pinload-mkdata" --out "$data" --classes 2 --per-class 4 \
+        --size-range 32-48 >/dev/null || fail "installed pinload-mkdata"
+    # When staged through DESTDIR the .pc files name the final prefix:
+    # point the compiler at where the files lie now instead.
+    flags="-I$at/include"
+    for lang in c cpp; do
+        compiler=$cc std=-std=c11
+        [ "$lang" = cpp ] && compiler=$cxx std=-std=c++17
+        shared=$tmp/hello-$lang-shared static=$tmp/hello-$lang-static
+        # shellcheck disable=SC2046
+        $compiler $std $flags "$here/hello.$lang" -o "$shared" \
+            -L"$at/lib" $(PKG_CONFIG_PATH=$pcdir pkg-config --libs pinload |
+                sed "s|-L$prefix/lib||") -Wl,-rpath,"$at/lib" ||
+            fail "$lang shared build against $at"
+        # shellcheck disable=SC2046
+        $compiler $std $flags "$here/hello.$lang" -o "$static" \
+            $(PKG_CONFIG_PATH=$pcdir pkg-config --libs pinload-static |
+                sed "s|$prefix/lib/|$at/lib/|") ||
+            fail "$lang static build against $at"
+        ldd "$static" | grep -q libpinload &&
+            fail "$lang static program loads libpinload: $(ldd "$static" | grep libpinload)"
+        ldd "$shared" | grep -q "$at/lib/libpinload.so.0" ||
+            fail "$lang shared program does not load $at/lib/libpinload.so.0: $(ldd "$shared" | grep pinload)"
+        "$shared" "$data" >/dev/null 2>"$tmp/run.err" ||
+            { cat "$tmp/run.err" >&2; fail "$lang shared program"; }
+        "$static" "$data" >/dev/null 2>"$tmp/run.err" ||
+            { cat "$tmp/run.err" >&2; fail "$lang static program"; }
+    done
+    echo "test-install: $prefix: pkg-config, tools, man pages, C and C++ shared and static: ok"
+}
+
+a=$tmp/prefix-a
+install_to "$a"
+check_prefix "$a" "$a"
+
+b=/opt/pinload-test-$$
+install_to "$b" "$tmp/stage"
+check_prefix "$b" "$tmp/stage$b"
+
+# The same build installed again elsewhere: the .pc files follow.
+c=$tmp/prefix-c
+install_to "$c"
+got=$(PKG_CONFIG_PATH=$c/lib/pkgconfig pkg-config --variable=prefix pinload)
+[ "$got" = "$c" ] || fail "reinstalled with PREFIX=$c, pinload.pc still says $got"
+make -C "$root" --no-print-directory -s BUILD="$build" PREFIX="$c" uninstall
+left=$(find "$c" -type f | head -5)
+[ -z "$left" ] || fail "make uninstall left: $left"
+echo "test-install: reinstall with another PREFIX and uninstall: ok"
+
+# Plain `make` only checks the Debian packages; the README's commands and
+# `make deps` install them.
+fresh=$tmp/fresh-build
+for target in all lib tools samples; do
+    make -C "$root" --no-print-directory -n BUILD="$fresh" "$target" 2>/dev/null |
+        grep 'install-deps.sh' >"$tmp/deps.txt" || true
+    grep -q -- '--install' "$tmp/deps.txt" &&
+        fail "make $target would install packages: $(cat "$tmp/deps.txt")"
+    grep -q -- '--check build' "$tmp/deps.txt" ||
+        fail "make $target does not check the build's packages"
+done
+for target in deps test bench; do
+    make -C "$root" --no-print-directory -n BUILD="$fresh" "$target" 2>/dev/null |
+        grep -q -- 'install-deps.sh --install' ||
+        fail "make $target does not install what it needs"
+done
+echo "test-install: plain make checks packages, make deps/test/bench install them: ok"
