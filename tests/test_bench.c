@@ -4,6 +4,7 @@
  * only its presence, sign and agreement across outputs. */
 #include <sys/wait.h>
 
+#include "pinload.h"
 #include "testutil.h"
 
 /* Run `args` through the shell; [out] stdout and stderr (malloc'd). */
@@ -62,8 +63,16 @@ Test(bench, bad_arguments_exit_2_with_a_reason_and_the_usage)
     expect_usage_error("--data /nonexistent/pinload", "/nonexistent/pinload");
     snprintf(a, sizeof a, "--data %s --workers ''", root);
     expect_usage_error(a, "empty list");
-    snprintf(a, sizeof a, "--data %s --workers 0", root);
-    expect_usage_error(a, "--workers: \"0\"");
+    snprintf(a, sizeof a, "--data %s --workers -1", root);
+    expect_usage_error(a, "--workers: \"-1\"");
+    snprintf(a, sizeof a, "--data %s --frobnicate", root);
+    expect_usage_error(a, "unknown option --frobnicate\n"); /* last */
+    snprintf(a, sizeof a, "--data %s --format f64", root);
+    expect_usage_error(a, "unknown value \"f64\" (u8, f32 or f16)");
+    snprintf(a, sizeof a, "--data %s --device gpu", root);
+    expect_usage_error(a, "is not one of auto|host|local-rank|cuda|cuda:N");
+    snprintf(a, sizeof a, "--data %s --workers 0 --baseline", root);
+    expect_usage_error(a, "--workers 0 with --baseline");
     snprintf(a, sizeof a, "--data %s --workers 1,,2", root);
     expect_usage_error(a, "empty item");
     snprintf(a, sizeof a, "--data %s --prefetch 2,", root);
@@ -87,6 +96,50 @@ Test(bench, help_prints_the_usage_and_exits_0)
     cr_assert_not_null(strstr(out, "--compute-ms"));
     free(out);
     free(err);
+}
+
+Test(bench, version_names_the_library_version)
+{
+    char *out, *err, want[128];
+    cr_assert_eq(run_tool("--version", &out, &err), 0);
+    snprintf(want, sizeof want, "pinload-bench (pinload %s)\n", pl_version());
+    cr_assert_str_eq(out, want);
+    free(out);
+    free(err);
+}
+
+/* --workers 0 is the library's default, shown resolved; --format f16 runs;
+ * the JSON records the configuration, the library version and the date. */
+Test(bench, workers_0_and_f16_run_and_the_json_records_the_configuration)
+{
+    char root[64], json[128], a[1024];
+    make_data(root);
+    snprintf(json, sizeof json, "%s/b.json", root);
+    snprintf(a, sizeof a,
+             "--data %s --workers 0 --prefetch 1 --pin off --batches 2 "
+             "--batch 4 --size 16 --warmup 0 --format f16 --augment eval "
+             "--device host --json %s",
+             root, json);
+    char *out, *err;
+    cr_assert_eq(run_tool(a, &out, &err), 0, "%s", err);
+    cr_assert_not_null(strstr(out, "16x16 eval f16"), "%s", out);
+    char *j = tu_slurp(json);
+    char want[256];
+    snprintf(want, sizeof want, "\"pinload_version\": \"%s\"", pl_version());
+    static const char *const keys[] = {
+        "\"format\": \"f16\"", "\"augment\": \"eval\"",  "\"batch\": 4",
+        "\"size\": 16",        "\"batches_per_row\": 2", "\"device\": -2",
+        "\"date\": \"20"};
+    cr_assert_not_null(strstr(j, want), "%s", j);
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+        cr_assert_not_null(strstr(j, keys[k]), "no %s in %s", keys[k], j);
+    /* The row shows what 0 resolved to, never 0. */
+    cr_assert_null(strstr(j, "\"workers\": 0"), "%s", j);
+    cr_assert_not_null(strstr(j, "\"workers\": "), "%s", j);
+    free(j);
+    free(out);
+    free(err);
+    tu_rm_rf(root);
 }
 
 Test(bench, device_cuda_without_a_gpu_is_an_error_naming_the_reason)

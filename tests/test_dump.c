@@ -4,6 +4,7 @@
  * binary from $PINLOAD_BUILD (make tools). */
 #include <sys/wait.h>
 
+#include "pinload.h"
 #include "testutil.h"
 
 /* ---- running the tool ---- */
@@ -500,12 +501,14 @@ Test(dump, resume_from_a_damaged_or_mismatched_state_fails_naming_it,
 
 /* ---- the command line ---- */
 
-static void assert_usage_error(const char *args)
+static void assert_usage_error_saying(const char *args, const char *says)
 {
     char scratch[64];
     tu_tmpdir(scratch);
     result r = dump(scratch, args);
     cr_assert_eq(r.status, 2, "%s: exit %d", args, r.status);
+    cr_assert_not_null(strstr(r.err, says), "%s: stderr lacks \"%s\": %s", args,
+                       says, r.err);
     cr_assert_not_null(strstr(r.err, "usage: pinload-dump"), "%s: stderr %s",
                        args, r.err);
     cr_assert_str_eq(r.out, "", "%s: stdout %s", args, r.out);
@@ -513,15 +516,88 @@ static void assert_usage_error(const char *args)
     tu_rm_rf(scratch);
 }
 
-Test(dump, unknown_flag_is_a_usage_error)
+static void assert_usage_error(const char *args)
 {
-    assert_usage_error("--data /tmp --out /tmp/pinload-never --bogus 1");
+    assert_usage_error_saying(args, "");
 }
 
-Test(dump, zero_workers_is_a_usage_error)
+/* Unknown wherever it stands: first, in the middle, last (it was "needs a
+ * value" when last). */
+Test(dump, unknown_flag_is_a_usage_error_wherever_it_stands)
 {
-    assert_usage_error("--data /tmp --out /tmp/pinload-never --workers 0");
+    assert_usage_error_saying("--bogus --data /tmp --out /tmp/pinload-never",
+                              "unknown option --bogus\n");
+    assert_usage_error_saying("--data /tmp --bogus 1 --out /tmp/pinload-never",
+                              "unknown option --bogus\n");
+    assert_usage_error_saying("--data /tmp --out /tmp/pinload-never --bogus",
+                              "unknown option --bogus\n");
+    assert_usage_error_saying("--data /tmp --out /tmp/pinload-never --batch",
+                              "--batch needs a value");
+}
+
+Test(dump, negative_or_non_numeric_workers_are_usage_errors)
+{
+    assert_usage_error("--data /tmp --out /tmp/pinload-never --workers -1");
     assert_usage_error("--data /tmp --out /tmp/pinload-never --workers x");
+}
+
+/* 0, like the library's own default, is its choice of worker count. */
+Test(dump, zero_workers_is_the_librarys_default, .timeout = 120)
+{
+    char root[64], bad[256], args[1024], out[128];
+    make_bad_folder(root, bad, sizeof bad);
+    snprintf(out, sizeof out, "%s/out", root);
+    snprintf(args, sizeof args,
+             "--data '%s/data' --out '%s' --size 16 --batch 2 --device host "
+             "--on-error skip --workers 0",
+             root, out);
+    result r = dump(root, args);
+    cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+    cr_assert_not_null(strstr(r.err, " workers ("), "%s", r.err);
+    result_free(&r);
+    cr_assert_eq(tu_count_ppms(out), 7);
+    tu_rm_rf(root);
+}
+
+/* The same device words as pinload-bench (tools/cli.h); without a GPU an
+ * explicit CUDA device is a run-time error that says why. */
+Test(dump, device_words_are_the_benchs, .timeout = 120)
+{
+    assert_usage_error_saying(
+        "--data /tmp --out /tmp/pinload-never --device gpu",
+        "\"gpu\" is not one of auto|host|local-rank|cuda|cuda:N");
+    assert_usage_error_saying(
+        "--data /tmp --out /tmp/pinload-never --device cuda:x", "cuda:x");
+    char root[64], bad[256], args[1024];
+    make_bad_folder(root, bad, sizeof bad);
+    const char *words[] = {"cuda", "cuda:0", "0"};
+    for (int k = 0; k < 3; k++) {
+        snprintf(args, sizeof args,
+                 "--data '%s/data' --out '%s/o%d' --size 16 --device %s "
+                 "--on-error skip",
+                 root, root, k, words[k]);
+        result r = dump(root, args);
+        if (r.status == 0) /* a machine with a GPU */
+            cr_assert_not_null(strstr(r.err, "backend: cuda"), "%s", r.err);
+        else
+            cr_assert(r.status == 1 &&
+                          strstr(r.err, "CUDA device 0 requested, but"),
+                      "--device %s: exit %d: %s", words[k], r.status, r.err);
+        result_free(&r);
+    }
+    tu_rm_rf(root);
+}
+
+Test(dump, version_names_the_library_version)
+{
+    char scratch[64], want[128];
+    tu_tmpdir(scratch);
+    result r = dump(scratch, "--version");
+    cr_assert_eq(r.status, 0);
+    snprintf(want, sizeof want, "pinload-dump (pinload %s)\n", pl_version());
+    cr_assert_str_eq(r.out, want);
+    result_free(&r);
+    tu_rm_rf(scratch);
 }
 
 Test(dump, missing_data_or_out_is_a_usage_error)

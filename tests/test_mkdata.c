@@ -2,6 +2,7 @@
  * as asked, and mixes baseline and progressive 4:2:0 files. */
 #include <sys/wait.h>
 
+#include "pinload.h"
 #include "testutil.h"
 
 static int mkdata(const char *args)
@@ -121,5 +122,29 @@ Test(mkdata, bad_arguments_exit_2)
     cr_assert_eq(mkdata("--out /tmp/x --size-range 90-40"), 2);
     cr_assert_eq(mkdata("--out /tmp/x --quality 101"), 2);
     cr_assert_eq(mkdata("--out /tmp/x --colour red"), 2);
+    cr_assert_eq(mkdata("--out /tmp/x --colour"), 2, "unknown, even last");
+    cr_assert_eq(mkdata("--version"), 0);
     cr_assert_eq(mkdata("--help"), 0);
+}
+
+Test(mkdata, unknown_options_are_named_and_version_names_the_library)
+{
+    char cmd[1024], dir[64], path[128];
+    tu_tmpdir(dir);
+    snprintf(cmd, sizeof cmd,
+             "%s/pinload-mkdata --out %s/d --colour 2>%s/err; "
+             "%s/pinload-mkdata --version >%s/out",
+             tu_build_dir(), dir, dir, tu_build_dir(), dir);
+    cr_assert_eq(system(cmd), 0);
+    snprintf(path, sizeof path, "%s/err", dir);
+    char *err = tu_slurp(path);
+    cr_assert_eq(strncmp(err, "pinload-mkdata: unknown option --colour\n", 40),
+                 0, "%s", err);
+    snprintf(path, sizeof path, "%s/out", dir);
+    char *out = tu_slurp(path), want[128];
+    snprintf(want, sizeof want, "pinload-mkdata (pinload %s)\n", pl_version());
+    cr_assert_str_eq(out, want);
+    free(err);
+    free(out);
+    tu_rm_rf(dir);
 }

@@ -53,18 +53,22 @@ double bench_cuda_pinned_gbs(size_t bytes)
 static const char usage[] =
     "usage: pinload-bench --data PATH [--batch B] [--size N] [--augment "
     "none|eval|train]\n"
-    "       [--format u8|f32] [--workers LIST] [--prefetch LIST] [--pin LIST]\n"
+    "       [--format u8|f32|f16] [--workers LIST] [--prefetch LIST] "
+    "[--pin LIST]\n"
     "       [--batches N | --seconds S] [--warmup N] [--compute-ms X]\n"
-    "       [--device auto|cuda|host] [--csv FILE] [--json FILE] "
-    "[--plot FILE.png] [--quiet]\n"
-    "       [--baseline [--baseline-seconds S]]\n"
+    "       [--device " CLI_DEVICES "] [--csv FILE] [--json FILE]\n"
+    "       [--plot FILE.png] [--quiet] [--baseline [--baseline-seconds S]]\n"
+    "       [--version] [--help]\n"
     "LIST is comma-separated, e.g. --workers 1,2,4 --prefetch 1,2,4 --pin "
-    "on,off,managed.\n"
+    "on,off,managed;\n"
+    "--workers 0 is the library's default (this process's share of the "
+    "CPUs).\n"
     "Every combination runs in turn, one loader at a time, after a warm-up; "
     "one row\nis printed per combination as it finishes, then the best.\n"
     "--baseline first measures plain TurboJPEG full-size decoding of the same "
     "files,\nfrom memory, on as many threads as each row's workers (and at 1/8 "
-    "scale, the\nceiling), and shows every row as a ratio to it.\n";
+    "scale, the\nceiling), and shows every row as a ratio to "
+    "it.\n" CLI_EXIT_CODES;
 
 #define MAX_LIST 32
 
@@ -80,7 +84,7 @@ typedef struct options {
     double seconds;
     int warmup;
     double compute_ms;
-    int device; /* PL_DEVICE_AUTO / PL_DEVICE_HOST / 0 for --device cuda */
+    int device; /* from --device (tools/cli.h) */
     int want_cuda;
     const char *csv, *json, *plot;
     int quiet;
@@ -144,7 +148,8 @@ static int pin_value(const char *flag, const char *v)
 }
 
 /* A comma-separated list; empty items and empty lists are errors. */
-static int parse_list(const char *flag, const char *v, int *out, int pin)
+static int parse_list(const char *flag, const char *v, int *out, int pin,
+                      int lo)
 {
     if (!*v)
         bad("%s: empty list", flag);
@@ -157,7 +162,7 @@ static int parse_list(const char *flag, const char *v, int *out, int pin)
         if (n == MAX_LIST)
             bad("%s: more than %d values", flag, MAX_LIST);
         out[n++] =
-            pin ? pin_value(flag, tok) : (int)parse_long(flag, tok, 1, 1024);
+            pin ? pin_value(flag, tok) : (int)parse_long(flag, tok, lo, 1024);
     }
     if (n == 0 || v[strlen(v) - 1] == ',' || strstr(v, ",,") || v[0] == ',')
         bad("%s: empty item in \"%s\"", flag, v);
@@ -204,8 +209,15 @@ static void set_defaults(options *o)
 static void parse(int argc, char **argv, options *o)
 {
     static const char *const augments[] = {"none", "eval", "train"};
-    static const char *const formats[] = {"u8", "f32"};
-    static const char *const devices[] = {"auto", "cuda", "host"};
+    static const char *const valued[] = {"--data",     "--batch",
+                                         "--size",     "--augment",
+                                         "--format",   "--workers",
+                                         "--prefetch", "--pin",
+                                         "--batches",  "--seconds",
+                                         "--warmup",   "--compute-ms",
+                                         "--device",   "--baseline-seconds",
+                                         "--csv",      "--json",
+                                         "--plot",     NULL};
     set_defaults(o);
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];
@@ -213,6 +225,8 @@ static void parse(int argc, char **argv, options *o)
             fputs(usage, stdout);
             exit(0);
         }
+        if (!strcmp(f, "--version"))
+            cli_version("pinload-bench");
         if (!strcmp(f, "--quiet")) {
             o->quiet = 1;
             continue;
@@ -221,11 +235,8 @@ static void parse(int argc, char **argv, options *o)
             o->baseline = 1;
             continue;
         }
-        if (strncmp(f, "--", 2) != 0)
-            bad("unexpected argument \"%s\"", f);
-        if (i + 1 >= argc)
-            bad("%s needs a value", f);
-        const char *v = argv[++i];
+        const char *v =
+            cli_value("pinload-bench", usage, valued, argc, argv, &i);
         if (!strcmp(f, "--data"))
             o->data = v;
         else if (!strcmp(f, "--batch"))
@@ -235,13 +246,13 @@ static void parse(int argc, char **argv, options *o)
         else if (!strcmp(f, "--augment"))
             o->augment = (pl_augment)choice(f, v, augments, 3);
         else if (!strcmp(f, "--format"))
-            o->format = (pl_format)choice(f, v, formats, 2);
+            o->format = cli_format("pinload-bench", usage, f, v);
         else if (!strcmp(f, "--workers"))
-            o->nworkers = parse_list(f, v, o->workers, 0);
+            o->nworkers = parse_list(f, v, o->workers, 0, 0);
         else if (!strcmp(f, "--prefetch"))
-            o->nprefetch = parse_list(f, v, o->prefetch, 0);
+            o->nprefetch = parse_list(f, v, o->prefetch, 0, 1);
         else if (!strcmp(f, "--pin"))
-            o->npin = parse_list(f, v, o->pin, 1);
+            o->npin = parse_list(f, v, o->pin, 1, 0);
         else if (!strcmp(f, "--batches"))
             o->batches = parse_long(f, v, 1, 100000000), o->seconds = 0;
         else if (!strcmp(f, "--seconds"))
@@ -250,11 +261,9 @@ static void parse(int argc, char **argv, options *o)
             o->warmup = (int)parse_long(f, v, 0, 1000000);
         else if (!strcmp(f, "--compute-ms"))
             o->compute_ms = parse_double(f, v, 0, 1e5);
-        else if (!strcmp(f, "--device")) {
-            const int d = choice(f, v, devices, 3);
-            o->device = d == 2 ? PL_DEVICE_HOST : d == 1 ? 0 : PL_DEVICE_AUTO;
-            o->want_cuda = d == 1;
-        } else if (!strcmp(f, "--baseline-seconds"))
+        else if (!strcmp(f, "--device"))
+            o->device = cli_device("pinload-bench", usage, f, v, &o->want_cuda);
+        else if (!strcmp(f, "--baseline-seconds"))
             o->baseline_seconds = parse_double(f, v, 0.1, 3600);
         else if (!strcmp(f, "--csv"))
             o->csv = v;
@@ -267,6 +276,10 @@ static void parse(int argc, char **argv, options *o)
     }
     if (!o->data)
         bad("--data is required");
+    for (int w = 0; w < o->nworkers && o->baseline; w++)
+        if (o->workers[w] == 0)
+            bad("--workers 0 with --baseline: give thread counts, the "
+                "baseline runs as many threads as each row's workers");
     if (access(o->data, R_OK) != 0)
         bad("--data: %s: %s", o->data, strerror(errno));
     if (!isatty(2))
@@ -477,7 +490,7 @@ static void print_problems(bench_log *bl)
     bl->problems = NULL;
 }
 
-static pl_loader *open_loader(const options *o, bench_log *bl, const row *r)
+static pl_loader *open_loader(const options *o, bench_log *bl, row *r)
 {
     pl_config cfg;
     pl_config_default(&cfg);
@@ -499,6 +512,7 @@ static pl_loader *open_loader(const options *o, bench_log *bl, const row *r)
     }
     pl_info info;
     pl_loader_info(l, &info);
+    r->workers = info.num_workers; /* what 0 (the default) resolved to */
     snprintf(bl->backend, sizeof bl->backend, "%s", info.backend_name);
     bl->cuda = info.backend == PL_BACKEND_CUDA;
     if (o->want_cuda && !bl->cuda) {
@@ -676,8 +690,22 @@ static int write_json(const char *path, const options *o, const char *mach,
     json_string(f, backend);
     fprintf(f, ",\n  \"memcpy_pinned_gb_per_s\": ");
     json_num(f, o->memcpy_gbs > 0 ? o->memcpy_gbs : -1);
+    char date[32];
+    const time_t now = time(NULL);
+    struct tm tm;
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+    fprintf(f, ",\n  \"pinload_version\": ");
+    json_string(f, pl_version());
     fprintf(f,
-            ",\n  \"batch\": %d,\n  \"size\": %d,\n  \"compute_ms\": %g,\n"
+            ",\n  \"date\": \"%s\",\n  \"augment\": \"%s\",\n"
+            "  \"format\": \"%s\",\n  \"device\": %d,\n"
+            "  \"warmup_batches\": %d,\n  \"batches_per_row\": %ld,\n"
+            "  \"seconds_per_row\": %g,\n",
+            date, augment_name(o->augment), cli_format_name(o->format),
+            o->device, o->warmup, o->seconds > 0 ? -1L : o->batches,
+            o->seconds);
+    fprintf(f,
+            "  \"batch\": %d,\n  \"size\": %d,\n  \"compute_ms\": %g,\n"
             "  \"rows\": [\n",
             o->batch, o->size, o->compute_ms);
     for (int i = 0; i < n; i++) {
@@ -845,8 +873,7 @@ int main(int argc, char **argv)
     printf("pinload-bench: %s, %dx%d %s %s, batch %d, %s after %d warm-up, "
            "compute %g ms\n",
            o.data, o.size, o.size, augment_name(o.augment),
-           o.format == PL_FORMAT_F32_NCHW ? "f32" : "u8", o.batch, span,
-           o.warmup, o.compute_ms);
+           cli_format_name(o.format), o.batch, span, o.warmup, o.compute_ms);
     printf("machine: %s\n", mach);
     if (o.baseline && measure_baselines(&o) < 0)
         status = 1;

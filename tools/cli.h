@@ -27,6 +27,90 @@ static inline long cli_long(const char *prog, const char *usage,
     return n;
 }
 
+/* The exit codes every tool documents in its --help. */
+#define CLI_EXIT_CODES                                                         \
+    "Exit status: 0 done; 1 a run-time failure (named on stderr); 2 a usage\n" \
+    "error (the reason, then this usage, on stderr).\n"
+
+/* --version: the tool's name and the library's version, on stdout. */
+static inline void cli_version(const char *prog)
+{
+    printf("%s (pinload %s)\n", prog, pl_version());
+    exit(0);
+}
+
+/* The value of option argv[*i] (which takes one), advancing *i. An option
+ * not in `valued` is unknown, wherever it stands (even last); a known one
+ * with nothing after it needs a value. Either prints "PROG: ..." and the
+ * usage to stderr and exits 2. */
+static inline const char *cli_value(const char *prog, const char *usage,
+                                    const char *const *valued, int argc,
+                                    char **argv, int *i)
+{
+    const char *f = argv[*i];
+    int known = 0;
+    for (const char *const *v = valued; *v && !known; v++)
+        known = strcmp(*v, f) == 0;
+    if (!known && f[0] == '-')
+        fprintf(stderr, "%s: unknown option %s\n%s", prog, f, usage);
+    else if (!known)
+        fprintf(stderr, "%s: unexpected argument \"%s\"\n%s", prog, f, usage);
+    else if (*i + 1 >= argc)
+        fprintf(stderr, "%s: %s needs a value\n%s", prog, f, usage);
+    else
+        return argv[++*i];
+    exit(2);
+}
+
+/* --device, the same words in every tool: auto (the calling thread's CUDA
+ * device, else the host), host, local-rank (the launcher's local rank),
+ * cuda (CUDA device 0, or fail), cuda:N or N (CUDA device N, or fail).
+ * [out] *must_cuda: 1 if a CUDA device was named. */
+#define CLI_DEVICES "auto|host|local-rank|cuda|cuda:N"
+static inline int cli_device(const char *prog, const char *usage,
+                             const char *flag, const char *v, int *must_cuda)
+{
+    *must_cuda = 0;
+    if (strcmp(v, "auto") == 0)
+        return PL_DEVICE_AUTO;
+    if (strcmp(v, "host") == 0)
+        return PL_DEVICE_HOST;
+    if (strcmp(v, "local-rank") == 0)
+        return PL_DEVICE_LOCAL_RANK;
+    *must_cuda = 1;
+    if (strcmp(v, "cuda") == 0)
+        return 0;
+    const char *n = strncmp(v, "cuda:", 5) == 0 ? v + 5 : v;
+    if (*n < '0' || *n > '9') {
+        fprintf(stderr, "%s: %s: \"%s\" is not one of " CLI_DEVICES "\n%s",
+                prog, flag, v, usage);
+        exit(2);
+    }
+    return (int)cli_long(prog, usage, flag, n, 0, 65535);
+}
+
+/* --format: u8, f32 or f16. */
+static inline pl_format cli_format(const char *prog, const char *usage,
+                                   const char *flag, const char *v)
+{
+    if (strcmp(v, "u8") == 0)
+        return PL_FORMAT_U8_NHWC;
+    if (strcmp(v, "f32") == 0)
+        return PL_FORMAT_F32_NCHW;
+    if (strcmp(v, "f16") == 0)
+        return PL_FORMAT_F16_NCHW;
+    fprintf(stderr, "%s: %s: unknown value \"%s\" (u8, f32 or f16)\n%s", prog,
+            flag, v, usage);
+    exit(2);
+}
+
+static inline const char *cli_format_name(pl_format f)
+{
+    return f == PL_FORMAT_F32_NCHW   ? "f32"
+           : f == PL_FORMAT_F16_NCHW ? "f16"
+                                     : "u8";
+}
+
 /* mkdir -p: the directory and any missing parents. 0, or -1 with errno. */
 static inline int cli_mkdir_p(const char *path)
 {

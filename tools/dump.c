@@ -15,13 +15,14 @@ static const char usage[] =
     "usage: pinload-dump --data PATH --out DIR [--raw | --size N --augment "
     "none|eval|train]\n"
     "                    [--seed S] [--epoch E] [--workers N] [--prefetch N] "
-    "[--pin on|off]\n"
+    "[--pin on|off|managed]\n"
     "                    [--batch B] [--limit N] "
     "[--on-error fail|skip|substitute]\n"
-    "                    [--shuffle on|off] [--drop-last on|off] "
-    "[--device auto|host|N]\n"
+    "                    [--shuffle on|off] [--drop-last on|off]\n"
+    "                    [--device " CLI_DEVICES "]\n"
     "                    [--stop-after-batches K] [--save-state FILE] "
     "[--resume-from FILE]\n"
+    "                    [--version] [--help]\n"
     "Writes DIR/NNNNNN.ppm (P6 RGB) per delivered sample of one epoch, "
     "numbered by\nits place in the epoch, and DIR/index.tsv (position, path, "
     "label, status).\n--raw decodes each file at its own size, without crop "
@@ -29,7 +30,8 @@ static const char usage[] =
     "Rank and world size come from the launcher's variables (torchrun, SLURM, "
     "Open MPI,\nMPICH/PMI). --stop-after-batches delivers K batches, then "
     "stops; --save-state\nwrites where it stopped; --resume-from starts "
-    "there, numbering as the\nuninterrupted run would.\n";
+    "there, numbering as the\nuninterrupted run would. --workers 0 (the "
+    "default) is the library's choice.\n" CLI_EXIT_CODES;
 
 typedef struct options {
     const char *data, *out;
@@ -69,6 +71,26 @@ static void parse(int argc, char **argv, options *o)
     static const char *const augments[] = {"none", "eval", "train"};
     static const char *const onoff[] = {"off", "on"};
     static const char *const policies[] = {"fail", "skip", "substitute"};
+    static const char *const pins[] = {"off", "on", "managed"};
+    static const char *const valued[] = {"--data",
+                                         "--out",
+                                         "--size",
+                                         "--augment",
+                                         "--seed",
+                                         "--epoch",
+                                         "--workers",
+                                         "--prefetch",
+                                         "--pin",
+                                         "--batch",
+                                         "--limit",
+                                         "--on-error",
+                                         "--shuffle",
+                                         "--drop-last",
+                                         "--stop-after-batches",
+                                         "--save-state",
+                                         "--resume-from",
+                                         "--device",
+                                         NULL};
     pl_config_default(&o->cfg);
     o->cfg.augment = PL_AUGMENT_NONE;
     o->cfg.on_error = PL_ON_ERROR_FAIL;
@@ -82,13 +104,14 @@ static void parse(int argc, char **argv, options *o)
             fputs(usage, stdout);
             exit(0);
         }
+        if (strcmp(f, "--version") == 0)
+            cli_version("pinload-dump");
         if (strcmp(f, "--raw") == 0) {
             o->raw = 1;
             continue;
         }
-        if (i + 1 >= argc)
-            die("%s needs a value", f);
-        const char *v = argv[++i];
+        const char *v =
+            cli_value("pinload-dump", usage, valued, argc, argv, &i);
         if (strcmp(f, "--data") == 0)
             o->data = v;
         else if (strcmp(f, "--out") == 0)
@@ -102,13 +125,14 @@ static void parse(int argc, char **argv, options *o)
         else if (strcmp(f, "--epoch") == 0)
             o->cfg.first_epoch = parse_long(f, v, 0, __LONG_MAX__);
         else if (strcmp(f, "--workers") == 0)
-            o->cfg.num_workers = (int)parse_long(f, v, 1, 1024);
+            o->cfg.num_workers = (int)parse_long(f, v, 0, 1024);
         else if (strcmp(f, "--prefetch") == 0)
             o->cfg.prefetch = (int)parse_long(f, v, 1, 1024);
-        else if (strcmp(f, "--pin") == 0)
-            o->cfg.memory = parse_choice(f, v, onoff, 2) ? PL_MEMORY_PINNED
-                                                         : PL_MEMORY_PAGEABLE;
-        else if (strcmp(f, "--batch") == 0)
+        else if (strcmp(f, "--pin") == 0) {
+            static const pl_memory by_name[] = {
+                PL_MEMORY_PAGEABLE, PL_MEMORY_PINNED, PL_MEMORY_MANAGED};
+            o->cfg.memory = by_name[parse_choice(f, v, pins, 3)];
+        } else if (strcmp(f, "--batch") == 0)
             o->cfg.batch_size = (int)parse_long(f, v, 1, 65536);
         else if (strcmp(f, "--limit") == 0)
             o->limit = (int)parse_long(f, v, 0, __INT_MAX__);
@@ -126,13 +150,10 @@ static void parse(int argc, char **argv, options *o)
             o->save_state = v;
         else if (strcmp(f, "--resume-from") == 0)
             o->resume_from = v;
-        else if (strcmp(f, "--device") == 0)
-            o->cfg.device = strcmp(v, "auto") == 0 ? PL_DEVICE_AUTO
-                            : strcmp(v, "host") == 0
-                                ? PL_DEVICE_HOST
-                                : (int)parse_long(f, v, 0, 65535);
-        else
-            die("unknown option %s", f);
+        else if (strcmp(f, "--device") == 0) {
+            int must_cuda;
+            o->cfg.device = cli_device("pinload-dump", usage, f, v, &must_cuda);
+        }
     }
     if (!o->data)
         die("%s is required", "--data");

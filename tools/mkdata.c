@@ -20,10 +20,10 @@
 static const char usage[] =
     "usage: pinload-mkdata --out DIR [--classes C] [--per-class N] "
     "[--size-range MIN-MAX]\n"
-    "                      [--quality Q] [--seed S]\n"
+    "                      [--quality Q] [--seed S] [--version] [--help]\n"
     "Writes DIR/class_CC/img_NNNNN.jpg: C classes (default 10) of N images "
     "(default 100),\nthe longer side in [MIN, MAX] pixels (default 320-640), "
-    "JPEG quality Q (default 90).\n";
+    "JPEG quality Q (default 90).\n" CLI_EXIT_CODES;
 
 typedef struct options {
     const char *out;
@@ -234,11 +234,13 @@ static void parse(int argc, char **argv, options *o)
             fputs(usage, stdout);
             exit(0);
         }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "pinload-mkdata: %s needs a value\n%s", f, usage);
-            exit(2);
-        }
-        const char *v = argv[++i];
+        if (!strcmp(f, "--version"))
+            cli_version("pinload-mkdata");
+        static const char *const valued[] = {
+            "--out",  "--classes",    "--per-class", "--quality",
+            "--seed", "--size-range", NULL};
+        const char *v =
+            cli_value("pinload-mkdata", usage, valued, argc, argv, &i);
         if (!strcmp(f, "--out")) {
             o->out = v;
         } else if (!strcmp(f, "--classes")) {
