@@ -142,6 +142,43 @@ Test(bench, workers_0_and_f16_run_and_the_json_records_the_configuration)
     tu_rm_rf(root);
 }
 
+/* The table fits a 100-column terminal by default, whatever applies
+ * (here --compute-ms adds step and overlap in place of the stage times);
+ * --wide shows every column. */
+Test(bench, the_default_table_fits_100_columns_and_wide_shows_all)
+{
+    char root[64], a[1024];
+    make_data(root);
+    const char *extra[] = {"", "--compute-ms 1", "--wide --compute-ms 1"};
+    for (int k = 0; k < 3; k++) {
+        snprintf(a, sizeof a,
+                 "--data %s --workers 1 --prefetch 1 --pin on --batches 2 "
+                 "--batch 4 --size 16 --warmup 0 --device host %s",
+                 root, extra[k]);
+        char *out, *err;
+        cr_assert_eq(run_tool(a, &out, &err), 0, "%s", err);
+        const char *table = strstr(out, "\npin ");
+        cr_assert_not_null(table, "%s", out);
+        size_t widest = 0;
+        for (const char *l = table + 1; *l;) {
+            const char *end = strchr(l, '\n');
+            const size_t len = end ? (size_t)(end - l) : strlen(l);
+            widest = len > widest ? len : widest;
+            l += len + (end != NULL);
+        }
+        if (k < 2)
+            cr_assert_leq(widest, 100, "%s: %zu columns:\n%s", extra[k], widest,
+                          out);
+        else
+            cr_assert_gt(widest, 100, "--wide: %zu columns", widest);
+        cr_assert_eq(strstr(table, "step ms") != NULL, k > 0, "%s", out);
+        cr_assert_eq(strstr(table, "decode") != NULL, k != 1, "%s", out);
+        free(out);
+        free(err);
+    }
+    tu_rm_rf(root);
+}
+
 Test(bench, device_cuda_without_a_gpu_is_an_error_naming_the_reason)
 {
     char root[64];
@@ -204,7 +241,7 @@ Test(bench, a_sweep_prints_one_row_per_combination_and_names_the_best)
     make_data(root);
     char a[512];
     snprintf(a, sizeof a,
-             "--data %s --workers 1,2 --prefetch 1,3 --pin "
+             "--wide --data %s --workers 1,2 --prefetch 1,3 --pin "
              "on,off --batches 3 --batch 4 --size 32 --warmup 1",
              root);
     char *out, *err;
@@ -254,7 +291,7 @@ Test(bench, compute_ms_fills_step_time_and_an_overlap_percentage)
     make_data(root);
     char a[512];
     snprintf(a, sizeof a,
-             "--data %s --workers 2 --prefetch 2 --pin on "
+             "--wide --data %s --workers 2 --prefetch 2 --pin on "
              "--batches 3 --batch 4 --size 32 --warmup 1 --compute-ms 5",
              root);
     char *out, *err;
@@ -342,7 +379,7 @@ Test(bench, csv_json_and_png_agree_with_the_table)
     tu_tmpdir(out_dir);
     char a[1024];
     snprintf(a, sizeof a,
-             "--data %s --workers 1,2 --prefetch 2 --pin on "
+             "--wide --data %s --workers 1,2 --prefetch 2 --pin on "
              "--batches 3 --batch 4 --size 32 --warmup 1 --csv %s/t.csv "
              "--json %s/t.json --plot %s/t.png --quiet",
              root, out_dir, out_dir, out_dir);

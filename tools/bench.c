@@ -58,7 +58,7 @@ static const char usage[] =
     "       [--batches N | --seconds S] [--warmup N] [--compute-ms X]\n"
     "       [--device " CLI_DEVICES "] [--csv FILE] [--json FILE]\n"
     "       [--plot FILE.png] [--quiet] [--baseline [--baseline-seconds S]]\n"
-    "       [--version] [--help]\n"
+    "       [--wide] [--version] [--help]\n"
     "LIST is comma-separated, e.g. --workers 1,2,4 --prefetch 1,2,4 --pin "
     "on,off,managed;\n"
     "--workers 0 is the library's default (this process's share of the "
@@ -67,8 +67,10 @@ static const char usage[] =
     "one row\nis printed per combination as it finishes, then the best.\n"
     "--baseline first measures plain TurboJPEG full-size decoding of the same "
     "files,\nfrom memory, on as many threads as each row's workers (and at 1/8 "
-    "scale, the\nceiling), and shows every row as a ratio to "
-    "it.\n" CLI_EXIT_CODES;
+    "scale, the\nceiling), and shows every row as a ratio to it.\n"
+    "The table fits 100 columns: the H2D, step/overlap and ratio columns, "
+    "when they\napply, replace the per-stage times; --wide shows them all "
+    "(as the CSV and JSON do).\n" CLI_EXIT_CODES;
 
 #define MAX_LIST 32
 
@@ -86,6 +88,7 @@ typedef struct options {
     double compute_ms;
     int device; /* from --device (tools/cli.h) */
     int want_cuda;
+    int wide; /* --wide: every column of the table */
     const char *csv, *json, *plot;
     int quiet;
     int baseline;
@@ -229,6 +232,10 @@ static void parse(int argc, char **argv, options *o)
             cli_version("pinload-bench");
         if (!strcmp(f, "--quiet")) {
             o->quiet = 1;
+            continue;
+        }
+        if (!strcmp(f, "--wide")) {
+            o->wide = 1;
             continue;
         }
         if (!strcmp(f, "--baseline")) {
@@ -588,18 +595,47 @@ static void machine(char *buf, size_t cap)
              sysconf(_SC_NPROCESSORS_ONLN), host);
 }
 
-static void print_header(void)
+/* Which columns the table shows. By default it fits 100 columns: the
+ * optional ones (H2D on CUDA, step and overlap with --compute-ms, the
+ * ratio with --baseline) take the place of the per-stage times; --wide
+ * shows every column (the CSV and JSON always have them all). */
+typedef struct columns {
+    int stages, h2d, step, vs;
+} columns;
+
+static columns pick_columns(const options *o, int cuda)
 {
-    printf("%-8s %7s %8s %9s %8s %8s %9s %9s %7s %8s %8s %7s %8s %8s %8s\n",
-           "pin", "workers", "prefetch", "img/s", "MB/s", "H2D GB/s", "wait ms",
-           "p99 ms", "read", "decode", "augment", "copy", "step ms", "overlap",
-           "vs base");
-    printf("%-8s %7s %8s %9s %8s %8s %9s %9s %7s %8s %8s %7s %8s %8s %8s\n", "",
-           "", "", "", "", "", "", "", "us/img", "us/img", "us/img", "us/img",
-           "", "", "");
+    columns c = {.h2d = o->wide || cuda,
+                 .step = o->wide || o->compute_ms > 0,
+                 .vs = o->wide || o->baseline};
+    c.stages = o->wide || !(c.h2d || c.step || c.vs);
+    return c;
 }
 
-static void print_row(const row *r)
+static void print_header(const columns *c)
+{
+    for (int line = 0; line < 2; line++) {
+        const int top = line == 0;
+        printf("%-8s %7s %8s %9s %8s", top ? "pin" : "", top ? "workers" : "",
+               top ? "prefetch" : "", top ? "img/s" : "", top ? "MB/s" : "");
+        if (c->h2d)
+            printf(" %8s", top ? "H2D GB/s" : "");
+        printf(" %9s %9s", top ? "wait ms" : "", top ? "p99 ms" : "");
+        if (c->stages)
+            printf(" %7s %8s %8s %7s", top ? "read" : "us/img",
+                   top ? "decode" : "us/img", top ? "augment" : "us/img",
+                   top ? "copy" : "us/img");
+        if (c->step)
+            printf(" %8s %8s", top ? "step ms" : "", top ? "overlap" : "");
+        if (c->vs)
+            printf(" %8s", top ? "vs base" : "");
+        printf("\n");
+        if (!c->stages)
+            break; /* the second line only labels the stage times */
+    }
+}
+
+static void print_row(const columns *c, const row *r)
 {
     char h2d[16] = "-", step[16] = "-", ov[16] = "-", vs[16] = "-";
     if (r->vs_base >= 0)
@@ -610,11 +646,19 @@ static void print_row(const row *r)
         snprintf(step, sizeof step, "%.2f", r->step_ms);
         snprintf(ov, sizeof ov, "%.0f%%", r->overlap_pct);
     }
-    printf("%-8s %7d %8d %9.1f %8.1f %8s %9.2f %9.2f %7.0f %8.0f %8.0f "
-           "%7.0f %8s %8s %8s\n",
-           pin_name(r->pin), r->workers, r->prefetch, r->img_s, r->mb_s, h2d,
-           r->wait_mean_ms, r->wait_p99_ms, r->us_read, r->us_decode,
-           r->us_augment, r->us_copy, step, ov, vs);
+    printf("%-8s %7d %8d %9.1f %8.1f", pin_name(r->pin), r->workers,
+           r->prefetch, r->img_s, r->mb_s);
+    if (c->h2d)
+        printf(" %8s", h2d);
+    printf(" %9.2f %9.2f", r->wait_mean_ms, r->wait_p99_ms);
+    if (c->stages)
+        printf(" %7.0f %8.0f %8.0f %7.0f", r->us_read, r->us_decode,
+               r->us_augment, r->us_copy);
+    if (c->step)
+        printf(" %8s %8s", step, ov);
+    if (c->vs)
+        printf(" %8s", vs);
+    printf("\n");
     fflush(stdout);
 }
 
@@ -878,6 +922,7 @@ int main(int argc, char **argv)
     if (o.baseline && measure_baselines(&o) < 0)
         status = 1;
     int printed = 0;
+    columns cols = {0};
     for (int p = 0; p < o.npin && status == 0; p++)
         for (int q = 0; q < o.nprefetch && status == 0; q++)
             for (int w = 0; w < o.nworkers && status == 0; w++) {
@@ -896,9 +941,10 @@ int main(int argc, char **argv)
                     printf("backend: %s\n", bl.backend);
                     if (bl.cuda)
                         print_memcpy_ceiling(&o);
-                    print_header();
+                    cols = pick_columns(&o, bl.cuda);
+                    print_header(&cols);
                 }
-                print_row(r);
+                print_row(&cols, r);
                 n++;
             }
     if (n > 0) {
