@@ -179,6 +179,28 @@ Test(bench, the_default_table_fits_100_columns_and_wide_shows_all)
     tu_rm_rf(root);
 }
 
+/* On a terminal: which row of how many, batches of how many, img/s and the
+ * time left; into a file, no progress line. */
+Test(bench, progress_on_a_terminal_names_the_row_batches_and_eta,
+     .timeout = 120)
+{
+    char root[64], cmd[2048];
+    make_data(root);
+    snprintf(cmd, sizeof cmd,
+             "%s/pinload-bench --data %s --workers 1,2 --prefetch 1 --pin on "
+             "--batches 40 --batch 2 --size 16 --warmup 0 --device host",
+             tu_build_dir(), root);
+    char *tty = tu_run_on_tty(cmd);
+    cr_assert_not_null(strstr(tty, "row 1 of 2: pin on, 1 workers"), "%s", tty);
+    cr_assert_not_null(strstr(tty, " of 40 batches, "), "%s", tty);
+    cr_assert_not_null(strstr(tty, " img/s, ETA "), "%s", tty);
+    char *err = tu_run_stderr(cmd);
+    cr_assert_null(strchr(err, '\r'), "progress into a file: %s", err);
+    free(tty);
+    free(err);
+    tu_rm_rf(root);
+}
+
 Test(bench, device_cuda_without_a_gpu_is_an_error_naming_the_reason)
 {
     char root[64];

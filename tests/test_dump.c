@@ -624,3 +624,22 @@ Test(dump, help_prints_usage_and_exits_zero)
     result_free(&r);
     tu_rm_rf(scratch);
 }
+
+/* On a terminal, "N of TOTAL samples written"; into a file, none. */
+Test(dump, progress_on_a_terminal_only, .timeout = 120)
+{
+    char root[64], bad[256], cmd[2048];
+    make_bad_folder(root, bad, sizeof bad);
+    snprintf(cmd, sizeof cmd,
+             "%s/pinload-dump --data %s/data --out %s/o --size 16 --batch 2 "
+             "--device host --on-error skip",
+             tu_build_dir(), root, root);
+    char *tty = tu_run_on_tty(cmd);
+    cr_assert_not_null(strstr(tty, "pinload-dump: 1 of 7 samples written"),
+                       "%s", tty);
+    char *err = tu_run_stderr(cmd);
+    cr_assert_null(strchr(err, '\r'), "progress into a file: %s", err);
+    free(tty);
+    free(err);
+    tu_rm_rf(root);
+}

@@ -148,3 +148,27 @@ Test(mkdata, unknown_options_are_named_and_version_names_the_library)
     free(out);
     tu_rm_rf(dir);
 }
+
+/* On a terminal, "N of TOTAL files written" as it goes; into a file or with
+ * --quiet, no progress line at all. */
+Test(mkdata, progress_on_a_terminal_only, .timeout = 120)
+{
+    char dir[64], cmd[1024];
+    tu_tmpdir(dir);
+    snprintf(cmd, sizeof cmd,
+             "%s/pinload-mkdata --out %s/a --classes 2 --per-class 20 "
+             "--size-range 16-24",
+             tu_build_dir(), dir);
+    char *tty = tu_run_on_tty(cmd);
+    cr_assert_not_null(strstr(tty, "pinload-mkdata: 1 of 40 files written"),
+                       "%s", tty);
+    char *err = tu_run_stderr(cmd);
+    cr_assert_str_eq(err, "", "progress into a file");
+    strcat(cmd, " --quiet");
+    char *quiet = tu_run_on_tty(cmd);
+    cr_assert_null(strstr(quiet, "files written"), "%s", quiet);
+    free(tty);
+    free(err);
+    free(quiet);
+    tu_rm_rf(dir);
+}

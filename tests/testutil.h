@@ -261,6 +261,37 @@ static inline char *tu_slurp(const char *path)
     return text;
 }
 
+/* ---- the tools' progress lines ---- */
+
+/* Runs the shell command `cmd` on a pseudo-terminal (util-linux's
+ * `script`), so a tool sees a terminal on stderr; returns everything it
+ * wrote there (malloc'd). */
+static inline char *tu_run_on_tty(const char *cmd)
+{
+    char dir[64], full[8192], path[128];
+    tu_tmpdir(dir);
+    snprintf(path, sizeof path, "%s/tty", dir);
+    snprintf(full, sizeof full, "script -qfec \"%s\" /dev/null >%s 2>&1", cmd,
+             path);
+    cr_assert_eq(system(full), 0, "%s", full);
+    char *out = tu_slurp(path);
+    tu_rm_rf(dir);
+    return out;
+}
+
+/* The same command with stderr to a file: what it wrote there. */
+static inline char *tu_run_stderr(const char *cmd)
+{
+    char dir[64], full[8192], path[128];
+    tu_tmpdir(dir);
+    snprintf(path, sizeof path, "%s/err", dir);
+    snprintf(full, sizeof full, "%s >/dev/null 2>%s", cmd, path);
+    cr_assert_eq(system(full), 0, "%s", full);
+    char *err = tu_slurp(path);
+    tu_rm_rf(dir);
+    return err;
+}
+
 /* One row of pinload-dump's index.tsv. */
 typedef struct tu_row {
     long position; /* the sample's place in the epoch; -1 for "-" (skipped) */

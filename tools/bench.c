@@ -93,6 +93,7 @@ typedef struct options {
     int quiet;
     int baseline;
     double baseline_seconds;
+    int row_at, rows; /* the row being measured (1-based), of how many */
     double base_full[1025], base_eighth[1025]; /* by thread count */
     double memcpy_gbs; /* cudaMemcpy's pinned H2D rate, or 0 */
 } options;
@@ -359,6 +360,9 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* The progress line on a terminal: which row of how many, the batches of
+ * this pass (of how many, or seconds of how many), img/s, and the time
+ * left for the whole sweep at this row's pace. */
 static void progress(const options *o, const row *r, long done, long images,
                      double t0, double compute_ms)
 {
@@ -368,12 +372,26 @@ static void progress(const options *o, const row *r, long done, long images,
         return;
     last = t;
     const double el = t - t0;
+    const double pass = o->seconds > 0 ? o->seconds
+                        : done > 0     ? el * (double)o->batches / (double)done
+                                       : 0.0;
+    const int passes = o->compute_ms > 0 ? 2 : 1;
+    const double left = (pass - el) +
+                        (compute_ms > 0 ? 0 : (passes - 1) * pass) +
+                        (double)(o->rows - o->row_at) * passes * pass;
+    char of[48];
+    if (o->seconds > 0)
+        snprintf(of, sizeof of, "%ld batches, %.0f of %.0f s", done, el,
+                 o->seconds);
+    else
+        snprintf(of, sizeof of, "%ld of %ld batches", done, o->batches);
+    const long secs = left > 0 ? (long)(left + 0.5) : 0;
     fprintf(stderr,
-            "\r  pin %-7s workers %-3d prefetch %-3d %s %5ld batches "
-            "%7.0f img/s ",
-            pin_name(r->pin), r->workers, r->prefetch,
-            compute_ms > 0 ? "step" : "load", done,
-            el > 0 ? (double)images / el : 0.0);
+            "\r  row %d of %d: pin %s, %d workers, prefetch %d, %s: %s, "
+            "%.0f img/s, ETA %ld:%02ld   ",
+            o->row_at, o->rows, pin_name(r->pin), r->workers, r->prefetch,
+            compute_ms > 0 ? "step" : "load", of,
+            el > 0 ? (double)images / el : 0.0, secs / 60, secs % 60);
 }
 
 /* Take the next batch, counting epoch ends as nothing; -1 on error. */
@@ -570,7 +588,7 @@ static int run_combo(const options *o, bench_cuda *cu, bench_log *bl, row *r)
     keep_problems(l, bl);
     pl_loader_destroy(l);
     if (!o->quiet)
-        fprintf(stderr, "\r%*s\r", 78, "");
+        fprintf(stderr, "\r%*s\r", 110, "");
     return rc;
 }
 
@@ -930,6 +948,8 @@ int main(int argc, char **argv)
                 *r = (row){.pin = o.pin[p],
                            .workers = o.workers[w],
                            .prefetch = o.prefetch[q]};
+                o.row_at = n + 1;
+                o.rows = o.npin * o.nprefetch * o.nworkers;
                 if (run_combo(&o, cu, &bl, r) < 0) {
                     status = 1;
                     break;

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "pinload.h"
 
@@ -109,6 +111,33 @@ static inline const char *cli_format_name(pl_format f)
     return f == PL_FORMAT_F32_NCHW   ? "f32"
            : f == PL_FORMAT_F16_NCHW ? "f16"
                                      : "u8";
+}
+
+/* A progress line on stderr, "\rPROG: DONE of TOTAL WHAT", at most five
+ * times a second and only when stderr is a terminal (and not `quiet`);
+ * done == total ends it with a newline-free clear, so the next output
+ * starts on a clean line. */
+static inline void cli_progress(const char *prog, int quiet, long done,
+                                long total, const char *what)
+{
+    static struct timespec last;
+    static int tty = -1;
+    if (tty < 0)
+        tty = isatty(2);
+    if (quiet || !tty)
+        return;
+    if (done >= total) {
+        fprintf(stderr, "\r%*s\r", 78, "");
+        return;
+    }
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    const double since = (double)(now.tv_sec - last.tv_sec) +
+                         (double)(now.tv_nsec - last.tv_nsec) * 1e-9;
+    if (done > 0 && since < 0.2)
+        return;
+    last = now;
+    fprintf(stderr, "\r%s: %ld of %ld %s", prog, done, total, what);
 }
 
 /* mkdir -p: the directory and any missing parents. 0, or -1 with errno. */

@@ -22,7 +22,7 @@ static const char usage[] =
     "                    [--device " CLI_DEVICES "]\n"
     "                    [--stop-after-batches K] [--save-state FILE] "
     "[--resume-from FILE]\n"
-    "                    [--version] [--help]\n"
+    "                    [--quiet] [--version] [--help]\n"
     "Writes DIR/NNNNNN.ppm (P6 RGB) per delivered sample of one epoch, "
     "numbered by\nits place in the epoch, and DIR/index.tsv (position, path, "
     "label, status).\n--raw decodes each file at its own size, without crop "
@@ -35,7 +35,7 @@ static const char usage[] =
 
 typedef struct options {
     const char *data, *out;
-    int raw, limit;
+    int raw, limit, quiet;
     long stop_after; /* batches; -1: the whole epoch */
     const char *save_state, *resume_from;
     pl_state resume;
@@ -106,6 +106,10 @@ static void parse(int argc, char **argv, options *o)
         }
         if (strcmp(f, "--version") == 0)
             cli_version("pinload-dump");
+        if (strcmp(f, "--quiet") == 0) {
+            o->quiet = 1;
+            continue;
+        }
         if (strcmp(f, "--raw") == 0) {
             o->raw = 1;
             continue;
@@ -207,6 +211,8 @@ typedef struct writer {
     const char *dir;
     FILE *tsv;
     long written, skipped;
+    long total; /* samples this run will write, for the progress line */
+    int quiet;
 } writer;
 
 static int write_ppm(writer *w, long position, const uint8_t *rgb, int width,
@@ -308,6 +314,8 @@ static int dump_batches(writer *w, pl_loader *l, const options *o,
             row(w, pos, path, b->labels[i],
                 b->status[i] ? pl_err_name(b->status[i]) : "ok");
             w->written++;
+            cli_progress("pinload-dump", w->quiet, w->written, w->total,
+                         "samples written");
         }
         pl_loader_release(l, b, NULL);
         if (o->limit >= 0 && w->written >= o->limit)
@@ -352,6 +360,8 @@ static int dump_raw(writer *w, pl_loader *l, const options *o,
             return 1;
         row(w, pos, path, label, "ok");
         w->written++;
+        cli_progress("pinload-dump", w->quiet, w->written, w->total,
+                     "samples written");
     }
     return 0;
 }
@@ -404,9 +414,24 @@ int main(int argc, char **argv)
     }
     pl_loader_epoch_order(l, epoch, order, info.samples_per_epoch);
     fprintf(w.tsv, "position\tpath\tlabel\tstatus\n");
+    /* What this run writes: the epoch's delivered samples from where it
+     * starts, cut by --stop-after-batches and --limit. */
+    w.quiet = o.quiet;
+    w.total = o.raw ? info.samples_per_epoch
+                    : (long)info.batches_per_epoch * info.batch_size;
+    if (!o.raw && !o.cfg.drop_last && info.samples_per_epoch < w.total)
+        w.total = info.samples_per_epoch;
+    if (!o.raw)
+        w.total -= (long)position;
+    if (!o.raw && o.stop_after >= 0 &&
+        o.stop_after * (long)info.batch_size < w.total)
+        w.total = o.stop_after * (long)info.batch_size;
+    if (o.limit >= 0 && o.limit < w.total)
+        w.total = o.limit;
     status = o.raw ? dump_raw(&w, l, &o, order, info.samples_per_epoch)
                    : dump_batches(&w, l, &o, order, info.samples_per_epoch,
                                   position);
+    cli_progress("pinload-dump", w.quiet, w.total, w.total, "");
     if (status == 0 && o.save_state) {
         pl_state st;
         pl_loader_state(l, &st);

@@ -20,7 +20,8 @@
 static const char usage[] =
     "usage: pinload-mkdata --out DIR [--classes C] [--per-class N] "
     "[--size-range MIN-MAX]\n"
-    "                      [--quality Q] [--seed S] [--version] [--help]\n"
+    "                      [--quality Q] [--seed S] [--quiet] [--version] "
+    "[--help]\n"
     "Writes DIR/class_CC/img_NNNNN.jpg: C classes (default 10) of N images "
     "(default 100),\nthe longer side in [MIN, MAX] pixels (default 320-640), "
     "JPEG quality Q (default 90).\n" CLI_EXIT_CODES;
@@ -29,6 +30,7 @@ typedef struct options {
     const char *out;
     int classes, per_class, min_side, max_side, quality;
     uint64_t seed;
+    int quiet;
 } options;
 
 /* ---- a small deterministic generator (splitmix64) ---- */
@@ -236,6 +238,10 @@ static void parse(int argc, char **argv, options *o)
         }
         if (!strcmp(f, "--version"))
             cli_version("pinload-mkdata");
+        if (!strcmp(f, "--quiet")) {
+            o->quiet = 1;
+            continue;
+        }
         static const char *const valued[] = {
             "--out",  "--classes",    "--per-class", "--quality",
             "--seed", "--size-range", NULL};
@@ -321,6 +327,9 @@ int main(int argc, char **argv)
             struct stat st;
             if (stat(path, &st) == 0)
                 bytes += st.st_size;
+            cli_progress("pinload-mkdata", o.quiet,
+                         (long)c * o.per_class + i + 1,
+                         (long)o.classes * o.per_class, "files written");
         }
     }
     free(rgb);
