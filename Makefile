@@ -168,7 +168,7 @@ DEPS_MODE ?= check
 
 .PHONY: all lib tools samples test test-gpu bench compare compare-tools fuzz \
         valgrind default-data \
-        install uninstall clean test-install man \
+        install uninstall clean test-install man abi-check \
         format deps deps-test FORCE
 all: lib tools samples
 
@@ -212,9 +212,18 @@ $(BUILD)/libpinload.a: $(LIB_OBJ)
 	objcopy --localize-hidden $(BUILD)/pinload.o
 	rm -f $@ && ar rcs $@ $(BUILD)/pinload.o
 
-$(BUILD)/libpinload.so: $(LIB_OBJ) $(CUDASIM)
+# The exported symbols carry the version node PINLOAD_0 (a linker version
+# script made from include/pinload.sym), so a later incompatible library
+# can be told apart at load time.
+$(BUILD)/pinload.map: include/pinload.sym
+	@mkdir -p $(@D)
+	@{ echo 'PINLOAD_0 {'; echo '  global:'; \
+	   grep -v '^#' $< | sed 's/.*/    &;/'; \
+	   echo '  local: *;'; echo '};'; } > $@
+
+$(BUILD)/libpinload.so: $(LIB_OBJ) $(CUDASIM) $(BUILD)/pinload.map
 	$(CC) -shared $(CFLAGS_ALL) $(LDFLAGS) -Wl,-soname,libpinload.so.0 \
-	    -o $@ $(LIB_OBJ) $(LIBS)
+	    -Wl,--version-script,$(BUILD)/pinload.map -o $@ $(LIB_OBJ) $(LIBS)
 
 # The install paths the .pc files were made for: rewritten only when they
 # change, so that `make install PREFIX=/other` regenerates the .pc files.
@@ -380,13 +389,17 @@ test: $(SIM_TEST_BIN) $(TOOLS) $(SAMPLES)
 	    PINLOAD_BUILD=$(BUILD) PINLOAD_TEST_DEVICE=cuda \
 	    $$t --jobs $(JOBS); done
 else
-test: $(TEST_BIN) $(STRESS) $(TOOLS) $(SAMPLES)
+test: $(TEST_BIN) $(STRESS) $(TOOLS) $(SAMPLES) $(BUILD)/libpinload.so
 	@set -e; for t in $(TEST_BIN); do \
 	    echo "== $$t"; $(NO_LAUNCHER) PINLOAD_BUILD=$(BUILD) \
 	    $$t --jobs $(JOBS); done
 	@echo "== $(STRESS)"; $(NO_LAUNCHER) $(STRESS)
+ifeq ($(SANITIZE),)
+	@echo "== exported symbols against include/pinload.sym"
+	@$(MAKE) --no-print-directory abi-check
 	@echo "== install into two prefixes, out-of-tree C and C++ builds"
 	@$(MAKE) --no-print-directory test-install
+endif
 ifneq ($(HAVE_CUDA),)
 	@$(MAKE) --no-print-directory CUDA=sim BUILD=$(BUILD)/sim test
 else
@@ -503,6 +516,11 @@ uninstall:
 	    $(TOOL_NAMES:%=$(DESTDIR)$(BINDIR)/%) \
 	    $(TOOL_NAMES:%=$(DESTDIR)$(MANDIR)/man1/%.1)
 	rm -rf $(DESTDIR)$(INCLUDEDIR)/pinload
+
+# What the built libraries export, against include/pinload.sym.
+abi-check: lib
+	tools/abi-check.sh include/pinload.sym $(BUILD)/libpinload.so \
+	    $(BUILD)/libpinload.a
 
 # Installs into two prefixes (one through DESTDIR) and builds a C and a C++
 # program against each, shared and static (tests/install/check.sh).

@@ -37,6 +37,17 @@
  * queries), except that pl_loader_destroy must not race with any other call
  * on the same loader. Loaders share nothing: several may live in one
  * process. */
+/* ABI: structs the caller allocates and the library fills or reads
+ * (pl_config, pl_info, pl_stats, pl_failure, pl_image) only grow, at their
+ * end, and every function that takes one is a macro over a *_sized
+ * function that is also given the caller's sizeof: the library reads and
+ * writes no byte past it, so a program built against an older header keeps
+ * working with a newer library. A pl_config field added later reads as 0
+ * from an older caller, and 0 always means its default. Structs the library
+ * owns and hands out by pointer (pl_batch) may grow at their end too.
+ * pl_state is 128 opaque bytes for good. Struct fields are fixed-width;
+ * enum values are stored in int32_t fields. Binders (cffi, ctypes) call the
+ * *_sized functions with explicit sizes. docs/ABI.md has the rules. */
 #ifndef PINLOAD_H
 #define PINLOAD_H
 
@@ -49,10 +60,21 @@
 extern "C" {
 #endif
 
-#if defined(_WIN32)
+/* What the library exports. Windows: dllexport when building the DLL
+ * (PL_BUILDING), dllimport when using it, nothing for a static build
+ * (PL_STATIC). Elsewhere: default visibility under GCC and Clang (the
+ * library builds with -fvisibility=hidden), nothing for other compilers
+ * and for binders that read this header (cffi, ctypesgen). */
+#if defined(_WIN32) && defined(PL_STATIC)
 #define PL_EXPORT
-#else
+#elif defined(_WIN32) && defined(PL_BUILDING)
+#define PL_EXPORT __declspec(dllexport)
+#elif defined(_WIN32)
+#define PL_EXPORT __declspec(dllimport)
+#elif defined(__GNUC__)
 #define PL_EXPORT __attribute__((visibility("default")))
+#else
+#define PL_EXPORT
 #endif
 
 /* CUDA's own handle types, declared so that this header needs no CUDA
@@ -70,27 +92,23 @@ PL_EXPORT const char *pl_version(void);
 /* The library's version as PL_VERSION_HEX computes it. */
 PL_EXPORT unsigned pl_version_number(void);
 
-/* The error codes: name, value, message. Append only; values never change. */
-#define PL_ERRNO_MAP(XX)                                                       \
-    XX(EINVAL, -1, "invalid argument")                                         \
-    XX(ENOMEM, -2, "out of memory")                                            \
-    XX(EIO, -3, "input/output error")                                          \
-    XX(ENODATA, -4, "no images found")                                         \
-    XX(ENOTJPEG, -5, "not a JPEG file")                                        \
-    XX(ECORRUPT, -6, "corrupt JPEG data")                                      \
-    XX(EUNSUPPORTED, -7, "unsupported JPEG feature")                           \
-    XX(ELIMIT, -8, "image exceeds a configured limit")                         \
-    XX(ECUDA, -9, "CUDA runtime error")                                        \
-    XX(ETHREAD, -10, "cannot create thread")                                   \
-    XX(EBUSY, -11, "every batch is held by the caller")
-
+/* Status codes. Values never change; new codes are appended. (The names
+ * and messages are pl_err_name() and pl_strerror().) */
 typedef enum pl_status {
     PL_OK = 0,
     /* Not an error: pl_loader_next's "this epoch has no more batches". */
     PL_EPOCH_END = 1,
-#define PL_ERRNO_ENUM_(name, value, msg) PL_##name = (value),
-    PL_ERRNO_MAP(PL_ERRNO_ENUM_)
-#undef PL_ERRNO_ENUM_
+    PL_EINVAL = -1,       /* invalid argument */
+    PL_ENOMEM = -2,       /* out of memory */
+    PL_EIO = -3,          /* input/output error */
+    PL_ENODATA = -4,      /* no images found */
+    PL_ENOTJPEG = -5,     /* not a JPEG file */
+    PL_ECORRUPT = -6,     /* corrupt JPEG data */
+    PL_EUNSUPPORTED = -7, /* unsupported JPEG feature */
+    PL_ELIMIT = -8,       /* image exceeds a configured limit */
+    PL_ECUDA = -9,        /* CUDA runtime error */
+    PL_ETHREAD = -10,     /* cannot create thread */
+    PL_EBUSY = -11,       /* every batch is held by the caller */
 } pl_status;
 
 /* A one-line description of a status code ("corrupt JPEG data"), or
@@ -224,48 +242,48 @@ typedef struct pl_config {
      * lines, paths relative to the list file's folder. Default NULL. */
     const char *data;
 
-    int batch_size;     /* samples per batch; default 64 */
-    int width;          /* output width in pixels; default 224 */
-    int height;         /* output height in pixels; default 224 */
-    pl_format format;   /* default PL_FORMAT_U8_NHWC */
-    pl_augment augment; /* default PL_AUGMENT_TRAIN */
+    int32_t batch_size; /* samples per batch; default 64 */
+    int32_t width;      /* output width in pixels; default 224 */
+    int32_t height;     /* output height in pixels; default 224 */
+    int32_t format;     /* a pl_format; default PL_FORMAT_U8_NHWC */
+    int32_t augment;    /* a pl_augment; default PL_AUGMENT_TRAIN */
     float mean[3];      /* F32/F16 normalisation; default ImageNet's */
     float std[3];       /* 0.485 0.456 0.406 / 0.229 0.224 0.225 */
 
     uint64_t seed;       /* order and augmentation; default 0 */
-    int shuffle;         /* 1: permute each epoch; 0: file order; default 1 */
-    int drop_last;       /* 1: no short last batch; default 0 */
+    int32_t shuffle;     /* 1: permute each epoch; 0: file order; default 1 */
+    int32_t drop_last;   /* 1: no short last batch; default 0 */
     int64_t first_epoch; /* the first epoch's number (resuming); default 0 */
-    int rank;            /* this process's shard; default PL_FROM_ENV */
-    int world_size;      /* number of shards; default PL_FROM_ENV */
-    pl_shard_mode shard_mode; /* default PL_SHARD_PAD */
+    int32_t rank;        /* this process's shard; default PL_FROM_ENV */
+    int32_t world_size;  /* number of shards; default PL_FROM_ENV */
+    int32_t shard_mode;  /* a pl_shard_mode; default PL_SHARD_PAD */
 
     /* Decode threads. 0 (default): the CPUs this process may run on (its
      * affinity mask, and a cgroup CPU quota where one is set) shared among
      * the launcher's ranks on this node, at least 1; the create notice
      * says how many and why. */
-    int num_workers;
-    int prefetch;     /* batch slots in the host ring; default 2 */
-    pl_memory memory; /* host ring memory; default PL_MEMORY_PINNED */
+    int32_t num_workers;
+    int32_t prefetch; /* batch slots in the host ring; default 2 */
+    int32_t memory;   /* a pl_memory, for the host ring; default PINNED */
     /* 1: if pinned memory cannot be had (cudaHostAlloc fails, mlock is not
      * permitted), use pageable memory and say why in a notice; 0: fail
      * pl_loader_create with the reason. Default 1. */
-    int pinned_fallback;
-    int device;         /* CUDA ordinal, PL_DEVICE_AUTO (default), _HOST or
+    int32_t pinned_fallback;
+    int32_t device;         /* CUDA ordinal, PL_DEVICE_AUTO (default), _HOST or
                            _LOCAL_RANK */
-    int device_buffers; /* device buffers, each with its copy stream;
+    int32_t device_buffers; /* device buffers, each with its copy stream;
                            default 2 */
     /* 1: pl_batch.host holds the batch in page-locked host memory too, at
      * the cost of one host copy per batch on the CUDA backend. On the host
      * backend pl_batch.host is always set. Default 0. */
-    int keep_host;
+    int32_t keep_host;
 
-    pl_on_error on_error;   /* default PL_ON_ERROR_SKIP */
-    int strict;             /* 1: libjpeg warnings (corrupt data, premature
-                               end) anywhere in the file make the sample
-                               bad, whatever the crop; default 0 */
-    int max_width;          /* default 32768 */
-    int max_height;         /* default 32768 */
+    int32_t on_error;       /* a pl_on_error; default PL_ON_ERROR_SKIP */
+    int32_t strict;         /* 1: libjpeg warnings (corrupt data, premature
+                           end) anywhere in the file make the sample
+                           bad, whatever the crop; default 0 */
+    int32_t max_width;      /* default 32768 */
+    int32_t max_height;     /* default 32768 */
     int64_t max_pixels;     /* default 178956970, as Pillow's bomb limit */
     int64_t max_file_bytes; /* default 256 MiB */
 
@@ -274,19 +292,19 @@ typedef struct pl_config {
      * pixels as the resize needs: much faster, pixels slightly different.
      * 0: decode at full size, pixels within 1 level of Pillow/torchvision.
      * Default 1. */
-    int dct_scaling;
+    int32_t dct_scaling;
     /* 1: on the CUDA backend, float formats cross the bus as uint8 (a
      * quarter of float32's bytes) and are normalised on the GPU, on the copy
      * stream, into exactly the bytes the host path would make. Needs a
      * build with nvcc, and keep_host 0. Default 1. */
-    int gpu_normalize;
+    int32_t gpu_normalize;
     /* 1: worker i runs on the i-th CPU the process may use (modulo their
      * number), so a worker's caches stay its own. Default 0. */
-    int pin_workers;
+    int32_t pin_workers;
     /* N > 0: ask the kernel (posix_fadvise WILLNEED) to start reading the
      * file N samples ahead of the one being claimed, for storage where
      * files are not in the page cache. Default 0 (off). */
-    int readahead;
+    int32_t readahead;
 
     pl_log_fn log; /* notices and warnings; default NULL: stderr */
     void *log_ctx; /* passed to log */
@@ -301,11 +319,11 @@ typedef struct pl_config {
      * pl_loader_create only. */
     const pl_state *resume;
 
-    uint64_t reserved[8]; /* room to grow; must be zero */
 } pl_config;
 
 /* Fill *cfg with the defaults listed above. */
-PL_EXPORT void pl_config_default(pl_config *cfg);
+#define pl_config_default(cfg) pl_config_default_sized((cfg), sizeof(pl_config))
+PL_EXPORT void pl_config_default_sized(pl_config *cfg, size_t size);
 
 /* ---------------------------------------------------------------------------
  * The loader */
@@ -316,17 +334,17 @@ typedef struct pl_loader pl_loader;
  * pl_loader_next() that returned it until pl_loader_release() of it (or
  * pl_loader_destroy()); none may be written through. */
 typedef struct pl_batch {
-    int count;     /* samples in this batch: batch_size, or fewer in an
-                      epoch's last batch */
+    int32_t count; /* samples in this batch: batch_size, or fewer in an
+                  epoch's last batch */
     int64_t epoch; /* the epoch it belongs to */
     int64_t index; /* its number within the epoch, from 0 */
     size_t bytes;  /* count * pl_info.sample_bytes */
     /* The pixels: CUDA device memory on the CUDA backend (read them on a
      * stream that pl_batch_wait() made wait), host memory on the host
      * backend. */
-    void *data;
+    const void *data;
     /* The pixels in host memory, or NULL: see pl_config.keep_host. */
-    void *host;
+    const void *host;
     const int32_t *labels;  /* [count] class labels */
     const int64_t *indices; /* [count] dataset index of each sample */
     const int32_t *status;  /* [count] 0, or the error code of a sample
@@ -342,7 +360,10 @@ typedef struct pl_batch {
  * (NULL on failure). PL_EINVAL names the bad field; PL_EIO if the data
  * cannot be read; PL_ENODATA if no JPEG is found; PL_ENOMEM, PL_ECUDA,
  * PL_ETHREAD when a resource cannot be had. */
-PL_EXPORT int pl_loader_create(const pl_config *cfg, pl_loader **out);
+#define pl_loader_create(cfg, out)                                             \
+    pl_loader_create_sized((cfg), sizeof(pl_config), (out))
+PL_EXPORT int pl_loader_create_sized(const pl_config *cfg, size_t size,
+                                     pl_loader **out);
 
 /* Stop and join every thread and free everything, at any moment: before
  * the first batch, mid-epoch, with batches held (they become invalid).
@@ -387,24 +408,26 @@ typedef struct pl_info {
     int64_t samples_per_epoch; /* this rank's share, padding included */
     int64_t batches_per_epoch; /* batches in every epoch, on every rank and
                                   under every error policy */
-    int num_classes;
-    int batch_size, width, height, channels;
-    pl_format format;
+    int32_t num_classes;
+    int32_t batch_size, width, height, channels;
+    int32_t format;      /* a pl_format */
     size_t sample_bytes; /* bytes of one output sample */
     size_t batch_bytes;  /* batch_size * sample_bytes */
-    pl_backend backend;
-    int device; /* CUDA ordinal, or -1 on the host backend */
-    int num_workers, prefetch, device_buffers;
-    int rank, world_size;
-    pl_memory memory;
-    int pinned; /* 1 if the host ring is page-locked */
+    int32_t backend;     /* a pl_backend */
+    int32_t device;      /* CUDA ordinal, or -1 on the host backend */
+    int32_t num_workers, prefetch, device_buffers;
+    int32_t rank, world_size;
+    int32_t memory; /* a pl_memory */
+    int32_t pinned; /* 1 if the host ring is page-locked */
     /* "cuda device 0 (NVIDIA H100 80GB HBM3)" or "host (why)"; valid until
      * pl_loader_destroy. */
     const char *backend_name;
-    int gpu_normalize; /* 1 if float output is normalised on the GPU */
+    int32_t gpu_normalize; /* 1 if float output is normalised on the GPU */
 } pl_info;
 
-PL_EXPORT int pl_loader_info(const pl_loader *l, pl_info *out);
+#define pl_loader_info(l, out) pl_loader_info_sized((l), (out), sizeof(pl_info))
+PL_EXPORT int pl_loader_info_sized(const pl_loader *l, pl_info *out,
+                                   size_t size);
 
 /* The name of class `label` (the ImageFolder folder name; the decimal label
  * for a list file; the folder's own name for a flat folder). [out] *name,
@@ -461,10 +484,12 @@ typedef struct pl_stats {
     uint64_t bytes_h2d;      /* CUDA: bytes of those same copies, so
                                 bytes_h2d / ns_h2d is the copy bandwidth */
     uint64_t images_warned;  /* decoded despite libjpeg warnings */
-    uint64_t reserved[3];
 } pl_stats;
 
-PL_EXPORT int pl_loader_stats(const pl_loader *l, pl_stats *out);
+#define pl_loader_stats(l, out)                                                \
+    pl_loader_stats_sized((l), (out), sizeof(pl_stats))
+PL_EXPORT int pl_loader_stats_sized(const pl_loader *l, pl_stats *out,
+                                    size_t size);
 
 /* One bad file, or one decoded despite libjpeg warnings (code 0: corrupt
  * data or a premature end that libjpeg papered over; accepted unless
@@ -472,30 +497,36 @@ PL_EXPORT int pl_loader_stats(const pl_loader *l, pl_stats *out);
 typedef struct pl_failure {
     int64_t index;      /* dataset index */
     const char *path;   /* valid until pl_loader_destroy */
-    int code;           /* PL_E*, or 0 for a file decoded with warnings */
+    int32_t code;       /* PL_E*, or 0 for a file decoded with warnings */
     const char *reason; /* "not a JPEG file (starts with 42 4d)", or the
                            first warning; valid until pl_loader_destroy */
     int64_t count;      /* times met so far */
-    int warnings;       /* libjpeg warnings in the rows decoded, first time */
+    int32_t warnings;   /* libjpeg warnings in the rows decoded, first time */
 } pl_failure;
 
 /* Copy up to `cap` failure records, from the `first`-th recorded, to
  * out[]; [out] *n: how many were copied. Records are in the order met. */
-PL_EXPORT int pl_loader_failures(const pl_loader *l, size_t first,
-                                 pl_failure *out, size_t cap, size_t *n);
+#define pl_loader_failures(l, first, out, cap, n)                              \
+    pl_loader_failures_sized((l), (first), (out), (cap), (n),                  \
+                             sizeof(pl_failure))
+PL_EXPORT int pl_loader_failures_sized(const pl_loader *l, size_t first,
+                                       pl_failure *out, size_t cap, size_t *n,
+                                       size_t size);
 
 /* ---------------------------------------------------------------------------
  * Decoding one file: the loader's own decoder, without crop or resize */
 
 typedef struct pl_image {
-    int width, height;
+    int32_t width, height;
     uint8_t *pixels; /* RGB, [height][width][3], owned by the pl_image */
 } pl_image;
 
 /* Decode the JPEG file at `path` to RGB at its own size (grayscale
  * replicated, CMYK/YCCK converted), with pl_config_default()'s limits.
  * [out] *img, to be freed with pl_image_free. */
-PL_EXPORT int pl_image_load(const char *path, pl_image *img);
+#define pl_image_load(path, img)                                               \
+    pl_image_load_sized((path), (img), sizeof(pl_image))
+PL_EXPORT int pl_image_load_sized(const char *path, pl_image *img, size_t size);
 
 /* Free img's pixels and zero it; NULL and zeroed images are no-ops. */
 PL_EXPORT void pl_image_free(pl_image *img);

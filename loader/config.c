@@ -10,9 +10,10 @@
 #include <unistd.h>
 
 #include "../common/defaults.h"
+#include "abi.h"
 #include "error.h"
 
-PL_EXPORT void pl_config_default(pl_config *cfg)
+static void config_default(pl_config *cfg)
 {
     static const float mean[3] = {0.485f, 0.456f, 0.406f};
     static const float std[3] = {0.229f, 0.224f, 0.225f};
@@ -46,6 +47,17 @@ PL_EXPORT void pl_config_default(pl_config *cfg)
     cfg->max_file_bytes = DEFAULT_MAX_FILE_BYTES;
     cfg->dct_scaling = 1;
     cfg->gpu_normalize = 1;
+}
+
+/* A caller's struct of `size` bytes: the defaults of the fields it has, and
+ * zeros past ours (which a newer library reads as its defaults). */
+PL_EXPORT void pl_config_default_sized(pl_config *cfg, size_t size)
+{
+    if (!cfg || size < ABI_MIN_CONFIG)
+        return; /* nothing can be reported from here; create will be */
+    pl_config ours;
+    config_default(&ours);
+    abi_copy_out(cfg, size, &ours, sizeof ours);
 }
 
 #define BAD(field, ...)                                                        \
@@ -159,12 +171,6 @@ static int check_pipeline(const pl_config *c)
     const int rc = check_ranges(r, N_(r));
     if (rc)
         return rc;
-    for (int i = 0; i < 8; i++)
-        if (c->reserved[i])
-            return BAD("reserved",
-                       "reserved[%d] must be zero (was the config "
-                       "filled by pl_config_default?)",
-                       i);
     return 0;
 }
 

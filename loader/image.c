@@ -6,17 +6,23 @@
 
 #include "../common/defaults.h"
 #include "../workers/process.h"
+#include "abi.h"
 #include "error.h"
 
-PL_EXPORT int pl_image_load(const char *path, pl_image *img)
+PL_EXPORT int pl_image_load_sized(const char *path, pl_image *caller,
+                                  size_t size)
 {
-    if (!path || !img)
+    if (!path || !caller)
         return err_set(PL_EINVAL, "pl_image_load: NULL argument");
-    memset(img, 0, sizeof *img);
+    int rc = abi_check("pl_image_load", "pl_image", size, ABI_MIN_IMAGE);
+    if (rc < 0)
+        return rc;
+    pl_image ours = {0}, *img = &ours;
+    abi_copy_out(caller, size, &ours, sizeof ours);
     decode_limits lim;
     decode_limits_default(&lim);
     process_ctx ctx;
-    int rc = process_init(&ctx, &lim);
+    rc = process_init(&ctx, &lim);
     if (rc < 0)
         return err_set(rc, "pl_image_load: out of memory");
     char reason[PROCESS_REASON_MAX];
@@ -25,6 +31,7 @@ PL_EXPORT int pl_image_load(const char *path, pl_image *img)
     process_fini(&ctx);
     if (rc < 0)
         return err_set(rc, "pl_image_load: %s: %s", path, reason);
+    abi_copy_out(caller, size, &ours, sizeof ours);
     return 0;
 }
 
@@ -33,5 +40,8 @@ PL_EXPORT void pl_image_free(pl_image *img)
     if (!img)
         return;
     free(img->pixels);
-    memset(img, 0, sizeof *img);
+    /* Only the fields every version has: the caller's struct may be an
+     * older, smaller one. */
+    img->pixels = NULL;
+    img->width = img->height = 0;
 }

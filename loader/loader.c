@@ -10,6 +10,7 @@
 #include "backend.h"
 #include "config.h"
 #include "dataset.h"
+#include "abi.h"
 #include "error.h"
 #include "failures.h"
 #include "handoff.h"
@@ -364,7 +365,34 @@ static int start_on_device(pl_loader *l)
     return rc;
 }
 
-PL_EXPORT int pl_loader_create(const pl_config *cfg, pl_loader **out)
+static int loader_create(const pl_config *cfg, pl_loader **out);
+
+/* The caller's config of `size` bytes, as this library's pl_config: fields
+ * past the caller's size are 0 (their defaults); fields past ours, from a
+ * newer header, must be 0 too, or they would be ignored. */
+PL_EXPORT int pl_loader_create_sized(const pl_config *cfg, size_t size,
+                                     pl_loader **out)
+{
+    if (out)
+        *out = NULL;
+    if (!cfg)
+        return loader_create(NULL, out);
+    int rc = abi_check("pl_loader_create", "pl_config", size, ABI_MIN_CONFIG);
+    if (rc < 0)
+        return rc;
+    for (size_t k = sizeof(pl_config); k < size; k++)
+        if (((const unsigned char *)cfg)[k])
+            return err_set(PL_EINVAL,
+                           "pl_loader_create: the config sets fields that "
+                           "pinload %s does not know (byte %zu of %zu; "
+                           "built against a newer pinload.h?)",
+                           pl_version(), k, size);
+    pl_config c;
+    abi_copy_out(&c, sizeof c, cfg, size < sizeof c ? size : sizeof c);
+    return loader_create(&c, out);
+}
+
+static int loader_create(const pl_config *cfg, pl_loader **out)
 {
     if (!out)
         return err_set(PL_EINVAL, "pl_loader_create: out is NULL");
@@ -480,11 +508,15 @@ PL_EXPORT int pl_batch_wait(const pl_batch *b, struct CUstream_st *stream)
 
 /* ---- queries ---- */
 
-PL_EXPORT int pl_loader_info(const pl_loader *l, pl_info *out)
+PL_EXPORT int pl_loader_info_sized(const pl_loader *l, pl_info *out,
+                                   size_t size)
 {
     if (!l || !out)
         return err_set(PL_EINVAL, "pl_loader_info: NULL argument");
-    *out = l->info;
+    const int rc = abi_check("pl_loader_info", "pl_info", size, ABI_MIN_INFO);
+    if (rc < 0)
+        return rc;
+    abi_copy_out(out, size, &l->info, sizeof l->info);
     return 0;
 }
 
@@ -547,10 +579,15 @@ PL_EXPORT int pl_loader_state(const pl_loader *l, pl_state *state)
     return 0;
 }
 
-PL_EXPORT int pl_loader_stats(const pl_loader *l, pl_stats *out)
+PL_EXPORT int pl_loader_stats_sized(const pl_loader *l, pl_stats *caller,
+                                    size_t size)
 {
-    if (!l || !out)
+    if (!l || !caller)
         return err_set(PL_EINVAL, "pl_loader_stats: NULL argument");
+    int rc = abi_check("pl_loader_stats", "pl_stats", size, ABI_MIN_STATS);
+    if (rc < 0)
+        return rc;
+    pl_stats ours, *out = &ours;
     if (forked(l, "pl_loader_stats"))
         return PL_EINVAL;
     pool_stats ps;
@@ -576,16 +613,35 @@ PL_EXPORT int pl_loader_stats(const pl_loader *l, pl_stats *out)
     out->pinned_bytes = rs.pinned_bytes + fs.mirror_bytes_locked;
     out->ns_h2d = fs.ns_h2d;
     out->bytes_h2d = fs.bytes_h2d;
+    abi_copy_out(caller, size, &ours, sizeof ours);
     return 0;
 }
 
-PL_EXPORT int pl_loader_failures(const pl_loader *l, size_t first,
-                                 pl_failure *out, size_t cap, size_t *n)
+/* out[] is an array of the caller's pl_failure, `size` bytes apart. */
+PL_EXPORT int pl_loader_failures_sized(const pl_loader *l, size_t first,
+                                       pl_failure *out, size_t cap, size_t *n,
+                                       size_t size)
 {
     if (!l || !n || (cap && !out))
         return err_set(PL_EINVAL, "pl_loader_failures: NULL argument");
     if (forked(l, "pl_loader_failures"))
         return PL_EINVAL;
-    *n = failures_copy((failures *)&l->fails, first, out, cap);
+    const int rc =
+        abi_check("pl_loader_failures", "pl_failure", size, ABI_MIN_FAILURE);
+    if (rc < 0)
+        return rc;
+    *n = 0;
+    pl_failure chunk[32];
+    while (*n < cap) {
+        const size_t want = cap - *n < 32 ? cap - *n : 32;
+        const size_t got =
+            failures_copy((failures *)&l->fails, first + *n, chunk, want);
+        for (size_t i = 0; i < got; i++)
+            abi_copy_out((char *)out + (*n + i) * size, size, &chunk[i],
+                         sizeof chunk[i]);
+        *n += got;
+        if (got < want)
+            break;
+    }
     return 0;
 }

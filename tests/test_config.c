@@ -102,8 +102,6 @@ Test(config, defaults_are_the_documented_values)
     cr_assert_eq(c.max_file_bytes, (int64_t)256 * 1024 * 1024);
     cr_assert_null(c.log);
     cr_assert_null(c.log_ctx);
-    for (int i = 0; i < 8; i++)
-        cr_assert_eq(c.reserved[i], 0, "reserved[%d]", i);
 }
 
 Test(config, documented_constants_keep_their_values)
@@ -336,16 +334,6 @@ Test(config, rejects_zero_limits)
     c = valid_config();
     c.max_height = -1;
     expect_rejected(&c, "max_height", "-1");
-}
-
-Test(config, rejects_nonzero_reserved_naming_the_word)
-{
-    pl_config c = valid_config();
-    c.reserved[3] = 1;
-    expect_rejected(&c, "reserved", "reserved[3]");
-    c = valid_config();
-    c.reserved[7] = (uint64_t)1 << 63;
-    expect_rejected(&c, "reserved", "reserved[7]");
 }
 
 Test(config, accepts_the_smallest_valid_values)
