@@ -532,27 +532,30 @@ Test(decode, images_over_the_limits_fail_before_decoding_naming_the_size)
     tu_rm_rf(dir);
 }
 
-Test(decode, progressive_files_with_too_many_scans_hit_the_scan_limit)
+/* A progressive w x h image decoded under `tight` fails with PL_ELIMIT and
+ * `want`, leaving the decoder closed; under `after` a small baseline file
+ * then decodes to djpeg's pixels: the limits are per image. */
+static void assert_limit_then_next_decodes(int w0, int h0,
+                                           const decode_limits *tight,
+                                           const decode_limits *after,
+                                           const char *want)
 {
     char dir[64], path[256];
     tu_tmpdir(dir);
     size_t len;
     tu_jpeg_opts o = {.progressive = 1}; /* jpeg_simple_progression: 10 */
     uint8_t *buf =
-        make_jpeg(dir, "p.jpg", 64, 64, 2, &o, &len, path, sizeof path);
-    decode_limits lim;
-    decode_limits_default(&lim);
-    lim.max_scans = 3;
+        make_jpeg(dir, "p.jpg", w0, h0, 2, &o, &len, path, sizeof path);
     decoder *d;
-    cr_assert_eq(decoder_create(&d, &lim), 0);
+    cr_assert_eq(decoder_create(&d, tight), 0);
     uint8_t *rgb;
     int w, h;
     char reason[DECODE_REASON_MAX] = "";
     int rc = decode_all(d, buf, len, &rgb, &w, &h, reason);
     cr_assert_eq(rc, PL_ELIMIT, "%s (%s)", pl_err_name(rc), reason);
-    cr_assert_str_eq(reason, "more than 3 progressive scans");
+    cr_assert_str_eq(reason, want);
     cr_assert_eq(decoder_is_open(d), 0);
-    /* The limit is per image: a baseline file still decodes afterwards. */
+    decoder_set_limits(d, after);
     size_t len2;
     uint8_t *buf2 =
         make_jpeg(dir, "b.jpg", 40, 30, 4, NULL, &len2, path, sizeof path);
@@ -566,42 +569,27 @@ Test(decode, progressive_files_with_too_many_scans_hit_the_scan_limit)
     tu_rm_rf(dir);
 }
 
+Test(decode, progressive_files_with_too_many_scans_hit_the_scan_limit)
+{
+    decode_limits lim;
+    decode_limits_default(&lim);
+    lim.max_scans = 3;
+    assert_limit_then_next_decodes(64, 64, &lim, &lim,
+                                   "more than 3 progressive scans");
+}
+
 /* A decode that runs past its time limit stops, from within libjpeg, as
  * that image's PL_ELIMIT; the next image gets a fresh limit. (Here a large
  * progressive image against 1 ms; a hostile file meets the default.) */
 Test(decode, a_decode_past_its_time_limit_is_elimit_and_the_next_decodes)
 {
-    char dir[64], path[256];
-    tu_tmpdir(dir);
-    size_t len;
-    tu_jpeg_opts o = {.progressive = 1};
-    uint8_t *buf =
-        make_jpeg(dir, "big.jpg", 3000, 2000, 5, &o, &len, path, sizeof path);
-    decode_limits lim;
-    decode_limits_default(&lim);
-    lim.max_decode_ms = 1;
-    decoder *d;
-    cr_assert_eq(decoder_create(&d, &lim), 0);
-    uint8_t *rgb;
-    int w, h;
-    char reason[DECODE_REASON_MAX] = "";
-    int rc = decode_all(d, buf, len, &rgb, &w, &h, reason);
-    cr_assert_eq(rc, PL_ELIMIT, "%s (%s)", pl_err_name(rc), reason);
-    cr_assert_str_eq(reason, "decoding took longer than the limit of 1 ms");
-    cr_assert_eq(decoder_is_open(d), 0);
-    lim.max_decode_ms = 60000;
-    decoder_set_limits(d, &lim);
-    size_t len2;
-    uint8_t *buf2 =
-        make_jpeg(dir, "b.jpg", 40, 30, 4, NULL, &len2, path, sizeof path);
-    rc = decode_all(d, buf2, len2, &rgb, &w, &h, reason);
-    cr_assert_eq(rc, 0, "%s", reason);
-    assert_matches_djpeg(path, rgb, w, h);
-    free(rgb);
-    free(buf2);
-    free(buf);
-    decoder_destroy(d);
-    tu_rm_rf(dir);
+    decode_limits tight, after;
+    decode_limits_default(&tight);
+    after = tight;
+    tight.max_decode_ms = 1;
+    assert_limit_then_next_decodes(
+        3000, 2000, &tight, &after,
+        "decoding took longer than the limit of 1 ms");
 }
 
 /* Reads the rest of the image from the decoder's current row into
