@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <sched.h>
@@ -124,12 +125,25 @@ static int check_shape(const pl_config *c)
     const int rc = check_ranges(r, N_(r));
     if (rc)
         return rc;
+    /* The largest |(v / 255 - mean) / std| over v in [0, 255] must be a
+     * finite number of the output format (float16 stops at 65504), so no
+     * sample holds an infinity. */
+    const double top = c->format == PL_FORMAT_F16_NCHW ? 65504.0 : FLT_MAX;
     for (int i = 0; i < 3; i++) {
         if (!isfinite(c->mean[i]))
             return BAD("mean", "mean[%d] is not finite", i);
         if (!(c->std[i] > 0.0f) || !isfinite(c->std[i]))
             return BAD("std", "std[%d] must be positive (got %g)", i,
                        (double)c->std[i]);
+        const double m = c->mean[i];
+        const double far = fabs(m) > fabs(1.0 - m) ? fabs(m) : fabs(1.0 - m);
+        if (c->format != PL_FORMAT_U8_NHWC && far / c->std[i] > top)
+            return BAD("std",
+                       "std[%d] = %g with mean[%d] = %g gives values up to "
+                       "%g, beyond what %s holds (%g)",
+                       i, (double)c->std[i], i, m, far / c->std[i],
+                       c->format == PL_FORMAT_F16_NCHW ? "float16" : "float32",
+                       top);
     }
     return 0;
 }
@@ -139,7 +153,8 @@ static int check_order(const pl_config *c)
     const range r[] = {
         {"shuffle", c->shuffle, 0, 1},
         {"drop_last", c->drop_last, 0, 1},
-        {"first_epoch", c->first_epoch, 0, LLONG_MAX},
+        /* epoch numbers add up from here: far below overflow */
+        {"first_epoch", c->first_epoch, 0, (int64_t)1 << 48},
         {"shard_mode", (int)c->shard_mode, 0, PL_SHARD_DROP},
         {"rank", c->rank, 0, 1 << 20, c->rank == PL_FROM_ENV},
         {"world_size", c->world_size, 1, 1 << 20, c->world_size == PL_FROM_ENV},
@@ -161,8 +176,10 @@ static int check_pipeline(const pl_config *c)
         {"strict", c->strict, 0, 1},
         {"max_width", c->max_width, 1, 65535},
         {"max_height", c->max_height, 1, 65535},
-        {"max_pixels", c->max_pixels, 1, LLONG_MAX},
-        {"max_file_bytes", c->max_file_bytes, 1, LLONG_MAX},
+        /* what max_width x max_height can reach; the decoder's memory
+         * budget (8 bytes a pixel) is computed from it */
+        {"max_pixels", c->max_pixels, 1, (int64_t)65535 * 65535},
+        {"max_file_bytes", c->max_file_bytes, 1, (int64_t)1 << 40},
         {"dct_scaling", c->dct_scaling, 0, 1},
         {"gpu_normalize", c->gpu_normalize, 0, 1},
         {"pin_workers", c->pin_workers, 0, 1},

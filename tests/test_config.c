@@ -794,3 +794,37 @@ Test(config, destroy_null_is_a_no_op)
     pl_loader_destroy(NULL);
     cr_assert_str_eq(pl_last_error(), "before", "no error detail is set");
 }
+
+/* Values the code cannot compute with are refused naming the field: a
+ * pixel limit whose memory budget would overflow, an epoch number that
+ * would wrap, a std that makes infinities in the output format. */
+Test(config, bounds_every_field_to_what_the_code_can_compute_with)
+{
+    pl_config c = valid_config();
+    c.max_pixels = INT64_MAX;
+    expect_rejected(&c, "max_pixels", NULL);
+    c.max_pixels = (int64_t)65535 * 65535;
+    expect_accepted(&c, "the largest pixel limit");
+    c = valid_config();
+    c.first_epoch = INT64_MAX;
+    expect_rejected(&c, "first_epoch", NULL);
+    c.first_epoch = (int64_t)1 << 48;
+    expect_accepted(&c, "the largest first epoch");
+    c = valid_config();
+    c.max_file_bytes = INT64_MAX;
+    expect_rejected(&c, "max_file_bytes", NULL);
+
+    c = valid_config();
+    c.format = PL_FORMAT_F32_NCHW;
+    c.std[1] = 1e-40f;
+    expect_rejected(&c, "std", "beyond what float32 holds");
+    c.std[1] = 1e-6f;
+    expect_accepted(&c, "float32 holds 1e6");
+    c.format = PL_FORMAT_F16_NCHW;
+    expect_rejected(&c, "std", "std[1] = 1e-06 with mean[1] = 0.456");
+    c.std[1] = 1e-4f; /* 0.544 / 1e-4 = 5440: float16 holds it */
+    expect_accepted(&c, "float16 holds 5440");
+    c.format = PL_FORMAT_U8_NHWC;
+    c.std[1] = 1e-40f; /* not used for uint8 output */
+    expect_accepted(&c, "std unused by u8");
+}
