@@ -222,7 +222,8 @@ typedef enum pl_log_level {
 #define PL_FROM_ENV (-1)
 
 /* Called from any of the loader's threads, never concurrently for one
- * loader; msg is one line without a newline and is valid during the call. */
+ * loader; msg is one line without a newline and is valid during the call
+ * (control characters in file names appear as \n, \r, \t or \xHH). */
 typedef void (*pl_log_fn)(void *ctx, pl_log_level level, const char *msg);
 
 /* Where a loader stands, to resume from after a restart: plain bytes,

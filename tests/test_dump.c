@@ -643,3 +643,39 @@ Test(dump, progress_on_a_terminal_only, .timeout = 120)
     free(err);
     tu_rm_rf(root);
 }
+
+/* File names with a newline, a tab, a backslash or bytes that are not
+ * UTF-8 still give one row of four fields each in index.tsv, the bytes
+ * escaped as --help says. */
+Test(dump, odd_file_names_are_escaped_in_index_tsv, .timeout = 120)
+{
+    char root[64], p[256], out[128], args[1024];
+    tu_tmpdir(root);
+    const char *names[] = {"a\nb.jpg", "t\tab.jpg", "back\\slash.jpg",
+                           "latin\xe9.jpg", "caf\xc3\xa9.jpg"};
+    const char *escaped[] = {"a\\nb.jpg", "t\\tab.jpg", "back\\\\slash.jpg",
+                             "latin\\xe9.jpg", "caf\xc3\xa9.jpg"};
+    for (int i = 0; i < 5; i++) {
+        snprintf(p, sizeof p, "%s/data/c0/%s", root, names[i]);
+        tu_write_jpeg(p, 24, 20, (unsigned)i + 1, NULL);
+    }
+    snprintf(out, sizeof out, "%s/out", root);
+    snprintf(args, sizeof args,
+             "--data '%s/data' --out '%s' --size 16 --batch 5 --device host "
+             "--shuffle off",
+             root, out);
+    result r = dump(root, args);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    result_free(&r);
+    int n;
+    tu_row *rows = tu_read_index(out, &n); /* asserts 4 fields a row */
+    cr_assert_eq(n, 5);
+    for (int i = 0; i < 5; i++) {
+        int found = 0;
+        for (int k = 0; k < n; k++)
+            found += strstr(rows[k].path, escaped[i]) != NULL;
+        cr_assert_eq(found, 1, "no row names %s", escaped[i]);
+    }
+    free(rows);
+    tu_rm_rf(root);
+}

@@ -378,3 +378,32 @@ Test(loader, fail_on_the_first_file_delivers_nothing, .timeout = TIMEOUT)
     cr_assert_eq(pl_loader_next(l, &b), PL_ENOTJPEG);
     fx_done(l, root);
 }
+
+/* A bad file whose name holds a newline and a tab: the warning about it is
+ * still one line (pl_log_fn's promise), the bytes escaped as \n and \t. */
+Test(loader, a_warning_about_a_file_named_with_a_newline_is_one_line,
+     .timeout = TIMEOUT)
+{
+    char root[64], bad[128];
+    tu_make_tree(root, 6, 2);
+    snprintf(bad, sizeof bad, "%s/c0/x\ny\tz.jpg", root);
+    tu_write_file(bad, "not a jpeg", 10);
+    log_count lc;
+    log_count_init(&lc);
+    pl_config c;
+    base_cfg(&c, root);
+    c.on_error = PL_ON_ERROR_SKIP;
+    c.log = counting;
+    c.log_ctx = &lc;
+    pl_loader *l = create(&c);
+    run r;
+    run_epoch(l, 0, &r);
+    pl_loader_destroy(l);
+    cr_assert_eq(lc.warnings, 1);
+    cr_assert_null(strchr(lc.warning[0], '\n'), "%s", lc.warning[0]);
+    cr_assert_null(strchr(lc.warning[0], '\t'), "%s", lc.warning[0]);
+    cr_assert_not_null(strstr(lc.warning[0], "/c0/x\\ny\\tz.jpg"), "%s",
+                       lc.warning[0]);
+    run_free(&r);
+    tu_rm_rf(root);
+}

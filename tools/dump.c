@@ -31,7 +31,10 @@ static const char usage[] =
     "Open MPI,\nMPICH/PMI). --stop-after-batches delivers K batches, then "
     "stops; --save-state\nwrites where it stopped; --resume-from starts "
     "there, numbering as the\nuninterrupted run would. --workers 0 (the "
-    "default) is the library's choice.\n" CLI_EXIT_CODES;
+    "default) is the library's choice.\n"
+    "In index.tsv a backslash, tab, newline or carriage return in a field is "
+    "written\n\\\\, \\t, \\n or \\r; other control bytes and bytes that are "
+    "not UTF-8, \\xHH.\n" CLI_EXIT_CODES;
 
 typedef struct options {
     const char *data, *out;
@@ -235,10 +238,50 @@ static int write_ppm(writer *w, long position, const uint8_t *rgb, int width,
     return 0;
 }
 
+/* A field of index.tsv: a backslash, tab, newline or carriage return is
+ * written \\, \t, \n or \r; other control bytes and bytes that are not
+ * UTF-8 as \xHH. So every row is one line of four fields, whatever the
+ * file names hold, and unescaping gives the name's bytes back. */
+static void field(FILE *f, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        int len = 1; /* a valid UTF-8 sequence's length, or 1 */
+        if (*p >= 0xc2 && *p <= 0xf4) {
+            const int need = *p >= 0xf0 ? 4 : *p >= 0xe0 ? 3 : 2;
+            int ok = 1;
+            for (int k = 1; k < need && ok; k++)
+                ok = (p[k] & 0xc0) == 0x80;
+            len = ok ? need : 0;
+        } else if (*p >= 0x80) {
+            len = 0;
+        }
+        if (len == 0) {
+            fprintf(f, "\\x%02x", *p++);
+        } else if (*p == '\\' || *p == '\t' || *p == '\n' || *p == '\r') {
+            fprintf(f, "\\%c",
+                    *p == '\\'   ? '\\'
+                    : *p == '\t' ? 't'
+                    : *p == '\n' ? 'n'
+                                 : 'r');
+            p++;
+        } else if (*p < 0x20 || *p == 0x7f) {
+            fprintf(f, "\\x%02x", *p++);
+        } else {
+            fwrite(p, 1, (size_t)len, f);
+            p += len;
+        }
+    }
+}
+
 static void row(writer *w, const char *position, const char *path,
                 int32_t label, const char *status)
 {
-    fprintf(w->tsv, "%s\t%s\t%d\t%s\n", position, path, label, status);
+    fprintf(w->tsv, "%s\t", position);
+    field(w->tsv, path);
+    fprintf(w->tsv, "\t%d\t", label);
+    field(w->tsv, status);
+    fputc('\n', w->tsv);
 }
 
 /* The recorded failure of `index`, as a status; 0 if there is none. */
