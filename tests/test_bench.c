@@ -201,6 +201,37 @@ Test(bench, progress_on_a_terminal_names_the_row_batches_and_eta,
     tu_rm_rf(root);
 }
 
+/* SIGINT during a sweep: the row in hand is finished and printed, the CSV
+ * is written with every row measured, and the exit status is 128 + 2. */
+Test(bench, a_signal_keeps_the_rows_measured, .timeout = 120)
+{
+    char root[64], cmd[2048], csv[128];
+    make_data(root);
+    snprintf(csv, sizeof csv, "%s/rows.csv", root);
+    snprintf(cmd, sizeof cmd,
+             "%s/pinload-bench --data %s --workers 1,2,1,2 --prefetch 1 "
+             "--pin on --batches 100000000 --batch 2 --size 16 --warmup 0 "
+             "--device host --csv %s >%s/out 2>%s/err",
+             tu_build_dir(), root, csv, root, root);
+    char ready[128];
+    snprintf(ready, sizeof ready, "%s/out", root);
+    const int rc = tu_run_and_signal(cmd, ready, 1.0, SIGINT);
+    cr_assert_eq(rc, 128 + SIGINT, "exit %d", rc);
+    char *text = tu_slurp(csv);
+    int lines = 0;
+    for (const char *p = text; *p; p++)
+        lines += *p == '\n';
+    cr_assert_eq(lines, 2, "header and the row in hand: %s", text);
+    free(text);
+    char path[128];
+    snprintf(path, sizeof path, "%s/err", root);
+    char *err = tu_slurp(path);
+    cr_assert_not_null(strstr(err, "stopped by signal 2 after 1 row"), "%s",
+                       err);
+    free(err);
+    tu_rm_rf(root);
+}
+
 Test(bench, device_cuda_without_a_gpu_is_an_error_naming_the_reason)
 {
     char root[64];

@@ -679,3 +679,46 @@ Test(dump, odd_file_names_are_escaped_in_index_tsv, .timeout = 120)
     free(rows);
     tu_rm_rf(root);
 }
+
+/* SIGTERM in the middle: the sample in hand is finished, index.tsv has a
+ * whole row for every PPM written and nothing cut, and the exit status is
+ * 128 + 15. */
+Test(dump, a_signal_stops_after_whole_samples_and_a_whole_index, .timeout = 120)
+{
+    char dir[64], cmd[2048], out[128];
+    tu_tmpdir(dir);
+    snprintf(cmd, sizeof cmd,
+             "%s/pinload-mkdata --out %s/data --classes 2 --per-class 300 "
+             "--quiet >/dev/null",
+             tu_build_dir(), dir);
+    cr_assert_eq(system(cmd), 0);
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(cmd, sizeof cmd,
+             "%s/pinload-dump --data %s/data --out %s --size 224 --augment "
+             "eval --device host --workers 1 >/dev/null 2>%s/err",
+             tu_build_dir(), dir, out, dir);
+    char ready[256];
+    snprintf(ready, sizeof ready, "%s/index.tsv", out);
+    const int rc = tu_run_and_signal(cmd, ready, 0.1, SIGTERM);
+    cr_assert_eq(rc, 128 + SIGTERM, "exit %d (finished before the signal?)",
+                 rc);
+    char path[256];
+    snprintf(path, sizeof path, "%s/index.tsv", out);
+    char *text = tu_slurp(path);
+    const size_t len = strlen(text);
+    cr_assert(len > 0 && text[len - 1] == '\n', "index.tsv cut mid-row");
+    free(text);
+    int n;
+    tu_row *rows = tu_read_index(out, &n); /* 4 fields a row */
+    const int ppms = tu_count_ppms(out);
+    cr_assert_eq(n, ppms, "%d rows, %d PPMs", n, ppms);
+    cr_assert_lt(ppms, 600, "stopped early");
+    for (int k = 0; k < n; k++)
+        cr_assert_eq(rows[k].position, k);
+    free(rows);
+    snprintf(path, sizeof path, "%s/err", dir);
+    char *err = tu_slurp(path);
+    cr_assert_not_null(strstr(err, "stopped by signal 15"), "%s", err);
+    free(err);
+    tu_rm_rf(dir);
+}

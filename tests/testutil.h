@@ -11,6 +11,8 @@
 #include <ftw.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -277,6 +279,33 @@ static inline char *tu_run_on_tty(const char *cmd)
     char *out = tu_slurp(path);
     tu_rm_rf(dir);
     return out;
+}
+
+/* Runs the shell command `cmd` (exec'd, so the signal reaches the tool),
+ * waits until `ready` exists (a file the tool makes once under way, or
+ * NULL), then `after_s` seconds, sends it `sig`, and returns its exit
+ * status (128 + sig if it reported the signal so). */
+static inline int tu_run_and_signal(const char *cmd, const char *ready,
+                                    double after_s, int sig)
+{
+    char full[8192];
+    snprintf(full, sizeof full, "exec %s", cmd);
+    const pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", full, (char *)NULL);
+        _exit(127);
+    }
+    const struct timespec tick = {0, 10 * 1000 * 1000};
+    for (int i = 0; ready && i < 6000 && access(ready, F_OK) != 0; i++)
+        nanosleep(&tick, NULL);
+    const struct timespec ts = {(time_t)after_s,
+                                (long)((after_s - (time_t)after_s) * 1e9)};
+    nanosleep(&ts, NULL);
+    kill(pid, sig);
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
 /* The same command with stderr to a file: what it wrote there. */

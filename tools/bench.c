@@ -474,7 +474,8 @@ static int measure(const options *o, bench_cuda *cu, pl_loader *l,
     pl_loader_stats(l, &ps->s0);
     const double t0 = now_s();
     long n = 0, images = 0;
-    while (n < cap && (o->seconds <= 0 || now_s() - t0 < o->seconds)) {
+    while (n < cap && !cli_signal &&
+           (o->seconds <= 0 || now_s() - t0 < o->seconds)) {
         const double w0 = now_s();
         if (next_batch(l, &b) < 0)
             return -1;
@@ -573,7 +574,7 @@ static int run_combo(const options *o, bench_cuda *cu, bench_log *bl, row *r)
     }
     free(ps.waits);
     r->step_ms = r->overlap_pct = -1;
-    if (rc == 0 && o->compute_ms > 0) {
+    if (rc == 0 && o->compute_ms > 0 && !cli_signal) {
         pass pc = {0};
         rc = measure(o, cu, l, o->compute_ms, r, &pc);
         free(pc.waits);
@@ -920,6 +921,7 @@ int main(int argc, char **argv)
 {
     options o;
     parse(argc, argv, &o);
+    cli_catch_signals();
     char mach[256];
     machine(mach, sizeof mach);
     bench_log bl = {.backend = "?"};
@@ -954,6 +956,10 @@ int main(int argc, char **argv)
                     status = 1;
                     break;
                 }
+                if (cli_signal && r->batches == 0) {
+                    status = 128 + cli_signal; /* nothing measured */
+                    break;
+                }
                 r->vs_base = o.base_full[r->workers] > 0
                                  ? r->img_s / o.base_full[r->workers]
                                  : -1;
@@ -966,6 +972,8 @@ int main(int argc, char **argv)
                 }
                 print_row(&cols, r);
                 n++;
+                if (cli_signal)
+                    status = 128 + cli_signal; /* this row, then stop */
             }
     if (n > 0) {
         const row *best = &rows[0];
@@ -990,6 +998,11 @@ int main(int argc, char **argv)
                           "gnuplot installed?)\n",
                           o.plot),
                   1);
+    if (cli_signal)
+        fprintf(stderr,
+                "pinload-bench: stopped by signal %d after %d row%s; "
+                "the files have every row measured\n",
+                (int)cli_signal, n, n == 1 ? "" : "s");
     free(rows);
     bench_cuda_close(cu);
     return status;

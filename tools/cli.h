@@ -4,6 +4,7 @@
 #define PINLOAD_CLI_H
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +33,8 @@ static inline long cli_long(const char *prog, const char *usage,
 /* The exit codes every tool documents in its --help. */
 #define CLI_EXIT_CODES                                                         \
     "Exit status: 0 done; 1 a run-time failure (named on stderr); 2 a usage\n" \
-    "error (the reason, then this usage, on stderr).\n"
+    "error (the reason, then this usage, on stderr); 128 + N after signal N\n" \
+    "(SIGINT, SIGTERM, SIGHUP), once what was done is written.\n"
 
 /* --version: the tool's name and the library's version, on stdout. */
 static inline void cli_version(const char *prog)
@@ -138,6 +140,28 @@ static inline void cli_progress(const char *prog, int quiet, long done,
         return;
     last = now;
     fprintf(stderr, "\r%s: %ld of %ld %s", prog, done, total, what);
+}
+
+/* SIGINT, SIGTERM or SIGHUP received (its number), or 0. The tools check
+ * it between items: the item in hand is finished, what is done is
+ * written, and they exit with 128 + the signal. */
+static volatile sig_atomic_t cli_signal;
+
+static void cli_on_signal(int sig)
+{
+    cli_signal = sig;
+}
+
+static inline void cli_catch_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = cli_on_signal;
+    sa.sa_flags = SA_RESTART; /* a read or a wait in progress goes on */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
 }
 
 /* mkdir -p: the directory and any missing parents. 0, or -1 with errno. */

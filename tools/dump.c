@@ -1,6 +1,7 @@
 /* pinload-dump: write what the loader delivers, one PPM per sample in
  * delivery order plus index.tsv, for eyes and for checks. Uses only the
  * public API. */
+#define _DEFAULT_SOURCE /* sigaction, clock_gettime */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -331,14 +332,14 @@ static int dump_batches(writer *w, pl_loader *l, const options *o,
     long taken = 0;
     int rc;
     const pl_batch *b;
-    while ((o->stop_after < 0 || taken < o->stop_after) &&
+    while ((o->stop_after < 0 || taken < o->stop_after) && !cli_signal &&
            (rc = pl_loader_next(l, &b)) != PL_EPOCH_END) {
         if (rc < 0) {
             fprintf(stderr, "pinload-dump: %s\n", pl_last_error());
             return 1;
         }
         taken++;
-        for (int i = 0; i < b->count; i++) {
+        for (int i = 0; i < b->count && !cli_signal; i++) {
             if (o->limit >= 0 && w->written >= o->limit)
                 break;
             while (order[cursor % order_n] != b->indices[i])
@@ -374,7 +375,7 @@ static int dump_batches(writer *w, pl_loader *l, const options *o,
 static int dump_raw(writer *w, pl_loader *l, const options *o,
                     const int64_t *order, int64_t order_n)
 {
-    for (int64_t k = 0; k < order_n; k++) {
+    for (int64_t k = 0; k < order_n && !cli_signal; k++) {
         if (o->limit >= 0 && w->written >= o->limit)
             break;
         const char *path;
@@ -413,6 +414,7 @@ int main(int argc, char **argv)
 {
     options o = {0};
     parse(argc, argv, &o);
+    cli_catch_signals();
     if (o.raw) { /* the loader only lists and orders; keep it small */
         o.cfg.num_workers = 1;
         o.cfg.prefetch = 1;
@@ -475,6 +477,14 @@ int main(int argc, char **argv)
                    : dump_batches(&w, l, &o, order, info.samples_per_epoch,
                                   position);
     cli_progress("pinload-dump", w.quiet, w.total, w.total, "");
+    if (cli_signal) {
+        fprintf(stderr,
+                "pinload-dump: stopped by signal %d after %ld samples; "
+                "they and index.tsv are complete%s\n",
+                (int)cli_signal, w.written,
+                o.save_state ? " (no state saved mid-batch)" : "");
+        status = 128 + cli_signal;
+    }
     if (status == 0 && o.save_state) {
         pl_state st;
         pl_loader_state(l, &st);

@@ -3,6 +3,7 @@
  * sizes, where each class has a signature a small model can learn: its own
  * palette, shape kind and texture frequency. Deterministic for a seed.
  * Encoded with libjpeg-turbo: mostly 4:2:0 baseline, some progressive. */
+#define _DEFAULT_SOURCE /* sigaction, clock_gettime */
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
@@ -294,6 +295,7 @@ int main(int argc, char **argv)
 {
     options o;
     parse(argc, argv, &o);
+    cli_catch_signals();
     if (make_dir(o.out) < 0)
         return 1;
     uint8_t *rgb = malloc((size_t)o.max_side * o.max_side * 3);
@@ -330,6 +332,15 @@ int main(int argc, char **argv)
             cli_progress("pinload-mkdata", o.quiet,
                          (long)c * o.per_class + i + 1,
                          (long)o.classes * o.per_class, "files written");
+            if (cli_signal) { /* every file written so far is whole */
+                cli_progress("pinload-mkdata", o.quiet, 1, 1, "");
+                fprintf(stderr,
+                        "pinload-mkdata: stopped by signal %d after %ld "
+                        "files\n",
+                        (int)cli_signal, (long)c * o.per_class + i + 1);
+                free(rgb);
+                return 128 + cli_signal;
+            }
         }
     }
     free(rgb);
