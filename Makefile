@@ -271,10 +271,13 @@ BENCH_CUDA_OBJ :=
 BENCH_NO_CUDA := -DPL_BENCH_NO_CUDA
 endif
 # (bench_baseline.o comes from the objects' pattern rule, with its own .d.)
-$(BUILD)/pinload-bench: tools/bench.c $(BUILD)/obj/tools/bench_baseline.o \
+# (bench_args.o and bench_report.o likewise: the command line, the report.)
+BENCH_PARTS := $(BUILD)/obj/tools/bench_baseline.o \
+               $(BUILD)/obj/tools/bench_args.o $(BUILD)/obj/tools/bench_report.o
+$(BUILD)/pinload-bench: tools/bench.c $(BENCH_PARTS) \
                         $(BENCH_CUDA_OBJ) $(BUILD)/libpinload.a $(CUDASIM)
 	$(CC) -Iinclude -MMD -MP $(BENCH_NO_CUDA) $(CFLAGS_ALL) $(LDFLAGS) \
-	    -o $@ $< $(BUILD)/obj/tools/bench_baseline.o $(BENCH_CUDA_OBJ) \
+	    -o $@ $< $(BENCH_PARTS) $(BENCH_CUDA_OBJ) \
 	    $(BUILD)/libpinload.a $(LIBS) -lturbojpeg -lstdc++
 
 # samples/train_classifier: with nvcc its training step runs as CUDA

@@ -1,0 +1,74 @@
+/* pinload-bench's parts: the options (tools/bench_args.c parses them),
+ * one measured row, and the report (tools/bench_report.c: the table, CSV,
+ * JSON and plot). tools/bench.c measures. */
+#ifndef PINLOAD_BENCH_H
+#define PINLOAD_BENCH_H
+
+#include <stdio.h>
+
+#include "pinload.h"
+
+#define MAX_LIST 32
+
+typedef struct options {
+    const char *data;
+    int batch, size;
+    pl_augment augment;
+    pl_format format;
+    int workers[MAX_LIST], nworkers;
+    int prefetch[MAX_LIST], nprefetch;
+    int pin[MAX_LIST], npin; /* pl_memory values */
+    long batches;
+    double seconds;
+    int warmup;
+    double compute_ms;
+    int device; /* from --device (tools/cli.h) */
+    int want_cuda;
+    int wide; /* --wide: every column of the table */
+    const char *csv, *json, *plot;
+    int quiet;
+    int baseline;
+    double baseline_seconds;
+    int row_at, rows; /* the row being measured (1-based), of how many */
+    double base_full[1025], base_eighth[1025]; /* by thread count */
+    double memcpy_gbs; /* cudaMemcpy's pinned H2D rate, or 0 */
+} options;
+
+typedef struct row {
+    int pin, workers, prefetch;
+    long images, batches;
+    double seconds;
+    double img_s, mb_s, h2d_gbs;
+    double wait_mean_ms, wait_p99_ms;
+    double us_read, us_decode, us_augment, us_copy; /* per image */
+    double load_ms; /* per batch, without compute */
+    double vs_base; /* img_s / full-decode baseline at these threads, or -1 */
+    double step_ms, overlap_pct; /* with --compute-ms; -1 otherwise */
+} row;
+
+/* ---- bench_args.c ---- */
+
+/* The command line into *o; prints the reason and the usage and exits 2
+ * on a usage error, prints the usage and exits 0 for --help. */
+void bench_parse(int argc, char **argv, options *o);
+
+/* ---- bench_report.c ---- */
+
+const char *pin_name(int pin);
+const char *augment_name(pl_augment a);
+
+/* Which columns the table shows (see pick_columns). */
+typedef struct columns {
+    int stages, h2d, step, vs;
+} columns;
+
+columns pick_columns(const options *o, int cuda);
+void print_header(const columns *c);
+void print_row(const columns *c, const row *r);
+int write_csv(const char *path, const row *rows, int n);
+int write_json(const char *path, const options *o, const char *mach,
+               const char *backend, const row *rows, int n);
+int write_plot(const char *path, const options *o, const char *mach,
+               const char *backend, const row *rows, int n);
+
+#endif

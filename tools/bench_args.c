@@ -1,0 +1,218 @@
+/* pinload-bench's command line: the usage, strict values, the sweep's
+ * lists and the defaults. */
+#define _DEFAULT_SOURCE
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "cli.h"
+
+static const char usage[] =
+    "usage: pinload-bench --data PATH [--batch B] [--size N] [--augment "
+    "none|eval|train]\n"
+    "       [--format u8|f32|f16] [--workers LIST] [--prefetch LIST] "
+    "[--pin LIST]\n"
+    "       [--batches N | --seconds S] [--warmup N] [--compute-ms X]\n"
+    "       [--device " CLI_DEVICES "] [--csv FILE] [--json FILE]\n"
+    "       [--plot FILE.png] [--quiet] [--baseline [--baseline-seconds S]]\n"
+    "       [--wide] [--version] [--help]\n"
+    "LIST is comma-separated, e.g. --workers 1,2,4 --prefetch 1,2,4 --pin "
+    "on,off,managed;\n"
+    "--workers 0 is the library's default (this process's share of the "
+    "CPUs).\n"
+    "Every combination runs in turn, one loader at a time, after a warm-up; "
+    "one row\nis printed per combination as it finishes, then the best.\n"
+    "--baseline first measures plain TurboJPEG full-size decoding of the same "
+    "files,\nfrom memory, on as many threads as each row's workers (and at 1/8 "
+    "scale, the\nceiling), and shows every row as a ratio to it.\n"
+    "The table fits 100 columns: the H2D, step/overlap and ratio columns, "
+    "when they\napply, replace the per-stage times; --wide shows them all "
+    "(as the CSV and JSON do).\n" CLI_EXIT_CODES;
+
+/* ---- arguments ---- */
+
+static void bad(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "pinload-bench: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n%s", usage);
+    va_end(ap);
+    exit(2);
+}
+
+static long parse_long(const char *flag, const char *v, long lo, long hi)
+{
+    return cli_long("pinload-bench", usage, flag, v, lo, hi);
+}
+
+static double parse_double(const char *flag, const char *v, double lo,
+                           double hi)
+{
+    char *end;
+    errno = 0;
+    const double x = strtod(v, &end);
+    if (!*v || *end || errno || !(x >= lo && x <= hi))
+        bad("%s: \"%s\" is not a number in [%g, %g]", flag, v, lo, hi);
+    return x;
+}
+
+static int pin_value(const char *flag, const char *v)
+{
+    if (!strcmp(v, "on"))
+        return PL_MEMORY_PINNED;
+    if (!strcmp(v, "off"))
+        return PL_MEMORY_PAGEABLE;
+    if (!strcmp(v, "managed"))
+        return PL_MEMORY_MANAGED;
+    bad("%s: \"%s\" is not on, off or managed", flag, v);
+    return -1;
+}
+
+/* A comma-separated list; empty items and empty lists are errors. */
+static int parse_list(const char *flag, const char *v, int *out, int pin,
+                      int lo)
+{
+    if (!*v)
+        bad("%s: empty list", flag);
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", v);
+    int n = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        if (n == MAX_LIST)
+            bad("%s: more than %d values", flag, MAX_LIST);
+        out[n++] =
+            pin ? pin_value(flag, tok) : (int)parse_long(flag, tok, lo, 1024);
+    }
+    if (n == 0 || v[strlen(v) - 1] == ',' || strstr(v, ",,") || v[0] == ',')
+        bad("%s: empty item in \"%s\"", flag, v);
+    return n;
+}
+
+static int choice(const char *flag, const char *v, const char *const *names,
+                  int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(v, names[i]))
+            return i;
+    bad("%s: unknown value \"%s\"", flag, v);
+    return -1;
+}
+
+static void set_defaults(options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->batch = 64;
+    o->size = 224;
+    o->augment = PL_AUGMENT_TRAIN;
+    o->format = PL_FORMAT_U8_NHWC;
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    for (int w = 1; w <= (cores > 1 ? cores : 1) && o->nworkers < MAX_LIST;
+         w *= 2)
+        o->workers[o->nworkers++] = w;
+    if (o->workers[o->nworkers - 1] != cores && cores > 1 &&
+        o->nworkers < MAX_LIST)
+        o->workers[o->nworkers++] = (int)cores;
+    o->prefetch[0] = 1;
+    o->prefetch[1] = 2;
+    o->prefetch[2] = 4;
+    o->nprefetch = 3;
+    o->pin[0] = PL_MEMORY_PINNED;
+    o->pin[1] = PL_MEMORY_PAGEABLE;
+    o->npin = 2;
+    o->batches = 30;
+    o->warmup = 4;
+    o->device = PL_DEVICE_AUTO;
+    o->baseline_seconds = 3.0;
+}
+
+void bench_parse(int argc, char **argv, options *o)
+{
+    static const char *const augments[] = {"none", "eval", "train"};
+    static const char *const valued[] = {"--data",     "--batch",
+                                         "--size",     "--augment",
+                                         "--format",   "--workers",
+                                         "--prefetch", "--pin",
+                                         "--batches",  "--seconds",
+                                         "--warmup",   "--compute-ms",
+                                         "--device",   "--baseline-seconds",
+                                         "--csv",      "--json",
+                                         "--plot",     NULL};
+    set_defaults(o);
+    for (int i = 1; i < argc; i++) {
+        const char *f = argv[i];
+        if (!strcmp(f, "--help") || !strcmp(f, "-h")) {
+            fputs(usage, stdout);
+            exit(0);
+        }
+        if (!strcmp(f, "--version"))
+            cli_version("pinload-bench");
+        if (!strcmp(f, "--quiet")) {
+            o->quiet = 1;
+            continue;
+        }
+        if (!strcmp(f, "--wide")) {
+            o->wide = 1;
+            continue;
+        }
+        if (!strcmp(f, "--baseline")) {
+            o->baseline = 1;
+            continue;
+        }
+        const char *v =
+            cli_value("pinload-bench", usage, valued, argc, argv, &i);
+        if (!strcmp(f, "--data"))
+            o->data = v;
+        else if (!strcmp(f, "--batch"))
+            o->batch = (int)parse_long(f, v, 1, 65536);
+        else if (!strcmp(f, "--size"))
+            o->size = (int)parse_long(f, v, 1, 16384);
+        else if (!strcmp(f, "--augment"))
+            o->augment = (pl_augment)choice(f, v, augments, 3);
+        else if (!strcmp(f, "--format"))
+            o->format = cli_format("pinload-bench", usage, f, v);
+        else if (!strcmp(f, "--workers"))
+            o->nworkers = parse_list(f, v, o->workers, 0, 0);
+        else if (!strcmp(f, "--prefetch"))
+            o->nprefetch = parse_list(f, v, o->prefetch, 0, 1);
+        else if (!strcmp(f, "--pin"))
+            o->npin = parse_list(f, v, o->pin, 1, 0);
+        else if (!strcmp(f, "--batches"))
+            o->batches = parse_long(f, v, 1, 100000000), o->seconds = 0;
+        else if (!strcmp(f, "--seconds"))
+            o->seconds = parse_double(f, v, 0.01, 1e6);
+        else if (!strcmp(f, "--warmup"))
+            o->warmup = (int)parse_long(f, v, 0, 1000000);
+        else if (!strcmp(f, "--compute-ms"))
+            o->compute_ms = parse_double(f, v, 0, 1e5);
+        else if (!strcmp(f, "--device"))
+            o->device = cli_device("pinload-bench", usage, f, v, &o->want_cuda);
+        else if (!strcmp(f, "--baseline-seconds"))
+            o->baseline_seconds = parse_double(f, v, 0.1, 3600);
+        else if (!strcmp(f, "--csv"))
+            o->csv = v;
+        else if (!strcmp(f, "--json"))
+            o->json = v;
+        else if (!strcmp(f, "--plot"))
+            o->plot = v;
+        else
+            bad("unknown option %s", f);
+    }
+    if (!o->data)
+        bad("--data is required");
+    for (int w = 0; w < o->nworkers && o->baseline; w++)
+        if (o->workers[w] == 0)
+            bad("--workers 0 with --baseline: give thread counts, the "
+                "baseline runs as many threads as each row's workers");
+    if (access(o->data, R_OK) != 0)
+        bad("--data: %s: %s", o->data, strerror(errno));
+    if (!isatty(2))
+        o->quiet = 1; /* no progress line into logs */
+}

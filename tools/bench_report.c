@@ -1,0 +1,281 @@
+/* pinload-bench's report: the table (fitting 100 columns unless --wide),
+ * the CSV, the JSON with the whole configuration, and the gnuplot chart. */
+#define _DEFAULT_SOURCE /* gmtime_r, popen */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench.h"
+#include "cli.h"
+
+const char *pin_name(int pin)
+{
+    return pin == PL_MEMORY_PINNED    ? "on"
+           : pin == PL_MEMORY_MANAGED ? "managed"
+                                      : "off";
+}
+
+const char *augment_name(pl_augment a)
+{
+    return a == PL_AUGMENT_TRAIN  ? "train"
+           : a == PL_AUGMENT_EVAL ? "eval"
+                                  : "none";
+}
+
+/* Which columns the table shows. By default it fits 100 columns: the
+ * optional ones (H2D on CUDA, step and overlap with --compute-ms, the
+ * ratio with --baseline) take the place of the per-stage times; --wide
+ * shows every column (the CSV and JSON always have them all). */
+
+columns pick_columns(const options *o, int cuda)
+{
+    columns c = {.h2d = o->wide || cuda,
+                 .step = o->wide || o->compute_ms > 0,
+                 .vs = o->wide || o->baseline};
+    c.stages = o->wide || !(c.h2d || c.step || c.vs);
+    return c;
+}
+
+void print_header(const columns *c)
+{
+    for (int line = 0; line < 2; line++) {
+        const int top = line == 0;
+        printf("%-8s %7s %8s %9s %8s", top ? "pin" : "", top ? "workers" : "",
+               top ? "prefetch" : "", top ? "img/s" : "", top ? "MB/s" : "");
+        if (c->h2d)
+            printf(" %8s", top ? "H2D GB/s" : "");
+        printf(" %9s %9s", top ? "wait ms" : "", top ? "p99 ms" : "");
+        if (c->stages)
+            printf(" %7s %8s %8s %7s", top ? "read" : "us/img",
+                   top ? "decode" : "us/img", top ? "augment" : "us/img",
+                   top ? "copy" : "us/img");
+        if (c->step)
+            printf(" %8s %8s", top ? "step ms" : "", top ? "overlap" : "");
+        if (c->vs)
+            printf(" %8s", top ? "vs base" : "");
+        printf("\n");
+        if (!c->stages)
+            break; /* the second line only labels the stage times */
+    }
+}
+
+void print_row(const columns *c, const row *r)
+{
+    char h2d[16] = "-", step[16] = "-", ov[16] = "-", vs[16] = "-";
+    if (r->vs_base >= 0)
+        snprintf(vs, sizeof vs, "%.2fx", r->vs_base);
+    if (r->h2d_gbs > 0)
+        snprintf(h2d, sizeof h2d, "%.2f", r->h2d_gbs);
+    if (r->step_ms >= 0) {
+        snprintf(step, sizeof step, "%.2f", r->step_ms);
+        snprintf(ov, sizeof ov, "%.0f%%", r->overlap_pct);
+    }
+    printf("%-8s %7d %8d %9.1f %8.1f", pin_name(r->pin), r->workers,
+           r->prefetch, r->img_s, r->mb_s);
+    if (c->h2d)
+        printf(" %8s", h2d);
+    printf(" %9.2f %9.2f", r->wait_mean_ms, r->wait_p99_ms);
+    if (c->stages)
+        printf(" %7.0f %8.0f %8.0f %7.0f", r->us_read, r->us_decode,
+               r->us_augment, r->us_copy);
+    if (c->step)
+        printf(" %8s %8s", step, ov);
+    if (c->vs)
+        printf(" %8s", vs);
+    printf("\n");
+    fflush(stdout);
+}
+
+/* A number, or empty where it does not apply (negative). */
+static void csv_num(FILE *f, double v, const char *fmt)
+{
+    if (v >= 0)
+        fprintf(f, fmt, v);
+}
+
+int write_csv(const char *path, const row *rows, int n)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "pin,workers,prefetch,images,batches,seconds,images_per_s,"
+               "mb_per_s,h2d_gb_per_s,wait_mean_ms,wait_p99_ms,read_us,"
+               "decode_us,augment_us,copy_us,load_ms,step_ms,overlap_pct,"
+               "vs_baseline\n");
+    for (int i = 0; i < n; i++) {
+        const row *r = &rows[i];
+        fprintf(f, "%s,%d,%d,%ld,%ld,%.9f,%.2f,%.2f,", pin_name(r->pin),
+                r->workers, r->prefetch, r->images, r->batches, r->seconds,
+                r->img_s, r->mb_s);
+        csv_num(f, r->h2d_gbs > 0 ? r->h2d_gbs : -1, "%.3f");
+        fprintf(f, ",%.3f,%.3f,%.1f,%.1f,%.1f,%.1f,%.3f,", r->wait_mean_ms,
+                r->wait_p99_ms, r->us_read, r->us_decode, r->us_augment,
+                r->us_copy, r->load_ms);
+        csv_num(f, r->step_ms, "%.3f");
+        fputc(',', f);
+        csv_num(f, r->overlap_pct, "%.1f");
+        fputc(',', f);
+        csv_num(f, r->vs_base, "%.3f");
+        fputc('\n', f);
+    }
+    return fclose(f);
+}
+
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fprintf(f, "\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            fprintf(f, "\\u%04x", *s);
+        else
+            fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+/* A number, or null where it does not apply (negative). */
+static void json_num(FILE *f, double v)
+{
+    if (v >= 0)
+        fprintf(f, "%.3f", v);
+    else
+        fputs("null", f);
+}
+
+int write_json(const char *path, const options *o, const char *mach,
+               const char *backend, const row *rows, int n)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "{\n  \"data\": ");
+    json_string(f, o->data);
+    fprintf(f, ",\n  \"machine\": ");
+    json_string(f, mach);
+    fprintf(f, ",\n  \"backend\": ");
+    json_string(f, backend);
+    fprintf(f, ",\n  \"memcpy_pinned_gb_per_s\": ");
+    json_num(f, o->memcpy_gbs > 0 ? o->memcpy_gbs : -1);
+    char date[32];
+    const time_t now = time(NULL);
+    struct tm tm;
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+    fprintf(f, ",\n  \"pinload_version\": ");
+    json_string(f, pl_version());
+    fprintf(f,
+            ",\n  \"date\": \"%s\",\n  \"augment\": \"%s\",\n"
+            "  \"format\": \"%s\",\n  \"device\": %d,\n"
+            "  \"warmup_batches\": %d,\n  \"batches_per_row\": %ld,\n"
+            "  \"seconds_per_row\": %g,\n",
+            date, augment_name(o->augment), cli_format_name(o->format),
+            o->device, o->warmup, o->seconds > 0 ? -1L : o->batches,
+            o->seconds);
+    fprintf(f,
+            "  \"batch\": %d,\n  \"size\": %d,\n  \"compute_ms\": %g,\n"
+            "  \"rows\": [\n",
+            o->batch, o->size, o->compute_ms);
+    for (int i = 0; i < n; i++) {
+        const row *r = &rows[i];
+        fprintf(f,
+                "    {\"pin\": \"%s\", \"workers\": %d, \"prefetch\": %d, "
+                "\"images\": %ld, \"batches\": %ld, \"seconds\": %.9f, "
+                "\"images_per_s\": %.2f, \"mb_per_s\": %.2f, "
+                "\"h2d_gb_per_s\": ",
+                pin_name(r->pin), r->workers, r->prefetch, r->images,
+                r->batches, r->seconds, r->img_s, r->mb_s);
+        json_num(f, r->h2d_gbs > 0 ? r->h2d_gbs : -1);
+        fprintf(f,
+                ", \"wait_mean_ms\": %.3f, \"wait_p99_ms\": %.3f, "
+                "\"read_us\": %.1f, \"decode_us\": %.1f, \"augment_us\": "
+                "%.1f, \"copy_us\": %.1f, \"load_ms\": %.3f, \"step_ms\": ",
+                r->wait_mean_ms, r->wait_p99_ms, r->us_read, r->us_decode,
+                r->us_augment, r->us_copy, r->load_ms);
+        json_num(f, r->step_ms);
+        fprintf(f, ", \"overlap_pct\": ");
+        json_num(f, r->overlap_pct);
+        fprintf(f, ", \"vs_baseline\": ");
+        json_num(f, r->vs_base);
+        fprintf(f, "}%s\n", i + 1 < n ? "," : "");
+    }
+    fprintf(f, "  ]\n}\n");
+    return fclose(f);
+}
+
+/* s as a gnuplot double-quoted string: backslash, quote and newline
+ * escaped. */
+static void gp_quote(FILE *g, const char *s)
+{
+    fputc('"', g);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fprintf(g, "\\%c", *s);
+        else if (*s == '\n')
+            fputs("\\n", g);
+        else
+            fputc(*s, g);
+    }
+    fputc('"', g);
+}
+
+/* A PNG chart drawn by gnuplot: images/s against workers, one line per
+ * (pin, prefetch). */
+int write_plot(const char *path, const options *o, const char *mach,
+               const char *backend, const row *rows, int n)
+{
+    char dat[] = "/tmp/pinload-bench-XXXXXX";
+    const int fd = mkstemp(dat);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f)
+        return -1;
+    for (int p = 0; p < o->npin; p++)
+        for (int q = 0; q < o->nprefetch; q++) {
+            fprintf(f, "\"pin %s, prefetch %d\"\n", pin_name(o->pin[p]),
+                    o->prefetch[q]);
+            for (int i = 0; i < n; i++)
+                if (rows[i].pin == o->pin[p] &&
+                    rows[i].prefetch == o->prefetch[q])
+                    fprintf(f, "%d %.2f\n", rows[i].workers, rows[i].img_s);
+            fprintf(f, "\n\n");
+        }
+    fclose(f);
+    int lo = o->workers[0], hi = o->workers[0];
+    for (int i = 1; i < o->nworkers; i++) {
+        lo = o->workers[i] < lo ? o->workers[i] : lo;
+        hi = o->workers[i] > hi ? o->workers[i] : hi;
+    }
+    char tics[512] = "";
+    for (int i = 0, o_ = 0; i < o->nworkers; i++)
+        o_ += snprintf(tics + o_, sizeof tics - (size_t)o_, "%s%d",
+                       i ? "," : "", o->workers[i]);
+    /* The script goes to gnuplot's stdin, no shell between: paths and
+     * names are quoted for gnuplot alone. */
+    FILE *g = popen("gnuplot", "w");
+    if (!g) {
+        unlink(dat);
+        return -1;
+    }
+    fputs("set terminal pngcairo size 960,600 font ',10'\nset output ", g);
+    gp_quote(g, path);
+    fprintf(g, "\nset title ");
+    char title[2048];
+    snprintf(title, sizeof title,
+             "pinload-bench: %s, %dx%d %s, batch %d\n%s; %s", o->data, o->size,
+             o->size, augment_name(o->augment), o->batch, mach, backend);
+    gp_quote(g, title);
+    fprintf(g,
+            " noenhanced\nset xlabel 'worker threads'\n"
+            "set ylabel 'images/s'\nset key outside right\nset grid\n"
+            "set yrange [0:*]\nset xrange [%g:%g]\nset xtics (%s)\n"
+            "plot for [i=0:%d] ",
+            lo - 0.5, hi + 0.5, tics, o->npin * o->nprefetch - 1);
+    gp_quote(g, dat);
+    fputs(" index i using 1:2 with linespoints lw 2 title columnheader(1)\n",
+          g);
+    const int rc = pclose(g);
+    unlink(dat);
+    return rc == 0 ? 0 : -1;
+}
