@@ -34,9 +34,12 @@
  *
  * Thread safety: functions that take no object are safe from any thread.
  * A pl_loader may be used from several threads at once (next, release, the
- * queries), except that pl_loader_destroy must not race with any other call
- * on the same loader. Loaders share nothing: several may live in one
- * process. */
+ * queries). pl_loader_destroy may be called while other threads wait in
+ * pl_loader_next (a watchdog stopping a training loop): they return
+ * PL_ECLOSED before destroy frees anything; no call may start on the loader
+ * once destroy has begun. Loaders share nothing: several may live in one
+ * process. After fork(), a child may not use its parent's loaders (their
+ * calls return PL_EINVAL; destroy there only forgets them). */
 /* ABI: structs the caller allocates and the library fills or reads
  * (pl_config, pl_info, pl_stats, pl_failure, pl_image) only grow, at their
  * end, and every function that takes one is a macro over a *_sized
@@ -109,6 +112,7 @@ typedef enum pl_status {
     PL_ECUDA = -9,        /* CUDA runtime error */
     PL_ETHREAD = -10,     /* cannot create thread */
     PL_EBUSY = -11,       /* every batch is held by the caller */
+    PL_ECLOSED = -12,     /* the loader is being destroyed */
 } pl_status;
 
 /* A one-line description of a status code ("corrupt JPEG data"), or
@@ -372,7 +376,9 @@ PL_EXPORT int pl_loader_create_sized(const pl_config *cfg, size_t size,
  * streams given to pl_loader_release (the host blocks until the caller's
  * kernels reading released batches are done); work reading a batch still
  * held must be complete before the call, as for any memory one frees.
- * NULL is a no-op. */
+ * Threads waiting in pl_loader_next return PL_ECLOSED first. Returns once
+ * every worker has finished the sample in hand: within the decode's time
+ * limit (5 s) plus one file read, whatever the data. NULL is a no-op. */
 PL_EXPORT void pl_loader_destroy(pl_loader *l);
 
 /* The next batch of the current epoch, in order, waiting for it if needed.
@@ -382,7 +388,8 @@ PL_EXPORT void pl_loader_destroy(pl_loader *l);
  * error that stays: a bad sample's under PL_ON_ERROR_FAIL, PL_ENODATA when
  * no sample of an epoch's order can be decoded (naming the epoch), or
  * PL_ECUDA when a CUDA call fails or the device fails under a copy (within
- * about 100 ms of the failure, never a wait for a batch that cannot come). */
+ * about 100 ms of the failure, never a wait for a batch that cannot come);
+ * PL_ECLOSED if another thread destroys the loader while this call waits. */
 PL_EXPORT int pl_loader_next(pl_loader *l, const pl_batch **out);
 
 /* Give a batch back. On CUDA the device buffer is reused only after the

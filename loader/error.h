@@ -17,12 +17,13 @@
     XX(ELIMIT, -8, "image exceeds a configured limit")                         \
     XX(ECUDA, -9, "CUDA runtime error")                                        \
     XX(ETHREAD, -10, "cannot create thread")                                   \
-    XX(EBUSY, -11, "every batch is held by the caller")
+    XX(EBUSY, -11, "every batch is held by the caller")                        \
+    XX(ECLOSED, -12, "the loader is being destroyed")
 
 /* The table's values are the header's. */
 #define PL_ERRNO_CHECK_(name, value, msg)                                      \
     _Static_assert(PL_##name == (value), "PL_" #name " differs from "          \
-                                                     "pinload.h");
+                                         "pinload.h");
 PL_ERRNO_MAP(PL_ERRNO_CHECK_)
 #undef PL_ERRNO_CHECK_
 

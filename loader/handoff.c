@@ -116,12 +116,17 @@ void handoff_unfill(handoff *h, dbuf *d)
     pthread_mutex_unlock(&h->mu);
 }
 
+/* Also waits until no thread is inside handoff_next: one blocked there
+ * (a watchdog destroying the loader under a training loop) returns
+ * PL_ECLOSED first, and touches nothing of h once it has left. */
 void handoff_stop(handoff *h)
 {
     pthread_mutex_lock(&h->mu);
     h->stop = 1;
     pthread_cond_broadcast(&h->pf_cv);
     pthread_cond_broadcast(&h->user_cv);
+    while (h->callers > 0)
+        pthread_cond_wait(&h->user_cv, &h->mu);
     pthread_mutex_unlock(&h->mu);
 }
 
@@ -153,7 +158,13 @@ int handoff_next(handoff *h, const pl_batch **out)
     int rc;
     const uint64_t t0 = clock_now_ns();
     pthread_mutex_lock(&h->mu);
+    h->callers++;
     for (;;) {
+        if (h->stop) {
+            rc = err_set(PL_ECLOSED, "pl_loader_next: the loader is being "
+                                     "destroyed (by another thread)");
+            break;
+        }
         if (h->qlen > 0 &&
             h->bufs[h->queue[h->qhead]].batch.epoch == h->user_epoch) {
             *out = pop(h);
@@ -180,8 +191,10 @@ int handoff_next(handoff *h, const pl_batch **out)
         }
         pthread_cond_wait(&h->user_cv, &h->mu);
     }
-    pthread_mutex_unlock(&h->mu);
     add(&h->ns_wait, clock_now_ns() - t0);
+    if (--h->callers == 0 && h->stop)
+        pthread_cond_broadcast(&h->user_cv); /* handoff_stop may go on */
+    pthread_mutex_unlock(&h->mu);            /* the last touch of h */
     return rc;
 }
 

@@ -81,6 +81,7 @@ typedef struct handoff {
     int error; /* sticky: PL_ON_ERROR_FAIL, or a CUDA failure */
     char error_msg[1024];
     int stop;
+    int callers; /* threads inside handoff_next: stop waits for them */
     _Atomic uint64_t batches, ns_wait;
 } handoff;
 

@@ -250,7 +250,7 @@ Test(abi, the_header_reads_plainly_without_gcc_extensions)
         "PL_EINVAL = -1,",       "PL_ENOMEM = -2,",   "PL_EIO = -3,",
         "PL_ENODATA = -4,",      "PL_ENOTJPEG = -5,", "PL_ECORRUPT = -6,",
         "PL_EUNSUPPORTED = -7,", "PL_ELIMIT = -8,",   "PL_ECUDA = -9,",
-        "PL_ETHREAD = -10,",     "PL_EBUSY = -11,"};
+        "PL_ETHREAD = -10,",     "PL_EBUSY = -11,", "PL_ECLOSED = -12,"};
     for (size_t k = 0; k < sizeof codes / sizeof codes[0]; k++)
         cr_assert_not_null(strstr(text, codes[k]), "no \"%s\"", codes[k]);
     cr_assert_not_null(strstr(text, "pl_loader_create_sized("));

@@ -12,7 +12,7 @@ Test(error, every_code_has_a_distinct_name_and_message)
 #undef CODE_
     };
     const size_t n = sizeof codes / sizeof codes[0];
-    cr_assert_eq(n, 11);
+    cr_assert_eq(n, 12);
     for (size_t i = 0; i < n; i++) {
         cr_assert_eq(codes[i], -(int)(i + 1), "codes are -1, -2, ... in order");
         cr_assert_str_neq(pl_strerror(codes[i]), "unknown status");

@@ -190,3 +190,54 @@ Test(loader, a_forked_child_is_refused_and_the_parent_goes_on,
     cr_assert_eq(batches, info.batches_per_epoch);
     fx_done(l, root);
 }
+
+/* A thread waits in pl_loader_next for a slow first batch (one large image
+ * decoded at full size) while another destroys the loader, as a watchdog
+ * does: the waiter returns PL_ECLOSED, destroy returns once the sample in
+ * hand is done, and neither hangs (before, both did). */
+typedef struct waiter {
+    pl_loader *l;
+    _Atomic int entered;
+    int rc;
+    char detail[256];
+} waiter;
+
+static void *wait_for_batch(void *arg)
+{
+    waiter *w = arg;
+    const pl_batch *b;
+    w->entered = 1;
+    w->rc = pl_loader_next(w->l, &b);
+    snprintf(w->detail, sizeof w->detail, "%s", pl_last_error());
+    return NULL;
+}
+
+Test(loader, destroy_while_another_thread_waits_in_next, .timeout = TIMEOUT)
+{
+    char root[64], path[128];
+    tu_tmpdir(root);
+    snprintf(path, sizeof path, "%s/big.jpg", root);
+    tu_write_jpeg(path, 6000, 4000, 1, NULL);
+    pl_config c;
+    base_cfg(&c, root);
+    c.batch_size = 1;
+    c.num_workers = 1;
+    c.augment = PL_AUGMENT_NONE;
+    c.dct_scaling = 0; /* decode all 24 megapixels: a slow first batch */
+    waiter w = {.l = create(&c)};
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, wait_for_batch, &w), 0);
+    while (!w.entered)
+        sched_yield();
+    const struct timespec pause = {0, 20 * 1000 * 1000};
+    nanosleep(&pause, NULL); /* inside pl_loader_next by now */
+    const double t0 = tu_seconds();
+    pl_loader_destroy(w.l);
+    const double took = tu_seconds() - t0;
+    cr_assert_eq(pthread_join(t, NULL), 0);
+    cr_assert_eq(w.rc, PL_ECLOSED, "%s: %s", pl_err_name(w.rc), w.detail);
+    cr_assert_not_null(strstr(w.detail, "being destroyed"), "%s", w.detail);
+    /* The sample in hand is finished: bounded by the decode's time limit. */
+    cr_assert_lt(took, 30.0, "destroy took %.1f s", took);
+    tu_rm_rf(root);
+}

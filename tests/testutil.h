@@ -281,6 +281,14 @@ static inline char *tu_run_on_tty(const char *cmd)
     return out;
 }
 
+/* Seconds on the monotonic clock (for bounds measured in a test). */
+static inline double tu_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 /* Runs the shell command `cmd` (exec'd, so the signal reaches the tool),
  * waits until `ready` exists (a file the tool makes once under way, or
  * NULL), then `after_s` seconds, sends it `sig`, and returns its exit
