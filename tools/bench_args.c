@@ -148,16 +148,8 @@ void bench_parse(int argc, char **argv, options *o)
     set_defaults(o);
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];
-        if (!strcmp(f, "--help") || !strcmp(f, "-h")) {
-            fputs(usage, stdout);
-            exit(0);
-        }
-        if (!strcmp(f, "--version"))
-            cli_version("pinload-bench");
-        if (!strcmp(f, "--quiet")) {
-            o->quiet = 1;
+        if (cli_common("pinload-bench", usage, f, &o->quiet))
             continue;
-        }
         if (!strcmp(f, "--wide")) {
             o->wide = 1;
             continue;

@@ -43,6 +43,24 @@ static inline void cli_version(const char *prog)
     exit(0);
 }
 
+/* The options every tool takes alike: --help and -h (the usage on stdout,
+ * exit 0), --version (exit 0) and --quiet (*quiet = 1). 1 if f was --quiet,
+ * 0 if it is none of them. */
+static inline int cli_common(const char *prog, const char *usage, const char *f,
+                             int *quiet)
+{
+    if (strcmp(f, "--help") == 0 || strcmp(f, "-h") == 0) {
+        fputs(usage, stdout);
+        exit(0);
+    }
+    if (strcmp(f, "--version") == 0)
+        cli_version(prog);
+    if (strcmp(f, "--quiet") != 0)
+        return 0;
+    *quiet = 1;
+    return 1;
+}
+
 /* The value of option argv[*i] (which takes one), advancing *i. An option
  * not in `valued` is unknown, wherever it stands (even last); a known one
  * with nothing after it needs a value. Either prints "PROG: ..." and the

@@ -104,16 +104,8 @@ static void parse(int argc, char **argv, options *o)
     o->stop_after = -1;
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];
-        if (strcmp(f, "--help") == 0 || strcmp(f, "-h") == 0) {
-            fputs(usage, stdout);
-            exit(0);
-        }
-        if (strcmp(f, "--version") == 0)
-            cli_version("pinload-dump");
-        if (strcmp(f, "--quiet") == 0) {
-            o->quiet = 1;
+        if (cli_common("pinload-dump", usage, f, &o->quiet))
             continue;
-        }
         if (strcmp(f, "--raw") == 0) {
             o->raw = 1;
             continue;

@@ -233,16 +233,8 @@ static void parse(int argc, char **argv, options *o)
                    .seed = 1};
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];
-        if (!strcmp(f, "--help") || !strcmp(f, "-h")) {
-            fputs(usage, stdout);
-            exit(0);
-        }
-        if (!strcmp(f, "--version"))
-            cli_version("pinload-mkdata");
-        if (!strcmp(f, "--quiet")) {
-            o->quiet = 1;
+        if (cli_common("pinload-mkdata", usage, f, &o->quiet))
             continue;
-        }
         static const char *const valued[] = {
             "--out",  "--classes",    "--per-class", "--quality",
             "--seed", "--size-range", NULL};
