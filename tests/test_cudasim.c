@@ -43,13 +43,6 @@ static void sim_timing(unsigned delay_us, double gbs)
     cr_assert_eq(cudasim_set_config(&c), 0);
 }
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 static void sleep_ms(int ms)
 {
     struct timespec t = {.tv_sec = ms / 1000,
@@ -61,8 +54,8 @@ static void sleep_ms(int ms)
 /* Waits up to `seconds` for *flag to become nonzero; returns it. */
 static int wait_flag(atomic_int *flag, double seconds)
 {
-    const double end = now_s() + seconds;
-    while (!atomic_load(flag) && now_s() < end)
+    const double end = tu_seconds() + seconds;
+    while (!atomic_load(flag) && tu_seconds() < end)
         sleep_ms(1);
     return atomic_load(flag);
 }
@@ -70,8 +63,8 @@ static int wait_flag(atomic_int *flag, double seconds)
 /* Waits up to `seconds` for exactly `n` host threads to block in the sim. */
 static int wait_blocked(int n, double seconds)
 {
-    const double end = now_s() + seconds;
-    while (cudasim_blocked_threads() != n && now_s() < end)
+    const double end = tu_seconds() + seconds;
+    while (cudasim_blocked_threads() != n && tu_seconds() < end)
         sleep_ms(1);
     return cudasim_blocked_threads();
 }

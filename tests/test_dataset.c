@@ -78,13 +78,6 @@ static void assert_paths(const dataset *ds, const char *root,
     cr_assert_eq(ds->n, n, "listed %lld files, want %d", (long long)ds->n, n);
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* ---- ImageFolder ---- */
 
 Test(dataset, classes_are_the_sorted_folder_names_in_byte_order)
@@ -405,11 +398,11 @@ Test(dataset, links_sharing_subdirectories_are_listed_once_not_per_path,
             snprintf(link, sizeof link, "%s/c/l%02d/%c", root, i, 'a' + k);
             cr_assert_eq(symlink(target, link), 0, "%s", strerror(errno));
         }
-    const double t0 = now_s();
+    const double t0 = tu_seconds();
     log_record rec = {0};
     dataset ds;
     cr_assert_eq(open_logged(&ds, root, &rec), 0, "%s", pl_last_error());
-    const double took = now_s() - t0;
+    const double took = tu_seconds() - t0;
     /* l00..l24 directly under c, and nothing a second time. */
     cr_assert_eq(ds.n, LEVELS + 1, "listed %lld", (long long)ds.n);
     char want[128];

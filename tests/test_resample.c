@@ -288,13 +288,6 @@ Test(resample, weights_match_the_reference_weights)
     }
 }
 
-static double seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* A 1 x 32768 strip to 1, 2 and 16 outputs: filters up to 65537 taps wide,
  * thousands of Q14 units left over after rounding down. Planning stays
  * fast (it was quadratic in the width: seconds per sample), each output's
@@ -305,9 +298,9 @@ Test(resample, planning_a_very_wide_filter_is_fast_and_exact, .timeout = 60)
     const int outs[] = {1, 2, 16};
     for (int c = 0; c < 3; c++) {
         resample_axis a = {0};
-        const double t0 = seconds();
+        const double t0 = tu_seconds();
         cr_assert_eq(plan(&a, IN, outs[c], 0, outs[c]), 0);
-        const double took = seconds() - t0;
+        const double took = tu_seconds() - t0;
         /* About 2 ms here; the quadratic planner took 0.25 s. */
         cr_assert_lt(took, 0.05, "%d outputs: %.3f s", outs[c], took);
         ref_axis r;

@@ -150,13 +150,6 @@ Test(samples, minimal_iterates_one_epoch_in_batches_of_32)
 
 /* ---- samples/data_parallel through samples/launch.sh --------------------- */
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Run a command line; [out] its stdout and stderr together (malloc'd);
  * returns the exit code. */
 static int run_all(const char *cmd, char **out)
@@ -412,10 +405,11 @@ Test(samples, data_parallel_stops_ranks_that_are_not_at_the_same_step)
              "--data %s/d --size 8 --batch 4 --workers 1 --timeout 20 "
              "--epochs $((RANK + 1))'",
              tu_build_dir(), root);
-    const double t0 = now_s();
+    const double t0 = tu_seconds();
     rc = run_all(cmd, &out);
     cr_assert_eq(rc, 1, "%s", out);
-    cr_assert_lt(now_s() - t0, 10.0, "no waiting out the timeout: %s", out);
+    cr_assert_lt(tu_seconds() - t0, 10.0, "no waiting out the timeout: %s",
+                 out);
     check_epochs(out, 2, 1, 2, 8);
     cr_assert_not_null(strstr(out, "the ranks are not in step: rank 0 at the "
                                    "end (all 1 epochs done); rank 1 at epoch "
@@ -438,10 +432,10 @@ Test(samples, data_parallel_times_out_naming_the_rank_that_never_came)
                  "%s/samples/data_parallel --data %s/d --size 8 --batch 4 "
                  "--workers 1 --timeout 0.5",
                  rank, strrchr(root, '/') + 1, rank, tu_build_dir(), root);
-        const double t0 = now_s();
+        const double t0 = tu_seconds();
         rc = run_all(cmd, &out);
         cr_assert_eq(rc, 1, "%s", out);
-        cr_assert_lt(now_s() - t0, 5.0, "%s", out);
+        cr_assert_lt(tu_seconds() - t0, 5.0, "%s", out);
         cr_assert_not_null(strstr(out, "timed out after 0.5 s"), "%s", out);
         cr_assert_not_null(strstr(out, rank == 0 ? "waiting for rank 1 (never "
                                                    "attached)"
@@ -460,10 +454,10 @@ Test(samples, data_parallel_a_rank_with_nothing_to_decode_fails_with_enodata)
     int rc;
     char root[64], *out;
     make_dp_data(root, 1, 1);
-    const double t0 = now_s();
+    const double t0 = tu_seconds();
     rc = dp_run(root, 2, "--epochs 1 --batch 1", &out);
     cr_assert_eq(rc, 1, "%s", out);
-    cr_assert_lt(now_s() - t0, 10.0, "%s", out);
+    cr_assert_lt(tu_seconds() - t0, 10.0, "%s", out);
     cr_assert_not_null(strstr(out, "not one sample of this rank's share could "
                                    "be decoded (PL_ENODATA)"),
                        "%s", out);
@@ -530,12 +524,12 @@ Test(samples, launch_stops_every_rank_when_one_fails)
 {
     int rc;
     char *out;
-    const double t0 = now_s();
+    const double t0 = tu_seconds();
     cr_assert_eq(run_all("samples/launch.sh 3 sh -c 'if [ $RANK = 1 ]; then "
                          "exit 3; fi; exec sleep 30'",
                          &out),
                  3, "%s", out);
-    cr_assert_lt(now_s() - t0, 5.0, "%s", out);
+    cr_assert_lt(tu_seconds() - t0, 5.0, "%s", out);
     cr_assert_not_null(strstr(out, "launch.sh: rank 1 exited with status 3; "
                                    "stopping the other ranks"),
                        "%s", out);
