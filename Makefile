@@ -169,6 +169,7 @@ DEPS_MODE ?= check
 .PHONY: all lib tools samples test test-gpu bench compare compare-tools fuzz \
         valgrind default-data \
         install uninstall clean test-install man abi-check \
+        print-build print-libs test-python \
         format deps deps-test FORCE
 all: lib tools samples
 
@@ -409,6 +410,13 @@ else
 	@echo "== simulated-CUDA suites skipped: $(if $(filter 0,$(CUDA)),CUDA=0,no CUDA toolkit headers in $(CUDA_HOME)/include)"
 endif
 endif
+
+# What python/setup.py links the extension with: the build folder (its
+# libpinload.a) and the libraries beside it.
+print-build:
+	@echo $(BUILD)
+print-libs:
+	@echo $(LIBS)
 
 DATA ?= data/generated
 BENCH_ARGS ?=

@@ -1,0 +1,488 @@
+"""pinload from Python: the C library's loader, batches as DLPack tensors.
+
+    import pinload
+    loader = pinload.Loader("data/train", batch_size=256, size=224,
+                            augment="train", format="f32")
+    for epoch in range(90):
+        loader.set_epoch(epoch)
+        for batch in loader:
+            images = torch.from_dlpack(batch.images)  # no copy
+            labels = torch.from_dlpack(batch.labels).long()
+            ...
+
+Every batch views the loader's own memory. A batch goes back to the loader
+when the Batch object and every tensor made from it are gone; the loader
+holds `device_buffers` batches (default 2), and asking for one more while
+all are held raises BusyError. docs/python.md has the rules.
+"""
+
+import collections
+import logging
+import os
+
+from . import _pinload
+
+__all__ = [
+    "Loader", "Batch", "View", "Failure", "state_info", "Error", "InvalidArgument", "NoDataError",
+    "NotJPEGError", "CorruptError", "UnsupportedError", "LimitError",
+    "CudaError", "ThreadError", "BusyError", "ClosedError", "ReadError",
+    "OutOfMemory", "library_version", "__version__",
+]
+
+library_version = _pinload.library_version
+__version__ = library_version
+
+# ---------------------------------------------------------------------------
+# Errors: one class per status code, all under pinload.Error.
+
+class Error(Exception):
+    """A pinload status code. `code` (negative int), `name` ("PL_ECORRUPT")
+    and `detail` (pl_last_error(): the sentence naming what failed)."""
+
+    def __init__(self, code, name, detail):
+        super().__init__(detail)
+        self.code = code
+        self.name = name
+        self.detail = detail
+
+    def __reduce__(self):
+        return (type(self), (self.code, self.name, self.detail))
+
+
+class InvalidArgument(Error, ValueError):
+    """PL_EINVAL: a bad value, named by the message."""
+
+
+class OutOfMemory(Error, MemoryError):
+    """PL_ENOMEM."""
+
+
+class ReadError(Error, OSError):
+    """PL_EIO: the data cannot be read."""
+
+    def __str__(self):
+        return self.detail
+
+
+class NoDataError(Error):
+    """PL_ENODATA: no JPEG found, or no sample of an epoch decodes."""
+
+
+class NotJPEGError(Error):
+    """PL_ENOTJPEG (under on_error="fail")."""
+
+
+class CorruptError(Error):
+    """PL_ECORRUPT (under on_error="fail")."""
+
+
+class UnsupportedError(Error):
+    """PL_EUNSUPPORTED."""
+
+
+class LimitError(Error):
+    """PL_ELIMIT: an image over a configured limit."""
+
+
+class CudaError(Error):
+    """PL_ECUDA."""
+
+
+class ThreadError(Error):
+    """PL_ETHREAD."""
+
+
+class BusyError(Error):
+    """PL_EBUSY: every batch buffer is held (tensors still alive)."""
+
+
+class ClosedError(Error):
+    """PL_ECLOSED: the loader is closed."""
+
+
+_CLASSES = {
+    "PL_EINVAL": InvalidArgument, "PL_ENOMEM": OutOfMemory,
+    "PL_EIO": ReadError, "PL_ENODATA": NoDataError,
+    "PL_ENOTJPEG": NotJPEGError, "PL_ECORRUPT": CorruptError,
+    "PL_EUNSUPPORTED": UnsupportedError, "PL_ELIMIT": LimitError,
+    "PL_ECUDA": CudaError, "PL_ETHREAD": ThreadError, "PL_EBUSY": BusyError,
+    "PL_ECLOSED": ClosedError,
+}
+_pinload.register_errors({
+    code: _CLASSES.get(name, Error)
+    for name, code in _pinload.codes.items() if code < 0
+})
+
+
+# ---------------------------------------------------------------------------
+# Names for the C enums
+
+_C = _pinload
+_FORMATS = {"u8": _C.FORMAT_U8_NHWC, "f32": _C.FORMAT_F32_NCHW,
+            "f16": _C.FORMAT_F16_NCHW}
+_AUGMENTS = {"none": _C.AUGMENT_NONE, "eval": _C.AUGMENT_EVAL,
+             "train": _C.AUGMENT_TRAIN}
+_MEMORY = {"pinned": _C.MEMORY_PINNED, "pageable": _C.MEMORY_PAGEABLE,
+           "managed": _C.MEMORY_MANAGED}
+_ON_ERROR = {"fail": _C.ON_ERROR_FAIL, "skip": _C.ON_ERROR_SKIP,
+             "substitute": _C.ON_ERROR_SUBSTITUTE}
+_SHARD = {"pad": _C.SHARD_PAD, "drop": _C.SHARD_DROP}
+
+
+def _name_of(table, value):
+    for k, v in table.items():
+        if v == value:
+            return k
+    return value
+
+
+def _choice(arg, value, table):
+    if isinstance(value, str) and value in table:
+        return table[value]
+    raise ValueError("%s: %r is not one of %s"
+                     % (arg, value, ", ".join(repr(k) for k in table)))
+
+
+def _device(value):
+    """'auto', 'host'/'cpu', 'local_rank', 'cuda', 'cuda:N', an int, or a
+    torch.device."""
+    if hasattr(value, "type") and hasattr(value, "index"):  # torch.device
+        if value.type == "cpu":
+            return _C.DEVICE_HOST
+        if value.type == "cuda":
+            return _C.DEVICE_AUTO if value.index is None else int(value.index)
+        raise ValueError("device: %r: pinload delivers to CUDA or the host"
+                         % (value,))
+    if isinstance(value, bool):
+        raise ValueError("device: %r is not a device" % (value,))
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError("device: %d: an ordinal is >= 0 (or say 'auto',"
+                             " 'host', 'local_rank')" % value)
+        return value
+    if isinstance(value, str):
+        named = {"auto": _C.DEVICE_AUTO, "cuda": _C.DEVICE_AUTO,
+                 "host": _C.DEVICE_HOST, "cpu": _C.DEVICE_HOST,
+                 "local_rank": _C.DEVICE_LOCAL_RANK,
+                 "local-rank": _C.DEVICE_LOCAL_RANK}
+        if value in named:
+            return named[value]
+        if value.startswith("cuda:") and value[5:].isdigit():
+            return int(value[5:])
+    raise ValueError("device: %r is not 'auto', 'host', 'local_rank', "
+                     "'cuda', 'cuda:N' or an ordinal" % (value,))
+
+
+def _flag(arg, value):
+    if isinstance(value, bool) or value in (0, 1):
+        return int(value)
+    raise ValueError("%s: expected True or False, got %r" % (arg, value))
+
+
+def _python_log(logger):
+    def log(level, text):
+        logger.log(logging.WARNING if level == _C.LOG_WARNING
+                   else logging.INFO, "%s", text)
+    return log
+
+
+_DEFAULTS = _pinload.config_defaults()
+
+Failure = collections.namedtuple(
+    "Failure", "index path code name reason count warnings")
+Failure.__doc__ = ("A bad file (code < 0) or one decoded despite libjpeg "
+                   "warnings (code 0), as first met; count: times met.")
+
+
+class Loader:
+    """A pinload loader: `for batch in loader` yields one epoch's batches.
+
+    Every argument but `data` is keyword-only and defaults to the C
+    library's default (pl_config_default; see `Loader.defaults`):
+
+    data            an ImageFolder root, a flat folder of JPEGs, or a list
+                    file of "path label" lines
+    batch_size      64
+    size            224: an int, or (height, width)
+    augment         "train" (RandomResizedCrop + flip), "eval" (Resize +
+                    CenterCrop), "none" (resize to size)
+    format          "u8" (uint8 NHWC), "f32" or "f16" (normalised NCHW)
+    mean, std       ImageNet's (float formats)
+    seed            0: order and augmentation
+    shuffle         True
+    drop_last       False
+    first_epoch     0
+    rank, world_size   None: from the launcher (torchrun, SLURM, MPI)
+    shard_mode      "pad" or "drop" (DistributedSampler's drop_last)
+    num_workers     0: the CPUs this process may use, shared among the
+                    node's ranks
+    prefetch        2: batch slots in the host ring
+    memory          "pinned", "pageable" or "managed"
+    pinned_fallback True: pageable memory (with a notice) if pinned fails
+    device          "auto" (the current CUDA device, else host), "host",
+                    "local_rank", "cuda:N", N, or a torch.device
+    device_buffers  2: batches the caller may hold at once
+    keep_host       False: batch.host_images on the CUDA backend too
+    on_error        "skip", "fail" or "substitute"
+    strict          False: libjpeg warnings make a sample bad
+    max_width, max_height, max_pixels, max_file_bytes   limits per file
+    dct_scaling     True: decode at 1/2, 1/4, 1/8 scale when enough
+    gpu_normalize   True: float formats normalised on the GPU
+    pin_workers     False: worker i on the i-th allowed CPU
+    readahead       0: posix_fadvise N samples ahead
+    log             None: the "pinload" logger (notices at INFO, warnings
+                    at WARNING); or a callable(level, message) with
+                    logging's levels
+    resume          None, or a state from state_dict()/state()
+    """
+
+    defaults = dict(_DEFAULTS)
+
+    def __init__(self, data, *, batch_size=None, size=None, augment=None,
+                 format=None, mean=None, std=None, seed=None, shuffle=None,
+                 drop_last=None, first_epoch=None, rank=None,
+                 world_size=None, shard_mode=None, num_workers=None,
+                 prefetch=None, memory=None, pinned_fallback=None,
+                 device=None, device_buffers=None, keep_host=None,
+                 on_error=None, strict=None, max_width=None, max_height=None,
+                 max_pixels=None, max_file_bytes=None, dct_scaling=None,
+                 gpu_normalize=None, pin_workers=None, readahead=None,
+                 log=None, resume=None):
+        if data is None:
+            raise ValueError("data: required (a folder or a list file)")
+        cfg = {"data": os.fspath(data)}
+        ints = dict(batch_size=batch_size, seed=seed,
+                    first_epoch=first_epoch, num_workers=num_workers,
+                    prefetch=prefetch, device_buffers=device_buffers,
+                    max_width=max_width, max_height=max_height,
+                    max_pixels=max_pixels, max_file_bytes=max_file_bytes,
+                    readahead=readahead)
+        for k, v in ints.items():
+            if v is not None:
+                if isinstance(v, bool) or not isinstance(v, int):
+                    raise ValueError("%s: expected an integer, got %r"
+                                     % (k, v))
+                cfg[k] = v
+        flags = dict(shuffle=shuffle, drop_last=drop_last,
+                     pinned_fallback=pinned_fallback, keep_host=keep_host,
+                     strict=strict, dct_scaling=dct_scaling,
+                     gpu_normalize=gpu_normalize, pin_workers=pin_workers)
+        for k, v in flags.items():
+            if v is not None:
+                cfg[k] = _flag(k, v)
+        if size is not None:
+            if isinstance(size, int) and not isinstance(size, bool):
+                cfg["height"] = cfg["width"] = size
+            else:
+                try:
+                    h, w = size
+                except (TypeError, ValueError):
+                    raise ValueError("size: expected an int or (height, "
+                                     "width), got %r" % (size,)) from None
+                cfg["height"], cfg["width"] = h, w
+        if augment is not None:
+            cfg["augment"] = _choice("augment", augment, _AUGMENTS)
+        if format is not None:
+            cfg["format"] = _choice("format", format, _FORMATS)
+        if memory is not None:
+            cfg["memory"] = _choice("memory", memory, _MEMORY)
+        if on_error is not None:
+            cfg["on_error"] = _choice("on_error", on_error, _ON_ERROR)
+        if shard_mode is not None:
+            cfg["shard_mode"] = _choice("shard_mode", shard_mode, _SHARD)
+        if device is not None:
+            cfg["device"] = _device(device)
+        for k, v in (("mean", mean), ("std", std)):
+            if v is not None:
+                cfg[k] = tuple(float(x) for x in v)
+        if (rank is None) != (world_size is None):
+            raise ValueError("rank and world_size: give both, or neither "
+                             "(then the launcher's are used)")
+        if rank is not None:
+            cfg["rank"], cfg["world_size"] = rank, world_size
+        if resume is not None:
+            cfg["resume"] = _state_bytes(resume)
+        if log is None:
+            log = _python_log(logging.getLogger("pinload"))
+        elif not callable(log):
+            raise ValueError("log: expected a callable(level, message)")
+        else:
+            user = log
+
+            def log(level, text):
+                user(logging.WARNING if level == _C.LOG_WARNING
+                     else logging.INFO, text)
+        self._config = cfg
+        self._log = log
+        self._c = _pinload.Loader(cfg, log)
+        self._info = self._c.info()
+
+    # -- construction again (set_epoch, load_state_dict) --
+    def _recreate(self, **changes):
+        cfg = dict(self._config)
+        cfg.pop("resume", None)
+        cfg.update(changes)
+        if self._c.held:
+            raise BusyError(_C.codes["PL_EBUSY"], "PL_EBUSY",
+                            "%d batch(es) of this loader are still alive: "
+                            "drop them before set_epoch or load_state_dict "
+                            "starts the loader again" % self._c.held)
+        self._c.close()
+        self._c = _pinload.Loader(cfg, self._log)
+        self._info = self._c.info()
+
+    # -- iteration --
+    def __iter__(self):
+        """The batches left in the current epoch (all of it after create,
+        set_epoch or the end of the previous epoch)."""
+        c = self._c
+        while True:
+            try:
+                b = c.next()
+            except BusyError as e:
+                b = self._next_after_collect(c, e)
+            if b is None:
+                return
+            yield b
+            del b  # hold no batch of ours while the caller's loop asks
+
+    def _next_after_collect(self, c, error):
+        # A tensor in a reference cycle may be what holds the buffer.
+        import gc
+        gc.collect()
+        try:
+            return c.next()
+        except BusyError:
+            raise BusyError(
+                error.code, error.name,
+                "%s: all %d batch buffers are held by batches or tensors "
+                "still alive (kept in a list, say); pinload never hands out "
+                "a buffer in use. Drop them, copy what you keep "
+                "(tensor.clone()), or raise device_buffers"
+                % (error.detail, self._info["device_buffers"])) from None
+
+    def next(self):
+        """The next batch of the current epoch, or None at its end (the
+        following call starts the next epoch)."""
+        try:
+            return self._c.next()
+        except BusyError as e:
+            return self._next_after_collect(self._c, e)
+
+    def __len__(self):
+        """Batches per epoch (the same on every rank and error policy)."""
+        return self._info["batches_per_epoch"]
+
+    def set_epoch(self, epoch):
+        """Make `epoch` the one iterated next (as DistributedSampler's):
+        free when it is the loader's next epoch, else the loader starts
+        again at it."""
+        e, b, _ = _pinload.state_get(self._c.state())
+        if e == epoch and b == 0:
+            return
+        self._recreate(first_epoch=int(epoch))
+
+    @property
+    def epoch(self):
+        """The epoch the next batch belongs to."""
+        return _pinload.state_get(self._c.state())[0]
+
+    # -- resume --
+    def state(self):
+        """Where the loader stands, as pl_state's 128 bytes."""
+        return self._c.state()
+
+    def state_dict(self):
+        """{"state": bytes, "epoch": e, "batch": i}: store it in the
+        checkpoint; load_state_dict() (or Loader(resume=...)) goes on with
+        exactly the batches this loader would deliver next."""
+        s = self._c.state()
+        e, b, _ = _pinload.state_get(s)
+        return {"state": s, "epoch": e, "batch": b}
+
+    def load_state_dict(self, state_dict):
+        self._recreate(resume=_state_bytes(state_dict))
+
+    # -- what the loader is --
+    @property
+    def info(self):
+        """pl_info as a dict (format, memory and backend by name)."""
+        d = dict(self._info)
+        d["format"] = _name_of(_FORMATS, d["format"])
+        d["memory"] = _name_of(_MEMORY, d["memory"])
+        d["backend"] = "cuda" if d["backend"] == _C.BACKEND_CUDA else "host"
+        return d
+
+    @property
+    def stats(self):
+        """pl_stats as a dict (counters since create; times in ns)."""
+        return self._c.stats()
+
+    @property
+    def classes(self):
+        """Class names, by label."""
+        return [self._c.class_name(i)
+                for i in range(self._info["num_classes"])]
+
+    @property
+    def failures(self):
+        """Bad files met so far (and files decoded with warnings)."""
+        return [Failure(*f) for f in self._c.failures()]
+
+    def sample(self, index):
+        """(path, label) of dataset index `index`."""
+        return self._c.sample(index)
+
+    def epoch_order(self, epoch):
+        """This rank's dataset indices for `epoch`, in delivery order."""
+        return self._c.epoch_order(epoch)
+
+    @property
+    def batches_held(self):
+        """Batches (or tensors made from them) not yet given back."""
+        return self._c.held
+
+    # -- the end --
+    def close(self):
+        """No further batches; the C loader and its threads go once no
+        batch or tensor of it is alive (at once when none is)."""
+        self._c.close()
+
+    @property
+    def closed(self):
+        return self._c.closed
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        i = self._info
+        return ("<pinload.Loader %s: %d samples, %d batches of %d, %dx%d %s, "
+                "%s>" % (self._config["data"], i["dataset_size"],
+                         i["batches_per_epoch"], i["batch_size"], i["height"],
+                         i["width"], _name_of(_FORMATS, i["format"]),
+                         i["backend_name"]))
+
+
+def _state_bytes(state):
+    if isinstance(state, dict):
+        state = state.get("state")
+    if isinstance(state, (bytes, bytearray, memoryview)):
+        state = bytes(state)
+        if len(state) == _C.STATE_BYTES:
+            return state
+    raise ValueError("resume: expected a state_dict() or %d state bytes"
+                     % _C.STATE_BYTES)
+
+
+def state_info(state):
+    """(epoch, batch, position) a saved state stands at."""
+    return _pinload.state_get(_state_bytes(state))
+
+
+# The extension's types, for isinstance checks and documentation.
+Batch = _pinload.Batch
+View = _pinload.View

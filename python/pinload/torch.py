@@ -1,0 +1,61 @@
+"""pinload for PyTorch: an iterable of (images, labels) tensors.
+
+    from pinload.torch import Loader
+    loader = Loader("data/train", batch_size=256, format="f32")
+    for epoch in range(epochs):
+        loader.set_epoch(epoch)
+        for images, labels in loader:   # NCHW float on the current device
+            loss = criterion(model(images), labels)
+
+`images` views the loader's own buffer (no copy): float32/float16 NCHW for
+"f32"/"f16", uint8 NHWC for "u8" (`to_nchw(images)` permutes it, without a
+copy). `labels` are int64, a copy, on the images' device. On CUDA the batch
+is made ready on `torch.cuda.current_stream()` without blocking the host,
+and its buffer goes back to the loader after the work queued on that stream
+when `images` is freed; keep a copy (`images.clone()`) of what you keep.
+"""
+
+import torch
+
+import pinload
+
+__all__ = ["Loader", "to_nchw"]
+
+
+def to_nchw(images):
+    """uint8 NHWC images as NCHW, without a copy (a strided view; call
+    .contiguous() or .float() for a dense tensor)."""
+    return images.permute(0, 3, 1, 2)
+
+
+def _default_device():
+    if torch.cuda.is_available():
+        return torch.device("cuda", torch.cuda.current_device())
+    return "host"
+
+
+class Loader(pinload.Loader):
+    """pinload.Loader yielding (images, labels) tensors; the same arguments
+    (see pinload.Loader), but device defaults to torch's current CUDA device
+    (torch.cuda.set_device, as DistributedDataParallel scripts set it), or
+    the host without CUDA."""
+
+    def __init__(self, data, *, device=None, **kwargs):
+        if device is None:
+            device = _default_device()
+        super().__init__(data, device=device, **kwargs)
+
+    def __iter__(self):
+        for batch in super().__iter__():
+            images, labels = self.tensors(batch)
+            del batch  # only `images` holds the buffer from here on
+            yield images, labels
+
+    @staticmethod
+    def tensors(batch):
+        """(images, labels) of a pinload.Batch, as torch tensors."""
+        images = torch.from_dlpack(batch.images)
+        labels = torch.from_dlpack(batch.labels).long()
+        if images.is_cuda:
+            labels = labels.to(images.device, non_blocking=True)
+        return images, labels

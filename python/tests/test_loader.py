@@ -1,0 +1,447 @@
+"""pinload.Loader through NumPy: bytes against pinload-dump, the epoch and
+resume API, errors, the buffer-lifetime rule, threads and memory."""
+import gc
+import inspect
+import logging
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+
+import numpy as np
+import pytest
+
+import pinload
+from pinload import _pinload
+
+from conftest import dump
+
+MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32)
+STD = np.array([0.229, 0.224, 0.225], dtype=np.float32)
+
+
+def batches(loader):
+    """[(images copy, labels, indices)] of one epoch, through NumPy."""
+    out = []
+    for b in loader:
+        out.append((np.from_dlpack(b.images).copy(),
+                    np.from_dlpack(b.labels).copy(),
+                    np.from_dlpack(b.indices).copy()))
+    return out
+
+
+def threads():
+    return len(os.listdir("/proc/self/task"))
+
+
+def rss_kib():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+@pytest.mark.parametrize("augment", ["train", "eval"])
+def test_u8_batches_equal_pinload_dump(dataset, tmp_path, augment):
+    ref = dump(dataset, tmp_path / "dump", size=40, augment=augment, seed=7,
+               batch=8)
+    loader = pinload.Loader(dataset, batch_size=8, size=40, augment=augment,
+                            seed=7, num_workers=2, device="host")
+    got = batches(loader)
+    assert len(got) == len(loader) == 6
+    flat = [(img, int(lab), int(idx))
+            for images, labels, indices in got
+            for img, lab, idx in zip(images, labels, indices)]
+    assert len(flat) == len(ref) == 48
+    for (img, lab, idx), (path, ref_label, rgb) in zip(flat, ref):
+        assert img.shape == (40, 40, 3) and img.dtype == np.uint8
+        assert loader.sample(idx) == (path, ref_label)
+        assert lab == ref_label
+        assert img.tobytes() == rgb, path
+
+
+def test_f32_is_u8_normalised_exactly(dataset):
+    kw = dict(batch_size=8, size=32, seed=3, num_workers=2, device="host")
+    u8 = batches(pinload.Loader(dataset, format="u8", **kw))
+    f32 = batches(pinload.Loader(dataset, format="f32", **kw))
+    assert len(u8) == len(f32)
+    for (a, la, ia), (b, lb, ib) in zip(u8, f32):
+        assert b.dtype == np.float32 and b.shape == (len(a), 3, 32, 32)
+        want = ((a.astype(np.float32) / np.float32(255) - MEAN) / STD)
+        np.testing.assert_array_equal(b, want.transpose(0, 3, 1, 2))
+        np.testing.assert_array_equal(la, lb)
+        np.testing.assert_array_equal(ia, ib)
+
+
+def test_workers_1_and_4_deliver_the_same_bytes(dataset):
+    kw = dict(batch_size=6, size=24, seed=11, device="host", format="f16")
+    one = batches(pinload.Loader(dataset, num_workers=1, **kw))
+    four = batches(pinload.Loader(dataset, num_workers=4, prefetch=4, **kw))
+    assert len(one) == len(four) == 8
+    for x, y in zip(one, four):
+        assert x[0].dtype == np.float16
+        for a, b in zip(x, y):
+            assert a.tobytes() == b.tobytes()
+
+
+def test_epochs_follow_and_set_epoch_jumps(dataset):
+    kw = dict(batch_size=16, size=16, seed=5, device="host")
+    loader = pinload.Loader(dataset, **kw)
+    first = batches(loader)
+    second = batches(loader)
+    assert len(first) == len(second) == 3
+    assert loader.epoch == 2
+    # The same epoch from a fresh loader, and from set_epoch.
+    fresh = batches(pinload.Loader(dataset, first_epoch=1, **kw))
+    for a, b in zip(second, fresh):
+        assert a[2].tolist() == b[2].tolist()
+    loader.set_epoch(1)
+    again = batches(loader)
+    for a, b in zip(second, again):
+        assert a[0].tobytes() == b[0].tobytes()
+    # set_epoch to the epoch that comes next anyway keeps the loader.
+    c = loader._c
+    loader.set_epoch(2)
+    assert loader._c is c
+    order = loader.epoch_order(2)
+    got = [i for _, _, idx in batches(loader) for i in idx.tolist()]
+    assert got == order
+
+
+def test_state_dict_resumes_mid_epoch_with_the_same_batches(dataset):
+    kw = dict(batch_size=8, size=24, seed=9, device="host", num_workers=2)
+    whole = batches(pinload.Loader(dataset, **kw))
+    loader = pinload.Loader(dataset, **kw)
+    it = iter(loader)
+    for _ in range(2):
+        next(it)
+    state = loader.state_dict()
+    assert (state["epoch"], state["batch"]) == (0, 2)
+    del it
+    resumed = pinload.Loader(dataset, num_workers=1, resume=state,
+                             **{k: v for k, v in kw.items()
+                                if k != "num_workers"})
+    rest = batches(resumed)
+    assert len(rest) == len(whole) - 2
+    for a, b in zip(whole[2:], rest):
+        assert a[0].tobytes() == b[0].tobytes()
+        assert a[2].tolist() == b[2].tolist()
+    # load_state_dict on a used loader does the same.
+    loader.load_state_dict(state)
+    for a, b in zip(whole[2:], batches(loader)):
+        assert a[2].tolist() == b[2].tolist()
+    assert pinload.state_info(state) == (0, 2, 16)
+
+
+def test_bad_arguments_raise_value_error_naming_them(dataset):
+    cases = [
+        (dict(batch_size=0), "batch_size"),
+        (dict(format="rgb"), "format"),
+        (dict(augment="random"), "augment"),
+        (dict(memory="gpu"), "memory"),
+        (dict(on_error="ignore"), "on_error"),
+        (dict(size="big"), "size"),
+        (dict(size=(0, 10)), "height"),
+        (dict(device="gpu0"), "device"),
+        (dict(device=-5), "device"),
+        (dict(rank=0), "rank and world_size"),
+        (dict(rank=3, world_size=2), "rank"),
+        (dict(num_workers=2 ** 40), "num_workers"),
+        (dict(std=(0, 1, 1)), "std"),
+        (dict(shuffle="yes"), "shuffle"),
+        (dict(resume=b"short"), "resume"),
+        (dict(resume=bytes(_pinload.STATE_BYTES)), "resume"),
+    ]
+    for kwargs, name in cases:
+        with pytest.raises(ValueError) as e:
+            pinload.Loader(dataset, device="host", **kwargs) \
+                if "device" not in kwargs else \
+                pinload.Loader(dataset, **kwargs)
+        assert name in str(e.value), (kwargs, str(e.value))
+    with pytest.raises(TypeError):
+        pinload.Loader(dataset, batchsize=4)
+    with pytest.raises(pinload.InvalidArgument) as e:
+        pinload.Loader(dataset, batch_size=100000)
+    assert e.value.name == "PL_EINVAL" and e.value.code == -1
+    assert "config.batch_size" in e.value.detail
+
+
+def test_missing_data_names_the_path(tmp_path):
+    missing = tmp_path / "nowhere"
+    with pytest.raises(pinload.ReadError) as e:
+        pinload.Loader(missing)
+    assert str(missing) in str(e.value) and e.value.name == "PL_EIO"
+    assert isinstance(e.value, OSError)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(pinload.NoDataError) as e:
+        pinload.Loader(empty)
+    assert str(empty) in str(e.value)
+
+
+def _tree_with_a_bad_file(dataset, tmp_path):
+    root = tmp_path / "bad"
+    for cls in sorted(os.listdir(dataset))[:2]:
+        (root / cls).mkdir(parents=True)
+        for name in sorted(os.listdir(os.path.join(dataset, cls)))[:4]:
+            os.symlink(os.path.join(dataset, cls, name), root / cls / name)
+    bad = root / sorted(os.listdir(dataset))[0] / "zz_not_a.jpg"
+    bad.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
+    return str(root), str(bad)
+
+
+def test_a_bad_file_under_fail_raises_naming_it(dataset, tmp_path):
+    root, bad = _tree_with_a_bad_file(dataset, tmp_path)
+    loader = pinload.Loader(root, batch_size=3, size=16, on_error="fail",
+                            shuffle=False, num_workers=1, device="host")
+    with pytest.raises(pinload.NotJPEGError) as e:
+        batches(loader)
+    assert bad in str(e.value) and e.value.name == "PL_ENOTJPEG"
+    # The error stays.
+    with pytest.raises(pinload.NotJPEGError):
+        loader.next()
+
+
+def test_a_bad_file_under_skip_is_logged_and_listed(dataset, tmp_path,
+                                                    caplog):
+    root, bad = _tree_with_a_bad_file(dataset, tmp_path)
+    with caplog.at_level(logging.INFO, logger="pinload"):
+        loader = pinload.Loader(root, batch_size=3, size=16,
+                                on_error="skip", num_workers=2,
+                                device="host")
+        got = batches(loader)
+        [f] = loader.failures
+        loader.close()
+    assert len(got) == len(loader) == 3
+    assert sum(len(g[0]) for g in got) == 9
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert any(bad in r.getMessage() for r in warnings)
+    assert any("backend: host" in r.getMessage() for r in caplog.records
+               if r.levelno == logging.INFO)
+    assert f.path == bad and f.name == "PL_ENOTJPEG" and f.count >= 1
+
+
+def test_a_log_callable_gets_levels_and_may_call_the_loader(dataset,
+                                                            tmp_path):
+    root, bad = _tree_with_a_bad_file(dataset, tmp_path)
+    seen = []
+    box = {}
+
+    def log(level, message):
+        seen.append((level, message))
+        if "loader" in box:  # calling back into the loader is allowed
+            box["loader"].stats
+
+    loader = pinload.Loader(root, batch_size=3, size=16, num_workers=2,
+                            device="host", log=log)
+    box["loader"] = loader
+    batches(loader)
+    assert seen[0][0] == logging.INFO and "backend" in seen[0][1]
+    assert any(lv == logging.WARNING and bad in m for lv, m in seen)
+
+
+def test_holding_every_buffer_raises_busy_and_dropping_one_frees_it(dataset):
+    loader = pinload.Loader(dataset, batch_size=4, size=16, device="host",
+                            device_buffers=2)
+    kept = [np.from_dlpack(loader.next().images) for _ in range(2)]
+    assert loader.batches_held == 2
+    with pytest.raises(pinload.BusyError) as e:
+        loader.next()
+    assert "held" in str(e.value) and "device_buffers" in str(e.value)
+    kept.pop(0)
+    b = loader.next()
+    assert b.index == 2 and loader.batches_held == 2
+
+
+def test_a_tensor_keeps_its_batch_until_it_is_freed(dataset):
+    loader = pinload.Loader(dataset, batch_size=4, size=16, device="host")
+    b = loader.next()
+    a = np.from_dlpack(b.images)
+    before = a.copy()
+    assert b.exports == 1
+    with pytest.raises(BufferError):
+        b.release()  # a view is alive
+    del b
+    assert loader.batches_held == 1
+    assert not a.flags.writeable
+    np.testing.assert_array_equal(a, before)
+    del a
+    gc.collect()
+    assert loader.batches_held == 0
+    # An explicit release; the batch's views then refuse to export.
+    b = loader.next()
+    v = b.images
+    b.release()
+    assert b.released and loader.batches_held == 0
+    with pytest.raises(BufferError):
+        np.from_dlpack(v)
+
+
+def test_dlpack_protocol_details(dataset):
+    loader = pinload.Loader(dataset, batch_size=4, size=16, device="host",
+                            format="f32")
+    b = loader.next()
+    v = b.images
+    assert v.__dlpack_device__() == (1, 0)
+    assert v.shape == (4, 3, 16, 16) and v.dtype == "float32"
+    assert v.device == "cpu" and v.nbytes == 4 * 3 * 16 * 16 * 4
+    assert b.labels.dtype == "int32" and b.indices.dtype == "int64"
+    with pytest.raises(BufferError):
+        v.__dlpack__(dl_device=(2, 0))
+    # copy=True: an independent, writable copy that holds no buffer.
+    c = np.from_dlpack(v, copy=True)
+    assert c.flags.writeable and b.exports == 0
+    c[:] = 0
+    assert np.from_dlpack(v).any()
+    # An unconsumed capsule gives its reference back.
+    cap = v.__dlpack__()
+    assert b.exports == 1
+    del cap
+    assert b.exports == 0
+    assert v.tobytes() == np.from_dlpack(v).tobytes()
+
+
+def test_close_waits_for_live_tensors(dataset):
+    loader = pinload.Loader(dataset, batch_size=4, size=16, device="host")
+    a = np.from_dlpack(loader.next().images)
+    want = a.copy()
+    loader.close()
+    assert loader.closed and not loader._c.destroyed
+    with pytest.raises(pinload.ClosedError):
+        loader.next()
+    np.testing.assert_array_equal(a, want)  # still the loader's memory
+    del a
+    gc.collect()
+    assert loader._c.destroyed
+
+
+def test_ranks_split_the_epoch(dataset):
+    kw = dict(batch_size=5, size=16, seed=2, device="host")
+    r0 = pinload.Loader(dataset, rank=0, world_size=2, **kw)
+    r1 = pinload.Loader(dataset, rank=1, world_size=2, **kw)
+    assert len(r0) == len(r1) == 5
+    i0 = [i for _, _, idx in batches(r0) for i in idx.tolist()]
+    i1 = [i for _, _, idx in batches(r1) for i in idx.tolist()]
+    assert len(i0) == len(i1) == 24
+    assert sorted(i0 + i1) == list(range(48))
+
+
+def test_every_config_field_has_a_python_name():
+    params = set(inspect.signature(pinload.Loader).parameters)
+    for field in _pinload.config_defaults():
+        name = "size" if field in ("width", "height") else field
+        assert name in params, field
+    assert pinload.Loader.defaults["batch_size"] == 64
+
+
+def test_a_watchdog_thread_may_close_a_loader_in_use(dataset):
+    loader = pinload.Loader(dataset, batch_size=4, size=16, device="host",
+                            num_workers=1)
+    base = threads()
+    errors = []
+
+    def loop():
+        try:
+            while True:
+                for b in loader:
+                    del b
+        except pinload.ClosedError as e:
+            errors.append(e)
+
+    t = threading.Thread(target=loop)
+    t.start()
+    loader.close()
+    t.join(30)
+    assert not t.is_alive()
+    assert len(errors) == 1
+    gc.collect()
+    assert loader._c.destroyed
+    assert threads() <= base - 1  # the library's threads are gone
+
+
+def test_create_iterate_destroy_200_times_leaves_threads_and_memory_flat(
+        dataset):
+    def cycle():
+        with pinload.Loader(dataset, batch_size=8, size=16, num_workers=2,
+                            device="host", log=lambda lv, m: None) as l:
+            for b in l:
+                np.from_dlpack(b.images).sum()
+    base_threads = threads()
+    for _ in range(20):
+        cycle()
+    gc.collect()
+    base_rss = rss_kib()
+    for _ in range(180):
+        cycle()
+    gc.collect()
+    assert threads() == base_threads
+    grown = rss_kib() - base_rss
+    assert grown < 8 * 1024, "RSS grew by %d KiB over 180 cycles" % grown
+
+
+KEYBOARD_INTERRUPT = textwrap.dedent("""
+    import os, sys, time
+    import pinload
+    def threads():
+        return len(os.listdir("/proc/self/task"))
+    base = threads()
+    loader = pinload.Loader(sys.argv[1], batch_size=2, size=64,
+                            num_workers=2, device="host")
+    print("started", flush=True)
+    try:
+        while True:
+            for b in loader:
+                time.sleep(0.01)
+    except KeyboardInterrupt:
+        del b
+        del loader
+        print("threads", base, threads(), flush=True)
+""")
+
+
+def test_keyboard_interrupt_during_iteration_leaves_no_thread(dataset):
+    p = subprocess.Popen([sys.executable, "-c", KEYBOARD_INTERRUPT, dataset],
+                         stdout=subprocess.PIPE, universal_newlines=True)
+    assert p.stdout.readline().strip() == "started"
+    import time
+    time.sleep(0.5)
+    p.send_signal(signal.SIGINT)
+    out, _ = p.communicate(timeout=60)
+    assert p.returncode == 0
+    _, base, after = out.split()
+    assert int(after) == int(base)
+
+
+LOGGING_UNDER_LOAD = textwrap.dedent("""
+    import logging, sys, threading, time
+    import numpy as np
+    import pinload
+    logging.basicConfig(level=logging.INFO, stream=sys.stdout,
+                        format="%(levelname)s %(message)s")
+    class Slow(logging.Handler):
+        def emit(self, record):
+            time.sleep(0.002)  # a handler that takes its time
+    logging.getLogger("pinload").addHandler(Slow())
+    for _ in range(5):
+        loader = pinload.Loader(sys.argv[1], batch_size=2, size=16,
+                                num_workers=2, device="host")
+        for b in loader:
+            np.from_dlpack(b.images).sum()
+        loader.close()
+    print("done", flush=True)
+""")
+
+
+def test_logging_from_worker_threads_never_deadlocks(dataset, tmp_path):
+    root, bad = _tree_with_a_bad_file(dataset, tmp_path)
+    for i in range(5):  # more bad files: more warnings from the workers
+        (tmp_path / "bad" / os.listdir(root)[0] / ("bad%d.jpg" % i)) \
+            .write_bytes(b"BM" + bytes(100))
+    out = subprocess.run([sys.executable, "-c", LOGGING_UNDER_LOAD, root],
+                         stdout=subprocess.PIPE, universal_newlines=True,
+                         timeout=120, check=True).stdout
+    assert out.rstrip().endswith("done")
+    assert out.count("WARNING") >= 5 and bad in out
