@@ -403,6 +403,8 @@ ifeq ($(SANITIZE),)
 	@$(MAKE) --no-print-directory abi-check
 	@echo "== install into two prefixes, out-of-tree C and C++ builds"
 	@$(MAKE) --no-print-directory test-install
+	@echo "== the Python package (pip install ./python, pytest)"
+	@$(MAKE) --no-print-directory test-python
 endif
 ifneq ($(HAVE_CUDA),)
 	@$(MAKE) --no-print-directory CUDA=sim BUILD=$(BUILD)/sim test
@@ -410,6 +412,11 @@ else
 	@echo "== simulated-CUDA suites skipped: $(if $(filter 0,$(CUDA)),CUDA=0,no CUDA toolkit headers in $(CUDA_HOME)/include)"
 endif
 endif
+
+# The Python package in a virtual environment (tools/test-python.sh): plain
+# builds only (the extension links the library without sanitizers).
+test-python: $(TOOLS) lib | $(BUILD)/.deps-test
+	@$(NO_LAUNCHER) PINLOAD_BUILD=$(BUILD) tools/test-python.sh
 
 # What python/setup.py links the extension with: the build folder (its
 # libpinload.a) and the libraries beside it.

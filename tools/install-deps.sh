@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs the Debian packages pinload needs, or says which to install.
 #   tools/install-deps.sh build   what `make` needs
-#   tools/install-deps.sh test    what `make test` needs on top
+#   tools/install-deps.sh test    what `make test` needs on top (with
+#                                 Python's venv and headers)
 #   tools/install-deps.sh bench   what `make bench` needs on top (gnuplot)
 #   tools/install-deps.sh fuzz    what `make fuzz` needs (clang, libFuzzer)
 #   tools/install-deps.sh compare what `make compare` and `make compare-tools`
@@ -42,6 +43,20 @@ check_test() {
     command -v pkg-config >/dev/null 2>&1 || want pkg-config # test-install
     command -v c++ >/dev/null 2>&1 || want g++                # test-install
     command -v script >/dev/null 2>&1 || want bsdutils        # tools on a tty
+    check_python
+}
+# The Python package: an interpreter with venv and its C headers.
+check_python() {
+    py=${PYTHON:-python3}
+    if ! command -v "$py" >/dev/null 2>&1; then
+        want "python3 python3-venv python3-dev"
+        return
+    fi
+    "$py" -c 'import ensurepip, venv' >/dev/null 2>&1 || want python3-venv
+    "$py" -c 'import os, sys, sysconfig
+sys.exit(not os.path.exists(os.path.join(
+    sysconfig.get_paths()["include"], "Python.h")))' >/dev/null 2>&1 ||
+        want python3-dev
 }
 
 check_fuzz() {

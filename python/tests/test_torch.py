@@ -1,0 +1,145 @@
+"""pinload.torch and torch.from_dlpack: tensors that view the loader's
+buffers, their lifetime, a training step; on a GPU, stream ordering."""
+import gc
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import pinload  # noqa: E402
+import pinload.torch as pt  # noqa: E402
+
+from conftest import dump  # noqa: E402
+
+cuda = pytest.mark.skipif(not torch.cuda.is_available(),
+                          reason="no CUDA device")
+
+
+def test_from_dlpack_views_the_batch_without_a_copy(dataset):
+    loader = pinload.Loader(dataset, batch_size=4, size=16, device="host",
+                            format="f32")
+    b = loader.next()
+    t = torch.from_dlpack(b.images)
+    assert t.shape == (4, 3, 16, 16) and t.dtype == torch.float32
+    assert t.data_ptr() == b.images.ptr
+    labels = torch.from_dlpack(b.labels)
+    assert labels.dtype == torch.int32
+    assert labels.tolist() == np.from_dlpack(b.labels).tolist()
+    del b
+    assert loader.batches_held == 1  # t holds it
+    del t, labels
+    gc.collect()
+    assert loader.batches_held == 0
+
+
+def test_torch_loader_u8_equals_pinload_dump(dataset, tmp_path):
+    ref = dump(dataset, tmp_path / "dump", size=32, augment="eval", seed=4,
+               batch=8)
+    loader = pt.Loader(dataset, batch_size=8, size=32, augment="eval",
+                       seed=4, num_workers=2)
+    assert loader.info["backend"] == "host"
+    got = []
+    for images, labels in loader:
+        assert images.dtype == torch.uint8 and images.shape[1:] == (32, 32, 3)
+        assert labels.dtype == torch.int64
+        nchw = pt.to_nchw(images)
+        assert nchw.shape[1:] == (3, 32, 32)
+        assert torch.equal(nchw.permute(0, 2, 3, 1), images)
+        for img, lab in zip(images, labels):
+            got.append((img.numpy().tobytes(), int(lab)))
+    assert [(rgb, lab) for _, lab, rgb in ref] == got
+
+
+def test_torch_loader_f32_equals_numpy_and_releases_each_batch(dataset):
+    kw = dict(batch_size=8, size=24, seed=6, num_workers=2, format="f32")
+    want = [np.from_dlpack(b.images).copy()
+            for b in pinload.Loader(dataset, device="host", **kw)]
+    loader = pt.Loader(dataset, **kw)
+    n = 0
+    for (images, labels), ref in zip(loader, want):
+        assert images.shape == (8, 3, 24, 24)
+        np.testing.assert_array_equal(images.numpy(), ref)
+        assert loader.batches_held <= 2
+        n += 1
+    assert n == len(loader) == 6
+    del images, labels
+    gc.collect()
+    assert loader.batches_held == 0
+
+
+def test_keeping_tensors_in_a_list_raises_busy_not_a_reused_buffer(dataset):
+    loader = pt.Loader(dataset, batch_size=4, size=16, device_buffers=2)
+    kept = []
+    with pytest.raises(pinload.BusyError) as e:
+        for images, _ in loader:
+            kept.append(images)
+    assert len(kept) == 2
+    assert "clone()" in str(e.value)
+    # The kept tensors are intact: not overwritten by later batches.
+    again = pinload.Loader(dataset, batch_size=4, size=16, device="host")
+    for t, b in zip(kept, again):
+        assert t.numpy().tobytes() == np.from_dlpack(b.images).tobytes()
+
+
+def test_a_few_training_steps_on_pinload_batches(dataset):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, stride=2), torch.nn.ReLU(),
+        torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
+        torch.nn.Linear(8, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = pt.Loader(dataset, batch_size=8, size=32, format="f32",
+                       num_workers=2)
+    before = [p.detach().clone() for p in model.parameters()]
+    losses = []
+    for epoch in range(2):
+        loader.set_epoch(epoch)
+        for images, labels in loader:
+            loss = torch.nn.functional.cross_entropy(model(images), labels)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+    assert len(losses) == 2 * len(loader)
+    assert all(np.isfinite(losses))
+    assert any(not torch.equal(a, p) for a, p in
+               zip(before, model.parameters()))
+    del images, labels, loss
+    gc.collect()
+    assert loader.batches_held == 0
+
+
+@cuda
+def test_cuda_batches_arrive_on_the_current_device_and_stream(dataset):
+    loader = pt.Loader(dataset, batch_size=8, size=32, format="f32",
+                       keep_host=False, gpu_normalize=True)
+    host = pinload.Loader(dataset, batch_size=8, size=32, format="f32",
+                          device="host")
+    for (images, labels), ref in zip(loader, host):
+        assert images.is_cuda and labels.is_cuda
+        np.testing.assert_array_equal(images.cpu().numpy(),
+                                      np.from_dlpack(ref.images))
+
+
+@cuda
+def test_cuda_buffer_is_not_reused_before_the_consumer_stream_is_done(
+        dataset):
+    """A slow kernel on the consumer's stream reads each batch; the loader
+    may not overwrite the buffer until it has run."""
+    loader = pinload.Loader(dataset, batch_size=8, size=64, format="f32",
+                            device=torch.cuda.current_device(),
+                            device_buffers=2, keep_host=True)
+    stream = torch.cuda.Stream()
+    sums, want = [], []
+    with torch.cuda.stream(stream):
+        for b in loader:
+            want.append(float(np.from_dlpack(b.host_images).astype(
+                np.float64).sum()))
+            t = torch.from_dlpack(b.images)  # waits on `stream`
+            torch.cuda._sleep(50_000_000)    # the consumer is slow
+            sums.append(t.double().sum())
+            del t, b                         # released on `stream`
+    torch.cuda.synchronize()
+    got = [float(s) for s in sums]
+    np.testing.assert_allclose(got, want, rtol=1e-9)

@@ -1,0 +1,37 @@
+#!/bin/sh
+# The Python package's tests, as a user would meet it: a virtual
+# environment (build/pyenv, made once), NumPy, pytest and PyTorch from the
+# package index, `pip install ./python` from this checkout, then pytest.
+#   PINLOAD_TEST_TORCH=1   PyTorch is required (CI): failing to install it
+#                          fails the run
+#   PINLOAD_TEST_TORCH=0   do not install PyTorch (its tests skip)
+#   (unset)                install it if the index can be reached, else say
+#                          that its tests are skipped
+#   PYTHON=python3.12      the interpreter to test with
+#   PINLOAD_BUILD=build    where the tools are (pinload-mkdata, -dump)
+set -eu
+cd "$(dirname "$0")/.."
+python=${PYTHON:-python3}
+build=${PINLOAD_BUILD:-build}
+venv=$build/pyenv
+torch=${PINLOAD_TEST_TORCH:-}
+
+if [ ! -x "$venv/bin/python" ]; then
+    echo "test-python: making a virtual environment in $venv"
+    "$python" -m venv "$venv"
+fi
+pip() { "$venv/bin/python" -m pip -q --disable-pip-version-check "$@"; }
+pip install "numpy>=1.22" pytest
+if [ "$torch" != 0 ] && ! "$venv/bin/python" -c 'import torch' 2>/dev/null
+then
+    echo "test-python: installing PyTorch from the package index"
+    if ! pip install torch; then
+        [ "$torch" = 1 ] && { echo "test-python: PyTorch is required" >&2; exit 1; }
+        echo "test-python: PyTorch could not be installed: its tests skip"
+    fi
+fi
+# As a user installs it: a wheel built from the checkout.
+pip install --force-reinstall --no-deps ./python
+# From the root, so that `import pinload` is the installed package.
+PINLOAD_BUILD=$build exec "$venv/bin/python" -m pytest -q -p no:cacheprovider \
+    python/tests
