@@ -143,3 +143,55 @@ def test_cuda_buffer_is_not_reused_before_the_consumer_stream_is_done(
     torch.cuda.synchronize()
     got = [float(s) for s in sums]
     np.testing.assert_allclose(got, want, rtol=1e-9)
+
+
+DDP_RANK = """
+import json, os, sys
+import torch, torch.distributed as dist
+import pinload.torch as pt
+dist.init_process_group("gloo")
+loader = pt.Loader(sys.argv[1], batch_size=5, size=16, seed=3)
+model = torch.nn.parallel.DistributedDataParallel(
+    torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16 * 16 * 3, 4)))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+seen, steps = [], 0
+for epoch in range(2):
+    loader.set_epoch(epoch)
+    for images, labels in loader:
+        loss = torch.nn.functional.cross_entropy(
+            model(images.float() / 255), labels)
+        opt.zero_grad(); loss.backward(); opt.step()  # all-reduce: in step
+        steps += 1
+    seen.append(sorted(int(i) for i in loader.epoch_order(epoch)))
+info = loader.info
+with open(os.path.join(sys.argv[2], "rank%d.json" % dist.get_rank()), "w") as f:
+    json.dump({"rank": info["rank"], "world": info["world_size"],
+               "steps": steps, "len": len(loader), "seen": seen}, f)
+dist.destroy_process_group()
+"""
+
+
+def test_torchrun_ranks_shard_and_take_equal_steps(dataset, tmp_path):
+    """Two real processes under torchrun with DDP (gloo): each loader takes
+    rank and world size from torchrun's variables."""
+    import json
+    import subprocess
+    import sys
+    import socket
+    with socket.socket() as sock:  # a free port for the rendezvous
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    script = tmp_path / "ddp.py"
+    script.write_text(DDP_RANK)
+    subprocess.run([sys.executable, "-m", "torch.distributed.run",
+                    "--nproc_per_node", "2", "--master_port", str(port),
+                    str(script), dataset, str(tmp_path)],
+                   check=True, timeout=300, stdout=subprocess.DEVNULL)
+    r = [json.loads((tmp_path / ("rank%d.json" % i)).read_text())
+         for i in range(2)]
+    assert [x["rank"] for x in r] == [0, 1]
+    assert all(x["world"] == 2 for x in r)
+    assert r[0]["steps"] == r[1]["steps"] == 2 * r[0]["len"] == 10
+    for epoch in range(2):
+        assert sorted(r[0]["seen"][epoch] + r[1]["seen"][epoch]) == \
+            list(range(48))
