@@ -183,10 +183,12 @@ def test_torchrun_ranks_shard_and_take_equal_steps(dataset, tmp_path):
         port = sock.getsockname()[1]
     script = tmp_path / "ddp.py"
     script.write_text(DDP_RANK)
-    subprocess.run([sys.executable, "-m", "torch.distributed.run",
-                    "--nproc_per_node", "2", "--master_port", str(port),
-                    str(script), dataset, str(tmp_path)],
-                   check=True, timeout=300, stdout=subprocess.DEVNULL)
+    run = subprocess.run([sys.executable, "-m", "torch.distributed.run",
+                          "--nproc_per_node", "2", "--master_port",
+                          str(port), str(script), dataset, str(tmp_path)],
+                         timeout=300, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, universal_newlines=True)
+    assert run.returncode == 0, run.stdout[-4000:]
     r = [json.loads((tmp_path / ("rank%d.json" % i)).read_text())
          for i in range(2)]
     assert [x["rank"] for x in r] == [0, 1]
