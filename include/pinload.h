@@ -324,6 +324,24 @@ typedef struct pl_config {
      * pl_loader_create only. */
     const pl_state *resume;
 
+    /* Budgets of one sample's decode, in each worker; 0 is the default.
+     * Past one, the sample is bad with PL_ELIMIT (under the error policy),
+     * the reason naming the budget; the next sample starts afresh. */
+    /* Wall-clock time from the header to the last row: default 5000 ms
+     * (the slowest real photo of the test data takes 0.2 s); -1: none. It
+     * also bounds how long pl_loader_destroy waits for a worker. */
+    int32_t max_decode_ms;
+    /* Scans of a progressive file: default 256 (real files have about
+     * 10; each scan costs a pass over the whole image). */
+    int32_t max_scans;
+    /* Bytes libjpeg may allocate for one image: checked from the header
+     * before anything is decoded (a progressive file keeps all of its
+     * DCT coefficients, 128 bytes per 8x8 block per component), then
+     * enforced as libjpeg's max_memory_to_use. Default 512 MiB: a
+     * progressive 4:4:4 image of 85 megapixels, 4:2:0 of 170; baseline
+     * images need a few rows whatever their size. At least 1 MiB. */
+    int64_t max_decode_memory;
+
 } pl_config;
 
 /* Fill *cfg with the defaults listed above. */
@@ -378,7 +396,8 @@ PL_EXPORT int pl_loader_create_sized(const pl_config *cfg, size_t size,
  * held must be complete before the call, as for any memory one frees.
  * Threads waiting in pl_loader_next return PL_ECLOSED first. Returns once
  * every worker has finished the sample in hand: within the decode's time
- * limit (5 s) plus one file read, whatever the data. NULL is a no-op. */
+ * limit (config.max_decode_ms, 5 s by default) plus one file read,
+ * whatever the data. NULL is a no-op. */
 PL_EXPORT void pl_loader_destroy(pl_loader *l);
 
 /* The next batch of the current epoch, in order, waiting for it if needed.

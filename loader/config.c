@@ -48,6 +48,9 @@ static void config_default(pl_config *cfg)
     cfg->max_file_bytes = DEFAULT_MAX_FILE_BYTES;
     cfg->dct_scaling = 1;
     cfg->gpu_normalize = 1;
+    cfg->max_decode_ms = DEFAULT_MAX_DECODE_MS;
+    cfg->max_scans = DEFAULT_MAX_SCANS;
+    cfg->max_decode_memory = DEFAULT_MAX_DECODE_MEMORY;
 }
 
 /* A caller's struct of `size` bytes: the defaults of the fields it has, and
@@ -176,18 +179,26 @@ static int check_pipeline(const pl_config *c)
         {"strict", c->strict, 0, 1},
         {"max_width", c->max_width, 1, 65535},
         {"max_height", c->max_height, 1, 65535},
-        /* what max_width x max_height can reach; the decoder's memory
-         * budget (8 bytes a pixel) is computed from it */
+        /* what max_width x max_height can reach */
         {"max_pixels", c->max_pixels, 1, (int64_t)65535 * 65535},
         {"max_file_bytes", c->max_file_bytes, 1, (int64_t)1 << 40},
         {"dct_scaling", c->dct_scaling, 0, 1},
         {"gpu_normalize", c->gpu_normalize, 0, 1},
         {"pin_workers", c->pin_workers, 0, 1},
         {"readahead", c->readahead, 0, 4096},
+        /* 0: the default; -1: no time limit; a day at most */
+        {"max_decode_ms", c->max_decode_ms, -1, 86400000},
+        {"max_scans", c->max_scans, 0, 65535},
+        {"max_decode_memory", c->max_decode_memory, 0, (int64_t)1 << 40},
     };
     const int rc = check_ranges(r, N_(r));
     if (rc)
         return rc;
+    if (c->max_decode_memory > 0 && c->max_decode_memory < ((int64_t)1 << 20))
+        return BAD("max_decode_memory",
+                   "%lld bytes is less than libjpeg's own tables need "
+                   "(at least 1 MiB, or 0 for the default)",
+                   (long long)c->max_decode_memory);
     return 0;
 }
 

@@ -305,6 +305,13 @@ static int start_pipeline(pl_loader *l)
     lim.max_height = c->max_height;
     lim.max_pixels = c->max_pixels;
     lim.strict = c->strict;
+    /* 0: the default (a field an older caller's struct lacks reads 0) */
+    if (c->max_decode_ms)
+        lim.max_decode_ms = c->max_decode_ms < 0 ? 0 : c->max_decode_ms;
+    if (c->max_scans)
+        lim.max_scans = c->max_scans;
+    if (c->max_decode_memory)
+        lim.max_memory = c->max_decode_memory;
     const pool_config wc = {
         .workers = l->rc.num_workers,
         .pin = c->pin_workers,

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../common/defaults.h"
 #include "error.h"
 
 #define STATE_MAGIC "PLST"
@@ -70,6 +71,14 @@ void state_fingerprint(state_fields *f, const dataset *ds, const pl_config *c,
     h = fnv_u64(h, (uint64_t)c->max_height);
     h = fnv_u64(h, (uint64_t)c->max_pixels);
     h = fnv_u64(h, (uint64_t)c->max_file_bytes);
+    /* Budgets that decide which samples are bad; hashed only when not
+     * the default, so that states saved before they existed still match.
+     * (The time limit depends on the machine: not hashed.) */
+    if (c->max_scans && c->max_scans != DEFAULT_MAX_SCANS)
+        h = fnv_u64(h, 0x5ca45u ^ (uint64_t)c->max_scans);
+    if (c->max_decode_memory &&
+        c->max_decode_memory != DEFAULT_MAX_DECODE_MEMORY)
+        h = fnv_u64(h, 0x3e30u ^ (uint64_t)c->max_decode_memory);
     f->pixels_hash = h;
 }
 

@@ -56,6 +56,7 @@ void decode_limits_default(decode_limits *lim)
     lim->max_pixels = DEFAULT_MAX_PIXELS;
     lim->max_scans = DEFAULT_MAX_SCANS;
     lim->max_decode_ms = DEFAULT_MAX_DECODE_MS;
+    lim->max_memory = DEFAULT_MAX_DECODE_MEMORY;
     lim->strict = 0;
 }
 
@@ -112,12 +113,11 @@ static int decoder_init(decoder *d, const decode_limits *lim)
     jpeg_create_decompress(&d->cinfo);
     d->progress.progress_monitor = on_progress;
     d->cinfo.progress = &d->progress;
-    /* Progressive and multi-scan files keep every coefficient in memory;
-     * bound that by the pixel limit (8 bytes covers four full-resolution
-     * components of 2-byte coefficients), so libjpeg fails cleanly instead
-     * of asking for gigabytes. */
-    d->cinfo.mem->max_memory_to_use =
-        (long)(lim->max_pixels * 8 + ((int64_t)64 << 20));
+    /* Progressive and multi-scan files keep every coefficient in memory:
+     * decoder_open refuses those whose buffer would not fit the budget,
+     * and libjpeg fails cleanly (JERR_NO_BACKING_STORE) rather than
+     * allocate past it. */
+    d->cinfo.mem->max_memory_to_use = (long)lim->max_memory;
     return 0;
 }
 
@@ -285,6 +285,38 @@ static int check_limits(const decoder *d, const decode_info *info, char *reason)
     return 0;
 }
 
+/* The whole-image coefficient buffer libjpeg allocates for a file with
+ * several scans (jdcoefct.c): per component, its blocks rounded up to
+ * whole sampling factors, 64 coefficients of 2 bytes each. */
+static int64_t coefficient_bytes(const struct jpeg_decompress_struct *ci)
+{
+    int64_t total = 0;
+    for (int i = 0; i < ci->num_components; i++) {
+        const jpeg_component_info *c = &ci->comp_info[i];
+        const int64_t h = c->h_samp_factor, v = c->v_samp_factor;
+        const int64_t w = ((int64_t)c->width_in_blocks + h - 1) / h * h;
+        const int64_t r = ((int64_t)c->height_in_blocks + v - 1) / v * v;
+        total += w * r * DCTSIZE2 * (int64_t)sizeof(JCOEF);
+    }
+    return total;
+}
+
+static int check_memory(const decoder *d, const decode_info *info, char *reason)
+{
+    if (!info->progressive)
+        return 0; /* a few rows of blocks, whatever the size */
+    const int64_t need = coefficient_bytes(&d->cinfo);
+    if (need <= d->limits.max_memory)
+        return 0;
+    snprintf(reason, DECODE_REASON_MAX,
+             "%dx%d with %d components and several scans needs %lld MiB of "
+             "coefficients, over the decode memory budget of %lld MiB",
+             info->width, info->height, info->components,
+             (long long)((need + (1 << 20) - 1) >> 20),
+             (long long)(d->limits.max_memory >> 20));
+    return PL_ELIMIT;
+}
+
 int decoder_open(decoder *d, const uint8_t *buf, size_t len, decode_info *info,
                  char *reason)
 {
@@ -310,6 +342,8 @@ int decoder_open(decoder *d, const uint8_t *buf, size_t len, decode_info *info,
     info->components = d->cinfo.num_components;
     info->progressive = jpeg_has_multiple_scans(&d->cinfo) ? 1 : 0;
     int rc = check_limits(d, info, reason);
+    if (rc == 0)
+        rc = check_memory(d, info, reason);
     if (rc < 0) {
         decoder_close(d);
         return rc;

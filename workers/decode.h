@@ -19,6 +19,7 @@ typedef struct decode_limits {
     int max_scans;         /* progressive scans; bounds time on hostile files */
     int64_t max_decode_ms; /* one image's decode, header to last row;
                               0: no limit */
+    int64_t max_memory;    /* bytes libjpeg may allocate for one image */
     int strict;            /* 1: a libjpeg warning makes the image bad */
 } decode_limits;
 

@@ -230,6 +230,9 @@ class Loader:
     gpu_normalize   True: float formats normalised on the GPU
     pin_workers     False: worker i on the i-th allowed CPU
     readahead       0: posix_fadvise N samples ahead
+    max_decode_ms   5000: one sample's decode time (-1: none)
+    max_scans       256: progressive scans per file
+    max_decode_memory  512 MiB: libjpeg's memory for one image
     log             None: the "pinload" logger (notices at INFO, warnings
                     at WARNING); or a callable(level, message) with
                     logging's levels
@@ -247,6 +250,7 @@ class Loader:
                  on_error=None, strict=None, max_width=None, max_height=None,
                  max_pixels=None, max_file_bytes=None, dct_scaling=None,
                  gpu_normalize=None, pin_workers=None, readahead=None,
+                 max_decode_ms=None, max_scans=None, max_decode_memory=None,
                  log=None, resume=None):
         if data is None:
             raise ValueError("data: required (a folder or a list file)")
@@ -256,7 +260,8 @@ class Loader:
                     prefetch=prefetch, device_buffers=device_buffers,
                     max_width=max_width, max_height=max_height,
                     max_pixels=max_pixels, max_file_bytes=max_file_bytes,
-                    readahead=readahead)
+                    readahead=readahead, max_decode_ms=max_decode_ms,
+                    max_scans=max_scans, max_decode_memory=max_decode_memory)
         for k, v in ints.items():
             if v is not None:
                 if isinstance(v, bool) or not isinstance(v, int):

@@ -291,10 +291,13 @@ static const field fields[] = {
     FIELD(readahead, F_I32),
     /* log and log_ctx are the extension's own (the queue). */
     FIELD(resume, F_STATE),
+    FIELD(max_decode_ms, F_I32),
+    FIELD(max_scans, F_I32),
+    FIELD(max_decode_memory, F_I64),
 };
 #undef FIELD
 /* A field appended to pl_config must be added above: its end moves. */
-_Static_assert(offsetof(pl_config, resume) + sizeof(void *) ==
+_Static_assert(offsetof(pl_config, max_decode_memory) + sizeof(int64_t) ==
                    sizeof(pl_config),
                "pl_config grew: add the new field to python/src/_pinload.c");
 
