@@ -478,8 +478,22 @@ $(FUZZ_DIR)/fuzz_decode: tests/fuzz/fuzz_decode.c tests/fuzz/harness.h \
 $(BUILD)/.deps-fuzz: tools/install-deps.sh
 	@tools/install-deps.sh --$(DEPS_MODE) fuzz
 	@mkdir -p $(@D) && touch $@
-fuzz: $(FUZZ_DIR)/fuzz_decode
-	@mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/seeds
+# libFuzzer over the whole loader (host backend): each input is a
+# configuration and a hostile file tree (tests/fuzz/loader_harness.h);
+# what it finds belongs in tests/fuzz/regressions-loader, replayed by
+# test_fuzz_loader in every `make test`.
+FUZZ_LOADER_SECONDS ?= $(FUZZ_SECONDS)
+FUZZ_LOADER_SRC := $(COMMON_SRC) $(WORKERS_SRC) \
+                   $(filter-out loader/backend_cuda.c,$(LOADER_SRC))
+$(FUZZ_DIR)/fuzz_loader: tests/fuzz/fuzz_loader.c tests/fuzz/loader_harness.h \
+                         tests/jpegwrite.h $(FUZZ_LOADER_SRC) \
+                         | $(BUILD)/.deps-fuzz
+	@mkdir -p $(@D)
+	clang -g -O1 -fsanitize=fuzzer,address,undefined \
+	    -fno-sanitize-recover=all -D_GNU_SOURCE -pthread -Iinclude -o $@ \
+	    tests/fuzz/fuzz_loader.c $(FUZZ_LOADER_SRC) -ljpeg -lm
+fuzz: $(FUZZ_DIR)/fuzz_decode $(FUZZ_DIR)/fuzz_loader
+	@mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/seeds $(FUZZ_DIR)/corpus-loader
 	@n=0; if [ -d ../shared/data ]; then \
 	    for f in $$(find ../shared/data/hard ../shared/data/photos \
 	                     -type f); do \
@@ -492,6 +506,11 @@ fuzz: $(FUZZ_DIR)/fuzz_decode
 	    -max_len=262144 -timeout=10 -rss_limit_mb=2048 \
 	    -artifact_prefix=$(FUZZ_DIR)/ -print_final_stats=1 \
 	    $(FUZZ_DIR)/corpus $(FUZZ_DIR)/seeds tests/fuzz/regressions
+	$(NO_LAUNCHER) $(FUZZ_DIR)/fuzz_loader \
+	    -max_total_time=$(FUZZ_LOADER_SECONDS) -max_len=1024 -timeout=30 \
+	    -rss_limit_mb=2048 -artifact_prefix=$(FUZZ_DIR)/loader- \
+	    -print_final_stats=1 $(FUZZ_DIR)/corpus-loader \
+	    tests/fuzz/regressions-loader
 
 # valgrind memcheck over the stress program: full epochs, mid-epoch
 # destroys with batches held, bad files; any leak or invalid access fails.

@@ -290,14 +290,17 @@ static int end_epoch(prefetch *p, fill *f, const ring_slot *s)
     return 0;
 }
 
-/* Every position of the rank's order failed this epoch: there is nothing
- * to deliver, and the caller must hear it rather than see an empty epoch. */
+/* A whole pass over the rank's order failed this epoch (every position,
+ * or every one since the last good sample, whose file has gone bad since):
+ * the epoch cannot be filled, and the caller must hear it rather than see
+ * an empty epoch or wait for ever. */
 static int no_good_sample(prefetch *p, const ring_slot *s)
 {
     return handoff_fail(p->cfg.ho, PL_ENODATA,
                         "pl_loader_next: epoch %lld: none of the %lld samples "
-                        "of this rank's order could be decoded (%zu bad files "
-                        "recorded: see pl_loader_failures)",
+                        "of this rank's order could be decoded in a whole "
+                        "pass over it (%zu bad files recorded: see "
+                        "pl_loader_failures)",
                         (long long)s->epoch,
                         (long long)p->cfg.ring->sched.order_len,
                         failures_count(p->cfg.fails));

@@ -18,6 +18,8 @@ static void start_epoch(ring *r, int64_t epoch, int64_t pos, int64_t done)
     r->epoch_batch = pos / r->sched.batch_size;
     r->epoch_pending = r->epoch_good = 0;
     r->epoch_need = r->sched.target - done;
+    r->round_first = pos;
+    r->round_good0 = r->dry = 0;
 }
 
 /* Everything scheduled for the claim epoch is handed out: schedule more of
@@ -37,7 +39,16 @@ static int plan_more(ring *r)
         start_epoch(r, r->claim_epoch + 1, 0, 0);
         return 1;
     }
-    if (r->epoch_good == 0 && claimed >= r->sched.order_len) {
+    /* Positions since the last good sample; a whole pass over the order
+     * without one: no sample can be decoded (any more), and topping up
+     * again would loop for ever. */
+    if (r->epoch_good == r->round_good0)
+        r->dry += r->claim_end - r->round_first;
+    else
+        r->dry = 0;
+    r->round_first = r->claim_end;
+    r->round_good0 = r->epoch_good;
+    if (r->dry >= r->sched.order_len) {
         r->dead = 1;
         return 1;
     }

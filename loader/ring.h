@@ -85,6 +85,11 @@ typedef struct ring {
      * positions handed out and not finished, good ones, good ones needed. */
     int64_t claim_epoch, claim_pos, claim_end, epoch_first, epoch_batch;
     int64_t epoch_pending, epoch_good, epoch_need;
+    /* The current top-up round (its first position, the good count when it
+     * began) and the positions claimed since a good sample was last met:
+     * a whole pass over the order without one ends the epoch, even when
+     * a sample was good once (its file gone or changed since). */
+    int64_t round_first, round_good0, dry;
     int dead; /* a no_good slot was made: nothing more to claim */
     int stop;
     backend *be;

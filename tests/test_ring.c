@@ -739,6 +739,57 @@ Test(ring, skip_with_no_good_sample_in_a_whole_order_ends_in_no_good,
     fx_close(&f);
 }
 
+/* One sample good once and bad after (its file deleted or rewritten
+ * mid-epoch), every other one bad: no top-up can fill the epoch. A whole
+ * pass over the order without a good sample ends it in no_good, as when
+ * none was ever good (the loader fuzz harness found the ring topping up for
+ * ever here, the caller waiting in pl_loader_next). */
+Test(ring, skip_ends_after_a_whole_pass_without_a_good_sample_even_after_one,
+     .timeout = 5)
+{
+    fixture f;
+    fx_open_skip(&f, 4, 3, 3, 3, 0, 0);
+    ring_slot *b0 = claim_batch(&f.r, 0, 0, 0, 3);
+    ring_finish(&f.r, b0, 1);
+    ring_finish(&f.r, b0, 0);
+    ring_finish(&f.r, b0, 0);
+    /* 2 needed, 1 good of 3: a top-up of one whole pass, 3..5; all bad. */
+    ring_slot *top = claim_batch(&f.r, 0, 1, 3, 3);
+    for (int k = 0; k < 3; k++)
+        ring_finish(&f.r, top, 0);
+    claimer c = {.r = &f.r};
+    atomic_init(&c.done, 0);
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, claim_thread, &c), 0);
+    ring_slot *end = ring_wait_ready(&f.r, 2);
+    cr_assert_not_null(end);
+    cr_assert_eq(end->no_good, 1);
+    cr_assert_eq(end->count, 0);
+    ring_stop(&f.r);
+    cr_assert_eq(pthread_join(t, NULL), 0);
+    cr_assert_eq(c.rc, 0);
+    fx_close(&f);
+}
+
+/* A good sample met in a round resets the count: 1 good of 3, then a
+ * round with a good one again is not the end. */
+Test(ring, skip_a_round_with_a_good_sample_is_not_the_end, .timeout = 5)
+{
+    fixture f;
+    fx_open_skip(&f, 4, 3, 3, 3, 0, 0);
+    ring_slot *b0 = claim_batch(&f.r, 0, 0, 0, 3);
+    ring_finish(&f.r, b0, 1);
+    ring_finish(&f.r, b0, 0);
+    ring_finish(&f.r, b0, 0);
+    ring_slot *top = claim_batch(&f.r, 0, 1, 3, 3);
+    ring_finish(&f.r, top, 1);
+    ring_finish(&f.r, top, 0);
+    ring_finish(&f.r, top, 0);
+    /* 1 needed, 2 good of 6: ceil(1 * 6 / 2) = 3 positions, 6..8. */
+    claim_batch(&f.r, 0, 2, 6, 3);
+    fx_close(&f);
+}
+
 /* Resuming at position 6 of 10 with 5 good already delivered (one bad
  * before): the first batch is batch 1, positions 6..9, then the top-up
  * needs 10 - 5 - 4 = 1 more. */

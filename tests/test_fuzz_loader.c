@@ -1,0 +1,69 @@
+/* The loader fuzz harness (fuzz/loader_harness.h) in the regular suite:
+ * inputs from a fixed pseudo-random sequence, each a configuration and a
+ * hostile file tree, and every input in tests/fuzz/regressions-loader.
+ * Each must keep the harness's contract (no hang, counts and ranges,
+ * equal steps under SKIP and SUBSTITUTE, destroy's bound). */
+#include <criterion/criterion.h>
+
+#include <dirent.h>
+
+#include "fuzz/loader_harness.h"
+#include "testutil.h"
+
+static uint64_t next_rand(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static void run_seeds(uint64_t first, int n)
+{
+    char scratch[64];
+    tu_tmpdir(scratch);
+    for (int i = 0; i < n; i++) {
+        uint64_t s = first + (uint64_t)i * 0x9e3779b97f4a7c15u;
+        uint8_t input[512];
+        for (size_t k = 0; k < sizeof input; k++)
+            input[k] = (uint8_t)(next_rand(&s) >> 56);
+        fuzz_loader_one(input, sizeof input, scratch);
+    }
+    tu_rm_rf(scratch);
+}
+
+Test(fuzz_loader, random_configs_and_trees_keep_the_contract_a, .timeout = 300)
+{
+    run_seeds(1, TU_SANITIZED ? 40 : 120);
+}
+
+Test(fuzz_loader, random_configs_and_trees_keep_the_contract_b, .timeout = 300)
+{
+    run_seeds(7777, TU_SANITIZED ? 40 : 120);
+}
+
+Test(fuzz_loader, every_regression_input_keeps_the_contract, .timeout = 300)
+{
+    const char *dir = "tests/fuzz/regressions-loader";
+    DIR *d = opendir(dir);
+    if (!d)
+        cr_skip_test("%s: none yet", dir);
+    char scratch[64];
+    tu_tmpdir(scratch);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        size_t len;
+        uint8_t *bytes = tu_read_file(path, &len);
+        fuzz_loader_one(bytes, len, scratch);
+        free(bytes);
+        n++;
+    }
+    closedir(d);
+    tu_rm_rf(scratch);
+    cr_log_info("%d regression inputs", n);
+}
