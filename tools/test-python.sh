@@ -9,11 +9,12 @@
 #                          that its tests are skipped
 #   PYTHON=python3.12      the interpreter to test with
 #   PINLOAD_BUILD=build    where the tools are (pinload-mkdata, -dump)
+#   PINLOAD_PYENV=DIR      the virtual environment (default build/pyenv)
 set -eu
 cd "$(dirname "$0")/.."
 python=${PYTHON:-python3}
 build=${PINLOAD_BUILD:-build}
-venv=$build/pyenv
+venv=${PINLOAD_PYENV:-$build/pyenv}
 torch=${PINLOAD_TEST_TORCH:-}
 
 if [ ! -x "$venv/bin/python" ]; then
