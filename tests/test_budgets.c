@@ -100,6 +100,19 @@ static long peak_mib(void)
     return kb / 1024;
 }
 
+/* pl_image_load of path, which must fail with PL_ELIMIT and a reason
+ * holding `reason` and the path; [out] *secs: how long it took. */
+static void load_fails_with(const char *path, const char *reason, double *secs)
+{
+    const double t0 = tu_seconds();
+    pl_image img;
+    const int rc = pl_image_load(path, &img);
+    *secs = tu_seconds() - t0;
+    cr_assert_eq(rc, PL_ELIMIT, "%d: %s", rc, pl_last_error());
+    cr_assert_not_null(strstr(pl_last_error(), reason), "%s", pl_last_error());
+    cr_assert_not_null(strstr(pl_last_error(), path), "%s", pl_last_error());
+}
+
 /* The bomb of the report: a frame just under max_pixels (13376^2, three
  * components), a few KB: 1 GiB of coefficients and a pass over them per
  * scan. The budget refuses it from its header: no time, no memory. */
@@ -116,17 +129,11 @@ Test(budgets, a_bomb_over_the_memory_budget_is_refused_from_its_header,
     cr_assert_gt(scans, 256);
 
     const long before = peak_mib();
-    const double t0 = tu_seconds();
-    pl_image img;
-    const int rc = pl_image_load(path, &img);
-    const double secs = tu_seconds() - t0;
-    cr_assert_eq(rc, PL_ELIMIT, "%d: %s", rc, pl_last_error());
-    cr_assert_not_null(strstr(pl_last_error(), "needs 1024 MiB of "
-                                               "coefficients, over the "
-                                               "decode memory budget of "
-                                               "512 MiB"),
-                       "%s", pl_last_error());
-    cr_assert_not_null(strstr(pl_last_error(), path));
+    double secs;
+    load_fails_with(path,
+                    "needs 1024 MiB of coefficients, over the decode memory "
+                    "budget of 512 MiB",
+                    &secs);
     cr_assert_lt(secs, 1.0, "%.2f s", secs);
     cr_assert_lt(peak_mib() - before, 32, "peak grew by %ld MiB",
                  peak_mib() - before);
@@ -142,14 +149,8 @@ Test(budgets, a_bomb_with_hundreds_of_scans_stops_at_the_scan_limit,
     snprintf(path, sizeof path, "%s/scans.jpg", dir);
     const int scans = write_bomb(path, 2048, 2048, 1, 13, 63);
     cr_assert_eq(scans, 1 + 13 + 63 * 14);
-    const double t0 = tu_seconds();
-    pl_image img;
-    const int rc = pl_image_load(path, &img);
-    const double secs = tu_seconds() - t0;
-    cr_assert_eq(rc, PL_ELIMIT, "%d: %s", rc, pl_last_error());
-    cr_assert_not_null(strstr(pl_last_error(), "more than 256 progressive "
-                                               "scans"),
-                       "%s", pl_last_error());
+    double secs;
+    load_fails_with(path, "more than 256 progressive scans", &secs);
     /* 256 passes over 4 Mpx: a fraction of a second; generous for the
      * sanitizers. */
     cr_assert_lt(secs, 20.0, "%.2f s", secs);

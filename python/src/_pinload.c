@@ -921,30 +921,22 @@ static PyObject *batch_view(BatchObject *self, void *closure)
     return (PyObject *)v;
 }
 
-static PyObject *Batch_get_count(BatchObject *s, void *c)
+enum { B_COUNT, B_EPOCH, B_INDEX, B_RELEASED, B_EXPORTS };
+
+static PyObject *Batch_get(BatchObject *s, void *closure)
 {
-    (void)c;
-    return PyLong_FromLong(s->b->count);
-}
-static PyObject *Batch_get_epoch(BatchObject *s, void *c)
-{
-    (void)c;
-    return PyLong_FromLongLong(s->b->epoch);
-}
-static PyObject *Batch_get_index(BatchObject *s, void *c)
-{
-    (void)c;
-    return PyLong_FromLongLong(s->b->index);
-}
-static PyObject *Batch_get_released(BatchObject *s, void *c)
-{
-    (void)c;
-    return PyBool_FromLong(s->released);
-}
-static PyObject *Batch_get_exports(BatchObject *s, void *c)
-{
-    (void)c;
-    return PyLong_FromSsize_t(s->exports);
+    switch ((int)(intptr_t)closure) {
+    case B_COUNT:
+        return PyLong_FromLong(s->b->count);
+    case B_EPOCH:
+        return PyLong_FromLongLong(s->b->epoch);
+    case B_INDEX:
+        return PyLong_FromLongLong(s->b->index);
+    case B_RELEASED:
+        return PyBool_FromLong(s->released);
+    default:
+        return PyLong_FromSsize_t(s->exports);
+    }
 }
 
 static PyMethodDef Batch_methods[] = {
@@ -966,13 +958,15 @@ static PyGetSetDef Batch_getset[] = {
      "int64 dataset indices (DLPack, host)", (void *)(intptr_t)V_INDICES},
     {"status", (getter)batch_view, NULL,
      "int32 per-sample status (DLPack, host)", (void *)(intptr_t)V_STATUS},
-    {"count", (getter)Batch_get_count, NULL, "samples in the batch", NULL},
-    {"epoch", (getter)Batch_get_epoch, NULL, "its epoch", NULL},
-    {"index", (getter)Batch_get_index, NULL, "its number in the epoch", NULL},
-    {"released", (getter)Batch_get_released, NULL, "given back to the loader",
-     NULL},
-    {"exports", (getter)Batch_get_exports, NULL,
-     "DLPack tensors made from it and alive", NULL},
+    {"count", (getter)Batch_get, NULL, "samples in the batch",
+     (void *)(intptr_t)B_COUNT},
+    {"epoch", (getter)Batch_get, NULL, "its epoch", (void *)(intptr_t)B_EPOCH},
+    {"index", (getter)Batch_get, NULL, "its number in the epoch",
+     (void *)(intptr_t)B_INDEX},
+    {"released", (getter)Batch_get, NULL, "given back to the loader",
+     (void *)(intptr_t)B_RELEASED},
+    {"exports", (getter)Batch_get, NULL,
+     "DLPack tensors made from it and alive", (void *)(intptr_t)B_EXPORTS},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -1277,49 +1271,31 @@ static PyObject *View_tobytes(ViewObject *self, PyObject *unused)
     return PyBytes_FromStringAndSize(lay.data, (Py_ssize_t)lay.nbytes);
 }
 
-static PyObject *View_get_shape(ViewObject *self, void *c)
-{
-    (void)c;
-    layout lay;
-    view_layout(self, &lay);
-    PyObject *t = PyTuple_New(lay.ndim);
-    for (int i = 0; t && i < lay.ndim; i++)
-        PyTuple_SET_ITEM(t, i, PyLong_FromLongLong(lay.shape[i]));
-    return t;
-}
+enum { A_SHAPE, A_DTYPE, A_DEVICE, A_NBYTES, A_PTR };
 
-static PyObject *View_get_dtype(ViewObject *self, void *c)
+/* The view's attributes, by closure: each is read off its layout. */
+static PyObject *View_get(ViewObject *self, void *closure)
 {
-    (void)c;
     layout lay;
     view_layout(self, &lay);
-    return PyUnicode_FromString(lay.dtype_name);
-}
-
-static PyObject *View_get_device(ViewObject *self, void *c)
-{
-    (void)c;
-    layout lay;
-    view_layout(self, &lay);
-    if (lay.device.device_type == PLDL_CUDA)
-        return PyUnicode_FromFormat("cuda:%d", lay.device.device_id);
-    return PyUnicode_FromString("cpu");
-}
-
-static PyObject *View_get_nbytes(ViewObject *self, void *c)
-{
-    (void)c;
-    layout lay;
-    view_layout(self, &lay);
-    return PyLong_FromSize_t(lay.nbytes);
-}
-
-static PyObject *View_get_ptr(ViewObject *self, void *c)
-{
-    (void)c;
-    layout lay;
-    view_layout(self, &lay);
-    return PyLong_FromVoidPtr((void *)lay.data);
+    switch ((int)(intptr_t)closure) {
+    case A_SHAPE: {
+        PyObject *t = PyTuple_New(lay.ndim);
+        for (int i = 0; t && i < lay.ndim; i++)
+            PyTuple_SET_ITEM(t, i, PyLong_FromLongLong(lay.shape[i]));
+        return t;
+    }
+    case A_DTYPE:
+        return PyUnicode_FromString(lay.dtype_name);
+    case A_DEVICE:
+        if (lay.device.device_type == PLDL_CUDA)
+            return PyUnicode_FromFormat("cuda:%d", lay.device.device_id);
+        return PyUnicode_FromString("cpu");
+    case A_NBYTES:
+        return PyLong_FromSize_t(lay.nbytes);
+    default:
+        return PyLong_FromVoidPtr((void *)lay.data);
+    }
 }
 
 static PyObject *View_repr(ViewObject *self)
@@ -1328,7 +1304,7 @@ static PyObject *View_repr(ViewObject *self)
     view_layout(self, &lay);
     static const char *names[] = {"images", "host_images", "labels", "indices",
                                   "status"};
-    PyObject *shape = View_get_shape(self, NULL);
+    PyObject *shape = View_get(self, (void *)(intptr_t)A_SHAPE);
     if (!shape)
         return NULL;
     PyObject *r = PyUnicode_FromFormat(
@@ -1357,11 +1333,15 @@ static PyMethodDef View_methods[] = {
 };
 
 static PyGetSetDef View_getset[] = {
-    {"shape", (getter)View_get_shape, NULL, "shape", NULL},
-    {"dtype", (getter)View_get_dtype, NULL, "element type name", NULL},
-    {"device", (getter)View_get_device, NULL, "'cpu' or 'cuda:N'", NULL},
-    {"nbytes", (getter)View_get_nbytes, NULL, "size in bytes", NULL},
-    {"ptr", (getter)View_get_ptr, NULL, "address of the first byte", NULL},
+    {"shape", (getter)View_get, NULL, "shape", (void *)(intptr_t)A_SHAPE},
+    {"dtype", (getter)View_get, NULL, "element type name",
+     (void *)(intptr_t)A_DTYPE},
+    {"device", (getter)View_get, NULL, "'cpu' or 'cuda:N'",
+     (void *)(intptr_t)A_DEVICE},
+    {"nbytes", (getter)View_get, NULL, "size in bytes",
+     (void *)(intptr_t)A_NBYTES},
+    {"ptr", (getter)View_get, NULL, "address of the first byte",
+     (void *)(intptr_t)A_PTR},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
