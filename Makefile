@@ -124,7 +124,8 @@ LOADER_SRC  := loader/error.c loader/log.c loader/config.c loader/dataset.c \
                loader/sampler.c loader/ring.c loader/failures.c \
                loader/backend.c loader/backend_host.c loader/prefetch.c \
                loader/handoff.c loader/output.c loader/state.c \
-               loader/loader.c loader/image.c
+               loader/loader.c loader/image.c loader/tar.c \
+               loader/shards.c
 ifneq ($(HAVE_CUDA),)
 LOADER_SRC  += loader/backend_cuda.c
 endif

@@ -15,6 +15,7 @@
 
 #include "../common/grow.h"
 #include "error.h"
+#include "shards.h"
 
 #define MAX_DEPTH 64
 #define MAX_CLASSES (1 << 20)
@@ -23,7 +24,7 @@
 
 /* ---- arena and tables ---------------------------------------------------- */
 
-static int arena_add(dataset *ds, const char *s, size_t len, size_t *off)
+int dataset_arena_add(dataset *ds, const char *s, size_t len, size_t *off)
 {
     if (grow(&ds->arena, &ds->arena_cap, ds->arena_len + len + 1, 1, 1 << 16) <
         0)
@@ -36,7 +37,7 @@ static int arena_add(dataset *ds, const char *s, size_t len, size_t *off)
 }
 
 /* Adds "root/rel" (just rel when it is absolute or the root is "."). */
-static int add_sample(dataset *ds, const char *rel, size_t len, int32_t label)
+int dataset_add_sample(dataset *ds, const char *rel, size_t len, int32_t label)
 {
     /* Two arrays of one capacity: each grows from it, then it moves. */
     const size_t need = (size_t)ds->n + 1;
@@ -53,7 +54,7 @@ static int add_sample(dataset *ds, const char *rel, size_t len, int32_t label)
     if (skip)
         tmp[skip - 1] = '/';
     memcpy(tmp + skip, rel, len);
-    const int rc = arena_add(ds, tmp, skip + len, &ds->path_off[ds->n]);
+    const int rc = dataset_arena_add(ds, tmp, skip + len, &ds->path_off[ds->n]);
     free(tmp);
     if (rc < 0)
         return rc;
@@ -61,12 +62,13 @@ static int add_sample(dataset *ds, const char *rel, size_t len, int32_t label)
     return 0;
 }
 
-static int add_class(dataset *ds, const char *name)
+int dataset_add_class(dataset *ds, const char *name)
 {
     if (grow(&ds->class_off, &ds->class_cap, (size_t)ds->num_classes + 1,
              sizeof *ds->class_off, 64) < 0)
         return PL_ENOMEM;
-    return arena_add(ds, name, strlen(name), &ds->class_off[ds->num_classes++]);
+    return dataset_arena_add(ds, name, strlen(name),
+                             &ds->class_off[ds->num_classes++]);
 }
 
 /* ---- directory entries ---- */
@@ -292,7 +294,7 @@ static int walk_dir(walk *w, int dirfd, size_t path_len)
             continue;
         const size_t len = path_push(w, path_len, e.v[i].name);
         if (len)
-            rc = add_sample(w->ds, w->path, len, w->label);
+            rc = dataset_add_sample(w->ds, w->path, len, w->label);
         else
             log_msg(w->lg, PL_LOG_NOTICE, "%s/%s/%s: path too long, skipped",
                     w->ds->root, w->path, e.v[i].name);
@@ -343,7 +345,7 @@ static int walk_class(dataset *ds, walk *w, const char *name, logger *lg)
                        ds->root, MAX_CLASSES);
     const int64_t first = ds->n;
     w->label = ds->num_classes;
-    int rc = add_class(ds, name);
+    int rc = dataset_add_class(ds, name);
     if (rc == 0)
         rc = walk_subdir(w, ds->dirfd, name, 0);
     if (rc == 0)
@@ -389,10 +391,11 @@ static int open_folder(dataset *ds, logger *lg)
     } else if (dirs == 0) {
         /* A flat folder: one class, named after the folder. */
         const char *slash = strrchr(ds->root, '/');
-        rc = add_class(ds, slash && slash[1] ? slash + 1 : ds->root);
+        rc = dataset_add_class(ds, slash && slash[1] ? slash + 1 : ds->root);
         for (size_t i = 0; rc == 0 && i < e.n; i++)
             if (is_jpeg_name(e.v[i].name))
-                rc = add_sample(ds, e.v[i].name, strlen(e.v[i].name), 0);
+                rc =
+                    dataset_add_sample(ds, e.v[i].name, strlen(e.v[i].name), 0);
     } else {
         if (files > 0)
             log_msg(lg, PL_LOG_NOTICE,
@@ -454,7 +457,7 @@ static int parse_line(dataset *ds, char *line, const char *file, long lineno,
         path_end--;
     if (label > *max_label)
         *max_label = (int32_t)label;
-    return add_sample(ds, s, (size_t)(path_end - s), (int32_t)label);
+    return dataset_add_sample(ds, s, (size_t)(path_end - s), (int32_t)label);
 }
 
 /* One line of f, without its newline, into buf (LIST_LINE_MAX + 1 bytes),
@@ -513,7 +516,7 @@ static int open_list(dataset *ds, const char *path)
     for (int32_t c = 0; rc == 0 && c <= max_label; c++) {
         char name[16];
         snprintf(name, sizeof name, "%d", c);
-        rc = add_class(ds, name);
+        rc = dataset_add_class(ds, name);
     }
     return rc;
 }
@@ -543,11 +546,23 @@ int dataset_open(dataset *ds, const char *path, logger *lg)
 {
     memset(ds, 0, sizeof *ds);
     ds->dirfd = -1;
+    char **shards;
+    int nshards;
+    int rc = shards_detect(path, &shards, &nshards);
+    if (rc < 0)
+        return rc;
+    if (rc > 0) {
+        ds->root = strdup(".");
+        rc = ds->root ? shards_open(ds, shards, nshards, lg) : PL_ENOMEM;
+        for (int i = 0; i < nshards; i++)
+            free(shards[i]);
+        free(shards);
+        goto done;
+    }
     struct stat st;
     if (stat(path, &st) < 0)
         return err_set(PL_EIO, "pl_loader_create: config.data: %s: %s", path,
                        strerror(errno));
-    int rc;
     if (S_ISDIR(st.st_mode)) {
         size_t len = strlen(path);
         while (len > 1 && path[len - 1] == '/')
@@ -575,6 +590,7 @@ int dataset_open(dataset *ds, const char *path, logger *lg)
         if (rc == 0)
             rc = open_list(ds, path);
     }
+done:
     if (rc == PL_ENOMEM)
         rc = err_set(PL_ENOMEM, "pl_loader_create: %s: out of memory listing",
                      path);
@@ -598,6 +614,12 @@ void dataset_close(dataset *ds)
     free(ds->path_off);
     free(ds->labels);
     free(ds->class_off);
+    for (int i = 0; i < ds->nshards; i++)
+        close(ds->shard_fd[i]);
+    free(ds->shard_fd);
+    free(ds->shard);
+    free(ds->offset);
+    free(ds->size);
     memset(ds, 0, sizeof *ds);
     ds->dirfd = -1;
 }

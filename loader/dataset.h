@@ -25,7 +25,19 @@ typedef struct dataset {
     size_t *class_off; /* [num_classes] into arena */
     int num_classes;
     size_t class_cap;
+    /* Tar shards (loader/shards.h), nshards > 0: sample i is bytes
+     * [offset[i], offset[i] + size[i]) of shard_fd[shard[i]]; a negative
+     * size (SHARD_*) marks a sample bad by construction, offset[i] then
+     * being its reason's place in the arena. */
+    int nshards;
+    int *shard_fd;
+    int32_t *shard;
+    int64_t *offset, *size;
+    size_t shard_cap;
 } dataset;
+
+#define SHARD_NO_IMAGE (-1)  /* a key without a jpg/jpeg member */
+#define SHARD_BAD_LABEL (-2) /* a cls member that is not a label */
 
 /* List `path`: a directory (ImageFolder, or flat with label 0) or a list
  * file. Sets pl_last_error and returns PL_ENODATA when nothing is found,
@@ -56,5 +68,12 @@ static inline const char *dataset_class(const dataset *ds, int c)
 {
     return ds->arena + ds->class_off[c];
 }
+
+/* For loader/shards.c: a sample (path as given, the root being "."), a
+ * class name, a string kept in the arena. */
+int dataset_add_sample(dataset *ds, const char *path, size_t len,
+                       int32_t label);
+int dataset_add_class(dataset *ds, const char *name);
+int dataset_arena_add(dataset *ds, const char *s, size_t len, size_t *off);
 
 #endif

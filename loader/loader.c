@@ -72,7 +72,11 @@ static void hint_ahead(pl_loader *l, const ring_slot *s, int64_t j)
     if (ahead >= l->positions)
         return;
     const int64_t idx = sampler_index(&l->smp, s->epoch, ahead);
-    fileio_hint(l->ds.dirfd, dataset_open_path(&l->ds, idx));
+    if (!l->ds.nshards)
+        fileio_hint(l->ds.dirfd, dataset_open_path(&l->ds, idx));
+    else if (l->ds.size[idx] >= 0)
+        fileio_hint_at(l->ds.shard_fd[l->ds.shard[idx]], l->ds.offset[idx],
+                       l->ds.size[idx]);
 }
 
 /* Epoch position j: past the rank's order (a top-up), the order again. */
@@ -96,7 +100,19 @@ static int on_claim(void *ctx, pool_job *job)
     pos->status = 0;
     job->epoch = s->epoch;
     job->index = idx;
-    job->path = dataset_open_path(&l->ds, idx);
+    if (!l->ds.nshards) {
+        job->path = dataset_open_path(&l->ds, idx);
+    } else if (l->ds.size[idx] >= 0) { /* a tar member: pread, no open() */
+        job->member = 1;
+        job->fd = l->ds.shard_fd[l->ds.shard[idx]];
+        job->offset = l->ds.offset[idx];
+        job->size = l->ds.size[idx];
+    } else { /* no image, or a bad label: the sample's error */
+        job->preset_status =
+            l->ds.size[idx] == SHARD_NO_IMAGE ? PL_ENOTJPEG : PL_ECORRUPT;
+        snprintf(job->reason, sizeof job->reason, "%s",
+                 l->ds.arena + l->ds.offset[idx]);
+    }
     job->dst = s->pixels + (size_t)i * l->ring.sample_bytes;
     job->tag = s;
     job->tag_pos = i;

@@ -163,3 +163,49 @@ void fileio_hint(int dirfd, const char *path)
     posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
     close(fd);
 }
+
+int fileio_read_at(int fd, int64_t offset, int64_t size, int64_t max_bytes,
+                   fileio_buf *b, char *reason, size_t cap)
+{
+    b->process_error = 0;
+    if (size > max_bytes) {
+        snprintf(reason, cap, "%lld bytes, over the limit of %lld",
+                 (long long)size, (long long)max_bytes);
+        return PL_ELIMIT;
+    }
+    if (b->cap > FILEIO_KEEP_BYTES && (uint64_t)size + 1 <= FILEIO_KEEP_BYTES) {
+        free(b->data);
+        b->data = NULL;
+        b->cap = 0;
+    }
+    if (grow(&b->data, &b->cap, (size_t)size + 1, 1, 1 << 16) < 0) {
+        snprintf(reason, cap, "out of memory for %lld bytes", (long long)size);
+        return PL_ENOMEM;
+    }
+    size_t got = 0;
+    while ((int64_t)got < size) {
+        const ssize_t n = pread(fd, b->data + got, (size_t)size - got,
+                                (off_t)(offset + (int64_t)got));
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return io_error(errno, "pread", reason, cap);
+        }
+        if (n == 0) {
+            snprintf(reason, cap,
+                     "the shard ends at byte %lld, inside this member "
+                     "(bytes %lld to %lld): truncated since it was indexed",
+                     (long long)(offset + (int64_t)got), (long long)offset,
+                     (long long)(offset + size));
+            return PL_EIO;
+        }
+        got += (size_t)n;
+    }
+    b->len = got;
+    return 0;
+}
+
+void fileio_hint_at(int fd, int64_t offset, int64_t size)
+{
+    (void)posix_fadvise(fd, (off_t)offset, (off_t)size, POSIX_FADV_WILLNEED);
+}

@@ -29,10 +29,20 @@ typedef struct fileio_buf {
 int fileio_read(int dirfd, const char *path, int64_t max_bytes, fileio_buf *b,
                 char *reason, size_t cap);
 
+/* Read bytes [offset, offset + size) of the open file fd (a member of a
+ * tar shard) into b, as fileio_read does a whole file: PL_ELIMIT over
+ * max_bytes, PL_EIO naming the call and the error, PL_EIO if the file now
+ * ends before them (truncated since it was indexed). */
+int fileio_read_at(int fd, int64_t offset, int64_t size, int64_t max_bytes,
+                   fileio_buf *b, char *reason, size_t cap);
+
 void fileio_buf_free(fileio_buf *b);
 
 /* Hint the kernel to start reading `path` (relative to dirfd) now
  * (posix_fadvise WILLNEED). Failures are ignored: it is only a hint. */
 void fileio_hint(int dirfd, const char *path);
+
+/* The same for bytes [offset, offset + size) of the open file fd. */
+void fileio_hint_at(int fd, int64_t offset, int64_t size);
 
 #endif

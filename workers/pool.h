@@ -13,8 +13,15 @@ typedef struct pool pool;
 /* One sample to produce. The source fills the inputs in claim(); the pool
  * fills status and reason before finish(). */
 typedef struct pool_job {
-    int64_t epoch, index;            /* what augment_plan_make is keyed by */
-    const char *path;                /* relative to the pool's dirfd */
+    int64_t epoch, index; /* what augment_plan_make is keyed by */
+    const char *path;     /* relative to the pool's dirfd */
+    /* A tar member instead (member = 1): bytes [offset, offset + size) of
+     * the open file fd. */
+    int member, fd;
+    int64_t offset, size;
+    /* Set by the source: the sample is bad before any byte is read (a tar
+     * key with no image); reason holds why. */
+    int preset_status;
     void *dst;                       /* augment_sample_bytes() bytes */
     void *tag;                       /* the source's own */
     int tag_pos;                     /* likewise */

@@ -154,6 +154,25 @@ int process_sample(process_ctx *c, const augment_params *p, int dirfd,
                           reason);
 }
 
+int process_sample_at(process_ctx *c, const augment_params *p, int fd,
+                      int64_t offset, int64_t size, int64_t max_file_bytes,
+                      int64_t epoch, int64_t index, void *dst, process_times *t,
+                      char reason[PROCESS_REASON_MAX])
+{
+    const uint64_t t0 = clock_now_ns();
+    c->warnings = 0;
+    const int rc = fileio_read_at(fd, offset, size, max_file_bytes, &c->file,
+                                  reason, PROCESS_REASON_MAX);
+    t->ns_read += clock_now_ns() - t0;
+    if (rc < 0) {
+        memset(dst, 0, augment_sample_bytes(p));
+        return rc;
+    }
+    t->bytes_read += c->file.len;
+    return process_buffer(c, p, c->file.data, c->file.len, epoch, index, dst, t,
+                          reason);
+}
+
 int process_buffer(process_ctx *c, const augment_params *p, const uint8_t *buf,
                    size_t len, int64_t epoch, int64_t index, void *dst,
                    process_times *t, char reason[PROCESS_REASON_MAX])

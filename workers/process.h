@@ -48,6 +48,13 @@ int process_sample(process_ctx *c, const augment_params *p, int dirfd,
                    int64_t index, void *dst, process_times *t,
                    char reason[PROCESS_REASON_MAX]);
 
+/* The same from bytes [offset, offset + size) of the open file fd (a
+ * member of a tar shard). */
+int process_sample_at(process_ctx *c, const augment_params *p, int fd,
+                      int64_t offset, int64_t size, int64_t max_file_bytes,
+                      int64_t epoch, int64_t index, void *dst, process_times *t,
+                      char reason[PROCESS_REASON_MAX]);
+
 /* The same, from the JPEG already in buf[0, len). */
 int process_buffer(process_ctx *c, const augment_params *p, const uint8_t *buf,
                    size_t len, int64_t epoch, int64_t index, void *dst,

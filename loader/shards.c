@@ -1,0 +1,384 @@
+/* Datasets as tar shards in the WebDataset layout: which paths name shards,
+ * and the samples their members make. */
+#include "shards.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../common/grow.h"
+#include "error.h"
+#include "tar.h"
+
+#define MAX_SHARDS (1 << 20)
+#define CLS_MAX 32 /* bytes of a .cls member: a decimal label */
+
+static void paths_free(char **p, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(p[i]);
+    free(p);
+}
+
+static int push(char ***p, int *n, size_t *cap, char *s)
+{
+    if (!s || *n >= MAX_SHARDS ||
+        grow(p, cap, (size_t)*n + 1, sizeof **p, 64) < 0) {
+        free(s);
+        return PL_ENOMEM;
+    }
+    (*p)[(*n)++] = s;
+    return 0;
+}
+
+static char *join(const char *dir, const char *name)
+{
+    if (name[0] == '/' || strcmp(dir, ".") == 0)
+        return strdup(name);
+    char *s = malloc(strlen(dir) + strlen(name) + 2);
+    if (s)
+        sprintf(s, "%s/%s", dir, name);
+    return s;
+}
+
+/* "train-{000000..000146}.tar": the numbers from a to b, zero-padded to
+ * a's width when a starts with 0. Returns 1 with the paths, 0 if `path`
+ * has no such pattern, or an error. */
+static int expand_braces(const char *path, char ***out, int *n)
+{
+    const char *open = strchr(path, '{');
+    const char *dots = open ? strstr(open, "..") : NULL;
+    const char *close = dots ? strchr(dots, '}') : NULL;
+    if (!close)
+        return 0;
+    for (const char *c = open + 1; c < dots; c++)
+        if (!isdigit((unsigned char)*c))
+            return 0;
+    for (const char *c = dots + 2; c < close; c++)
+        if (!isdigit((unsigned char)*c))
+            return 0;
+    if (dots == open + 1 || close == dots + 2)
+        return 0;
+    const long long a = strtoll(open + 1, NULL, 10);
+    const long long b = strtoll(dots + 2, NULL, 10);
+    const int width = open[1] == '0' ? (int)(dots - open - 1) : 0;
+    if (b < a || b - a >= MAX_SHARDS)
+        return err_set(PL_EINVAL,
+                       "pl_loader_create: config.data: %s: the range "
+                       "{%lld..%lld} is empty or over %d shards",
+                       path, a, b, MAX_SHARDS);
+    size_t cap = 0;
+    for (long long v = a; v <= b; v++) {
+        char *s = malloc(strlen(path) + 32);
+        if (s)
+            sprintf(s, "%.*s%0*lld%s", (int)(open - path), path, width, v,
+                    close + 1);
+        const int rc = push(out, n, &cap, s);
+        if (rc < 0)
+            return rc;
+    }
+    return 1;
+}
+
+/* A folder whose entries are *.tar files and no sub-folder. */
+static int folder_of_shards(const char *dir, char ***out, int *n)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    size_t cap = 0;
+    int subdirs = 0, rc = 0;
+    struct dirent *e;
+    while (rc == 0 && (e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        struct stat st;
+        if (fstatat(dirfd(d), e->d_name, &st, 0) < 0)
+            continue;
+        if (S_ISDIR(st.st_mode))
+            subdirs++;
+        else if (S_ISREG(st.st_mode) && tar_is_name(e->d_name))
+            rc = push(out, n, &cap, join(dir, e->d_name));
+    }
+    closedir(d);
+    if (rc < 0)
+        return rc;
+    if (*n == 0 || subdirs) {
+        paths_free(*out, *n);
+        *out = NULL;
+        *n = 0;
+        return 0;
+    }
+    return 1;
+}
+
+/* A list file whose first line is one path ending in .tar: every line
+ * names a shard (relative to the list's folder). */
+static int list_of_shards(const char *list, char ***out, int *n)
+{
+    FILE *f = fopen(list, "re");
+    if (!f)
+        return 0;
+    char line[PATH_MAX + 2];
+    const char *slash = strrchr(list, '/');
+    char *dir = slash ? strndup(list, (size_t)(slash - list)) : strdup(".");
+    if (slash == list) {
+        free(dir);
+        dir = strdup("/");
+    }
+    size_t cap = 0;
+    int rc = dir ? 1 : PL_ENOMEM, lineno = 0;
+    for (;;) {
+        /* A line, bounded; a NUL byte or an over-long line means this is
+         * not a list of shards (the list reader says what is wrong). */
+        size_t len = 0;
+        int c = 0, odd = 0;
+        while ((c = getc(f)) != EOF && c != '\n') {
+            if (c == '\0' || len == sizeof line - 1) {
+                odd = 1;
+                break;
+            }
+            line[len++] = (char)c;
+        }
+        line[len] = '\0';
+        if (odd || (c == EOF && len == 0) || rc <= 0) {
+            if (odd)
+                rc = *n ? err_set(PL_EINVAL,
+                                  "pl_loader_create: %s:%d: a NUL byte or "
+                                  "a line over %d bytes in a list of shards",
+                                  list, lineno + 1, (int)sizeof line - 1)
+                        : 0;
+            break;
+        }
+        lineno++;
+        while (len && (line[len - 1] == '\n' || line[len - 1] == '\r' ||
+                       line[len - 1] == ' ' || line[len - 1] == '\t'))
+            line[--len] = '\0';
+        char *text = line;
+        if (lineno == 1 && len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0)
+            text += 3;
+        while (*text == ' ' || *text == '\t')
+            text++;
+        if (!*text || *text == '#')
+            continue;
+        if (strpbrk(text, " \t") || !tar_is_name(text)) {
+            if (*n == 0) {
+                rc = 0; /* an ordinary list of images */
+                break;
+            }
+            rc = err_set(PL_EINVAL,
+                         "pl_loader_create: %s:%d: expected one shard path "
+                         "ending in .tar, as on the lines before",
+                         list, lineno);
+            break;
+        }
+        const int p = push(out, n, &cap, join(dir, text));
+        if (p < 0)
+            rc = p;
+    }
+    fclose(f);
+    free(dir);
+    if (rc <= 0 || *n == 0) {
+        paths_free(*out, *n);
+        *out = NULL;
+        *n = 0;
+        return rc < 0 ? rc : 0;
+    }
+    return 1;
+}
+
+int shards_detect(const char *path, char ***out, int *n)
+{
+    *out = NULL;
+    *n = 0;
+    struct stat st;
+    if (stat(path, &st) < 0)
+        return expand_braces(path, out, n);
+    if (S_ISDIR(st.st_mode))
+        return folder_of_shards(path, out, n);
+    if (tar_is_name(path)) {
+        size_t cap = 0;
+        const int rc = push(out, n, &cap, strdup(path));
+        return rc < 0 ? rc : 1;
+    }
+    return list_of_shards(path, out, n);
+}
+
+static int cmp_path(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The key of a member (its path up to the first dot of its last
+ * component) has length *klen; its extension starts at *ext ("" if none). */
+static void split_key(const char *name, size_t *klen, const char **ext)
+{
+    const char *base = strrchr(name, '/');
+    base = base ? base + 1 : name;
+    const char *dot = strchr(base, '.');
+    *klen = dot ? (size_t)(dot - name) : strlen(name);
+    *ext = dot ? dot + 1 : "";
+}
+
+/* The per-sample tables beside the dataset's own, grown to ds->cap. */
+static int grow_tables(dataset *ds)
+{
+    const size_t need = (size_t)ds->n + 1;
+    size_t c1 = ds->shard_cap, c2 = ds->shard_cap, c3 = ds->shard_cap;
+    if (grow(&ds->shard, &c1, need, sizeof *ds->shard, 1024) < 0 ||
+        grow(&ds->offset, &c2, need, sizeof *ds->offset, 1024) < 0 ||
+        grow(&ds->size, &c3, need, sizeof *ds->size, 1024) < 0)
+        return PL_ENOMEM;
+    ds->shard_cap = c1;
+    return 0;
+}
+
+/* A .cls member's label: decimal digits, blanks around them. -1 if it is
+ * not one (reason says why). */
+static int32_t read_label(int fd, const tar_member *m, char *reason, size_t cap)
+{
+    char text[CLS_MAX + 1];
+    if (m->size > CLS_MAX) {
+        snprintf(reason, cap, "%s: %lld bytes, not a decimal label", m->name,
+                 (long long)m->size);
+        return -1;
+    }
+    ssize_t got = pread(fd, text, (size_t)m->size, (off_t)m->offset);
+    if (got != (ssize_t)m->size) {
+        snprintf(reason, cap, "%s: %s", m->name,
+                 got < 0 ? strerror(errno) : "short read");
+        return -1;
+    }
+    text[got] = '\0';
+    const char *p = text;
+    while (isspace((unsigned char)*p))
+        p++;
+    long long v = 0;
+    int digits = 0;
+    for (; isdigit((unsigned char)*p) && v <= INT32_MAX; p++, digits++)
+        v = v * 10 + (*p - '0');
+    while (isspace((unsigned char)*p))
+        p++;
+    if (!digits || *p || v >= (1 << 20)) {
+        snprintf(reason, cap,
+                 "%s: \"%.*s\" is not a label (a decimal number below "
+                 "2^20)",
+                 m->name, (int)strcspn(text, "\r\n"), text);
+        return -1;
+    }
+    return (int32_t)v;
+}
+
+/* The samples of one shard: its members grouped by key, in file order. */
+static int add_shard(dataset *ds, int s, const char *path, const tar_index *t,
+                     int32_t *max_label)
+{
+    const int fd = ds->shard_fd[s];
+    for (size_t i = 0; i < t->n;) {
+        size_t klen;
+        const char *ext;
+        split_key(t->m[i].name, &klen, &ext);
+        const tar_member *image = NULL, *cls = NULL;
+        size_t j = i;
+        for (; j < t->n; j++) {
+            size_t kj;
+            const char *ej;
+            split_key(t->m[j].name, &kj, &ej);
+            if (kj != klen || strncmp(t->m[j].name, t->m[i].name, klen) != 0)
+                break;
+            if (!image &&
+                (strcasecmp(ej, "jpg") == 0 || strcasecmp(ej, "jpeg") == 0))
+                image = &t->m[j];
+            else if (!cls && strcasecmp(ej, "cls") == 0)
+                cls = &t->m[j];
+        }
+        char reason[PATH_MAX + 128] = "";
+        int32_t label = 0;
+        if (cls && (label = read_label(fd, cls, reason, sizeof reason)) < 0)
+            label = 0;
+        if (!image)
+            snprintf(reason, sizeof reason,
+                     "key %.*s has no jpg or jpeg member", (int)klen,
+                     t->m[i].name);
+        /* "shard.tar:member": what failures and warnings name */
+        const tar_member *named = image ? image : &t->m[i];
+        const size_t plen = strlen(path),
+                     nlen = image ? strlen(named->name) : klen;
+        char *full = malloc(plen + nlen + 2);
+        if (!full || grow_tables(ds) < 0) {
+            free(full);
+            return PL_ENOMEM;
+        }
+        sprintf(full, "%s:%.*s", path, (int)nlen, named->name);
+        int rc = dataset_add_sample(ds, full, strlen(full), label);
+        free(full);
+        if (rc < 0)
+            return rc;
+        const int64_t k = ds->n - 1;
+        ds->shard[k] = s;
+        if (reason[0]) { /* bad by construction: the reason, kept */
+            size_t off;
+            if ((rc = dataset_arena_add(ds, reason, strlen(reason), &off)) < 0)
+                return rc;
+            ds->offset[k] = (int64_t)off;
+            ds->size[k] = image ? SHARD_BAD_LABEL : SHARD_NO_IMAGE;
+        } else {
+            ds->offset[k] = image->offset;
+            ds->size[k] = image->size;
+            if (label > *max_label)
+                *max_label = label;
+        }
+        i = j;
+    }
+    return 0;
+}
+
+int shards_open(dataset *ds, char **paths, int n, logger *lg)
+{
+    (void)lg;
+    qsort(paths, (size_t)n, sizeof *paths, cmp_path);
+    ds->shard_fd = malloc((size_t)n * sizeof *ds->shard_fd);
+    if (!ds->shard_fd)
+        return PL_ENOMEM;
+    int32_t max_label = 0;
+    int rc = 0;
+    for (int s = 0; s < n && rc == 0; s++) {
+        const int fd = open(paths[s], O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0) {
+            rc = err_set(PL_EIO, "pl_loader_create: %s: %s", paths[s],
+                         strerror(errno));
+            break;
+        }
+        ds->shard_fd[ds->nshards++] = fd;
+        struct stat st;
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+            rc = err_set(PL_EIO, "pl_loader_create: %s: not a regular file",
+                         paths[s]);
+            break;
+        }
+        tar_index t;
+        rc = tar_scan(fd, paths[s], &t);
+        if (rc < 0) {
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s", pl_last_error());
+            rc = err_set(rc, "pl_loader_create: %s", msg);
+        } else {
+            rc = add_shard(ds, s, paths[s], &t, &max_label);
+        }
+        tar_index_free(&t);
+    }
+    for (int32_t c = 0; rc == 0 && c <= max_label; c++) {
+        char name[16];
+        snprintf(name, sizeof name, "%d", c);
+        rc = dataset_add_class(ds, name);
+    }
+    return rc;
+}
