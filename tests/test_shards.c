@@ -1,0 +1,362 @@
+/* Datasets as tar shards (WebDataset layout): shards written by GNU tar in
+ * its three formats and by Python's tarfile read back with bytes, labels
+ * and order identical to the same files as an ImageFolder; keys, missing
+ * labels, bad members, damaged shards, ranks. */
+#include <criterion/criterion.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "pinload.h"
+#include "testloader.h"
+#include "testutil.h"
+
+static void run_cmd(const char *cmd)
+{
+    const int rc = system(cmd);
+    cr_assert_eq(rc, 0, "%s: exit %d", cmd, rc);
+}
+
+/* root/c<k>/f<i>.jpg: `n` JPEGs in 3 classes (the ImageFolder), and beside
+ * it stage/<key>.jpg + <key>.cls for each in the folder's file order. */
+static void make_folder_and_stage(const char *dir, int n)
+{
+    char p[512];
+    for (int i = 0; i < n; i++) {
+        const int c = i * 3 / n;
+        snprintf(p, sizeof p, "%s/folder/c%d/f%03d.jpg", dir, c, i);
+        tu_mkdirs_for(p);
+        tu_write_jpeg(p, 40 + (i % 5) * 9, 36 + (i % 4) * 11, (unsigned)i + 3,
+                      NULL);
+        char q[512];
+        snprintf(q, sizeof q, "%s/stage/k%03d.jpg", dir, i);
+        tu_mkdirs_for(q);
+        size_t len;
+        uint8_t *b = tu_read_file(p, &len);
+        tu_write_file(q, b, len);
+        free(b);
+        snprintf(q, sizeof q, "%s/stage/k%03d.cls", dir, i);
+        char label[8];
+        snprintf(label, sizeof label, "%d\n", c);
+        tu_write_file(q, label, strlen(label));
+    }
+}
+
+typedef struct epoch_bytes {
+    uint8_t *pixels;
+    int32_t labels[256];
+    int n;
+    size_t sample_bytes;
+} epoch_bytes;
+
+/* One epoch of `data` (shuffled, seed 5, train augment), whole. */
+static void read_epoch(const char *data, epoch_bytes *out, int workers)
+{
+    pl_config c;
+    base_cfg(&c, data);
+    c.batch_size = 7;
+    c.width = c.height = 24;
+    c.seed = 5;
+    c.num_workers = workers;
+    c.on_error = PL_ON_ERROR_FAIL;
+    pl_loader *l;
+    cr_assert_eq(pl_loader_create(&c, &l), 0, "%s: %s", data, pl_last_error());
+    pl_info info;
+    pl_loader_info(l, &info);
+    out->sample_bytes = info.sample_bytes;
+    out->pixels = malloc(info.sample_bytes * 256);
+    out->n = 0;
+    const pl_batch *b;
+    int rc;
+    while ((rc = pl_loader_next(l, &b)) == 0) {
+        memcpy(out->pixels + (size_t)out->n * info.sample_bytes, b->data,
+               b->bytes);
+        memcpy(out->labels + out->n, b->labels, (size_t)b->count * 4);
+        out->n += b->count;
+        pl_loader_release(l, b, NULL);
+    }
+    cr_assert_eq(rc, PL_EPOCH_END, "%s: %s", data, pl_last_error());
+    pl_loader_destroy(l);
+}
+
+static void assert_same_epoch(const epoch_bytes *a, const epoch_bytes *b,
+                              const char *what)
+{
+    cr_assert_eq(a->n, b->n, "%s: %d samples against %d", what, b->n, a->n);
+    for (int i = 0; i < a->n; i++)
+        cr_assert_eq(a->labels[i], b->labels[i], "%s: sample %d's label", what,
+                     i);
+    cr_assert(memcmp(a->pixels, b->pixels, a->sample_bytes * (size_t)a->n) == 0,
+              "%s: pixels differ from the folder's", what);
+}
+
+/* The same files as a folder, as GNU tar's ustar, gnu and pax archives
+ * (two shards each, split mid-way) and as Python's tarfile's: every epoch
+ * byte for byte the same, labels included, whatever the worker count. */
+Test(shards, every_writer_and_format_gives_the_folders_bytes,
+     .timeout = TIMEOUT)
+{
+    char dir[64], cmd[1024], data[256];
+    tu_tmpdir(dir);
+    make_folder_and_stage(dir, 30);
+    snprintf(data, sizeof data, "%s/folder", dir);
+    epoch_bytes ref;
+    read_epoch(data, &ref, 2);
+    cr_assert_eq(ref.n, 30);
+
+    static const char *formats[] = {"ustar", "gnu", "pax"};
+    for (int f = 0; f < 3; f++) {
+        snprintf(cmd, sizeof cmd,
+                 "cd %s/stage && mkdir -p ../%s && ls | sort | head -24 | "
+                 "xargs tar --format=%s -cf ../%s/train-000.tar && ls | sort "
+                 "| tail -n +25 | xargs tar --format=%s -cf "
+                 "../%s/train-001.tar",
+                 dir, formats[f], formats[f], formats[f], formats[f],
+                 formats[f]);
+        run_cmd(cmd);
+        snprintf(data, sizeof data, "%s/%s", dir, formats[f]);
+        epoch_bytes got;
+        read_epoch(data, &got, 1 + f);
+        assert_same_epoch(&ref, &got, formats[f]);
+        free(got.pixels);
+    }
+    /* Python's tarfile, one shard, named by a brace pattern. */
+    snprintf(cmd, sizeof cmd,
+             "cd %s/stage && mkdir -p ../py && python3 -c 'import tarfile, "
+             "os\nwith tarfile.open(\"../py/s-0.tar\", \"w\", "
+             "format=tarfile.PAX_FORMAT) as t:\n    for n in "
+             "sorted(os.listdir(\".\")): t.add(n)'",
+             dir);
+    run_cmd(cmd);
+    snprintf(data, sizeof data, "%s/py/s-{0..0}.tar", dir);
+    epoch_bytes got;
+    read_epoch(data, &got, 2);
+    assert_same_epoch(&ref, &got, "tarfile");
+    free(got.pixels);
+    free(ref.pixels);
+    tu_rm_rf(dir);
+}
+
+/* Long names (GNU 'L' and pax path records), keys with dots in folder
+ * names, extensions WebDataset's way, a key without a cls (label 0). */
+Test(shards, long_names_dotted_keys_and_missing_labels, .timeout = TIMEOUT)
+{
+    char dir[64], cmd[2048];
+    tu_tmpdir(dir);
+    char longdir[256];
+    snprintf(longdir, sizeof longdir,
+             "a.very.long.folder.name.with.dots.that.goes.on.and.on/and.on."
+             "and.on.past.one.hundred.characters.of.ustar.name.field");
+    char p[512];
+    snprintf(p, sizeof p, "%s/stage/%s/x1.jpg", dir, longdir);
+    tu_write_jpeg(p, 30, 20, 1, NULL);
+    snprintf(p, sizeof p, "%s/stage/%s/x1.cls", dir, longdir);
+    tu_write_file(p, " 7\n", 3);
+    snprintf(p, sizeof p, "%s/stage/%s/x2.JPEG", dir, longdir);
+    tu_write_jpeg(p, 20, 30, 2, NULL); /* no cls: label 0 */
+    for (int f = 0; f < 2; f++) {
+        const char *fmt = f ? "pax" : "gnu";
+        snprintf(cmd, sizeof cmd,
+                 "cd %s/stage && tar --format=%s -cf ../%s.tar $(find . "
+                 "-type f | sort)",
+                 dir, fmt, fmt);
+        run_cmd(cmd);
+        char data[256];
+        snprintf(data, sizeof data, "%s/%s.tar", dir, fmt);
+        pl_config c;
+        base_cfg(&c, data);
+        c.shuffle = 0;
+        c.batch_size = 2;
+        c.on_error = PL_ON_ERROR_FAIL;
+        pl_loader *l;
+        cr_assert_eq(pl_loader_create(&c, &l), 0, "%s", pl_last_error());
+        pl_info info;
+        pl_loader_info(l, &info);
+        cr_assert_eq(info.dataset_size, 2);
+        cr_assert_eq(info.num_classes, 8);
+        const char *path;
+        int32_t label;
+        cr_assert_eq(pl_loader_sample(l, 0, &path, &label), 0);
+        cr_assert_eq(label, 7);
+        cr_assert_not_null(strstr(path, "x1.jpg"), "%s", path);
+        cr_assert_not_null(strstr(path, longdir), "%s", path);
+        cr_assert_eq(pl_loader_sample(l, 1, &path, &label), 0);
+        cr_assert_eq(label, 0);
+        const pl_batch *b;
+        cr_assert_eq(pl_loader_next(l, &b), 0, "%s", pl_last_error());
+        cr_assert_eq(b->count, 2);
+        pl_loader_destroy(l);
+    }
+    tu_rm_rf(dir);
+}
+
+/* Bad samples inside a good shard: a key with no image, a label that is
+ * not one, a member over max_file_bytes; each the sample's error under
+ * FAIL (named), skipped under SKIP with every good sample delivered. */
+Test(shards, bad_members_are_the_samples_errors, .timeout = TIMEOUT)
+{
+    char dir[64], cmd[1024], p[256];
+    tu_tmpdir(dir);
+    for (int i = 0; i < 6; i++) {
+        snprintf(p, sizeof p, "%s/stage/g%d.jpg", dir, i);
+        tu_write_jpeg(p, 24, 24, (unsigned)i, NULL);
+    }
+    snprintf(p, sizeof p, "%s/stage/g9.jpg", dir); /* large: over the limit */
+    tu_write_jpeg(p, 400, 400, 9, NULL);
+    snprintf(p, sizeof p, "%s/stage/h1.txt", dir); /* no image */
+    tu_write_file(p, "hello", 5);
+    snprintf(p, sizeof p, "%s/stage/h2.jpg", dir); /* a bad label */
+    tu_write_jpeg(p, 24, 24, 2, NULL);
+    snprintf(p, sizeof p, "%s/stage/h2.cls", dir);
+    tu_write_file(p, "cat\n", 4);
+    snprintf(cmd, sizeof cmd, "cd %s/stage && tar -cf ../s.tar $(ls | sort)",
+             dir);
+    run_cmd(cmd);
+    char data[128];
+    snprintf(data, sizeof data, "%s/s.tar", dir);
+    static const struct {
+        int index;
+        int code;
+        const char *reason;
+    } bad[] = {
+        {6, PL_ELIMIT, "over the limit of 4000"},
+        {7, PL_ENOTJPEG, "key h1 has no jpg or jpeg member"},
+        {8, PL_ECORRUPT, "h2.cls: \"cat\" is not a label"},
+    };
+    pl_config c;
+    base_cfg(&c, data);
+    c.shuffle = 0;
+    c.batch_size = 3;
+    c.num_workers = 1;
+    c.max_file_bytes = 4000;
+    c.on_error = PL_ON_ERROR_SKIP;
+    pl_loader *l;
+    cr_assert_eq(pl_loader_create(&c, &l), 0, "%s", pl_last_error());
+    const pl_batch *b;
+    int delivered = 0, rc;
+    while ((rc = pl_loader_next(l, &b)) == 0) {
+        for (int k = 0; k < b->count; k++)
+            cr_assert_lt(b->indices[k], 6, "a bad sample delivered");
+        delivered += b->count;
+        pl_loader_release(l, b, NULL);
+    }
+    cr_assert_eq(rc, PL_EPOCH_END, "%s", pl_last_error());
+    cr_assert_eq(delivered, 9); /* SKIP keeps the epoch's length */
+    pl_failure f[4];
+    size_t n;
+    cr_assert_eq(pl_loader_failures(l, 0, f, 4, &n), 0);
+    cr_assert_eq(n, 3);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < 3; j++)
+            if (f[i].index == bad[j].index) {
+                cr_assert_eq(f[i].code, bad[j].code, "%s", f[i].reason);
+                cr_assert_not_null(strstr(f[i].reason, bad[j].reason), "%s",
+                                   f[i].reason);
+                cr_assert_not_null(strstr(f[i].path, "s.tar:"), "%s",
+                                   f[i].path);
+            }
+    pl_loader_destroy(l);
+    tu_rm_rf(dir);
+}
+
+/* A shard cut short, and one with a damaged header in the middle: create
+ * fails naming the shard and the byte. */
+Test(shards, damaged_shards_are_refused_naming_shard_and_byte,
+     .timeout = TIMEOUT)
+{
+    char dir[64], cmd[1024], p[256];
+    tu_tmpdir(dir);
+    for (int i = 0; i < 4; i++) {
+        snprintf(p, sizeof p, "%s/stage/k%d.jpg", dir, i);
+        tu_write_jpeg(p, 64, 64, (unsigned)i, NULL);
+    }
+    snprintf(cmd, sizeof cmd,
+             "cd %s && mkdir cut bad && cd stage && tar -cf ../cut/a.tar $(ls "
+             "| sort) && cp ../cut/a.tar ../bad/a.tar && cp ../cut/a.tar "
+             "../cut/b.tar",
+             dir);
+    run_cmd(cmd);
+    /* b.tar, the last shard: cut inside its third member's data. */
+    char data[128];
+    snprintf(data, sizeof data, "%s/cut/b.tar", dir);
+    size_t len;
+    uint8_t *bytes = tu_read_file(data, &len);
+    size_t member[4], m = 0;
+    for (size_t off = 0; off + 512 <= len && m < 4; off += 512)
+        if (memcmp(bytes + off + 257, "ustar", 5) == 0)
+            member[m++] = off;
+    cr_assert_eq(m, 4);
+    tu_write_file(data, bytes, member[2] + 700);
+    snprintf(data, sizeof data, "%s/cut", dir);
+    pl_config c;
+    base_cfg(&c, data);
+    pl_loader *l;
+    cr_assert_eq(pl_loader_create(&c, &l), PL_ECORRUPT);
+    cr_assert_not_null(strstr(pl_last_error(), "cut/b.tar: truncated"), "%s",
+                       pl_last_error());
+    char at[64];
+    snprintf(at, sizeof at, "k2.jpg at byte %zu", member[2]);
+    cr_assert_not_null(strstr(pl_last_error(), at), "%s", pl_last_error());
+    /* a.tar with its second header damaged */
+    bytes[member[1] + 20] ^= 0x55;
+    snprintf(data, sizeof data, "%s/bad/a.tar", dir);
+    tu_write_file(data, bytes, len);
+    base_cfg(&c, data);
+    cr_assert_eq(pl_loader_create(&c, &l), PL_ECORRUPT);
+    snprintf(at, sizeof at, "a.tar: byte %zu: not a tar header", member[1]);
+    cr_assert_not_null(strstr(pl_last_error(), at), "%s", pl_last_error());
+    free(bytes);
+    tu_rm_rf(dir);
+}
+
+/* 3 ranks over 5 shards: equal batches, disjoint samples covering the
+ * dataset (padded as DistributedSampler pads). */
+Test(shards, three_ranks_over_five_shards, .timeout = TIMEOUT)
+{
+    char dir[64], cmd[1024], p[256];
+    tu_tmpdir(dir);
+    for (int i = 0; i < 25; i++) {
+        snprintf(p, sizeof p, "%s/stage/k%02d.jpg", dir, i);
+        tu_write_jpeg(p, 32, 32, (unsigned)i, NULL);
+    }
+    snprintf(cmd, sizeof cmd,
+             "cd %s/stage && mkdir ../shards && for s in 0 1 2 3 4; do tar "
+             "-cf ../shards/p-$s.tar $(ls | sort | sed -n \"$((s*5+1)),"
+             "$((s*5+5))p\"); done",
+             dir);
+    run_cmd(cmd);
+    char data[128];
+    snprintf(data, sizeof data, "%s/shards", dir);
+    int seen[25] = {0};
+    int64_t batches[3];
+    for (int r = 0; r < 3; r++) {
+        pl_config c;
+        base_cfg(&c, data);
+        c.rank = r;
+        c.world_size = 3;
+        c.batch_size = 4;
+        pl_loader *l;
+        cr_assert_eq(pl_loader_create(&c, &l), 0, "%s", pl_last_error());
+        pl_info info;
+        pl_loader_info(l, &info);
+        cr_assert_eq(info.dataset_size, 25);
+        batches[r] = 0;
+        const pl_batch *b;
+        while (pl_loader_next(l, &b) == 0) {
+            for (int k = 0; k < b->count; k++)
+                seen[b->indices[k]]++;
+            batches[r]++;
+            pl_loader_release(l, b, NULL);
+        }
+        pl_loader_destroy(l);
+    }
+    cr_assert_eq(batches[0], batches[1]);
+    cr_assert_eq(batches[1], batches[2]);
+    int total = 0;
+    for (int i = 0; i < 25; i++) {
+        cr_assert_geq(seen[i], 1, "sample %d never delivered", i);
+        total += seen[i];
+    }
+    cr_assert_eq(total, 27); /* 25 padded to 27 = 3 x 9 */
+    tu_rm_rf(dir);
+}
