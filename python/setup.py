@@ -54,6 +54,10 @@ class BuildExt(build_ext):
             ext.extra_objects.append(
                 os.path.join(ROOT, build, "libpinload.a"))
             ext.extra_link_args += libs
+        # Always compile and link again: setuptools only looks at the
+        # extension's own sources, not at the library linked into it, and
+        # would keep an extension built against an older libpinload.a.
+        self.force = True
         super().build_extensions()
 
 
