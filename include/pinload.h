@@ -244,7 +244,11 @@ typedef struct pl_state {
 typedef struct pl_config {
     /* Required. A directory (ImageFolder layout root/<class>/.../x.jpg, or a
      * flat folder of JPEGs with label 0) or a list file of "path label"
-     * lines, paths relative to the list file's folder. Default NULL. */
+     * lines, paths relative to the list file's folder. Or tar shards in the
+     * WebDataset layout: a .tar file, a folder of *.tar, a brace pattern
+     * ("train-{000000..000146}.tar") or a list file of shard paths; a
+     * sample is a key's jpg/jpeg member, labelled by its cls member (0
+     * without), and its path reads "shard.tar:member". Default NULL. */
     const char *data;
 
     int32_t batch_size; /* samples per batch; default 64 */

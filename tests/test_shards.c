@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "pinload.h"
 #include "testloader.h"
@@ -358,5 +359,65 @@ Test(shards, three_ranks_over_five_shards, .timeout = TIMEOUT)
         total += seen[i];
     }
     cr_assert_eq(total, 27); /* 25 padded to 27 = 3 x 9 */
+    tu_rm_rf(dir);
+}
+
+/* A shard cut after create: the members past the cut fail with the reason.
+ * With one ring slot and one device buffer, epoch 1 cannot be read before
+ * the caller releases epoch 0's first batch: the cut comes before that. */
+Test(shards, a_shard_cut_after_create_fails_the_members_past_the_cut,
+     .timeout = TIMEOUT)
+{
+    char dir[64], cmd[512], p[256];
+    tu_tmpdir(dir);
+    for (int i = 0; i < 4; i++) {
+        snprintf(p, sizeof p, "%s/stage/k%d.jpg", dir, i);
+        tu_write_jpeg(p, 48, 48, (unsigned)i, NULL);
+    }
+    snprintf(cmd, sizeof cmd, "cd %s/stage && tar -cf ../s.tar $(ls | sort)",
+             dir);
+    run_cmd(cmd);
+    char data[128];
+    snprintf(data, sizeof data, "%s/s.tar", dir);
+    pl_config c;
+    base_cfg(&c, data);
+    c.shuffle = 0;
+    c.batch_size = 2;
+    c.prefetch = 1;
+    c.device_buffers = 1;
+    c.num_workers = 1;
+    c.on_error = PL_ON_ERROR_SUBSTITUTE;
+    pl_loader *l;
+    cr_assert_eq(pl_loader_create(&c, &l), 0, "%s", pl_last_error());
+    const pl_batch *b;
+    cr_assert_eq(pl_loader_next(l, &b), 0, "%s", pl_last_error());
+    cr_assert_eq(b->status[0], 0);
+    /* Epoch 0's second batch is made, and nothing more can be. */
+    pl_stats st = {0};
+    for (int t = 0; t < 10000 && st.images_decoded < 4; t++) {
+        pl_loader_stats(l, &st);
+        usleep(1000);
+    }
+    cr_assert_eq(st.images_decoded, 4);
+    cr_assert_eq(truncate(data, 1024), 0); /* inside the first member */
+    pl_loader_release(l, b, NULL);
+    cr_assert_eq(pl_loader_next(l, &b), 0, "%s", pl_last_error());
+    cr_assert_eq(b->status[1], 0, "epoch 0 was read before the cut");
+    pl_loader_release(l, b, NULL);
+    cr_assert_eq(pl_loader_next(l, &b), PL_EPOCH_END);
+    cr_assert_eq(pl_loader_next(l, &b), 0, "%s", pl_last_error());
+    cr_assert_eq(b->epoch, 1);
+    cr_assert_eq(b->status[0], PL_EIO);
+    cr_assert_eq(b->status[1], PL_EIO);
+    pl_loader_release(l, b, NULL);
+    pl_failure f;
+    size_t n;
+    cr_assert_eq(pl_loader_failures(l, 0, &f, 1, &n), 0);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(f.index, 0);
+    cr_assert_not_null(strstr(f.reason, "the shard ends at byte 1024, inside "
+                                        "this member"),
+                       "%s", f.reason);
+    pl_loader_destroy(l);
     tu_rm_rf(dir);
 }
