@@ -471,6 +471,14 @@ PL_EXPORT int pl_loader_class_name(const pl_loader *l, int label,
 PL_EXPORT int pl_loader_sample(const pl_loader *l, int64_t index,
                                const char **path, int32_t *label);
 
+/* The bytes of dataset index `index` as stored (the JPEG file, or its tar
+ * member), read now, into buf[0, cap); [out] *len: how many. With buf NULL
+ * or cap too small nothing is copied, *len says how many bytes are needed
+ * and PL_EINVAL is returned. PL_EIO / PL_ELIMIT (over max_file_bytes) /
+ * PL_ENOTJPEG (a tar key without an image) name the file. Thread-safe. */
+PL_EXPORT int pl_loader_read_sample(const pl_loader *l, int64_t index,
+                                    void *buf, size_t cap, size_t *len);
+
 /* This rank's dataset indices for `epoch`, in delivery order when no sample
  * is skipped. [out] order[0 .. samples_per_epoch); n must be
  * pl_info.samples_per_epoch. */
@@ -558,6 +566,12 @@ typedef struct pl_image {
 #define pl_image_load(path, img)                                               \
     pl_image_load_sized((path), (img), sizeof(pl_image))
 PL_EXPORT int pl_image_load_sized(const char *path, pl_image *img, size_t size);
+
+/* The same for the JPEG in buf[0, len) (pl_loader_read_sample's bytes, say). */
+#define pl_image_decode(buf, len, img)                                         \
+    pl_image_decode_sized((buf), (len), (img), sizeof(pl_image))
+PL_EXPORT int pl_image_decode_sized(const void *buf, size_t len, pl_image *img,
+                                    size_t size);
 
 /* Free img's pixels and zero it; NULL and zeroed images are no-ops. */
 PL_EXPORT void pl_image_free(pl_image *img);

@@ -1,4 +1,5 @@
-/* pl_image_load: the loader's own decoder on one file, at full size. */
+/* pl_image_load and pl_image_decode: the loader's own decoder on one file
+ * or buffer, at full size. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,12 +10,14 @@
 #include "abi.h"
 #include "error.h"
 
-PL_EXPORT int pl_image_load_sized(const char *path, pl_image *caller,
-                                  size_t size)
+/* Decode a file (path) or a buffer (buf, len) at full size into the
+ * caller's pl_image of `size` bytes. */
+static int decode(const char *fn, const char *path, const void *buf, size_t len,
+                  pl_image *caller, size_t size)
 {
-    if (!path || !caller)
-        return err_set(PL_EINVAL, "pl_image_load: NULL argument");
-    int rc = abi_check("pl_image_load", "pl_image", size, ABI_MIN_IMAGE);
+    if ((!path && !buf) || !caller)
+        return err_set(PL_EINVAL, "%s: NULL argument", fn);
+    int rc = abi_check(fn, "pl_image", size, ABI_MIN_IMAGE);
     if (rc < 0)
         return rc;
     pl_image ours = {0}, *img = &ours;
@@ -24,15 +27,35 @@ PL_EXPORT int pl_image_load_sized(const char *path, pl_image *caller,
     process_ctx ctx;
     rc = process_init(&ctx, &lim);
     if (rc < 0)
-        return err_set(rc, "pl_image_load: out of memory");
+        return err_set(rc, "%s: out of memory", fn);
     char reason[PROCESS_REASON_MAX];
-    rc = process_decode_full(&ctx, AT_FDCWD, path, DEFAULT_MAX_FILE_BYTES,
-                             &img->pixels, &img->width, &img->height, reason);
+    rc = path ? process_decode_full(&ctx, AT_FDCWD, path,
+                                    DEFAULT_MAX_FILE_BYTES, &img->pixels,
+                                    &img->width, &img->height, reason)
+              : process_decode_buffer(&ctx, buf, len, &img->pixels, &img->width,
+                                      &img->height, reason);
     process_fini(&ctx);
     if (rc < 0)
-        return err_set(rc, "pl_image_load: %s: %s", path, reason);
+        return path ? err_set(rc, "%s: %s: %s", fn, path, reason)
+                    : err_set(rc, "%s: %s", fn, reason);
     abi_copy_out(caller, size, &ours, sizeof ours);
     return 0;
+}
+
+PL_EXPORT int pl_image_load_sized(const char *path, pl_image *caller,
+                                  size_t size)
+{
+    if (!path)
+        return err_set(PL_EINVAL, "pl_image_load: NULL argument");
+    return decode("pl_image_load", path, NULL, 0, caller, size);
+}
+
+PL_EXPORT int pl_image_decode_sized(const void *buf, size_t len,
+                                    pl_image *caller, size_t size)
+{
+    if (!buf)
+        return err_set(PL_EINVAL, "pl_image_decode: NULL argument");
+    return decode("pl_image_decode", NULL, buf, len, caller, size);
 }
 
 PL_EXPORT void pl_image_free(pl_image *img)

@@ -574,6 +574,48 @@ PL_EXPORT int pl_loader_sample(const pl_loader *l, int64_t index,
     return 0;
 }
 
+PL_EXPORT int pl_loader_read_sample(const pl_loader *l, int64_t index,
+                                    void *buf, size_t cap, size_t *len)
+{
+    if (!l || !len)
+        return err_set(PL_EINVAL, "pl_loader_read_sample: NULL argument");
+    *len = 0;
+    if (index < 0 || index >= l->ds.n)
+        return err_set(PL_EINVAL,
+                       "pl_loader_read_sample: index %lld outside [0, %lld)",
+                       (long long)index, (long long)l->ds.n);
+    const dataset *ds = &l->ds;
+    const char *path = dataset_path(ds, index);
+    fileio_buf fb = {0};
+    char reason[PROCESS_REASON_MAX];
+    int rc;
+    if (!ds->nshards)
+        rc = fileio_read(ds->dirfd, dataset_open_path(ds, index),
+                         l->rc.cfg.max_file_bytes, &fb, reason, sizeof reason);
+    else if (ds->size[index] < 0)
+        rc = (snprintf(reason, sizeof reason, "%s",
+                       ds->arena + ds->offset[index]),
+              ds->size[index] == SHARD_NO_IMAGE ? PL_ENOTJPEG : PL_ECORRUPT);
+    else
+        rc = fileio_read_at(ds->shard_fd[ds->shard[index]], ds->offset[index],
+                            ds->size[index], l->rc.cfg.max_file_bytes, &fb,
+                            reason, sizeof reason);
+    if (rc == 0) {
+        *len = fb.len;
+        if (fb.len > cap || (!buf && fb.len))
+            rc = err_set(PL_EINVAL,
+                         "pl_loader_read_sample: %s: %zu bytes, the buffer "
+                         "holds %zu",
+                         path, fb.len, buf ? cap : 0);
+        else if (fb.len)
+            memcpy(buf, fb.data, fb.len);
+    } else {
+        rc = err_set(rc, "pl_loader_read_sample: %s: %s", path, reason);
+    }
+    fileio_buf_free(&fb);
+    return rc;
+}
+
 PL_EXPORT int pl_loader_epoch_order(const pl_loader *l, int64_t epoch,
                                     int64_t *order, int64_t n)
 {

@@ -421,3 +421,60 @@ Test(shards, a_shard_cut_after_create_fails_the_members_past_the_cut,
     pl_loader_destroy(l);
     tu_rm_rf(dir);
 }
+
+/* pl_loader_read_sample: a member's bytes are the file's that was packed;
+ * too small a buffer says how many are needed; pl_image_decode of them is
+ * pl_image_load of the file. */
+Test(shards, read_sample_gives_the_packed_files_bytes, .timeout = TIMEOUT)
+{
+    char dir[64], cmd[512], p[256];
+    tu_tmpdir(dir);
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/stage/k%d.jpg", dir, i);
+        tu_write_jpeg(p, 30 + i, 20 + i, (unsigned)i, NULL);
+    }
+    snprintf(p, sizeof p, "%s/stage/k3.txt", dir);
+    tu_write_file(p, "no image", 8);
+    snprintf(cmd, sizeof cmd, "cd %s/stage && tar -cf ../s.tar $(ls | sort)",
+             dir);
+    run_cmd(cmd);
+    char data[128];
+    snprintf(data, sizeof data, "%s/s.tar", dir);
+    pl_config c;
+    base_cfg(&c, data);
+    pl_loader *l;
+    cr_assert_eq(pl_loader_create(&c, &l), 0, "%s", pl_last_error());
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/stage/k%d.jpg", dir, i);
+        size_t want_len;
+        uint8_t *want = tu_read_file(p, &want_len);
+        size_t len = 0;
+        cr_assert_eq(pl_loader_read_sample(l, i, NULL, 0, &len), PL_EINVAL);
+        cr_assert_eq(len, want_len);
+        uint8_t *got = malloc(len);
+        cr_assert_eq(pl_loader_read_sample(l, i, got, len, &len), 0, "%s",
+                     pl_last_error());
+        cr_assert(memcmp(got, want, len) == 0, "member %d's bytes", i);
+        pl_image a, b;
+        cr_assert_eq(pl_image_decode(got, len, &a), 0, "%s", pl_last_error());
+        cr_assert_eq(pl_image_load(p, &b), 0, "%s", pl_last_error());
+        cr_assert_eq(a.width, 30 + i);
+        cr_assert_eq(a.height, b.height);
+        cr_assert(memcmp(a.pixels, b.pixels, (size_t)a.width * a.height * 3) ==
+                  0);
+        pl_image_free(&a);
+        pl_image_free(&b);
+        free(got);
+        free(want);
+    }
+    size_t len;
+    uint8_t buf[16];
+    memset(buf, 'x', sizeof buf);
+    cr_assert_eq(pl_loader_read_sample(l, 3, buf, sizeof buf, &len),
+                 PL_ENOTJPEG);
+    cr_assert_not_null(strstr(pl_last_error(), "s.tar:k3"), "%s",
+                       pl_last_error());
+    cr_assert_eq(pl_image_decode(buf, 4, &(pl_image){0}), PL_ENOTJPEG);
+    pl_loader_destroy(l);
+    tu_rm_rf(dir);
+}

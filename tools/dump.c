@@ -364,9 +364,30 @@ static int dump_batches(writer *w, pl_loader *l, const options *o,
     return 0;
 }
 
+/* Sample index's pixels at their own size, from its bytes as stored (a
+ * file, or a tar member). */
+static int load_sample(pl_loader *l, int64_t index, uint8_t **bytes,
+                       size_t *cap, pl_image *img)
+{
+    size_t len;
+    int rc = pl_loader_read_sample(l, index, *bytes, *cap, &len);
+    if (rc == PL_EINVAL && len > *cap) { /* a larger buffer, once */
+        uint8_t *b = realloc(*bytes, len);
+        if (!b)
+            return PL_ENOMEM;
+        *bytes = b;
+        *cap = len;
+        rc = pl_loader_read_sample(l, index, *bytes, *cap, &len);
+    }
+    return rc < 0 ? rc : pl_image_decode(*bytes, len, img);
+}
+
 static int dump_raw(writer *w, pl_loader *l, const options *o,
                     const int64_t *order, int64_t order_n)
 {
+    uint8_t *bytes = NULL;
+    size_t cap = 0;
+    int status = 0;
     for (int64_t k = 0; k < order_n && !cli_signal; k++) {
         if (o->limit >= 0 && w->written >= o->limit)
             break;
@@ -374,16 +395,17 @@ static int dump_raw(writer *w, pl_loader *l, const options *o,
         int32_t label;
         pl_loader_sample(l, order[k], &path, &label);
         pl_image img;
-        const int rc = pl_image_load(path, &img);
+        const int rc = load_sample(l, order[k], &bytes, &cap, &img);
         if (rc < 0 && o->cfg.on_error == PL_ON_ERROR_FAIL) {
             fprintf(stderr, "pinload-dump: %s\n", pl_last_error());
-            return 1;
+            status = 1;
+            break;
         }
         if (rc < 0) {
-            char status[1024];
-            snprintf(status, sizeof status, "%s: %s", pl_err_name(rc),
+            char why[1024];
+            snprintf(why, sizeof why, "%s: %s", pl_err_name(rc),
                      pl_last_error());
-            row(w, "-", path, label, status);
+            row(w, "-", path, label, why);
             w->skipped++;
             continue;
         }
@@ -392,14 +414,17 @@ static int dump_raw(writer *w, pl_loader *l, const options *o,
         const int bad =
             write_ppm(w, w->written, img.pixels, img.width, img.height);
         pl_image_free(&img);
-        if (bad)
-            return 1;
+        if (bad) {
+            status = 1;
+            break;
+        }
         row(w, pos, path, label, "ok");
         w->written++;
         cli_progress("pinload-dump", w->quiet, w->written, w->total,
                      "samples written");
     }
-    return 0;
+    free(bytes);
+    return status;
 }
 
 int main(int argc, char **argv)

@@ -217,12 +217,21 @@ int process_decode_full(process_ctx *c, int dirfd, const char *path,
                         int64_t max_file_bytes, uint8_t **rgb, int *width,
                         int *height, char reason[PROCESS_REASON_MAX])
 {
+    const int rc = fileio_read(dirfd, path, max_file_bytes, &c->file, reason,
+                               PROCESS_REASON_MAX);
+    if (rc < 0)
+        return rc;
+    return process_decode_buffer(c, c->file.data, c->file.len, rgb, width,
+                                 height, reason);
+}
+
+int process_decode_buffer(process_ctx *c, const uint8_t *buf, size_t len,
+                          uint8_t **rgb, int *width, int *height,
+                          char reason[PROCESS_REASON_MAX])
+{
     uint8_t *out = NULL;
     decode_info info;
-    int rc = fileio_read(dirfd, path, max_file_bytes, &c->file, reason,
-                         PROCESS_REASON_MAX);
-    if (rc == 0)
-        rc = decoder_open(c->dec, c->file.data, c->file.len, &info, reason);
+    int rc = decoder_open(c->dec, buf, len, &info, reason);
     if (rc == 0)
         rc = decoder_start(c->dec, 1, 0, info.width, reason);
     if (rc < 0)

@@ -66,4 +66,9 @@ int process_decode_full(process_ctx *c, int dirfd, const char *path,
                         int64_t max_file_bytes, uint8_t **rgb, int *width,
                         int *height, char reason[PROCESS_REASON_MAX]);
 
+/* The same for the JPEG in buf[0, len). */
+int process_decode_buffer(process_ctx *c, const uint8_t *buf, size_t len,
+                          uint8_t **rgb, int *width, int *height,
+                          char reason[PROCESS_REASON_MAX]);
+
 #endif
