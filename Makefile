@@ -138,7 +138,8 @@ LIB_OBJ  += $(BUILD)/obj/loader/normalize.o
 LIBS     += -lstdc++
 endif
 
-TOOLS    := $(BUILD)/pinload-dump $(BUILD)/pinload-mkdata $(BUILD)/pinload-bench
+TOOLS    := $(BUILD)/pinload-dump $(BUILD)/pinload-mkdata $(BUILD)/pinload-bench \
+            $(BUILD)/pinload-pack
 SAMPLES  := $(BUILD)/samples/minimal $(BUILD)/samples/train_classifier \
             $(BUILD)/samples/data_parallel
 # test_cuda and test_cudasim need the simulated runtime: they are built in

@@ -1,0 +1,181 @@
+/* pinload-pack, the tool: shards that read back as the folder they came
+ * from, the size and count limits, --max-side re-encoding, unreadable
+ * samples named and left out. Runs the binary from $PINLOAD_BUILD. */
+#include <criterion/criterion.h>
+
+#include <sys/wait.h>
+
+#include "pinload.h"
+#include "testloader.h"
+#include "testutil.h"
+
+/* "pinload-pack ARGS"; its exit status, stderr in *err (malloc'd). */
+static int pack(const char *scratch, const char *args, char **err)
+{
+    char tool[512], cmd[4096], errf[256];
+    snprintf(tool, sizeof tool, "%s/pinload-pack", tu_build_dir());
+    cr_assert_eq(access(tool, X_OK), 0, "%s is missing: run make tools", tool);
+    snprintf(errf, sizeof errf, "%s/pack-stderr.txt", scratch);
+    snprintf(cmd, sizeof cmd, "'%s' %s >/dev/null 2>'%s'", tool, args, errf);
+    const int st = system(cmd);
+    *err = tu_slurp(errf);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Every sample of `data` (file order, eval crop), pixels and labels. */
+static uint8_t *epoch_of(const char *data, int32_t *labels, int *n,
+                         size_t *sample)
+{
+    pl_config c;
+    base_cfg(&c, data);
+    c.shuffle = 0;
+    c.augment = PL_AUGMENT_EVAL;
+    c.batch_size = 5;
+    c.width = c.height = 20;
+    c.on_error = PL_ON_ERROR_FAIL;
+    pl_loader *l;
+    cr_assert_eq(pl_loader_create(&c, &l), 0, "%s: %s", data, pl_last_error());
+    pl_info info;
+    pl_loader_info(l, &info);
+    *sample = info.sample_bytes;
+    uint8_t *px = malloc(info.sample_bytes * 64);
+    *n = 0;
+    const pl_batch *b;
+    int rc;
+    while ((rc = pl_loader_next(l, &b)) == 0) {
+        memcpy(px + *sample * (size_t)*n, b->data, b->bytes);
+        memcpy(labels + *n, b->labels, (size_t)b->count * 4);
+        *n += b->count;
+        pl_loader_release(l, b, NULL);
+    }
+    cr_assert_eq(rc, PL_EPOCH_END, "%s", pl_last_error());
+    pl_loader_destroy(l);
+    return px;
+}
+
+Test(pack, shards_read_back_as_the_folder_within_the_limits, .timeout = TIMEOUT)
+{
+    char root[64], out[128], args[512], *err;
+    pl_config c;
+    fx_tree(root, &c, 23, 3);
+    snprintf(out, sizeof out, "%s-shards", root); /* beside the data */
+    snprintf(args, sizeof args, "--data %s --out %s --shard-size 20KB --quiet",
+             root, out);
+    cr_assert_eq(pack(root, args, &err), 0, "%s", err);
+    free(err);
+    /* Each shard within 20 KB, the manifest's counts summing to 23. */
+    char path[256];
+    snprintf(path, sizeof path, "%s/manifest.tsv", out);
+    char *m = tu_slurp(path);
+    int shards = 0, samples = 0;
+    for (char *line = strtok(m, "\n"); line; line = strtok(NULL, "\n")) {
+        char name[64];
+        int k;
+        long long bytes;
+        if (sscanf(line, "%63s\t%d\t%lld", name, &k, &bytes) != 3)
+            continue;
+        cr_assert_leq(bytes, 20000, "%s: %lld bytes", name, bytes);
+        shards++;
+        samples += k;
+    }
+    free(m);
+    cr_assert_gt(shards, 1);
+    cr_assert_eq(samples, 23);
+    int32_t la[64], lb[64];
+    int na, nb;
+    size_t sa, sb;
+    uint8_t *a = epoch_of(root, la, &na, &sa);
+    uint8_t *b = epoch_of(out, lb, &nb, &sb);
+    cr_assert_eq(na, 23);
+    cr_assert_eq(nb, 23);
+    cr_assert(memcmp(la, lb, sizeof la[0] * 23) == 0, "labels differ");
+    cr_assert(memcmp(a, b, sa * 23) == 0, "pixels differ");
+    free(a);
+    free(b);
+    /* GNU tar reads them too. */
+    char cmd[512];
+    snprintf(cmd, sizeof cmd,
+             "tar tf %s/shard-000000.tar | head -2 | tr '\\n' ' '", out);
+    FILE *p = popen(cmd, "r");
+    char listing[256] = "";
+    cr_assert_not_null(fgets(listing, sizeof listing, p));
+    pclose(p);
+    cr_assert_str_eq(listing, "000000000.jpg 000000000.cls ");
+    tu_rm_rf(out);
+    fx_done(NULL, root);
+}
+
+Test(pack, max_side_reencodes_only_the_larger_images, .timeout = TIMEOUT)
+{
+    char root[64], out[128], args[512], *err, p[256];
+    tu_tmpdir(root);
+    /* f0: 120x40 (over 64: shrunk to 64x21), f1: 50x30 (kept as it is) */
+    snprintf(p, sizeof p, "%s/f0.jpg", root);
+    tu_write_jpeg(p, 120, 40, 1, NULL);
+    snprintf(p, sizeof p, "%s/f1.jpg", root);
+    tu_write_jpeg(p, 50, 30, 2, NULL);
+    snprintf(out, sizeof out, "%s-shards", root); /* beside the data */
+    snprintf(args, sizeof args,
+             "--data %s --out %s --per-shard 10 --max-side 64 --quality 80 "
+             "--quiet",
+             root, out);
+    cr_assert_eq(pack(root, args, &err), 0, "%s", err);
+    free(err);
+    pl_config c;
+    snprintf(p, sizeof p, "%s/shard-000000.tar", out);
+    base_cfg(&c, p);
+    pl_loader *l;
+    cr_assert_eq(pl_loader_create(&c, &l), 0, "%s", pl_last_error());
+    static const int want[2][2] = {{64, 21}, {50, 30}};
+    for (int i = 0; i < 2; i++) {
+        uint8_t buf[65536];
+        size_t len;
+        cr_assert_eq(pl_loader_read_sample(l, i, buf, sizeof buf, &len), 0,
+                     "%s", pl_last_error());
+        pl_image img;
+        cr_assert_eq(pl_image_decode(buf, len, &img), 0);
+        cr_assert_eq(img.width, want[i][0], "sample %d: %d", i, img.width);
+        cr_assert_eq(img.height, want[i][1], "sample %d: %d", i, img.height);
+        pl_image_free(&img);
+        if (i == 1) { /* unchanged bytes */
+            snprintf(p, sizeof p, "%s/f1.jpg", root);
+            size_t flen;
+            uint8_t *f = tu_read_file(p, &flen);
+            cr_assert_eq(flen, len);
+            cr_assert(memcmp(f, buf, len) == 0);
+            free(f);
+        }
+    }
+    pl_loader_destroy(l);
+    tu_rm_rf(out);
+    tu_rm_rf(root);
+}
+
+/* With --max-side every image is decoded: one that does not decode is
+ * named on stderr and in the manifest, and left out; the exit status says
+ * so; the others are packed. */
+Test(pack, samples_that_cannot_be_packed_are_named_and_left_out,
+     .timeout = TIMEOUT)
+{
+    char root[64], out[128], args[512], *err, p[256];
+    pl_config c;
+    fx_flat(root, &c, 4);
+    snprintf(p, sizeof p, "%s/f01.jpg", root);
+    tu_write_file(p, "not a jpeg", 10);
+    snprintf(out, sizeof out, "%s-shards", root);
+    snprintf(args, sizeof args,
+             "--data %s --out %s --per-shard 10 --max-side 8 --quiet", root,
+             out);
+    cr_assert_eq(pack(root, args, &err), 1, "%s", err);
+    cr_assert_not_null(strstr(err, "not packed"), "%s", err);
+    cr_assert_not_null(strstr(err, "not a JPEG file"), "%s", err);
+    free(err);
+    snprintf(p, sizeof p, "%s/manifest.tsv", out);
+    char *m = tu_slurp(p);
+    cr_assert_not_null(strstr(m, "shard-000000.tar\t3\t"), "%s", m);
+    cr_assert_not_null(strstr(m, "# not packed: "), "%s", m);
+    cr_assert_not_null(strstr(m, "f01.jpg"), "%s", m);
+    free(m);
+    tu_rm_rf(out);
+    fx_done(NULL, root);
+}

@@ -1,0 +1,417 @@
+/* pinload-pack: write any dataset pinload reads as tar shards in the
+ * WebDataset layout, in its file order: for dataset index i, members
+ * KEY.jpg and KEY.cls (the label as decimal text), KEY being i in nine
+ * digits. Without --max-side the JPEG bytes are copied unchanged; with it,
+ * images whose longer side is over S are decoded, shrunk so that it is S
+ * (aspect kept) by area averaging (each output pixel the mean of the input
+ * area it covers, fractional edges weighted by their coverage), and encoded
+ * again with libjpeg-turbo at --quality (4:2:0, baseline, optimised
+ * Huffman tables). Each shard is written to a temporary name, synced, and
+ * renamed into place; DIR/manifest.tsv lists the shards and their counts. */
+#define _DEFAULT_SOURCE /* fsync, sigaction */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jpeglib.h>
+
+#include "cli.h"
+
+static const char usage[] =
+    "usage: pinload-pack --data PATH --out DIR (--shard-size SIZE | "
+    "--per-shard N)\n"
+    "                    [--max-side S [--quality Q]] [--prefix NAME] "
+    "[--quiet] [--version] [--help]\n"
+    "Writes DIR/NAME-000000.tar, ... (NAME default \"shard\"): every sample "
+    "of PATH (a folder,\na list file or shards) in its file order, as "
+    "KEY.jpg + KEY.cls (KEY: the index in nine\ndigits). A shard closes "
+    "before it would pass SIZE (\"1GB\", \"500MB\", bytes) or at N\n"
+    "samples. --max-side S re-encodes images whose longer side is over S "
+    "pixels,\nshrunk by area averaging to S, at JPEG quality Q (default "
+    "90); other images, and\nall without --max-side, are copied unchanged. "
+    "Shards are written atomically;\nDIR/manifest.tsv lists each shard, its "
+    "samples and bytes; unreadable samples are\nnamed on stderr and in the "
+    "manifest, and not packed.\n" CLI_EXIT_CODES;
+
+typedef struct options {
+    const char *data, *out, *prefix;
+    int64_t shard_bytes, per_shard;
+    int max_side, quality, quiet;
+} options;
+
+static void die(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "pinload-pack: ");
+    fprintf(stderr, fmt, arg);
+    fputc('\n', stderr);
+    exit(1);
+}
+
+static int64_t parse_size(const char *v)
+{
+    char *end;
+    errno = 0;
+    const double n = strtod(v, &end);
+    double mult = 1;
+    if (strcasecmp(end, "kb") == 0 || strcasecmp(end, "k") == 0)
+        mult = 1e3;
+    else if (strcasecmp(end, "mb") == 0 || strcasecmp(end, "m") == 0)
+        mult = 1e6;
+    else if (strcasecmp(end, "gb") == 0 || strcasecmp(end, "g") == 0)
+        mult = 1e9;
+    else if (*end)
+        mult = -1;
+    if (errno || end == v || mult < 0 || n <= 0 || n * mult > 1e15) {
+        fprintf(stderr,
+                "pinload-pack: --shard-size: \"%s\" is not a size (1GB, 500MB, "
+                "bytes)\n%s",
+                v, usage);
+        exit(2);
+    }
+    return (int64_t)(n * mult);
+}
+
+static void parse(int argc, char **argv, options *o)
+{
+    static const char *const valued[] = {
+        "--data",     "--out",     "--shard-size", "--per-shard",
+        "--max-side", "--quality", "--prefix",     NULL};
+    o->quality = 90;
+    o->prefix = "shard";
+    for (int i = 1; i < argc; i++) {
+        const char *f = argv[i];
+        if (cli_common("pinload-pack", usage, f, &o->quiet))
+            continue;
+        const char *v =
+            cli_value("pinload-pack", usage, valued, argc, argv, &i);
+        if (strcmp(f, "--data") == 0)
+            o->data = v;
+        else if (strcmp(f, "--out") == 0)
+            o->out = v;
+        else if (strcmp(f, "--shard-size") == 0)
+            o->shard_bytes = parse_size(v);
+        else if (strcmp(f, "--per-shard") == 0)
+            o->per_shard = cli_long("pinload-pack", usage, f, v, 1, 1L << 40);
+        else if (strcmp(f, "--max-side") == 0)
+            o->max_side = (int)cli_long("pinload-pack", usage, f, v, 1, 65535);
+        else if (strcmp(f, "--quality") == 0)
+            o->quality = (int)cli_long("pinload-pack", usage, f, v, 1, 100);
+        else if (strcmp(f, "--prefix") == 0)
+            o->prefix = v;
+    }
+    const char *missing = !o->data  ? "--data"
+                          : !o->out ? "--out"
+                          : !o->shard_bytes && !o->per_shard
+                              ? "--shard-size or --per-shard"
+                              : NULL;
+    if (missing) {
+        fprintf(stderr, "pinload-pack: %s is required\n%s", missing, usage);
+        exit(2);
+    }
+    if (strchr(o->prefix, '/')) {
+        fprintf(stderr, "pinload-pack: --prefix: \"%s\" has a slash\n%s",
+                o->prefix, usage);
+        exit(2);
+    }
+}
+
+/* ---- tar, ustar format ---- */
+
+static void octal(char *field, size_t len, uint64_t v)
+{
+    snprintf(field, len, "%0*llo", (int)len - 1, (unsigned long long)v);
+}
+
+/* A ustar header for a regular file `name` of `size` bytes. */
+static void tar_header(unsigned char h[512], const char *name, uint64_t size)
+{
+    memset(h, 0, 512);
+    snprintf((char *)h, 100, "%s", name);
+    octal((char *)h + 100, 8, 0644);
+    octal((char *)h + 108, 8, 0);
+    octal((char *)h + 116, 8, 0);
+    octal((char *)h + 124, 12, size);
+    octal((char *)h + 136, 12, 0); /* mtime: packing is reproducible */
+    h[156] = '0';
+    memcpy(h + 257, "ustar", 6);
+    memcpy(h + 263, "00", 2);
+    memset(h + 148, ' ', 8);
+    unsigned sum = 0;
+    for (int i = 0; i < 512; i++)
+        sum += h[i];
+    snprintf((char *)h + 148, 8, "%06o", sum);
+    h[155] = ' ';
+}
+
+typedef struct shard {
+    FILE *f;
+    char tmp[4096], final[4096], name[512];
+    int64_t samples, bytes;
+} shard;
+
+static int put_member(shard *s, const char *name, const void *data, size_t len)
+{
+    unsigned char h[512];
+    tar_header(h, name, len);
+    static const unsigned char zero[512];
+    const size_t pad = (512 - len % 512) % 512;
+    if (fwrite(h, 1, 512, s->f) != 512 ||
+        (len && fwrite(data, 1, len, s->f) != len) ||
+        (pad && fwrite(zero, 1, pad, s->f) != pad))
+        return -1;
+    s->bytes += 512 + (int64_t)len + (int64_t)pad;
+    return 0;
+}
+
+/* The tar bytes a sample adds: two headers, the JPEG and the label,
+ * padded. */
+static int64_t sample_bytes(size_t jpeg_len)
+{
+    return 512 + ((int64_t)jpeg_len + 511) / 512 * 512 + 512 + 512;
+}
+
+static void shard_open(shard *s, const options *o, int index)
+{
+    snprintf(s->name, sizeof s->name, "%s-%06d.tar", o->prefix, index);
+    snprintf(s->final, sizeof s->final, "%s/%s", o->out, s->name);
+    snprintf(s->tmp, sizeof s->tmp, "%s/.%s.tmp", o->out, s->name);
+    s->f = fopen(s->tmp, "wb");
+    if (!s->f)
+        die("%s: cannot create it", s->tmp);
+    s->samples = s->bytes = 0;
+}
+
+/* End the archive (two zero blocks), sync it, rename it into place. */
+static void shard_close(shard *s, FILE *manifest)
+{
+    static const unsigned char zero[1024];
+    if (fwrite(zero, 1, sizeof zero, s->f) != sizeof zero || fflush(s->f) ||
+        fsync(fileno(s->f)) < 0 || fclose(s->f) != 0)
+        die("%s: write failed", s->tmp);
+    s->f = NULL;
+    s->bytes += (int64_t)sizeof zero;
+    if (rename(s->tmp, s->final) < 0)
+        die("%s: cannot rename it into place", s->final);
+    fprintf(manifest, "%s\t%lld\t%lld\n", s->name, (long long)s->samples,
+            (long long)s->bytes);
+    fflush(manifest);
+}
+
+/* ---- re-encoding ---- */
+
+/* Shrink rgb (w x h) so that its longer side is `side`, by area averaging:
+ * separable, each output pixel the mean of the input span it covers, the
+ * span's partial pixels weighted by their coverage. */
+static uint8_t *shrink(const uint8_t *rgb, int w, int h, int side, int *ow,
+                       int *oh)
+{
+    const double scale = (double)side / (w > h ? w : h);
+    *ow = w >= h ? side : (int)(w * scale + 0.5);
+    *oh = h > w ? side : (int)(h * scale + 0.5);
+    if (*ow < 1)
+        *ow = 1;
+    if (*oh < 1)
+        *oh = 1;
+    float *tmp = malloc((size_t)*ow * h * 3 * sizeof *tmp);
+    uint8_t *out = malloc((size_t)*ow * *oh * 3);
+    if (!tmp || !out) {
+        free(tmp);
+        free(out);
+        return NULL;
+    }
+    const double sx = (double)w / *ow, sy = (double)h / *oh;
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < *ow; x++) {
+            const double x0 = x * sx, x1 = x0 + sx;
+            double acc[3] = {0, 0, 0};
+            for (int i = (int)x0; i < w && i < x1; i++) {
+                const double lo = i > x0 ? i : x0;
+                const double hi = i + 1 < x1 ? i + 1 : x1;
+                const double cover = hi - lo;
+                for (int c = 0; c < 3; c++)
+                    acc[c] += cover * rgb[((size_t)y * w + i) * 3 + c];
+            }
+            for (int c = 0; c < 3; c++)
+                tmp[((size_t)y * *ow + x) * 3 + c] = (float)(acc[c] / sx);
+        }
+    for (int y = 0; y < *oh; y++) {
+        const double y0 = y * sy, y1 = y0 + sy;
+        for (int x = 0; x < *ow; x++) {
+            double acc[3] = {0, 0, 0};
+            for (int j = (int)y0; j < h && j < y1; j++) {
+                const double lo = j > y0 ? j : y0;
+                const double hi = j + 1 < y1 ? j + 1 : y1;
+                for (int c = 0; c < 3; c++)
+                    acc[c] += (hi - lo) * tmp[((size_t)j * *ow + x) * 3 + c];
+            }
+            for (int c = 0; c < 3; c++) {
+                const double v = acc[c] / sy + 0.5;
+                out[((size_t)y * *ow + x) * 3 + c] = (uint8_t)(v < 0     ? 0
+                                                               : v > 255 ? 255
+                                                                         : v);
+            }
+        }
+    }
+    free(tmp);
+    return out;
+}
+
+/* rgb as a baseline 4:2:0 JPEG at quality q, in memory. */
+static int encode(const uint8_t *rgb, int w, int h, int q, unsigned char **out,
+                  unsigned long *len)
+{
+    struct jpeg_compress_struct c;
+    struct jpeg_error_mgr jerr;
+    c.err = jpeg_std_error(&jerr);
+    jpeg_create_compress(&c);
+    *out = NULL;
+    *len = 0;
+    jpeg_mem_dest(&c, out, len);
+    c.image_width = (JDIMENSION)w;
+    c.image_height = (JDIMENSION)h;
+    c.input_components = 3;
+    c.in_color_space = JCS_RGB;
+    jpeg_set_defaults(&c);
+    jpeg_set_quality(&c, q, TRUE);
+    c.optimize_coding = TRUE;
+    jpeg_start_compress(&c, TRUE);
+    while (c.next_scanline < c.image_height) {
+        JSAMPROW row = (JSAMPROW)(rgb + (size_t)c.next_scanline * w * 3);
+        jpeg_write_scanlines(&c, &row, 1);
+    }
+    jpeg_finish_compress(&c);
+    jpeg_destroy_compress(&c);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    options o = {0};
+    parse(argc, argv, &o);
+    cli_catch_signals();
+    if (cli_mkdir_p(o.out) < 0)
+        die("%s: cannot create it", o.out);
+
+    /* The loader lists and orders; keep it small. */
+    pl_config cfg;
+    pl_config_default(&cfg);
+    cfg.data = o.data;
+    cfg.batch_size = 1;
+    cfg.width = cfg.height = 1;
+    cfg.num_workers = 1;
+    cfg.prefetch = 1;
+    cfg.device_buffers = 1;
+    cfg.device = PL_DEVICE_HOST;
+    cfg.world_size = 1;
+    cfg.rank = 0;
+    pl_loader *l;
+    if (pl_loader_create(&cfg, &l) < 0)
+        die("%s", pl_last_error());
+    pl_info info;
+    pl_loader_info(l, &info);
+
+    char path[4096];
+    snprintf(path, sizeof path, "%s/manifest.tsv", o.out);
+    FILE *manifest = fopen(path, "w");
+    if (!manifest)
+        die("%s: cannot create it", path);
+    fprintf(manifest, "shard\tsamples\tbytes\n");
+
+    shard s = {0};
+    int nshards = 0;
+    int64_t packed = 0, reencoded = 0, failed = 0;
+    uint8_t *bytes = NULL;
+    size_t cap = 0;
+    int64_t i = 0;
+    for (; i < info.dataset_size && !cli_signal; i++) {
+        size_t len;
+        int rc = pl_loader_read_sample(l, i, bytes, cap, &len);
+        if (rc == PL_EINVAL && len > cap) {
+            uint8_t *b = realloc(bytes, len);
+            if (!b)
+                die("%s", "out of memory");
+            bytes = b;
+            cap = len;
+            rc = pl_loader_read_sample(l, i, bytes, cap, &len);
+        }
+        const char *name;
+        int32_t label;
+        pl_loader_sample(l, i, &name, &label);
+        if (rc < 0) {
+            fprintf(stderr, "pinload-pack: not packed: %s\n", pl_last_error());
+            fprintf(manifest, "# not packed: %s\t%s\n", name, pl_err_name(rc));
+            failed++;
+            continue;
+        }
+        const void *jpeg = bytes;
+        unsigned char *enc = NULL;
+        unsigned long enc_len = 0;
+        if (o.max_side) {
+            pl_image img;
+            if (pl_image_decode(bytes, len, &img) < 0) {
+                fprintf(stderr, "pinload-pack: not packed: %s\n",
+                        pl_last_error());
+                fprintf(manifest, "# not packed: %s\t%s\n", name,
+                        pl_err_name(PL_ECORRUPT));
+                failed++;
+                continue;
+            }
+            if (img.width > o.max_side || img.height > o.max_side) {
+                int w, h;
+                uint8_t *small = shrink(img.pixels, img.width, img.height,
+                                        o.max_side, &w, &h);
+                if (!small)
+                    die("%s", "out of memory");
+                encode(small, w, h, o.quality, &enc, &enc_len);
+                free(small);
+                jpeg = enc;
+                len = enc_len;
+                reencoded++;
+            }
+            pl_image_free(&img);
+        }
+        const int64_t add = sample_bytes(len);
+        if (s.f && ((o.per_shard && s.samples >= o.per_shard) ||
+                    (o.shard_bytes && s.bytes + add + 1024 > o.shard_bytes)))
+            shard_close(&s, manifest);
+        if (!s.f)
+            shard_open(&s, &o, nshards++);
+        char key[32], label_text[16];
+        snprintf(key, sizeof key, "%09lld", (long long)i);
+        const int ll = snprintf(label_text, sizeof label_text, "%d", label);
+        char member[48];
+        snprintf(member, sizeof member, "%s.jpg", key);
+        int bad = put_member(&s, member, jpeg, len) < 0;
+        snprintf(member, sizeof member, "%s.cls", key);
+        bad = bad || put_member(&s, member, label_text, (size_t)ll) < 0;
+        free(enc);
+        if (bad)
+            die("%s: write failed", s.tmp);
+        s.samples++;
+        packed++;
+        cli_progress("pinload-pack", o.quiet, (long)i + 1,
+                     (long)info.dataset_size, "samples packed");
+    }
+    if (s.f)
+        shard_close(&s, manifest);
+    if (cli_signal)
+        fprintf(manifest, "# stopped by signal %d after %lld of %lld samples\n",
+                (int)cli_signal, (long long)i, (long long)info.dataset_size);
+    fclose(manifest);
+    free(bytes);
+    pl_loader_destroy(l);
+    if (!o.quiet)
+        fprintf(stderr,
+                "pinload-pack: %lld samples in %d shards in %s (%lld "
+                "re-encoded, %lld not packed)\n",
+                (long long)packed, nshards, o.out, (long long)reencoded,
+                (long long)failed);
+    if (cli_signal)
+        return 128 + cli_signal;
+    return failed ? 1 : 0;
+}
