@@ -7,6 +7,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +22,8 @@
 #include "tar.h"
 
 #define MAX_SHARDS (1 << 20)
-#define CLS_MAX 32 /* bytes of a .cls member: a decimal label */
+#define CLS_MAX TAR_SMALL_MAX /* bytes of a .cls member: a decimal label */
+#define SCAN_THREADS 8        /* threads indexing shards at create */
 
 static void paths_free(char **p, int n)
 {
@@ -251,7 +255,11 @@ static int32_t read_label(int fd, const tar_member *m, char *reason, size_t cap)
                  (long long)m->size);
         return -1;
     }
-    ssize_t got = pread(fd, text, (size_t)m->size, (off_t)m->offset);
+    ssize_t got = (ssize_t)m->small_len;
+    if (m->small_len >= 0)
+        memcpy(text, m->small, (size_t)m->small_len);
+    else
+        got = pread(fd, text, (size_t)m->size, (off_t)m->offset);
     if (got != (ssize_t)m->size) {
         snprintf(reason, cap, "%s: %s", m->name,
                  got < 0 ? strerror(errno) : "short read");
@@ -341,14 +349,295 @@ static int add_shard(dataset *ds, int s, const char *path, const tar_index *t,
     return 0;
 }
 
+/* ---- the sidecar index: shard.tar.idx ----
+ *
+ * What a scan found, so that the next create reads one small file per shard
+ * instead of every header: "PLTARIX1", the shard's size and mtime (s, ns),
+ * the member count, then per member its offset, size, name length, small
+ * length (255: none), name and small bytes, all little-endian; an FNV-1a
+ * checksum of everything before closes it. Written next to the shard (to a
+ * temporary name, then renamed), or where that folder cannot be written in
+ * $XDG_CACHE_HOME/pinload or ~/.cache/pinload, named by a hash of the
+ * shard's absolute path; with $PINLOAD_INDEX_DIR set, only there. One whose
+ * size or mtime differs from the shard's, or that does not check, is not used
+ * (and is written anew). */
+
+#define IDX_MAGIC "PLTARIX1"
+#define IDX_MAX_BYTES ((size_t)1 << 30)
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ ((const unsigned char *)p)[i]) * 0x100000001b3u;
+    return h;
+}
+
+typedef struct obuf {
+    unsigned char *p;
+    size_t n, cap;
+    int oom;
+} obuf;
+
+static void put(obuf *b, const void *d, size_t n)
+{
+    if (b->oom || grow(&b->p, &b->cap, b->n + n, 1, 1 << 16) < 0) {
+        b->oom = 1;
+        return;
+    }
+    memcpy(b->p + b->n, d, n);
+    b->n += n;
+}
+
+static void put64(obuf *b, uint64_t v)
+{
+    unsigned char x[8];
+    for (int i = 0; i < 8; i++)
+        x[i] = (unsigned char)(v >> (8 * i));
+    put(b, x, 8);
+}
+
+static uint64_t get64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+/* Where the sidecar of `path` may be, in order (which = 0, 1): with
+ * $PINLOAD_INDEX_DIR set, there only; otherwise next to the shard, then in
+ * the user's cache folder. -1 when `which` has no place. */
+static int sidecar_path(const char *path, int which, char *out, size_t cap)
+{
+    const char *dir = getenv("PINLOAD_INDEX_DIR");
+    const int fixed = dir && *dir;
+    if (which == 0 && !fixed)
+        return snprintf(out, cap, "%s.idx", path) < (int)cap ? 0 : -1;
+    if (which == 1 && fixed)
+        return -1;
+    char abs[PATH_MAX];
+    if (!realpath(path, abs))
+        return -1;
+    char buf[PATH_MAX];
+    if (!fixed) {
+        const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+        if (xdg && *xdg)
+            snprintf(buf, sizeof buf, "%s/pinload", xdg);
+        else if (home && *home)
+            snprintf(buf, sizeof buf, "%s/.cache/pinload", home);
+        else
+            return -1;
+        dir = buf;
+    }
+    const char *base = strrchr(abs, '/');
+    return snprintf(
+               out, cap, "%s/%016llx-%s.idx", dir,
+               (unsigned long long)fnv(0xcbf29ce484222325u, abs, strlen(abs)),
+               base ? base + 1 : abs) < (int)cap
+               ? 0
+               : -1;
+}
+
+/* The index from a sidecar that matches st: 1, or 0 if there is none
+ * usable (absent, stale or damaged: *stale says which of the last two). */
+static int sidecar_load(const char *idx, const struct stat *st, tar_index *t,
+                        int *stale)
+{
+    *stale = 0;
+    const int fd = open(idx, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    struct stat is;
+    unsigned char *b = NULL;
+    int ok = 0;
+    if (fstat(fd, &is) == 0 && is.st_size >= 48 &&
+        (size_t)is.st_size <= IDX_MAX_BYTES &&
+        (b = malloc((size_t)is.st_size))) {
+        size_t got = 0;
+        while (got < (size_t)is.st_size) {
+            const ssize_t r = read(fd, b + got, (size_t)is.st_size - got);
+            if (r <= 0)
+                break;
+            got += (size_t)r;
+        }
+        const size_t n = got;
+        ok = n == (size_t)is.st_size && memcmp(b, IDX_MAGIC, 8) == 0 &&
+             get64(b + n - 8) == fnv(0xcbf29ce484222325u, b, n - 8);
+        if (ok && (get64(b + 8) != (uint64_t)st->st_size ||
+                   (int64_t)get64(b + 16) != (int64_t)st->st_mtim.tv_sec ||
+                   (int64_t)get64(b + 24) != (int64_t)st->st_mtim.tv_nsec))
+            ok = 0, *stale = 1;
+        else if (!ok)
+            *stale = 1;
+        const uint64_t count = ok ? get64(b + 32) : 0;
+        size_t at = 40;
+        memset(t, 0, sizeof *t);
+        for (uint64_t i = 0; ok && i < count; i++) {
+            if (at + 21 > n - 8) {
+                ok = 0;
+                break;
+            }
+            const uint64_t off = get64(b + at), size = get64(b + at + 8);
+            const uint32_t nl =
+                (uint32_t)b[at + 16] | (uint32_t)b[at + 17] << 8 |
+                (uint32_t)b[at + 18] << 16 | (uint32_t)b[at + 19] << 24;
+            const unsigned sl = b[at + 20];
+            at += 21;
+            const size_t sbytes = sl == 255 ? 0 : sl;
+            if (nl > PATH_MAX || sbytes > TAR_SMALL_MAX ||
+                at + nl + sbytes > n - 8 ||
+                off + size > (uint64_t)st->st_size) {
+                ok = 0;
+                break;
+            }
+            char *name = strndup((const char *)b + at, nl);
+            if (!name || tar_add(t, name, (int64_t)off, (int64_t)size) < 0) {
+                ok = 0;
+                break;
+            }
+            at += nl;
+            tar_member *m = &t->m[t->n - 1];
+            if (sl != 255) {
+                memcpy(m->small, b + at, sbytes);
+                m->small_len = (int)sbytes;
+            }
+            at += sbytes;
+        }
+        if (ok && at != n - 8)
+            ok = 0;
+        if (!ok)
+            tar_index_free(t);
+    }
+    free(b);
+    close(fd);
+    return ok;
+}
+
+/* Write the sidecar (best effort: a shard on a read-only file system is
+ * read all the same). 0 if written. */
+static int sidecar_save(const char *idx, const struct stat *st,
+                        const tar_index *t)
+{
+    obuf b = {0};
+    put(&b, IDX_MAGIC, 8);
+    put64(&b, (uint64_t)st->st_size);
+    put64(&b, (uint64_t)st->st_mtim.tv_sec);
+    put64(&b, (uint64_t)st->st_mtim.tv_nsec);
+    put64(&b, t->n);
+    for (size_t i = 0; i < t->n; i++) {
+        const tar_member *m = &t->m[i];
+        const uint32_t nl = (uint32_t)strlen(m->name);
+        put64(&b, (uint64_t)m->offset);
+        put64(&b, (uint64_t)m->size);
+        const unsigned char x[5] = {
+            (unsigned char)nl, (unsigned char)(nl >> 8),
+            (unsigned char)(nl >> 16), (unsigned char)(nl >> 24),
+            (unsigned char)(m->small_len < 0 ? 255 : m->small_len)};
+        put(&b, x, 5);
+        put(&b, m->name, nl);
+        if (m->small_len > 0)
+            put(&b, m->small, (size_t)m->small_len);
+    }
+    put64(&b, b.oom ? 0 : fnv(0xcbf29ce484222325u, b.p, b.n));
+    char tmp[PATH_MAX + 128];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", idx, (long)getpid());
+    int rc = -1;
+    const int fd =
+        b.oom ? -1 : open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+        size_t done = 0;
+        while (done < b.n) {
+            const ssize_t w = write(fd, b.p + done, b.n - done);
+            if (w <= 0)
+                break;
+            done += (size_t)w;
+        }
+        const int good = done == b.n && fsync(fd) == 0;
+        close(fd);
+        if (good && rename(tmp, idx) == 0)
+            rc = 0;
+        else
+            unlink(tmp);
+    }
+    free(b.p);
+    return rc;
+}
+
+/* ---- indexing the shards, in parallel ---- */
+
+typedef struct scan_job {
+    const char *path;
+    int fd;
+    struct stat st;
+    tar_index t;
+    int rc;
+    char msg[1024]; /* the error, read in the scanning thread */
+    int from_sidecar, stale;
+} scan_job;
+
+typedef struct scan_pool {
+    scan_job *jobs;
+    int n;
+    atomic_int next;
+} scan_pool;
+
+static void scan_one(scan_job *j)
+{
+    char idx[PATH_MAX + 64];
+    for (int which = 0; which < 2; which++) {
+        int stale = 0;
+        if (sidecar_path(j->path, which, idx, sizeof idx) == 0 &&
+            sidecar_load(idx, &j->st, &j->t, &stale)) {
+            j->from_sidecar = 1;
+            return;
+        }
+        j->stale |= stale;
+    }
+    j->rc = tar_scan(j->fd, j->path, &j->t);
+    if (j->rc == 0)
+        j->rc = tar_read_small(j->fd, j->path, &j->t);
+    if (j->rc < 0) {
+        snprintf(j->msg, sizeof j->msg, "%s", pl_last_error());
+        return;
+    }
+    for (int which = 0; which < 2; which++) {
+        if (sidecar_path(j->path, which, idx, sizeof idx) < 0)
+            continue;
+        char dir[PATH_MAX + 64];
+        snprintf(dir, sizeof dir, "%s", idx);
+        char *slash = strrchr(dir, '/');
+        if (slash) {
+            *slash = '\0';
+            for (char *p = dir + 1; *p; p++) /* mkdir -p */
+                if (*p == '/') {
+                    *p = '\0';
+                    mkdir(dir, 0755);
+                    *p = '/';
+                }
+            mkdir(dir, 0755);
+        }
+        if (sidecar_save(idx, &j->st, &j->t) == 0)
+            return;
+    }
+}
+
+static void *scan_main(void *arg)
+{
+    scan_pool *p = arg;
+    for (int i; (i = atomic_fetch_add(&p->next, 1)) < p->n;)
+        scan_one(&p->jobs[i]);
+    return NULL;
+}
+
 int shards_open(dataset *ds, char **paths, int n, logger *lg)
 {
-    (void)lg;
     qsort(paths, (size_t)n, sizeof *paths, cmp_path);
     ds->shard_fd = malloc((size_t)n * sizeof *ds->shard_fd);
-    if (!ds->shard_fd)
+    scan_job *jobs = calloc((size_t)n, sizeof *jobs);
+    if (!ds->shard_fd || !jobs) {
+        free(jobs);
         return PL_ENOMEM;
-    int32_t max_label = 0;
+    }
     int rc = 0;
     for (int s = 0; s < n && rc == 0; s++) {
         const int fd = open(paths[s], O_RDONLY | O_CLOEXEC | O_NOCTTY);
@@ -358,23 +647,47 @@ int shards_open(dataset *ds, char **paths, int n, logger *lg)
             break;
         }
         ds->shard_fd[ds->nshards++] = fd;
-        struct stat st;
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        jobs[s] = (scan_job){.path = paths[s], .fd = fd};
+        if (fstat(fd, &jobs[s].st) < 0 || !S_ISREG(jobs[s].st.st_mode))
             rc = err_set(PL_EIO, "pl_loader_create: %s: not a regular file",
                          paths[s]);
-            break;
-        }
-        tar_index t;
-        rc = tar_scan(fd, paths[s], &t);
-        if (rc < 0) {
-            char msg[1024];
-            snprintf(msg, sizeof msg, "%s", pl_last_error());
-            rc = err_set(rc, "pl_loader_create: %s", msg);
-        } else {
-            rc = add_shard(ds, s, paths[s], &t, &max_label);
-        }
-        tar_index_free(&t);
     }
+    if (rc == 0) {
+        /* Index the shards on a few threads (their headers are small
+         * reads, often over a network file system: latency, not CPU). */
+        scan_pool pool = {.jobs = jobs, .n = n};
+        atomic_init(&pool.next, 0);
+        pthread_t th[SCAN_THREADS];
+        int started = 0;
+        for (; started < SCAN_THREADS && started < n - 1; started++)
+            if (pthread_create(&th[started], NULL, scan_main, &pool) != 0)
+                break;
+        scan_main(&pool);
+        for (int i = 0; i < started; i++)
+            pthread_join(th[i], NULL);
+    }
+    int32_t max_label = 0;
+    int sidecars = 0, stale = 0;
+    for (int s = 0; s < n && rc == 0; s++) {
+        if (jobs[s].rc < 0)
+            rc = err_set(jobs[s].rc, "pl_loader_create: %s", jobs[s].msg);
+        else
+            rc = add_shard(ds, s, paths[s], &jobs[s].t, &max_label);
+        sidecars += jobs[s].from_sidecar;
+        stale += jobs[s].stale && !jobs[s].from_sidecar;
+    }
+    for (int s = 0; s < n; s++)
+        tar_index_free(&jobs[s].t);
+    free(jobs);
+    if (rc == 0 && stale)
+        log_msg(lg, PL_LOG_NOTICE,
+                "%d shard index file(s) (.idx) did not match their shard "
+                "(changed since, or damaged): those shards were read anew",
+                stale);
+    if (rc == 0)
+        log_msg(lg, PL_LOG_NOTICE,
+                "%d tar shard(s): %d indexed from their .idx file, %d read", n,
+                sidecars, n - sidecars);
     for (int32_t c = 0; rc == 0 && c <= max_label; c++) {
         char name[16];
         snprintf(name, sizeof name, "%d", c);

@@ -193,13 +193,30 @@ static int read_data(int fd, const char *path, int64_t off, int64_t size,
     return 0;
 }
 
-static int add(tar_index *t, char *name, int64_t offset, int64_t size)
+int tar_add(tar_index *t, char *name, int64_t offset, int64_t size)
 {
     if (grow(&t->m, &t->cap, t->n + 1, sizeof *t->m, 256) < 0) {
         free(name);
         return PL_ENOMEM;
     }
-    t->m[t->n++] = (tar_member){name, offset, size};
+    t->m[t->n++] = (tar_member){
+        .name = name, .offset = offset, .size = size, .small_len = -1};
+    return 0;
+}
+
+int tar_read_small(int fd, const char *path, tar_index *t)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        tar_member *m = &t->m[i];
+        if (m->size > TAR_SMALL_MAX)
+            continue;
+        const int r = read_at(fd, m->small, (size_t)m->size, m->offset);
+        if (r != 1 && m->size > 0)
+            return err_set(PL_EIO, "%s: reading %s at byte %lld: %s", path,
+                           m->name, (long long)m->offset,
+                           r == -1 ? strerror(errno) : "short read");
+        m->small_len = (int)m->size;
+    }
     return 0;
 }
 
@@ -313,7 +330,7 @@ int tar_scan(int fd, const char *path, tar_index *out)
                     break;
                 }
             }
-            if ((rc = add(out, name, data, size)) < 0)
+            if ((rc = tar_add(out, name, data, size)) < 0)
                 break;
         } else {
             /* A directory, link, global pax header...: not a sample. */

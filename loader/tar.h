@@ -10,10 +10,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define TAR_SMALL_MAX 32 /* members this small keep their bytes (labels) */
+
 typedef struct tar_member {
     char *name;     /* the member's path in the archive */
     int64_t offset; /* of its data in the archive */
     int64_t size;
+    int small_len; /* -1, or the bytes of a member of at most
+                      TAR_SMALL_MAX, in small[] (tar_read_small) */
+    unsigned char small[TAR_SMALL_MAX];
 } tar_member;
 
 typedef struct tar_index {
@@ -29,6 +34,13 @@ typedef struct tar_index {
 int tar_scan(int fd, const char *path, tar_index *out);
 
 void tar_index_free(tar_index *t);
+
+/* Read the bytes of every member of at most TAR_SMALL_MAX bytes into its
+ * small[] (a sample's label, so that the index carries it). PL_EIO. */
+int tar_read_small(int fd, const char *path, tar_index *t);
+
+/* Append a member (name is taken). PL_ENOMEM. */
+int tar_add(tar_index *t, char *name, int64_t offset, int64_t size);
 
 /* Whether `name` looks like a tar archive by its name (".tar"). */
 int tar_is_name(const char *name);

@@ -4,6 +4,7 @@
  * labels, bad members, damaged shards, ranks. */
 #include <criterion/criterion.h>
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -476,5 +477,88 @@ Test(shards, read_sample_gives_the_packed_files_bytes, .timeout = TIMEOUT)
                        pl_last_error());
     cr_assert_eq(pl_image_decode(buf, 4, &(pl_image){0}), PL_ENOTJPEG);
     pl_loader_destroy(l);
+    tu_rm_rf(dir);
+}
+
+/* The sidecar index: the first create writes shard.tar.idx; a later one
+ * reads it instead of the headers (shown by damaging a header while
+ * keeping the shard's size and mtime: still read, same bytes); once the
+ * shard's mtime changes, the stale index is refused and the damage shows. */
+Test(shards, the_sidecar_index_is_reused_and_refused_when_stale,
+     .timeout = TIMEOUT)
+{
+    char dir[64], cmd[512], p[256];
+    tu_tmpdir(dir);
+    for (int i = 0; i < 5; i++) {
+        snprintf(p, sizeof p, "%s/stage/k%d.jpg", dir, i);
+        tu_write_jpeg(p, 40, 40, (unsigned)i, NULL);
+    }
+    snprintf(cmd, sizeof cmd, "cd %s/stage && tar -cf ../s.tar $(ls | sort)",
+             dir);
+    run_cmd(cmd);
+    char data[128], idx[160];
+    snprintf(data, sizeof data, "%s/s.tar", dir);
+    snprintf(idx, sizeof idx, "%s/s.tar.idx", dir);
+    epoch_bytes first;
+    read_epoch(data, &first, 2);
+    cr_assert_eq(access(idx, R_OK), 0, "no sidecar index written");
+
+    /* Damage the first header's name, keep size and mtime. */
+    struct stat st;
+    cr_assert_eq(stat(data, &st), 0);
+    size_t len;
+    uint8_t *bytes = tu_read_file(data, &len);
+    bytes[0] ^= 0x20;
+    tu_write_file(data, bytes, len);
+    const struct timespec times[2] = {st.st_atim, st.st_mtim};
+    cr_assert_eq(utimensat(AT_FDCWD, data, times, 0), 0);
+    epoch_bytes again;
+    read_epoch(data, &again, 1);
+    assert_same_epoch(&first, &again, "from the sidecar");
+
+    /* The shard changes (its mtime): the index is stale, not used. */
+    const struct timespec later[2] = {st.st_atim, {st.st_mtim.tv_sec + 10, 0}};
+    cr_assert_eq(utimensat(AT_FDCWD, data, later, 0), 0);
+    pl_config c;
+    base_cfg(&c, data);
+    pl_loader *l;
+    cr_assert_eq(pl_loader_create(&c, &l), PL_ECORRUPT, "%s", pl_last_error());
+    cr_assert_not_null(strstr(pl_last_error(), "byte 0: not a tar header"),
+                       "%s", pl_last_error());
+    free(bytes);
+    free(first.pixels);
+    free(again.pixels);
+    tu_rm_rf(dir);
+}
+
+/* With PINLOAD_INDEX_DIR set, the index goes there (named by a hash of the
+ * shard's absolute path), never next to the shard, and is read back. */
+Test(shards, pinload_index_dir_keeps_indexes_out_of_the_data,
+     .timeout = TIMEOUT)
+{
+    char dir[64], cmd[512], p[256];
+    tu_tmpdir(dir);
+    snprintf(p, sizeof p, "%s/stage/k0.jpg", dir);
+    tu_write_jpeg(p, 40, 40, 1, NULL);
+    snprintf(cmd, sizeof cmd, "cd %s/stage && tar -cf ../s.tar k0.jpg", dir);
+    run_cmd(cmd);
+    char cache[128], data[128];
+    snprintf(cache, sizeof cache, "%s/cache/deep", dir);
+    setenv("PINLOAD_INDEX_DIR", cache, 1);
+    snprintf(data, sizeof data, "%s/s.tar", dir);
+    epoch_bytes a, b;
+    read_epoch(data, &a, 1);
+    snprintf(p, sizeof p, "%s/s.tar.idx", dir);
+    cr_assert_neq(access(p, F_OK), 0, "an index next to the shard");
+    snprintf(cmd, sizeof cmd, "ls %s | grep -c -- '-s.tar.idx$'", cache);
+    FILE *f = popen(cmd, "r");
+    char count[16] = "";
+    cr_assert_not_null(fgets(count, sizeof count, f));
+    pclose(f);
+    cr_assert_str_eq(count, "1\n");
+    read_epoch(data, &b, 1);
+    assert_same_epoch(&a, &b, "from the cache's index");
+    free(a.pixels);
+    free(b.pixels);
     tu_rm_rf(dir);
 }
