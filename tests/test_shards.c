@@ -562,3 +562,57 @@ Test(shards, pinload_index_dir_keeps_indexes_out_of_the_data,
     free(b.pixels);
     tu_rm_rf(dir);
 }
+
+/* Resume on shards as on folders: the state after two batches, in a new
+ * loader with other workers, delivers exactly the rest. */
+Test(shards, resume_mid_epoch_on_shards_delivers_exactly_the_rest,
+     .timeout = TIMEOUT)
+{
+    char dir[64], data[128];
+    tu_tmpdir(dir);
+    make_folder_and_stage(dir, 20);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd,
+             "cd %s/stage && mkdir ../sh && ls | sort | head -20 | xargs tar "
+             "-cf ../sh/a.tar && ls | sort | tail -n +21 | xargs tar -cf "
+             "../sh/b.tar",
+             dir);
+    run_cmd(cmd);
+    snprintf(data, sizeof data, "%s/sh", dir);
+    epoch_bytes whole;
+    read_epoch(data, &whole, 2);
+    pl_config c;
+    base_cfg(&c, data);
+    c.batch_size = 7;
+    c.width = c.height = 24;
+    c.seed = 5;
+    c.num_workers = 2;
+    c.on_error = PL_ON_ERROR_FAIL;
+    pl_loader *l;
+    cr_assert_eq(pl_loader_create(&c, &l), 0, "%s", pl_last_error());
+    const pl_batch *b;
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(pl_loader_next(l, &b), 0, "%s", pl_last_error());
+        pl_loader_release(l, b, NULL);
+    }
+    pl_state st;
+    cr_assert_eq(pl_loader_state(l, &st), 0);
+    pl_loader_destroy(l);
+    c.resume = &st;
+    c.num_workers = 1;
+    cr_assert_eq(pl_loader_create(&c, &l), 0, "%s", pl_last_error());
+    pl_info info;
+    pl_loader_info(l, &info);
+    int at = 14;
+    while (pl_loader_next(l, &b) == 0) {
+        cr_assert(memcmp(b->data, whole.pixels + info.sample_bytes * (size_t)at,
+                         b->bytes) == 0,
+                  "batch %lld differs", (long long)b->index);
+        at += b->count;
+        pl_loader_release(l, b, NULL);
+    }
+    cr_assert_eq(at, 20);
+    pl_loader_destroy(l);
+    free(whole.pixels);
+    tu_rm_rf(dir);
+}

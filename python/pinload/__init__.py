@@ -200,8 +200,10 @@ class Loader:
     Every argument but `data` is keyword-only and defaults to the C
     library's default (pl_config_default; see `Loader.defaults`):
 
-    data            an ImageFolder root, a flat folder of JPEGs, or a list
-                    file of "path label" lines
+    data            an ImageFolder root, a flat folder of JPEGs, a list
+                    file of "path label" lines, or WebDataset tar shards
+                    (a .tar, a folder of them, "train-{000..146}.tar", a
+                    list of shard paths)
     batch_size      64
     size            224: an int, or (height, width)
     augment         "train" (RandomResizedCrop + flip), "eval" (Resize +
