@@ -44,6 +44,22 @@ static void make_folder_and_stage(const char *dir, int n)
     }
 }
 
+/* dir/stage/k<i>.jpg for i < n (side x side, or side + i wide when
+ * widen), then dir/s.tar of them in name order; [out] data: its path. */
+static void tar_of_jpegs(const char *dir, int n, int side, int widen,
+                         char data[128])
+{
+    char p[256], cmd[512];
+    for (int i = 0; i < n; i++) {
+        snprintf(p, sizeof p, "%s/stage/k%d.jpg", dir, i);
+        tu_write_jpeg(p, side + (widen ? i : 0), side, (unsigned)i, NULL);
+    }
+    snprintf(cmd, sizeof cmd, "cd %s/stage && tar -cf ../s.tar $(ls | sort)",
+             dir);
+    run_cmd(cmd);
+    snprintf(data, 128, "%s/s.tar", dir);
+}
+
 typedef struct epoch_bytes {
     uint8_t *pixels;
     int32_t labels[256];
@@ -369,17 +385,9 @@ Test(shards, three_ranks_over_five_shards, .timeout = TIMEOUT)
 Test(shards, a_shard_cut_after_create_fails_the_members_past_the_cut,
      .timeout = TIMEOUT)
 {
-    char dir[64], cmd[512], p[256];
+    char dir[64], data[128];
     tu_tmpdir(dir);
-    for (int i = 0; i < 4; i++) {
-        snprintf(p, sizeof p, "%s/stage/k%d.jpg", dir, i);
-        tu_write_jpeg(p, 48, 48, (unsigned)i, NULL);
-    }
-    snprintf(cmd, sizeof cmd, "cd %s/stage && tar -cf ../s.tar $(ls | sort)",
-             dir);
-    run_cmd(cmd);
-    char data[128];
-    snprintf(data, sizeof data, "%s/s.tar", dir);
+    tar_of_jpegs(dir, 4, 48, 0, data);
     pl_config c;
     base_cfg(&c, data);
     c.shuffle = 0;
@@ -428,19 +436,12 @@ Test(shards, a_shard_cut_after_create_fails_the_members_past_the_cut,
  * pl_image_load of the file. */
 Test(shards, read_sample_gives_the_packed_files_bytes, .timeout = TIMEOUT)
 {
-    char dir[64], cmd[512], p[256];
+    char dir[64], data[128], p[256];
     tu_tmpdir(dir);
-    for (int i = 0; i < 3; i++) {
-        snprintf(p, sizeof p, "%s/stage/k%d.jpg", dir, i);
-        tu_write_jpeg(p, 30 + i, 20 + i, (unsigned)i, NULL);
-    }
     snprintf(p, sizeof p, "%s/stage/k3.txt", dir);
+    tu_mkdirs_for(p);
     tu_write_file(p, "no image", 8);
-    snprintf(cmd, sizeof cmd, "cd %s/stage && tar -cf ../s.tar $(ls | sort)",
-             dir);
-    run_cmd(cmd);
-    char data[128];
-    snprintf(data, sizeof data, "%s/s.tar", dir);
+    tar_of_jpegs(dir, 3, 30, 1, data);
     pl_config c;
     base_cfg(&c, data);
     pl_loader *l;
@@ -487,17 +488,9 @@ Test(shards, read_sample_gives_the_packed_files_bytes, .timeout = TIMEOUT)
 Test(shards, the_sidecar_index_is_reused_and_refused_when_stale,
      .timeout = TIMEOUT)
 {
-    char dir[64], cmd[512], p[256];
+    char dir[64], data[128], idx[160];
     tu_tmpdir(dir);
-    for (int i = 0; i < 5; i++) {
-        snprintf(p, sizeof p, "%s/stage/k%d.jpg", dir, i);
-        tu_write_jpeg(p, 40, 40, (unsigned)i, NULL);
-    }
-    snprintf(cmd, sizeof cmd, "cd %s/stage && tar -cf ../s.tar $(ls | sort)",
-             dir);
-    run_cmd(cmd);
-    char data[128], idx[160];
-    snprintf(data, sizeof data, "%s/s.tar", dir);
+    tar_of_jpegs(dir, 5, 40, 0, data);
     snprintf(idx, sizeof idx, "%s/s.tar.idx", dir);
     epoch_bytes first;
     read_epoch(data, &first, 2);

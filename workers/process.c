@@ -135,6 +135,22 @@ static int resize_into(process_ctx *c, const augment_params *p,
     return 0;
 }
 
+/* After a read that took since t0 and returned rc: the sample from the
+ * bytes read, or zeros. */
+static int from_read(process_ctx *c, const augment_params *p, int rc,
+                     uint64_t t0, int64_t epoch, int64_t index, void *dst,
+                     process_times *t, char reason[PROCESS_REASON_MAX])
+{
+    t->ns_read += clock_now_ns() - t0;
+    if (rc < 0) {
+        memset(dst, 0, augment_sample_bytes(p));
+        return rc;
+    }
+    t->bytes_read += c->file.len;
+    return process_buffer(c, p, c->file.data, c->file.len, epoch, index, dst, t,
+                          reason);
+}
+
 int process_sample(process_ctx *c, const augment_params *p, int dirfd,
                    const char *path, int64_t max_file_bytes, int64_t epoch,
                    int64_t index, void *dst, process_times *t,
@@ -144,14 +160,7 @@ int process_sample(process_ctx *c, const augment_params *p, int dirfd,
     c->warnings = 0;
     const int rc = fileio_read(dirfd, path, max_file_bytes, &c->file, reason,
                                PROCESS_REASON_MAX);
-    t->ns_read += clock_now_ns() - t0;
-    if (rc < 0) {
-        memset(dst, 0, augment_sample_bytes(p));
-        return rc;
-    }
-    t->bytes_read += c->file.len;
-    return process_buffer(c, p, c->file.data, c->file.len, epoch, index, dst, t,
-                          reason);
+    return from_read(c, p, rc, t0, epoch, index, dst, t, reason);
 }
 
 int process_sample_at(process_ctx *c, const augment_params *p, int fd,
@@ -163,14 +172,7 @@ int process_sample_at(process_ctx *c, const augment_params *p, int fd,
     c->warnings = 0;
     const int rc = fileio_read_at(fd, offset, size, max_file_bytes, &c->file,
                                   reason, PROCESS_REASON_MAX);
-    t->ns_read += clock_now_ns() - t0;
-    if (rc < 0) {
-        memset(dst, 0, augment_sample_bytes(p));
-        return rc;
-    }
-    t->bytes_read += c->file.len;
-    return process_buffer(c, p, c->file.data, c->file.len, epoch, index, dst, t,
-                          reason);
+    return from_read(c, p, rc, t0, epoch, index, dst, t, reason);
 }
 
 int process_buffer(process_ctx *c, const augment_params *p, const uint8_t *buf,
