@@ -494,7 +494,17 @@ $(FUZZ_DIR)/fuzz_loader: tests/fuzz/fuzz_loader.c tests/fuzz/loader_harness.h \
 	clang -g -O1 -fsanitize=fuzzer,address,undefined \
 	    -fno-sanitize-recover=all -D_GNU_SOURCE -pthread -Iinclude -o $@ \
 	    tests/fuzz/fuzz_loader.c $(FUZZ_LOADER_SRC) -ljpeg -lm
-fuzz: $(FUZZ_DIR)/fuzz_decode $(FUZZ_DIR)/fuzz_loader
+# libFuzzer over the tar shard indexer (loader/tar.c), seeded with
+# tests/fuzz/regressions-tar, which test_fuzz_tar replays.
+FUZZ_TAR_SECONDS ?= 30
+$(FUZZ_DIR)/fuzz_tar: tests/fuzz/fuzz_tar.c tests/fuzz/tar_harness.h \
+                      loader/tar.c loader/tar.h common/grow.c loader/error.c \
+                      | $(BUILD)/.deps-fuzz
+	@mkdir -p $(@D)
+	clang -g -O1 -fsanitize=fuzzer,address,undefined \
+	    -fno-sanitize-recover=all -D_GNU_SOURCE -Iinclude -o $@ \
+	    tests/fuzz/fuzz_tar.c loader/tar.c common/grow.c loader/error.c
+fuzz: $(FUZZ_DIR)/fuzz_decode $(FUZZ_DIR)/fuzz_loader $(FUZZ_DIR)/fuzz_tar
 	@mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/seeds $(FUZZ_DIR)/corpus-loader
 	@n=0; if [ -d ../shared/data ]; then \
 	    for f in $$(find ../shared/data/hard ../shared/data/photos \
@@ -513,6 +523,11 @@ fuzz: $(FUZZ_DIR)/fuzz_decode $(FUZZ_DIR)/fuzz_loader
 	    -rss_limit_mb=2048 -artifact_prefix=$(FUZZ_DIR)/loader- \
 	    -print_final_stats=1 $(FUZZ_DIR)/corpus-loader \
 	    tests/fuzz/regressions-loader
+	@mkdir -p $(FUZZ_DIR)/corpus-tar
+	$(FUZZ_DIR)/fuzz_tar -max_total_time=$(FUZZ_TAR_SECONDS) \
+	    -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+	    -artifact_prefix=$(FUZZ_DIR)/tar- -print_final_stats=1 \
+	    $(FUZZ_DIR)/corpus-tar tests/fuzz/regressions-tar
 
 # valgrind memcheck over the stress program: full epochs, mid-epoch
 # destroys with batches held, bad files; any leak or invalid access fails.
