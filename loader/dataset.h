@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "pinload.h"
 
 typedef struct dataset {
     int dirfd;       /* the root, open */
@@ -38,6 +39,18 @@ typedef struct dataset {
 
 #define SHARD_NO_IMAGE (-1)  /* a key without a jpg/jpeg member */
 #define SHARD_BAD_LABEL (-2) /* a cls member that is not a label */
+
+/* A shard sample bad by construction: its code (PL_ENOTJPEG for a key
+ * without an image, PL_ECORRUPT for a bad label) and [out] *reason; 0 for
+ * every other sample. */
+static inline int dataset_sample_error(const dataset *ds, int64_t i,
+                                       const char **reason)
+{
+    if (!ds->nshards || ds->size[i] >= 0)
+        return 0;
+    *reason = ds->arena + ds->offset[i];
+    return ds->size[i] == SHARD_NO_IMAGE ? PL_ENOTJPEG : PL_ECORRUPT;
+}
 
 /* List `path`: a directory (ImageFolder, or flat with label 0) or a list
  * file. Sets pl_last_error and returns PL_ENODATA when nothing is found,

@@ -100,18 +100,16 @@ static int on_claim(void *ctx, pool_job *job)
     pos->status = 0;
     job->epoch = s->epoch;
     job->index = idx;
+    const char *why;
     if (!l->ds.nshards) {
         job->path = dataset_open_path(&l->ds, idx);
-    } else if (l->ds.size[idx] >= 0) { /* a tar member: pread, no open() */
+    } else if ((job->preset_status = dataset_sample_error(&l->ds, idx, &why))) {
+        snprintf(job->reason, sizeof job->reason, "%s", why);
+    } else { /* a tar member: pread, no open() */
         job->member = 1;
         job->fd = l->ds.shard_fd[l->ds.shard[idx]];
         job->offset = l->ds.offset[idx];
         job->size = l->ds.size[idx];
-    } else { /* no image, or a bad label: the sample's error */
-        job->preset_status =
-            l->ds.size[idx] == SHARD_NO_IMAGE ? PL_ENOTJPEG : PL_ECORRUPT;
-        snprintf(job->reason, sizeof job->reason, "%s",
-                 l->ds.arena + l->ds.offset[idx]);
     }
     job->dst = s->pixels + (size_t)i * l->ring.sample_bytes;
     job->tag = s;
@@ -588,14 +586,13 @@ PL_EXPORT int pl_loader_read_sample(const pl_loader *l, int64_t index,
     const char *path = dataset_path(ds, index);
     fileio_buf fb = {0};
     char reason[PROCESS_REASON_MAX];
+    const char *why;
     int rc;
     if (!ds->nshards)
         rc = fileio_read(ds->dirfd, dataset_open_path(ds, index),
                          l->rc.cfg.max_file_bytes, &fb, reason, sizeof reason);
-    else if (ds->size[index] < 0)
-        rc = (snprintf(reason, sizeof reason, "%s",
-                       ds->arena + ds->offset[index]),
-              ds->size[index] == SHARD_NO_IMAGE ? PL_ENOTJPEG : PL_ECORRUPT);
+    else if ((rc = dataset_sample_error(ds, index, &why)))
+        snprintf(reason, sizeof reason, "%s", why);
     else
         rc = fileio_read_at(ds->shard_fd[ds->shard[index]], ds->offset[index],
                             ds->size[index], l->rc.cfg.max_file_bytes, &fb,

@@ -247,7 +247,7 @@ static int grow_tables(dataset *ds)
 
 /* A .cls member's label: decimal digits, blanks around them. -1 if it is
  * not one (reason says why). */
-static int32_t read_label(int fd, const tar_member *m, char *reason, size_t cap)
+static int32_t read_label(const tar_member *m, char *reason, size_t cap)
 {
     char text[CLS_MAX + 1];
     if (m->size > CLS_MAX) {
@@ -255,16 +255,9 @@ static int32_t read_label(int fd, const tar_member *m, char *reason, size_t cap)
                  (long long)m->size);
         return -1;
     }
-    ssize_t got = (ssize_t)m->small_len;
-    if (m->small_len >= 0)
-        memcpy(text, m->small, (size_t)m->small_len);
-    else
-        got = pread(fd, text, (size_t)m->size, (off_t)m->offset);
-    if (got != (ssize_t)m->size) {
-        snprintf(reason, cap, "%s: %s", m->name,
-                 got < 0 ? strerror(errno) : "short read");
-        return -1;
-    }
+    /* tar_read_small (or the sidecar) holds every member this small */
+    const size_t got = (size_t)m->small_len;
+    memcpy(text, m->small, got);
     text[got] = '\0';
     const char *p = text;
     while (isspace((unsigned char)*p))
@@ -289,7 +282,6 @@ static int32_t read_label(int fd, const tar_member *m, char *reason, size_t cap)
 static int add_shard(dataset *ds, int s, const char *path, const tar_index *t,
                      int32_t *max_label)
 {
-    const int fd = ds->shard_fd[s];
     for (size_t i = 0; i < t->n;) {
         size_t klen;
         const char *ext;
@@ -310,7 +302,7 @@ static int add_shard(dataset *ds, int s, const char *path, const tar_index *t,
         }
         char reason[PATH_MAX + 128] = "";
         int32_t label = 0;
-        if (cls && (label = read_label(fd, cls, reason, sizeof reason)) < 0)
+        if (cls && (label = read_label(cls, reason, sizeof reason)) < 0)
             label = 0;
         if (!image)
             snprintf(reason, sizeof reason,

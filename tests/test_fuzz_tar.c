@@ -5,8 +5,6 @@
  * input in tests/fuzz/regressions-tar. */
 #include <criterion/criterion.h>
 
-#include <dirent.h>
-
 #include "fuzz/tar_harness.h"
 #include "testutil.h"
 
@@ -89,23 +87,7 @@ Test(fuzz_tar, mutated_archives_keep_the_contract, .timeout = 300)
 
 Test(fuzz_tar, every_regression_input_keeps_the_contract, .timeout = 300)
 {
-    const char *dir = "tests/fuzz/regressions-tar";
-    DIR *d = opendir(dir);
-    if (!d)
-        cr_skip_test("%s: none yet", dir);
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (e->d_name[0] == '.')
-            continue;
-        char path[512];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        size_t len;
-        uint8_t *bytes = tu_read_file(path, &len);
-        fuzz_tar_one(bytes, len);
-        free(bytes);
-        n++;
-    }
-    closedir(d);
+    const int n = tu_each_file("tests/fuzz/regressions-tar", fuzz_tar_one);
+    cr_assert_gt(n, 0, "no input in tests/fuzz/regressions-tar");
     cr_log_info("%d regression inputs", n);
 }

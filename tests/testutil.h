@@ -281,6 +281,31 @@ static inline char *tu_run_on_tty(const char *cmd)
     return out;
 }
 
+/* fn(bytes, len) for every file of `dir` not starting with a dot (a
+ * fuzzer's regression inputs); how many, or -1 if dir cannot be opened. */
+static inline int tu_each_file(const char *dir,
+                               void (*fn)(const uint8_t *, size_t))
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        size_t len;
+        uint8_t *bytes = tu_read_file(path, &len);
+        fn(bytes, len);
+        free(bytes);
+        n++;
+    }
+    closedir(d);
+    return n;
+}
+
 /* Seconds on the monotonic clock (for bounds measured in a test). */
 static inline double tu_seconds(void)
 {

@@ -172,6 +172,7 @@ void decoder_set_limits(decoder *d, const decode_limits *lim)
     d->limits = *lim;
     d->jerr.max_scans = lim->max_scans;
     d->jerr.max_decode_ms = lim->max_decode_ms;
+    d->cinfo.mem->max_memory_to_use = (long)lim->max_memory;
 }
 
 int decoder_warnings(const decoder *d, const char **first)
