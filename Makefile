@@ -113,9 +113,10 @@ ifeq ($(NVCC_ARCHS),)
 NVCC_ARCHS := 75 80 90
 endif
 NVCC_PTX   := $(lastword $(NVCC_ARCHS))
-NVCCFLAGS := -O2 -std=c++17 -Iinclude \
-             $(foreach a,$(NVCC_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
-             -gencode arch=compute_$(NVCC_PTX),code=compute_$(NVCC_PTX)
+NVCC_GENCODE := \
+    $(foreach a,$(NVCC_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+    -gencode arch=compute_$(NVCC_PTX),code=compute_$(NVCC_PTX)
+NVCCFLAGS := -O2 -std=c++17 -Iinclude $(NVCC_GENCODE)
 
 COMMON_SRC  := common/clock.c common/grow.c
 WORKERS_SRC := workers/decode.c workers/resample.c workers/augment.c \
@@ -537,7 +538,8 @@ valgrind: $(STRESS) | $(BUILD)/.deps-test
 	    --error-exitcode=9 --quiet $(STRESS)
 
 test-gpu: lib
-	$(MAKE) -C tests/gpu BUILD=$(abspath $(BUILD)) CUDA_HOME=$(CUDA_HOME)
+	$(MAKE) -C tests/gpu BUILD=$(abspath $(BUILD)) CUDA_HOME=$(CUDA_HOME) \
+	    ARCH="$(NVCC_GENCODE)"
 
 # Man pages, made from each tool's --help (tools/help2man.sh).
 MANPAGES := $(TOOLS:$(BUILD)/%=$(BUILD)/man/%.1)
