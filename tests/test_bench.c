@@ -79,6 +79,8 @@ Test(bench, bad_arguments_exit_2_with_a_reason_and_the_usage)
     expect_usage_error(a, "empty item");
     snprintf(a, sizeof a, "--data %s --pin on,sometimes", root);
     expect_usage_error(a, "\"sometimes\" is not on, off or managed");
+    snprintf(a, sizeof a, "--data %s --gpu-normalize maybe", root);
+    expect_usage_error(a, "--gpu-normalize: unknown value \"maybe\"");
     snprintf(a, sizeof a, "--data %s --augment crop", root);
     expect_usage_error(a, "unknown value \"crop\"");
     snprintf(a, sizeof a, "--data %s --compute-ms -1", root);
@@ -118,18 +120,19 @@ Test(bench, workers_0_and_f16_run_and_the_json_records_the_configuration)
     snprintf(a, sizeof a,
              "--data %s --workers 0 --prefetch 1 --pin off --batches 2 "
              "--batch 4 --size 16 --warmup 0 --format f16 --augment eval "
-             "--device host --json %s",
+             "--device host --gpu-normalize off --json %s",
              root, json);
     char *out, *err;
     cr_assert_eq(run_tool(a, &out, &err), 0, "%s", err);
-    cr_assert_not_null(strstr(out, "16x16 eval f16"), "%s", out);
+    cr_assert_not_null(strstr(out, "16x16 eval f16 (gpu-normalize off)"), "%s",
+                       out);
     char *j = tu_slurp(json);
     char want[256];
     snprintf(want, sizeof want, "\"pinload_version\": \"%s\"", pl_version());
     static const char *const keys[] = {
-        "\"format\": \"f16\"", "\"augment\": \"eval\"",  "\"batch\": 4",
-        "\"size\": 16",        "\"batches_per_row\": 2", "\"device\": -2",
-        "\"date\": \"20"};
+        "\"format\": \"f16\"", "\"augment\": \"eval\"",   "\"batch\": 4",
+        "\"size\": 16",        "\"batches_per_row\": 2",  "\"device\": -2",
+        "\"date\": \"20",      "\"gpu_normalize\": false"};
     cr_assert_not_null(strstr(j, want), "%s", j);
     for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
         cr_assert_not_null(strstr(j, keys[k]), "no %s in %s", keys[k], j);

@@ -812,6 +812,24 @@ Test(cuda, the_tools_name_the_simulated_device_and_agree_with_the_host,
              tu_build_dir(), root);
     cr_assert_eq(run_cmd(cmd, text, sizeof text), 0, "%s", text);
     cr_assert_not_null(strstr(text, "(simulated)"), "%s", text);
+    /* Both of cudaMemcpy's ceilings, for the batch as it crosses the bus:
+     * uint8 with GPU normalisation, float32 (4x) without. */
+    static const char *const norm[] = {"on", "off"};
+    static const char *const want[] = {"cudaMemcpy for 6912-byte copies: ",
+                                       "cudaMemcpy for 27648-byte copies: "};
+    for (int i = 0; i < 2; i++) {
+        snprintf(cmd, sizeof cmd,
+                 "%s/pinload-bench --data %s --device cuda --batch 4 --size 24 "
+                 "--workers 1 --prefetch 2 --pin on,off --batches 2 "
+                 "--format f32 --gpu-normalize %s --json %s/b.json 2>&1 && "
+                 "cat %s/b.json",
+                 tu_build_dir(), root, norm[i], out, out);
+        cr_assert_eq(run_cmd(cmd, text, sizeof text), 0, "%s", text);
+        cr_assert_not_null(strstr(text, want[i]), "%s", text);
+        cr_assert_not_null(strstr(text, "GB/s from pageable memory"), "%s",
+                           text);
+        cr_assert_null(strstr(text, "_gb_per_s\": -1"), "%s", text);
+    }
     tu_rm_rf(out);
     tu_rm_rf(root);
 }

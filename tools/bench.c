@@ -44,9 +44,10 @@ void bench_cuda_sync(bench_cuda *c)
 {
     (void)c;
 }
-double bench_cuda_pinned_gbs(size_t bytes)
+double bench_cuda_memcpy_gbs(size_t bytes, int pinned)
 {
     (void)bytes;
+    (void)pinned;
     return 0.0;
 }
 #endif
@@ -272,6 +273,7 @@ static pl_loader *open_loader(const options *o, bench_log *bl, row *r)
     cfg.prefetch = r->prefetch;
     cfg.memory = (pl_memory)r->pin;
     cfg.device = o->device;
+    cfg.gpu_normalize = o->gpu_normalize;
     cfg.log = on_log;
     cfg.log_ctx = bl;
     pl_loader *l;
@@ -357,17 +359,24 @@ static void machine(char *buf, size_t cap)
              sysconf(_SC_NPROCESSORS_ONLN), host);
 }
 
-/* On CUDA: what cudaMemcpy itself reaches from pinned memory for copies of
- * one batch's uint8 pixels (what crosses the bus, float formats included
- * when normalised on the GPU): the ceiling for the H2D GB/s column. */
+/* On CUDA: what cudaMemcpy itself reaches from pinned and from pageable
+ * memory for copies of one batch as it crosses the bus (uint8 pixels when
+ * float formats are normalised on the GPU): the ceilings for the H2D GB/s
+ * column's pinned and pageable rows. */
 static void print_memcpy_ceiling(options *o)
 {
-    const size_t bytes = (size_t)o->batch * (size_t)o->size * o->size * 3;
-    o->memcpy_gbs = bench_cuda_pinned_gbs(bytes);
+    const size_t px = (size_t)o->batch * (size_t)o->size * o->size * 3;
+    const int on_gpu = o->gpu_normalize && o->format != PL_FORMAT_U8_NHWC;
+    const size_t per = o->format == PL_FORMAT_F32_NCHW   ? 4
+                       : o->format == PL_FORMAT_F16_NCHW ? 2
+                                                         : 1;
+    const size_t bytes = on_gpu ? px : px * per;
+    o->memcpy_gbs = bench_cuda_memcpy_gbs(bytes, 1);
+    o->memcpy_pageable_gbs = bench_cuda_memcpy_gbs(bytes, 0);
     if (o->memcpy_gbs > 0)
-        printf("cudaMemcpy from pinned memory: %.2f GB/s for %zu-byte "
-               "copies (the ceiling for H2D GB/s)\n",
-               o->memcpy_gbs, bytes);
+        printf("cudaMemcpy for %zu-byte copies: %.2f GB/s from pinned, "
+               "%.2f GB/s from pageable memory (the ceilings for H2D GB/s)\n",
+               bytes, o->memcpy_gbs, o->memcpy_pageable_gbs);
 }
 
 /* The decode limit at each thread count the sweep uses. */
@@ -418,10 +427,14 @@ int main(int argc, char **argv)
         snprintf(span, sizeof span, "%g s", o.seconds);
     else
         snprintf(span, sizeof span, "%ld batches", o.batches);
-    printf("pinload-bench: %s, %dx%d %s %s, batch %d, %s after %d warm-up, "
+    printf("pinload-bench: %s, %dx%d %s %s%s, batch %d, %s after %d warm-up, "
            "compute %g ms\n",
            o.data, o.size, o.size, augment_name(o.augment),
-           cli_format_name(o.format), o.batch, span, o.warmup, o.compute_ms);
+           cli_format_name(o.format),
+           o.format == PL_FORMAT_U8_NHWC ? ""
+           : o.gpu_normalize             ? " (gpu-normalize on)"
+                                         : " (gpu-normalize off)",
+           o.batch, span, o.warmup, o.compute_ms);
     printf("machine: %s\n", mach);
     if (o.baseline && measure_baselines(&o) < 0)
         status = 1;

@@ -31,7 +31,8 @@ typedef struct options {
     double baseline_seconds;
     int row_at, rows; /* the row being measured (1-based), of how many */
     double base_full[1025], base_eighth[1025]; /* by thread count */
-    double memcpy_gbs; /* cudaMemcpy's pinned H2D rate, or 0 */
+    double memcpy_gbs, memcpy_pageable_gbs;    /* cudaMemcpy's H2D, or 0 */
+    int gpu_normalize; /* --gpu-normalize: pl_config.gpu_normalize */
 } options;
 
 typedef struct row {

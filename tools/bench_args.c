@@ -14,8 +14,8 @@
 static const char usage[] =
     "usage: pinload-bench --data PATH [--batch B] [--size N] [--augment "
     "none|eval|train]\n"
-    "       [--format u8|f32|f16] [--workers LIST] [--prefetch LIST] "
-    "[--pin LIST]\n"
+    "       [--format u8|f32|f16] [--gpu-normalize on|off] [--workers LIST]\n"
+    "       [--prefetch LIST] [--pin LIST]\n"
     "       [--batches N | --seconds S] [--warmup N] [--compute-ms X]\n"
     "       [--device " CLI_DEVICES "] [--csv FILE] [--json FILE]\n"
     "       [--plot FILE.png] [--quiet] [--baseline [--baseline-seconds S]]\n"
@@ -31,7 +31,10 @@ static const char usage[] =
     "scale, the\nceiling), and shows every row as a ratio to it.\n"
     "The table fits 100 columns: the H2D, step/overlap and ratio columns, "
     "when they\napply, replace the per-stage times; --wide shows them all "
-    "(as the CSV and JSON do).\n" CLI_EXIT_CODES;
+    "(as the CSV and JSON do).\n"
+    "--gpu-normalize off makes the CPU normalise float formats on CUDA (on, "
+    "the\n"
+    "default, copies uint8 and normalises on the GPU).\n" CLI_EXIT_CODES;
 
 /* ---- arguments ---- */
 
@@ -131,11 +134,13 @@ static void set_defaults(options *o)
     o->warmup = 4;
     o->device = PL_DEVICE_AUTO;
     o->baseline_seconds = 3.0;
+    o->gpu_normalize = 1;
 }
 
 void bench_parse(int argc, char **argv, options *o)
 {
     static const char *const augments[] = {"none", "eval", "train"};
+    static const char *const onoff[] = {"on", "off"};
     static const char *const valued[] = {"--data",     "--batch",
                                          "--size",     "--augment",
                                          "--format",   "--workers",
@@ -144,7 +149,8 @@ void bench_parse(int argc, char **argv, options *o)
                                          "--warmup",   "--compute-ms",
                                          "--device",   "--baseline-seconds",
                                          "--csv",      "--json",
-                                         "--plot",     NULL};
+                                         "--plot",     "--gpu-normalize",
+                                         NULL};
     set_defaults(o);
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];
@@ -170,6 +176,8 @@ void bench_parse(int argc, char **argv, options *o)
             o->augment = (pl_augment)choice(f, v, augments, 3);
         else if (!strcmp(f, "--format"))
             o->format = cli_format("pinload-bench", usage, f, v);
+        else if (!strcmp(f, "--gpu-normalize"))
+            o->gpu_normalize = choice(f, v, onoff, 2) == 0;
         else if (!strcmp(f, "--workers"))
             o->nworkers = parse_list(f, v, o->workers, 0, 0);
         else if (!strcmp(f, "--prefetch"))

@@ -11,22 +11,30 @@
 struct bench_cuda {
     cudaStream_t stream;
     unsigned long long *sink; /* keeps the reads from being optimised out */
-    long long cycles_per_ms;
 };
 
-/* Every thread reads its share of the batch, then thread 0 of each block
- * spins until `cycles` have passed since the block started: a step that
- * touches the data and lasts a known time. */
-__global__ void step_kernel(const uint8_t *data, size_t n, long long cycles,
-                            unsigned long long *sink)
+/* The GPU's nanosecond timer: wall time, whatever the SM clock runs at
+ * (clock64() counts cycles, and the clock moves with load and power). */
+__device__ static unsigned long long now_ns()
 {
-    const long long start = clock64();
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+/* Every thread reads its share of the batch, then thread 0 of each block
+ * spins until `ns` have passed since the block started: a step that
+ * touches the data and lasts a known time. */
+__global__ void step_kernel(const uint8_t *data, size_t n,
+                            unsigned long long ns, unsigned long long *sink)
+{
+    const unsigned long long start = now_ns();
     unsigned long long acc = 0;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
         acc += data[i];
     if (threadIdx.x == 0)
-        while (clock64() - start < cycles) {
+        while (now_ns() - start < ns) {
         }
     if (acc == 0xFFFFFFFFFFFFFFFFull)
         *sink = acc;
@@ -40,16 +48,16 @@ extern "C" bench_cuda *bench_cuda_open(void)
         return nullptr;
     }
     bench_cuda *c = (bench_cuda *)calloc(1, sizeof *c);
-    int khz = 0;
     if (!c ||
         cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking) !=
             cudaSuccess ||
-        cudaMalloc(&c->sink, sizeof *c->sink) != cudaSuccess ||
-        cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0) != cudaSuccess) {
+        cudaMalloc(&c->sink, sizeof *c->sink) != cudaSuccess) {
+        if (c && c->stream)
+            cudaStreamDestroy(c->stream);
         free(c);
+        cudaGetLastError();
         return nullptr;
     }
-    c->cycles_per_ms = khz;
     return c;
 }
 
@@ -71,8 +79,8 @@ extern "C" struct CUstream_st *bench_cuda_stream(bench_cuda *c)
 extern "C" void bench_cuda_step(bench_cuda *c, const void *data, size_t n,
                                 double ms)
 {
-    const long long cycles = (long long)(ms * (double)c->cycles_per_ms);
-    step_kernel<<<132, 256, 0, c->stream>>>((const uint8_t *)data, n, cycles,
+    const unsigned long long ns = (unsigned long long)(ms * 1e6);
+    step_kernel<<<132, 256, 0, c->stream>>>((const uint8_t *)data, n, ns,
                                             c->sink);
 }
 

@@ -23,10 +23,11 @@ struct CUstream_st *bench_cuda_stream(bench_cuda *c);
 void bench_cuda_step(bench_cuda *c, const void *data, size_t n, double ms);
 /* Wait for everything queued on the stream. */
 void bench_cuda_sync(bench_cuda *c);
-/* The bandwidth cudaMemcpy reaches from pinned host memory to the device
- * for `bytes`-byte copies, in GB/s (the ceiling the ring is measured
- * against); 0 on failure. */
-double bench_cuda_pinned_gbs(size_t bytes);
+/* The bandwidth cudaMemcpyAsync reaches from pinned (cudaHostAlloc) or
+ * pageable (malloc) host memory to the device for `bytes`-byte copies, in
+ * GB/s: the ceilings the ring's copies are measured against; 0 on
+ * failure. */
+double bench_cuda_memcpy_gbs(size_t bytes, int pinned);
 
 #ifdef __cplusplus
 }

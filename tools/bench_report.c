@@ -160,6 +160,10 @@ int write_json(const char *path, const options *o, const char *mach,
     json_string(f, backend);
     fprintf(f, ",\n  \"memcpy_pinned_gb_per_s\": ");
     json_num(f, o->memcpy_gbs > 0 ? o->memcpy_gbs : -1);
+    fprintf(f, ",\n  \"memcpy_pageable_gb_per_s\": ");
+    json_num(f, o->memcpy_pageable_gbs > 0 ? o->memcpy_pageable_gbs : -1);
+    fprintf(f, ",\n  \"gpu_normalize\": %s",
+            o->gpu_normalize ? "true" : "false");
     char date[32];
     const time_t now = time(NULL);
     struct tm tm;
