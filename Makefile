@@ -439,7 +439,9 @@ bench: all $(BUILD)/.deps-bench default-data
 	$(BUILD)/pinload-bench --data $(DATA) --plot $(BUILD)/bench.png \
 	    --csv $(BUILD)/bench.csv --json $(BUILD)/bench.json $(BENCH_ARGS)
 	@echo "plot: $(BUILD)/bench.png  table: $(BUILD)/bench.csv, $(BUILD)/bench.json"
-# PyTorch's DataLoader (or Pillow) beside pinload on the same data; sets up
+# PyTorch's DataLoader (or Pillow) beside pinload on the same data, on the
+# host or delivered to the GPU (COMPARE_ARGS="--device cuda ..."); uses
+# python3 where it has torch and torchvision, else sets up
 # build/compare-venv from the package index the first time.
 compare: all $(BUILD)/.deps-compare default-data
 	COMPARE_VENV=$(BUILD)/compare-venv tools/compare/run.sh $(DATA) \

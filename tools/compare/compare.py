@@ -4,12 +4,19 @@ transforms and the same number of worker processes or threads:
   * PyTorch's DataLoader over torchvision's ImageFolder, pin_memory=True,
     transforms RandomResizedCrop + RandomHorizontalFlip (train) or
     Resize + CenterCrop (eval), to uint8 tensors (PILToTensor) as pinload's
-    uint8 output;
+    uint8 output, or with --format f32 to float32 normalised with
+    ImageNet's mean and std (ToTensor + Normalize, torchvision's recipe);
+    with --device cuda each batch goes on to the GPU with
+    .to('cuda', non_blocking=True), and the clock stops once the last copy
+    is done;
   * if torch cannot be imported, a Pillow-only loader doing the same with a
-    multiprocessing pool.
+    multiprocessing pool (host only, uint8).
 
-pinload's figure comes from build/pinload-bench with the same settings.
-Prints images/s side by side and the ratio. Run through `make compare`.
+pinload's figure comes from build/pinload-bench with the same settings (on
+CUDA its batches are copied to the GPU by the loader's own streams; f32 is
+normalised on the GPU unless --gpu-normalize off). Prints images/s side by
+side and the ratio; --json FILE keeps every figure. Run through
+`make compare`.
 """
 import argparse
 import json
@@ -26,17 +33,30 @@ def torch_rate(args, workers):
     from torchvision import transforms as T
 
     torch.set_num_threads(1)
-    if args.augment == "train":
-        tf = T.Compose([T.RandomResizedCrop(args.size), T.RandomHorizontalFlip(),
-                        T.PILToTensor()])
+    if args.format == "u8":
+        last = [T.PILToTensor()]
     else:
-        tf = T.Compose([T.Resize(args.size * 256 // 224), T.CenterCrop(args.size),
-                        T.PILToTensor()])
+        last = [T.ToTensor(), T.Normalize([0.485, 0.456, 0.406],
+                                          [0.229, 0.224, 0.225])]
+    if args.augment == "train":
+        tf = T.Compose([T.RandomResizedCrop(args.size), T.RandomHorizontalFlip()]
+                       + last)
+    else:
+        tf = T.Compose([T.Resize(args.size * 256 // 224), T.CenterCrop(args.size)]
+                       + last)
     ds = torchvision.datasets.ImageFolder(args.data, transform=tf)
     dl = torch.utils.data.DataLoader(
         ds, batch_size=args.batch, shuffle=True, num_workers=workers,
         pin_memory=True, drop_last=True, persistent_workers=workers > 0)
-    return measure(lambda: iter(dl), args, lambda b: b[0].shape[0])
+    if args.device != "cuda":
+        return measure(lambda: iter(dl), args, lambda b: b[0].shape[0])
+
+    def to_gpu(b):
+        images = b[0].to("cuda", non_blocking=True)
+        b[1].to("cuda", non_blocking=True)
+        return images.shape[0]
+
+    return measure(lambda: iter(dl), args, to_gpu, torch.cuda.synchronize)
 
 
 def pillow_load(job):
@@ -98,8 +118,10 @@ def pillow_rate(args, workers):
         pool.terminate()
 
 
-def measure(make_iter, args, count):
-    """Images per second over args.batches batches after args.warmup."""
+def measure(make_iter, args, count, finish=None):
+    """Images per second over args.batches batches (or args.seconds, at
+    least two batches) after args.warmup; finish() ends the timed part
+    (the GPU's copies)."""
     it = make_iter()
 
     def take():
@@ -111,22 +133,36 @@ def measure(make_iter, args, count):
             return next(it)
 
     for _ in range(args.warmup):
-        take()
-    t0, images = time.perf_counter(), 0
-    for _ in range(args.batches):
+        count(take())
+    if finish:
+        finish()
+    t0, images, n = time.perf_counter(), 0, 0
+    while True:
         images += count(take())
+        n += 1
+        if args.seconds:
+            if n >= 2 and time.perf_counter() - t0 >= args.seconds:
+                break
+        elif n >= args.batches:
+            break
+    if finish:
+        finish()
     return images / (time.perf_counter() - t0)
 
 
 def pinload_rate(args, workers):
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "bench.json")
+        span = (["--seconds", str(args.seconds)] if args.seconds
+                else ["--batches", str(args.batches)])
         subprocess.run(
             [args.bench, "--data", args.data, "--workers", str(workers),
-             "--prefetch", "2", "--pin", "on", "--batch", str(args.batch),
-             "--size", str(args.size), "--augment", args.augment,
-             "--batches", str(args.batches), "--warmup", str(args.warmup),
-             "--device", "host", "--json", out, "--quiet"],
+             "--prefetch", str(args.prefetch), "--pin", "on",
+             "--batch", str(args.batch), "--size", str(args.size),
+             "--augment", args.augment, "--format", args.format,
+             "--gpu-normalize", args.gpu_normalize, "--warmup",
+             str(args.warmup), "--device", args.device, "--json", out,
+             "--quiet"] + span,
             check=True, stdout=subprocess.DEVNULL)
         with open(out) as f:
             return json.load(f)["rows"][0]["images_per_s"]
@@ -141,7 +177,14 @@ def main():
     p.add_argument("--size", type=int, default=224)
     p.add_argument("--augment", choices=["train", "eval"], default="train")
     p.add_argument("--batches", type=int, default=30)
+    p.add_argument("--seconds", type=float, default=0,
+                   help="measure for this long instead of --batches")
     p.add_argument("--warmup", type=int, default=4)
+    p.add_argument("--prefetch", type=int, default=2)
+    p.add_argument("--format", choices=["u8", "f32"], default="u8")
+    p.add_argument("--device", choices=["host", "cuda"], default="host")
+    p.add_argument("--gpu-normalize", choices=["on", "off"], default="on")
+    p.add_argument("--json", help="write every figure to this file")
     args = p.parse_args()
 
     try:
@@ -149,19 +192,37 @@ def main():
         import torchvision
         other, rate = ("PyTorch DataLoader (torchvision %s, pin_memory)"
                        % torchvision.__version__, torch_rate)
+        if args.device == "cuda" and not torch.cuda.is_available():
+            p.error("--device cuda: PyTorch sees no CUDA device")
     except ImportError as e:
+        if args.device == "cuda" or args.format != "u8":
+            p.error("--device cuda and --format f32 need PyTorch (%s)" % e)
         print("torch is not available (%s): comparing with Pillow alone" % e)
         import PIL
         other, rate = "Pillow %s, multiprocessing" % PIL.__version__, pillow_rate
 
-    print("data %s, %dx%d %s uint8, batch %d, %d batches after %d warm-up"
-          % (args.data, args.size, args.size, args.augment, args.batch,
-             args.batches, args.warmup))
+    span = ("%g s" % args.seconds if args.seconds
+            else "%d batches" % args.batches)
+    print("data %s, %dx%d %s %s, batch %d, %s after %d warm-up, to %s"
+          % (args.data, args.size, args.size, args.augment,
+             "uint8" if args.format == "u8" else "float32", args.batch, span,
+             args.warmup, args.device), flush=True)
     print("%-8s %14s %14s %8s" % ("workers", "pinload img/s", "other img/s", "ratio"))
+    rows = []
     for w in [int(x) for x in args.workers.split(",")]:
         mine, theirs = pinload_rate(args, w), rate(args, w)
-        print("%-8d %14.1f %14.1f %7.2fx" % (w, mine, theirs, mine / theirs))
+        print("%-8d %14.1f %14.1f %7.2fx" % (w, mine, theirs, mine / theirs),
+              flush=True)
+        rows.append({"workers": w, "pinload_images_per_s": round(mine, 2),
+                     "other_images_per_s": round(theirs, 2),
+                     "ratio": round(mine / theirs, 4)})
     print("other: %s" % other)
+    if args.json:
+        conf = {k: v for k, v in vars(args).items() if k != "json"}
+        with open(args.json, "w") as f:
+            json.dump({"config": conf, "other": other, "rows": rows,
+                       "date": time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                             time.gmtime())}, f, indent=1)
 
 
 if __name__ == "__main__":
