@@ -34,20 +34,23 @@ static void frame_kind(const uint8_t *b, size_t n, int *progressive, int *h,
     }
 }
 
-Test(mkdata, the_same_seed_writes_the_same_bytes_and_another_seed_does_not)
+Test(
+    mkdata,
+    the_same_seed_writes_the_same_bytes_on_any_threads_and_another_seed_does_not)
 {
     char a[64], b[64], c[64], args[512];
     tu_tmpdir(a);
     tu_tmpdir(b);
     tu_tmpdir(c);
+    /* One thread and five write the same files. */
     snprintf(args, sizeof args,
              "--out %s/d --classes 3 --per-class 4 "
-             "--size-range 40-90 --seed 5",
+             "--size-range 40-90 --seed 5 --jobs 1",
              a);
     cr_assert_eq(mkdata(args), 0);
     snprintf(args, sizeof args,
              "--out %s/d --classes 3 --per-class 4 "
-             "--size-range 40-90 --seed 5",
+             "--size-range 40-90 --seed 5 --jobs 5",
              b);
     cr_assert_eq(mkdata(args), 0);
     snprintf(args, sizeof args,
@@ -121,6 +124,7 @@ Test(mkdata, bad_arguments_exit_2)
     cr_assert_eq(mkdata("--out /tmp/x --classes 0"), 2);
     cr_assert_eq(mkdata("--out /tmp/x --size-range 90-40"), 2);
     cr_assert_eq(mkdata("--out /tmp/x --quality 101"), 2);
+    cr_assert_eq(mkdata("--out /tmp/x --jobs 0"), 2);
     cr_assert_eq(mkdata("--out /tmp/x --colour red"), 2);
     cr_assert_eq(mkdata("--out /tmp/x --colour"), 2, "unknown, even last");
     cr_assert_eq(mkdata("--version"), 0);

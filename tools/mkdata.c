@@ -6,11 +6,13 @@
 #define _DEFAULT_SOURCE /* sigaction, clock_gettime */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <jpeglib.h>
 
@@ -21,15 +23,16 @@
 static const char usage[] =
     "usage: pinload-mkdata --out DIR [--classes C] [--per-class N] "
     "[--size-range MIN-MAX]\n"
-    "                      [--quality Q] [--seed S] [--quiet] [--version] "
-    "[--help]\n"
+    "                      [--quality Q] [--seed S] [--jobs J] [--quiet] "
+    "[--version] [--help]\n"
     "Writes DIR/class_CC/img_NNNNN.jpg: C classes (default 10) of N images "
     "(default 100),\nthe longer side in [MIN, MAX] pixels (default 320-640), "
-    "JPEG quality Q (default 90).\n" CLI_EXIT_CODES;
+    "JPEG quality Q (default 90),\non J threads (default: one per CPU); the "
+    "files are the same whatever J.\n" CLI_EXIT_CODES;
 
 typedef struct options {
     const char *out;
-    int classes, per_class, min_side, max_side, quality;
+    int classes, per_class, min_side, max_side, quality, jobs;
     uint64_t seed;
     int quiet;
 } options;
@@ -231,13 +234,15 @@ static void parse(int argc, char **argv, options *o)
                    .max_side = 640,
                    .quality = 90,
                    .seed = 1};
+    const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    o->jobs = cpus < 1 ? 1 : cpus > 64 ? 64 : (int)cpus;
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];
         if (cli_common("pinload-mkdata", usage, f, &o->quiet))
             continue;
         static const char *const valued[] = {
             "--out",  "--classes",    "--per-class", "--quality",
-            "--seed", "--size-range", NULL};
+            "--seed", "--size-range", "--jobs",      NULL};
         const char *v =
             cli_value("pinload-mkdata", usage, valued, argc, argv, &i);
         if (!strcmp(f, "--out")) {
@@ -248,6 +253,8 @@ static void parse(int argc, char **argv, options *o)
             o->per_class = parse_int(f, v, 1, 1000000);
         } else if (!strcmp(f, "--quality")) {
             o->quality = parse_int(f, v, 1, 100);
+        } else if (!strcmp(f, "--jobs")) {
+            o->jobs = parse_int(f, v, 1, 256);
         } else if (!strcmp(f, "--seed")) {
             o->seed = (uint64_t)parse_int(f, v, 0, 2147483647);
         } else if (!strcmp(f, "--size-range")) {
@@ -283,6 +290,74 @@ static int make_dir(const char *path)
 static const double aspects[] = {4.0 / 3, 3.0 / 4,  3.0 / 2, 2.0 / 3,
                                  1.0,     16.0 / 9, 5.0 / 4, 4.0 / 3};
 
+/* The work shared by the writer threads: images are numbered class by
+ * class, and each thread takes the next number; every image is a function
+ * of (seed, class, index) alone, so the files do not depend on the
+ * threads. */
+typedef struct job {
+    const options *o;
+    const signature *sigs;
+    pthread_mutex_t mu;
+    long next, done, total;
+    long bytes;
+    int failed;
+} job;
+
+/* Image k: class k / per_class, index k % per_class. */
+static int write_image(const options *o, const signature *sig, int c, int i,
+                       uint8_t *rgb, long *bytes)
+{
+    rng r = {o->seed * 0x100000001B3ull ^ ((uint64_t)c << 40) ^ (uint64_t)i};
+    next_u64(&r);
+    const int side = o->min_side + below(&r, o->max_side - o->min_side + 1);
+    const double a = aspects[below(&r, 8)];
+    int w = a >= 1 ? side : (int)lround(side * a);
+    int h = a >= 1 ? (int)lround(side / a) : side;
+    w = w < 8 ? 8 : w;
+    h = h < 8 ? 8 : h;
+    const int progressive = below(&r, 4) == 0;
+    paint(rgb, w, h, sig, &r);
+    char path[8192];
+    snprintf(path, sizeof path, "%s/class_%02d/img_%05d.jpg", o->out, c, i);
+    if (write_jpeg(path, rgb, w, h, o->quality, progressive) < 0)
+        return -1;
+    struct stat st;
+    *bytes = stat(path, &st) == 0 ? (long)st.st_size : 0;
+    return 0;
+}
+
+static void *writer(void *arg)
+{
+    job *j = arg;
+    const options *o = j->o;
+    uint8_t *rgb = malloc((size_t)o->max_side * o->max_side * 3);
+    pthread_mutex_lock(&j->mu);
+    if (!rgb) {
+        fprintf(stderr, "pinload-mkdata: out of memory\n");
+        j->failed = 1;
+    }
+    /* A signal stops the taking of new images: every file is whole. */
+    while (!j->failed && !cli_signal && j->next < j->total) {
+        const long k = j->next++;
+        pthread_mutex_unlock(&j->mu);
+        const int c = (int)(k / o->per_class), i = (int)(k % o->per_class);
+        long bytes = 0;
+        const int rc = write_image(o, &j->sigs[c], c, i, rgb, &bytes);
+        pthread_mutex_lock(&j->mu);
+        if (rc < 0) {
+            j->failed = 1;
+            break;
+        }
+        j->bytes += bytes;
+        j->done++;
+        cli_progress("pinload-mkdata", o->quiet, j->done, j->total,
+                     "files written");
+    }
+    pthread_mutex_unlock(&j->mu);
+    free(rgb);
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     options o;
@@ -290,53 +365,42 @@ int main(int argc, char **argv)
     cli_catch_signals();
     if (make_dir(o.out) < 0)
         return 1;
-    uint8_t *rgb = malloc((size_t)o.max_side * o.max_side * 3);
-    if (!rgb)
+    signature *sigs = calloc((size_t)o.classes, sizeof *sigs);
+    if (!sigs)
         return 1;
-    long bytes = 0;
     for (int c = 0; c < o.classes; c++) {
         char dir[4096];
         snprintf(dir, sizeof dir, "%s/class_%02d", o.out, c);
         if (make_dir(dir) < 0)
             return 1;
-        const signature sig = class_signature(c, o.classes);
-        for (int i = 0; i < o.per_class; i++) {
-            /* Each image's stream depends on (seed, class, index) only. */
-            rng r = {o.seed * 0x100000001B3ull ^ ((uint64_t)c << 40) ^
-                     (uint64_t)i};
-            next_u64(&r);
-            const int side =
-                o.min_side + below(&r, o.max_side - o.min_side + 1);
-            const double a = aspects[below(&r, 8)];
-            int w = a >= 1 ? side : (int)lround(side * a);
-            int h = a >= 1 ? (int)lround(side / a) : side;
-            w = w < 8 ? 8 : w;
-            h = h < 8 ? 8 : h;
-            const int progressive = below(&r, 4) == 0;
-            paint(rgb, w, h, &sig, &r);
-            char path[8192];
-            snprintf(path, sizeof path, "%s/img_%05d.jpg", dir, i);
-            if (write_jpeg(path, rgb, w, h, o.quality, progressive) < 0)
-                return 1;
-            struct stat st;
-            if (stat(path, &st) == 0)
-                bytes += st.st_size;
-            cli_progress("pinload-mkdata", o.quiet,
-                         (long)c * o.per_class + i + 1,
-                         (long)o.classes * o.per_class, "files written");
-            if (cli_signal) { /* every file written so far is whole */
-                cli_progress("pinload-mkdata", o.quiet, 1, 1, "");
-                fprintf(stderr,
-                        "pinload-mkdata: stopped by signal %d after %ld "
-                        "files\n",
-                        (int)cli_signal, (long)c * o.per_class + i + 1);
-                free(rgb);
-                return 128 + cli_signal;
-            }
-        }
+        sigs[c] = class_signature(c, o.classes);
     }
-    free(rgb);
+    job j = {.o = &o,
+             .sigs = sigs,
+             .mu = PTHREAD_MUTEX_INITIALIZER,
+             .total = (long)o.classes * o.per_class};
+    const int n = o.jobs < j.total ? o.jobs : (int)j.total;
+    pthread_t *t = calloc((size_t)n, sizeof *t);
+    int started = 0;
+    while (t && started < n &&
+           pthread_create(&t[started], NULL, writer, &j) == 0)
+        started++;
+    if (started == 0)
+        writer(&j); /* no thread could start: this one writes them all */
+    for (int k = 0; k < started; k++)
+        pthread_join(t[k], NULL);
+    free(t);
+    free(sigs);
+    if (j.failed)
+        return 1;
+    if (cli_signal) {
+        cli_progress("pinload-mkdata", o.quiet, 1, 1, "");
+        fprintf(stderr,
+                "pinload-mkdata: stopped by signal %d after %ld files\n",
+                (int)cli_signal, j.done);
+        return 128 + cli_signal;
+    }
     printf("pinload-mkdata: wrote %d images in %d classes to %s (%.1f MB)\n",
-           o.classes * o.per_class, o.classes, o.out, bytes / 1e6);
+           o.classes * o.per_class, o.classes, o.out, j.bytes / 1e6);
     return 0;
 }

@@ -1,0 +1,286 @@
+#!/bin/bash
+# Everything issue 8 asks of a lent GPU, in few calls of at most 10 minutes
+# (docs/gpu-results.md, "A GPU session"). Two halves:
+#
+#   tools/gpu-session.sh kit
+#       here, before the first call: what the GPU machine cannot fetch, in
+#       ignored folders that travel with `carry`: build/gpu-kit (Debian's
+#       libjpeg-turbo packages, used there only if its image lacks
+#       jpeglib.h/turbojpeg.h) and data/photos (a copy of
+#       ../shared/data/photos). Prints the carry list.
+#
+#   tools/gpu-session.sh PHASE...        (on the GPU machine; $OUT set)
+#       env      the machine: GPU, driver, CUDA, compilers, Python, torch
+#       test     make test-gpu; the loader suites on the real CUDA backend;
+#                compute-sanitizer memcheck and racecheck over tests/gpu;
+#                the Python package's tests (CUDA ones included)
+#       h2d      H2D GB/s from the ring (pinned, pageable, managed) against
+#                cudaMemcpy's pinned and pageable ceilings
+#       overlap  step time with a GPU "training step" of X ms, X = one
+#                batch's load time and twice it, pinned and pageable
+#       sweep-generated, sweep-photos
+#                workers 1..16, pin on/off, prefetch 2/4 (train u8), then
+#                train/eval x u8/f32 (GPU normalisation on and off), batch 256
+#       compare  PyTorch's DataLoader delivering to the GPU beside pinload,
+#                equal workers, batch 256, u8 and f32, both datasets
+#       train    samples/train_classifier and python/examples/train.py on CUDA
+#       all      every phase above, in that order (longer than one call)
+#
+# Each call sets itself up (a machine comes back bare once idle): the kit
+# if needed, `make` for the GPU's architecture only, the generated set (5,000
+# images) and the photo set (143 photos, each linked 20 times in class
+# folders, so that batches of 256 exist). A phase that fails is recorded
+# and the next one runs. Logs, JSON and CSV go to $OUT/gpu-results.tar.gz
+# (refreshed after every phase, so a call cut short keeps what finished)
+# and a summary to $OUT/summary.txt, printed last.
+#
+# GPU_SESSION_SIM=1 runs the same phases against the simulated CUDA
+# runtime (make CUDA=sim), on any machine: it checks this script, not a GPU.
+set -u
+cd "$(dirname "$0")/.."
+root=$PWD
+jobs=$(nproc)
+
+if [ "${1:-}" = kit ]; then
+    set -e
+    mkdir -p build/gpu-kit data
+    (cd build/gpu-kit && rm -f ./*.deb &&
+        apt-get download libjpeg62-turbo libjpeg62-turbo-dev libturbojpeg0 \
+            libturbojpeg0-dev libjpeg-turbo-progs)
+    if [ -d ../shared/data/photos ]; then
+        rm -rf data/photos
+        cp -r ../shared/data/photos data/photos
+    else
+        echo "gpu-session: ../shared/data/photos is absent: no photo set" >&2
+    fi
+    du -sh build/gpu-kit data/photos 2>/dev/null
+    echo 'carry: ["build/gpu-kit", "data/photos"]'
+    exit 0
+fi
+
+out=${OUT:-$root/build/gpu-out}
+mkdir -p "$out"
+work=$root/build/gpu-session
+logs=$work/logs
+mkdir -p "$logs"
+summary=$work/summary.txt
+: >>"$summary"
+sim=${GPU_SESSION_SIM:-0}
+if [ "$sim" = 1 ]; then
+    B=build/sim
+    MAKEVARS="CUDA=sim BUILD=build/sim"
+else
+    B=build
+    MAKEVARS="NVCC_ARCHS=90"
+    if command -v nvidia-smi >/dev/null 2>&1; then
+        cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader \
+            2>/dev/null | head -1 | tr -d '.')
+        [ -n "$cc" ] && MAKEVARS="NVCC_ARCHS=$cc"
+    fi
+fi
+BENCH=$B/pinload-bench
+GEN=$work/generated
+PHOTOS=$work/photos
+
+say() { echo "$*" | tee -a "$summary"; }
+pack() {
+    tar -C "$work" -czf "$out/gpu-results.tar.gz" logs summary.txt 2>/dev/null
+    cp "$summary" "$out/summary.txt"
+}
+# step NAME COMMAND...: run, log to logs/NAME.log, note the result.
+step() {
+    local name=$1
+    shift
+    local t0=$SECONDS
+    echo "== $name: $*" >"$logs/$name.log"
+    "$@" >>"$logs/$name.log" 2>&1
+    local rc=$?
+    say "$(printf '%-28s rc=%-3d %4d s' "$name" "$rc" $((SECONDS - t0)))"
+    return $rc
+}
+
+have_header() {
+    printf '#include <stdio.h>\n#include <%s>\n' "$1" |
+        cc -E -x c - >/dev/null 2>&1
+}
+
+setup() {
+    if ! have_header jpeglib.h || ! have_header turbojpeg.h ||
+        ! command -v djpeg >/dev/null 2>&1; then
+        local k=/tmp/gpu-kit
+        if [ ! -d $k ]; then
+            mkdir -p $k
+            for f in build/gpu-kit/*.deb; do dpkg -x "$f" $k; done
+        fi
+        local a=x86_64-linux-gnu
+        export CPATH=$k/usr/include:$k/usr/include/$a${CPATH:+:$CPATH}
+        export LIBRARY_PATH=$k/usr/lib/$a${LIBRARY_PATH:+:$LIBRARY_PATH}
+        export LD_LIBRARY_PATH=$k/usr/lib/$a${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+        export PATH=$PATH:$k/usr/bin
+        say "libjpeg-turbo from build/gpu-kit (the image has none)"
+    fi
+    # shellcheck disable=SC2086
+    step build make -j"$jobs" $MAKEVARS all || return 1
+    if [ ! -f "$GEN/.done" ]; then
+        rm -rf "$GEN"
+        step mkdata "$B/pinload-mkdata" --out "$GEN" --per-class 500 \
+            --quiet && touch "$GEN/.done"
+    fi
+    if [ ! -f "$PHOTOS/.done" ] && [ -d data/photos ]; then
+        rm -rf "$PHOTOS"
+        local c i f n
+        for c in data/photos/imagefolder/* data/photos/coco data/photos/mixed; do
+            n=$(basename "$c")
+            for i in $(seq -w 1 20); do
+                mkdir -p "$PHOTOS/${n}_$i"
+                for f in "$c"/*.jpg; do
+                    ln -s "$root/$f" "$PHOTOS/${n}_$i/$(basename "$f")"
+                done
+            done
+        done
+        touch "$PHOTOS/.done"
+    fi
+    return 0
+}
+
+phase_env() {
+    {
+        date -u
+        uname -a
+        nproc
+        nvidia-smi || true
+        nvidia-smi --query-gpu=name,driver_version,memory.total,pcie.link.gen.current,pcie.link.width.current,clocks.sm,clocks.max.sm --format=csv || true
+        nvcc --version || true
+        cc --version | head -1
+        python3 -c 'import sys, torch, torchvision; print(sys.version); print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else ""); print("torchvision", torchvision.__version__)' || true
+        command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer || true
+        python3 -c 'import sysconfig, os; p = sysconfig.get_paths()["include"]; print(p, os.path.exists(os.path.join(p, "Python.h")))' || true
+    } >"$logs/env.log" 2>&1
+    say "$(grep -m1 -E 'H100|H200|NVIDIA' "$logs/env.log" || echo 'no nvidia-smi')"
+}
+
+phase_test() {
+    [ "$sim" = 1 ] || step test-gpu make $MAKEVARS test-gpu
+    # shellcheck disable=SC2086
+    step build-tests make -j"$jobs" $MAKEVARS \
+        $(ls tests/test_loader_*.c | sed "s|tests/\(.*\)\.c|$B/tests/\1|") \
+        $B/tests/test_resume
+    local t
+    for t in $B/tests/test_loader_* $B/tests/test_resume; do
+        [ -x "$t" ] || continue
+        step "cuda-$(basename "$t")" env PINLOAD_TEST_DEVICE=cuda \
+            PINLOAD_BUILD=$B "$t" --jobs 4
+    done
+    local cs
+    cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+    if [ -x "$cs" ] && [ -x $B/tests/gpu/test_cuda ]; then
+        step memcheck "$cs" --tool memcheck --error-exitcode 9 \
+            $B/tests/gpu/test_cuda
+        step racecheck "$cs" --tool racecheck --error-exitcode 9 \
+            $B/tests/gpu/test_cuda
+    fi
+    rm -rf /tmp/pinload-py python/build
+    step python-build env PINLOAD_MAKE_ARGS="$MAKEVARS" python3 -m pip \
+        install -q --no-build-isolation --no-deps --target /tmp/pinload-py \
+        ./python &&
+        step python-tests env PYTHONPATH=/tmp/pinload-py PINLOAD_BUILD=$B \
+            PINLOAD_TEST_TORCH=1 python3 -m pytest -q -p no:cacheprovider \
+            python/tests
+}
+
+bench() { # bench NAME ARGS...: pinload-bench with CSV and JSON kept
+    local name=$1
+    shift
+    step "$name" "$BENCH" --device cuda --csv "$logs/$name.csv" \
+        --json "$logs/$name.json" --quiet "$@"
+}
+
+phase_h2d() {
+    bench h2d-u8 --data "$GEN" --batch 256 --workers 16 --prefetch 4 \
+        --pin on,off,managed --seconds 3 --warmup 2
+    bench h2d-f32 --data "$GEN" --batch 256 --workers 16 --prefetch 4 \
+        --pin on,off,managed --seconds 3 --warmup 2 --format f32 \
+        --gpu-normalize off
+}
+
+phase_overlap() {
+    bench overlap-0 --data "$GEN" --batch 256 --workers 16 --prefetch 4 \
+        --pin on,off --seconds 3 --warmup 2
+    # One batch's load time, from the pinned row: X and 2X.
+    local x
+    x=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["rows"]; print(round(256e3/r[0]["images_per_s"], 2))' "$logs/overlap-0.json" 2>/dev/null || echo 0)
+    if [ "$x" != 0 ]; then
+        bench overlap-1x --data "$GEN" --batch 256 --workers 16 --prefetch 4 \
+            --pin on,off --seconds 4 --warmup 2 --compute-ms "$x"
+        bench overlap-2x --data "$GEN" --batch 256 --workers 16 --prefetch 4 \
+            --pin on,off --seconds 4 --warmup 2 \
+            --compute-ms "$(python3 -c "print(2 * $x)")"
+    fi
+}
+
+sweep() { # sweep NAME DATA
+    local n=$1 d=$2 w=1,2,4,8,12,16
+    bench "sweep-$n-pin" --data "$d" --batch 256 --workers $w --prefetch 2,4 \
+        --pin on,off --seconds 2 --warmup 1
+    local a f
+    for a in train eval; do
+        for f in "u8 on" "f32 on" "f32 off"; do
+            set -- $f
+            bench "sweep-$n-$a-$1-gpunorm-$2" --data "$d" --batch 256 \
+                --workers $w --prefetch 2 --pin on --seconds 2 --warmup 1 \
+                --augment $a --format "$1" --gpu-normalize "$2"
+        done
+    done
+}
+
+phase_compare() {
+    local d f
+    for d in "generated $GEN" "photos $PHOTOS"; do
+        set -- $d
+        [ -d "$2" ] || continue
+        for f in u8 f32; do
+            step "compare-$1-$f" tools/compare/run.sh "$2" --bench "$BENCH" \
+                --device cuda --batch 256 --workers 1,2,4,8,16 --format $f \
+                --seconds 3 --warmup 2 --json "$logs/compare-$1-$f.json"
+        done
+    done
+}
+
+phase_train() {
+    step train-c $B/samples/train_classifier --data "$GEN" --device cuda \
+        --epochs 3 --batch 256 --size 32 --workers 16
+    if [ -d /tmp/pinload-py ]; then
+        step train-py env PYTHONPATH=/tmp/pinload-py python3 \
+            python/examples/train.py --data "$GEN" --steps 150 --batch 256 \
+            --size 224 --workers 16 --device cuda
+        step train-py-torch env PYTHONPATH=/tmp/pinload-py python3 \
+            python/examples/train.py --data "$GEN" --steps 150 --batch 256 \
+            --size 224 --workers 16 --device cuda --loader torch
+    fi
+}
+
+[ $# -gt 0 ] || set -- env test h2d overlap
+[ "$1" = all ] && set -- env test h2d overlap sweep-generated sweep-photos \
+    compare train
+say "== $(date -u +%FT%TZ) $(git rev-parse --short HEAD 2>/dev/null) phases: $*"
+setup || {
+    pack
+    cat "$summary"
+    exit 1
+}
+for p in "$@"; do
+    case $p in
+    env) phase_env ;;
+    test) phase_test ;;
+    h2d) phase_h2d ;;
+    overlap) phase_overlap ;;
+    sweep-generated) sweep generated "$GEN" ;;
+    sweep-photos) [ -d "$PHOTOS" ] && sweep photos "$PHOTOS" ;;
+    compare) phase_compare ;;
+    train) phase_train ;;
+    *) say "unknown phase $p" ;;
+    esac
+    pack
+done
+pack
+cat "$summary"
