@@ -53,7 +53,10 @@ class BuildExt(build_ext):
             ext.include_dirs.append(os.path.join(ROOT, "include"))
             ext.extra_objects.append(
                 os.path.join(ROOT, build, "libpinload.a"))
-            ext.extra_link_args += libs
+            # Archives the Makefile names by path (the simulated CUDA
+            # runtime's, in a CUDA=sim build) are relative to the root.
+            ext.extra_link_args += [a if a.startswith("-")
+                                    else os.path.join(ROOT, a) for a in libs]
         # Always compile and link again: setuptools only looks at the
         # extension's own sources, not at the library linked into it, and
         # would keep an extension built against an older libpinload.a.
