@@ -34,7 +34,8 @@
 # (refreshed after every phase, so a call cut short keeps what finished)
 # and a summary to $OUT/summary.txt, printed last.
 #
-# GPU_SESSION_SIM=1 runs the same phases against the simulated CUDA
+# GPU_SESSION_KIT=1 uses build/gpu-kit even where the system has
+# libjpeg-turbo. GPU_SESSION_SIM=1 runs the same phases against the simulated CUDA
 # runtime (make CUDA=sim), on any machine: it checks this script, not a GPU.
 set -u
 cd "$(dirname "$0")/.."
@@ -66,6 +67,7 @@ mkdir -p "$logs"
 summary=$work/summary.txt
 : >>"$summary"
 sim=${GPU_SESSION_SIM:-0}
+py=${PYTHON:-python3} # the one with torch (the GPU image's python3)
 if [ "$sim" = 1 ]; then
     B=build/sim
     MAKEVARS="CUDA=sim BUILD=build/sim"
@@ -83,9 +85,14 @@ GEN=$work/generated
 PHOTOS=$work/photos
 
 say() { echo "$*" | tee -a "$summary"; }
+# The figures against their targets (tools/gpu-summary.py), then everything
+# into $OUT.
 pack() {
-    tar -C "$work" -czf "$out/gpu-results.tar.gz" logs summary.txt 2>/dev/null
+    python3 tools/gpu-summary.py "$logs" >"$work/figures.txt" 2>&1
+    tar -C "$work" -czf "$out/gpu-results.tar.gz" logs summary.txt \
+        figures.txt 2>/dev/null
     cp "$summary" "$out/summary.txt"
+    cp "$work/figures.txt" "$out/figures.txt"
 }
 # step NAME COMMAND...: run, log to logs/NAME.log, note the result.
 step() {
@@ -105,8 +112,8 @@ have_header() {
 }
 
 setup() {
-    if ! have_header jpeglib.h || ! have_header turbojpeg.h ||
-        ! command -v djpeg >/dev/null 2>&1; then
+    if [ "${GPU_SESSION_KIT:-0}" = 1 ] || ! have_header jpeglib.h ||
+        ! have_header turbojpeg.h || ! command -v djpeg >/dev/null 2>&1; then
         local k=/tmp/gpu-kit
         if [ ! -d $k ]; then
             mkdir -p $k
@@ -156,7 +163,8 @@ phase_env() {
         command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer || true
         python3 -c 'import sysconfig, os; p = sysconfig.get_paths()["include"]; print(p, os.path.exists(os.path.join(p, "Python.h")))' || true
     } >"$logs/env.log" 2>&1
-    say "$(grep -m1 -E 'H100|H200|NVIDIA' "$logs/env.log" || echo 'no nvidia-smi')"
+    say "$(nvidia-smi --query-gpu=name,driver_version,memory.total \
+        --format=csv,noheader 2>/dev/null || echo 'no nvidia-smi'), $(nproc) CPUs"
 }
 
 phase_test() {
@@ -180,11 +188,11 @@ phase_test() {
             $B/tests/gpu/test_cuda
     fi
     rm -rf /tmp/pinload-py python/build
-    step python-build env PINLOAD_MAKE_ARGS="$MAKEVARS" python3 -m pip \
+    step python-build env PINLOAD_MAKE_ARGS="$MAKEVARS" "$py" -m pip \
         install -q --no-build-isolation --no-deps --target /tmp/pinload-py \
         ./python &&
         step python-tests env PYTHONPATH=/tmp/pinload-py PINLOAD_BUILD=$B \
-            PINLOAD_TEST_TORCH=1 python3 -m pytest -q -p no:cacheprovider \
+            PINLOAD_TEST_TORCH=1 "$py" -m pytest -q -p no:cacheprovider \
             python/tests
 }
 
@@ -208,7 +216,7 @@ phase_overlap() {
         --pin on,off --seconds 3 --warmup 2
     # One batch's load time, from the pinned row: X and 2X.
     local x
-    x=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["rows"]; print(round(256e3/r[0]["images_per_s"], 2))' "$logs/overlap-0.json" 2>/dev/null || echo 0)
+    x=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["rows"]; print(round(r[0]["load_ms"], 2))' "$logs/overlap-0.json" 2>/dev/null || echo 0)
     if [ "$x" != 0 ]; then
         bench overlap-1x --data "$GEN" --batch 256 --workers 16 --prefetch 4 \
             --pin on,off --seconds 4 --warmup 2 --compute-ms "$x"
@@ -219,7 +227,7 @@ phase_overlap() {
 }
 
 sweep() { # sweep NAME DATA
-    local n=$1 d=$2 w=1,2,4,8,12,16
+    local n=$1 d=$2 w=${GPU_SESSION_WORKERS:-1,2,4,8,12,16}
     bench "sweep-$n-pin" --data "$d" --batch 256 --workers $w --prefetch 2,4 \
         --pin on,off --seconds 2 --warmup 1
     local a f
@@ -239,8 +247,8 @@ phase_compare() {
         set -- $d
         [ -d "$2" ] || continue
         for f in u8 f32; do
-            step "compare-$1-$f" tools/compare/run.sh "$2" --bench "$BENCH" \
-                --device cuda --batch 256 --workers 1,2,4,8,16 --format $f \
+            step "compare-$1-$f" env COMPARE_PYTHON="$py" tools/compare/run.sh "$2" --bench "$BENCH" \
+                --device cuda --batch 256 --workers "${GPU_SESSION_WORKERS:-1,2,4,8,16}" --format $f \
                 --seconds 3 --warmup 2 --json "$logs/compare-$1-$f.json"
         done
     done
@@ -250,10 +258,10 @@ phase_train() {
     step train-c $B/samples/train_classifier --data "$GEN" --device cuda \
         --epochs 3 --batch 256 --size 32 --workers 16
     if [ -d /tmp/pinload-py ]; then
-        step train-py env PYTHONPATH=/tmp/pinload-py python3 \
+        step train-py env PYTHONPATH=/tmp/pinload-py "$py" \
             python/examples/train.py --data "$GEN" --steps 150 --batch 256 \
             --size 224 --workers 16 --device cuda
-        step train-py-torch env PYTHONPATH=/tmp/pinload-py python3 \
+        step train-py-torch env PYTHONPATH=/tmp/pinload-py "$py" \
             python/examples/train.py --data "$GEN" --steps 150 --batch 256 \
             --size 224 --workers 16 --device cuda --loader torch
     fi
@@ -265,7 +273,7 @@ phase_train() {
 say "== $(date -u +%FT%TZ) $(git rev-parse --short HEAD 2>/dev/null) phases: $*"
 setup || {
     pack
-    cat "$summary"
+    tail -30 "$logs/build.log"
     exit 1
 }
 for p in "$@"; do
@@ -283,4 +291,5 @@ for p in "$@"; do
     pack
 done
 pack
-cat "$summary"
+echo "== figures (also in \$OUT/figures.txt; logs in \$OUT/gpu-results.tar.gz)"
+cat "$work/figures.txt"

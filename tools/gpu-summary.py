@@ -1,0 +1,108 @@
+"""The figures issue 8 asks for, from the JSON files tools/gpu-session.sh
+leaves in a logs folder, against their targets: H2D GB/s from the ring
+against cudaMemcpy's ceilings (target: pinned at least 90% of cudaMemcpy
+pinned), step time against max(compute, load) (target: within 5% with
+pinned memory), the sweeps' scaling (target: 16 workers at least 12x one),
+and pinload against PyTorch's DataLoader (target: at least 2.5x at equal
+workers). Usage: python3 tools/gpu-summary.py LOGS_DIR
+"""
+import glob
+import json
+import os
+import sys
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def h2d(logs):
+    for name in ("h2d-u8", "h2d-f32"):
+        j = load(os.path.join(logs, name + ".json"))
+        if not j:
+            continue
+        ceil = {"on": j.get("memcpy_pinned_gb_per_s", -1),
+                "off": j.get("memcpy_pageable_gb_per_s", -1),
+                "managed": j.get("memcpy_pageable_gb_per_s", -1)}
+        print("%s: cudaMemcpy %.2f GB/s pinned, %.2f GB/s pageable"
+              % (name, ceil["on"], ceil["off"]))
+        for r in j["rows"]:
+            c = ceil.get(r["pin"], -1)
+            g = r["h2d_gb_per_s"]
+            pct = 100.0 * g / c if c and c > 0 and g and g > 0 else -1
+            target = ("  target >= 90%: " + ("met" if pct >= 90 else "MISSED")
+                      if r["pin"] == "on" else "")
+            print("  pin %-7s H2D %7.2f GB/s = %5.1f%% of cudaMemcpy's %s%s"
+                  % (r["pin"], g, pct,
+                     "pinned" if r["pin"] == "on" else "pageable", target))
+
+
+def overlap(logs):
+    base = load(os.path.join(logs, "overlap-0.json"))
+    if not base:
+        return
+    load_ms = {r["pin"]: r["load_ms"] for r in base["rows"]}
+    for name in ("overlap-1x", "overlap-2x"):
+        j = load(os.path.join(logs, name + ".json"))
+        if not j:
+            continue
+        x = j["compute_ms"]
+        for r in j["rows"]:
+            ideal = max(x, load_ms.get(r["pin"], 0))
+            step = r["step_ms"]
+            over = 100.0 * (step / ideal - 1) if ideal > 0 and step > 0 else -1
+            target = ("  target <= 5%: " + ("met" if over <= 5 else "MISSED")
+                      if r["pin"] == "on" else "")
+            print("%s: pin %-4s compute %.2f ms, load %.2f ms: step %.2f ms, "
+                  "%+.1f%% over max(compute, load)%s"
+                  % (name, r["pin"], x, load_ms.get(r["pin"], -1), step, over,
+                     target))
+
+
+def sweeps(logs):
+    for path in sorted(glob.glob(os.path.join(logs, "sweep-*.json"))):
+        j = load(path)
+        if not j:
+            continue
+        name = os.path.basename(path)[:-5]
+        by = {}
+        for r in j["rows"]:
+            key = (r["pin"], r["prefetch"])
+            by.setdefault(key, {})[r["workers"]] = r["images_per_s"]
+        for (pin, pf), w in sorted(by.items()):
+            one, top = w.get(1), w.get(max(w))
+            scale = top / one if one else -1
+            print("%-34s pin %-3s prefetch %d: %s  (%dw/1w %.1fx)"
+                  % (name, pin, pf,
+                     " ".join("%d:%.0f" % (k, v) for k, v in sorted(w.items())),
+                     max(w), scale))
+
+
+def compare(logs):
+    for path in sorted(glob.glob(os.path.join(logs, "compare-*.json"))):
+        j = load(path)
+        if not j:
+            continue
+        rows = " ".join("%dw %.0f/%.0f=%.2fx" % (r["workers"],
+                                                  r["pinload_images_per_s"],
+                                                  r["other_images_per_s"],
+                                                  r["ratio"])
+                        for r in j["rows"])
+        worst = min((r["ratio"] for r in j["rows"]), default=0)
+        print("%s (pinload/DataLoader img/s): %s  target >= 2.5x: %s"
+              % (os.path.basename(path)[:-5], rows,
+                 "met" if worst >= 2.5 else "MISSED"))
+
+
+def main():
+    logs = sys.argv[1] if len(sys.argv) > 1 else "build/gpu-session/logs"
+    for part in (h2d, overlap, sweeps, compare):
+        part(logs)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
