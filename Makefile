@@ -172,7 +172,7 @@ DEPS_MODE ?= check
 .PHONY: all lib tools samples test test-gpu bench compare compare-tools fuzz \
         valgrind default-data \
         install uninstall clean test-install man abi-check \
-        print-build print-libs test-python \
+        print-build print-libs test-python test-gpu-session \
         format deps deps-test FORCE
 all: lib tools samples
 
@@ -395,6 +395,10 @@ test: $(SIM_TEST_BIN) $(TOOLS) $(SAMPLES)
 	    echo "== $$t (simulated CUDA)"; $(NO_LAUNCHER) \
 	    PINLOAD_BUILD=$(BUILD) PINLOAD_TEST_DEVICE=cuda \
 	    $$t --jobs $(JOBS); done
+ifeq ($(SANITIZE),)
+	@echo "== tools/gpu-session.sh, small, on the simulated runtime"
+	@$(MAKE) --no-print-directory test-gpu-session
+endif
 else
 test: $(TEST_BIN) $(STRESS) $(TOOLS) $(SAMPLES) $(BUILD)/libpinload.so
 	@set -e; for t in $(TEST_BIN); do \
@@ -538,6 +542,29 @@ valgrind: $(STRESS) | $(BUILD)/.deps-test
 	valgrind --leak-check=full --show-leak-kinds=definite,indirect,possible \
 	    --errors-for-leak-kinds=definite,indirect,possible \
 	    --error-exitcode=9 --quiet $(STRESS)
+
+# The GPU session's script (tools/gpu-session.sh) must not rot between the
+# rare sessions that have a GPU: a small run of its bench, sweep and
+# training phases on the simulated runtime, every step succeeding and every
+# figure present (CUDA=sim builds; make test runs it).
+GS_DIR := $(BUILD)/gpu-session-test
+test-gpu-session: $(TOOLS) $(SAMPLES)
+	@rm -rf $(GS_DIR)
+	@$(NO_LAUNCHER) GPU_SESSION_SIM=1 GPU_SESSION_BUILD=$(BUILD) \
+	    GPU_SESSION_DIR=$(GS_DIR) OUT=$(GS_DIR)/out \
+	    GPU_SESSION_PER_CLASS=30 GPU_SESSION_SECONDS=0.3 \
+	    GPU_SESSION_BATCH=32 GPU_SESSION_WORKERS=1,2 \
+	    tools/gpu-session.sh h2d overlap sweep-generated train >/dev/null
+	@s=$(GS_DIR)/out; cat $$s/summary.txt; \
+	if grep ' rc=' $$s/summary.txt | grep -v ' rc=0 '; then \
+	    echo "test-gpu-session: a step failed"; exit 1; fi; \
+	for k in 'h2d-u8:' 'h2d-f32:' 'pin on ' 'pin off ' 'pin managed ' \
+	    'overlap-1x: pin on' 'overlap-2x: pin off' 'sweep-generated-pin ' \
+	    'sweep-generated-eval-f32-gpunorm-off'; do \
+	    grep -q "$$k" $$s/figures.txt || { cat $$s/figures.txt; \
+	    echo "test-gpu-session: no '$$k' in figures.txt"; exit 1; }; done; \
+	tar -tzf $$s/gpu-results.tar.gz | grep -q logs/train-c.log || { \
+	    echo "test-gpu-session: no logs in gpu-results.tar.gz"; exit 1; }
 
 test-gpu: lib
 	$(MAKE) -C tests/gpu BUILD=$(abspath $(BUILD)) CUDA_HOME=$(CUDA_HOME) \

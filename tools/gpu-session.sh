@@ -34,6 +34,10 @@
 # (refreshed after every phase, so a call cut short keeps what finished)
 # and a summary to $OUT/summary.txt, printed last.
 #
+# GPU_SESSION_DIR (default build/gpu-session) holds the sets and logs;
+# GPU_SESSION_PER_CLASS (500), GPU_SESSION_SECONDS and GPU_SESSION_BATCH
+# (each bench row's) and GPU_SESSION_WORKERS (the sweeps') shrink a run, as
+# `make test CUDA=sim` does to check this script.
 # GPU_SESSION_KIT=1 uses build/gpu-kit even where the system has
 # libjpeg-turbo. GPU_SESSION_SIM=1 runs the same phases against the simulated CUDA
 # runtime (make CUDA=sim), on any machine: it checks this script, not a GPU.
@@ -61,7 +65,7 @@ fi
 
 out=${OUT:-$root/build/gpu-out}
 mkdir -p "$out"
-work=$root/build/gpu-session
+work=${GPU_SESSION_DIR:-$root/build/gpu-session}
 logs=$work/logs
 mkdir -p "$logs"
 summary=$work/summary.txt
@@ -69,10 +73,10 @@ summary=$work/summary.txt
 sim=${GPU_SESSION_SIM:-0}
 py=${PYTHON:-python3} # the one with torch (the GPU image's python3)
 if [ "$sim" = 1 ]; then
-    B=build/sim
-    MAKEVARS="CUDA=sim BUILD=build/sim"
+    B=${GPU_SESSION_BUILD:-build/sim}
+    MAKEVARS="CUDA=sim BUILD=$B"
 else
-    B=build
+    B=${GPU_SESSION_BUILD:-build}
     MAKEVARS="NVCC_ARCHS=90"
     if command -v nvidia-smi >/dev/null 2>&1; then
         cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader \
@@ -128,10 +132,11 @@ setup() {
     fi
     # shellcheck disable=SC2086
     step build make -j"$jobs" $MAKEVARS all || return 1
-    if [ ! -f "$GEN/.done" ]; then
+    local per=${GPU_SESSION_PER_CLASS:-500}
+    if [ "$(cat "$GEN/.done" 2>/dev/null)" != "$per" ]; then
         rm -rf "$GEN"
-        step mkdata "$B/pinload-mkdata" --out "$GEN" --per-class 500 \
-            --quiet && touch "$GEN/.done"
+        step mkdata "$B/pinload-mkdata" --out "$GEN" --per-class "$per" \
+            --quiet && echo "$per" >"$GEN/.done"
     fi
     if [ ! -f "$PHOTOS/.done" ] && [ -d data/photos ]; then
         rm -rf "$PHOTOS"
@@ -187,11 +192,11 @@ phase_test() {
         step racecheck "$cs" --tool racecheck --error-exitcode 9 \
             $B/tests/gpu/test_cuda
     fi
-    rm -rf /tmp/pinload-py python/build
+    rm -rf "$work/py" python/build
     step python-build env PINLOAD_MAKE_ARGS="$MAKEVARS" "$py" -m pip \
-        install -q --no-build-isolation --no-deps --target /tmp/pinload-py \
+        install -q --no-build-isolation --no-deps --target "$work/py" \
         ./python &&
-        step python-tests env PYTHONPATH=/tmp/pinload-py PINLOAD_BUILD=$B \
+        step python-tests env PYTHONPATH="$work/py" PINLOAD_BUILD=$B \
             PINLOAD_TEST_TORCH=1 "$py" -m pytest -q -p no:cacheprovider \
             python/tests
 }
@@ -199,8 +204,11 @@ phase_test() {
 bench() { # bench NAME ARGS...: pinload-bench with CSV and JSON kept
     local name=$1
     shift
+    # shellcheck disable=SC2046
     step "$name" "$BENCH" --device cuda --csv "$logs/$name.csv" \
-        --json "$logs/$name.json" --quiet "$@"
+        --json "$logs/$name.json" --quiet "$@" \
+        ${GPU_SESSION_SECONDS:+--seconds "$GPU_SESSION_SECONDS"} \
+        ${GPU_SESSION_BATCH:+--batch "$GPU_SESSION_BATCH"}
 }
 
 phase_h2d() {
@@ -257,11 +265,11 @@ phase_compare() {
 phase_train() {
     step train-c $B/samples/train_classifier --data "$GEN" --device cuda \
         --epochs 3 --batch 256 --size 32 --workers 16
-    if [ -d /tmp/pinload-py ]; then
-        step train-py env PYTHONPATH=/tmp/pinload-py "$py" \
+    if [ -d "$work/py" ]; then
+        step train-py env PYTHONPATH="$work/py" "$py" \
             python/examples/train.py --data "$GEN" --steps 150 --batch 256 \
             --size 224 --workers 16 --device cuda
-        step train-py-torch env PYTHONPATH=/tmp/pinload-py "$py" \
+        step train-py-torch env PYTHONPATH="$work/py" "$py" \
             python/examples/train.py --data "$GEN" --steps 150 --batch 256 \
             --size 224 --workers 16 --device cuda --loader torch
     fi
