@@ -116,7 +116,10 @@ have_header() {
 }
 
 setup() {
-    if [ "${GPU_SESSION_KIT:-0}" = 1 ] || ! have_header jpeglib.h ||
+    if ! ls build/gpu-kit/*.deb >/dev/null 2>&1; then
+        have_header jpeglib.h ||
+            say "no jpeglib.h and no build/gpu-kit (tools/gpu-session.sh kit)"
+    elif [ "${GPU_SESSION_KIT:-0}" = 1 ] || ! have_header jpeglib.h ||
         ! have_header turbojpeg.h || ! command -v djpeg >/dev/null 2>&1; then
         local k=/tmp/gpu-kit
         if [ ! -d $k ]; then
