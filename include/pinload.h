@@ -161,7 +161,9 @@ typedef enum pl_memory {
      * place and each run of samples is migrated to the GPU with
      * cudaMemPrefetchAsync before it is copied into the device buffer, as
      * code built on unified memory does. On the host backend this is
-     * pageable memory, with a notice. */
+     * pageable memory, with a notice. A device without concurrent managed
+     * access (Windows, WSL), where the host may not write managed memory
+     * while the device works, refuses it: PL_EINVAL. */
     PL_MEMORY_MANAGED = 2,
 } pl_memory;
 

@@ -64,16 +64,29 @@ static int cuda_fail(cudaError_t e, const char *what)
 static int host_alloc(backend *b, size_t n, pl_memory want, void **p,
                       hostmem *kind)
 {
-    (void)b;
     switch (want) {
     case PL_MEMORY_PINNED:
         CK(cudaHostAlloc(p, n, cudaHostAllocDefault));
         *kind = HOSTMEM_PINNED;
         return 0;
-    case PL_MEMORY_MANAGED:
+    case PL_MEMORY_MANAGED: {
+        /* The workers write the ring while copies and the caller's kernels
+         * run: without concurrent managed access (Windows, WSL, some
+         * virtual machines) a host write then faults. */
+        int concurrent = 0;
+        CK(cudaDeviceGetAttribute(
+            &concurrent, cudaDevAttrConcurrentManagedAccess, b->device));
+        if (!concurrent)
+            return err_set(PL_EINVAL,
+                           "config.memory: managed memory needs concurrent "
+                           "managed access, which CUDA device %d lacks (the "
+                           "host may not write managed memory while the "
+                           "device works); use pinned or pageable memory",
+                           b->device);
         CK(cudaMallocManaged(p, n, cudaMemAttachGlobal));
         *kind = HOSTMEM_MANAGED;
         return 0;
+    }
     default:
         *kind = HOSTMEM_PAGEABLE;
         *p = aligned_alloc(4096, (n + 4095) / 4096 * 4096);

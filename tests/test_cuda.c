@@ -995,3 +995,36 @@ Test(cuda, an_ordinal_that_cannot_be_had_is_an_error, .timeout = TIMEOUT)
     pl_loader_destroy(l);
     tu_rm_rf(root);
 }
+
+/* Managed memory is written by the workers while the device works, which
+ * a device without concurrent managed access (Windows, WSL) forbids: the
+ * loader refuses it there, naming the reason, rather than fault. */
+Test(cuda, managed_memory_needs_concurrent_managed_access, .timeout = TIMEOUT)
+{
+    char root[64];
+    tu_make_tree(root, 12, 2);
+    pl_config c;
+    base_cfg(&c, root);
+    c.memory = PL_MEMORY_MANAGED;
+    pl_loader *l = create(&c); /* the default: concurrent access */
+    const pl_batch *b;
+    cr_assert_eq(pl_loader_next(l, &b), 0, "%s", pl_last_error());
+    pl_loader_release(l, b, NULL);
+    pl_loader_destroy(l);
+
+    cudasim_config sc;
+    cudasim_get_config(&sc);
+    sc.concurrent_managed = 0;
+    cr_assert_eq(cudasim_set_config(&sc), 0);
+    l = NULL;
+    cr_assert_eq(pl_loader_create(&c, &l), PL_EINVAL);
+    cr_assert_null(l);
+    cr_assert_not_null(strstr(pl_last_error(),
+                              "config.memory: managed memory needs concurrent "
+                              "managed access, which CUDA device 0 lacks"),
+                       "%s", pl_last_error());
+    c.memory = PL_MEMORY_PINNED;
+    l = create(&c);
+    pl_loader_destroy(l);
+    tu_rm_rf(root);
+}

@@ -417,6 +417,7 @@ static void init_locked(void)
     G.cfg.device_bytes = (size_t)env_ulong("CUDASIM_DEVICE_MB", 16384) << 20;
     const char *v = getenv("CUDASIM_VIOLATION");
     G.cfg.abort_on_violation = !(v && !strcmp(v, "count"));
+    G.cfg.concurrent_managed = env_ulong("CUDASIM_CONCURRENT_MANAGED", 1) != 0;
     G.rng = G.cfg.seed;
     const char *faults = getenv("CUDASIM_FAULTS");
     if (faults && *faults)
@@ -1063,7 +1064,7 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
         prop->asyncEngineCount = 2;
         prop->unifiedAddressing = 1;
         prop->managedMemory = 1;
-        prop->concurrentManagedAccess = 1;
+        prop->concurrentManagedAccess = G.cfg.concurrent_managed;
         prop->pciDeviceID = device;
     }
     return end(e);
@@ -1103,8 +1104,10 @@ cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr,
         break;
     case cudaDevAttrUnifiedAddressing:
     case cudaDevAttrManagedMemory:
-    case cudaDevAttrConcurrentManagedAccess:
         *value = 1;
+        break;
+    case cudaDevAttrConcurrentManagedAccess:
+        *value = G.cfg.concurrent_managed;
         break;
     default:
         fprintf(stderr,

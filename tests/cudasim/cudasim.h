@@ -37,7 +37,8 @@
  * cudasim_launch stands in for a kernel), peer access, graphs, IPC, texture
  * memory. Settings come from the environment at the first call
  * (CUDASIM_DEVICES, CUDASIM_DELAY_US, CUDASIM_COPY_GBS, CUDASIM_SEED,
- * CUDASIM_DEVICE_MB, CUDASIM_VIOLATION=abort|count, CUDASIM_FAULTS) and can
+ * CUDASIM_DEVICE_MB, CUDASIM_VIOLATION=abort|count, CUDASIM_FAULTS,
+ * CUDASIM_CONCURRENT_MANAGED) and can
  * be changed by the functions below. Everything here is thread-safe. */
 #ifndef PINLOAD_CUDASIM_H
 #define PINLOAD_CUDASIM_H
@@ -62,6 +63,10 @@ typedef struct cudasim_config {
     uint64_t seed;          /* of the delays and fault probabilities */
     size_t device_bytes;    /* memory per device; default 16 GiB */
     int abort_on_violation; /* 1 (default): abort(); 0: count and go on */
+    int concurrent_managed; /* cudaDevAttrConcurrentManagedAccess: 1
+                               (default, Linux on Pascal and later); 0 as on
+                               Windows and WSL, where the host may not touch
+                               managed memory while the device works */
 } cudasim_config;
 
 /* The settings in force. */
