@@ -175,6 +175,16 @@ phase_env() {
         --format=csv,noheader 2>/dev/null || echo 'no nvidia-smi'), $(nproc) CPUs"
 }
 
+# The Python package, built once per machine into $work/py (no network:
+# the image's setuptools, no build isolation).
+python_package() {
+    [ -f "$work/py/.done" ] && return 0
+    rm -rf "$work/py" python/build
+    step python-build env PINLOAD_MAKE_ARGS="$MAKEVARS" "$py" -m pip \
+        install -q --no-build-isolation --no-deps --target "$work/py" \
+        ./python && touch "$work/py/.done"
+}
+
 phase_test() {
     [ "$sim" = 1 ] || step test-gpu make $MAKEVARS test-gpu
     # shellcheck disable=SC2086
@@ -195,10 +205,7 @@ phase_test() {
         step racecheck "$cs" --tool racecheck --error-exitcode 9 \
             $B/tests/gpu/test_cuda
     fi
-    rm -rf "$work/py" python/build
-    step python-build env PINLOAD_MAKE_ARGS="$MAKEVARS" "$py" -m pip \
-        install -q --no-build-isolation --no-deps --target "$work/py" \
-        ./python &&
+    python_package &&
         step python-tests env PYTHONPATH="$work/py" PINLOAD_BUILD=$B \
             PINLOAD_TEST_TORCH=1 "$py" -m pytest -q -p no:cacheprovider \
             python/tests
@@ -252,23 +259,38 @@ sweep() { # sweep NAME DATA
     done
 }
 
+# compare NAME DATA FORMAT [compare.py options]
+compare() {
+    local n=$1 d=$2 f=$3
+    shift 3
+    step "compare-$n" env COMPARE_PYTHON="$py" PYTHONPATH="$work/py" \
+        tools/compare/run.sh "$d" --bench "$BENCH" --device cuda \
+        --batch "${GPU_SESSION_BATCH:-256}" \
+        --workers "${GPU_SESSION_WORKERS:-1,2,4,8,16}" --format "$f" \
+        --seconds "${GPU_SESSION_SECONDS:-3}" --warmup 2 \
+        --json "$logs/compare-$n.json" "$@"
+}
+
 phase_compare() {
     local d f
     for d in "generated $GEN" "photos $PHOTOS"; do
         set -- $d
         [ -d "$2" ] || continue
         for f in u8 f32; do
-            step "compare-$1-$f" env COMPARE_PYTHON="$py" tools/compare/run.sh "$2" --bench "$BENCH" \
-                --device cuda --batch 256 --workers "${GPU_SESSION_WORKERS:-1,2,4,8,16}" --format $f \
-                --seconds 3 --warmup 2 --json "$logs/compare-$1-$f.json"
+            compare "$1-$f" "$2" $f
         done
     done
+    # pinload from PyTorch (pinload.torch.Loader), as a training loop has it
+    python_package && compare generated-u8-python "$GEN" u8 --via python
 }
 
 phase_train() {
     step train-c $B/samples/train_classifier --data "$GEN" --device cuda \
         --epochs 3 --batch 256 --size 32 --workers 16
-    if [ -d "$work/py" ]; then
+    if ! "$py" -c 'import sys, torch
+sys.exit(not torch.cuda.is_available())' 2>/dev/null; then
+        say "train-py: skipped, $py has no PyTorch with CUDA"
+    elif python_package; then
         step train-py env PYTHONPATH="$work/py" "$py" \
             python/examples/train.py --data "$GEN" --steps 150 --batch 256 \
             --size 224 --workers 16 --device cuda

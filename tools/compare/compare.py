@@ -14,7 +14,9 @@ transforms and the same number of worker processes or threads:
 
 pinload's figure comes from build/pinload-bench with the same settings (on
 CUDA its batches are copied to the GPU by the loader's own streams; f32 is
-normalised on the GPU unless --gpu-normalize off). Prints images/s side by
+normalised on the GPU unless --gpu-normalize off), or with --via python
+through the Python package (pinload.torch.Loader, each batch a tensor on
+the device, as a PyTorch training loop takes it). Prints images/s side by
 side and the ratio; --json FILE keeps every figure. Run through
 `make compare`.
 """
@@ -150,7 +152,28 @@ def measure(make_iter, args, count, finish=None):
     return images / (time.perf_counter() - t0)
 
 
+def pinload_python_rate(args, workers):
+    import torch
+
+    import pinload.torch
+
+    loader = pinload.torch.Loader(
+        args.data, batch_size=args.batch, size=args.size, augment=args.augment,
+        format=args.format, num_workers=workers, prefetch=args.prefetch,
+        gpu_normalize=args.gpu_normalize == "on", drop_last=True,
+        device=0 if args.device == "cuda" else "host",
+        log=lambda level, msg: None)
+    finish = torch.cuda.synchronize if args.device == "cuda" else None
+    try:
+        return measure(lambda: iter(loader), args,
+                       lambda b: b[0].shape[0], finish)
+    finally:
+        loader.close()
+
+
 def pinload_rate(args, workers):
+    if args.via == "python":
+        return pinload_python_rate(args, workers)
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "bench.json")
         span = (["--seconds", str(args.seconds)] if args.seconds
@@ -184,6 +207,9 @@ def main():
     p.add_argument("--format", choices=["u8", "f32"], default="u8")
     p.add_argument("--device", choices=["host", "cuda"], default="host")
     p.add_argument("--gpu-normalize", choices=["on", "off"], default="on")
+    p.add_argument("--via", choices=["bench", "python"], default="bench",
+                   help="pinload measured by pinload-bench or through its "
+                   "Python package")
     p.add_argument("--json", help="write every figure to this file")
     args = p.parse_args()
 
@@ -216,7 +242,7 @@ def main():
         rows.append({"workers": w, "pinload_images_per_s": round(mine, 2),
                      "other_images_per_s": round(theirs, 2),
                      "ratio": round(mine / theirs, 4)})
-    print("other: %s" % other)
+    print("other: %s; pinload via %s" % (other, args.via))
     if args.json:
         conf = {k: v for k, v in vars(args).items() if k != "json"}
         with open(args.json, "w") as f:
