@@ -3,8 +3,8 @@
  * a fixture asks for. Plain C with no test framework, header-only, so that
  * the Criterion suites (through testutil.h), the stress program (which
  * runs under valgrind like a user's program) and the GPU suite (C++, built
- * by nvcc) share it. tools/mkdata.c keeps its own: tools/ use only
- * include/. */
+ * by nvcc) share it. The tools have theirs, tools/jpegenc.h: tools/ use
+ * only include/ and tools/. */
 #ifndef PINLOAD_JPEGWRITE_H
 #define PINLOAD_JPEGWRITE_H
 

@@ -14,9 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <jpeglib.h>
-
 #include "cli.h"
+#include "jpegenc.h"
 
 #define PI 3.14159265358979323846
 
@@ -192,26 +191,8 @@ static int write_jpeg(const char *path, const uint8_t *rgb, int w, int h,
         fprintf(stderr, "pinload-mkdata: %s: %s\n", path, strerror(errno));
         return -1;
     }
-    struct jpeg_compress_struct c;
-    struct jpeg_error_mgr jerr;
-    c.err = jpeg_std_error(&jerr);
-    jpeg_create_compress(&c);
-    jpeg_stdio_dest(&c, f);
-    c.image_width = (JDIMENSION)w;
-    c.image_height = (JDIMENSION)h;
-    c.input_components = 3;
-    c.in_color_space = JCS_RGB;
-    jpeg_set_defaults(&c); /* YCbCr 4:2:0, Huffman-optimised off */
-    jpeg_set_quality(&c, quality, TRUE);
-    if (progressive)
-        jpeg_simple_progression(&c);
-    jpeg_start_compress(&c, TRUE);
-    while (c.next_scanline < c.image_height) {
-        JSAMPROW row = (JSAMPROW)(rgb + (size_t)c.next_scanline * w * 3);
-        jpeg_write_scanlines(&c, &row, 1);
-    }
-    jpeg_finish_compress(&c);
-    jpeg_destroy_compress(&c);
+    const jpegenc_opts o = {.quality = quality, .progressive = progressive};
+    jpegenc(rgb, w, h, &o, f, NULL, NULL);
     if (fclose(f) != 0) {
         fprintf(stderr, "pinload-mkdata: %s: write error\n", path);
         return -1;

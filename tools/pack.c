@@ -18,9 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <jpeglib.h>
-
 #include "cli.h"
+#include "jpegenc.h"
 
 static const char usage[] =
     "usage: pinload-pack --data PATH --out DIR (--shard-size SIZE | "
@@ -265,27 +264,8 @@ static uint8_t *shrink(const uint8_t *rgb, int w, int h, int side, int *ow,
 static int encode(const uint8_t *rgb, int w, int h, int q, unsigned char **out,
                   unsigned long *len)
 {
-    struct jpeg_compress_struct c;
-    struct jpeg_error_mgr jerr;
-    c.err = jpeg_std_error(&jerr);
-    jpeg_create_compress(&c);
-    *out = NULL;
-    *len = 0;
-    jpeg_mem_dest(&c, out, len);
-    c.image_width = (JDIMENSION)w;
-    c.image_height = (JDIMENSION)h;
-    c.input_components = 3;
-    c.in_color_space = JCS_RGB;
-    jpeg_set_defaults(&c);
-    jpeg_set_quality(&c, q, TRUE);
-    c.optimize_coding = TRUE;
-    jpeg_start_compress(&c, TRUE);
-    while (c.next_scanline < c.image_height) {
-        JSAMPROW row = (JSAMPROW)(rgb + (size_t)c.next_scanline * w * 3);
-        jpeg_write_scanlines(&c, &row, 1);
-    }
-    jpeg_finish_compress(&c);
-    jpeg_destroy_compress(&c);
+    const jpegenc_opts o = {.quality = q, .optimize = 1};
+    jpegenc(rgb, w, h, &o, NULL, out, len);
     return 0;
 }
 
