@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,6 +25,7 @@
 #define MAX_SHARDS (1 << 20)
 #define CLS_MAX TAR_SMALL_MAX /* bytes of a .cls member: a decimal label */
 #define SCAN_THREADS 8        /* threads indexing shards at create */
+#define FD_MARGIN 256 /* descriptors left for everything else (CUDA, files) */
 
 static void paths_free(char **p, int n)
 {
@@ -621,9 +623,63 @@ static void *scan_main(void *arg)
     return NULL;
 }
 
+/* Descriptors this process has open now, or 0 if it cannot tell. */
+static long open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return 0;
+    long k = 0;
+    for (const struct dirent *e; (e = readdir(d));)
+        k += e->d_name[0] != '.';
+    closedir(d);
+    return k - 1; /* the listing's own */
+}
+
+/* Every shard stays open for the loader's life (workers pread members from
+ * it), so n shards need n descriptors beside those open now and a margin.
+ * A soft limit below that (1,024 is common; LAION-sized sets have tens of
+ * thousands of shards) is raised towards the hard limit, with a notice;
+ * past the hard limit create fails saying so, before opening anything. */
+static int reserve_fds(int n, logger *lg)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return 0;
+    const rlim_t need = (rlim_t)open_fds() + (rlim_t)n + FD_MARGIN;
+    if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
+        return 0;
+    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need)
+        return err_set(PL_EIO,
+                       "pl_loader_create: %d tar shards stay open, which "
+                       "needs %llu file descriptors with those open now, but "
+                       "this process may open at most %llu (ulimit -Hn): "
+                       "raise the limit, or pack fewer, larger shards "
+                       "(pinload-pack --shard-size)",
+                       n, (unsigned long long)need,
+                       (unsigned long long)rl.rlim_max);
+    const rlim_t was = rl.rlim_cur;
+    rl.rlim_cur = need;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return err_set(PL_EIO,
+                       "pl_loader_create: %d tar shards stay open, which "
+                       "needs %llu file descriptors, and raising this "
+                       "process's limit from %llu failed: %s",
+                       n, (unsigned long long)need, (unsigned long long)was,
+                       strerror(errno));
+    log_msg(lg, PL_LOG_NOTICE,
+            "%d tar shards stay open: raised this process's limit on open "
+            "files from %llu to %llu (ulimit -n)",
+            n, (unsigned long long)was, (unsigned long long)need);
+    return 0;
+}
+
 int shards_open(dataset *ds, char **paths, int n, logger *lg)
 {
     qsort(paths, (size_t)n, sizeof *paths, cmp_path);
+    const int reserved = reserve_fds(n, lg);
+    if (reserved < 0)
+        return reserved;
     ds->shard_fd = malloc((size_t)n * sizeof *ds->shard_fd);
     scan_job *jobs = calloc((size_t)n, sizeof *jobs);
     if (!ds->shard_fd || !jobs) {

@@ -4,9 +4,12 @@
  * labels, bad members, damaged shards, ranks. */
 #include <criterion/criterion.h>
 
+#include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "pinload.h"
@@ -671,5 +674,88 @@ Test(shards, pax_global_headers_and_base_256_sizes, .timeout = TIMEOUT)
     cr_assert(len > 512 && g[156] == 'g', "no global header first");
     free(g);
     free(ref.pixels);
+    tu_rm_rf(dir);
+}
+
+/* Notices, joined. */
+typedef struct notes {
+    pthread_mutex_t mu;
+    char text[8192];
+} notes;
+
+static void keep_notes(void *ctx, pl_log_level level, const char *msg)
+{
+    (void)level;
+    notes *n = ctx;
+    pthread_mutex_lock(&n->mu);
+    const size_t at = strlen(n->text);
+    snprintf(n->text + at, sizeof n->text - at, "%s\n", msg);
+    pthread_mutex_unlock(&n->mu);
+}
+
+/* Every shard stays open, so a set of more shards than the soft limit on
+ * open files allows (1,024 is common; LAION-sized sets have tens of
+ * thousands) raises that limit, saying so; past the hard limit, create
+ * fails naming the counts and the remedies, before opening anything. */
+Test(shards, more_shards_than_the_open_file_limit, .timeout = TIMEOUT)
+{
+    char dir[64], cmd[1024], data[128];
+    tu_tmpdir(dir);
+    snprintf(data, sizeof data, "%s/s.jpg", dir);
+    tu_write_jpeg(data, 20, 20, 1, NULL);
+    snprintf(cmd, sizeof cmd,
+             "cd %s && mkdir sh && python3 -c 'import tarfile\n"
+             "for i in range(300):\n"
+             "    with tarfile.open(\"sh/s-%%03d.tar\" %% i, \"w\") as t:\n"
+             "        t.add(\"s.jpg\", \"k%%d.jpg\" %% i)'",
+             dir);
+    run_cmd(cmd);
+    snprintf(data, sizeof data, "%s/sh", dir);
+    struct rlimit rl;
+    cr_assert_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    rl.rlim_cur = 128;
+    cr_assert_eq(setrlimit(RLIMIT_NOFILE, &rl), 0, "%s", strerror(errno));
+
+    notes n = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    pl_config c;
+    base_cfg(&c, data);
+    c.log = keep_notes;
+    c.log_ctx = &n;
+    c.on_error = PL_ON_ERROR_FAIL;
+    pl_loader *l;
+    cr_assert_eq(pl_loader_create(&c, &l), 0, "%s", pl_last_error());
+    cr_assert_not_null(strstr(n.text, "300 tar shards stay open: raised this "
+                                      "process's limit on open files from "
+                                      "128 to "),
+                       "%s", n.text);
+    struct rlimit now;
+    cr_assert_eq(getrlimit(RLIMIT_NOFILE, &now), 0);
+    cr_assert_geq(now.rlim_cur, 300 + 256);
+    pl_info info;
+    pl_loader_info(l, &info);
+    cr_assert_eq(info.dataset_size, 300);
+    const pl_batch *b;
+    int rc, seen = 0;
+    while ((rc = pl_loader_next(l, &b)) == 0) {
+        seen += b->count;
+        pl_loader_release(l, b, NULL);
+    }
+    cr_assert_eq(rc, PL_EPOCH_END, "%s", pl_last_error());
+    cr_assert_eq(seen, 300);
+    pl_loader_destroy(l);
+
+    /* A hard limit too low: refused up front. */
+    rl.rlim_cur = rl.rlim_max = 200;
+    cr_assert_eq(setrlimit(RLIMIT_NOFILE, &rl), 0, "%s", strerror(errno));
+    l = NULL;
+    cr_assert_eq(pl_loader_create(&c, &l), PL_EIO);
+    cr_assert_null(l);
+    cr_assert_not_null(
+        strstr(pl_last_error(), "300 tar shards stay open, which needs "), "%s",
+        pl_last_error());
+    cr_assert_not_null(strstr(pl_last_error(), "at most 200 (ulimit -Hn): "
+                                               "raise the limit, or pack "
+                                               "fewer, larger shards"),
+                       "%s", pl_last_error());
     tu_rm_rf(dir);
 }
