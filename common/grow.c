@@ -31,3 +31,15 @@ int grow(void *pp, size_t *cap, size_t need, size_t elem, size_t first)
     *cap = n;
     return 0;
 }
+
+void grow_trim(void *pp, size_t *cap, size_t need, size_t elem)
+{
+    if (*cap <= GROW_KEEP_BYTES / elem || need > GROW_KEEP_BYTES / elem)
+        return;
+    void *old;
+    memcpy(&old, pp, sizeof old);
+    free(old);
+    old = NULL;
+    memcpy(pp, &old, sizeof old);
+    *cap = 0;
+}

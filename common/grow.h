@@ -12,4 +12,14 @@
  * PL_ENOMEM with *pp and *cap unchanged (and still valid). */
 int grow(void *pp, size_t *cap, size_t need, size_t elem, size_t first);
 
+/* The most a worker's scratch buffer keeps between samples once one
+ * unusually large sample grew it. */
+#define GROW_KEEP_BYTES ((size_t)32 << 20)
+
+/* Before grow() for `need` elements: a buffer holding more than
+ * GROW_KEEP_BYTES is given back (freed, *cap 0) when `need` fits in that,
+ * so one huge sample does not leave a worker holding its size for the rest
+ * of the run. */
+void grow_trim(void *pp, size_t *cap, size_t need, size_t elem);
+
 #endif

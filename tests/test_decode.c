@@ -1067,3 +1067,41 @@ Test(decode, cropped_rows_equal_the_full_decode_inside_the_margin)
     }
     tu_rm_rf(dir);
 }
+
+/* The decoded rows a worker keeps for the resampler: one very large image
+ * (a 4200 x 3000 region at full scale, 37.8 MB) must not leave the worker
+ * holding that much for the rest of the run; the next ordinary sample gives
+ * it back (it used to stay at its largest until destroy, up to ~0.5 GB at
+ * max_pixels without DCT scaling). */
+Test(decode, a_huge_samples_decoded_rows_are_not_kept_for_the_next)
+{
+    char dir[64], big[128], small[128];
+    tu_tmpdir(dir);
+    snprintf(big, sizeof big, "%s/big.jpg", dir);
+    snprintf(small, sizeof small, "%s/small.jpg", dir);
+    tu_write_jpeg(big, 4200, 3000, 3, NULL);
+    tu_write_jpeg(small, 320, 240, 4, NULL);
+    decode_limits lim;
+    decode_limits_default(&lim);
+    process_ctx ctx;
+    cr_assert_eq(process_init(&ctx, &lim), 0);
+    augment_params p;
+    static const float mean[3] = {0, 0, 0}, std[3] = {1, 1, 1};
+    augment_params_init(&p, PL_AUGMENT_NONE, PL_FORMAT_U8_NHWC, 16, 16, 1, mean,
+                        std);
+    p.dct_scaling = 0; /* the whole frame at full scale */
+    uint8_t out[16 * 16 * 3];
+    process_times t = {0};
+    char reason[PROCESS_REASON_MAX] = "";
+    cr_assert_eq(process_sample(&ctx, &p, AT_FDCWD, big, MAX_FILE_BYTES, 0, 0,
+                                out, &t, reason),
+                 0, "%s", reason);
+    cr_assert_geq(ctx.src_cap, (size_t)4200 * 3000 * 3);
+    cr_assert_eq(process_sample(&ctx, &p, AT_FDCWD, small, MAX_FILE_BYTES, 0, 1,
+                                out, &t, reason),
+                 0, "%s", reason);
+    cr_assert_leq(ctx.src_cap, GROW_KEEP_BYTES, "kept %zu bytes", ctx.src_cap);
+    cr_assert_geq(ctx.src_cap, (size_t)320 * 240 * 3);
+    process_fini(&ctx);
+    tu_rm_rf(dir);
+}

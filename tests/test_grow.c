@@ -54,3 +54,25 @@ Test(grow, a_size_that_overflows_is_enomem_and_leaves_the_buffer)
     cr_assert_eq(p[7], 42);
     free(p);
 }
+
+/* A buffer over GROW_KEEP_BYTES is given back when the next need fits in
+ * that (counted in bytes, whatever the element size), and kept otherwise;
+ * small buffers are never touched. */
+Test(grow, trim_gives_back_a_large_buffer_only_for_a_small_need)
+{
+    int32_t *p = NULL;
+    size_t cap = 0;
+    const size_t keep = GROW_KEEP_BYTES / sizeof *p;
+    cr_assert_eq(grow(&p, &cap, keep + 10, sizeof *p, 0), 0);
+    grow_trim(&p, &cap, keep + 1, sizeof *p); /* still large: kept */
+    cr_assert_eq(cap, keep + 10);
+    cr_assert_not_null(p);
+    grow_trim(&p, &cap, keep, sizeof *p); /* fits: given back */
+    cr_assert_eq(cap, 0);
+    cr_assert_null(p);
+    cr_assert_eq(grow(&p, &cap, 100, sizeof *p, 0), 0);
+    grow_trim(&p, &cap, 1, sizeof *p); /* small: kept */
+    cr_assert_eq(cap, 100);
+    cr_assert_not_null(p);
+    free(p);
+}
