@@ -433,19 +433,24 @@ static int sidecar_path(const char *path, int which, char *out, size_t cap)
 }
 
 /* The index from a sidecar that matches st: 1, or 0 if there is none
- * usable (absent, stale or damaged: *stale says which of the last two). */
+ * usable (absent, stale or damaged: *stale says which of the last two).
+ * Something else under the index's name (a folder, a FIFO: opened without
+ * blocking) counts as absent. */
 static int sidecar_load(const char *idx, const struct stat *st, tar_index *t,
                         int *stale)
 {
     *stale = 0;
-    const int fd = open(idx, O_RDONLY | O_CLOEXEC);
+    const int fd = open(idx, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0)
         return 0;
     struct stat is;
+    if (fstat(fd, &is) != 0 || !S_ISREG(is.st_mode)) {
+        close(fd);
+        return 0;
+    }
     unsigned char *b = NULL;
     int ok = 0;
-    if (fstat(fd, &is) == 0 && is.st_size >= 48 &&
-        (size_t)is.st_size <= IDX_MAX_BYTES &&
+    if (is.st_size >= 48 && (size_t)is.st_size <= IDX_MAX_BYTES &&
         (b = malloc((size_t)is.st_size))) {
         size_t got = 0;
         while (got < (size_t)is.st_size) {
@@ -537,7 +542,9 @@ static int sidecar_save(const char *idx, const struct stat *st,
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", idx, (long)getpid());
     int rc = -1;
     const int fd =
-        b.oom ? -1 : open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        b.oom ? -1
+              : open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NONBLOCK | O_CLOEXEC,
+                     0644);
     if (fd >= 0) {
         size_t done = 0;
         while (done < b.n) {
@@ -688,7 +695,9 @@ int shards_open(dataset *ds, char **paths, int n, logger *lg)
     }
     int rc = 0;
     for (int s = 0; s < n && rc == 0; s++) {
-        const int fd = open(paths[s], O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        /* Without blocking: a FIFO named like a shard is refused below. */
+        const int fd =
+            open(paths[s], O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0) {
             rc = err_set(PL_EIO, "pl_loader_create: %s: %s", paths[s],
                          strerror(errno));

@@ -759,3 +759,87 @@ Test(shards, more_shards_than_the_open_file_limit, .timeout = TIMEOUT)
                        "%s", pl_last_error());
     tu_rm_rf(dir);
 }
+
+/* Where the index cannot be written next to the shard (a read-only folder
+ * for users; here, for root too, a folder in the way of s.tar.idx), it
+ * goes to the user's cache folder ($XDG_CACHE_HOME/pinload), and the next
+ * create reads it from there. */
+Test(shards, the_index_falls_back_to_the_cache_folder, .timeout = TIMEOUT)
+{
+    char dir[64], cmd[512], p[256], data[128], xdg[128];
+    tu_tmpdir(dir);
+    snprintf(p, sizeof p, "%s/stage/k0.jpg", dir);
+    tu_write_jpeg(p, 40, 40, 1, NULL);
+    snprintf(cmd, sizeof cmd,
+             "cd %s/stage && tar -cf ../s.tar k0.jpg && mkdir ../s.tar.idx",
+             dir);
+    run_cmd(cmd);
+    snprintf(xdg, sizeof xdg, "%s/xdg", dir);
+    setenv("XDG_CACHE_HOME", xdg, 1);
+    unsetenv("PINLOAD_INDEX_DIR");
+    snprintf(data, sizeof data, "%s/s.tar", dir);
+    pl_config c;
+    base_cfg(&c, data);
+    c.log = keep_notes;
+    for (int k = 0; k < 2; k++) {
+        notes n = {.mu = PTHREAD_MUTEX_INITIALIZER};
+        c.log_ctx = &n;
+        pl_loader *l;
+        cr_assert_eq(pl_loader_create(&c, &l), 0, "%s", pl_last_error());
+        pl_loader_destroy(l);
+        cr_assert_not_null(strstr(n.text, k == 0 ? "0 indexed from their "
+                                                   ".idx file, 1 read"
+                                                 : "1 indexed from their "
+                                                   ".idx file, 0 read"),
+                           "create %d: %s", k, n.text);
+    }
+    snprintf(cmd, sizeof cmd, "ls %s/pinload | grep -c -- '-s.tar.idx$'", xdg);
+    FILE *f = popen(cmd, "r");
+    char count[16] = "";
+    cr_assert_not_null(fgets(count, sizeof count, f));
+    pclose(f);
+    cr_assert_str_eq(count, "1\n");
+    tu_rm_rf(dir);
+}
+
+/* A FIFO where the index or a shard would be (hostile file systems) never
+ * blocks create: under the index's name it counts as no index (the shard
+ * is read, and nothing is called stale), named as a shard it is refused. */
+Test(shards, fifos_in_place_of_an_index_or_a_shard_never_block,
+     .timeout = TIMEOUT)
+{
+    char dir[64], cmd[512], p[256], data[128];
+    tu_tmpdir(dir);
+    snprintf(p, sizeof p, "%s/stage/k0.jpg", dir);
+    tu_write_jpeg(p, 40, 40, 1, NULL);
+    snprintf(cmd, sizeof cmd,
+             "cd %s/stage && tar -cf ../s.tar k0.jpg && mkfifo ../s.tar.idx "
+             "../f.tar",
+             dir);
+    run_cmd(cmd);
+    unsetenv("PINLOAD_INDEX_DIR");
+    snprintf(data, sizeof data, "%s/s.tar", dir);
+    notes n = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    pl_config c;
+    base_cfg(&c, data);
+    c.log = keep_notes;
+    c.log_ctx = &n;
+    pl_loader *l;
+    cr_assert_eq(pl_loader_create(&c, &l), 0, "%s", pl_last_error());
+    pl_loader_destroy(l);
+    cr_assert_not_null(strstr(n.text, "0 indexed from their .idx file, 1 read"),
+                       "%s", n.text);
+    cr_assert_null(strstr(n.text, "did not match"), "%s", n.text);
+
+    snprintf(p, sizeof p, "%s/f.tar", dir);
+    snprintf(data, sizeof data, "%s/list", dir);
+    char line[300];
+    snprintf(line, sizeof line, "%s\n", p);
+    tu_write_file(data, line, strlen(line));
+    c.data = data;
+    l = NULL;
+    cr_assert_eq(pl_loader_create(&c, &l), PL_EIO);
+    cr_assert_not_null(strstr(pl_last_error(), "f.tar: not a regular file"),
+                       "%s", pl_last_error());
+    tu_rm_rf(dir);
+}
