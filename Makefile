@@ -504,6 +504,10 @@ $(FUZZ_DIR)/fuzz_loader: tests/fuzz/fuzz_loader.c tests/fuzz/loader_harness.h \
 # libFuzzer over the tar shard indexer (loader/tar.c), seeded with
 # tests/fuzz/regressions-tar, which test_fuzz_tar replays.
 FUZZ_TAR_SECONDS ?= 30
+# The loader over tar shards (fuzz_loader with PINLOAD_FUZZ_SHARDS=1);
+# its finds go to tests/fuzz/regressions-shards, replayed by
+# test_fuzz_loader.
+FUZZ_SHARDS_SECONDS ?= 30
 $(FUZZ_DIR)/fuzz_tar: tests/fuzz/fuzz_tar.c tests/fuzz/tar_harness.h \
                       loader/tar.c loader/tar.h common/grow.c loader/error.c \
                       | $(BUILD)/.deps-fuzz
@@ -530,11 +534,16 @@ fuzz: $(FUZZ_DIR)/fuzz_decode $(FUZZ_DIR)/fuzz_loader $(FUZZ_DIR)/fuzz_tar
 	    -rss_limit_mb=2048 -artifact_prefix=$(FUZZ_DIR)/loader- \
 	    -print_final_stats=1 $(FUZZ_DIR)/corpus-loader \
 	    tests/fuzz/regressions-loader
-	@mkdir -p $(FUZZ_DIR)/corpus-tar
+	@mkdir -p $(FUZZ_DIR)/corpus-tar $(FUZZ_DIR)/corpus-shards
 	$(FUZZ_DIR)/fuzz_tar -max_total_time=$(FUZZ_TAR_SECONDS) \
 	    -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
 	    -artifact_prefix=$(FUZZ_DIR)/tar- -print_final_stats=1 \
 	    $(FUZZ_DIR)/corpus-tar tests/fuzz/regressions-tar
+	$(NO_LAUNCHER) PINLOAD_FUZZ_SHARDS=1 $(FUZZ_DIR)/fuzz_loader \
+	    -max_total_time=$(FUZZ_SHARDS_SECONDS) -max_len=1024 -timeout=30 \
+	    -rss_limit_mb=2048 -artifact_prefix=$(FUZZ_DIR)/shards- \
+	    -print_final_stats=1 $(FUZZ_DIR)/corpus-shards \
+	    tests/fuzz/regressions-shards
 
 # valgrind memcheck over the stress program: full epochs, mid-epoch
 # destroys with batches held, bad files; any leak or invalid access fails.

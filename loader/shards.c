@@ -335,9 +335,11 @@ static int add_shard(dataset *ds, int s, const char *path, const tar_index *t,
         } else {
             ds->offset[k] = image->offset;
             ds->size[k] = image->size;
-            if (label > *max_label)
-                *max_label = label;
         }
+        /* Every sample's label counts, a bad one's too: under SUBSTITUTE
+         * it is delivered (a key without an image keeps its cls label). */
+        if (label > *max_label)
+            *max_label = label;
         i = j;
     }
     return 0;

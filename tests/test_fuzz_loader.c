@@ -55,3 +55,41 @@ Test(fuzz_loader, every_regression_input_keeps_the_contract, .timeout = 300)
     cr_assert_gt(n, 0, "no input in tests/fuzz/regressions-loader");
     cr_log_info("%d regression inputs", n);
 }
+
+/* The same contract over tar shards (fuzz_shards_one): random shards,
+ * damaged, named every way, with hostile things where their index goes. */
+static void run_shard_seeds(uint64_t first, int n)
+{
+    char scratch[64];
+    tu_tmpdir(scratch);
+    for (int i = 0; i < n; i++) {
+        uint64_t s = first + (uint64_t)i * 0x9e3779b97f4a7c15u;
+        uint8_t input[512];
+        for (size_t k = 0; k < sizeof input; k++)
+            input[k] = (uint8_t)(next_rand(&s) >> 56);
+        if (getenv("PINLOAD_FUZZ_VERBOSE"))
+            fprintf(stderr, "-- input %d\n", i);
+        fuzz_shards_one(input, sizeof input, scratch);
+    }
+    tu_rm_rf(scratch);
+}
+
+Test(fuzz_loader, random_configs_and_shards_keep_the_contract, .timeout = 300)
+{
+    run_shard_seeds(4242, TU_SANITIZED ? 40 : 160);
+}
+
+static void replay_shards(const uint8_t *bytes, size_t len)
+{
+    fuzz_shards_one(bytes, len, replay_scratch);
+}
+
+Test(fuzz_loader, every_shards_regression_input_keeps_the_contract,
+     .timeout = 300)
+{
+    tu_tmpdir(replay_scratch);
+    const int n = tu_each_file("tests/fuzz/regressions-shards", replay_shards);
+    tu_rm_rf(replay_scratch);
+    cr_assert_gt(n, 0, "no input in tests/fuzz/regressions-shards");
+    cr_log_info("%d regression inputs", n);
+}

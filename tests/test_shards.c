@@ -843,3 +843,43 @@ Test(shards, fifos_in_place_of_an_index_or_a_shard_never_block,
                        "%s", pl_last_error());
     tu_rm_rf(dir);
 }
+
+/* A key without an image keeps its cls label, and that label counts among
+ * the classes: under SUBSTITUTE its zeros are delivered with it, and it
+ * must be a valid class (it was beyond num_classes, found by the loader
+ * fuzzer over shards). */
+Test(shards, a_bad_samples_label_is_a_class_too, .timeout = TIMEOUT)
+{
+    char dir[64], cmd[512], p[256], data[128];
+    tu_tmpdir(dir);
+    snprintf(p, sizeof p, "%s/stage/a.jpg", dir);
+    tu_write_jpeg(p, 24, 24, 1, NULL);
+    snprintf(p, sizeof p, "%s/stage/a.cls", dir);
+    tu_write_file(p, "1\n", 2);
+    snprintf(p, sizeof p, "%s/stage/b.cls", dir); /* no image, label 7 */
+    tu_write_file(p, "7\n", 2);
+    snprintf(cmd, sizeof cmd,
+             "cd %s/stage && tar -cf ../s.tar a.jpg a.cls b.cls", dir);
+    run_cmd(cmd);
+    snprintf(data, sizeof data, "%s/s.tar", dir);
+    pl_config c;
+    base_cfg(&c, data);
+    c.shuffle = 0;
+    c.batch_size = 2;
+    c.on_error = PL_ON_ERROR_SUBSTITUTE;
+    pl_loader *l;
+    cr_assert_eq(pl_loader_create(&c, &l), 0, "%s", pl_last_error());
+    pl_info info;
+    pl_loader_info(l, &info);
+    cr_assert_eq(info.num_classes, 8);
+    const pl_batch *b;
+    cr_assert_eq(pl_loader_next(l, &b), 0, "%s", pl_last_error());
+    cr_assert_eq(b->count, 2);
+    cr_assert_eq(b->labels[0], 1);
+    cr_assert_eq(b->status[0], 0);
+    cr_assert_eq(b->labels[1], 7);
+    cr_assert_eq(b->status[1], PL_ENOTJPEG);
+    pl_loader_release(l, b, NULL);
+    pl_loader_destroy(l);
+    tu_rm_rf(dir);
+}

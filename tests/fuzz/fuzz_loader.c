@@ -1,5 +1,6 @@
 /* libFuzzer target for the whole loader: a configuration and a file tree
- * from each input (loader_harness.h). `make fuzz`. */
+ * from each input (loader_harness.h), or with PINLOAD_FUZZ_SHARDS=1 a
+ * configuration and tar shards (fuzz_shards_one). `make fuzz` runs both. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -23,6 +24,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         atexit(remove_scratch);
     }
-    fuzz_loader_one(data, size, scratch);
+    static int shards = -1;
+    if (shards < 0) {
+        const char *v = getenv("PINLOAD_FUZZ_SHARDS");
+        shards = v && *v == '1';
+    }
+    if (shards)
+        fuzz_shards_one(data, size, scratch);
+    else
+        fuzz_loader_one(data, size, scratch);
     return 0;
 }

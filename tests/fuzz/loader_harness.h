@@ -22,7 +22,10 @@
  * batches_per_epoch batches; SUBSTITUTE never stops and SKIP only with
  * PL_ENODATA (a whole pass without a good sample), every error with a
  * sentence; substituted samples are all zeros; destroy returns within the
- * decode time limit plus 2 s. A violation aborts. */
+ * decode time limit plus 2 s. A violation aborts.
+ *
+ * fuzz_shards_one does the same over tar shards built from the input (see
+ * there), with the same contract. */
 #ifndef PINLOAD_FUZZ_LOADER_HARNESS_H
 #define PINLOAD_FUZZ_LOADER_HARNESS_H
 
@@ -269,6 +272,69 @@ static inline void fz_rm_rf(const char *root)
         abort();
 }
 
+/* Two epochs' start of a created loader, checked against the contract,
+ * then destroy, timed. */
+static inline void fz_deliver(pl_loader *l, const pl_config *cfg)
+{
+    const pl_config c = *cfg;
+    pl_info info;
+    fz_check(pl_loader_info(l, &info) == 0, "info");
+    const int tolerant = c.on_error != PL_ON_ERROR_FAIL;
+    for (int epoch = 0; epoch < 2; epoch++) {
+        int64_t batches = 0;
+        const pl_batch *b;
+        int r;
+        while ((r = pl_loader_next(l, &b)) == 0) {
+            fz_check(b->count >= 1 && b->count <= info.batch_size, "count");
+            fz_check(b->epoch == c.first_epoch + epoch, "epoch");
+            fz_check(b->index == batches, "batch index");
+            for (int k = 0; k < b->count; k++) {
+                fz_check(b->labels[k] >= 0 && b->labels[k] < info.num_classes,
+                         "label");
+                fz_check(b->indices[k] >= 0 &&
+                             b->indices[k] < info.dataset_size,
+                         "index");
+                fz_check(b->status[k] == 0 ||
+                             c.on_error == PL_ON_ERROR_SUBSTITUTE,
+                         "status");
+                if (b->status[k] != 0) {
+                    const uint8_t *px =
+                        (const uint8_t *)b->data + k * info.sample_bytes;
+                    for (size_t j = 0; j < info.sample_bytes; j++)
+                        fz_check(px[j] == 0, "a substitute is zeros");
+                }
+            }
+            batches++;
+            fz_check(pl_loader_release(l, b, NULL) == 0, "release");
+            if (epoch == 1)
+                break; /* the next epoch's start is enough */
+        }
+        if (getenv("PINLOAD_FUZZ_VERBOSE"))
+            fprintf(stderr,
+                    "epoch %d (on_error %d): %lld batches of %lld, "
+                    "then %s\n",
+                    epoch, (int)c.on_error, (long long)batches,
+                    (long long)info.batches_per_epoch, pl_err_name(r));
+        if (r == PL_EPOCH_END) {
+            fz_check(!tolerant || batches == info.batches_per_epoch,
+                     "an epoch that ends has batches_per_epoch batches");
+        } else if (r < 0) {
+            fz_check(pl_last_error()[0] != '\0', "next's reason");
+            /* Only FAIL stops at a bad sample; SKIP stops only when a
+             * whole pass decodes nothing; SUBSTITUTE never stops. */
+            fz_check(c.on_error == PL_ON_ERROR_FAIL ||
+                         (c.on_error == PL_ON_ERROR_SKIP && r == PL_ENODATA),
+                     "the error policy's outcome");
+            fz_check(r != PL_EBUSY, "not busy: every batch was released");
+            break;
+        }
+    }
+    const double t0 = fz_now();
+    pl_loader_destroy(l);
+    const double limit = c.max_decode_ms > 0 ? c.max_decode_ms / 1e3 : 5.0;
+    fz_check(fz_now() - t0 < limit + 2.0, "destroy's bound");
+}
+
 /* One input, in a fresh tree under `scratch` (an existing folder). */
 static inline void fuzz_loader_one(const uint8_t *data, size_t size,
                                    const char *scratch)
@@ -327,62 +393,237 @@ static inline void fuzz_loader_one(const uint8_t *data, size_t size,
             (void)truncate(paths[i], 0);
     }
 
-    pl_info info;
-    fz_check(pl_loader_info(l, &info) == 0, "info");
-    const int tolerant = c.on_error != PL_ON_ERROR_FAIL;
-    for (int epoch = 0; epoch < 2; epoch++) {
-        int64_t batches = 0;
-        const pl_batch *b;
-        int r;
-        while ((r = pl_loader_next(l, &b)) == 0) {
-            fz_check(b->count >= 1 && b->count <= info.batch_size, "count");
-            fz_check(b->epoch == c.first_epoch + epoch, "epoch");
-            fz_check(b->index == batches, "batch index");
-            for (int k = 0; k < b->count; k++) {
-                fz_check(b->labels[k] >= 0 && b->labels[k] < info.num_classes,
-                         "label");
-                fz_check(b->indices[k] >= 0 &&
-                             b->indices[k] < info.dataset_size,
-                         "index");
-                fz_check(b->status[k] == 0 ||
-                             c.on_error == PL_ON_ERROR_SUBSTITUTE,
-                         "status");
-                if (b->status[k] != 0) {
-                    const uint8_t *px =
-                        (const uint8_t *)b->data + k * info.sample_bytes;
-                    for (size_t j = 0; j < info.sample_bytes; j++)
-                        fz_check(px[j] == 0, "a substitute is zeros");
-                }
-            }
-            batches++;
-            fz_check(pl_loader_release(l, b, NULL) == 0, "release");
-            if (epoch == 1)
-                break; /* the next epoch's start is enough */
+    fz_deliver(l, &c);
+    fz_rm_rf(root);
+}
+
+/* ---- the same over tar shards ---- */
+
+/* One ustar member (name up to 99 bytes) of n bytes into f. */
+static inline void fz_tar_member(FILE *f, const char *name, const void *data,
+                                 size_t n)
+{
+    char h[512];
+    memset(h, 0, sizeof h);
+    snprintf(h, 100, "%s", name);
+    snprintf(h + 100, 8, "%07o", 0644);
+    snprintf(h + 108, 8, "%07o", 0);
+    snprintf(h + 116, 8, "%07o", 0);
+    snprintf(h + 124, 12, "%011o", (unsigned)n);
+    snprintf(h + 136, 12, "%011o", 0);
+    memset(h + 148, ' ', 8);
+    h[156] = '0';
+    memcpy(h + 257, "ustar", 6);
+    memcpy(h + 263, "00", 2);
+    unsigned sum = 0;
+    for (int i = 0; i < 512; i++)
+        sum += (unsigned char)h[i];
+    snprintf(h + 148, 8, "%06o", sum);
+    h[155] = ' ';
+    fwrite(h, 1, sizeof h, f);
+    fwrite(data, 1, n, f);
+    static const char zeros[512];
+    fwrite(zeros, 1, (512 - n % 512) % 512, f);
+}
+
+/* A JPEG (w x h from the input, maybe progressive or gray) in memory,
+ * through a file in dir. */
+static inline uint8_t *fz_jpeg_bytes(fz_in *in, const char *dir, size_t *n)
+{
+    const int w = 1 + (int)(fz_u8(in) % 40), h = 1 + (int)(fz_u8(in) % 40);
+    const unsigned seed = fz_u8(in);
+    uint8_t *rgb = malloc((size_t)w * h * 3);
+    for (int k = 0; k < w * h * 3; k++)
+        rgb[k] = (uint8_t)(seed * 17 + (unsigned)k * 5);
+    char path[FZ_PATH];
+    snprintf(path, sizeof path, "%.*s/one.jpg", FZ_ROOT - 1, dir);
+    tu_jpeg_opts o = {.progressive = seed & 1, .gray = (seed >> 1) & 1};
+    fz_check(tu_jpeg_encode_file(path, rgb, w, h, &o) == 0, "write");
+    free(rgb);
+    FILE *f = fopen(path, "rb");
+    fz_check(f != NULL, "reopen");
+    fseek(f, 0, SEEK_END);
+    *n = (size_t)ftell(f);
+    rewind(f);
+    uint8_t *b = malloc(*n ? *n : 1);
+    fz_check(fread(b, 1, *n, f) == *n, "read back");
+    fclose(f);
+    unlink(path);
+    return b;
+}
+
+/* One input over tar shards: up to 3 shards of up to 14 keys, written by
+ * this harness's ustar writer from the input: good JPEGs, truncated ones,
+ * bytes, keys without an image, labels that are not labels, extra
+ * members, a key that comes back later, keys in folders; the shards maybe
+ * without their end blocks, cut short, with a damaged header or trailing
+ * bytes; something in place of the first shard's index (bytes, an empty
+ * file, a folder, a FIFO); named as one shard, the folder, a brace pattern
+ * or a list (maybe naming a shard that is not there); after create shards
+ * cut, deleted or grown. The contract is fuzz_loader_one's. */
+static inline void fuzz_shards_one(const uint8_t *data, size_t size,
+                                   const char *scratch)
+{
+    fz_in in = {data, size, 0};
+    pl_config c;
+    fz_config(&in, &c);
+    char root[FZ_ROOT], xdg[FZ_PATH];
+    snprintf(root, sizeof root, "%.*s/tree", FZ_ROOT - 8, scratch);
+    fz_rm_rf(root);
+    fz_check(mkdir(root, 0755) == 0, "mkdir");
+    /* An index that cannot go next to its shard goes here, not to ~. */
+    snprintf(xdg, sizeof xdg, "%s/xdg", root);
+    setenv("XDG_CACHE_HOME", xdg, 1);
+    unsetenv("PINLOAD_INDEX_DIR");
+
+    const int nshards = 1 + (int)(fz_u8(&in) % 3);
+    char paths[3][FZ_PATH];
+    FILE *f[3];
+    for (int s = 0; s < nshards; s++) {
+        snprintf(paths[s], sizeof paths[s], "%s/s-%d.tar", root, s);
+        f[s] = fopen(paths[s], "wb");
+        fz_check(f[s] != NULL, "fopen shard");
+    }
+    const int keys = 1 + (int)(fz_u8(&in) % 14);
+    for (int i = 0; i < keys; i++) {
+        FILE *t = f[fz_u8(&in) % (unsigned)nshards];
+        const unsigned kind = fz_u8(&in) % 8, how = fz_u8(&in);
+        char key[64], name[80];
+        if (how % 8 == 0 && i > 0)
+            snprintf(key, sizeof key, "k00"); /* back, not adjacent */
+        else
+            snprintf(key, sizeof key, "%sk%02d", how & 8 ? "d/" : "", i);
+        size_t n = 0;
+        uint8_t *b = NULL;
+        if (kind <= 3 || kind >= 6) {
+            b = fz_jpeg_bytes(&in, root, &n);
+            if (kind == 3)
+                n = fz_u8(&in) % (unsigned)(n + 1); /* truncated */
+        } else if (kind == 4) {
+            n = fz_u8(&in) % 64;
+            b = malloc(n + 1);
+            for (size_t k = 0; k < n; k++)
+                b[k] = (uint8_t)fz_u8(&in);
         }
-        if (getenv("PINLOAD_FUZZ_VERBOSE"))
-            fprintf(stderr,
-                    "epoch %d (on_error %d): %lld batches of %lld, "
-                    "then %s\n",
-                    epoch, (int)c.on_error, (long long)batches,
-                    (long long)info.batches_per_epoch, pl_err_name(r));
-        if (r == PL_EPOCH_END) {
-            fz_check(!tolerant || batches == info.batches_per_epoch,
-                     "an epoch that ends has batches_per_epoch batches");
-        } else if (r < 0) {
-            fz_check(pl_last_error()[0] != '\0', "next's reason");
-            /* Only FAIL stops at a bad sample; SKIP stops only when a
-             * whole pass decodes nothing; SUBSTITUTE never stops. */
-            fz_check(c.on_error == PL_ON_ERROR_FAIL ||
-                         (c.on_error == PL_ON_ERROR_SKIP && r == PL_ENODATA),
-                     "the error policy's outcome");
-            fz_check(r != PL_EBUSY, "not busy: every batch was released");
-            break;
+        if (b) {
+            snprintf(name, sizeof name, "%s.%s", key,
+                     how & 16 ? "jpeg" : "jpg");
+            fz_tar_member(t, name, b, n);
+            free(b);
+        }
+        if (how & 32 || kind == 5 || kind == 6) {
+            static const char *const bad[] = {
+                "cat", "", "1048576", "-1", "99999999999", "2 3"};
+            char label[32];
+            if (kind == 6)
+                snprintf(label, sizeof label, "%s", bad[fz_u8(&in) % 6]);
+            else
+                snprintf(label, sizeof label, "%u\n", fz_u8(&in) % 5);
+            snprintf(name, sizeof name, "%s.cls", key);
+            fz_tar_member(t, name, label, strlen(label));
+        }
+        if (kind == 7) {
+            snprintf(name, sizeof name, "%s.txt", key);
+            fz_tar_member(t, name, "caption", 7);
         }
     }
-    const double t0 = fz_now();
-    pl_loader_destroy(l);
-    const double limit = c.max_decode_ms > 0 ? c.max_decode_ms / 1e3 : 5.0;
-    fz_check(fz_now() - t0 < limit + 2.0, "destroy's bound");
+    for (int s = 0; s < nshards; s++) {
+        static const char end[1024];
+        if (!(fz_u8(&in) & 1))
+            fwrite(end, 1, sizeof end, f[s]);
+        fclose(f[s]);
+    }
+    /* Damage to the first shard. */
+    const unsigned damage = fz_u8(&in) % 10;
+    struct stat st;
+    fz_check(stat(paths[0], &st) == 0, "stat");
+    if (damage == 0) {
+        fz_check(truncate(paths[0], (off_t)(fz_u64(&in, 2) %
+                                            (uint64_t)(st.st_size + 1))) == 0,
+                 "truncate");
+    } else if (damage == 1 || damage == 2) {
+        FILE *g = fopen(paths[0], damage == 1 ? "r+b" : "ab");
+        fz_check(g != NULL, "reopen shard");
+        if (damage == 1) { /* one byte of the first header */
+            fseek(g, (long)(fz_u8(&in) % 512), SEEK_SET);
+            fputc((int)fz_u8(&in), g);
+        } else {
+            for (int k = 0; k < 100; k++)
+                fputc((int)fz_u8(&in), g);
+        }
+        fclose(g);
+    }
+    /* Something in place of the first shard's index. */
+    char idx[FZ_PATH + 8];
+    snprintf(idx, sizeof idx, "%s.idx", paths[0]);
+    const unsigned sidecar = fz_u8(&in) % 5;
+    if (sidecar == 0 || sidecar == 1) {
+        FILE *g = fopen(idx, "wb");
+        fz_check(g != NULL, "write idx");
+        for (int k = 0; sidecar == 0 && k < 64; k++)
+            fputc((int)fz_u8(&in), g);
+        fclose(g);
+    } else if (sidecar == 2) {
+        mkdir(idx, 0755);
+    } else if (sidecar == 3) {
+        fz_check(mkfifo(idx, 0644) == 0, "mkfifo");
+    }
+    /* How the data is named. */
+    char where[FZ_PATH + 32];
+    switch (fz_u8(&in) % 4) {
+    case 0:
+        snprintf(where, sizeof where, "%s", paths[0]);
+        break;
+    case 1:
+        snprintf(where, sizeof where, "%s", root);
+        break;
+    case 2:
+        snprintf(where, sizeof where, "%s/s-{0..%d}.tar", root, nshards - 1);
+        break;
+    default: {
+        snprintf(where, sizeof where, "%s/list.txt", root);
+        FILE *g = fopen(where, "w");
+        fz_check(g != NULL, "write list");
+        for (int s = 0; s < nshards; s++)
+            fprintf(g, "%s\n", paths[s]);
+        if (fz_u8(&in) % 4 == 0)
+            fprintf(g, "%s/missing.tar\n", root);
+        fclose(g);
+    }
+    }
+    c.data = where;
+
+    pl_loader *l = NULL;
+    const int rc = pl_loader_create(&c, &l);
+    if (getenv("PINLOAD_FUZZ_VERBOSE"))
+        fprintf(stderr, "create %s: %s%s\n", where, pl_err_name(rc),
+                rc < 0 ? pl_last_error() : "");
+    if (rc < 0) {
+        fz_check(l == NULL, "no loader on failure");
+        fz_check(pl_last_error()[0] != '\0', "create's reason");
+        fz_check(rc != PL_EINVAL || strstr(pl_last_error(), "config.") ||
+                     strstr(pl_last_error(), root),
+                 "EINVAL names a field or the data");
+        fz_rm_rf(root);
+        return;
+    }
+    /* After create: shards cut, deleted, grown. */
+    for (int s = 0; s < nshards; s++) {
+        const unsigned what = fz_u8(&in) % 6;
+        if (what == 1 && stat(paths[s], &st) == 0)
+            (void)truncate(
+                paths[s], (off_t)(fz_u64(&in, 2) % (uint64_t)(st.st_size + 1)));
+        else if (what == 2)
+            unlink(paths[s]);
+        else if (what == 3) {
+            FILE *g = fopen(paths[s], "ab");
+            if (g) {
+                fputs("grown after create", g);
+                fclose(g);
+            }
+        }
+    }
+    fz_deliver(l, &c);
     fz_rm_rf(root);
 }
 
