@@ -98,13 +98,16 @@ pack() {
     cp "$summary" "$out/summary.txt"
     cp "$work/figures.txt" "$out/figures.txt"
 }
-# step NAME COMMAND...: run, log to logs/NAME.log, note the result.
+# step NAME COMMAND...: run, log to logs/NAME.log, note the result. A
+# step that hangs (on a GPU nothing has run on before, it may) is stopped
+# after GPU_SESSION_STEP_TIMEOUT seconds (240), exit 124, and the next runs.
 step() {
     local name=$1
     shift
     local t0=$SECONDS
     echo "== $name: $*" >"$logs/$name.log"
-    "$@" >>"$logs/$name.log" 2>&1
+    timeout --kill-after=10 "${GPU_SESSION_STEP_TIMEOUT:-240}" "$@" \
+        >>"$logs/$name.log" 2>&1
     local rc=$?
     say "$(printf '%-28s rc=%-3d %4d s' "$name" "$rc" $((SECONDS - t0)))"
     return $rc
