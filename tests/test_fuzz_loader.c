@@ -16,7 +16,9 @@ static uint64_t next_rand(uint64_t *s)
     return *s;
 }
 
-static void run_seeds(uint64_t first, int n)
+/* n inputs of 512 pseudo-random bytes from `first`, each through one. */
+static void run_seeds_with(void (*one)(const uint8_t *, size_t, const char *),
+                           uint64_t first, int n)
 {
     char scratch[64];
     tu_tmpdir(scratch);
@@ -25,9 +27,16 @@ static void run_seeds(uint64_t first, int n)
         uint8_t input[512];
         for (size_t k = 0; k < sizeof input; k++)
             input[k] = (uint8_t)(next_rand(&s) >> 56);
-        fuzz_loader_one(input, sizeof input, scratch);
+        if (getenv("PINLOAD_FUZZ_VERBOSE"))
+            fprintf(stderr, "-- input %d\n", i);
+        one(input, sizeof input, scratch);
     }
     tu_rm_rf(scratch);
+}
+
+static void run_seeds(uint64_t first, int n)
+{
+    run_seeds_with(fuzz_loader_one, first, n);
 }
 
 Test(fuzz_loader, random_configs_and_trees_keep_the_contract_a, .timeout = 300)
@@ -58,25 +67,9 @@ Test(fuzz_loader, every_regression_input_keeps_the_contract, .timeout = 300)
 
 /* The same contract over tar shards (fuzz_shards_one): random shards,
  * damaged, named every way, with hostile things where their index goes. */
-static void run_shard_seeds(uint64_t first, int n)
-{
-    char scratch[64];
-    tu_tmpdir(scratch);
-    for (int i = 0; i < n; i++) {
-        uint64_t s = first + (uint64_t)i * 0x9e3779b97f4a7c15u;
-        uint8_t input[512];
-        for (size_t k = 0; k < sizeof input; k++)
-            input[k] = (uint8_t)(next_rand(&s) >> 56);
-        if (getenv("PINLOAD_FUZZ_VERBOSE"))
-            fprintf(stderr, "-- input %d\n", i);
-        fuzz_shards_one(input, sizeof input, scratch);
-    }
-    tu_rm_rf(scratch);
-}
-
 Test(fuzz_loader, random_configs_and_shards_keep_the_contract, .timeout = 300)
 {
-    run_shard_seeds(4242, TU_SANITIZED ? 40 : 160);
+    run_seeds_with(fuzz_shards_one, 4242, TU_SANITIZED ? 40 : 160);
 }
 
 static void replay_shards(const uint8_t *bytes, size_t len)

@@ -272,6 +272,26 @@ static inline void fz_rm_rf(const char *root)
         abort();
 }
 
+/* Create a loader from c over the tree at root, or check how create
+ * refused (removing the tree then): NULL. */
+static inline pl_loader *fz_create(const pl_config *c, const char *root)
+{
+    pl_loader *l = NULL;
+    const int rc = pl_loader_create(c, &l);
+    if (getenv("PINLOAD_FUZZ_VERBOSE"))
+        fprintf(stderr, "create %s: %s%s\n", c->data, pl_err_name(rc),
+                rc < 0 ? pl_last_error() : "");
+    if (rc < 0) {
+        fz_check(l == NULL, "no loader on failure");
+        fz_check(pl_last_error()[0] != '\0', "create's reason");
+        fz_check(rc != PL_EINVAL || strstr(pl_last_error(), "config.") ||
+                     strstr(pl_last_error(), root),
+                 "EINVAL names a field or the data");
+        fz_rm_rf(root);
+    }
+    return l;
+}
+
 /* Two epochs' start of a created loader, checked against the contract,
  * then destroy, timed. */
 static inline void fz_deliver(pl_loader *l, const pl_config *cfg)
@@ -353,20 +373,9 @@ static inline void fuzz_loader_one(const uint8_t *data, size_t size,
         fz_entry(&in, root, i, paths[i], sizeof paths[i]);
     c.data = root;
 
-    pl_loader *l = NULL;
-    const int rc = pl_loader_create(&c, &l);
-    if (getenv("PINLOAD_FUZZ_VERBOSE"))
-        fprintf(stderr, "create: %s%s\n", pl_err_name(rc),
-                rc < 0 ? pl_last_error() : "");
-    if (rc < 0) {
-        fz_check(l == NULL, "no loader on failure");
-        fz_check(pl_last_error()[0] != '\0', "create's reason");
-        fz_check(rc != PL_EINVAL || strstr(pl_last_error(), "config.") ||
-                     strstr(pl_last_error(), root),
-                 "EINVAL names a field or the data");
-        fz_rm_rf(root);
+    pl_loader *l = fz_create(&c, root);
+    if (!l)
         return;
-    }
     /* After create: files vanish, grow, shrink. */
     for (int i = 0; i < entries; i++) {
         const unsigned what = fz_u8(&in) % 8;
@@ -593,20 +602,9 @@ static inline void fuzz_shards_one(const uint8_t *data, size_t size,
     }
     c.data = where;
 
-    pl_loader *l = NULL;
-    const int rc = pl_loader_create(&c, &l);
-    if (getenv("PINLOAD_FUZZ_VERBOSE"))
-        fprintf(stderr, "create %s: %s%s\n", where, pl_err_name(rc),
-                rc < 0 ? pl_last_error() : "");
-    if (rc < 0) {
-        fz_check(l == NULL, "no loader on failure");
-        fz_check(pl_last_error()[0] != '\0', "create's reason");
-        fz_check(rc != PL_EINVAL || strstr(pl_last_error(), "config.") ||
-                     strstr(pl_last_error(), root),
-                 "EINVAL names a field or the data");
-        fz_rm_rf(root);
+    pl_loader *l = fz_create(&c, root);
+    if (!l)
         return;
-    }
     /* After create: shards cut, deleted, grown. */
     for (int s = 0; s < nshards; s++) {
         const unsigned what = fz_u8(&in) % 6;
