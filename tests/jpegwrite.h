@@ -1,17 +1,17 @@
-/* The tests' one JPEG writer: RGB pixels to a baseline or progressive JPEG
- * file with libjpeg, with the quality, colour space and sampling factors
- * a fixture asks for. Plain C with no test framework, header-only, so that
- * the Criterion suites (through testutil.h), the stress program (which
- * runs under valgrind like a user's program) and the GPU suite (C++, built
- * by nvcc) share it. The tools have theirs, tools/jpegenc.h: tools/ use
- * only include/ and tools/. */
+/* The tests' JPEG writer: RGB pixels to a baseline or progressive JPEG
+ * file, with the quality, colour space and sampling factors a fixture asks
+ * for, through the project's one encoder (tools/jpegenc.h). Plain C with
+ * no test framework, header-only, so that the Criterion suites (through
+ * testutil.h), the stress program (which runs under valgrind like a user's
+ * program) and the GPU suite (C++, built by nvcc) share it. */
 #ifndef PINLOAD_JPEGWRITE_H
 #define PINLOAD_JPEGWRITE_H
 
 #include <stdint.h>
-#include <stdio.h> /* jpeglib.h needs FILE */
+#include <stdio.h>
+#include <string.h>
 
-#include <jpeglib.h>
+#include "../tools/jpegenc.h"
 
 typedef struct tu_jpeg_opts {
     int quality; /* 0: 90 */
@@ -28,32 +28,16 @@ static inline int tu_jpeg_encode_file(const char *path, const uint8_t *rgb,
     FILE *f = fopen(path, "wb");
     if (!f)
         return -1;
-    struct jpeg_compress_struct c;
-    struct jpeg_error_mgr jerr;
-    c.err = jpeg_std_error(&jerr);
-    jpeg_create_compress(&c);
-    jpeg_stdio_dest(&c, f);
-    c.image_width = (JDIMENSION)w;
-    c.image_height = (JDIMENSION)h;
-    c.input_components = 3;
-    c.in_color_space = JCS_RGB;
-    jpeg_set_defaults(&c);
-    jpeg_set_quality(&c, o && o->quality ? o->quality : 90, TRUE);
-    if (o && o->gray)
-        jpeg_set_colorspace(&c, JCS_GRAYSCALE);
-    if (o && o->h_samp) {
-        c.comp_info[0].h_samp_factor = o->h_samp;
-        c.comp_info[0].v_samp_factor = o->v_samp;
+    jpegenc_opts e;
+    memset(&e, 0, sizeof e);
+    e.quality = o && o->quality ? o->quality : 90;
+    if (o) {
+        e.progressive = o->progressive;
+        e.gray = o->gray;
+        e.h_samp = o->h_samp;
+        e.v_samp = o->v_samp;
     }
-    if (o && o->progressive)
-        jpeg_simple_progression(&c);
-    jpeg_start_compress(&c, TRUE);
-    while (c.next_scanline < c.image_height) {
-        JSAMPROW row = (JSAMPROW)(rgb + (size_t)c.next_scanline * w * 3);
-        jpeg_write_scanlines(&c, &row, 1);
-    }
-    jpeg_finish_compress(&c);
-    jpeg_destroy_compress(&c);
+    jpegenc(rgb, w, h, &e, f, NULL, NULL);
     fclose(f);
     return 0;
 }

@@ -1,7 +1,10 @@
-/* The tools' one JPEG encoder (pinload-mkdata writes files, pinload-pack
- * re-encodes in memory): RGB rows to a 4:2:0 JPEG with libjpeg-turbo's
- * defaults, baseline or progressive, Huffman tables optimised on request.
- * Header-only: tools/ link only the library and libjpeg. */
+/* The project's one JPEG encoder (pinload-mkdata writes files,
+ * pinload-pack re-encodes in memory, tests/jpegwrite.h makes the tests'
+ * fixtures): RGB rows to a JPEG with libjpeg-turbo's defaults (4:2:0),
+ * baseline or progressive, Huffman tables optimised, one gray component or
+ * other luma sampling on request. Header-only, plain C that C++ (the GPU
+ * suite, through nvcc) also compiles: tools/ link only the library and
+ * libjpeg. */
 #ifndef PINLOAD_JPEGENC_H
 #define PINLOAD_JPEGENC_H
 
@@ -13,7 +16,9 @@
 typedef struct jpegenc_opts {
     int quality; /* 1..100 */
     int progressive;
-    int optimize; /* optimised Huffman tables (smaller, slower) */
+    int optimize;       /* optimised Huffman tables (smaller, slower) */
+    int gray;           /* one component */
+    int h_samp, v_samp; /* luma sampling factors; 0: libjpeg's 2x2 */
 } jpegenc_opts;
 
 /* Encode w x h RGB pixels (rows of w * 3 bytes) into `f` when it is not
@@ -39,6 +44,12 @@ static inline void jpegenc(const uint8_t *rgb, int w, int h,
     c.in_color_space = JCS_RGB;
     jpeg_set_defaults(&c); /* YCbCr 4:2:0 */
     jpeg_set_quality(&c, o->quality, TRUE);
+    if (o->gray)
+        jpeg_set_colorspace(&c, JCS_GRAYSCALE);
+    if (o->h_samp) {
+        c.comp_info[0].h_samp_factor = o->h_samp;
+        c.comp_info[0].v_samp_factor = o->v_samp;
+    }
     c.optimize_coding = o->optimize ? TRUE : FALSE;
     if (o->progressive)
         jpeg_simple_progression(&c);
