@@ -32,14 +32,15 @@ int grow(void *pp, size_t *cap, size_t need, size_t elem, size_t first)
     return 0;
 }
 
-void grow_trim(void *pp, size_t *cap, size_t need, size_t elem)
+int grow_scratch(void *pp, size_t *cap, size_t need, size_t elem, size_t first)
 {
-    if (*cap <= GROW_KEEP_BYTES / elem || need > GROW_KEEP_BYTES / elem)
-        return;
-    void *old;
-    memcpy(&old, pp, sizeof old);
-    free(old);
-    old = NULL;
-    memcpy(pp, &old, sizeof old);
-    *cap = 0;
+    if (*cap > GROW_KEEP_BYTES / elem && need <= GROW_KEEP_BYTES / elem) {
+        void *old;
+        memcpy(&old, pp, sizeof old);
+        free(old);
+        old = NULL;
+        memcpy(pp, &old, sizeof old);
+        *cap = 0;
+    }
+    return grow(pp, cap, need, elem, first);
 }

@@ -16,10 +16,10 @@ int grow(void *pp, size_t *cap, size_t need, size_t elem, size_t first);
  * unusually large sample grew it. */
 #define GROW_KEEP_BYTES ((size_t)32 << 20)
 
-/* Before grow() for `need` elements: a buffer holding more than
- * GROW_KEEP_BYTES is given back (freed, *cap 0) when `need` fits in that,
- * so one huge sample does not leave a worker holding its size for the rest
- * of the run. */
-void grow_trim(void *pp, size_t *cap, size_t need, size_t elem);
+/* grow() for a worker's scratch buffer: a buffer holding more than
+ * GROW_KEEP_BYTES is first given back when `need` fits in that, so one huge
+ * sample does not leave a worker holding its size for the rest of the
+ * run. */
+int grow_scratch(void *pp, size_t *cap, size_t need, size_t elem, size_t first);
 
 #endif

@@ -828,6 +828,8 @@ Test(cuda, the_tools_name_the_simulated_device_and_agree_with_the_host,
         cr_assert_not_null(strstr(text, want[i]), "%s", text);
         cr_assert_not_null(strstr(text, "GB/s from pageable memory"), "%s",
                            text);
+        cr_assert_not_null(strstr(text, "\"memcpy_pageable_gb_per_s\": "),
+                           "the JSON is whole: %s", text);
         cr_assert_null(strstr(text, "_gb_per_s\": -1"), "%s", text);
     }
     tu_rm_rf(out);

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <strings.h>
 
+#include "../common/grow.h"
 #include "../workers/decode.h"
 #include "../workers/process.h"
 #include "testutil.h"

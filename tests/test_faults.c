@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <sys/stat.h>
 
+#include "../common/grow.h"
 #include "../workers/fileio.h"
 #include "faults/faults.h"
 #include "pinload.h"
@@ -608,7 +609,7 @@ Test(faults, a_large_files_buffer_is_not_kept_for_the_next_small_one)
     tu_tmpdir(root);
     snprintf(big, sizeof big, "%s/big.jpg", root);
     snprintf(small, sizeof small, "%s/small.jpg", root);
-    const size_t n = FILEIO_KEEP_BYTES + (8 << 20);
+    const size_t n = GROW_KEEP_BYTES + (8 << 20);
     uint8_t *bytes = calloc(1, n);
     tu_write_file(big, bytes, n);
     tu_write_file(small, bytes, 1000);
@@ -624,7 +625,7 @@ Test(faults, a_large_files_buffer_is_not_kept_for_the_next_small_one)
         fileio_read(AT_FDCWD, small, (int64_t)n, &b, reason, sizeof reason), 0,
         "%s", reason);
     cr_assert_eq(b.len, 1000);
-    cr_assert_leq(b.cap, FILEIO_KEEP_BYTES, "kept %zu bytes", b.cap);
+    cr_assert_leq(b.cap, GROW_KEEP_BYTES, "kept %zu bytes", b.cap);
     fileio_buf_free(&b);
     tu_rm_rf(root);
 }

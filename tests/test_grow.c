@@ -55,24 +55,29 @@ Test(grow, a_size_that_overflows_is_enomem_and_leaves_the_buffer)
     free(p);
 }
 
-/* A buffer over GROW_KEEP_BYTES is given back when the next need fits in
- * that (counted in bytes, whatever the element size), and kept otherwise;
- * small buffers are never touched. */
-Test(grow, trim_gives_back_a_large_buffer_only_for_a_small_need)
+/* grow_scratch: a buffer over GROW_KEEP_BYTES is given back and sized to
+ * the need when that fits in GROW_KEEP_BYTES (counted in bytes, whatever the
+ * element size), kept when it does not; small buffers only grow. */
+Test(grow, scratch_gives_back_a_large_buffer_only_for_a_small_need)
 {
     int32_t *p = NULL;
     size_t cap = 0;
     const size_t keep = GROW_KEEP_BYTES / sizeof *p;
-    cr_assert_eq(grow(&p, &cap, keep + 10, sizeof *p, 0), 0);
-    grow_trim(&p, &cap, keep + 1, sizeof *p); /* still large: kept */
+    cr_assert_eq(grow_scratch(&p, &cap, keep + 10, sizeof *p, 0), 0);
     cr_assert_eq(cap, keep + 10);
-    cr_assert_not_null(p);
-    grow_trim(&p, &cap, keep, sizeof *p); /* fits: given back */
-    cr_assert_eq(cap, 0);
-    cr_assert_null(p);
-    cr_assert_eq(grow(&p, &cap, 100, sizeof *p, 0), 0);
-    grow_trim(&p, &cap, 1, sizeof *p); /* small: kept */
-    cr_assert_eq(cap, 100);
-    cr_assert_not_null(p);
+    cr_assert_eq(grow_scratch(&p, &cap, keep + 1, sizeof *p, 0), 0);
+    cr_assert_eq(cap, keep + 10, "still large: kept");
+    cr_assert_eq(grow_scratch(&p, &cap, keep, sizeof *p, 0), 0);
+    cr_assert_eq(cap, keep, "fits: given back, then grown to the need");
+    cr_assert_eq(grow_scratch(&p, &cap, 100, sizeof *p, 0), 0);
+    cr_assert_eq(cap, keep, "at the limit, not over it: kept");
+    p[99] = 7; /* writable */
+    free(p);
+    p = NULL;
+    cap = 0;
+    cr_assert_eq(grow_scratch(&p, &cap, 100, sizeof *p, 16), 0);
+    cr_assert_eq(cap, 128, "small: grows as grow() does, doubling from 16");
+    cr_assert_eq(grow_scratch(&p, &cap, 1, sizeof *p, 16), 0);
+    cr_assert_eq(cap, 128);
     free(p);
 }

@@ -260,15 +260,6 @@ static uint8_t *shrink(const uint8_t *rgb, int w, int h, int side, int *ow,
     return out;
 }
 
-/* rgb as a baseline 4:2:0 JPEG at quality q, in memory. */
-static int encode(const uint8_t *rgb, int w, int h, int q, unsigned char **out,
-                  unsigned long *len)
-{
-    const jpegenc_opts o = {.quality = q, .optimize = 1};
-    jpegenc(rgb, w, h, &o, NULL, out, len);
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     options o = {0};
@@ -347,7 +338,9 @@ int main(int argc, char **argv)
                                         o.max_side, &w, &h);
                 if (!small)
                     die("%s", "out of memory");
-                encode(small, w, h, o.quality, &enc, &enc_len);
+                /* baseline 4:2:0, optimised Huffman tables, in memory */
+                const jpegenc_opts jo = {.quality = o.quality, .optimize = 1};
+                jpegenc(small, w, h, &jo, NULL, &enc, &enc_len);
                 free(small);
                 jpeg = enc;
                 len = enc_len;

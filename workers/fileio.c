@@ -127,11 +127,11 @@ int fileio_read(int dirfd, const char *path, int64_t max_bytes, fileio_buf *b,
         goto done;
     }
     /* A buffer grown for an unusually large file is not kept for the small
-     * ones after it: a worker holds at most FILEIO_KEEP_BYTES between
+     * ones after it: a worker holds at most GROW_KEEP_BYTES between
      * samples, whatever it met before. */
-    grow_trim(&b->data, &b->cap, (size_t)st.st_size + 1, 1);
     /* One spare byte lets read() see EOF without a second grow. */
-    if (grow(&b->data, &b->cap, (size_t)st.st_size + 1, 1, 1 << 16) < 0) {
+    if (grow_scratch(&b->data, &b->cap, (size_t)st.st_size + 1, 1, 1 << 16) <
+        0) {
         snprintf(reason, cap, "out of memory for %lld bytes",
                  (long long)st.st_size);
         rc = PL_ENOMEM;
@@ -168,8 +168,7 @@ int fileio_read_at(int fd, int64_t offset, int64_t size, int64_t max_bytes,
                  (long long)size, (long long)max_bytes);
         return PL_ELIMIT;
     }
-    grow_trim(&b->data, &b->cap, (size_t)size + 1, 1);
-    if (grow(&b->data, &b->cap, (size_t)size + 1, 1, 1 << 16) < 0) {
+    if (grow_scratch(&b->data, &b->cap, (size_t)size + 1, 1, 1 << 16) < 0) {
         snprintf(reason, cap, "out of memory for %lld bytes", (long long)size);
         return PL_ENOMEM;
     }

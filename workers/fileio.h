@@ -5,13 +5,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/grow.h"
-
 /* How long a process-wide failure to open (EMFILE, ENFILE, ENOMEM, EAGAIN,
  * ENOBUFS) is retried before it is reported. */
 #define FILEIO_RETRY_MS 1023
-/* The most a buffer keeps between files once a larger one was read. */
-#define FILEIO_KEEP_BYTES GROW_KEEP_BYTES
 
 typedef struct fileio_buf {
     uint8_t *data;

@@ -75,8 +75,7 @@ static int decode_region(process_ctx *c, const augment_plan *plan, char *reason)
     resample_axis_shift(&c->h, decoder_xoff(c->dec));
     const size_t stride = (size_t)decoder_width(c->dec) * 3;
     const int rows = c->v.hi - c->v.lo;
-    grow_trim(&c->src, &c->src_cap, stride * (size_t)rows, 1);
-    if (grow(&c->src, &c->src_cap, stride * (size_t)rows, 1, 0) < 0 ||
+    if (grow_scratch(&c->src, &c->src_cap, stride * (size_t)rows, 1, 0) < 0 ||
         grow(&c->vrow, &c->vrow_cap,
              (stride + (size_t)resample_pad(&c->h)) * sizeof *c->vrow, 1,
              0) < 0) {
