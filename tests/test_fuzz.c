@@ -2,11 +2,14 @@
  * crashed the fuzzer (tests/fuzz/regressions), and every file of
  * ../shared/data/hard, each under several augment configurations, must
  * come back with a status (and all-zero output on failure) in bounded time,
- * through one reused context, as a worker would meet them. */
+ * through one reused context, as a worker would meet them; and every shared
+ * file, and every file of tests/jpegquirks.h after each of them, must give
+ * through that context what it gives a fresh one. */
 #include <dirent.h>
 #include <time.h>
 
 #include "fuzz/harness.h"
+#include "jpegquirks.h"
 #include "testutil.h"
 
 typedef struct replay {
@@ -25,28 +28,31 @@ static double now_s(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* The file at path behind each of a few configuration headers. */
-static void replay_file(replay *r, const char *path, int raw)
+/* The file behind configuration header h of replay_file's. */
+static uint8_t *with_header(const uint8_t *bytes, size_t len, int h, size_t *n)
 {
-    size_t len;
-    uint8_t *bytes = tu_read_file(path, &len);
     static const uint8_t heads[][FUZZ_HEADER] = {
         {2, 0, 55, 63, 1, 0, 7, 3}, /* train, u8, 56x64, DCT scaling */
         {1, 1, 31, 31, 0, 1, 0, 0}, /* eval, f32, 32x32 */
         {0, 2, 63, 15, 3, 2, 1, 9}, /* none, f16, 64x16, scaling, strict */
     };
+    uint8_t *in = malloc(len + FUZZ_HEADER);
+    memcpy(in, heads[h % 3], FUZZ_HEADER);
+    memcpy(in + FUZZ_HEADER, bytes, len);
+    *n = len + FUZZ_HEADER;
+    return in;
+}
+
+/* The file at path behind each of a few configuration headers. */
+static void replay_file(replay *r, const char *path, int raw)
+{
+    size_t len;
+    uint8_t *bytes = tu_read_file(path, &len);
     const int nheads = raw ? 3 : 1;
     for (int h = 0; h < nheads; h++) {
-        uint8_t *in = bytes;
         size_t n = len;
-        uint8_t *owned = NULL;
-        if (raw) { /* a plain file: put a configuration in front */
-            owned = malloc(len + FUZZ_HEADER);
-            memcpy(owned, heads[h], FUZZ_HEADER);
-            memcpy(owned + FUZZ_HEADER, bytes, len);
-            in = owned;
-            n = len + FUZZ_HEADER;
-        }
+        uint8_t *owned = raw ? with_header(bytes, len, h, &n) : NULL;
+        const uint8_t *in = raw ? owned : bytes;
         const double t0 = now_s();
         const int rc = fuzz_one(&r->ctx, in, n);
         const double dt = now_s() - t0;
@@ -119,4 +125,81 @@ Test(fuzz, every_hard_file_ends_in_a_status_within_a_second)
     cr_assert_lt(r.worst_s, bound, "%s took %.3f s", r.worst, r.worst_s);
     cr_log_info("%d runs, %d failed cleanly, slowest %.3f s (%s)", r.files,
                 r.failed, r.worst_s, r.worst);
+}
+
+/* ---- each file as alone, after every other ---- */
+
+typedef struct alone_run {
+    process_ctx ctx;
+    uint8_t *quirk[JQ_KINDS];
+    size_t quirk_len[JQ_KINDS];
+    int runs, shared;
+} alone_run;
+
+/* One input through the shared context, compared with a fresh one. */
+static void assert_as_alone(alone_run *a, const uint8_t *bytes, size_t len,
+                            int h, const char *what, const char *after)
+{
+    size_t n;
+    uint8_t *in = with_header(bytes, len, h, &n);
+    int rc;
+    cr_assert(fuzz_same_as_alone(&a->ctx, in, n, &rc),
+              "%s after %s differs from %s alone", what, after, what);
+    a->runs++;
+    free(in);
+}
+
+/* Every file under dir, recursively, then each quirk right after it. */
+static void alone_tree(alone_run *a, const char *dir)
+{
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d, "%s", dir);
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.')
+            continue;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        struct stat st;
+        cr_assert_eq(stat(path, &st), 0, "%s", path);
+        if (S_ISDIR(st.st_mode)) {
+            alone_tree(a, path);
+            continue;
+        }
+        size_t len;
+        uint8_t *bytes = tu_read_file(path, &len);
+        assert_as_alone(a, bytes, len, a->shared, path, "the files before");
+        for (int k = 0; k < JQ_KINDS; k++)
+            assert_as_alone(a, a->quirk[k], a->quirk_len[k], a->shared + k,
+                            jq_name(k), path);
+        free(bytes);
+        a->shared++;
+    }
+    closedir(d);
+}
+
+Test(fuzz, every_shared_and_quirk_file_decodes_as_alone_after_every_other,
+     .timeout = 300)
+{
+    char hard[512], photos[512];
+    TU_SHARED_OR_SKIP(hard, "hard");
+    snprintf(photos, sizeof photos, "%s/photos", tu_shared_data());
+    alone_run a;
+    memset(&a, 0, sizeof a);
+    decode_limits lim;
+    decode_limits_default(&lim);
+    cr_assert_eq(process_init(&a.ctx, &lim), 0);
+    uint8_t rgb[53 * 37 * 3];
+    for (int k = 0; k < JQ_KINDS; k++) {
+        tu_pattern(rgb, 53, 37, (unsigned)k + 1);
+        a.quirk[k] = jq_make((jq_kind)k, rgb, 53, 37, &a.quirk_len[k]);
+    }
+    alone_tree(&a, hard);
+    alone_tree(&a, photos);
+    cr_assert_gt(a.shared, 150, "only %d shared files", a.shared);
+    cr_assert_eq(a.runs, a.shared * (1 + JQ_KINDS));
+    cr_log_info("%d shared files, %d runs, each as alone", a.shared, a.runs);
+    for (int k = 0; k < JQ_KINDS; k++)
+        free(a.quirk[k]);
+    process_fini(&a.ctx);
 }

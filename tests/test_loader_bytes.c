@@ -1,8 +1,10 @@
 /* The public loader API, the bytes depend only on (seed, epoch, index), not
  * on the pipeline's shape (workers, prefetch, memory, device buffers,
  * pinning, readahead, batch size), and the float formats are the u8 output
- * normalised. Part of the loader suites (testloader.h), run on the host
- * backend and on simulated CUDA. */
+ * normalised, and each sample is its file decoded alone, whatever the
+ * worker decoded before it. Part of the loader suites (testloader.h), run on
+ * the host backend and on simulated CUDA. */
+#include "jpegquirks.h"
 #include "testloader.h"
 
 /* ---- the bytes depend on (seed, epoch, index) only ---- */
@@ -416,6 +418,141 @@ Test(loader, deterministic_augments_give_the_same_pixels_every_epoch,
         }
         run_free(&r[0]);
         run_free(&r[1]);
+    }
+    tu_rm_rf(root);
+}
+
+/* ---- each sample is its file decoded alone ---- */
+
+/* Files that lean on what a decoder could keep from the file before
+ * (tests/jpegquirks.h), each right after one that sets it. */
+static const jq_kind quirk_files[] = {
+    JQ_OPTIMISED,   JQ_NO_DHT,        JQ_ARITH_K2,    JQ_ARITH_NO_DAC,
+    JQ_CMYK_ADOBE,  JQ_CMYK_NO_ADOBE, JQ_RGB_ADOBE,   JQ_YCC_NO_JFIF,
+    JQ_TABLES_ONLY, JQ_ABBREVIATED,   JQ_PROGRESSIVE, JQ_NO_DQT,
+};
+#define NQ ((int)(sizeof quirk_files / sizeof quirk_files[0]))
+
+/* root/q<i>.jpg, root/list.txt naming them in order, and root/alone<i>.txt
+ * naming q<i>.jpg NQ times: in that list, dataset index i is the same
+ * (seed, epoch, index) as in list.txt, and every decode before it in any
+ * worker is of the same file. */
+static void write_quirk_lists(const char *root)
+{
+    char path[256], line[64];
+    FILE *lists[NQ + 1];
+    snprintf(path, sizeof path, "%s/list.txt", root);
+    lists[NQ] = fopen(path, "w");
+    for (int i = 0; i < NQ; i++) {
+        const int w = 40 + i * 4, h = 36 + (i % 3) * 8;
+        uint8_t *rgb = malloc((size_t)w * h * 3);
+        tu_pattern(rgb, w, h, (unsigned)i + 5);
+        size_t len;
+        uint8_t *b = jq_make(quirk_files[i], rgb, w, h, &len);
+        snprintf(path, sizeof path, "%s/q%02d.jpg", root, i);
+        tu_write_file(path, b, len);
+        free(b);
+        free(rgb);
+        snprintf(path, sizeof path, "%s/alone%02d.txt", root, i);
+        lists[i] = fopen(path, "w");
+        cr_assert_not_null(lists[i]);
+    }
+    for (int i = 0; i < NQ; i++) {
+        snprintf(line, sizeof line, "q%02d.jpg %d\n", i, i % 3);
+        fputs(line, lists[NQ]);
+        for (int k = 0; k < NQ; k++) {
+            snprintf(line, sizeof line, "q%02d.jpg %d\n", k, k % 3);
+            fputs(line, lists[k]);
+        }
+    }
+    for (int i = 0; i <= NQ; i++)
+        cr_assert_eq(fclose(lists[i]), 0);
+}
+
+static void quirk_cfg(pl_config *c, const char *list, int workers)
+{
+    base_cfg(c, list);
+    c->on_error = PL_ON_ERROR_SUBSTITUTE;
+    c->batch_size = 4;
+    c->num_workers = workers;
+}
+
+/* Every sample of r is dataset index i decoded alone: the sample with
+ * index i in alone[i] of the same epoch, bytes and status. */
+static void assert_each_alone(const run *r, run alone[][2], const char *what)
+{
+    for (int k = 0; k < r->n; k++) {
+        const int i = (int)r->idx[k];
+        const run *a = &alone[i][r->epoch];
+        const int at = find_index(a, i);
+        cr_assert_geq(at, 0);
+        cr_assert_eq(r->st[k], a->st[at], "%s: %s: status %d, alone %d", what,
+                     jq_name(quirk_files[i]), r->st[k], a->st[at]);
+        cr_assert_eq(memcmp(sample_at(r, k), sample_at(a, at), r->sample_bytes),
+                     0,
+                     "%s: epoch %lld: %s after another file differs from "
+                     "the file alone",
+                     what, (long long)r->epoch, jq_name(quirk_files[i]));
+    }
+}
+
+Test(loader, each_sample_is_its_file_alone_whatever_the_worker_decoded_before,
+     .timeout = TIMEOUT)
+{
+    char root[64], path[256];
+    tu_tmpdir(root);
+    write_quirk_lists(root);
+    pl_config c;
+    run alone[NQ][2];
+    for (int i = 0; i < NQ; i++) {
+        snprintf(path, sizeof path, "%s/alone%02d.txt", root, i);
+        quirk_cfg(&c, path, 1);
+        run_loader(&c, 2, alone[i]);
+    }
+    /* The files that cannot be decoded alone are bad, the others good. */
+    for (int i = 0; i < NQ; i++) {
+        const jq_kind k = quirk_files[i];
+        const int bad =
+            k == JQ_NO_DQT || k == JQ_ABBREVIATED || k == JQ_TABLES_ONLY;
+        const int at = find_index(&alone[i][0], i);
+        cr_assert_eq(alone[i][0].st[at] != 0, bad, "%s: status %d", jq_name(k),
+                     alone[i][0].st[at]);
+    }
+    snprintf(path, sizeof path, "%s/list.txt", root);
+    run r[2];
+    /* One worker in file order: every file right after the one that sets
+     * what it leans on. Then four, shuffled. */
+    for (int pass = 0; pass < 2; pass++) {
+        quirk_cfg(&c, path, pass ? 4 : 1);
+        c.shuffle = pass;
+        run_loader(&c, 2, r);
+        for (int e = 0; e < 2; e++) {
+            assert_each_alone(&r[e], alone, pass ? "4 workers" : "1 worker");
+            run_free(&r[e]);
+        }
+    }
+    /* Resumed after one batch, on two workers. */
+    quirk_cfg(&c, path, 3);
+    pl_loader *l = create(&c);
+    run_batches(l, 0, 0, 1, &r[0]);
+    run_free(&r[0]);
+    pl_state s;
+    cr_assert_eq(pl_loader_state(l, &s), 0);
+    pl_loader_destroy(l);
+    quirk_cfg(&c, path, 2);
+    c.resume = &s;
+    l = create(&c);
+    cr_assert_eq(run_batches(l, 0, 1, MAXB + 1, &r[0]), 1);
+    run_epoch(l, 1, &r[1]);
+    pl_loader_destroy(l);
+    cr_assert_eq(r[0].n, NQ - 4);
+    for (int e = 0; e < 2; e++) {
+        assert_each_alone(&r[e], alone, "resumed");
+        run_free(&r[e]);
+    }
+    for (int i = 0; i < NQ; i++) {
+        run_free(&alone[i][0]);
+        run_free(&alone[i][1]);
     }
     tu_rm_rf(root);
 }

@@ -172,7 +172,8 @@ void decoder_set_limits(decoder *d, const decode_limits *lim)
     d->limits = *lim;
     d->jerr.max_scans = lim->max_scans;
     d->jerr.max_decode_ms = lim->max_decode_ms;
-    d->cinfo.mem->max_memory_to_use = (long)lim->max_memory;
+    if (d->cinfo.mem) /* NULL after a renew that ran out of memory */
+        d->cinfo.mem->max_memory_to_use = (long)lim->max_memory;
 }
 
 int decoder_warnings(const decoder *d, const char **first)
@@ -318,10 +319,32 @@ static int check_memory(const decoder *d, const decode_info *info, char *reason)
     return PL_ELIMIT;
 }
 
+/* libjpeg keeps the quantisation and Huffman tables an image defined for
+ * the next one (a JPEG stream may lean on tables an earlier one set) and
+ * offers no call to forget them: a reused decompressor would decode a file
+ * without DHT (Motion-JPEG's habit) with the previous file's tables, and
+ * one without DQT at all. So every image starts from a new decompressor,
+ * which carries nothing from the last; it costs a few small allocations
+ * against the hundreds of microseconds of a decode (docs/BENCHMARKS.md).
+ * The row buffers, the limits and the error manager are the decoder's and
+ * stay. */
+static int renew(decoder *d, char *reason)
+{
+    jpeg_destroy_decompress(&d->cinfo);
+    const int rc = decoder_init(d, &d->limits);
+    if (rc < 0)
+        snprintf(reason, DECODE_REASON_MAX,
+                 "out of memory for libjpeg's decompressor");
+    return rc;
+}
+
 int decoder_open(decoder *d, const uint8_t *buf, size_t len, decode_info *info,
                  char *reason)
 {
     decoder_close(d);
+    int rc = renew(d, reason);
+    if (rc < 0)
+        return rc;
     d->jerr.warnings = 0;
     d->jerr.own_code = 0;
     d->jerr.deadline_ns =
@@ -342,7 +365,7 @@ int decoder_open(decoder *d, const uint8_t *buf, size_t len, decode_info *info,
     info->height = (int)d->cinfo.image_height;
     info->components = d->cinfo.num_components;
     info->progressive = jpeg_has_multiple_scans(&d->cinfo) ? 1 : 0;
-    int rc = check_limits(d, info, reason);
+    rc = check_limits(d, info, reason);
     if (rc == 0)
         rc = check_memory(d, info, reason);
     if (rc < 0) {

@@ -34,7 +34,8 @@ typedef struct decode_info {
 
 /* One decoder per worker: libjpeg's decompressor, its error manager and
  * the row buffers, opaque here so that libjpeg's headers stay inside
- * workers/decode.c. */
+ * workers/decode.c. Each image is decoded from a new decompressor, so
+ * nothing (tables above all) carries over from the image before. */
 typedef struct decoder decoder;
 
 /* [out] *out, ready for images. PL_ENOMEM. */

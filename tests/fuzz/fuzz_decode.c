@@ -6,7 +6,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     /* One context for the whole run, as a worker keeps its own: reuse after
-     * every kind of failure is part of what is tested. */
+     * every kind of failure is part of what is tested, and so is that each
+     * input gives what it gives a fresh context. */
     static process_ctx ctx;
     static int ready;
     if (!ready) {
@@ -16,6 +17,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         ready = 1;
     }
-    fuzz_one(&ctx, data, size);
+    fuzz_one_as_alone(&ctx, data, size);
     return 0;
 }

@@ -6,8 +6,10 @@
  * a JPEG. The configuration picks the augment mode, output format and size
  * (1..64 x 1..64), DCT scaling, strict mode, epoch and index, so the crop,
  * flip, scale and writer paths are all reached. Every output byte is read;
- * a failed sample must be all zeros with a reason, and float outputs must
- * be finite. Violations abort (that is what the fuzzer reports). */
+ * a failed sample must be all zeros with a reason, float outputs must be
+ * finite, and the result through a context that decoded other inputs
+ * before must be the result through a fresh one. Violations abort (that is
+ * what the fuzzer reports). */
 #ifndef PINLOAD_FUZZ_HARNESS_H
 #define PINLOAD_FUZZ_HARNESS_H
 
@@ -26,9 +28,20 @@ static inline void fuzz_check(int ok)
         abort();
 }
 
-/* Returns the sample's status; aborts on a broken contract. */
-static inline int fuzz_one(process_ctx *ctx, const uint8_t *data, size_t size)
+/* What one input gave. */
+typedef struct fuzz_result {
+    int rc, warnings;
+    uint8_t *dst; /* the sample, malloc'd */
+    size_t n;
+    char reason[PROCESS_REASON_MAX];
+} fuzz_result;
+
+/* Runs one input through ctx into *r (free r->dst). Returns 0 if the input
+ * is too short to hold a configuration (nothing run), else 1. */
+static inline int fuzz_run(process_ctx *ctx, const uint8_t *data, size_t size,
+                           fuzz_result *r)
 {
+    memset(r, 0, sizeof *r);
     if (size < FUZZ_HEADER)
         return 0;
     static const float mean[3] = {0.485f, 0.456f, 0.406f};
@@ -40,30 +53,81 @@ static inline int fuzz_one(process_ctx *ctx, const uint8_t *data, size_t size)
     decode_limits lim = *decoder_limits(ctx->dec);
     lim.strict = (data[4] >> 1) & 1;
     decoder_set_limits(ctx->dec, &lim);
-    const size_t n = augment_sample_bytes(&p);
-    uint8_t *dst = malloc(n);
-    memset(dst, 0xA5, n);
+    r->n = augment_sample_bytes(&p);
+    r->dst = (uint8_t *)malloc(r->n);
+    memset(r->dst, 0xA5, r->n);
     process_times t = {0};
-    char reason[PROCESS_REASON_MAX] = "";
-    const int rc =
-        process_buffer(ctx, &p, data + FUZZ_HEADER, size - FUZZ_HEADER, data[5],
-                       data[7], dst, &t, reason);
+    r->rc = process_buffer(ctx, &p, data + FUZZ_HEADER, size - FUZZ_HEADER,
+                           data[5], data[7], r->dst, &t, r->reason);
+    r->warnings = ctx->warnings;
+    return 1;
+}
+
+/* The contract of one result: every byte read; a failed sample all zeros
+ * with a reason; float outputs finite. */
+static inline void fuzz_check_result(const fuzz_result *r, const uint8_t *data)
+{
     volatile uint64_t sum = 0;
-    for (size_t i = 0; i < n; i++)
-        sum += dst[i];
-    if (rc < 0) {
-        for (size_t i = 0; i < n; i++)
-            fuzz_check(dst[i] == 0);
-        fuzz_check(reason[0] != '\0');
-    } else if (p.format == PL_FORMAT_F32_NCHW) {
-        for (size_t i = 0; i < n / sizeof(float); i++) {
+    for (size_t i = 0; i < r->n; i++)
+        sum += r->dst[i];
+    if (r->rc < 0) {
+        for (size_t i = 0; i < r->n; i++)
+            fuzz_check(r->dst[i] == 0);
+        fuzz_check(r->reason[0] != '\0');
+    } else if ((pl_format)(data[1] % 3) == PL_FORMAT_F32_NCHW) {
+        for (size_t i = 0; i < r->n / sizeof(float); i++) {
             float v;
-            memcpy(&v, dst + i * sizeof v, sizeof v);
+            memcpy(&v, r->dst + i * sizeof v, sizeof v);
             fuzz_check(isfinite(v));
         }
     }
     (void)sum;
-    free(dst);
+}
+
+/* Returns the sample's status; aborts on a broken contract. */
+static inline int fuzz_one(process_ctx *ctx, const uint8_t *data, size_t size)
+{
+    fuzz_result r;
+    if (!fuzz_run(ctx, data, size, &r))
+        return 0;
+    fuzz_check_result(&r, data);
+    free(r.dst);
+    return r.rc;
+}
+
+/* Whether the input gives, through ctx, which has decoded whatever came
+ * before (as a worker's has), exactly what it gives a fresh context:
+ * status, reason, warnings, every byte; a sample is a function of its
+ * file, seed, epoch and index only. fuzz_one's contract is checked too;
+ * [out] *rc, the status. */
+static inline int fuzz_same_as_alone(process_ctx *ctx, const uint8_t *data,
+                                     size_t size, int *rc)
+{
+    fuzz_result r, alone;
+    *rc = 0;
+    if (!fuzz_run(ctx, data, size, &r))
+        return 1;
+    fuzz_check_result(&r, data);
+    process_ctx fresh;
+    decode_limits lim = *decoder_limits(ctx->dec);
+    fuzz_check(process_init(&fresh, &lim) == 0);
+    fuzz_run(&fresh, data, size, &alone);
+    process_fini(&fresh);
+    const int same = r.rc == alone.rc && r.warnings == alone.warnings &&
+                     strcmp(r.reason, alone.reason) == 0 &&
+                     memcmp(r.dst, alone.dst, r.n) == 0;
+    free(r.dst);
+    free(alone.dst);
+    *rc = r.rc;
+    return same;
+}
+
+/* The same, aborting when the two differ (the fuzzer's way to report). */
+static inline int fuzz_one_as_alone(process_ctx *ctx, const uint8_t *data,
+                                    size_t size)
+{
+    int rc;
+    fuzz_check(fuzz_same_as_alone(ctx, data, size, &rc));
     return rc;
 }
 
