@@ -118,24 +118,24 @@ NVCC_GENCODE := \
     -gencode arch=compute_$(NVCC_PTX),code=compute_$(NVCC_PTX)
 NVCCFLAGS := -O2 -std=c++17 -Iinclude $(NVCC_GENCODE)
 
-COMMON_SRC  := common/clock.c common/grow.c
+COMMON_SRC  := common/clock.c common/grow.c common/error.c common/log.c
 WORKERS_SRC := workers/decode.c workers/resample.c workers/augment.c \
                workers/fileio.c workers/process.c workers/pool.c
-LOADER_SRC  := loader/error.c loader/log.c loader/config.c loader/dataset.c \
-               loader/sampler.c loader/ring.c loader/failures.c \
-               loader/backend.c loader/backend_host.c loader/prefetch.c \
-               loader/handoff.c loader/output.c loader/state.c \
-               loader/loader.c loader/image.c loader/tar.c \
-               loader/shards.c
+INPUT_SRC   := input/dataset.c input/tar.c input/shards.c
+DEVICE_SRC  := device/backend.c device/backend_host.c
 ifneq ($(HAVE_CUDA),)
-LOADER_SRC  += loader/backend_cuda.c
+DEVICE_SRC  += device/backend_cuda.c
 endif
-LIB_SRC  := $(COMMON_SRC) $(WORKERS_SRC) $(LOADER_SRC)
+LOADER_SRC  := loader/config.c loader/sampler.c loader/ring.c \
+               loader/failures.c loader/prefetch.c loader/handoff.c \
+               loader/output.c loader/state.c loader/loader.c loader/image.c
+LIB_SRC  := $(COMMON_SRC) $(WORKERS_SRC) $(INPUT_SRC) $(DEVICE_SRC) \
+            $(LOADER_SRC)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # With nvcc, the library carries the GPU normalisation kernel.
 ifneq ($(HAVE_NVCC),)
 CPPFLAGS_ALL += -DPL_HAVE_NVCC
-LIB_OBJ  += $(BUILD)/obj/loader/normalize.o
+LIB_OBJ  += $(BUILD)/obj/device/normalize.o
 LIBS     += -lstdc++
 endif
 
@@ -193,7 +193,7 @@ deps: $(DEPS_STAMP)
 deps-test: DEPS_MODE := install
 deps-test: $(BUILD)/.deps-test
 
-$(BUILD)/obj/loader/normalize.o: loader/normalize.cu loader/normalize.h \
+$(BUILD)/obj/device/normalize.o: device/normalize.cu device/normalize.h \
                                  | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -Xcompiler -fPIC,-fvisibility=hidden -c $< -o $@
@@ -476,8 +476,7 @@ $(BUILD)/.deps-bench: tools/install-deps.sh
 FUZZ_SECONDS ?= 60
 FUZZ_DIR := $(BUILD)/fuzz
 FUZZ_SRC := $(COMMON_SRC) workers/decode.c workers/resample.c \
-            workers/augment.c workers/fileio.c workers/process.c \
-            loader/error.c
+            workers/augment.c workers/fileio.c workers/process.c
 $(FUZZ_DIR)/fuzz_decode: tests/fuzz/fuzz_decode.c tests/fuzz/harness.h \
                          $(FUZZ_SRC) | $(BUILD)/.deps-fuzz
 	@mkdir -p $(@D)
@@ -492,8 +491,9 @@ $(BUILD)/.deps-fuzz: tools/install-deps.sh
 # what it finds belongs in tests/fuzz/regressions-loader, replayed by
 # test_fuzz_loader in every `make test`.
 FUZZ_LOADER_SECONDS ?= $(FUZZ_SECONDS)
-FUZZ_LOADER_SRC := $(COMMON_SRC) $(WORKERS_SRC) \
-                   $(filter-out loader/backend_cuda.c,$(LOADER_SRC))
+FUZZ_LOADER_SRC := $(COMMON_SRC) $(WORKERS_SRC) $(INPUT_SRC) \
+                   $(filter-out device/backend_cuda.c,$(DEVICE_SRC)) \
+                   $(LOADER_SRC)
 $(FUZZ_DIR)/fuzz_loader: tests/fuzz/fuzz_loader.c tests/fuzz/loader_harness.h \
                          tests/jpegwrite.h $(FUZZ_LOADER_SRC) \
                          | $(BUILD)/.deps-fuzz
@@ -501,7 +501,7 @@ $(FUZZ_DIR)/fuzz_loader: tests/fuzz/fuzz_loader.c tests/fuzz/loader_harness.h \
 	clang -g -O1 -fsanitize=fuzzer,address,undefined \
 	    -fno-sanitize-recover=all -D_GNU_SOURCE -pthread -Iinclude -o $@ \
 	    tests/fuzz/fuzz_loader.c $(FUZZ_LOADER_SRC) -ljpeg -lm
-# libFuzzer over the tar shard indexer (loader/tar.c), seeded with
+# libFuzzer over the tar shard indexer (input/tar.c), seeded with
 # tests/fuzz/regressions-tar, which test_fuzz_tar replays.
 FUZZ_TAR_SECONDS ?= 30
 # The loader over tar shards (fuzz_loader with PINLOAD_FUZZ_SHARDS=1);
@@ -509,12 +509,12 @@ FUZZ_TAR_SECONDS ?= 30
 # test_fuzz_loader.
 FUZZ_SHARDS_SECONDS ?= 30
 $(FUZZ_DIR)/fuzz_tar: tests/fuzz/fuzz_tar.c tests/fuzz/tar_harness.h \
-                      loader/tar.c loader/tar.h common/grow.c loader/error.c \
+                      input/tar.c input/tar.h common/grow.c common/error.c \
                       | $(BUILD)/.deps-fuzz
 	@mkdir -p $(@D)
 	clang -g -O1 -fsanitize=fuzzer,address,undefined \
 	    -fno-sanitize-recover=all -D_GNU_SOURCE -Iinclude -o $@ \
-	    tests/fuzz/fuzz_tar.c loader/tar.c common/grow.c loader/error.c
+	    tests/fuzz/fuzz_tar.c input/tar.c common/grow.c common/error.c
 fuzz: $(FUZZ_DIR)/fuzz_decode $(FUZZ_DIR)/fuzz_loader $(FUZZ_DIR)/fuzz_tar
 	@mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/seeds $(FUZZ_DIR)/corpus-loader
 	@n=0; if [ -d ../shared/data ]; then \
@@ -623,7 +623,7 @@ test-install: all
 
 format:
 	clang-format -i include/*.h include/pinload/*.h common/*.[ch] loader/*.[ch] \
-	    workers/*.[ch] tools/*.[ch] tools/*.cu samples/*.[ch] samples/*.cu \
+	    workers/*.[ch] input/*.[ch] device/*.[ch] device/*.cu tools/*.[ch] tools/*.cu samples/*.[ch] samples/*.cu \
 	    tests/*.[ch] tests/*/*.[ch] tests/gpu/*.cu tools/compare/*.c
 
 clean:

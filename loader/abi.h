@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "error.h"
+#include "../common/error.h"
 
 /* The smallest size each caller-allocated struct may have: its size in the
  * first ABI-stable release. Until 1.0 that is today's size; from 1.0 on

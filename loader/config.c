@@ -12,7 +12,7 @@
 
 #include "../common/defaults.h"
 #include "abi.h"
-#include "error.h"
+#include "../common/error.h"
 
 static void config_default(pl_config *cfg)
 {

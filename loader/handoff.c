@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "../common/clock.h"
-#include "error.h"
+#include "../common/error.h"
 
 static void add(_Atomic uint64_t *c, uint64_t v)
 {

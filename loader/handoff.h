@@ -20,7 +20,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "backend.h"
+#include "../device/backend.h"
 
 typedef enum dbuf_state {
     DBUF_FREE,

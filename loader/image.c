@@ -8,7 +8,7 @@
 #include "../common/defaults.h"
 #include "../workers/process.h"
 #include "abi.h"
-#include "error.h"
+#include "../common/error.h"
 
 /* Decode a file (path) or a buffer (buf, len) at full size into the
  * caller's pl_image of `size` bytes. */

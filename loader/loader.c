@@ -7,14 +7,14 @@
 #include <unistd.h>
 
 #include "../workers/pool.h"
-#include "backend.h"
+#include "../device/backend.h"
 #include "config.h"
-#include "dataset.h"
+#include "../input/dataset.h"
 #include "abi.h"
-#include "error.h"
+#include "../common/error.h"
 #include "failures.h"
 #include "handoff.h"
-#include "log.h"
+#include "../common/log.h"
 #include "output.h"
 #include "prefetch.h"
 #include "ring.h"

@@ -10,7 +10,7 @@
 #include <stddef.h>
 
 #include "../workers/augment.h"
-#include "backend.h"
+#include "../device/backend.h"
 #include "pinload.h"
 
 typedef struct output_plan {

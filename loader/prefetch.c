@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "../common/clock.h"
-#include "error.h"
+#include "../common/error.h"
 
 #define STOPPED 1 /* internal: the loader is being destroyed */
 

@@ -14,8 +14,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "backend.h"
-#include "dataset.h"
+#include "../device/backend.h"
+#include "../input/dataset.h"
 #include "failures.h"
 #include "handoff.h"
 #include "output.h"

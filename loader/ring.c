@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "error.h"
+#include "../common/error.h"
 #include "pinload.h"
 #include "sampler.h"
 

@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backend.h"
+#include "../device/backend.h"
 
 typedef enum slot_state {
     SLOT_FREE,

@@ -1,6 +1,6 @@
 #include "sampler.h"
 
-#include "../workers/philox.h"
+#include "../common/philox.h"
 
 #define FEISTEL_ROUNDS 6
 

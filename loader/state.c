@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "../common/defaults.h"
-#include "error.h"
+#include "../common/error.h"
 
 #define STATE_MAGIC "PLST"
 #define STATE_VERSION 1

@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "dataset.h"
+#include "../input/dataset.h"
 #include "pinload.h"
 
 typedef struct state_fields {

@@ -6,7 +6,7 @@
 #include <sched.h>
 
 #include "../loader/config.h"
-#include "../loader/error.h"
+#include "../common/error.h"
 #include "testutil.h"
 
 /* ---- helpers ------------------------------------------------------------- */

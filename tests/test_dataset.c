@@ -1,13 +1,13 @@
-/* The file list (loader/dataset.c): ImageFolder trees listed and labelled
+/* The file list (input/dataset.c): ImageFolder trees listed and labelled
  * exactly as torchvision's ImageFolder lists them, flat folders, list files
  * and their errors. The dataset never reads the files, so most fixtures are
  * empty files with the right names. */
 #include <fcntl.h>
 #include <pthread.h>
 
-#include "../loader/dataset.h"
-#include "../loader/error.h"
-#include "../loader/log.h"
+#include "../input/dataset.h"
+#include "../common/error.h"
+#include "../common/log.h"
 #include "testutil.h"
 
 /* ---- helpers ---- */

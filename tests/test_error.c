@@ -1,7 +1,7 @@
 /* Status codes: names, messages and the thread-local detail. */
 #include <pthread.h>
 
-#include "../loader/error.h"
+#include "../common/error.h"
 #include "testutil.h"
 
 Test(error, every_code_has_a_distinct_name_and_message)

@@ -4,8 +4,8 @@
 #include <stdatomic.h>
 #include <time.h>
 
-#include "../loader/backend.h"
-#include "../loader/log.h"
+#include "../device/backend.h"
+#include "../common/log.h"
 #include "../loader/ring.h"
 #include "testutil.h"
 

@@ -3,7 +3,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "philox.h"
+#include "../common/philox.h"
 
 void augment_params_init(augment_params *p, pl_augment mode, pl_format format,
                          int out_w, int out_h, uint64_t seed,

@@ -3,7 +3,7 @@
  * libcudasim exports the cuda* functions pinload, its tools, samples and
  * tests call (the real signatures, from the toolkit's cuda_runtime_api.h),
  * and `make CUDA=sim` links it in place of libcudart, so that
- * loader/backend_cuda.c is compiled and run unchanged on a machine without a
+ * device/backend_cuda.c is compiled and run unchanged on a machine without a
  * GPU. It behaves like the real runtime where pinload relies on it:
  *
  * - Every stream is a FIFO executed by its own thread; each operation first

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "log.h"
+#include "../common/log.h"
 #include "pinload.h"
 
 typedef struct backend backend;

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "../common/grow.h"
-#include "error.h"
+#include "../common/error.h"
 #include "shards.h"
 
 #define MAX_DEPTH 64

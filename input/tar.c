@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "../common/grow.h"
-#include "error.h"
+#include "../common/error.h"
 
 #define BLOCK 512
 

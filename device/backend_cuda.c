@@ -14,7 +14,7 @@
 #include <cuda_runtime_api.h>
 
 #include "backend.h"
-#include "error.h"
+#include "../common/error.h"
 #ifdef PL_HAVE_NVCC
 #include "normalize.h"
 #endif

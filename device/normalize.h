@@ -1,4 +1,4 @@
-/* The normalisation kernel's launcher (loader/normalize.cu, built with nvcc
+/* The normalisation kernel's launcher (device/normalize.cu, built with nvcc
  * where it is found); called by backend_cuda.c alone. */
 #ifndef PINLOAD_NORMALIZE_H
 #define PINLOAD_NORMALIZE_H

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "log.h"
+#include "../common/log.h"
 #include "pinload.h"
 
 typedef struct dataset {
@@ -26,7 +26,7 @@ typedef struct dataset {
     size_t *class_off; /* [num_classes] into arena */
     int num_classes;
     size_t class_cap;
-    /* Tar shards (loader/shards.h), nshards > 0: sample i is bytes
+    /* Tar shards (input/shards.h), nshards > 0: sample i is bytes
      * [offset[i], offset[i] + size[i]) of shard_fd[shard[i]]; a negative
      * size (SHARD_*) marks a sample bad by construction, offset[i] then
      * being its reason's place in the arena. */
@@ -82,7 +82,7 @@ static inline const char *dataset_class(const dataset *ds, int c)
     return ds->arena + ds->class_off[c];
 }
 
-/* For loader/shards.c: a sample (path as given, the root being "."), a
+/* For input/shards.c: a sample (path as given, the root being "."), a
  * class name, a string kept in the arena. */
 int dataset_add_sample(dataset *ds, const char *path, size_t len,
                        int32_t label);

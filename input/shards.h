@@ -1,4 +1,4 @@
-/* Datasets as tar shards in the WebDataset layout (loader/shards.c):
+/* Datasets as tar shards in the WebDataset layout (input/shards.c):
  * config.data names one .tar, a folder of *.tar (and no sub-folder), a
  * brace pattern ("train-{000000..000146}.tar") or a list file whose lines
  * are shard paths. Shards are taken in sorted order, members in file order;
@@ -9,7 +9,7 @@
 #define PINLOAD_SHARDS_H
 
 #include "dataset.h"
-#include "log.h"
+#include "../common/log.h"
 
 /* Whether `path` names shards: 1 with [out] their paths (*paths, *n: the
  * caller frees each and the array), 0 if not, or an error. */

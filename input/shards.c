@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "../common/grow.h"
-#include "error.h"
+#include "../common/error.h"
 #include "tar.h"
 
 #define MAX_SHARDS (1 << 20)

@@ -1,6 +1,6 @@
 #include "backend.h"
 
-#include "error.h"
+#include "../common/error.h"
 
 /* PL_HAVE_CUDA is set by the Makefile when the CUDA toolkit was found at
  * build time; this is the only place that asks. */

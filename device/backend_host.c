@@ -8,7 +8,7 @@
 #include <sys/mman.h>
 
 #include "backend.h"
-#include "error.h"
+#include "../common/error.h"
 
 struct be_stream {
     int unused;
