@@ -121,7 +121,8 @@ NVCCFLAGS := -O2 -std=c++17 -Iinclude $(NVCC_GENCODE)
 COMMON_SRC  := common/clock.c common/grow.c common/error.c common/log.c
 WORKERS_SRC := workers/decode.c workers/resample.c workers/augment.c \
                workers/fileio.c workers/process.c workers/pool.c
-INPUT_SRC   := input/dataset.c input/tar.c input/shards.c
+INPUT_SRC   := input/catalog.c input/tar.c input/sidecar.c input/folder.c \
+               input/list.c input/shards.c input/input.c
 DEVICE_SRC  := device/backend.c device/backend_host.c
 ifneq ($(HAVE_CUDA),)
 DEVICE_SRC  += device/backend_cuda.c

@@ -1,6 +1,7 @@
-/* Datasets as tar shards in the WebDataset layout: which paths name shards,
- * and the samples their members make. */
-#include "shards.h"
+/* The shard reader: tar shards in the WebDataset layout (readers.h says
+ * which paths name shards and how members make samples), indexed in
+ * parallel from their sidecar indexes or their headers, each kept open for
+ * the workers' pread. */
 
 #include <ctype.h>
 #include <dirent.h>
@@ -18,8 +19,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../common/grow.h"
 #include "../common/error.h"
+#include "../common/grow.h"
+#include "readers.h"
+#include "sidecar.h"
 #include "tar.h"
 
 #define MAX_SHARDS (1 << 20)
@@ -234,19 +237,6 @@ static void split_key(const char *name, size_t *klen, const char **ext)
     *ext = dot ? dot + 1 : "";
 }
 
-/* The per-sample tables beside the dataset's own, grown to ds->cap. */
-static int grow_tables(dataset *ds)
-{
-    const size_t need = (size_t)ds->n + 1;
-    size_t c1 = ds->shard_cap, c2 = ds->shard_cap, c3 = ds->shard_cap;
-    if (grow(&ds->shard, &c1, need, sizeof *ds->shard, 1024) < 0 ||
-        grow(&ds->offset, &c2, need, sizeof *ds->offset, 1024) < 0 ||
-        grow(&ds->size, &c3, need, sizeof *ds->size, 1024) < 0)
-        return PL_ENOMEM;
-    ds->shard_cap = c1;
-    return 0;
-}
-
 /* A .cls member's label: decimal digits, blanks around them. -1 if it is
  * not one (reason says why). */
 static int32_t read_label(const tar_member *m, char *reason, size_t cap)
@@ -281,7 +271,7 @@ static int32_t read_label(const tar_member *m, char *reason, size_t cap)
 }
 
 /* The samples of one shard: its members grouped by key, in file order. */
-static int add_shard(dataset *ds, int s, const char *path, const tar_index *t,
+static int add_shard(catalog *cat, int s, const char *path, const tar_index *t,
                      int32_t *max_label)
 {
     for (size_t i = 0; i < t->n;) {
@@ -315,27 +305,19 @@ static int add_shard(dataset *ds, int s, const char *path, const tar_index *t,
         const size_t plen = strlen(path),
                      nlen = image ? strlen(named->name) : klen;
         char *full = malloc(plen + nlen + 2);
-        if (!full || grow_tables(ds) < 0) {
-            free(full);
+        if (!full)
             return PL_ENOMEM;
-        }
-        sprintf(full, "%s:%.*s", path, (int)nlen, named->name);
-        int rc = dataset_add_sample(ds, full, strlen(full), label);
+        const int flen = sprintf(full, "%s:%.*s", path, (int)nlen, named->name);
+        int rc;
+        if (reason[0]) /* bad by construction: the reason, kept */
+            rc = catalog_add_bad(cat, full, (size_t)flen, label,
+                                 image ? PL_ECORRUPT : PL_ENOTJPEG, reason);
+        else
+            rc = catalog_add_range(cat, full, (size_t)flen, label, s,
+                                   image->offset, image->size);
         free(full);
         if (rc < 0)
             return rc;
-        const int64_t k = ds->n - 1;
-        ds->shard[k] = s;
-        if (reason[0]) { /* bad by construction: the reason, kept */
-            size_t off;
-            if ((rc = dataset_arena_add(ds, reason, strlen(reason), &off)) < 0)
-                return rc;
-            ds->offset[k] = (int64_t)off;
-            ds->size[k] = image ? SHARD_BAD_LABEL : SHARD_NO_IMAGE;
-        } else {
-            ds->offset[k] = image->offset;
-            ds->size[k] = image->size;
-        }
         /* Every sample's label counts, a bad one's too: under SUBSTITUTE
          * it is delivered (a key without an image keeps its cls label). */
         if (label > *max_label)
@@ -343,227 +325,6 @@ static int add_shard(dataset *ds, int s, const char *path, const tar_index *t,
         i = j;
     }
     return 0;
-}
-
-/* ---- the sidecar index: shard.tar.idx ----
- *
- * What a scan found, so that the next create reads one small file per shard
- * instead of every header: "PLTARIX1", the shard's size and mtime (s, ns),
- * the member count, then per member its offset, size, name length, small
- * length (255: none), name and small bytes, all little-endian; an FNV-1a
- * checksum of everything before closes it. Written next to the shard (to a
- * temporary name, then renamed), or where that folder cannot be written in
- * $XDG_CACHE_HOME/pinload or ~/.cache/pinload, named by a hash of the
- * shard's absolute path; with $PINLOAD_INDEX_DIR set, only there. One whose
- * size or mtime differs from the shard's, or that does not check, is not used
- * (and is written anew). */
-
-#define IDX_MAGIC "PLTARIX1"
-#define IDX_MAX_BYTES ((size_t)1 << 30)
-
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ ((const unsigned char *)p)[i]) * 0x100000001b3u;
-    return h;
-}
-
-typedef struct obuf {
-    unsigned char *p;
-    size_t n, cap;
-    int oom;
-} obuf;
-
-static void put(obuf *b, const void *d, size_t n)
-{
-    if (b->oom || grow(&b->p, &b->cap, b->n + n, 1, 1 << 16) < 0) {
-        b->oom = 1;
-        return;
-    }
-    memcpy(b->p + b->n, d, n);
-    b->n += n;
-}
-
-static void put64(obuf *b, uint64_t v)
-{
-    unsigned char x[8];
-    for (int i = 0; i < 8; i++)
-        x[i] = (unsigned char)(v >> (8 * i));
-    put(b, x, 8);
-}
-
-static uint64_t get64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
-
-/* Where the sidecar of `path` may be, in order (which = 0, 1): with
- * $PINLOAD_INDEX_DIR set, there only; otherwise next to the shard, then in
- * the user's cache folder. -1 when `which` has no place. */
-static int sidecar_path(const char *path, int which, char *out, size_t cap)
-{
-    const char *dir = getenv("PINLOAD_INDEX_DIR");
-    const int fixed = dir && *dir;
-    if (which == 0 && !fixed)
-        return snprintf(out, cap, "%s.idx", path) < (int)cap ? 0 : -1;
-    if (which == 1 && fixed)
-        return -1;
-    char abs[PATH_MAX];
-    if (!realpath(path, abs))
-        return -1;
-    char buf[PATH_MAX];
-    if (!fixed) {
-        const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-        if (xdg && *xdg)
-            snprintf(buf, sizeof buf, "%s/pinload", xdg);
-        else if (home && *home)
-            snprintf(buf, sizeof buf, "%s/.cache/pinload", home);
-        else
-            return -1;
-        dir = buf;
-    }
-    const char *base = strrchr(abs, '/');
-    return snprintf(
-               out, cap, "%s/%016llx-%s.idx", dir,
-               (unsigned long long)fnv(0xcbf29ce484222325u, abs, strlen(abs)),
-               base ? base + 1 : abs) < (int)cap
-               ? 0
-               : -1;
-}
-
-/* The index from a sidecar that matches st: 1, or 0 if there is none
- * usable (absent, stale or damaged: *stale says which of the last two).
- * Something else under the index's name (a folder, a FIFO: opened without
- * blocking) counts as absent. */
-static int sidecar_load(const char *idx, const struct stat *st, tar_index *t,
-                        int *stale)
-{
-    *stale = 0;
-    const int fd = open(idx, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    if (fd < 0)
-        return 0;
-    struct stat is;
-    if (fstat(fd, &is) != 0 || !S_ISREG(is.st_mode)) {
-        close(fd);
-        return 0;
-    }
-    unsigned char *b = NULL;
-    int ok = 0;
-    if (is.st_size >= 48 && (size_t)is.st_size <= IDX_MAX_BYTES &&
-        (b = malloc((size_t)is.st_size))) {
-        size_t got = 0;
-        while (got < (size_t)is.st_size) {
-            const ssize_t r = read(fd, b + got, (size_t)is.st_size - got);
-            if (r <= 0)
-                break;
-            got += (size_t)r;
-        }
-        const size_t n = got;
-        ok = n == (size_t)is.st_size && memcmp(b, IDX_MAGIC, 8) == 0 &&
-             get64(b + n - 8) == fnv(0xcbf29ce484222325u, b, n - 8);
-        if (ok && (get64(b + 8) != (uint64_t)st->st_size ||
-                   (int64_t)get64(b + 16) != (int64_t)st->st_mtim.tv_sec ||
-                   (int64_t)get64(b + 24) != (int64_t)st->st_mtim.tv_nsec))
-            ok = 0, *stale = 1;
-        else if (!ok)
-            *stale = 1;
-        const uint64_t count = ok ? get64(b + 32) : 0;
-        size_t at = 40;
-        memset(t, 0, sizeof *t);
-        for (uint64_t i = 0; ok && i < count; i++) {
-            if (at + 21 > n - 8) {
-                ok = 0;
-                break;
-            }
-            const uint64_t off = get64(b + at), size = get64(b + at + 8);
-            const uint32_t nl =
-                (uint32_t)b[at + 16] | (uint32_t)b[at + 17] << 8 |
-                (uint32_t)b[at + 18] << 16 | (uint32_t)b[at + 19] << 24;
-            const unsigned sl = b[at + 20];
-            at += 21;
-            const size_t sbytes = sl == 255 ? 0 : sl;
-            if (nl > PATH_MAX || sbytes > TAR_SMALL_MAX ||
-                at + nl + sbytes > n - 8 ||
-                off + size > (uint64_t)st->st_size) {
-                ok = 0;
-                break;
-            }
-            char *name = strndup((const char *)b + at, nl);
-            if (!name || tar_add(t, name, (int64_t)off, (int64_t)size) < 0) {
-                ok = 0;
-                break;
-            }
-            at += nl;
-            tar_member *m = &t->m[t->n - 1];
-            if (sl != 255) {
-                memcpy(m->small, b + at, sbytes);
-                m->small_len = (int)sbytes;
-            }
-            at += sbytes;
-        }
-        if (ok && at != n - 8)
-            ok = 0;
-        if (!ok)
-            tar_index_free(t);
-    }
-    free(b);
-    close(fd);
-    return ok;
-}
-
-/* Write the sidecar (best effort: a shard on a read-only file system is
- * read all the same). 0 if written. */
-static int sidecar_save(const char *idx, const struct stat *st,
-                        const tar_index *t)
-{
-    obuf b = {0};
-    put(&b, IDX_MAGIC, 8);
-    put64(&b, (uint64_t)st->st_size);
-    put64(&b, (uint64_t)st->st_mtim.tv_sec);
-    put64(&b, (uint64_t)st->st_mtim.tv_nsec);
-    put64(&b, t->n);
-    for (size_t i = 0; i < t->n; i++) {
-        const tar_member *m = &t->m[i];
-        const uint32_t nl = (uint32_t)strlen(m->name);
-        put64(&b, (uint64_t)m->offset);
-        put64(&b, (uint64_t)m->size);
-        const unsigned char x[5] = {
-            (unsigned char)nl, (unsigned char)(nl >> 8),
-            (unsigned char)(nl >> 16), (unsigned char)(nl >> 24),
-            (unsigned char)(m->small_len < 0 ? 255 : m->small_len)};
-        put(&b, x, 5);
-        put(&b, m->name, nl);
-        if (m->small_len > 0)
-            put(&b, m->small, (size_t)m->small_len);
-    }
-    put64(&b, b.oom ? 0 : fnv(0xcbf29ce484222325u, b.p, b.n));
-    char tmp[PATH_MAX + 128];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", idx, (long)getpid());
-    int rc = -1;
-    const int fd =
-        b.oom ? -1
-              : open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NONBLOCK | O_CLOEXEC,
-                     0644);
-    if (fd >= 0) {
-        size_t done = 0;
-        while (done < b.n) {
-            const ssize_t w = write(fd, b.p + done, b.n - done);
-            if (w <= 0)
-                break;
-            done += (size_t)w;
-        }
-        const int good = done == b.n && fsync(fd) == 0;
-        close(fd);
-        if (good && rename(tmp, idx) == 0)
-            rc = 0;
-        else
-            unlink(tmp);
-    }
-    free(b.p);
-    return rc;
 }
 
 /* ---- indexing the shards, in parallel ---- */
@@ -586,16 +347,12 @@ typedef struct scan_pool {
 
 static void scan_one(scan_job *j)
 {
-    char idx[PATH_MAX + 64];
-    for (int which = 0; which < 2; which++) {
-        int stale = 0;
-        if (sidecar_path(j->path, which, idx, sizeof idx) == 0 &&
-            sidecar_load(idx, &j->st, &j->t, &stale)) {
-            j->from_sidecar = 1;
-            return;
-        }
-        j->stale |= stale;
+    int stale;
+    if (sidecar_find(j->path, &j->st, &j->t, &stale)) {
+        j->from_sidecar = 1;
+        return;
     }
+    j->stale = stale;
     j->rc = tar_scan(j->fd, j->path, &j->t);
     if (j->rc == 0)
         j->rc = tar_read_small(j->fd, j->path, &j->t);
@@ -603,25 +360,7 @@ static void scan_one(scan_job *j)
         snprintf(j->msg, sizeof j->msg, "%s", pl_last_error());
         return;
     }
-    for (int which = 0; which < 2; which++) {
-        if (sidecar_path(j->path, which, idx, sizeof idx) < 0)
-            continue;
-        char dir[PATH_MAX + 64];
-        snprintf(dir, sizeof dir, "%s", idx);
-        char *slash = strrchr(dir, '/');
-        if (slash) {
-            *slash = '\0';
-            for (char *p = dir + 1; *p; p++) /* mkdir -p */
-                if (*p == '/') {
-                    *p = '\0';
-                    mkdir(dir, 0755);
-                    *p = '/';
-                }
-            mkdir(dir, 0755);
-        }
-        if (sidecar_save(idx, &j->st, &j->t) == 0)
-            return;
-    }
+    sidecar_write(j->path, &j->st, &j->t);
 }
 
 static void *scan_main(void *arg)
@@ -683,18 +422,15 @@ static int reserve_fds(int n, logger *lg)
     return 0;
 }
 
-int shards_open(dataset *ds, char **paths, int n, logger *lg)
+int shards_read(catalog *cat, char **paths, int n, logger *lg)
 {
     qsort(paths, (size_t)n, sizeof *paths, cmp_path);
     const int reserved = reserve_fds(n, lg);
     if (reserved < 0)
         return reserved;
-    ds->shard_fd = malloc((size_t)n * sizeof *ds->shard_fd);
     scan_job *jobs = calloc((size_t)n, sizeof *jobs);
-    if (!ds->shard_fd || !jobs) {
-        free(jobs);
+    if (!jobs)
         return PL_ENOMEM;
-    }
     int rc = 0;
     for (int s = 0; s < n && rc == 0; s++) {
         /* Without blocking: a FIFO named like a shard is refused below. */
@@ -705,7 +441,9 @@ int shards_open(dataset *ds, char **paths, int n, logger *lg)
                          strerror(errno));
             break;
         }
-        ds->shard_fd[ds->nshards++] = fd;
+        int id;
+        if ((rc = catalog_add_source(cat, fd, &id)) < 0)
+            break;
         jobs[s] = (scan_job){.path = paths[s], .fd = fd};
         if (fstat(fd, &jobs[s].st) < 0 || !S_ISREG(jobs[s].st.st_mode))
             rc = err_set(PL_EIO, "pl_loader_create: %s: not a regular file",
@@ -731,7 +469,7 @@ int shards_open(dataset *ds, char **paths, int n, logger *lg)
         if (jobs[s].rc < 0)
             rc = err_set(jobs[s].rc, "pl_loader_create: %s", jobs[s].msg);
         else
-            rc = add_shard(ds, s, paths[s], &jobs[s].t, &max_label);
+            rc = add_shard(cat, s, paths[s], &jobs[s].t, &max_label);
         sidecars += jobs[s].from_sidecar;
         stale += jobs[s].stale && !jobs[s].from_sidecar;
     }
@@ -750,7 +488,7 @@ int shards_open(dataset *ds, char **paths, int n, logger *lg)
     for (int32_t c = 0; rc == 0 && c <= max_label; c++) {
         char name[16];
         snprintf(name, sizeof name, "%d", c);
-        rc = dataset_add_class(ds, name);
+        rc = catalog_add_class(cat, name);
     }
     return rc;
 }

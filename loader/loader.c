@@ -1,4 +1,4 @@
-/* pl_loader: the public object. It owns the dataset, the sampler, the
+/* pl_loader: the public object. It owns the catalog, the sampler, the
  * backend, the ring, the prefetcher and the worker pool, wires the pool to
  * the ring (which sample goes where), and answers the caller's queries. */
 #include <stdio.h>
@@ -9,7 +9,7 @@
 #include "../workers/pool.h"
 #include "../device/backend.h"
 #include "config.h"
-#include "../input/dataset.h"
+#include "../input/input.h"
 #include "abi.h"
 #include "../common/error.h"
 #include "failures.h"
@@ -24,7 +24,7 @@
 struct pl_loader {
     config_resolved rc;
     logger log;
-    dataset ds;
+    catalog cat;
     sampler smp;
     backend *be;
     failures fails;
@@ -72,11 +72,10 @@ static void hint_ahead(pl_loader *l, const ring_slot *s, int64_t j)
     if (ahead >= l->positions)
         return;
     const int64_t idx = sampler_index(&l->smp, s->epoch, ahead);
-    if (!l->ds.nshards)
-        fileio_hint(l->ds.dirfd, dataset_open_path(&l->ds, idx));
-    else if (l->ds.size[idx] >= 0)
-        fileio_hint_at(l->ds.shard_fd[l->ds.shard[idx]], l->ds.offset[idx],
-                       l->ds.size[idx]);
+    location loc;
+    const char *why;
+    if (catalog_locate(&l->cat, idx, &loc, &why) == 0)
+        fileio_hint_loc(&loc);
 }
 
 /* Epoch position j: past the rank's order (a top-up), the order again. */
@@ -96,21 +95,13 @@ static int on_claim(void *ctx, pool_job *job)
     const int64_t idx = position_index(l, s->epoch, j);
     ring_pos *pos = &s->pos[i];
     pos->index = idx;
-    pos->label = l->ds.labels[idx];
+    pos->label = catalog_label(&l->cat, idx);
     pos->status = 0;
     job->epoch = s->epoch;
     job->index = idx;
     const char *why;
-    if (!l->ds.nshards) {
-        job->path = dataset_open_path(&l->ds, idx);
-    } else if ((job->preset_status = dataset_sample_error(&l->ds, idx, &why))) {
+    if ((job->preset_status = catalog_locate(&l->cat, idx, &job->loc, &why)))
         snprintf(job->reason, sizeof job->reason, "%s", why);
-    } else { /* a tar member: pread, no open() */
-        job->member = 1;
-        job->fd = l->ds.shard_fd[l->ds.shard[idx]];
-        job->offset = l->ds.offset[idx];
-        job->size = l->ds.size[idx];
-    }
     job->dst = s->pixels + (size_t)i * l->ring.sample_bytes;
     job->tag = s;
     job->tag_pos = i;
@@ -121,7 +112,7 @@ static int on_claim(void *ctx, pool_job *job)
 
 static void note_failure(pl_loader *l, const pool_job *job)
 {
-    const char *path = dataset_path(&l->ds, job->index);
+    const char *path = catalog_name(&l->cat, job->index);
     const int first = failures_record(&l->fails, job->index, job->status, path,
                                       job->reason, job->warnings);
     if (first == 1 && job->status == 0) {
@@ -148,7 +139,7 @@ static void on_finish(void *ctx, pool_job *job)
          * hides it (skipping would drop good files at random). The loader
          * fails, after the batches already queued. */
         handoff_fail(&l->ho, job->status, "pl_loader_next: %s: %s",
-                     dataset_path(&l->ds, job->index), job->reason);
+                     catalog_name(&l->cat, job->index), job->reason);
     else if (job->status != 0 || job->warnings)
         note_failure(l, job);
     ring_finish(&l->ring, s, job->status == 0);
@@ -171,7 +162,7 @@ static int plan_epoch(pl_loader *l)
                        "pl_loader_create: config.world_size: %d "
                        "ranks for %lld files with PL_SHARD_DROP leaves none "
                        "per rank",
-                       l->rc.world, (long long)l->ds.n);
+                       l->rc.world, (long long)catalog_size(&l->cat));
     if (c->drop_last && per_rank < c->batch_size)
         return err_set(PL_EINVAL,
                        "pl_loader_create: config.batch_size: %d "
@@ -189,7 +180,7 @@ static int plan_epoch(pl_loader *l)
 static int plan_start(pl_loader *l)
 {
     const pl_config *c = &l->rc.cfg;
-    state_fingerprint(&l->print, &l->ds, c, l->rc.rank, l->rc.world);
+    state_fingerprint(&l->print, &l->cat, c, l->rc.rank, l->rc.world);
     l->start_epoch = c->first_epoch;
     if (!c->resume)
         return 0;
@@ -229,10 +220,10 @@ static void fill_info(pl_loader *l)
 {
     const pl_config *c = &l->rc.cfg;
     pl_info *in = &l->info;
-    in->dataset_size = l->ds.n;
+    in->dataset_size = catalog_size(&l->cat);
     in->samples_per_epoch = l->smp.per_rank;
     in->batches_per_epoch = l->batches;
-    in->num_classes = l->ds.num_classes;
+    in->num_classes = catalog_classes(&l->cat);
     in->batch_size = c->batch_size;
     in->width = l->out.width;
     in->height = l->out.height;
@@ -297,7 +288,7 @@ static int start_pipeline(pl_loader *l)
         .ho = &l->ho,
         .be = l->be,
         .fails = &l->fails,
-        .ds = &l->ds,
+        .cat = &l->cat,
         .nbufs = c->device_buffers,
         .batch_size = c->batch_size,
         .out = &l->out,
@@ -329,7 +320,6 @@ static int start_pipeline(pl_loader *l)
     const pool_config wc = {
         .workers = l->rc.num_workers,
         .pin = c->pin_workers,
-        .dirfd = l->ds.dirfd,
         .max_file_bytes = c->max_file_bytes,
         .limits = lim,
         .augment = &l->out.aug,
@@ -357,9 +347,9 @@ static void announce(pl_loader *l)
             "backend: %s; rank %d of %d from %s; %lld files, %d classes; "
             "%d worker%s (%s); ring %d x %.1f MiB %s",
             l->be->name, l->rc.rank, l->rc.world, l->rc.rank_source,
-            (long long)l->ds.n, l->ds.num_classes, l->rc.num_workers,
-            l->rc.num_workers == 1 ? "" : "s", l->rc.workers_why, c->prefetch,
-            mib / c->prefetch,
+            (long long)catalog_size(&l->cat), catalog_classes(&l->cat),
+            l->rc.num_workers, l->rc.num_workers == 1 ? "" : "s",
+            l->rc.workers_why, c->prefetch, mib / c->prefetch,
             rs.kind == HOSTMEM_PINNED    ? "pinned"
             : rs.kind == HOSTMEM_MANAGED ? "managed"
                                          : "pageable");
@@ -421,7 +411,7 @@ static int loader_create(const pl_config *cfg, pl_loader **out)
     pl_loader *l = calloc(1, sizeof *l);
     if (!l)
         return err_set(PL_ENOMEM, "pl_loader_create: out of memory");
-    l->ds.dirfd = -1;
+    catalog_init(&l->cat);
     l->pid = getpid();
     int rc = config_resolve(cfg, &l->rc);
     if (rc < 0) {
@@ -431,14 +421,14 @@ static int loader_create(const pl_config *cfg, pl_loader **out)
     const pl_config *c = &l->rc.cfg;
     logger_init(&l->log, c->log, c->log_ctx);
     l->have_log = 1;
-    if ((rc = dataset_open(&l->ds, c->data, &l->log)) < 0)
+    if ((rc = input_open(&l->cat, c->data, &l->log)) < 0)
         goto fail;
-    l->rc.cfg.data = NULL; /* not kept: the dataset has what it needs */
-    sampler_init(&l->smp, l->ds.n, c->seed, c->shuffle, l->rc.rank, l->rc.world,
-                 c->shard_mode == PL_SHARD_DROP);
+    l->rc.cfg.data = NULL; /* not kept: the catalog has what it needs */
+    sampler_init(&l->smp, catalog_size(&l->cat), c->seed, c->shuffle,
+                 l->rc.rank, l->rc.world, c->shard_mode == PL_SHARD_DROP);
     if ((rc = plan_epoch(l)) < 0 || (rc = plan_start(l)) < 0)
         goto fail;
-    failures_init(&l->fails, l->ds.n);
+    failures_init(&l->fails, catalog_size(&l->cat));
     l->have_fails = 1;
     if ((rc = backend_open(&l->be, device_wanted(&l->rc), &l->log)) < 0)
         goto fail;
@@ -490,7 +480,7 @@ PL_EXPORT void pl_loader_destroy(pl_loader *l)
     backend_close(l->be);
     if (l->have_fails)
         failures_fini(&l->fails);
-    dataset_close(&l->ds);
+    catalog_close(&l->cat);
     if (l->have_log)
         logger_fini(&l->log);
     free(l);
@@ -546,12 +536,12 @@ PL_EXPORT int pl_loader_class_name(const pl_loader *l, int label,
 {
     if (!l || !name)
         return err_set(PL_EINVAL, "pl_loader_class_name: NULL argument");
-    if (label < 0 || label >= l->ds.num_classes)
+    if (label < 0 || label >= catalog_classes(&l->cat))
         return err_set(PL_EINVAL,
                        "pl_loader_class_name: label %d outside "
                        "[0, %d)",
-                       label, l->ds.num_classes);
-    *name = dataset_class(&l->ds, label);
+                       label, catalog_classes(&l->cat));
+    *name = catalog_class(&l->cat, label);
     return 0;
 }
 
@@ -560,15 +550,15 @@ PL_EXPORT int pl_loader_sample(const pl_loader *l, int64_t index,
 {
     if (!l)
         return err_set(PL_EINVAL, "pl_loader_sample: loader is NULL");
-    if (index < 0 || index >= l->ds.n)
+    if (index < 0 || index >= catalog_size(&l->cat))
         return err_set(PL_EINVAL,
                        "pl_loader_sample: index %lld outside "
                        "[0, %lld)",
-                       (long long)index, (long long)l->ds.n);
+                       (long long)index, (long long)catalog_size(&l->cat));
     if (path)
-        *path = dataset_path(&l->ds, index);
+        *path = catalog_name(&l->cat, index);
     if (label)
-        *label = l->ds.labels[index];
+        *label = catalog_label(&l->cat, index);
     return 0;
 }
 
@@ -578,25 +568,21 @@ PL_EXPORT int pl_loader_read_sample(const pl_loader *l, int64_t index,
     if (!l || !len)
         return err_set(PL_EINVAL, "pl_loader_read_sample: NULL argument");
     *len = 0;
-    if (index < 0 || index >= l->ds.n)
+    if (index < 0 || index >= catalog_size(&l->cat))
         return err_set(PL_EINVAL,
                        "pl_loader_read_sample: index %lld outside [0, %lld)",
-                       (long long)index, (long long)l->ds.n);
-    const dataset *ds = &l->ds;
-    const char *path = dataset_path(ds, index);
+                       (long long)index, (long long)catalog_size(&l->cat));
+    const char *path = catalog_name(&l->cat, index);
     fileio_buf fb = {0};
     char reason[PROCESS_REASON_MAX];
+    location loc;
     const char *why;
-    int rc;
-    if (!ds->nshards)
-        rc = fileio_read(ds->dirfd, dataset_open_path(ds, index),
-                         l->rc.cfg.max_file_bytes, &fb, reason, sizeof reason);
-    else if ((rc = dataset_sample_error(ds, index, &why)))
+    int rc = catalog_locate(&l->cat, index, &loc, &why);
+    if (rc < 0)
         snprintf(reason, sizeof reason, "%s", why);
     else
-        rc = fileio_read_at(ds->shard_fd[ds->shard[index]], ds->offset[index],
-                            ds->size[index], l->rc.cfg.max_file_bytes, &fb,
-                            reason, sizeof reason);
+        rc = fileio_read_loc(&loc, l->rc.cfg.max_file_bytes, &fb, reason,
+                             sizeof reason);
     if (rc == 0) {
         *len = fb.len;
         if (fb.len > cap || (!buf && fb.len))

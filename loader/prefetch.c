@@ -239,7 +239,7 @@ static int fail_on_sample(prefetch *p, const ring_pos *pos)
     int code;
     failures_find(p->cfg.fails, pos->index, &code, reason, sizeof reason);
     return handoff_fail(p->cfg.ho, pos->status, "pl_loader_next: %s: %s",
-                        dataset_path(p->cfg.ds, pos->index), reason);
+                        catalog_name(p->cfg.cat, pos->index), reason);
 }
 
 /* Whether position pos goes into a batch: good samples do, and bad ones

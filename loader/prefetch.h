@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "../device/backend.h"
-#include "../input/dataset.h"
+#include "../input/catalog.h"
 #include "failures.h"
 #include "handoff.h"
 #include "output.h"
@@ -26,8 +26,8 @@ typedef struct prefetch_config {
     handoff *ho; /* the buffers, and where finished batches go */
     backend *be;
     failures *fails;
-    const dataset *ds;
-    int nbufs; /* the hand-off's */
+    const catalog *cat; /* names a bad sample under PL_ON_ERROR_FAIL */
+    int nbufs;          /* the hand-off's */
     int batch_size;
     /* What the ring holds and what is delivered; with gpu_normalize the
      * ring holds uint8 samples and the device float ones, made on the GPU

@@ -37,13 +37,13 @@ static uint64_t fnv_float(uint64_t h, float f)
     return fnv_u64(h, u);
 }
 
-void state_fingerprint(state_fields *f, const dataset *ds, const pl_config *c,
+void state_fingerprint(state_fields *f, const catalog *cat, const pl_config *c,
                        int rank, int world)
 {
     memset(f, 0, sizeof *f);
     f->rank = rank;
     f->world = world;
-    f->dataset_size = ds->n;
+    f->dataset_size = catalog_size(cat);
     f->batch_size = c->batch_size;
     f->width = c->width;
     f->height = c->height;
@@ -54,10 +54,10 @@ void state_fingerprint(state_fields *f, const dataset *ds, const pl_config *c,
                          (c->shard_mode == PL_SHARD_DROP ? 4 : 0));
     f->seed = c->seed;
     uint64_t h = FNV_START;
-    for (int64_t i = 0; i < ds->n; i++) {
-        const char *p = dataset_path(ds, i);
+    for (int64_t i = 0; i < catalog_size(cat); i++) {
+        const char *p = catalog_name(cat, i);
         h = fnv(h, p, strlen(p) + 1);
-        h = fnv_u64(h, (uint64_t)(uint32_t)ds->labels[i]);
+        h = fnv_u64(h, (uint64_t)(uint32_t)catalog_label(cat, i));
     }
     f->list_hash = h;
     h = FNV_START;

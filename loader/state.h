@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "../input/dataset.h"
+#include "../input/catalog.h"
 #include "pinload.h"
 
 typedef struct state_fields {
@@ -26,7 +26,7 @@ typedef struct state_fields {
 
 /* The fingerprint of a loader's dataset and configuration (every field but
  * epoch, batch, position). */
-void state_fingerprint(state_fields *f, const dataset *ds, const pl_config *c,
+void state_fingerprint(state_fields *f, const catalog *cat, const pl_config *c,
                        int rank, int world);
 
 void state_encode(const state_fields *f, pl_state *out);

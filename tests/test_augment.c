@@ -494,8 +494,8 @@ static void check_sample(e2e *e, const augment_params *p, int64_t epoch,
     process_times t = {0};
     char reason[PROCESS_REASON_MAX] = "";
     const int rc =
-        process_sample(&e->ctx, p, AT_FDCWD, e->path, (int64_t)256 << 20, epoch,
-                       index, dst, &t, reason);
+        process_sample(&e->ctx, p, &(location){.fd = AT_FDCWD, .path = e->path},
+                       (int64_t)256 << 20, epoch, index, dst, &t, reason);
     cr_assert_eq(rc, 0, "%s (%s)", pl_err_name(rc), reason);
     cr_assert_eq(t.bytes_read, e->file_len);
     uint8_t *want = ref_resize(e->ref, e->w, pl.src_x, pl.src_y, pl.src_w,
@@ -582,11 +582,13 @@ Test(augment, f32_sample_is_the_lut_of_the_u8_sample_in_planes)
     for (int64_t index = 0; index < 4; index++) {
         process_times t = {0};
         char reason[PROCESS_REASON_MAX];
-        cr_assert_eq(process_sample(&e.ctx, &pu, AT_FDCWD, e.path, 1 << 20, 0,
-                                    index, u8, &t, reason),
+        cr_assert_eq(process_sample(&e.ctx, &pu,
+                                    &(location){.fd = AT_FDCWD, .path = e.path},
+                                    1 << 20, 0, index, u8, &t, reason),
                      0, "%s", reason);
-        cr_assert_eq(process_sample(&e.ctx, &pf, AT_FDCWD, e.path, 1 << 20, 0,
-                                    index, f32, &t, reason),
+        cr_assert_eq(process_sample(&e.ctx, &pf,
+                                    &(location){.fd = AT_FDCWD, .path = e.path},
+                                    1 << 20, 0, index, f32, &t, reason),
                      0, "%s", reason);
         for (int c = 0; c < 3; c++)
             for (int i = 0; i < 64 * 48; i++)
@@ -636,8 +638,9 @@ Test(augment, failing_samples_are_all_zero_with_their_status)
             process_times t = {0};
             char reason[PROCESS_REASON_MAX] = "";
             const char *path = paths[cases[i].which];
-            const int rc = process_sample(&e.ctx, &p, AT_FDCWD, path, 1 << 20,
-                                          0, 0, dst, &t, reason);
+            const int rc = process_sample(
+                &e.ctx, &p, &(location){.fd = AT_FDCWD, .path = path}, 1 << 20,
+                0, 0, dst, &t, reason);
             cr_assert_eq(rc, cases[i].code, "%s: %s, expected %s (%s)", path,
                          pl_err_name(rc), pl_err_name(cases[i].code), reason);
             cr_assert_not_null(strstr(reason, cases[i].reason), "%s: %s", path,
@@ -685,14 +688,16 @@ Test(augment, strict_mode_fails_every_crop_of_a_damaged_file)
         process_times t = {0};
         char reason[PROCESS_REASON_MAX] = "";
         set_strict(e.ctx.dec, 0);
-        int rc = process_sample(&e.ctx, &p, AT_FDCWD, e.path, 1 << 20, 0, index,
-                                dst, &t, reason);
+        int rc = process_sample(&e.ctx, &p,
+                                &(location){.fd = AT_FDCWD, .path = e.path},
+                                1 << 20, 0, index, dst, &t, reason);
         if (in_top_half)
             cr_assert_eq(rc, 0, "lenient, crop in the intact part: %s (%s)",
                          pl_err_name(rc), reason);
         set_strict(e.ctx.dec, 1);
-        rc = process_sample(&e.ctx, &p, AT_FDCWD, e.path, 1 << 20, 0, index,
-                            dst, &t, reason);
+        rc = process_sample(&e.ctx, &p,
+                            &(location){.fd = AT_FDCWD, .path = e.path},
+                            1 << 20, 0, index, dst, &t, reason);
         cr_assert_eq(rc, PL_ECORRUPT, "strict, index %lld (crop y %d..%d): %s",
                      (long long)index, pl.src_y, pl.src_y + pl.src_h,
                      pl_err_name(rc));
@@ -773,9 +778,11 @@ Test(augment, dct_scaled_samples_stay_close_to_the_exact_resize)
             uint8_t *got = malloc(n);
             process_times t = {0};
             char reason[PROCESS_REASON_MAX] = "";
-            cr_assert_eq(process_sample(&e.ctx, &p, AT_FDCWD, e.path, 1 << 24,
-                                        0, index, got, &t, reason),
-                         0, "%s", reason);
+            cr_assert_eq(
+                process_sample(&e.ctx, &p,
+                               &(location){.fd = AT_FDCWD, .path = e.path},
+                               1 << 24, 0, index, got, &t, reason),
+                0, "%s", reason);
             uint8_t *want = ref_resize(e.ref, e.w, pl.src_x, pl.src_y, pl.src_w,
                                        pl.src_h, pl.rs_w, pl.rs_h, pl.out_x,
                                        pl.out_y, 112, 112, pl.flip);

@@ -1,11 +1,11 @@
-/* The file list (input/dataset.c): ImageFolder trees listed and labelled
- * exactly as torchvision's ImageFolder lists them, flat folders, list files
- * and their errors. The dataset never reads the files, so most fixtures are
- * empty files with the right names. */
+/* The file list (input/: catalog, folder and list readers): ImageFolder trees
+ * listed and labelled exactly as torchvision's ImageFolder lists them, flat
+ * folders, list files and their errors. The dataset never reads the files, so
+ * most fixtures are empty files with the right names. */
 #include <fcntl.h>
 #include <pthread.h>
 
-#include "../input/dataset.h"
+#include "../input/input.h"
 #include "../common/error.h"
 #include "../common/log.h"
 #include "testutil.h"
@@ -54,25 +54,37 @@ static void mkdir_at(const char *root, const char *rel)
     tu_mkdirs_for(p);
 }
 
-static int open_logged(dataset *ds, const char *path, log_record *rec)
+/* Where catalog_locate says file sample i is, for openat(ds->dirfd, ...). */
+static const char *open_path(const catalog *ds, int64_t i)
+{
+    location loc;
+    const char *why;
+    cr_assert_eq(catalog_locate(ds, i, &loc, &why), 0);
+    cr_assert_eq(loc.fd, ds->dirfd);
+    cr_assert_not_null(loc.path);
+    return loc.path;
+}
+
+static int open_logged(catalog *ds, const char *path, log_record *rec)
 {
     logger lg;
     logger_init(&lg, record_log, rec);
-    const int rc = dataset_open(ds, path, &lg);
+    catalog_init(ds);
+    const int rc = input_open(ds, path, &lg);
     logger_fini(&lg);
     return rc;
 }
 
 /* Asserts that ds lists exactly root/want[i] with label labels[i], in that
- * order (dataset_open_path is tested on its own, below). */
-static void assert_paths(const dataset *ds, const char *root,
+ * order (where each file is opened, open_path, is tested on its own, below). */
+static void assert_paths(const catalog *ds, const char *root,
                          const char *const *want, const int32_t *labels, int n)
 {
     for (int i = 0; i < ds->n && i < n; i++) {
         char p[4096];
         snprintf(p, sizeof p, "%s/%s", root, want[i]);
-        cr_assert_str_eq(dataset_path(ds, i), p, "position %d: got %s, want %s",
-                         i, dataset_path(ds, i), p);
+        cr_assert_str_eq(catalog_name(ds, i), p, "position %d: got %s, want %s",
+                         i, catalog_name(ds, i), p);
         cr_assert_eq(ds->labels[i], labels[i], "label of %s", want[i]);
     }
     cr_assert_eq(ds->n, n, "listed %lld files, want %d", (long long)ds->n, n);
@@ -91,19 +103,19 @@ Test(dataset, classes_are_the_sorted_folder_names_in_byte_order)
         touch(root, rel);
     }
     log_record rec = {0};
-    dataset ds;
+    catalog ds;
     cr_assert_eq(open_logged(&ds, root, &rec), 0, "%s", pl_last_error());
     /* sorted(["b", "a", "A", "10", "9"]) in Python. */
     static const char *const want[] = {"10", "9", "A", "a", "b"};
     cr_assert_eq(ds.num_classes, 5);
     for (int c = 0; c < 5; c++)
-        cr_assert_str_eq(dataset_class(&ds, c), want[c], "class %d", c);
+        cr_assert_str_eq(catalog_class(&ds, c), want[c], "class %d", c);
     static const char *const paths[] = {"10/img.jpg", "9/img.jpg", "A/img.jpg",
                                         "a/img.jpg", "b/img.jpg"};
     static const int32_t labels[] = {0, 1, 2, 3, 4};
     assert_paths(&ds, root, paths, labels, 5);
     cr_assert_eq(rec.n, 0, "no notice for a clean tree");
-    dataset_close(&ds);
+    catalog_close(&ds);
     tu_rm_rf(root);
 }
 
@@ -124,7 +136,7 @@ Test(dataset, files_within_a_class_follow_sorted_os_walk_not_depth_first)
     for (size_t i = 0; i < sizeof files / sizeof *files; i++)
         touch(root, files[i]);
     log_record rec = {0};
-    dataset ds;
+    catalog ds;
     cr_assert_eq(open_logged(&ds, root, &rec), 0, "%s", pl_last_error());
     static const char *const want[] = {
         "cls/a.jpg",     "cls/z.jpg",        "cls/a/x.jpg",  "cls/a-b/y.jpg",
@@ -133,8 +145,8 @@ Test(dataset, files_within_a_class_follow_sorted_os_walk_not_depth_first)
     static const int32_t labels[8] = {0};
     assert_paths(&ds, root, want, labels, 8);
     cr_assert_eq(ds.num_classes, 1);
-    cr_assert_str_eq(dataset_class(&ds, 0), "cls");
-    dataset_close(&ds);
+    cr_assert_str_eq(catalog_class(&ds, 0), "cls");
+    catalog_close(&ds);
     tu_rm_rf(root);
 }
 
@@ -150,13 +162,13 @@ Test(dataset, files_sort_by_directory_then_name_not_by_whole_path)
     for (size_t i = 0; i < 5; i++)
         touch(root, files[i]);
     log_record rec = {0};
-    dataset ds;
+    catalog ds;
     cr_assert_eq(open_logged(&ds, root, &rec), 0, "%s", pl_last_error());
     static const char *const want[] = {"a/5.jpg", "a/z/9.jpg", "a/z-/8.jpg",
                                        "b/0.jpg", "b/q/1.jpg"};
     static const int32_t labels[] = {0, 0, 0, 1, 1};
     assert_paths(&ds, root, want, labels, 5);
-    dataset_close(&ds);
+    catalog_close(&ds);
     tu_rm_rf(root);
 }
 
@@ -176,7 +188,7 @@ Test(dataset, every_file_in_a_folder_mixing_files_and_directories_is_listed)
         touch(root, rel);
     }
     log_record rec = {0};
-    dataset ds;
+    catalog ds;
     cr_assert_eq(open_logged(&ds, root, &rec), 0, "%s", pl_last_error());
     static const char *const want[] = {
         "mix/e00.jpg",    "mix/e02.jpg",    "mix/e04.jpg",    "mix/e06.jpg",
@@ -186,7 +198,7 @@ Test(dataset, every_file_in_a_folder_mixing_files_and_directories_is_listed)
     static const int32_t labels[12] = {0};
     assert_paths(&ds, root, want, labels, 12);
     cr_assert_eq(rec.n, 0, "no notice, got \"%s\"", rec.msgs[0]);
-    dataset_close(&ds);
+    catalog_close(&ds);
     tu_rm_rf(root);
 }
 
@@ -202,14 +214,14 @@ Test(dataset, jpeg_extensions_match_case_insensitively_and_others_are_ignored)
     for (size_t i = 0; i < sizeof files / sizeof *files; i++)
         touch(root, files[i]);
     log_record rec = {0};
-    dataset ds;
+    catalog ds;
     cr_assert_eq(open_logged(&ds, root, &rec), 0, "%s", pl_last_error());
     /* strcmp order of the names that count. */
     static const char *const want[] = {"c/1.jpg", "c/10.JpEg", "c/2.jpeg",
                                        "c/3.JPG", "c/4.JPEG",  "c/5.Jpg"};
     static const int32_t labels[6] = {0};
     assert_paths(&ds, root, want, labels, 6);
-    dataset_close(&ds);
+    catalog_close(&ds);
     tu_rm_rf(root);
 }
 
@@ -223,13 +235,13 @@ Test(dataset,
     mkdir_at(root, "k/empty.jpg"); /* a directory with a JPEG name, empty */
     touch(root, "k/pic.jpeg/inside.jpg");
     log_record rec = {0};
-    dataset ds;
+    catalog ds;
     cr_assert_eq(open_logged(&ds, root, &rec), 0, "%s", pl_last_error());
     static const char *const want[] = {"k/top.jpg", "k/d1/d2/d3/d4/deep.jpg",
                                        "k/pic.jpeg/inside.jpg"};
     static const int32_t labels[3] = {0};
     assert_paths(&ds, root, want, labels, 3);
-    dataset_close(&ds);
+    catalog_close(&ds);
     tu_rm_rf(root);
 }
 
@@ -242,23 +254,23 @@ Test(dataset, flat_folder_is_one_class_named_after_the_folder)
     touch(root, "a.JPEG");
     touch(root, "notes.txt");
     log_record rec = {0};
-    dataset ds;
+    catalog ds;
     cr_assert_eq(open_logged(&ds, root, &rec), 0, "%s", pl_last_error());
     cr_assert_eq(ds.num_classes, 1);
-    cr_assert_str_eq(dataset_class(&ds, 0), "flowers");
+    cr_assert_str_eq(catalog_class(&ds, 0), "flowers");
     static const char *const want[] = {"a.JPEG", "b.jpg"};
     static const int32_t labels[] = {0, 0};
     assert_paths(&ds, root, want, labels, 2);
-    dataset_close(&ds);
+    catalog_close(&ds);
 
     /* A trailing slash names the same folder. */
     char slashed[160];
     snprintf(slashed, sizeof slashed, "%s//", root);
     cr_assert_eq(open_logged(&ds, slashed, &rec), 0, "%s", pl_last_error());
-    cr_assert_str_eq(dataset_class(&ds, 0), "flowers");
+    cr_assert_str_eq(catalog_class(&ds, 0), "flowers");
     assert_paths(&ds, root, want, labels, 2);
     cr_assert_eq(rec.n, 0);
-    dataset_close(&ds);
+    catalog_close(&ds);
     tu_rm_rf(parent);
 }
 
@@ -273,7 +285,7 @@ Test(dataset,
     touch(root, "dog/1.jpg");
     touch(root, "cat/1.jpg");
     log_record rec = {0};
-    dataset ds;
+    catalog ds;
     cr_assert_eq(open_logged(&ds, root, &rec), 0, "%s", pl_last_error());
     static const char *const want[] = {"cat/1.jpg", "dog/1.jpg"};
     static const int32_t labels[] = {0, 1};
@@ -283,7 +295,7 @@ Test(dataset,
     cr_assert_not_null(strstr(rec.msgs[0], root), "%s", rec.msgs[0]);
     cr_assert_not_null(strstr(rec.msgs[0], "2 JPEG file(s)"), "%s",
                        rec.msgs[0]);
-    dataset_close(&ds);
+    catalog_close(&ds);
     tu_rm_rf(root);
 }
 
@@ -297,7 +309,7 @@ Test(dataset, symlink_loop_to_the_parent_terminates_with_a_notice,
     snprintf(link, sizeof link, "%s/cls/loop", root);
     cr_assert_eq(symlink("..", link), 0, "symlink: %s", strerror(errno));
     log_record rec = {0};
-    dataset ds;
+    catalog ds;
     cr_assert_eq(open_logged(&ds, root, &rec), 0, "%s", pl_last_error());
     /* cls/loop is the root, whose only entry cls is already being walked. */
     static const char *const want[] = {"cls/1.jpg", "cls/sub/2.jpg"};
@@ -307,7 +319,7 @@ Test(dataset, symlink_loop_to_the_parent_terminates_with_a_notice,
     cr_assert_eq(rec.notices, 1, "%d notices", rec.notices);
     cr_assert_eq(log_count(&rec, "symbolic link loop"), 1, "%s", rec.msgs[0]);
     cr_assert_not_null(strstr(rec.msgs[0], "cls/loop"), "%s", rec.msgs[0]);
-    dataset_close(&ds);
+    catalog_close(&ds);
     tu_rm_rf(root);
 }
 
@@ -320,14 +332,14 @@ Test(dataset, symlink_to_its_own_directory_terminates_with_a_notice,
     snprintf(link, sizeof link, "%s/cls/self", root);
     cr_assert_eq(symlink(".", link), 0, "symlink: %s", strerror(errno));
     log_record rec = {0};
-    dataset ds;
+    catalog ds;
     cr_assert_eq(open_logged(&ds, root, &rec), 0, "%s", pl_last_error());
     static const char *const want[] = {"cls/1.jpg"};
     static const int32_t labels[] = {0};
     assert_paths(&ds, root, want, labels, 1);
     cr_assert_eq(log_count(&rec, "symbolic link loop"), 1);
     cr_assert_not_null(strstr(rec.msgs[0], "cls/self"), "%s", rec.msgs[0]);
-    dataset_close(&ds);
+    catalog_close(&ds);
     tu_rm_rf(root);
 }
 
@@ -342,14 +354,14 @@ Test(dataset, symlinked_class_directories_are_followed)
     snprintf(link, sizeof link, "%s/linked", root);
     cr_assert_eq(symlink(target, link), 0, "symlink: %s", strerror(errno));
     log_record rec = {0};
-    dataset ds;
+    catalog ds;
     cr_assert_eq(open_logged(&ds, root, &rec), 0, "%s", pl_last_error());
     static const char *const want[] = {"a/y.jpg", "linked/x.jpg"};
     static const int32_t labels[] = {0, 1};
     assert_paths(&ds, root, want, labels, 2);
-    cr_assert_str_eq(dataset_class(&ds, 1), "linked");
+    cr_assert_str_eq(catalog_class(&ds, 1), "linked");
     cr_assert_eq(rec.n, 0, "%s", rec.msgs[0]);
-    dataset_close(&ds);
+    catalog_close(&ds);
     tu_rm_rf(root);
     tu_rm_rf(outside);
 }
@@ -365,16 +377,16 @@ Test(dataset, a_directory_reached_twice_is_listed_once_with_a_notice)
     snprintf(link, sizeof link, "%s/linked", root);
     cr_assert_eq(symlink(target, link), 0, "symlink: %s", strerror(errno));
     log_record rec = {0};
-    dataset ds;
+    catalog ds;
     cr_assert_eq(open_logged(&ds, root, &rec), 0, "%s", pl_last_error());
     static const char *const want[] = {"elsewhere/x.jpg"};
     static const int32_t labels[] = {0};
     assert_paths(&ds, root, want, labels, 1);
     cr_assert_eq(ds.num_classes, 2);
-    cr_assert_str_eq(dataset_class(&ds, 1), "linked");
+    cr_assert_str_eq(catalog_class(&ds, 1), "linked");
     cr_assert_eq(log_count(&rec, "already listed"), 1, "%s", rec.msgs[0]);
     cr_assert_not_null(strstr(rec.msgs[0], "/linked"), "%s", rec.msgs[0]);
-    dataset_close(&ds);
+    catalog_close(&ds);
     tu_rm_rf(root);
 }
 
@@ -400,16 +412,16 @@ Test(dataset, links_sharing_subdirectories_are_listed_once_not_per_path,
         }
     const double t0 = tu_seconds();
     log_record rec = {0};
-    dataset ds;
+    catalog ds;
     cr_assert_eq(open_logged(&ds, root, &rec), 0, "%s", pl_last_error());
     const double took = tu_seconds() - t0;
     /* l00..l24 directly under c, and nothing a second time. */
     cr_assert_eq(ds.n, LEVELS + 1, "listed %lld", (long long)ds.n);
     char want[128];
     snprintf(want, sizeof want, "%s/c/l00/f.jpg", root);
-    cr_assert_str_eq(dataset_path(&ds, 0), want);
+    cr_assert_str_eq(catalog_name(&ds, 0), want);
     cr_assert_lt(took, 5.0, "2^%d paths walked? %.1f s", LEVELS, took);
-    dataset_close(&ds);
+    catalog_close(&ds);
     tu_rm_rf(root);
 }
 
@@ -426,7 +438,7 @@ Test(dataset, jpegs_beside_a_subfolder_give_an_error_that_says_why)
     }
     mkdir_at(root, ".ipynb_checkpoints");
     log_record rec = {0};
-    dataset ds;
+    catalog ds;
     cr_assert_eq(open_logged(&ds, root, &rec), PL_ENODATA);
     const char *e = pl_last_error();
     cr_assert_not_null(strstr(e, root), "%s", e);
@@ -440,7 +452,7 @@ Test(dataset, empty_directory_is_enodata_naming_the_path)
     char root[64];
     tu_tmpdir(root);
     log_record rec = {0};
-    dataset ds;
+    catalog ds;
     cr_assert_eq(open_logged(&ds, root, &rec), PL_ENODATA);
     cr_assert_not_null(strstr(pl_last_error(), root), "%s", pl_last_error());
     cr_assert_eq(ds.dirfd, -1, "closed on failure");
@@ -456,7 +468,7 @@ Test(dataset, empty_directory_is_enodata_naming_the_path)
 Test(dataset, missing_path_is_eio_naming_it)
 {
     log_record rec = {0};
-    dataset ds;
+    catalog ds;
     cr_assert_eq(open_logged(&ds, "/nonexistent/pinload/data", &rec), PL_EIO);
     cr_assert_not_null(strstr(pl_last_error(), "/nonexistent/pinload/data"),
                        "%s", pl_last_error());
@@ -473,23 +485,23 @@ Test(dataset, open_path_is_relative_to_an_absolute_root)
     snprintf(p, sizeof p, "%s/c/d/file.jpg", root);
     tu_write_file(p, "abc", 3);
     log_record rec = {0};
-    dataset ds;
+    catalog ds;
     cr_assert_eq(open_logged(&ds, root, &rec), 0, "%s", pl_last_error());
     cr_assert_eq(ds.n, 1);
-    cr_assert_str_eq(dataset_path(&ds, 0), p);
-    cr_assert_str_eq(dataset_open_path(&ds, 0), "c/d/file.jpg");
+    cr_assert_str_eq(catalog_name(&ds, 0), p);
+    cr_assert_str_eq(open_path(&ds, 0), "c/d/file.jpg");
     snprintf(moved, sizeof moved, "%s-moved", root);
     cr_assert_eq(rename(root, moved), 0, "rename: %s", strerror(errno));
-    const int fd = openat(ds.dirfd, dataset_open_path(&ds, 0), O_RDONLY);
+    const int fd = openat(ds.dirfd, open_path(&ds, 0), O_RDONLY);
     cr_assert_geq(fd, 0,
                   "openat(root fd, \"%s\") after the root was "
                   "renamed: %s",
-                  dataset_open_path(&ds, 0), strerror(errno));
+                  open_path(&ds, 0), strerror(errno));
     char buf[8];
     cr_assert_eq(read(fd, buf, sizeof buf), 3);
     cr_assert_eq(memcmp(buf, "abc", 3), 0);
     close(fd);
-    dataset_close(&ds);
+    catalog_close(&ds);
     tu_rm_rf(moved);
 }
 
@@ -500,16 +512,16 @@ Test(dataset, open_path_is_relative_to_a_relative_root)
     touch(parent, "data/c/x.jpg");
     cr_assert_eq(chdir(parent), 0);
     log_record rec = {0};
-    dataset ds;
+    catalog ds;
     cr_assert_eq(open_logged(&ds, "data/", &rec), 0, "%s", pl_last_error());
     cr_assert_eq(ds.n, 1);
-    cr_assert_str_eq(dataset_path(&ds, 0), "data/c/x.jpg");
-    cr_assert_str_eq(dataset_open_path(&ds, 0), "c/x.jpg");
+    cr_assert_str_eq(catalog_name(&ds, 0), "data/c/x.jpg");
+    cr_assert_str_eq(open_path(&ds, 0), "c/x.jpg");
     cr_assert_eq(chdir("/"), 0);
-    const int fd = openat(ds.dirfd, dataset_open_path(&ds, 0), O_RDONLY);
+    const int fd = openat(ds.dirfd, open_path(&ds, 0), O_RDONLY);
     cr_assert_geq(fd, 0, "openat after chdir: %s", strerror(errno));
     close(fd);
-    dataset_close(&ds);
+    catalog_close(&ds);
     tu_rm_rf(parent);
 }
 
@@ -521,12 +533,12 @@ Test(dataset, list_file_open_paths_are_relative_to_its_folder)
     const char text[] = "sub/a b.jpg 0\n/abs/c.jpg 1\n";
     tu_write_file(list, text, sizeof text - 1);
     log_record rec = {0};
-    dataset ds;
+    catalog ds;
     cr_assert_eq(open_logged(&ds, list, &rec), 0, "%s", pl_last_error());
     cr_assert_eq(ds.n, 2);
-    cr_assert_str_eq(dataset_open_path(&ds, 0), "sub/a b.jpg");
-    cr_assert_str_eq(dataset_open_path(&ds, 1), "/abs/c.jpg");
-    dataset_close(&ds);
+    cr_assert_str_eq(open_path(&ds, 0), "sub/a b.jpg");
+    cr_assert_str_eq(open_path(&ds, 1), "/abs/c.jpg");
+    catalog_close(&ds);
     tu_rm_rf(root);
 }
 
@@ -552,7 +564,7 @@ Test(dataset, list_file_lines_give_paths_relative_to_its_folder_and_labels)
                      "/abs/elsewhere/e.jpg   3\r\n"
                      "tabs and spaces.jpg \t 0");
     log_record rec = {0};
-    dataset ds;
+    catalog ds;
     cr_assert_eq(open_logged(&ds, list, &rec), 0, "%s", pl_last_error());
     cr_assert_eq(ds.n, 5);
     static const char *const rel[] = {
@@ -565,7 +577,7 @@ Test(dataset, list_file_lines_give_paths_relative_to_its_folder_and_labels)
             snprintf(want, sizeof want, "%s", rel[i]);
         else
             snprintf(want, sizeof want, "%s/%s", root, rel[i]);
-        cr_assert_str_eq(dataset_path(&ds, i), want, "line of %s", rel[i]);
+        cr_assert_str_eq(catalog_name(&ds, i), want, "line of %s", rel[i]);
         cr_assert_eq(ds.labels[i], labels[i], "label of %s", rel[i]);
     }
     /* Classes are "0" .. the largest label, even those no line uses. */
@@ -573,10 +585,10 @@ Test(dataset, list_file_lines_give_paths_relative_to_its_folder_and_labels)
     for (int c = 0; c < 4; c++) {
         char name[16];
         snprintf(name, sizeof name, "%d", c);
-        cr_assert_str_eq(dataset_class(&ds, c), name);
+        cr_assert_str_eq(catalog_class(&ds, c), name);
     }
     cr_assert_eq(rec.n, 0);
-    dataset_close(&ds);
+    catalog_close(&ds);
     tu_rm_rf(root);
 }
 
@@ -589,15 +601,15 @@ Test(dataset, list_file_without_a_folder_is_relative_to_the_working_directory)
     write_text(list, "x.jpg 5\n");
     cr_assert_eq(chdir(root), 0);
     log_record rec = {0};
-    dataset ds;
+    catalog ds;
     cr_assert_eq(open_logged(&ds, "l.txt", &rec), 0, "%s", pl_last_error());
     cr_assert_eq(ds.n, 1);
-    cr_assert_str_eq(dataset_path(&ds, 0), "x.jpg");
-    cr_assert_str_eq(dataset_open_path(&ds, 0), "x.jpg");
+    cr_assert_str_eq(catalog_name(&ds, 0), "x.jpg");
+    cr_assert_str_eq(open_path(&ds, 0), "x.jpg");
     cr_assert_eq(ds.labels[0], 5);
     cr_assert_eq(ds.num_classes, 6);
-    cr_assert_str_eq(dataset_class(&ds, 5), "5");
-    dataset_close(&ds);
+    cr_assert_str_eq(catalog_class(&ds, 5), "5");
+    catalog_close(&ds);
     cr_assert_eq(chdir("/"), 0);
     tu_rm_rf(root);
 }
@@ -610,7 +622,7 @@ static void assert_bad_list(const char *text, int line)
     snprintf(list, sizeof list, "%s/bad.txt", root);
     write_text(list, text);
     log_record rec = {0};
-    dataset ds;
+    catalog ds;
     cr_assert_eq(open_logged(&ds, list, &rec), PL_EINVAL, "for %s", text);
     snprintf(where, sizeof where, "%s:%d:", list, line);
     cr_assert_not_null(strstr(pl_last_error(), where), "want \"%s\" in \"%s\"",
@@ -643,7 +655,7 @@ Test(dataset, list_file_with_only_comments_is_enodata)
     snprintf(list, sizeof list, "%s/empty.txt", root);
     write_text(list, "# nothing\n\n");
     log_record rec = {0};
-    dataset ds;
+    catalog ds;
     cr_assert_eq(open_logged(&ds, list, &rec), PL_ENODATA);
     cr_assert_not_null(strstr(pl_last_error(), list), "%s", pl_last_error());
     tu_rm_rf(root);
@@ -659,7 +671,7 @@ static void assert_bad_list_bytes(const char *bytes, size_t len, int line,
     snprintf(list, sizeof list, "%s/bad.txt", root);
     tu_write_file(list, bytes, len);
     log_record rec = {0};
-    dataset ds;
+    catalog ds;
     cr_assert_eq(open_logged(&ds, list, &rec), PL_EINVAL);
     snprintf(where, sizeof where, "%s:%d:", list, line);
     cr_assert_not_null(strstr(pl_last_error(), where), "want \"%s\" in \"%s\"",
@@ -689,7 +701,7 @@ Test(dataset, list_line_longer_than_the_limit_is_einval)
 Test(dataset, dev_zero_as_a_list_is_refused_at_once, .timeout = 30)
 {
     log_record rec = {0};
-    dataset ds;
+    catalog ds;
     cr_assert_eq(open_logged(&ds, "/dev/zero", &rec), PL_EINVAL);
     cr_assert_not_null(strstr(pl_last_error(), "/dev/zero:1:"), "%s",
                        pl_last_error());
@@ -704,11 +716,11 @@ Test(dataset, list_file_with_a_utf8_bom_keeps_its_first_entry)
     write_text(list, "\xef\xbb\xbf"
                      "a.jpg 0\nb.jpg 1\n");
     log_record rec = {0};
-    dataset ds;
+    catalog ds;
     cr_assert_eq(open_logged(&ds, list, &rec), 0, "%s", pl_last_error());
     static const char *const want[] = {"a.jpg", "b.jpg"};
     static const int32_t labels[] = {0, 1};
     assert_paths(&ds, root, want, labels, 2);
-    dataset_close(&ds);
+    catalog_close(&ds);
     tu_rm_rf(root);
 }

@@ -1094,12 +1094,14 @@ Test(decode, a_huge_samples_decoded_rows_are_not_kept_for_the_next)
     uint8_t out[16 * 16 * 3];
     process_times t = {0};
     char reason[PROCESS_REASON_MAX] = "";
-    cr_assert_eq(process_sample(&ctx, &p, AT_FDCWD, big, MAX_FILE_BYTES, 0, 0,
-                                out, &t, reason),
+    cr_assert_eq(process_sample(&ctx, &p,
+                                &(location){.fd = AT_FDCWD, .path = big},
+                                MAX_FILE_BYTES, 0, 0, out, &t, reason),
                  0, "%s", reason);
     cr_assert_geq(ctx.src_cap, (size_t)4200 * 3000 * 3);
-    cr_assert_eq(process_sample(&ctx, &p, AT_FDCWD, small, MAX_FILE_BYTES, 0, 1,
-                                out, &t, reason),
+    cr_assert_eq(process_sample(&ctx, &p,
+                                &(location){.fd = AT_FDCWD, .path = small},
+                                MAX_FILE_BYTES, 0, 1, out, &t, reason),
                  0, "%s", reason);
     cr_assert_leq(ctx.src_cap, GROW_KEEP_BYTES, "kept %zu bytes", ctx.src_cap);
     cr_assert_geq(ctx.src_cap, (size_t)320 * 240 * 3);

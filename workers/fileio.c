@@ -149,7 +149,7 @@ void fileio_buf_free(fileio_buf *b)
     *b = (fileio_buf){0};
 }
 
-void fileio_hint(int dirfd, const char *path)
+static void hint_file(int dirfd, const char *path)
 {
     const int fd =
         openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
@@ -195,7 +195,20 @@ int fileio_read_at(int fd, int64_t offset, int64_t size, int64_t max_bytes,
     return 0;
 }
 
-void fileio_hint_at(int fd, int64_t offset, int64_t size)
+int fileio_read_loc(const location *loc, int64_t max_bytes, fileio_buf *b,
+                    char *reason, size_t cap)
 {
-    (void)posix_fadvise(fd, (off_t)offset, (off_t)size, POSIX_FADV_WILLNEED);
+    if (loc->path)
+        return fileio_read(loc->fd, loc->path, max_bytes, b, reason, cap);
+    return fileio_read_at(loc->fd, loc->offset, loc->size, max_bytes, b, reason,
+                          cap);
+}
+
+void fileio_hint_loc(const location *loc)
+{
+    if (loc->path)
+        hint_file(loc->fd, loc->path);
+    else
+        (void)posix_fadvise(loc->fd, (off_t)loc->offset, (off_t)loc->size,
+                            POSIX_FADV_WILLNEED);
 }

@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../common/location.h"
+
 /* How long a process-wide failure to open (EMFILE, ENFILE, ENOMEM, EAGAIN,
  * ENOBUFS) is retried before it is reported. */
 #define FILEIO_RETRY_MS 1023
@@ -34,13 +36,15 @@ int fileio_read(int dirfd, const char *path, int64_t max_bytes, fileio_buf *b,
 int fileio_read_at(int fd, int64_t offset, int64_t size, int64_t max_bytes,
                    fileio_buf *b, char *reason, size_t cap);
 
+/* The bytes at *loc: the whole file (fileio_read) or the range
+ * (fileio_read_at). */
+int fileio_read_loc(const location *loc, int64_t max_bytes, fileio_buf *b,
+                    char *reason, size_t cap);
+
 void fileio_buf_free(fileio_buf *b);
 
-/* Hint the kernel to start reading `path` (relative to dirfd) now
- * (posix_fadvise WILLNEED). Failures are ignored: it is only a hint. */
-void fileio_hint(int dirfd, const char *path);
-
-/* The same for bytes [offset, offset + size) of the open file fd. */
-void fileio_hint_at(int fd, int64_t offset, int64_t size);
+/* Hint the kernel to start reading the bytes at *loc now (posix_fadvise
+ * WILLNEED). Failures are ignored: it is only a hint. */
+void fileio_hint_loc(const location *loc);
 
 #endif

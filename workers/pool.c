@@ -48,16 +48,10 @@ static void *worker_main(void *arg)
         if (job.preset_status) {
             job.status = job.preset_status;
             memset(job.dst, 0, augment_sample_bytes(cfg->augment));
-        } else if (job.member) {
-            job.status =
-                process_sample_at(&w->ctx, cfg->augment, job.fd, job.offset,
-                                  job.size, cfg->max_file_bytes, job.epoch,
-                                  job.index, job.dst, &t, job.reason);
         } else {
-            job.status =
-                process_sample(&w->ctx, cfg->augment, cfg->dirfd, job.path,
-                               cfg->max_file_bytes, job.epoch, job.index,
-                               job.dst, &t, job.reason);
+            job.status = process_sample(&w->ctx, cfg->augment, &job.loc,
+                                        cfg->max_file_bytes, job.epoch,
+                                        job.index, job.dst, &t, job.reason);
         }
         add(job.status == 0 ? &w->decoded : &w->failed, 1);
         job.warnings = w->ctx.warnings;

@@ -14,11 +14,7 @@ typedef struct pool pool;
  * fills status and reason before finish(). */
 typedef struct pool_job {
     int64_t epoch, index; /* what augment_plan_make is keyed by */
-    const char *path;     /* relative to the pool's dirfd */
-    /* A tar member instead (member = 1): bytes [offset, offset + size) of
-     * the open file fd. */
-    int member, fd;
-    int64_t offset, size;
+    location loc;         /* where its bytes are */
     /* Set by the source: the sample is bad before any byte is read (a tar
      * key with no image); reason holds why. */
     int preset_status;
@@ -47,7 +43,6 @@ typedef struct pool_source {
 typedef struct pool_config {
     int workers;
     int pin; /* worker i on the i-th allowed CPU */
-    int dirfd;
     int64_t max_file_bytes;
     decode_limits limits;
     const augment_params *augment; /* outlives the pool */

@@ -151,27 +151,14 @@ static int from_read(process_ctx *c, const augment_params *p, int rc,
                           reason);
 }
 
-int process_sample(process_ctx *c, const augment_params *p, int dirfd,
-                   const char *path, int64_t max_file_bytes, int64_t epoch,
-                   int64_t index, void *dst, process_times *t,
-                   char reason[PROCESS_REASON_MAX])
+int process_sample(process_ctx *c, const augment_params *p, const location *loc,
+                   int64_t max_file_bytes, int64_t epoch, int64_t index,
+                   void *dst, process_times *t, char reason[PROCESS_REASON_MAX])
 {
     const uint64_t t0 = clock_now_ns();
     c->warnings = 0;
-    const int rc = fileio_read(dirfd, path, max_file_bytes, &c->file, reason,
-                               PROCESS_REASON_MAX);
-    return from_read(c, p, rc, t0, epoch, index, dst, t, reason);
-}
-
-int process_sample_at(process_ctx *c, const augment_params *p, int fd,
-                      int64_t offset, int64_t size, int64_t max_file_bytes,
-                      int64_t epoch, int64_t index, void *dst, process_times *t,
-                      char reason[PROCESS_REASON_MAX])
-{
-    const uint64_t t0 = clock_now_ns();
-    c->warnings = 0;
-    const int rc = fileio_read_at(fd, offset, size, max_file_bytes, &c->file,
-                                  reason, PROCESS_REASON_MAX);
+    const int rc = fileio_read_loc(loc, max_file_bytes, &c->file, reason,
+                                   PROCESS_REASON_MAX);
     return from_read(c, p, rc, t0, epoch, index, dst, t, reason);
 }
 

@@ -39,21 +39,14 @@ typedef struct process_times {
 int process_init(process_ctx *c, const decode_limits *lim);
 void process_fini(process_ctx *c);
 
-/* Produce dataset sample `index` of `epoch` from the file at `path`
- * (relative to dirfd) into dst (augment_sample_bytes(p) bytes). On failure
- * dst is all zeros, the code is returned and reason says why (without the
- * path). */
-int process_sample(process_ctx *c, const augment_params *p, int dirfd,
-                   const char *path, int64_t max_file_bytes, int64_t epoch,
-                   int64_t index, void *dst, process_times *t,
+/* Produce dataset sample `index` of `epoch` from the bytes at *loc (a file,
+ * or a tar member's range of its shard) into dst (augment_sample_bytes(p)
+ * bytes). On failure dst is all zeros, the code is returned and reason
+ * says why (without the path). */
+int process_sample(process_ctx *c, const augment_params *p, const location *loc,
+                   int64_t max_file_bytes, int64_t epoch, int64_t index,
+                   void *dst, process_times *t,
                    char reason[PROCESS_REASON_MAX]);
-
-/* The same from bytes [offset, offset + size) of the open file fd (a
- * member of a tar shard). */
-int process_sample_at(process_ctx *c, const augment_params *p, int fd,
-                      int64_t offset, int64_t size, int64_t max_file_bytes,
-                      int64_t epoch, int64_t index, void *dst, process_times *t,
-                      char reason[PROCESS_REASON_MAX]);
 
 /* The same, from the JPEG already in buf[0, len). */
 int process_buffer(process_ctx *c, const augment_params *p, const uint8_t *buf,

@@ -1,0 +1,211 @@
+#include "catalog.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../common/error.h"
+#include "../common/grow.h"
+
+void catalog_init(catalog *c)
+{
+    memset(c, 0, sizeof *c);
+    c->dirfd = -1;
+}
+
+void catalog_close(catalog *c)
+{
+    if (c->dirfd >= 0)
+        close(c->dirfd);
+    for (int i = 0; i < c->nsources; i++)
+        close(c->source_fd[i]);
+    free(c->source_fd);
+    free(c->root);
+    free(c->arena);
+    free(c->name_off);
+    free(c->labels);
+    free(c->class_off);
+    free(c->source);
+    free(c->offset);
+    free(c->size);
+    catalog_init(c);
+}
+
+/* ---- building ---- */
+
+static int arena_add(catalog *c, const char *s, size_t len, size_t *off)
+{
+    if (grow(&c->arena, &c->arena_cap, c->arena_len + len + 1, 1, 1 << 16) < 0)
+        return PL_ENOMEM;
+    memcpy(c->arena + c->arena_len, s, len);
+    c->arena[c->arena_len + len] = '\0';
+    *off = c->arena_len;
+    c->arena_len += len + 1;
+    return 0;
+}
+
+int catalog_set_root(catalog *c, const char *root, size_t len)
+{
+    free(c->root);
+    c->root = strndup(root, len);
+    if (!c->root)
+        return PL_ENOMEM;
+    if (strcmp(c->root, ".") == 0)
+        c->rel_skip = 0;
+    else if (strcmp(c->root, "/") == 0)
+        c->rel_skip = 1;
+    else
+        c->rel_skip = len + 1;
+    if (c->dirfd >= 0)
+        close(c->dirfd);
+    c->dirfd = open(c->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (c->dirfd < 0)
+        return err_set(PL_EIO, "pl_loader_create: %s: %s", c->root,
+                       strerror(errno));
+    return 0;
+}
+
+/* A sample named by arena string `off`: the tables grow by one. The range
+ * tables, once made, keep the capacity of the others. */
+static int add_sample(catalog *c, size_t off, int32_t label)
+{
+    const size_t need = (size_t)c->n + 1;
+    size_t cap_name = c->cap, cap_label = c->cap;
+    if (grow(&c->name_off, &cap_name, need, sizeof *c->name_off, 1024) < 0 ||
+        grow(&c->labels, &cap_label, need, sizeof *c->labels, 1024) < 0)
+        return PL_ENOMEM;
+    c->cap = cap_label;
+    if (c->source) {
+        size_t c1 = c->range_cap, c2 = c->range_cap, c3 = c->range_cap;
+        if (grow(&c->source, &c1, need, sizeof *c->source, 1024) < 0 ||
+            grow(&c->offset, &c2, need, sizeof *c->offset, 1024) < 0 ||
+            grow(&c->size, &c3, need, sizeof *c->size, 1024) < 0)
+            return PL_ENOMEM;
+        c->range_cap = c1;
+        c->source[c->n] = -1;
+        c->offset[c->n] = c->size[c->n] = 0;
+    }
+    c->name_off[c->n] = off;
+    c->labels[c->n++] = label;
+    return 0;
+}
+
+/* The first range: the tables say where every sample so far lies (under
+ * the root). */
+static int make_ranges(catalog *c)
+{
+    if (c->source)
+        return 0;
+    const size_t cap = (size_t)c->n + 1024;
+    c->source = malloc(cap * sizeof *c->source);
+    c->offset = calloc(cap, sizeof *c->offset);
+    c->size = calloc(cap, sizeof *c->size);
+    if (!c->source || !c->offset || !c->size)
+        return PL_ENOMEM;
+    for (int64_t i = 0; i < c->n; i++)
+        c->source[i] = -1;
+    c->range_cap = cap;
+    return 0;
+}
+
+/* Adds "root/rel" (just rel when it is absolute or the root is "."). */
+int catalog_add_file(catalog *c, const char *rel, size_t len, int32_t label)
+{
+    const size_t skip = rel[0] == '/' ? 0 : c->rel_skip;
+    char *tmp = malloc(skip + len + 1);
+    if (!tmp)
+        return PL_ENOMEM;
+    memcpy(tmp, c->root, skip); /* "root/" or nothing */
+    if (skip)
+        tmp[skip - 1] = '/';
+    memcpy(tmp + skip, rel, len);
+    size_t off;
+    int rc = arena_add(c, tmp, skip + len, &off);
+    free(tmp);
+    if (rc == 0)
+        rc = add_sample(c, off, label);
+    return rc;
+}
+
+int catalog_add_source(catalog *c, int fd, int *id)
+{
+    size_t cap = (size_t)c->source_cap;
+    if (grow(&c->source_fd, &cap, (size_t)c->nsources + 1, sizeof *c->source_fd,
+             64) < 0) {
+        close(fd);
+        return PL_ENOMEM;
+    }
+    c->source_cap = (int)cap;
+    *id = c->nsources;
+    c->source_fd[c->nsources++] = fd;
+    return 0;
+}
+
+/* Also catalog_add_bad's: source -1, the reason's place and the code. */
+int catalog_add_range(catalog *c, const char *name, size_t len, int32_t label,
+                      int id, int64_t offset, int64_t size)
+{
+    size_t off;
+    int rc = make_ranges(c);
+    if (rc == 0)
+        rc = arena_add(c, name, len, &off);
+    if (rc == 0)
+        rc = add_sample(c, off, label);
+    if (rc < 0)
+        return rc;
+    c->source[c->n - 1] = id;
+    c->offset[c->n - 1] = offset;
+    c->size[c->n - 1] = size;
+    return 0;
+}
+
+int catalog_add_bad(catalog *c, const char *name, size_t len, int32_t label,
+                    int code, const char *reason)
+{
+    size_t off;
+    const int rc = arena_add(c, reason, strlen(reason), &off);
+    return rc < 0
+               ? rc
+               : catalog_add_range(c, name, len, label, -1, (int64_t)off, code);
+}
+
+int catalog_add_class(catalog *c, const char *name)
+{
+    if (grow(&c->class_off, &c->class_cap, (size_t)c->num_classes + 1,
+             sizeof *c->class_off, 64) < 0)
+        return PL_ENOMEM;
+    return arena_add(c, name, strlen(name), &c->class_off[c->num_classes++]);
+}
+
+/* ---- reading ---- */
+
+/* A file's name for openat(c->dirfd, ...): relative to the root when it
+ * lies under it, so that renaming or leaving the root's parent directory
+ * after create changes nothing; as given for an absolute list entry. */
+static const char *open_path(const catalog *c, int64_t i)
+{
+    const char *p = catalog_name(c, i);
+    const size_t n = c->rel_skip;
+    if (n && strncmp(p, c->root, n - 1) == 0 && p[n - 1] == '/')
+        return p + n;
+    return p;
+}
+
+int catalog_locate(const catalog *c, int64_t i, location *loc,
+                   const char **reason)
+{
+    if (!c->source || c->source[i] == -1) {
+        if (c->source && c->size[i] < 0) { /* bad by construction */
+            *reason = c->arena + c->offset[i];
+            return (int)c->size[i];
+        }
+        *loc = (location){.fd = c->dirfd, .path = open_path(c, i)};
+        return 0;
+    }
+    *loc = (location){.fd = c->source_fd[c->source[i]],
+                      .offset = c->offset[i],
+                      .size = c->size[i]};
+    return 0;
+}

@@ -1,0 +1,109 @@
+/* The sample catalog: every sample's name (its path as the user would
+ * write it), label and location, and the class names, built once at create
+ * time by the readers above it (folder.c, list.c, shards.c) and read by the
+ * loader after. Names live in one arena, so a million samples cost few
+ * allocations. A sample is either a file, opened relative to a descriptor
+ * of the data root (so a later chdir() changes nothing), or a range of an
+ * open file the catalog holds (a tar member of its shard), or bad by
+ * construction (a shard key without an image), with the reason kept.
+ * Not thread-safe while it is built; read-only, and so safe from any
+ * thread, after. */
+#ifndef PINLOAD_CATALOG_H
+#define PINLOAD_CATALOG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/location.h"
+
+typedef struct catalog {
+    int dirfd;       /* the root, open, or -1 (no file samples) */
+    char *root;      /* the root as the user named it ("." for none) */
+    size_t rel_skip; /* chars of "root/" that start each file's name */
+    char *arena;     /* NUL-terminated strings */
+    size_t arena_len, arena_cap;
+    size_t *name_off; /* [n] into arena */
+    int32_t *labels;  /* [n] */
+    int64_t n;
+    size_t cap;
+    size_t *class_off; /* [num_classes] into arena */
+    int num_classes;
+    size_t class_cap;
+    /* Open files samples lie in (tar shards), closed by catalog_close. */
+    int *source_fd;
+    int nsources, source_cap;
+    /* Per sample, made at the first range: its source (-1: a file under
+     * the root), and its range; or, for a sample bad by construction, its
+     * code in size (negative) and its reason's place in the arena in
+     * offset. */
+    int32_t *source;
+    int64_t *offset, *size;
+    size_t range_cap;
+} catalog;
+
+void catalog_init(catalog *c);
+/* Closes the root and every source, frees everything; safe after a failed
+ * or partial build, and twice. */
+void catalog_close(catalog *c);
+
+/* ---- building (the readers) ---- */
+
+/* The root the files added later are named under: opened now, PL_EIO with
+ * pl_last_error naming it if it cannot be. "." and "/" are roots too. */
+int catalog_set_root(catalog *c, const char *root, size_t len);
+
+/* A file, named relative to the root (or absolute). PL_ENOMEM. */
+int catalog_add_file(catalog *c, const char *rel, size_t len, int32_t label);
+
+/* An open file that samples lie in; the catalog closes it. [out] *id, for
+ * catalog_add_range. PL_ENOMEM (fd is then closed). */
+int catalog_add_source(catalog *c, int fd, int *id);
+
+/* A sample that is bytes [offset, offset + size) of source `id`, named
+ * `name` (as given: "shard.tar:key.jpg"). PL_ENOMEM. */
+int catalog_add_range(catalog *c, const char *name, size_t len, int32_t label,
+                      int id, int64_t offset, int64_t size);
+
+/* A sample that is bad before any byte is read: `code` (PL_E*) with
+ * `reason`, named `name`. PL_ENOMEM. */
+int catalog_add_bad(catalog *c, const char *name, size_t len, int32_t label,
+                    int code, const char *reason);
+
+/* The next class, named `name` (its label is the count before it). */
+int catalog_add_class(catalog *c, const char *name);
+
+/* ---- reading ---- */
+
+static inline int64_t catalog_size(const catalog *c)
+{
+    return c->n;
+}
+
+static inline int catalog_classes(const catalog *c)
+{
+    return c->num_classes;
+}
+
+/* Sample i's name as the user would write it: the file's path under the
+ * root as given, or "shard.tar:member". */
+static inline const char *catalog_name(const catalog *c, int64_t i)
+{
+    return c->arena + c->name_off[i];
+}
+
+static inline int32_t catalog_label(const catalog *c, int64_t i)
+{
+    return c->labels[i];
+}
+
+static inline const char *catalog_class(const catalog *c, int k)
+{
+    return c->arena + c->class_off[k];
+}
+
+/* Where sample i's bytes lie ([out] *loc, valid while c is), or the code
+ * of a sample bad by construction, with [out] *reason. */
+int catalog_locate(const catalog *c, int64_t i, location *loc,
+                   const char **reason);
+
+#endif

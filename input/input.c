@@ -1,0 +1,53 @@
+/* The dispatcher: which reader config.data needs. */
+#include "input.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../common/error.h"
+#include "readers.h"
+
+static int read_shards(catalog *c, const char *data, logger *lg, int *found)
+{
+    char **paths;
+    int n;
+    const int rc = shards_detect(data, &paths, &n);
+    *found = rc > 0;
+    if (rc <= 0)
+        return rc;
+    const int read = shards_read(c, paths, n, lg);
+    for (int i = 0; i < n; i++)
+        free(paths[i]);
+    free(paths);
+    return read;
+}
+
+int input_open(catalog *c, const char *data, logger *lg)
+{
+    int shards;
+    int rc = read_shards(c, data, lg, &shards);
+    if (rc == 0 && !shards) {
+        struct stat st;
+        if (stat(data, &st) < 0)
+            rc = err_set(PL_EIO, "pl_loader_create: config.data: %s: %s", data,
+                         strerror(errno));
+        else if (S_ISDIR(st.st_mode))
+            rc = folder_read(c, data, lg);
+        else
+            rc = list_read(c, data);
+    }
+    if (rc == PL_ENOMEM)
+        rc = err_set(PL_ENOMEM, "pl_loader_create: %s: out of memory listing",
+                     data);
+    if (rc == 0 && catalog_size(c) == 0)
+        rc = err_set(PL_ENODATA, "pl_loader_create: %s: no JPEG files found",
+                     data);
+    if (rc == 0 && catalog_size(c) >= ((int64_t)1 << 32))
+        rc = err_set(PL_EINVAL, "pl_loader_create: %s: more than 2^32 files",
+                     data);
+    if (rc < 0)
+        catalog_close(c);
+    return rc;
+}

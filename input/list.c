@@ -1,0 +1,128 @@
+/* The list reader: a file of "path label" lines, paths relative to the
+ * list file's folder. Lines are bounded and a NUL byte is refused, so
+ * neither /dev/zero nor a binary file given as a list is read without end;
+ * a UTF-8 byte order mark is skipped. */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/error.h"
+#include "readers.h"
+
+/* The longest line of a list file: a path of PATH_MAX and its label. */
+#define LIST_LINE_MAX (PATH_MAX + 64)
+
+/* ---- list file ---- */
+
+/* One "path<whitespace>label" line; the label is the last field, so paths
+ * may contain spaces. */
+static int parse_line(catalog *cat, char *line, const char *file, long lineno,
+                      int32_t *max_label)
+{
+    size_t len = strlen(line);
+    while (len && isspace((unsigned char)line[len - 1]))
+        line[--len] = '\0';
+    char *s = line;
+    while (isspace((unsigned char)*s))
+        s++;
+    if (*s == '\0' || *s == '#')
+        return 0;
+    char *sep = s + strlen(s);
+    while (sep > s && !isspace((unsigned char)sep[-1]))
+        sep--;
+    if (sep == s)
+        return err_set(PL_EINVAL,
+                       "pl_loader_create: %s:%ld: expected "
+                       "\"path label\"",
+                       file, lineno);
+    char *end;
+    errno = 0;
+    const long label = strtol(sep, &end, 10);
+    if (*end != '\0' || errno || label < 0 || label >= MAX_CLASSES)
+        return err_set(PL_EINVAL,
+                       "pl_loader_create: %s:%ld: bad label "
+                       "\"%s\" (want an integer in [0, %d))",
+                       file, lineno, sep, MAX_CLASSES);
+    char *path_end = sep;
+    while (path_end > s && isspace((unsigned char)path_end[-1]))
+        path_end--;
+    if (label > *max_label)
+        *max_label = (int32_t)label;
+    return catalog_add_file(cat, s, (size_t)(path_end - s), (int32_t)label);
+}
+
+/* One line of f, without its newline, into buf (LIST_LINE_MAX + 1 bytes),
+ * its length in *len: 1; 0 at the end of the file; PL_EINVAL (naming file
+ * and line)
+ * for a line longer than LIST_LINE_MAX or holding a NUL byte, so that
+ * neither /dev/zero nor a binary file given as a list grows without bound
+ * or loses text silently. */
+static int read_list_line(FILE *f, char *buf, const char *file, long lineno,
+                          long *len)
+{
+    long n = 0;
+    int c;
+    while ((c = getc_unlocked(f)) != EOF && c != '\n') {
+        if (c == '\0')
+            return err_set(PL_EINVAL,
+                           "pl_loader_create: %s:%ld: NUL byte at column "
+                           "%ld (a binary file, not a list of \"path "
+                           "label\" lines?)",
+                           file, lineno, n + 1);
+        if (n == LIST_LINE_MAX)
+            return err_set(PL_EINVAL,
+                           "pl_loader_create: %s:%ld: line longer than %d "
+                           "bytes (not a list of \"path label\" lines?)",
+                           file, lineno, LIST_LINE_MAX);
+        buf[n++] = (char)c;
+    }
+    buf[n] = '\0';
+    *len = n;
+    return c != EOF || n > 0;
+}
+
+static int read_list(catalog *cat, const char *path)
+{
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return err_set(PL_EIO, "pl_loader_create: %s: %s", path,
+                       strerror(errno));
+    char *line = malloc(LIST_LINE_MAX + 1);
+    long lineno = 0, len = 0;
+    int32_t max_label = -1;
+    int rc = line ? 0 : PL_ENOMEM;
+    while (rc == 0 &&
+           (rc = read_list_line(f, line, path, ++lineno, &len)) > 0) {
+        char *text = line;
+        /* A UTF-8 byte order mark, as some editors write, is not part of
+         * the first path. */
+        if (lineno == 1 && len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0)
+            text += 3;
+        rc = parse_line(cat, text, path, lineno, &max_label);
+    }
+    if (rc == 0 && ferror(f))
+        rc = err_set(PL_EIO, "pl_loader_create: %s: read error", path);
+    free(line);
+    fclose(f);
+    for (int32_t c = 0; rc == 0 && c <= max_label; c++) {
+        char name[16];
+        snprintf(name, sizeof name, "%d", c);
+        rc = catalog_add_class(cat, name);
+    }
+    return rc;
+}
+
+int list_read(catalog *cat, const char *path)
+{
+    /* Paths are relative to the list file's folder: "/" for "/list.txt",
+     * "." for "list.txt". */
+    const char *slash = strrchr(path, '/');
+    const char *root = !slash ? "." : slash == path ? "/" : path;
+    const size_t len = !slash || slash == path ? 1 : (size_t)(slash - path);
+    const int rc = catalog_set_root(cat, root, len);
+    return rc < 0 ? rc : read_list(cat, path);
+}
