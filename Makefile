@@ -127,7 +127,8 @@ DEVICE_SRC  := device/backend.c device/backend_host.c
 ifneq ($(HAVE_CUDA),)
 DEVICE_SRC  += device/backend_cuda.c
 endif
-LOADER_SRC  := loader/config.c loader/sampler.c loader/ring.c \
+LOADER_SRC  := loader/config.c loader/launcher.c loader/cpus.c \
+               loader/sampler.c loader/schedule.c loader/ring.c \
                loader/failures.c loader/prefetch.c loader/handoff.c \
                loader/output.c loader/state.c loader/loader.c loader/image.c
 LIB_SRC  := $(COMMON_SRC) $(WORKERS_SRC) $(INPUT_SRC) $(DEVICE_SRC) \

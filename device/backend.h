@@ -87,6 +87,9 @@ struct backend {
     const backend_ops *ops;
     pl_backend kind;
     int device; /* CUDA ordinal; -1 on host */
+    /* Device memory is host memory (the host backend): a batch's pixels
+     * need no host mirror, and pl_batch.host is its data. */
+    int host_visible;
     logger *log;
     char name[160]; /* "cuda device 0 (NVIDIA H100 80GB HBM3)" */
 };

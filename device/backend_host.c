@@ -201,6 +201,7 @@ int backend_host_open(backend **out, logger *lg, const char *why)
     b->ops = &host_ops;
     b->kind = PL_BACKEND_HOST;
     b->device = -1;
+    b->host_visible = 1;
     b->log = lg;
     snprintf(b->name, sizeof b->name, "host (%s)", why);
     *out = b;

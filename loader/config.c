@@ -11,8 +11,10 @@
 #include <unistd.h>
 
 #include "../common/defaults.h"
-#include "abi.h"
 #include "../common/error.h"
+#include "abi.h"
+#include "cpus.h"
+#include "launcher.h"
 
 static void config_default(pl_config *cfg)
 {
@@ -94,25 +96,6 @@ static int check_ranges(const range *r, size_t n)
 }
 
 #define N_(a) (sizeof(a) / sizeof((a)[0]))
-
-/* An environment integer; absent (or name NULL) leaves *out and returns
- * 0, malformed is an error naming `field`; 1 when it was read. */
-static int env_int(const char *name, const char *field, int *out)
-{
-    const char *s = name ? getenv(name) : NULL;
-    if (!s || !*s)
-        return 0;
-    char *end;
-    errno = 0;
-    const long v = strtol(s, &end, 10);
-    if (*end != '\0' || errno || v < 0 || v > 1 << 20)
-        return err_set(PL_EINVAL,
-                       "pl_loader_create: config.%s: environment "
-                       "variable %s=\"%s\" is not a valid count",
-                       field, name, s);
-    *out = (int)v;
-    return 1;
-}
 
 static int check_shape(const pl_config *c)
 {
@@ -202,114 +185,6 @@ static int check_pipeline(const pl_config *c)
     return 0;
 }
 
-/* ---- rank and world: the launchers' conventions ---- */
-
-/* The variables each launcher sets, in the order they are looked for. */
-typedef struct launcher {
-    const char *name;
-    const char *rank, *world, *local_rank, *local_world;
-} launcher;
-
-static const launcher launchers[] = {
-    {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"},
-    /* SLURM's tasks on this node: SLURM_NTASKS_PER_NODE when --ntasks-per-
-     * node was given, else this node's entry of SLURM_TASKS_PER_NODE. */
-    {"SLURM", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID",
-     "SLURM_NTASKS_PER_NODE"},
-    {"Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-     "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"},
-    {"MPICH/PMI", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
-};
-
-static int is_set(const char *name)
-{
-    const char *v = getenv(name);
-    return v && *v;
-}
-
-/* SLURM_TASKS_PER_NODE ("4(x2),3": four tasks on each of two nodes, then
- * three) at node SLURM_NODEID; 0 when either is missing or malformed. */
-static int slurm_tasks_here(void)
-{
-    const char *spec = getenv("SLURM_TASKS_PER_NODE");
-    const char *node = getenv("SLURM_NODEID");
-    if (!spec || !node || !*node)
-        return 0;
-    long left = strtol(node, NULL, 10);
-    while (*spec) {
-        char *end;
-        const long tasks = strtol(spec, &end, 10);
-        long reps = 1;
-        if (end == spec || tasks < 1)
-            return 0;
-        if (strncmp(end, "(x", 2) == 0) {
-            reps = strtol(end + 2, &end, 10);
-            if (*end++ != ')' || reps < 1)
-                return 0;
-        }
-        if (left < reps)
-            return tasks > 1 << 20 ? 0 : (int)tasks;
-        left -= reps;
-        spec = *end == ',' ? end + 1 : end;
-        if (*end != ',' && *end)
-            return 0;
-    }
-    return 0;
-}
-
-/* The node-local rank and size, where the launcher says. */
-static int read_local(const launcher *L, config_resolved *out)
-{
-    int rc = env_int(L->local_rank, "rank", &out->local_rank);
-    if (rc >= 0)
-        rc = env_int(L->local_world, "world_size", &out->local_world);
-    if (rc == 0 && L == &launchers[1]) {
-        const int here = slurm_tasks_here();
-        if (here > 0)
-            out->local_world = here;
-    }
-    if (rc < 0)
-        return rc;
-    if (out->local_world < 1 || out->local_rank >= out->local_world) {
-        out->local_rank = 0;
-        out->local_world = 1; /* inconsistent: not used */
-    }
-    return 0;
-}
-
-/* rank and world from the first launcher whose variables are set; both of
- * its pair must be. */
-static int ranks_from_env(const pl_config *cfg, config_resolved *out)
-{
-    const launcher *L = NULL;
-    for (size_t i = 0; i < N_(launchers) && !L; i++)
-        if (is_set(launchers[i].rank) || is_set(launchers[i].world))
-            L = &launchers[i];
-    if (!L) {
-        snprintf(out->rank_source, sizeof out->rank_source,
-                 "defaults (no launcher variables)");
-        return 0;
-    }
-    int rank = out->rank, world = out->world, rc;
-    if ((rc = env_int(L->rank, "rank", &rank)) < 0 ||
-        (rc = env_int(L->world, "world_size", &world)) < 0)
-        return rc;
-    if (!is_set(L->rank) || !is_set(L->world))
-        return BAD("%s",
-                   "the environment sets %s but not %s (%s's pair): set "
-                   "both, or neither",
-                   is_set(L->rank) ? "world_size" : "rank",
-                   is_set(L->rank) ? L->rank : L->world,
-                   is_set(L->rank) ? L->world : L->rank, L->name);
-    if (cfg->rank == PL_FROM_ENV)
-        out->rank = rank;
-    if (cfg->world_size == PL_FROM_ENV)
-        out->world = world;
-    snprintf(out->rank_source, sizeof out->rank_source, "%s (%s, %s)", L->name,
-             L->rank, L->world);
-    return read_local(L, out);
-}
-
 static int resolve_ranks(const pl_config *cfg, config_resolved *out)
 {
     out->rank = cfg->rank == PL_FROM_ENV ? 0 : cfg->rank;
@@ -318,9 +193,19 @@ static int resolve_ranks(const pl_config *cfg, config_resolved *out)
     out->local_world = 1;
     snprintf(out->rank_source, sizeof out->rank_source, "config");
     if (cfg->rank == PL_FROM_ENV || cfg->world_size == PL_FROM_ENV) {
-        const int rc = ranks_from_env(cfg, out);
+        launch env;
+        const int rc = launcher_read(&env);
         if (rc < 0)
             return rc;
+        if (env.found) {
+            if (cfg->rank == PL_FROM_ENV)
+                out->rank = env.rank;
+            if (cfg->world_size == PL_FROM_ENV)
+                out->world = env.world;
+            out->local_rank = env.local_rank;
+            out->local_world = env.local_world;
+        }
+        snprintf(out->rank_source, sizeof out->rank_source, "%s", env.source);
     }
     if (out->world < 1)
         return BAD("world_size", "must be >= 1 (got %d, from %s)", out->world,
@@ -329,98 +214,6 @@ static int resolve_ranks(const pl_config *cfg, config_resolved *out)
         return BAD("rank", "%d is not below world_size %d (from %s)", out->rank,
                    out->world, out->rank_source);
     return 0;
-}
-
-/* ---- the default worker count ---- */
-
-static int read_long2(const char *path, long long *a, long long *b)
-{
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return 0;
-    char buf[128] = "";
-    const int ok = fgets(buf, sizeof buf, f) != NULL;
-    fclose(f);
-    if (!ok)
-        return 0;
-    if (strncmp(buf, "max", 3) == 0) {
-        *a = -1;
-        return 1;
-    }
-    return sscanf(buf, "%lld %lld", a, b);
-}
-
-int config_cgroup_cpus(const char *root)
-{
-    char p[512];
-    long long quota = -1, period = 0;
-    snprintf(p, sizeof p, "%s/cpu.max", root);
-    int n = read_long2(p, &quota, &period);
-    if (n == 0) { /* cgroup v1 */
-        snprintf(p, sizeof p, "%s/cpu/cpu.cfs_quota_us", root);
-        long long unused;
-        if (read_long2(p, &quota, &unused) == 0)
-            return 0;
-        snprintf(p, sizeof p, "%s/cpu/cpu.cfs_period_us", root);
-        if (read_long2(p, &period, &unused) == 0)
-            return 0;
-        n = 2;
-    }
-    if (n < 2 || quota <= 0 || period <= 0)
-        return 0;
-    const long long cpus = (quota + period - 1) / period;
-    return cpus > 1 << 20 ? 1 << 20 : (int)cpus;
-}
-
-/* The CPUs this process may run on (its affinity mask). */
-static int allowed_cpus(void)
-{
-    for (int ncpu = 1024; ncpu <= 1 << 16; ncpu *= 4) {
-        cpu_set_t *set = CPU_ALLOC((size_t)ncpu);
-        if (!set)
-            break;
-        const size_t size = CPU_ALLOC_SIZE((size_t)ncpu);
-        const int ok = sched_getaffinity(0, size, set) == 0;
-        const int n = ok ? CPU_COUNT_S(size, set) : 0;
-        CPU_FREE(set);
-        if (ok)
-            return n;
-        if (errno != EINVAL)
-            break;
-    }
-    const long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
-}
-
-/* num_workers 0: this rank's share of the CPUs it may use. An affinity
- * mask small enough to be this rank's own (a launcher that binds each rank
- * to its CPUs) is used as it is; a mask the ranks of the node share is
- * divided among them, and so is a cgroup quota. */
-static void resolve_workers(const pl_config *cfg, config_resolved *out)
-{
-    out->num_workers = cfg->num_workers;
-    snprintf(out->workers_why, sizeof out->workers_why, "config");
-    if (cfg->num_workers > 0)
-        return;
-    const long online = sysconf(_SC_NPROCESSORS_ONLN);
-    const int allowed = allowed_cpus(), lw = out->local_world;
-    const int own = lw > 1 && (long)allowed * lw <= online;
-    int n = own ? allowed : allowed / lw;
-    const int quota = config_cgroup_cpus("/sys/fs/cgroup");
-    if (quota > 0 && quota / lw < n)
-        n = quota / lw;
-    n = n < 1 ? 1 : n > 1024 ? 1024 : n;
-    char q[48] = "";
-    if (quota > 0)
-        snprintf(q, sizeof q, ", cgroup quota %d", quota);
-    if (lw > 1)
-        snprintf(out->workers_why, sizeof out->workers_why,
-                 "%d CPUs allowed%s, %d local ranks%s", allowed, q, lw,
-                 own ? " (each bound to its own CPUs)" : "");
-    else
-        snprintf(out->workers_why, sizeof out->workers_why, "%d CPUs allowed%s",
-                 allowed, q);
-    out->num_workers = n;
 }
 
 int config_resolve(const pl_config *cfg, config_resolved *out)
@@ -439,6 +232,10 @@ int config_resolve(const pl_config *cfg, config_resolved *out)
 
     if ((rc = resolve_ranks(cfg, out)) != 0)
         return rc;
-    resolve_workers(cfg, out);
+    out->num_workers = cfg->num_workers;
+    snprintf(out->workers_why, sizeof out->workers_why, "config");
+    if (cfg->num_workers <= 0)
+        out->num_workers = cpus_default_workers(
+            out->local_world, out->workers_why, sizeof out->workers_why);
     return 0;
 }

@@ -1,5 +1,7 @@
-/* pl_config: defaults, validation, and the values pinload settles on at
- * create time (rank and world from the environment, worker count). */
+/* pl_config: defaults, validation naming the field, and the values pinload
+ * settles on at create time: rank and world (from the launcher's
+ * environment, launcher.h, where the config leaves them), and the worker
+ * count (cpus.h). */
 #ifndef PINLOAD_CONFIG_H
 #define PINLOAD_CONFIG_H
 
@@ -21,10 +23,5 @@ typedef struct config_resolved {
  * pl_last_error to "pl_loader_create: config.<field>: <why>" and returns
  * PL_EINVAL. */
 int config_resolve(const pl_config *cfg, config_resolved *out);
-
-/* The CPUs a cgroup quota allows under `root` (cgroup v2's cpu.max, or v1's
- * cpu/cpu.cfs_quota_us and cfs_period_us), rounded up; 0 when no quota is
- * set or none can be read. Internal, for the tests' fake hierarchies. */
-int config_cgroup_cpus(const char *root);
 
 #endif

@@ -13,15 +13,66 @@ static void add(_Atomic uint64_t *c, uint64_t v)
     atomic_fetch_add_explicit(c, v, memory_order_relaxed);
 }
 
+/* Buffer d's memory and stream: the batch's device memory, its uint8
+ * staging area when the GPU normalises, a page-locked host mirror when the
+ * caller asked for the host copy and device memory is not host memory. */
+static int init_buffer(handoff *h, dbuf *d)
+{
+    backend *be = h->cfg.be;
+    const output_plan *out = h->cfg.out;
+    const size_t n = (size_t)h->cfg.batch_size;
+    const size_t bytes = out->sample_bytes * n;
+    d->labels = calloc(n, sizeof *d->labels);
+    d->indices = calloc(n, sizeof *d->indices);
+    d->status = calloc(n, sizeof *d->status);
+    if (!d->labels || !d->indices || !d->status)
+        return err_set(PL_ENOMEM, "pl_loader_create: out of memory");
+    int rc = be->ops->dev_alloc(be, bytes, &d->dev);
+    if (rc == 0 && out->gpu_normalize)
+        rc = be->ops->dev_alloc(be, out->ring_sample_bytes * n, &d->staging);
+    if (rc == 0)
+        rc = be->ops->stream_create(be, &d->stream);
+    if (rc == 0 && h->cfg.keep_host && !be->host_visible) {
+        hostmem kind;
+        rc =
+            be->ops->host_alloc(be, bytes, PL_MEMORY_PINNED, &d->mirror, &kind);
+        if (rc == 0 && kind == HOSTMEM_PINNED)
+            h->mirror_bytes_locked += bytes;
+    }
+    if (rc == PL_ENOMEM)
+        return err_set(rc,
+                       "pl_loader_create: out of memory for a %zu-byte "
+                       "device buffer",
+                       bytes);
+    d->state = DBUF_FREE;
+    return rc;
+}
+
+/* The normalisation table, once, into device memory. */
+static int upload_lut(handoff *h)
+{
+    backend *be = h->cfg.be;
+    be_stream *s = h->bufs[0].stream;
+    size_t bytes;
+    const void *lut = output_lut(h->cfg.out, &bytes);
+    int rc = be->ops->dev_alloc(be, bytes, &h->lut_dev);
+    if (rc == 0)
+        rc = be->ops->copy(be, s, h->lut_dev, lut, bytes);
+    if (rc == 0)
+        rc = be->ops->sync(be, s); /* the host table may go away */
+    return rc;
+}
+
 int handoff_init(handoff *h, const handoff_config *cfg)
 {
     memset(h, 0, sizeof *h);
     h->cfg = *cfg;
-    h->user_epoch = cfg->first_epoch;
-    h->at_epoch = cfg->first_epoch;
-    h->at_batch = cfg->start_batch;
-    h->at_pos = cfg->start_pos;
-    h->epochs_done = cfg->start_done;
+    const resume_point *r = &cfg->start;
+    h->user_epoch = r->epoch;
+    h->at_epoch = r->epoch;
+    h->at_batch = r->batch;
+    h->at_pos = r->position;
+    h->epochs_done = r->done;
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->user_cv, NULL);
     pthread_cond_init(&h->pf_cv, NULL);
@@ -29,11 +80,47 @@ int handoff_init(handoff *h, const handoff_config *cfg)
     h->queue = calloc((size_t)cfg->nbufs, sizeof *h->queue);
     if (!h->bufs || !h->queue)
         return err_set(PL_ENOMEM, "pl_loader_create: out of memory");
-    return 0;
+    for (int i = 0; i < cfg->nbufs; i++) {
+        const int rc = init_buffer(h, &h->bufs[i]);
+        if (rc < 0)
+            return rc;
+    }
+    return cfg->out->gpu_normalize ? upload_lut(h) : 0;
+}
+
+static void fini_buffer(handoff *h, dbuf *d)
+{
+    backend *be = h->cfg.be;
+    if (d->stream) {
+        /* The caller's kernels reading the batch it released last may
+         * still run: the stream waits for them, and the host for the
+         * stream (its copies and their callbacks) before anything is
+         * freed. */
+        be->ops->wait_released(be, d->stream);
+        be->ops->sync(be, d->stream);
+        be->ops->stream_destroy(be, d->stream);
+    }
+    if (d->dev)
+        be->ops->dev_free(be, d->dev);
+    if (d->staging)
+        be->ops->dev_free(be, d->staging);
+    if (d->mirror)
+        be->ops->host_free(be, d->mirror,
+                           h->cfg.out->sample_bytes * (size_t)h->cfg.batch_size,
+                           HOSTMEM_PINNED);
+    free(d->labels);
+    free(d->indices);
+    free(d->status);
+    memset(d, 0, sizeof *d);
 }
 
 void handoff_fini(handoff *h)
 {
+    for (int i = 0; h->bufs && i < h->cfg.nbufs; i++)
+        fini_buffer(h, &h->bufs[i]);
+    /* Every stream is idle now: no kernel reads the table any more. */
+    if (h->lut_dev)
+        h->cfg.be->ops->dev_free(h->cfg.be, h->lut_dev);
     free(h->bufs);
     free(h->queue);
     pthread_mutex_destroy(&h->mu);
@@ -45,6 +132,11 @@ void handoff_fini(handoff *h)
 dbuf *handoff_buffer(handoff *h, int i)
 {
     return &h->bufs[i];
+}
+
+const void *handoff_lut(const handoff *h)
+{
+    return h->lut_dev;
 }
 
 /* ---- the copy engine's side ---- */
@@ -136,6 +228,7 @@ void handoff_get_stats(const handoff *h, handoff_stats *s)
 {
     s->batches = atomic_load(&h->batches);
     s->ns_wait = atomic_load(&h->ns_wait);
+    s->mirror_bytes_locked = h->mirror_bytes_locked;
 }
 
 /* The head of the queue goes to the caller. h->mu held. */
@@ -171,7 +264,7 @@ int handoff_next(handoff *h, const pl_batch **out)
             rc = 0;
             break;
         }
-        if (h->epochs_done > h->user_epoch - h->cfg.first_epoch) {
+        if (h->epochs_done > h->user_epoch - h->cfg.start.epoch) {
             h->user_epoch++;
             h->at_epoch = h->user_epoch;
             h->at_batch = h->at_pos = 0;

@@ -1,9 +1,13 @@
-/* The hand-off to the caller: the device buffers' states, the queue of
- * finished batches that pl_loader_next pops, pl_loader_release (stream-
- * ordered on CUDA, with its fallback on the host), PL_EBUSY, the epoch
- * boundaries the caller sees, where the caller stands (pl_loader_state) and
- * the sticky error. The copy engine (prefetch.h) fills the buffers; this
- * module only says who holds which.
+/* The device buffers and their hand-off to the caller. This module owns
+ * each buffer whole: its device memory (and, as the output plan needs, a
+ * uint8 staging area and a page-locked host mirror), its copy stream, its
+ * state and its life, from handoff_init to handoff_fini; and the
+ * normalisation table on the device that the copy engine's kernel reads.
+ * It keeps the queue of finished batches that pl_loader_next pops,
+ * pl_loader_release (stream-ordered on CUDA, with its fallback on the
+ * host), PL_EBUSY, the epoch boundaries the caller sees, where the caller
+ * stands (pl_loader_state) and the sticky error. The copy engine
+ * (prefetch.h) fills the buffers it lends.
  *
  *   device buffer: FREE -> FILLING -> QUEUED -> HELD -> RELEASING -> FREE
  *                                                            \-> RETIRED
@@ -21,6 +25,8 @@
 #include <stdint.h>
 
 #include "../device/backend.h"
+#include "output.h"
+#include "resume.h"
 
 typedef enum dbuf_state {
     DBUF_FREE,
@@ -31,8 +37,7 @@ typedef enum dbuf_state {
     DBUF_RETIRED,
 } dbuf_state;
 
-/* One device buffer. The memory and the stream are the copy engine's (made
- * by prefetch_init, freed by prefetch_fini); the state is this module's. */
+/* One device buffer: its memory, its stream and its state. */
 typedef struct dbuf {
     pl_batch batch; /* first: the caller's pointer is the dbuf's */
     dbuf_state state;
@@ -49,17 +54,16 @@ typedef struct dbuf {
 typedef struct handoff_config {
     backend *be;
     int nbufs;
-    int64_t first_epoch;
-    /* Resuming: the caller starts after batch start_batch - 1 of the first
-     * epoch, at position start_pos; start_done: that epoch's batches were
-     * all delivered already. */
-    int64_t start_batch, start_pos;
-    int start_done;
+    int batch_size;
+    const output_plan *out; /* sizes, gpu_normalize and its table */
+    int keep_host;          /* a host mirror where device memory is not */
+    resume_point start;
 } handoff_config;
 
 typedef struct handoff_stats {
-    uint64_t batches; /* handed to the caller */
-    uint64_t ns_wait; /* the caller's time in pl_loader_next */
+    uint64_t batches;           /* handed to the caller */
+    uint64_t ns_wait;           /* the caller's time in pl_loader_next */
+    size_t mirror_bytes_locked; /* keep_host's page-locked mirrors */
 } handoff_stats;
 
 typedef struct handoff {
@@ -81,17 +85,26 @@ typedef struct handoff {
     int error; /* sticky: PL_ON_ERROR_FAIL, or a CUDA failure */
     char error_msg[1024];
     int stop;
-    int callers; /* threads inside handoff_next: stop waits for them */
+    int callers;   /* threads inside handoff_next: stop waits for them */
+    void *lut_dev; /* gpu_normalize: the table in device memory */
+    size_t mirror_bytes_locked;
     _Atomic uint64_t batches, ns_wait;
 } handoff;
 
-/* The buffers' table, every buffer FREE and without memory. */
+/* Every buffer FREE, with its memory and stream (on the caller's thread,
+ * the backend's device current); the table on the device. On failure
+ * pl_last_error says what could not be had; handoff_fini frees what was. */
 int handoff_init(handoff *h, const handoff_config *cfg);
-/* Free the table; after prefetch_fini freed the buffers' memory. */
+/* Wait for each buffer's stream (its copies, and the caller's kernels
+ * reading the batch it released last) and free everything; once nothing
+ * can use a buffer any more (after prefetch_stop), the device current. */
 void handoff_fini(handoff *h);
 
-/* Buffer i of cfg.nbufs, for the copy engine to equip and to look at. */
+/* Buffer i of cfg.nbufs, for the copy engine to look at. */
 dbuf *handoff_buffer(handoff *h, int i);
+
+/* The normalisation table in device memory (gpu_normalize), or NULL. */
+const void *handoff_lut(const handoff *h);
 
 /* ---- the copy engine's side ---- */
 

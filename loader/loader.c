@@ -17,6 +17,7 @@
 #include "../common/log.h"
 #include "output.h"
 #include "prefetch.h"
+#include "resume.h"
 #include "ring.h"
 #include "sampler.h"
 #include "state.h"
@@ -33,15 +34,12 @@ struct pl_loader {
     prefetch pf;
     pool *pool;
     /* What create got to, so that destroy undoes exactly that. */
-    int have_log, have_fails, have_ring, have_ho, have_pf;
-    output_plan out;   /* what the workers write and the caller gets */
-    int64_t positions; /* claimed per epoch before any top-up */
-    int64_t samples;   /* delivered per epoch */
-    int64_t batches;   /* delivered per epoch */
-    /* Where the first epoch starts: its number, the batch and position to
-     * go on from (resuming), and whether its batches were all delivered. */
-    int64_t start_epoch, start_batch, start_pos;
-    int start_done;
+    int have_log, have_fails, have_ring, have_ho;
+    output_plan out;    /* what the workers write and the caller gets */
+    int64_t positions;  /* claimed per epoch before any top-up */
+    int64_t samples;    /* delivered per epoch */
+    int64_t batches;    /* delivered per epoch */
+    resume_point start; /* where the first epoch starts */
     state_fields print; /* the fingerprint pl_loader_state writes */
     pl_info info;
     pid_t pid; /* the process that created it: its threads live there */
@@ -181,7 +179,7 @@ static int plan_start(pl_loader *l)
 {
     const pl_config *c = &l->rc.cfg;
     state_fingerprint(&l->print, &l->cat, c, l->rc.rank, l->rc.world);
-    l->start_epoch = c->first_epoch;
+    l->start.epoch = c->first_epoch;
     if (!c->resume)
         return 0;
     state_fields st;
@@ -196,7 +194,7 @@ static int plan_start(pl_loader *l)
                        "pl_loader_create: config.resume: batch %lld of an "
                        "epoch of %lld",
                        (long long)st.batch, (long long)l->batches);
-    l->start_epoch = st.epoch;
+    l->start.epoch = st.epoch;
     if (st.world != l->rc.world) {
         log_msg(&l->log, PL_LOG_NOTICE,
                 "resume: the state was saved by a job of world_size %d, this "
@@ -210,9 +208,9 @@ static int plan_start(pl_loader *l)
                        "%d's, this loader is rank %d (each rank resumes from "
                        "the state it saved)",
                        st.rank, l->rc.rank);
-    l->start_batch = st.batch;
-    l->start_pos = st.position;
-    l->start_done = st.batch * c->batch_size >= l->samples;
+    l->start.batch = st.batch;
+    l->start.position = st.position;
+    l->start.done = st.batch * c->batch_size >= l->samples;
     return 0;
 }
 
@@ -250,15 +248,12 @@ static int start_pipeline(pl_loader *l)
 {
     const pl_config *c = &l->rc.cfg;
     const int skip = c->on_error == PL_ON_ERROR_SKIP;
-    const ring_schedule sched = {
-        .first_epoch = l->start_epoch + l->start_done,
+    const schedule_config sched = {
         .positions = l->positions,
         .batch_size = c->batch_size,
         .target = skip ? l->samples : 0,
         .order_len = l->smp.per_rank,
-        .start_pos = l->start_done ? 0 : l->start_pos,
-        .start_good =
-            l->start_done || !skip ? 0 : l->start_batch * c->batch_size,
+        .start = l->start,
     };
     const size_t sample_bytes = l->out.ring_sample_bytes;
     l->have_ring = 1;
@@ -275,33 +270,13 @@ static int start_pipeline(pl_loader *l)
     const handoff_config hc = {
         .be = l->be,
         .nbufs = c->device_buffers,
-        .first_epoch = l->start_epoch,
-        .start_batch = l->start_batch,
-        .start_pos = l->start_pos,
-        .start_done = l->start_done,
-    };
-    l->have_ho = 1;
-    if ((rc = handoff_init(&l->ho, &hc)) < 0)
-        return rc;
-    const prefetch_config pc = {
-        .ring = &l->ring,
-        .ho = &l->ho,
-        .be = l->be,
-        .fails = &l->fails,
-        .cat = &l->cat,
-        .nbufs = c->device_buffers,
         .batch_size = c->batch_size,
         .out = &l->out,
         .keep_host = c->keep_host,
-        .on_error = c->on_error,
-        .samples_per_epoch = l->samples,
-        .first_epoch = l->start_epoch,
-        .start_batch = l->start_batch,
-        .start_pos = l->start_pos,
-        .start_done = l->start_done,
+        .start = l->start,
     };
-    l->have_pf = 1;
-    if ((rc = prefetch_init(&l->pf, &pc)) < 0)
+    l->have_ho = 1;
+    if ((rc = handoff_init(&l->ho, &hc)) < 0)
         return rc;
 
     decode_limits lim;
@@ -328,7 +303,20 @@ static int start_pipeline(pl_loader *l)
     if ((rc = pool_create(&l->pool, &wc)) < 0)
         return err_set(rc, "pl_loader_create: out of memory for %d workers",
                        l->rc.num_workers);
-    if ((rc = prefetch_start(&l->pf)) < 0)
+    const prefetch_config pc = {
+        .ring = &l->ring,
+        .ho = &l->ho,
+        .be = l->be,
+        .fails = &l->fails,
+        .cat = &l->cat,
+        .nbufs = c->device_buffers,
+        .batch_size = c->batch_size,
+        .out = &l->out,
+        .on_error = c->on_error,
+        .samples_per_epoch = l->samples,
+        .start = l->start,
+    };
+    if ((rc = prefetch_start(&l->pf, &pc)) < 0)
         return rc;
     if ((rc = pool_start(l->pool)) < 0)
         return err_set(rc, "pl_loader_create: cannot start %d worker threads",
@@ -464,15 +452,12 @@ PL_EXPORT void pl_loader_destroy(pl_loader *l)
         ring_stop(&l->ring);
     if (l->have_ho)
         handoff_stop(&l->ho);
-    if (l->have_pf)
-        prefetch_stop(&l->pf);
+    prefetch_stop(&l->pf); /* a no-op unless it started */
     pool_destroy(l->pool);
     int saved = 0; /* frees on the loader's device, the caller's kept */
     const int entered = l->be && l->be->ops->enter(l->be, &saved) == 0;
-    if (l->have_pf)
-        prefetch_fini(&l->pf); /* waits for in-flight copies */
     if (l->have_ho)
-        handoff_fini(&l->ho);
+        handoff_fini(&l->ho); /* waits for in-flight copies */
     if (l->have_ring)
         ring_fini(&l->ring);
     if (entered)
@@ -658,7 +643,7 @@ PL_EXPORT int pl_loader_stats_sized(const pl_loader *l, pl_stats *caller,
     out->bytes_copied = fs.bytes_copied;
     out->ns_copy = fs.ns_copy;
     out->ns_wait = hs.ns_wait;
-    out->pinned_bytes = rs.pinned_bytes + fs.mirror_bytes_locked;
+    out->pinned_bytes = rs.pinned_bytes + hs.mirror_bytes_locked;
     out->ns_h2d = fs.ns_h2d;
     out->bytes_h2d = fs.bytes_h2d;
     abi_copy_out(caller, size, &ours, sizeof ours);

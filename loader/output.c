@@ -5,9 +5,10 @@ void output_plan_make(output_plan *o, const pl_config *c, const backend *be)
     o->format = c->format;
     o->width = c->width;
     o->height = c->height;
-    o->gpu_normalize = be->kind == PL_BACKEND_CUDA &&
+    /* Only a backend with the kernel can (CUDA built with nvcc). */
+    o->gpu_normalize = be->ops->normalize != NULL &&
                        c->format != PL_FORMAT_U8_NHWC && c->gpu_normalize &&
-                       !c->keep_host && be->ops->normalize != NULL;
+                       !c->keep_host;
     const pl_format ring = o->gpu_normalize ? PL_FORMAT_U8_NHWC : c->format;
     augment_params_init(&o->aug, c->augment, ring, c->width, c->height, c->seed,
                         c->mean, c->std);

@@ -36,99 +36,6 @@ static void add(_Atomic uint64_t *c, uint64_t v)
     atomic_fetch_add_explicit(c, v, memory_order_relaxed);
 }
 
-/* ---- setup ---- */
-
-static int init_buffer(prefetch *p, dbuf *d)
-{
-    backend *be = p->cfg.be;
-    const size_t bytes = p->cfg.out->sample_bytes * (size_t)p->cfg.batch_size;
-    const size_t n = (size_t)p->cfg.batch_size;
-    d->labels = calloc(n, sizeof *d->labels);
-    d->indices = calloc(n, sizeof *d->indices);
-    d->status = calloc(n, sizeof *d->status);
-    if (!d->labels || !d->indices || !d->status)
-        return err_set(PL_ENOMEM, "pl_loader_create: out of memory");
-    int rc = be->ops->dev_alloc(be, bytes, &d->dev);
-    if (rc == 0 && p->cfg.out->gpu_normalize)
-        rc = be->ops->dev_alloc(
-            be, p->cfg.out->ring_sample_bytes * (size_t)p->cfg.batch_size,
-            &d->staging);
-    if (rc == 0)
-        rc = be->ops->stream_create(be, &d->stream);
-    if (rc == 0 && p->cfg.keep_host && be->kind == PL_BACKEND_CUDA) {
-        hostmem kind;
-        rc =
-            be->ops->host_alloc(be, bytes, PL_MEMORY_PINNED, &d->mirror, &kind);
-        if (rc == 0 && kind == HOSTMEM_PINNED)
-            p->mirror_bytes_locked += bytes;
-    }
-    if (rc == PL_ENOMEM)
-        return err_set(rc,
-                       "pl_loader_create: out of memory for a %zu-byte "
-                       "device buffer",
-                       bytes);
-    d->state = DBUF_FREE;
-    return rc;
-}
-
-/* The normalisation table, once, into device memory. */
-static int upload_lut(prefetch *p)
-{
-    backend *be = p->cfg.be;
-    be_stream *s = handoff_buffer(p->cfg.ho, 0)->stream;
-    size_t bytes;
-    const void *lut = output_lut(p->cfg.out, &bytes);
-    int rc = be->ops->dev_alloc(be, bytes, &p->lut_dev);
-    if (rc == 0)
-        rc = be->ops->copy(be, s, p->lut_dev, lut, bytes);
-    if (rc == 0)
-        rc = be->ops->sync(be, s); /* the host table may go away */
-    return rc;
-}
-
-int prefetch_init(prefetch *p, const prefetch_config *cfg)
-{
-    memset(p, 0, sizeof *p);
-    p->cfg = *cfg;
-    for (int i = 0; i < p->cfg.nbufs; i++) {
-        const int rc = init_buffer(p, handoff_buffer(cfg->ho, i));
-        if (rc < 0)
-            return rc;
-    }
-    return cfg->out->gpu_normalize ? upload_lut(p) : 0;
-}
-
-void prefetch_fini(prefetch *p)
-{
-    backend *be = p->cfg.be;
-    const size_t bytes = p->cfg.out->sample_bytes * (size_t)p->cfg.batch_size;
-    for (int i = 0; i < p->cfg.nbufs; i++) {
-        dbuf *d = handoff_buffer(p->cfg.ho, i);
-        if (d->stream) {
-            /* The caller's kernels reading the batch it released last may
-             * still run: the stream waits for them, and the host for the
-             * stream (its copies and their callbacks) before anything is
-             * freed. */
-            be->ops->wait_released(be, d->stream);
-            be->ops->sync(be, d->stream);
-            be->ops->stream_destroy(be, d->stream);
-        }
-        if (d->dev)
-            be->ops->dev_free(be, d->dev);
-        if (d->staging)
-            be->ops->dev_free(be, d->staging);
-        if (d->mirror)
-            be->ops->host_free(be, d->mirror, bytes, HOSTMEM_PINNED);
-        free(d->labels);
-        free(d->indices);
-        free(d->status);
-        memset(d, 0, sizeof *d);
-    }
-    if (p->lut_dev)
-        be->ops->dev_free(be, p->lut_dev);
-    memset(p, 0, sizeof *p);
-}
-
 /* ---- the prefetcher thread ---- */
 
 static int open_buffer(prefetch *p, fill *f)
@@ -208,7 +115,7 @@ static int queue_batch(prefetch *p, fill *f)
         rc = be->ops->normalize(be, d->stream, d->dev, d->staging, d->status,
                                 f->count, p->cfg.out->width, p->cfg.out->height,
                                 p->cfg.out->format == PL_FORMAT_F16_NCHW,
-                                p->lut_dev);
+                                handoff_lut(p->cfg.ho));
     if (rc == 0)
         rc = be->ops->record_ready(be, d->stream);
     if (rc < 0)
@@ -220,7 +127,7 @@ static int queue_batch(prefetch *p, fill *f)
         .index = f->delivered,
         .bytes = p->cfg.out->sample_bytes * (size_t)f->count,
         .data = d->dev,
-        .host = be->kind == PL_BACKEND_HOST ? d->dev : d->mirror,
+        .host = be->host_visible ? d->dev : d->mirror,
         .labels = d->labels,
         .indices = d->indices,
         .status = d->status,
@@ -302,7 +209,7 @@ static int no_good_sample(prefetch *p, const ring_slot *s)
                         "pass over it (%zu bad files recorded: see "
                         "pl_loader_failures)",
                         (long long)s->epoch,
-                        (long long)p->cfg.ring->sched.order_len,
+                        (long long)p->cfg.ring->sched.cfg.order_len,
                         failures_count(p->cfg.fails));
 }
 
@@ -368,13 +275,14 @@ static void *prefetch_main(void *arg)
 {
     prefetch *p = arg;
     backend *be = p->cfg.be;
-    fill f = {.epoch = p->cfg.first_epoch};
-    if (p->cfg.start_done) /* resumed after an epoch's last batch */
+    const resume_point *r = &p->cfg.start;
+    fill f = {.epoch = r->epoch};
+    if (r->done) /* resumed after an epoch's last batch */
         f.epoch++;
     else {
-        f.delivered = p->cfg.start_batch;
-        f.placed = p->cfg.start_batch * p->cfg.batch_size;
-        f.next_pos = p->cfg.start_pos;
+        f.delivered = r->batch;
+        f.placed = r->batch * p->cfg.batch_size;
+        f.next_pos = r->position;
     }
     if (be->ops->bind_thread(be) < 0) {
         handoff_fail(p->cfg.ho, PL_ECUDA, "%s", pl_last_error());
@@ -396,8 +304,10 @@ static void *prefetch_main(void *arg)
     return NULL;
 }
 
-int prefetch_start(prefetch *p)
+int prefetch_start(prefetch *p, const prefetch_config *cfg)
 {
+    memset(p, 0, sizeof *p);
+    p->cfg = *cfg;
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -430,5 +340,4 @@ void prefetch_get_stats(prefetch *p, prefetch_stats *s)
     s->bytes_h2d = atomic_fetch_add(&p->bytes_h2d, db) + db;
     s->bytes_copied = atomic_load(&p->bytes_copied);
     s->ns_copy = atomic_load(&p->ns_copy);
-    s->mirror_bytes_locked = p->mirror_bytes_locked;
 }

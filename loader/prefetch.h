@@ -5,8 +5,8 @@
  * buffer gets a ready event and is handed to the caller's queue. An epoch
  * ends when it has placed samples_per_epoch samples: the ring's top-ups
  * make sure that many come under SKIP, and what a slot holds past that
- * point is not delivered. This module owns the buffers' device memory and
- * copy streams, and the normalisation table on the device. */
+ * point is not delivered. The buffers, their streams and the table the
+ * GPU normalises with are the hand-off's; this module owns its thread. */
 #ifndef PINLOAD_PREFETCH_H
 #define PINLOAD_PREFETCH_H
 
@@ -19,6 +19,7 @@
 #include "failures.h"
 #include "handoff.h"
 #include "output.h"
+#include "resume.h"
 #include "ring.h"
 
 typedef struct prefetch_config {
@@ -33,40 +34,28 @@ typedef struct prefetch_config {
      * ring holds uint8 samples and the device float ones, made on the GPU
      * from the plan's table. */
     const output_plan *out;
-    int keep_host;
     pl_on_error on_error;
     int64_t samples_per_epoch; /* delivered in every epoch */
-    int64_t first_epoch;
-    /* Resuming: the first epoch goes on from batch start_batch, whose first
-     * sample is at or after epoch position start_pos. */
-    int64_t start_batch, start_pos;
-    int start_done; /* the first epoch's batches were all delivered */
+    resume_point start;
 } prefetch_config;
 
 typedef struct prefetch_stats {
     uint64_t bytes_copied, ns_copy; /* issuing the copies, host time */
     uint64_t ns_h2d, bytes_h2d;     /* the copies' GPU time (CUDA only) */
-    size_t mirror_bytes_locked;     /* keep_host's page-locked mirrors */
 } prefetch_stats;
 
 typedef struct prefetch {
     prefetch_config cfg;
     pthread_t thread;
     int started;
-    size_t mirror_bytes_locked;
-    void *lut_dev; /* normalize: the table in device memory */
     _Atomic uint64_t bytes_copied, ns_copy;
     _Atomic uint64_t ns_h2d, bytes_h2d; /* GPU copy time, harvested */
 } prefetch;
 
-/* Equip every buffer of cfg->ho with device memory and a copy stream. */
-int prefetch_init(prefetch *p, const prefetch_config *cfg);
-int prefetch_start(prefetch *p);
+/* Start the thread on cfg (which outlives it). PL_ETHREAD. */
+int prefetch_start(prefetch *p, const prefetch_config *cfg);
 /* End the thread (after ring_stop and handoff_stop) and join it. */
 void prefetch_stop(prefetch *p);
-/* Wait for every copy and free the buffers' memory; after prefetch_stop,
- * before handoff_fini. */
-void prefetch_fini(prefetch *p);
 
 /* The counters so far; harvests the copies' GPU time (CUDA; zeros on the
  * host backend). Thread-safe. */

@@ -8,85 +8,27 @@
 
 #include "../common/error.h"
 #include "pinload.h"
-#include "sampler.h"
-
-static void start_epoch(ring *r, int64_t epoch, int64_t pos, int64_t done)
-{
-    r->claim_epoch = epoch;
-    r->claim_pos = r->epoch_first = pos;
-    r->claim_end = pos > r->sched.positions ? pos : r->sched.positions;
-    r->epoch_batch = pos / r->sched.batch_size;
-    r->epoch_pending = r->epoch_good = 0;
-    r->epoch_need = r->sched.target - done;
-    r->round_first = pos;
-    r->round_good0 = r->dry = 0;
-}
-
-/* Everything scheduled for the claim epoch is handed out: schedule more of
- * it (a top-up), or the next epoch. Returns 0 when that cannot be known
- * yet (positions still being decoded). */
-static int plan_more(ring *r)
-{
-    if (!r->sched.target) {
-        start_epoch(r, r->claim_epoch + 1, 0, 0);
-        return 1;
-    }
-    if (r->epoch_pending > 0)
-        return 0;
-    const int64_t need = r->epoch_need - r->epoch_good;
-    const int64_t claimed = r->claim_end - r->epoch_first;
-    if (need <= 0) {
-        start_epoch(r, r->claim_epoch + 1, 0, 0);
-        return 1;
-    }
-    /* Positions since the last good sample; a whole pass over the order
-     * without one: no sample can be decoded (any more), and topping up
-     * again would loop for ever. */
-    if (r->epoch_good == r->round_good0)
-        r->dry += r->claim_end - r->round_first;
-    else
-        r->dry = 0;
-    r->round_first = r->claim_end;
-    r->round_good0 = r->epoch_good;
-    if (r->dry >= r->sched.order_len) {
-        r->dead = 1;
-        return 1;
-    }
-    /* As many positions as the good fraction so far says, at most one more
-     * pass over the order per round. */
-    double extra = r->epoch_good
-                       ? (double)need * (double)claimed / (double)r->epoch_good
-                       : (double)need;
-    const double most =
-        (double)(need > r->sched.order_len ? need : r->sched.order_len);
-    extra = extra > most ? most : extra;
-    r->claim_end += (int64_t)extra + ((double)(int64_t)extra < extra);
-    return 1;
-}
 
 /* Slot s takes the next nominal batch; returns 0 (s left FREE) when the
  * ring must wait to know what that is. */
 static int setup_next(ring *r, ring_slot *s)
 {
-    if (r->claim_pos == r->claim_end && !plan_more(r))
+    nominal_batch nb;
+    if (!schedule_next(&r->sched, &nb))
         return 0;
-    s->epoch = r->claim_epoch;
-    s->batch = r->epoch_batch++;
-    s->first = r->claim_pos;
+    s->epoch = nb.epoch;
+    s->batch = nb.batch;
+    s->first = nb.first;
+    s->count = s->pending = nb.count;
     s->claimed = 0;
     s->copies = 0;
-    s->no_good = r->dead;
-    if (r->dead) { /* ends the pipeline: READY at once, with no position */
-        s->count = s->pending = 0;
+    s->no_good = nb.no_good;
+    if (nb.no_good) { /* ends the pipeline: READY at once, no position */
         s->state = SLOT_READY;
         r->claim_seq++;
         pthread_cond_broadcast(&r->ready_cv);
         return 1;
     }
-    const int64_t left = r->claim_end - r->claim_pos;
-    s->count = left < r->sched.batch_size ? (int)left : r->sched.batch_size;
-    s->pending = s->count;
-    r->claim_pos += s->count;
     s->state = SLOT_FILLING;
     return 1;
 }
@@ -105,14 +47,13 @@ static int alloc_ring(ring *r, backend *be, pl_memory memory,
     return rc;
 }
 
-int ring_init(ring *r, int nslots, const ring_schedule *sched,
+int ring_init(ring *r, int nslots, const schedule_config *sched,
               size_t sample_bytes, backend *be, pl_memory memory,
               int pinned_fallback, logger *lg)
 {
     memset(r, 0, sizeof *r);
     r->nslots = nslots;
-    r->sched = *sched;
-    start_epoch(r, sched->first_epoch, sched->start_pos, sched->start_good);
+    schedule_init(&r->sched, sched);
     r->sample_bytes = sample_bytes;
     r->be = be;
     pthread_mutex_init(&r->mu, NULL);
@@ -167,13 +108,13 @@ int ring_claim(ring *r, ring_slot **slot, int *pos)
             return 0;
         }
         ring_slot *s = &r->slots[r->claim_seq % (uint64_t)r->nslots];
-        if (s->seq == r->claim_seq && s->state == SLOT_FREE && !r->dead)
+        if (s->seq == r->claim_seq && s->state == SLOT_FREE && !r->sched.dead)
             setup_next(r, s);
         if (s->seq == r->claim_seq && s->state == SLOT_FILLING &&
             s->claimed < s->count) {
             *slot = s;
             *pos = s->claimed++;
-            r->epoch_pending++;
+            schedule_claimed(&r->sched);
             if (s->claimed == s->count)
                 r->claim_seq++;
             pthread_mutex_unlock(&r->mu);
@@ -187,11 +128,8 @@ void ring_finish(ring *r, ring_slot *slot, int good)
 {
     pthread_mutex_lock(&r->mu);
     assert(slot->state == SLOT_FILLING && slot->pending > 0);
-    if (slot->epoch == r->claim_epoch) {
-        r->epoch_good += good != 0;
-        if (--r->epoch_pending == 0 && r->sched.target)
-            pthread_cond_broadcast(&r->work_cv); /* a top-up can be planned */
-    }
+    if (schedule_finished(&r->sched, slot->epoch, good))
+        pthread_cond_broadcast(&r->work_cv); /* a top-up can be planned */
     if (--slot->pending == 0) {
         slot->state = SLOT_READY;
         pthread_cond_broadcast(&r->ready_cv);
@@ -263,11 +201,6 @@ void ring_stop(ring *r)
     pthread_cond_broadcast(&r->work_cv);
     pthread_cond_broadcast(&r->ready_cv);
     pthread_mutex_unlock(&r->mu);
-}
-
-int64_t ring_nominal_batches(const ring *r)
-{
-    return batches_per_epoch(r->sched.positions, r->sched.batch_size, 0);
 }
 
 void ring_get_stats(const ring *r, ring_stats *s)

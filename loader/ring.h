@@ -1,24 +1,15 @@
 /* The host ring: `prefetch` batch slots of page-locked (or pageable, or
- * managed) memory, allocated once. Nominal batches (runs of up to batch_size
- * consecutive positions of an epoch, numbered seq = 0, 1, 2, ... across
- * epochs) go through the slots in turn: slot seq % nslots holds batch seq
- * once batch seq - nslots has left it.
- *
- * Each epoch claims its `positions` first. With a `target` (PL_ON_ERROR_SKIP:
- * the good samples an epoch must deliver), the ring then waits until every
- * position claimed so far is decoded and, if fewer than `target` were good,
- * tops the epoch up with the positions that follow (the caller maps position
- * j past the rank's order to j mod order_len: the order wraps around), as
- * many rounds as it takes, before the next epoch starts. An epoch whose
- * whole order held no good sample ends in a slot with no_good set and no
- * position, after which the ring hands out nothing more.
+ * managed) memory, allocated once. The claim schedule (schedule.h) says
+ * which nominal batch comes next (numbered seq = 0, 1, 2, ... across
+ * epochs); they go through the slots in turn: slot seq % nslots holds batch
+ * seq once batch seq - nslots has left it.
  *
  *   FREE --(first claim)--> FILLING --(last finish)--> READY
  *        <--(copies done)-- COPYING <--(prefetcher takes it)--
  *
  * Workers claim positions in order and write samples straight into the
- * slot; the prefetcher takes slots in order. One mutex guards the states;
- * nobody holds it across I/O, decoding or copying. */
+ * slot; the prefetcher takes slots in order. One mutex guards the states
+ * and the schedule; nobody holds it across I/O, decoding or copying. */
 #ifndef PINLOAD_RING_H
 #define PINLOAD_RING_H
 
@@ -27,6 +18,7 @@
 #include <stdint.h>
 
 #include "../device/backend.h"
+#include "schedule.h"
 
 typedef enum slot_state {
     SLOT_FREE,
@@ -59,38 +51,15 @@ typedef struct ring_slot {
     struct ring *ring;
 } ring_slot;
 
-/* The sequence of nominal batches. */
-typedef struct ring_schedule {
-    int64_t first_epoch;
-    int64_t positions; /* claimed in every epoch before any top-up */
-    int batch_size;
-    int64_t target;    /* good positions an epoch needs; 0: no top-up */
-    int64_t order_len; /* the rank's order: past it, positions repeat */
-    /* Resuming: the first epoch starts at position start_pos, with
-     * start_good of its target already delivered. */
-    int64_t start_pos, start_good;
-} ring_schedule;
-
 typedef struct ring {
     pthread_mutex_t mu;
     pthread_cond_t work_cv;  /* workers: a slot became free */
     pthread_cond_t ready_cv; /* prefetcher: a slot became ready */
     ring_slot *slots;
     int nslots;
-    ring_schedule sched;
+    schedule sched; /* what the next slot holds */
     size_t sample_bytes;
     uint64_t claim_seq; /* batch of the next claim */
-    /* The claim cursor: the epoch being claimed, its next position, the end
-     * of what is scheduled so far, and, with a target, what is known of it:
-     * positions handed out and not finished, good ones, good ones needed. */
-    int64_t claim_epoch, claim_pos, claim_end, epoch_first, epoch_batch;
-    int64_t epoch_pending, epoch_good, epoch_need;
-    /* The current top-up round (its first position, the good count when it
-     * began) and the positions claimed since a good sample was last met:
-     * a whole pass over the order without one ends the epoch, even when
-     * a sample was good once (its file gone or changed since). */
-    int64_t round_first, round_good0, dry;
-    int dead; /* a no_good slot was made: nothing more to claim */
     int stop;
     backend *be;
     uint8_t *mem;
@@ -100,7 +69,7 @@ typedef struct ring {
 
 /* Allocate the slots in `memory`; if pinned memory cannot be had and
  * pinned_fallback is set, use pageable memory and log why. */
-int ring_init(ring *r, int nslots, const ring_schedule *sched,
+int ring_init(ring *r, int nslots, const schedule_config *sched,
               size_t sample_bytes, backend *be, pl_memory memory,
               int pinned_fallback, logger *lg);
 void ring_fini(ring *r);
@@ -128,9 +97,6 @@ void ring_copy_done(void *slot); /* a backend callback */
 
 /* Wake and end every ring_claim and ring_wait_ready. */
 void ring_stop(ring *r);
-
-/* The nominal batches of an epoch, without top-ups. */
-int64_t ring_nominal_batches(const ring *r);
 
 typedef struct ring_stats {
     size_t mem_bytes; /* the whole ring */

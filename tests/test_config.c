@@ -6,6 +6,7 @@
 #include <sched.h>
 
 #include "../loader/config.h"
+#include "../loader/cpus.h"
 #include "../common/error.h"
 #include "testutil.h"
 
@@ -649,7 +650,7 @@ Test(config, zero_workers_means_the_cpus_this_process_may_use)
     c.num_workers = 0;
     config_resolved r;
     cr_assert_eq(config_resolve(&c, &r), 0, "%s", pl_last_error());
-    const int quota = config_cgroup_cpus("/sys/fs/cgroup");
+    const int quota = cpus_cgroup_quota("/sys/fs/cgroup");
     const int n = cpus_allowed();
     cr_assert_eq(r.num_workers, quota > 0 && quota < n ? quota : n, "%s",
                  r.workers_why);
@@ -690,7 +691,7 @@ Test(config, default_workers_share_the_cpus_among_the_nodes_ranks)
     c.world_size = PL_FROM_ENV;
     config_resolved r;
     cr_assert_eq(config_resolve(&c, &r), 0, "%s", pl_last_error());
-    const int quota = config_cgroup_cpus("/sys/fs/cgroup");
+    const int quota = cpus_cgroup_quota("/sys/fs/cgroup");
     const int share = (quota > 0 && quota < online ? quota : (int)online) / 2;
     cr_assert_eq(r.num_workers, share < 1 ? 1 : share, "%s", r.workers_why);
     cr_assert_not_null(strstr(r.workers_why, "2 local ranks"), "%s",
@@ -718,20 +719,20 @@ Test(config, cgroup_quotas_are_read_from_v2_and_v1_files)
 {
     char root[64];
     tu_tmpdir(root);
-    cr_assert_eq(config_cgroup_cpus(root), 0, "no files: no quota");
+    cr_assert_eq(cpus_cgroup_quota(root), 0, "no files: no quota");
     write_text(root, "cpu.max", "max 100000\n");
-    cr_assert_eq(config_cgroup_cpus(root), 0, "v2 unlimited");
+    cr_assert_eq(cpus_cgroup_quota(root), 0, "v2 unlimited");
     write_text(root, "cpu.max", "250000 100000\n");
-    cr_assert_eq(config_cgroup_cpus(root), 3, "2.5 CPUs round up");
+    cr_assert_eq(cpus_cgroup_quota(root), 3, "2.5 CPUs round up");
     write_text(root, "cpu.max", "100000 100000\n");
-    cr_assert_eq(config_cgroup_cpus(root), 1);
+    cr_assert_eq(cpus_cgroup_quota(root), 1);
     char v1[128];
     snprintf(v1, sizeof v1, "%s/v1", root);
     write_text(v1, "cpu/cpu.cfs_quota_us", "-1\n");
     write_text(v1, "cpu/cpu.cfs_period_us", "100000\n");
-    cr_assert_eq(config_cgroup_cpus(v1), 0, "v1 unlimited");
+    cr_assert_eq(cpus_cgroup_quota(v1), 0, "v1 unlimited");
     write_text(v1, "cpu/cpu.cfs_quota_us", "400000\n");
-    cr_assert_eq(config_cgroup_cpus(v1), 4);
+    cr_assert_eq(cpus_cgroup_quota(v1), 4);
     tu_rm_rf(root);
 }
 

@@ -11,7 +11,7 @@
 #include <fcntl.h>
 #include <sched.h>
 
-#include "../loader/config.h"
+#include "../loader/cpus.h"
 #include "testrun.h"
 
 extern char **environ;
@@ -282,7 +282,7 @@ static int cpus_allowed(cpu_set_t *set)
 static void workers_clause(int allowed, int local, char *out, size_t cap)
 {
     const long online = sysconf(_SC_NPROCESSORS_ONLN);
-    const int quota = config_cgroup_cpus("/sys/fs/cgroup");
+    const int quota = cpus_cgroup_quota("/sys/fs/cgroup");
     const int own = local > 1 && (long)allowed * local <= online;
     int n = own ? allowed : allowed / local;
     if (quota > 0 && quota / local < n)
@@ -851,7 +851,7 @@ Test(distributed, two_local_ranks_on_a_two_cpu_mask_share_it,
     finish_job(&j);
     check_job(&j);
     const int share = sysconf(_SC_NPROCESSORS_ONLN) >= 4 ? 2 : 1;
-    const int quota = config_cgroup_cpus("/sys/fs/cgroup");
+    const int quota = cpus_cgroup_quota("/sys/fs/cgroup");
     const int want = quota > 0 && quota / 2 < share ? quota / 2 : share;
     for (int r = 0; r < 2; r++) {
         char line[1024], clause[96];

@@ -22,29 +22,30 @@ static void fx_open(fixture *f, int nslots, int64_t first_epoch,
 {
     logger_init(&f->lg, NULL, NULL);
     cr_assert_eq(backend_host_open(&f->be, &f->lg, "test"), 0);
-    const ring_schedule sched = {.first_epoch = first_epoch,
-                                 .positions = positions,
-                                 .batch_size = batch_size,
-                                 .order_len = positions};
+    const schedule_config sched = {.positions = positions,
+                                   .batch_size = batch_size,
+                                   .order_len = positions,
+                                   .start = {.epoch = first_epoch}};
     cr_assert_eq(ring_init(&f->r, nslots, &sched, sample_bytes, f->be,
                            PL_MEMORY_PAGEABLE, 1, &f->lg),
                  0);
 }
 
 /* A ring under PL_ON_ERROR_SKIP: each epoch must deliver `target` good
- * samples out of an order of order_len positions. */
+ * samples out of an order of order_len positions; resuming, epoch 0 goes
+ * on at batch start_batch, which starts at position start_pos. */
 static void fx_open_skip(fixture *f, int nslots, int64_t positions,
                          int batch_size, int64_t target, int64_t start_pos,
-                         int64_t start_good)
+                         int64_t start_batch)
 {
     logger_init(&f->lg, NULL, NULL);
     cr_assert_eq(backend_host_open(&f->be, &f->lg, "test"), 0);
-    const ring_schedule sched = {.positions = positions,
-                                 .batch_size = batch_size,
-                                 .target = target,
-                                 .order_len = positions,
-                                 .start_pos = start_pos,
-                                 .start_good = start_good};
+    const schedule_config sched = {
+        .positions = positions,
+        .batch_size = batch_size,
+        .target = target,
+        .order_len = positions,
+        .start = {.batch = start_batch, .position = start_pos}};
     cr_assert_eq(ring_init(&f->r, nslots, &sched, 4, f->be, PL_MEMORY_PAGEABLE,
                            1, &f->lg),
                  0);
@@ -155,7 +156,7 @@ Test(ring, claims_come_in_order_with_short_last_batch_and_epoch_rollover)
                 {6, 1, 4}, {6, 2, 2}, {7, 0, 4}};
     fixture f;
     fx_open(&f, 3, 5, 10, 4, 12);
-    cr_assert_eq(ring_nominal_batches(&f.r), 3);
+    cr_assert_eq(schedule_nominal_batches(&f.r.sched), 3);
     for (uint64_t seq = 0; seq < sizeof want / sizeof want[0]; seq++) {
         fill_batch(&f.r, seq, want[seq].epoch, want[seq].batch,
                    want[seq].count);
@@ -172,7 +173,7 @@ Test(ring, schedule_handles_exact_multiples_and_epochs_shorter_than_a_batch)
     /* 8 positions in batches of 4: no short batch. */
     fixture f;
     fx_open(&f, 2, 0, 8, 4, 3);
-    cr_assert_eq(ring_nominal_batches(&f.r), 2);
+    cr_assert_eq(schedule_nominal_batches(&f.r.sched), 2);
     fill_batch(&f.r, 0, 0, 0, 4);
     release_batch(&f.r, 0);
     fill_batch(&f.r, 1, 0, 1, 4);
@@ -186,7 +187,7 @@ Test(ring, schedule_handles_exact_multiples_and_epochs_shorter_than_a_batch)
 
     /* 3 positions in batches of 4: each epoch is one batch of 3. */
     fx_open(&f, 2, 9, 3, 4, 3);
-    cr_assert_eq(ring_nominal_batches(&f.r), 1);
+    cr_assert_eq(schedule_nominal_batches(&f.r.sched), 1);
     for (uint64_t seq = 0; seq < 4; seq++) {
         fill_batch(&f.r, seq, 9 + (int64_t)seq, 0, 3);
         release_batch(&f.r, seq);
@@ -790,18 +791,18 @@ Test(ring, skip_a_round_with_a_good_sample_is_not_the_end, .timeout = 5)
     fx_close(&f);
 }
 
-/* Resuming at position 6 of 10 with 5 good already delivered (one bad
- * before): the first batch is batch 1, positions 6..9, then the top-up
- * needs 10 - 5 - 4 = 1 more. */
+/* Resuming at batch 1, position 6 of 10 (two bad before it): 4 good
+ * already delivered, the first batch is batch 1, positions 6..9; then the
+ * top-up needs 10 - 4 - 4 = 2 more: 4 good of 4, two positions, 10..11. */
 Test(ring, skip_resumes_mid_epoch_at_its_position_and_count)
 {
     fixture f;
-    fx_open_skip(&f, 4, 10, 4, 10, 6, 5);
+    fx_open_skip(&f, 4, 10, 4, 10, 6, 1);
     ring_slot *b1 = claim_batch(&f.r, 0, 1, 6, 4);
     for (int k = 0; k < 4; k++)
         ring_finish(&f.r, b1, 1);
-    /* 1 needed, 4 good of 4: one position, 10. */
-    ring_slot *top = claim_batch(&f.r, 0, 2, 10, 1);
+    ring_slot *top = claim_batch(&f.r, 0, 2, 10, 2);
+    ring_finish(&f.r, top, 1);
     ring_finish(&f.r, top, 1);
     for (uint64_t seq = 0; seq < 2; seq++)
         release_batch(&f.r, seq);
