@@ -19,6 +19,8 @@
 #                         the CUDA backend runs without a GPU
 #   make test CUDA=sim    the CUDA-path suites on the simulator (plain
 #                         `make test` runs them too, after the host suites)
+#   make deps-check       every #include against the dependency rule of
+#                         docs/ARCHITECTURE.md (make test runs it first)
 #
 # CUDA is found at $(CUDA_HOME) (default /usr/local/cuda); without it the
 # library builds host-only with the same API. Plain `make` only checks the
@@ -175,7 +177,7 @@ DEPS_MODE ?= check
         valgrind default-data \
         install uninstall clean test-install man abi-check \
         print-build print-libs test-python test-gpu-session \
-        format deps deps-test FORCE
+        format deps deps-test deps-check FORCE
 all: lib tools samples
 
 lib: $(BUILD)/libpinload.a $(BUILD)/libpinload.so $(BUILD)/pinload.pc \
@@ -403,6 +405,8 @@ ifeq ($(SANITIZE),)
 endif
 else
 test: $(TEST_BIN) $(STRESS) $(TOOLS) $(SAMPLES) $(BUILD)/libpinload.so
+	@echo "== the dependency rule of docs/ARCHITECTURE.md"
+	@tools/deps-check.sh
 	@set -e; for t in $(TEST_BIN); do \
 	    echo "== $$t"; $(NO_LAUNCHER) PINLOAD_BUILD=$(BUILD) \
 	    $$t --jobs $(JOBS); done
@@ -617,6 +621,10 @@ uninstall:
 abi-check: lib
 	tools/abi-check.sh include/pinload.sym $(BUILD)/libpinload.so \
 	    $(BUILD)/libpinload.a
+
+# Every #include against the dependency rule (docs/ARCHITECTURE.md).
+deps-check:
+	@tools/deps-check.sh
 
 # Installs into two prefixes (one through DESTDIR) and builds a C and a C++
 # program against each, shared and static (tests/install/check.sh).
