@@ -220,17 +220,20 @@ $(BUILD)/libpinload.a: $(LIB_OBJ)
 	objcopy --localize-hidden $(BUILD)/pinload.o
 	rm -f $@ && ar rcs $@ $(BUILD)/pinload.o
 
-# The exported symbols carry the version node PINLOAD_0 (a linker version
-# script made from include/pinload.sym), so a later incompatible library
-# can be told apart at load time.
-$(BUILD)/pinload.map: include/pinload.sym
+# The ABI's number: the SONAME is libpinload.so.$(SOVERSION) and the
+# exported symbols carry the version node PINLOAD_$(SOVERSION) (a linker
+# version script made from include/pinload.sym), so an incompatible library
+# is told apart at load time. It goes up with every release that breaks the
+# ABI (docs/ABI.md): 1 since 0.2 regrouped pl_config.
+SOVERSION := 1
+$(BUILD)/pinload.map: include/pinload.sym Makefile
 	@mkdir -p $(@D)
-	@{ echo 'PINLOAD_0 {'; echo '  global:'; \
+	@{ echo 'PINLOAD_$(SOVERSION) {'; echo '  global:'; \
 	   grep -v '^#' $< | sed 's/.*/    &;/'; \
 	   echo '  local: *;'; echo '};'; } > $@
 
 $(BUILD)/libpinload.so: $(LIB_OBJ) $(CUDASIM) $(BUILD)/pinload.map
-	$(CC) -shared $(CFLAGS_ALL) $(LDFLAGS) -Wl,-soname,libpinload.so.0 \
+	$(CC) -shared $(CFLAGS_ALL) $(LDFLAGS) -Wl,-soname,libpinload.so.$(SOVERSION) \
 	    -Wl,--version-script,$(BUILD)/pinload.map -o $@ $(LIB_OBJ) $(LIBS)
 
 # The install paths the .pc files were made for: rewritten only when they
@@ -599,8 +602,9 @@ install: lib tools man
 	install -m 644 include/pinload.h $(DESTDIR)$(INCLUDEDIR)/
 	install -m 644 include/pinload/*.h $(DESTDIR)$(INCLUDEDIR)/pinload/
 	install -m 644 $(BUILD)/libpinload.a $(DESTDIR)$(LIBDIR)/
-	install -m 755 $(BUILD)/libpinload.so $(DESTDIR)$(LIBDIR)/libpinload.so.0
-	ln -sf libpinload.so.0 $(DESTDIR)$(LIBDIR)/libpinload.so
+	install -m 755 $(BUILD)/libpinload.so \
+	    $(DESTDIR)$(LIBDIR)/libpinload.so.$(SOVERSION)
+	ln -sf libpinload.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libpinload.so
 	install -m 644 $(BUILD)/pinload.pc $(BUILD)/pinload-static.pc \
 	    $(DESTDIR)$(LIBDIR)/pkgconfig/
 	install -m 755 $(TOOLS) $(DESTDIR)$(BINDIR)/
@@ -610,7 +614,7 @@ uninstall:
 	rm -f $(DESTDIR)$(INCLUDEDIR)/pinload.h \
 	    $(DESTDIR)$(LIBDIR)/libpinload.a \
 	    $(DESTDIR)$(LIBDIR)/libpinload.so \
-	    $(DESTDIR)$(LIBDIR)/libpinload.so.0 \
+	    $(DESTDIR)$(LIBDIR)/libpinload.so.$(SOVERSION) \
 	    $(DESTDIR)$(LIBDIR)/pkgconfig/pinload.pc \
 	    $(DESTDIR)$(LIBDIR)/pkgconfig/pinload-static.pc \
 	    $(TOOL_NAMES:%=$(DESTDIR)$(BINDIR)/%) \

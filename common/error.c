@@ -29,14 +29,10 @@ PL_EXPORT const char *pl_last_error(void)
 PL_EXPORT const char *pl_strerror(int status)
 {
     switch (status) {
-    case PL_OK:
-        return "success";
-    case PL_EPOCH_END:
-        return "end of epoch";
 #define PL_STRERROR_CASE_(name, value, msg)                                    \
     case PL_##name:                                                            \
         return msg;
-        PL_ERRNO_MAP(PL_STRERROR_CASE_)
+        PL_STATUS_MAP(PL_STRERROR_CASE_)
 #undef PL_STRERROR_CASE_
     }
     return "unknown status";
@@ -45,14 +41,10 @@ PL_EXPORT const char *pl_strerror(int status)
 PL_EXPORT const char *pl_err_name(int status)
 {
     switch (status) {
-    case PL_OK:
-        return "PL_OK";
-    case PL_EPOCH_END:
-        return "PL_EPOCH_END";
 #define PL_ERR_NAME_CASE_(name, value, msg)                                    \
     case PL_##name:                                                            \
         return "PL_" #name;
-        PL_ERRNO_MAP(PL_ERR_NAME_CASE_)
+        PL_STATUS_MAP(PL_ERR_NAME_CASE_)
 #undef PL_ERR_NAME_CASE_
     }
     return "PL_UNKNOWN";

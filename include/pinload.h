@@ -32,14 +32,11 @@
  * errors are negative PL_E* codes, and pl_last_error() gives a sentence
  * naming what failed ("pl_loader_create: data/train: no JPEG files found").
  *
- * Thread safety: functions that take no object are safe from any thread.
- * A pl_loader may be used from several threads at once (next, release, the
- * queries). pl_loader_destroy may be called while other threads wait in
- * pl_loader_next (a watchdog stopping a training loop): they return
- * PL_ECLOSED before destroy frees anything; no call may start on the loader
- * once destroy has begun. Loaders share nothing: several may live in one
- * process. After fork(), a child may not use its parent's loaders (their
- * calls return PL_EINVAL; destroy there only forgets them). */
+ * Thread safety: functions that take no object are safe from any thread;
+ * each object's comment says, in one sentence, how it may be shared.
+ * Loaders share nothing: several may live in one process. After fork(), a
+ * child may not use its parent's loaders (their calls return PL_EINVAL;
+ * destroy there only forgets them). */
 /* ABI: structs the caller allocates and the library fills or reads
  * (pl_config, pl_info, pl_stats, pl_failure, pl_image) only grow, at their
  * end, and every function that takes one is a macro over a *_sized
@@ -95,24 +92,32 @@ PL_EXPORT const char *pl_version(void);
 /* The library's version as PL_VERSION_HEX computes it. */
 PL_EXPORT unsigned pl_version_number(void);
 
-/* Status codes. Values never change; new codes are appended. (The names
- * and messages are pl_err_name() and pl_strerror().) */
+/* Status codes: every function that can fail returns one. The list, once:
+ * name, value and message (pl_err_name() and pl_strerror() give them).
+ * Values never change; new codes are appended. PL_EPOCH_END is not an
+ * error: pl_loader_next's "this epoch has no more batches". A binding may
+ * expand the list with its own XX(name, value, message), as the enum below
+ * does. */
+#define PL_STATUS_MAP(XX)                                                      \
+    XX(OK, 0, "success")                                                       \
+    XX(EPOCH_END, 1, "end of epoch")                                           \
+    XX(EINVAL, -1, "invalid argument")                                         \
+    XX(ENOMEM, -2, "out of memory")                                            \
+    XX(EIO, -3, "input/output error")                                          \
+    XX(ENODATA, -4, "no images found")                                         \
+    XX(ENOTJPEG, -5, "not a JPEG file")                                        \
+    XX(ECORRUPT, -6, "corrupt JPEG data")                                      \
+    XX(EUNSUPPORTED, -7, "unsupported JPEG feature")                           \
+    XX(ELIMIT, -8, "image exceeds a configured limit")                         \
+    XX(ECUDA, -9, "CUDA runtime error")                                        \
+    XX(ETHREAD, -10, "cannot create thread")                                   \
+    XX(EBUSY, -11, "every batch is held by the caller")                        \
+    XX(ECLOSED, -12, "the loader is being destroyed")
+
 typedef enum pl_status {
-    PL_OK = 0,
-    /* Not an error: pl_loader_next's "this epoch has no more batches". */
-    PL_EPOCH_END = 1,
-    PL_EINVAL = -1,       /* invalid argument */
-    PL_ENOMEM = -2,       /* out of memory */
-    PL_EIO = -3,          /* input/output error */
-    PL_ENODATA = -4,      /* no images found */
-    PL_ENOTJPEG = -5,     /* not a JPEG file */
-    PL_ECORRUPT = -6,     /* corrupt JPEG data */
-    PL_EUNSUPPORTED = -7, /* unsupported JPEG feature */
-    PL_ELIMIT = -8,       /* image exceeds a configured limit */
-    PL_ECUDA = -9,        /* CUDA runtime error */
-    PL_ETHREAD = -10,     /* cannot create thread */
-    PL_EBUSY = -11,       /* every batch is held by the caller */
-    PL_ECLOSED = -12,     /* the loader is being destroyed */
+#define PL_STATUS_ENUM_(name, value, msg) PL_##name = value,
+    PL_STATUS_MAP(PL_STATUS_ENUM_)
+#undef PL_STATUS_ENUM_
 } pl_status;
 
 /* A one-line description of a status code ("corrupt JPEG data"), or
@@ -207,15 +212,14 @@ typedef enum pl_log_level {
  * pl_loader_create fail, naming it and why; only AUTO falls back to the host
  * backend, with a notice. No pinload call leaves the calling thread on
  * another CUDA device than it found it on. */
-#define PL_DEVICE_AUTO                                                         \
-    (-1)                    /* the calling thread's current CUDA device        \
-                               (cudaGetDevice: what cudaSetDevice or           \
-                               torch.cuda.set_device chose), else host */
-#define PL_DEVICE_HOST (-2) /* host backend, CUDA or not */
-#define PL_DEVICE_LOCAL_RANK                                                   \
-    (-3) /* the ordinal of the launcher's local rank                           \
-            (LOCAL_RANK, SLURM_LOCALID, ...; see                               \
-            PL_FROM_ENV), 0 without a launcher */
+/* The calling thread's current CUDA device (cudaGetDevice: what
+ * cudaSetDevice or torch.cuda.set_device chose), else the host backend. */
+#define PL_DEVICE_AUTO (-1)
+/* The host backend, CUDA or not. */
+#define PL_DEVICE_HOST (-2)
+/* The ordinal of the launcher's local rank (LOCAL_RANK, SLURM_LOCALID, ...;
+ * see PL_FROM_ENV), 0 without a launcher: one GPU per process on a node. */
+#define PL_DEVICE_LOCAL_RANK (-3)
 
 /* Rank and world size: take them from the launcher's environment at create
  * time, from the first family set: torchrun (RANK, WORLD_SIZE, LOCAL_RANK,
@@ -234,7 +238,7 @@ typedef void (*pl_log_fn)(void *ctx, pl_log_level level, const char *msg);
 
 /* Where a loader stands, to resume from after a restart: plain bytes,
  * little-endian, versioned and checksummed, to be stored as they are (in a
- * checkpoint beside the model). */
+ * checkpoint beside the model). Thread safety: plain data, the caller's. */
 #define PL_STATE_BYTES 128
 typedef struct pl_state {
     uint8_t bytes[PL_STATE_BYTES];
@@ -242,8 +246,12 @@ typedef struct pl_state {
 
 /* Construction settings. Fill with pl_config_default(), then change what
  * you need; pl_loader_create() copies what it keeps (strings included) and
- * rejects bad values naming the field. */
+ * rejects bad values naming the field. The fields come in groups: the
+ * input, the output, the order, resuming, the pipeline, bad input and its
+ * limits, logging. A pl_config is the caller's: the library reads it during
+ * pl_loader_create only, and keeps no pointer into it (but see log_ctx). */
 typedef struct pl_config {
+    /* ---- The input */
     /* Required. A directory (ImageFolder layout root/<class>/.../x.jpg, or a
      * flat folder of JPEGs with label 0) or a list file of "path label"
      * lines, paths relative to the list file's folder. Or tar shards in the
@@ -253,6 +261,7 @@ typedef struct pl_config {
      * without), and its path reads "shard.tar:member". Default NULL. */
     const char *data;
 
+    /* ---- The output */
     int32_t batch_size; /* samples per batch; default 64 */
     int32_t width;      /* output width in pixels; default 224 */
     int32_t height;     /* output height in pixels; default 224 */
@@ -260,66 +269,23 @@ typedef struct pl_config {
     int32_t augment;    /* a pl_augment; default PL_AUGMENT_TRAIN */
     float mean[3];      /* F32/F16 normalisation; default ImageNet's */
     float std[3];       /* 0.485 0.456 0.406 / 0.229 0.224 0.225 */
-
-    uint64_t seed;       /* order and augmentation; default 0 */
-    int32_t shuffle;     /* 1: permute each epoch; 0: file order; default 1 */
-    int32_t drop_last;   /* 1: no short last batch; default 0 */
-    int64_t first_epoch; /* the first epoch's number (resuming); default 0 */
-    int32_t rank;        /* this process's shard; default PL_FROM_ENV */
-    int32_t world_size;  /* number of shards; default PL_FROM_ENV */
-    int32_t shard_mode;  /* a pl_shard_mode; default PL_SHARD_PAD */
-
-    /* Decode threads. 0 (default): the CPUs this process may run on (its
-     * affinity mask, and a cgroup CPU quota where one is set) shared among
-     * the launcher's ranks on this node, at least 1; the create notice
-     * says how many and why. */
-    int32_t num_workers;
-    int32_t prefetch; /* batch slots in the host ring; default 2 */
-    int32_t memory;   /* a pl_memory, for the host ring; default PINNED */
-    /* 1: if pinned memory cannot be had (cudaHostAlloc fails, mlock is not
-     * permitted), use pageable memory and say why in a notice; 0: fail
-     * pl_loader_create with the reason. Default 1. */
-    int32_t pinned_fallback;
-    int32_t device;         /* CUDA ordinal, PL_DEVICE_AUTO (default), _HOST or
-                           _LOCAL_RANK */
-    int32_t device_buffers; /* device buffers, each with its copy stream;
-                           default 2 */
-    /* 1: pl_batch.host holds the batch in page-locked host memory too, at
-     * the cost of one host copy per batch on the CUDA backend. On the host
-     * backend pl_batch.host is always set. Default 0. */
-    int32_t keep_host;
-
-    int32_t on_error;       /* a pl_on_error; default PL_ON_ERROR_SKIP */
-    int32_t strict;         /* 1: libjpeg warnings (corrupt data, premature
-                           end) anywhere in the file make the sample
-                           bad, whatever the crop; default 0 */
-    int32_t max_width;      /* default 32768 */
-    int32_t max_height;     /* default 32768 */
-    int64_t max_pixels;     /* default 178956970, as Pillow's bomb limit */
-    int64_t max_file_bytes; /* default 256 MiB */
-
     /* 1: decode at 1/2, 1/4 or 1/8 scale (libjpeg's DCT scaling, as
      * Pillow's draft mode) whenever the crop still has at least as many
      * pixels as the resize needs: much faster, pixels slightly different.
      * 0: decode at full size, pixels within 1 level of Pillow/torchvision.
      * Default 1. */
     int32_t dct_scaling;
-    /* 1: on the CUDA backend, float formats cross the bus as uint8 (a
-     * quarter of float32's bytes) and are normalised on the GPU, on the copy
-     * stream, into exactly the bytes the host path would make. Needs a
-     * build with nvcc, and keep_host 0. Default 1. */
-    int32_t gpu_normalize;
-    /* 1: worker i runs on the i-th CPU the process may use (modulo their
-     * number), so a worker's caches stay its own. Default 0. */
-    int32_t pin_workers;
-    /* N > 0: ask the kernel (posix_fadvise WILLNEED) to start reading the
-     * file N samples ahead of the one being claimed, for storage where
-     * files are not in the page cache. Default 0 (off). */
-    int32_t readahead;
 
-    pl_log_fn log; /* notices and warnings; default NULL: stderr */
-    void *log_ctx; /* passed to log */
+    /* ---- The order: which samples, in which epoch, on which rank */
+    uint64_t seed;      /* order and augmentation; default 0 */
+    int32_t shuffle;    /* 1: permute each epoch; 0: file order; default 1 */
+    int32_t drop_last;  /* 1: no short last batch; default 0 */
+    int32_t rank;       /* this process's shard; default PL_FROM_ENV */
+    int32_t world_size; /* number of shards; default PL_FROM_ENV */
+    int32_t shard_mode; /* a pl_shard_mode; default PL_SHARD_PAD */
 
+    /* ---- Resuming */
+    int64_t first_epoch; /* the first epoch's number; default 0 */
     /* NULL (default): start at first_epoch. Else go on from this state, made
      * by pl_loader_state() in an earlier run (first_epoch is then ignored):
      * exactly the batches that run would have delivered next. Refused with
@@ -330,12 +296,54 @@ typedef struct pl_config {
      * pl_loader_create only. */
     const pl_state *resume;
 
-    /* Budgets of one sample's decode, in each worker; 0 is the default.
-     * Past one, the sample is bad with PL_ELIMIT (under the error policy),
-     * the reason naming the budget; the next sample starts afresh. */
-    /* Wall-clock time from the header to the last row: default 5000 ms
-     * (the slowest real photo of the test data takes 0.2 s); -1: none. It
-     * also bounds how long pl_loader_destroy waits for a worker. */
+    /* ---- The pipeline: threads, memory, device */
+    /* Decode threads. 0 (default): the CPUs this process may run on (its
+     * affinity mask, and a cgroup CPU quota where one is set) shared among
+     * the launcher's ranks on this node, at least 1; the create notice
+     * says how many and why. */
+    int32_t num_workers;
+    /* 1: worker i runs on the i-th CPU the process may use (modulo their
+     * number), so a worker's caches stay its own. Default 0. */
+    int32_t pin_workers;
+    /* N > 0: ask the kernel (posix_fadvise WILLNEED) to start reading the
+     * file N samples ahead of the one being claimed, for storage where
+     * files are not in the page cache. Default 0 (off). */
+    int32_t readahead;
+    int32_t prefetch; /* batch slots in the host ring; default 2 */
+    int32_t memory;   /* a pl_memory, for the host ring; default PINNED */
+    /* 1: if pinned memory cannot be had (cudaHostAlloc fails, mlock is not
+     * permitted), use pageable memory and say why in a notice; 0: fail
+     * pl_loader_create with the reason. Default 1. */
+    int32_t pinned_fallback;
+    /* A CUDA ordinal, or PL_DEVICE_AUTO (default), _HOST or _LOCAL_RANK. */
+    int32_t device;
+    /* Device buffers, each with its copy stream; default 2. */
+    int32_t device_buffers;
+    /* 1: pl_batch.host holds the batch in page-locked host memory too, at
+     * the cost of one host copy per batch on the CUDA backend. On the host
+     * backend pl_batch.host is always set. Default 0. */
+    int32_t keep_host;
+    /* 1: on the CUDA backend, float formats cross the bus as uint8 (a
+     * quarter of float32's bytes) and are normalised on the GPU, on the copy
+     * stream, into exactly the bytes the host path would make. Needs a
+     * build with nvcc, and keep_host 0. Default 1. */
+    int32_t gpu_normalize;
+
+    /* ---- Bad input: the policy, and the limits past which a sample is
+     * bad (PL_ELIMIT, the reason naming the limit; the next sample starts
+     * afresh). 0 is each limit's default. */
+    int32_t on_error; /* a pl_on_error; default PL_ON_ERROR_SKIP */
+    /* 1: libjpeg warnings (corrupt data, premature end) anywhere in the
+     * file make the sample bad, whatever the crop; default 0. */
+    int32_t strict;
+    int32_t max_width;      /* default 32768 */
+    int32_t max_height;     /* default 32768 */
+    int64_t max_pixels;     /* default 178956970, as Pillow's bomb limit */
+    int64_t max_file_bytes; /* default 256 MiB */
+    /* Wall-clock time of one decode, from the header to the last row:
+     * default 5000 ms (the slowest real photo of the test data takes
+     * 0.2 s); -1: none. It also bounds how long pl_loader_destroy waits for
+     * a worker. */
     int32_t max_decode_ms;
     /* Scans of a progressive file: default 256 (real files have about
      * 10; each scan costs a pass over the whole image). */
@@ -348,6 +356,13 @@ typedef struct pl_config {
      * images need a few rows whatever their size. At least 1 MiB. */
     int64_t max_decode_memory;
 
+    /* ---- Logging */
+    /* Notices and warnings; default NULL: one line each on stderr. */
+    pl_log_fn log;
+    /* Passed to log as it is. The library keeps it: it must stay valid
+     * until pl_loader_destroy returns (log may be called until then, from
+     * any of the loader's threads). */
+    void *log_ctx;
 } pl_config;
 
 /* Fill *cfg with the defaults listed above. */
@@ -357,14 +372,20 @@ PL_EXPORT void pl_config_default_sized(pl_config *cfg, size_t size);
 /* ---------------------------------------------------------------------------
  * The loader */
 
+/* A loader. Thread safety: every function taking one may be called from
+ * several threads at once, and pl_loader_destroy while others wait in
+ * pl_loader_next (a watchdog stopping a training loop: they return
+ * PL_ECLOSED before anything is freed), but no call may start once destroy
+ * has begun. */
 typedef struct pl_loader pl_loader;
 
 /* One batch, owned by the loader. Every pointer in it is valid from the
  * pl_loader_next() that returned it until pl_loader_release() of it (or
- * pl_loader_destroy()); none may be written through. */
+ * pl_loader_destroy()); none may be written through. Thread safety: any
+ * thread may read it, and one (any) releases it, once. */
 typedef struct pl_batch {
-    int32_t count; /* samples in this batch: batch_size, or fewer in an
-                  epoch's last batch */
+    /* Samples in this batch: batch_size, or fewer in an epoch's last. */
+    int32_t count;
     int64_t epoch; /* the epoch it belongs to */
     int64_t index; /* its number within the epoch, from 0 */
     size_t bytes;  /* count * pl_info.sample_bytes */
@@ -435,7 +456,8 @@ PL_EXPORT int pl_loader_release(pl_loader *l, const pl_batch *b,
  * the host (cudaStreamWaitEvent on b->ready). No-op on the host backend. */
 PL_EXPORT int pl_batch_wait(const pl_batch *b, struct CUstream_st *stream);
 
-/* What a loader is, once created. */
+/* What a loader is, once created. Thread safety: the caller's copy,
+ * filled during the call and never touched after it. */
 typedef struct pl_info {
     int64_t dataset_size;      /* files listed */
     int64_t samples_per_epoch; /* this rank's share, padding included */
@@ -465,7 +487,7 @@ PL_EXPORT int pl_loader_info_sized(const pl_loader *l, pl_info *out,
 /* The name of class `label` (the ImageFolder folder name; the decimal label
  * for a list file; the folder's own name for a flat folder). [out] *name,
  * valid until pl_loader_destroy. */
-PL_EXPORT int pl_loader_class_name(const pl_loader *l, int label,
+PL_EXPORT int pl_loader_class_name(const pl_loader *l, int32_t label,
                                    const char **name);
 
 /* The file and label of dataset index `index`. [out] *path (may be NULL),
@@ -477,7 +499,7 @@ PL_EXPORT int pl_loader_sample(const pl_loader *l, int64_t index,
  * member), read now, into buf[0, cap); [out] *len: how many. With buf NULL
  * or cap too small nothing is copied, *len says how many bytes are needed
  * and PL_EINVAL is returned. PL_EIO / PL_ELIMIT (over max_file_bytes) /
- * PL_ENOTJPEG (a tar key without an image) name the file. Thread-safe. */
+ * PL_ENOTJPEG (a tar key without an image) name the file. */
 PL_EXPORT int pl_loader_read_sample(const pl_loader *l, int64_t index,
                                     void *buf, size_t cap, size_t *len);
 
@@ -494,7 +516,7 @@ PL_EXPORT int pl_loader_epoch_order(const pl_loader *l, int64_t epoch,
  * would deliver next, whatever num_workers, prefetch, device_buffers,
  * memory or device, without decoding what came before. Each rank saves and
  * resumes its own (under PL_ON_ERROR_SKIP where a rank stands depends on
- * the bad files it met). Thread-safe. */
+ * the bad files it met). */
 PL_EXPORT int pl_loader_state(const pl_loader *l, pl_state *state);
 
 /* What a state says: [out] its epoch, the index of the next batch in it,
@@ -505,7 +527,8 @@ PL_EXPORT int pl_loader_state(const pl_loader *l, pl_state *state);
 PL_EXPORT int pl_state_get(const pl_state *state, int64_t *epoch,
                            int64_t *batch, int64_t *position);
 
-/* Counters since create; times are summed over threads, in nanoseconds. */
+/* Counters since create; times are summed over threads, in nanoseconds.
+ * Thread safety: the caller's copy, a snapshot taken during the call. */
 typedef struct pl_stats {
     uint64_t images_decoded; /* samples written to the ring */
     uint64_t images_failed;  /* bad samples (each time one was met) */
@@ -534,7 +557,9 @@ PL_EXPORT int pl_loader_stats_sized(const pl_loader *l, pl_stats *out,
 
 /* One bad file, or one decoded despite libjpeg warnings (code 0: corrupt
  * data or a premature end that libjpeg papered over; accepted unless
- * config.strict), as recorded the first time it was met. */
+ * config.strict), as recorded the first time it was met. Thread safety:
+ * the caller's copy; its strings are the loader's, read-only, valid until
+ * pl_loader_destroy. */
 typedef struct pl_failure {
     int64_t index;      /* dataset index */
     const char *path;   /* valid until pl_loader_destroy */
@@ -557,6 +582,8 @@ PL_EXPORT int pl_loader_failures_sized(const pl_loader *l, size_t first,
 /* ---------------------------------------------------------------------------
  * Decoding one file: the loader's own decoder, without crop or resize */
 
+/* A decoded image. Thread safety: the caller's; calls on different images
+ * may run at once in any threads. */
 typedef struct pl_image {
     int32_t width, height;
     uint8_t *pixels; /* RGB, [height][width][3], owned by the pl_image */

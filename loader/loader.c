@@ -516,7 +516,7 @@ PL_EXPORT int pl_loader_info_sized(const pl_loader *l, pl_info *out,
     return 0;
 }
 
-PL_EXPORT int pl_loader_class_name(const pl_loader *l, int label,
+PL_EXPORT int pl_loader_class_name(const pl_loader *l, int32_t label,
                                    const char **name)
 {
     if (!l || !name)

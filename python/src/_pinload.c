@@ -252,10 +252,10 @@ typedef struct {
     ftype type;
 } field;
 
-#define FIELD(n, t)                                                            \
-    {                                                                          \
-#n, offsetof(pl_config, n), t                                          \
-    }
+/* clang-format off */
+#define FIELD(n, t) {#n, offsetof(pl_config, n), t}
+/* clang-format on */
+/* In the header's order and groups. */
 static const field fields[] = {
     FIELD(data, F_PATH),
     FIELD(batch_size, F_I32),
@@ -265,39 +265,40 @@ static const field fields[] = {
     FIELD(augment, F_I32),
     FIELD(mean, F_FLOAT3),
     FIELD(std, F_FLOAT3),
+    FIELD(dct_scaling, F_I32),
     FIELD(seed, F_U64),
     FIELD(shuffle, F_I32),
     FIELD(drop_last, F_I32),
-    FIELD(first_epoch, F_I64),
     FIELD(rank, F_I32),
     FIELD(world_size, F_I32),
     FIELD(shard_mode, F_I32),
+    FIELD(first_epoch, F_I64),
+    FIELD(resume, F_STATE),
     FIELD(num_workers, F_I32),
+    FIELD(pin_workers, F_I32),
+    FIELD(readahead, F_I32),
     FIELD(prefetch, F_I32),
     FIELD(memory, F_I32),
     FIELD(pinned_fallback, F_I32),
     FIELD(device, F_I32),
     FIELD(device_buffers, F_I32),
     FIELD(keep_host, F_I32),
+    FIELD(gpu_normalize, F_I32),
     FIELD(on_error, F_I32),
     FIELD(strict, F_I32),
     FIELD(max_width, F_I32),
     FIELD(max_height, F_I32),
     FIELD(max_pixels, F_I64),
     FIELD(max_file_bytes, F_I64),
-    FIELD(dct_scaling, F_I32),
-    FIELD(gpu_normalize, F_I32),
-    FIELD(pin_workers, F_I32),
-    FIELD(readahead, F_I32),
-    /* log and log_ctx are the extension's own (the queue). */
-    FIELD(resume, F_STATE),
     FIELD(max_decode_ms, F_I32),
     FIELD(max_scans, F_I32),
     FIELD(max_decode_memory, F_I64),
+    /* log and log_ctx are the extension's own (the queue). */
 };
 #undef FIELD
-/* A field appended to pl_config must be added above: its end moves. */
-_Static_assert(offsetof(pl_config, max_decode_memory) + sizeof(int64_t) ==
+/* New fields are appended after log_ctx, the header's last: one must be
+ * added above too. */
+_Static_assert(offsetof(pl_config, log_ctx) + sizeof(void *) ==
                    sizeof(pl_config),
                "pl_config grew: add the new field to python/src/_pinload.c");
 

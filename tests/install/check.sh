@@ -16,6 +16,13 @@ trap 'rm -rf "$tmp"' EXIT
 fail() { echo "test-install: FAIL: $*" >&2; exit 1; }
 cc=${CC:-cc}
 cxx=${CXX:-c++}
+# The SONAME the library was linked with: what an installed program loads.
+soname=$(objdump -p "$root/$build/libpinload.so" 2>/dev/null |
+    sed -n 's/^ *SONAME *//p')
+case "$soname" in
+libpinload.so.[0-9]*) ;;
+*) fail "$build/libpinload.so has no SONAME libpinload.so.N ('$soname')" ;;
+esac
 
 install_to() { # PREFIX [DESTDIR]
     make -C "$root" --no-print-directory -s BUILD="$build" PREFIX="$1" \
@@ -64,8 +71,8 @@ check_prefix() { # PREFIX (as the .pc files must name it) ROOT (where it lies)
             fail "$lang static build against $at"
         ldd "$static" | grep -q libpinload &&
             fail "$lang static program loads libpinload: $(ldd "$static" | grep libpinload)"
-        ldd "$shared" | grep -q "$at/lib/libpinload.so.0" ||
-            fail "$lang shared program does not load $at/lib/libpinload.so.0: $(ldd "$shared" | grep pinload)"
+        ldd "$shared" | grep -q "$at/lib/$soname" ||
+            fail "$lang shared program does not load $at/lib/$soname: $(ldd "$shared" | grep pinload)"
         "$shared" "$data" >/dev/null 2>"$tmp/run.err" ||
             { cat "$tmp/run.err" >&2; fail "$lang shared program"; }
         "$static" "$data" >/dev/null 2>"$tmp/run.err" ||
