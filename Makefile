@@ -120,7 +120,8 @@ NVCC_GENCODE := \
     -gencode arch=compute_$(NVCC_PTX),code=compute_$(NVCC_PTX)
 NVCCFLAGS := -O2 -std=c++17 -Iinclude $(NVCC_GENCODE)
 
-COMMON_SRC  := common/clock.c common/grow.c common/error.c common/log.c
+COMMON_SRC  := common/clock.c common/grow.c common/error.c common/log.c \
+               common/file.c
 WORKERS_SRC := workers/decode.c workers/resample.c workers/augment.c \
                workers/fileio.c workers/process.c workers/pool.c
 INPUT_SRC   := input/catalog.c input/tar.c input/sidecar.c input/folder.c \

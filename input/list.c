@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../common/error.h"
+#include "../common/file.h"
 #include "readers.h"
 
 /* The longest line of a list file: a path of PATH_MAX and its label. */
@@ -87,10 +88,10 @@ static int read_list_line(FILE *f, char *buf, const char *file, long lineno,
 
 static int read_list(catalog *cat, const char *path)
 {
-    FILE *f = fopen(path, "re");
+    const char *why;
+    FILE *f = file_open_regular(path, &why);
     if (!f)
-        return err_set(PL_EIO, "pl_loader_create: %s: %s", path,
-                       strerror(errno));
+        return err_set(PL_EIO, "pl_loader_create: %s: %s", path, why);
     char *line = malloc(LIST_LINE_MAX + 1);
     long lineno = 0, len = 0;
     int32_t max_label = -1;

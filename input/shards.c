@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "../common/error.h"
+#include "../common/file.h"
 #include "../common/grow.h"
 #include "readers.h"
 #include "sidecar.h"
@@ -133,7 +134,8 @@ static int folder_of_shards(const char *dir, char ***out, int *n)
  * names a shard (relative to the list's folder). */
 static int list_of_shards(const char *list, char ***out, int *n)
 {
-    FILE *f = fopen(list, "re");
+    const char *why;
+    FILE *f = file_open_regular(list, &why); /* the list reader says why */
     if (!f)
         return 0;
     char line[PATH_MAX + 2];

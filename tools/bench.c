@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -281,6 +282,9 @@ static pl_loader *open_loader(const options *o, bench_log *bl, row *r)
         fprintf(stderr, "pinload-bench: %s\n", pl_last_error());
         return NULL;
     }
+    /* From the first loader on, a signal stops after the row in hand
+     * (before it, it ends the tool at once: cli.h). */
+    cli_graceful = 1;
     pl_info info;
     pl_loader_info(l, &info);
     r->workers = info.num_workers; /* what 0 (the default) resolved to */
@@ -410,11 +414,48 @@ static int measure_baselines(options *o)
     return 0;
 }
 
+/* "pinload-bench: --plot PATH: why" on stderr; the exit status 1. */
+static int report_error(const char *flag, const char *path, const char *why)
+{
+    fprintf(stderr, "pinload-bench: %s %s: %s\n", flag, path, why);
+    return 1;
+}
+
+/* Whether a report could be written at path, asked before the sweep so
+ * that a wrong path costs nothing: an existing path must be a regular
+ * file, a new one's folder writable. 0, or 1 after naming the problem. */
+static int check_output(const char *flag, const char *path)
+{
+    if (!path)
+        return 0;
+    struct stat st;
+    if (stat(path, &st) == 0)
+        return S_ISREG(st.st_mode)
+                   ? 0
+                   : report_error(flag, path, "not a regular file");
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else
+        slash[slash == dir] = '\0';
+    if (access(dir, W_OK) != 0) {
+        fprintf(stderr, "pinload-bench: %s %s: cannot write in %s: %s\n", flag,
+                path, dir, strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     options o;
     bench_parse(argc, argv, &o);
-    cli_catch_signals();
+    cli_catch_signals("pinload-bench");
+    if (check_output("--csv", o.csv) | check_output("--json", o.json) |
+        check_output("--plot", o.plot))
+        return 1;
     char mach[256];
     machine(mach, sizeof mach);
     bench_log bl = {.backend = "?"};
@@ -481,20 +522,15 @@ int main(int argc, char **argv)
                pin_name(best->pin), best->workers, best->prefetch, best->img_s);
     }
     print_problems(&bl);
-    if (n > 0 && o.csv && write_csv(o.csv, rows, n) != 0)
-        status =
-            (fprintf(stderr, "pinload-bench: %s: cannot write\n", o.csv), 1);
+    char why[256];
+    if (n > 0 && o.csv && write_csv(o.csv, rows, n, why, sizeof why) != 0)
+        status = report_error("--csv", o.csv, why);
     if (n > 0 && o.json &&
-        write_json(o.json, &o, mach, bl.backend, rows, n) != 0)
-        status =
-            (fprintf(stderr, "pinload-bench: %s: cannot write\n", o.json), 1);
+        write_json(o.json, &o, mach, bl.backend, rows, n, why, sizeof why) != 0)
+        status = report_error("--json", o.json, why);
     if (n > 0 && o.plot &&
-        write_plot(o.plot, &o, mach, bl.backend, rows, n) != 0)
-        status = (fprintf(stderr,
-                          "pinload-bench: %s: gnuplot failed (is "
-                          "gnuplot installed?)\n",
-                          o.plot),
-                  1);
+        write_plot(o.plot, &o, mach, bl.backend, rows, n, why, sizeof why) != 0)
+        status = report_error("--plot", o.plot, why);
     if (cli_signal)
         fprintf(stderr,
                 "pinload-bench: stopped by signal %d after %d row%s; "

@@ -66,10 +66,16 @@ typedef struct columns {
 columns pick_columns(const options *o, int cuda);
 void print_header(const columns *c);
 void print_row(const columns *c, const row *r);
-int write_csv(const char *path, const row *rows, int n);
+/* The reports; each -1 with the reason in why when path cannot be
+ * written. */
+int write_csv(const char *path, const row *rows, int n, char *why,
+              size_t whylen);
 int write_json(const char *path, const options *o, const char *mach,
-               const char *backend, const row *rows, int n);
+               const char *backend, const row *rows, int n, char *why,
+               size_t whylen);
+/* The gnuplot chart, as a PNG at path; -1 with the reason in why. */
 int write_plot(const char *path, const options *o, const char *mach,
-               const char *backend, const row *rows, int n);
+               const char *backend, const row *rows, int n, char *why,
+               size_t whylen);
 
 #endif

@@ -1,11 +1,16 @@
 /* pinload-bench's report: the table (fitting 100 columns unless --wide),
  * the CSV, the JSON with the whole configuration, and the gnuplot chart. */
-#define _DEFAULT_SOURCE /* gmtime_r, popen */
+#define _DEFAULT_SOURCE /* gmtime_r */
+#include <errno.h>
 #include <math.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bench.h"
 #include "cli.h"
@@ -95,9 +100,10 @@ static void csv_num(FILE *f, double v, const char *fmt)
         fprintf(f, fmt, v);
 }
 
-int write_csv(const char *path, const row *rows, int n)
+int write_csv(const char *path, const row *rows, int n, char *why,
+              size_t whylen)
 {
-    FILE *f = fopen(path, "w");
+    FILE *f = cli_open_file(path, 1, why, whylen);
     if (!f)
         return -1;
     fprintf(f, "pin,workers,prefetch,images,batches,seconds,images_per_s,"
@@ -147,9 +153,10 @@ static void json_num(FILE *f, double v)
 }
 
 int write_json(const char *path, const options *o, const char *mach,
-               const char *backend, const row *rows, int n)
+               const char *backend, const row *rows, int n, char *why,
+               size_t whylen)
 {
-    FILE *f = fopen(path, "w");
+    FILE *f = cli_open_file(path, 1, why, whylen);
     if (!f)
         return -1;
     fprintf(f, "{\n  \"data\": ");
@@ -209,32 +216,25 @@ int write_json(const char *path, const options *o, const char *mach,
     return fclose(f);
 }
 
-/* s as a gnuplot double-quoted string: backslash, quote and newline
- * escaped. */
+/* s as a gnuplot single-quoted string, the one kind gnuplot never
+ * expands (no backquote command, no @macro, no escape): a quote is
+ * doubled, a control character (which would end the command) becomes '?'.
+ * No user string reaches gnuplot any other way. */
 static void gp_quote(FILE *g, const char *s)
 {
-    fputc('"', g);
+    fputc('\'', g);
     for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            fprintf(g, "\\%c", *s);
-        else if (*s == '\n')
-            fputs("\\n", g);
+        if (*s == '\'')
+            fputs("''", g);
         else
-            fputc(*s, g);
+            fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, g);
     }
-    fputc('"', g);
+    fputc('\'', g);
 }
 
-/* A PNG chart drawn by gnuplot: images/s against workers, one line per
- * (pin, prefetch). */
-int write_plot(const char *path, const options *o, const char *mach,
-               const char *backend, const row *rows, int n)
+/* The chart's data: one block per (pin, prefetch), its title first. */
+static int write_plot_data(FILE *f, const options *o, const row *rows, int n)
 {
-    char dat[] = "/tmp/pinload-bench-XXXXXX";
-    const int fd = mkstemp(dat);
-    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-    if (!f)
-        return -1;
     for (int p = 0; p < o->npin; p++)
         for (int q = 0; q < o->nprefetch; q++) {
             fprintf(f, "\"pin %s, prefetch %d\"\n", pin_name(o->pin[p]),
@@ -245,7 +245,14 @@ int write_plot(const char *path, const options *o, const char *mach,
                     fprintf(f, "%d %.2f\n", rows[i].workers, rows[i].img_s);
             fprintf(f, "\n\n");
         }
-    fclose(f);
+    return fflush(f);
+}
+
+/* The gnuplot script: images/s against workers, one line per (pin,
+ * prefetch), the PNG on gnuplot's stdout (no output path in the script). */
+static void write_plot_script(FILE *g, const options *o, const char *mach,
+                              const char *backend, const char *dat)
+{
     int lo = o->workers[0], hi = o->workers[0];
     for (int i = 1; i < o->nworkers; i++) {
         lo = o->workers[i] < lo ? o->workers[i] : lo;
@@ -255,21 +262,14 @@ int write_plot(const char *path, const options *o, const char *mach,
     for (int i = 0, o_ = 0; i < o->nworkers; i++)
         o_ += snprintf(tics + o_, sizeof tics - (size_t)o_, "%s%d",
                        i ? "," : "", o->workers[i]);
-    /* The script goes to gnuplot's stdin, no shell between: paths and
-     * names are quoted for gnuplot alone. */
-    FILE *g = popen("gnuplot", "w");
-    if (!g) {
-        unlink(dat);
-        return -1;
-    }
-    fputs("set terminal pngcairo size 960,600 font ',10'\nset output ", g);
-    gp_quote(g, path);
-    fprintf(g, "\nset title ");
-    char title[2048];
-    snprintf(title, sizeof title,
-             "pinload-bench: %s, %dx%d %s, batch %d\n%s; %s", o->data, o->size,
-             o->size, augment_name(o->augment), o->batch, mach, backend);
-    gp_quote(g, title);
+    char line1[1200], line2[800];
+    snprintf(line1, sizeof line1, "pinload-bench: %s, %dx%d %s, batch %d",
+             o->data, o->size, o->size, augment_name(o->augment), o->batch);
+    snprintf(line2, sizeof line2, "%s; %s", mach, backend);
+    fputs("set terminal pngcairo size 960,600 font ',10'\nset title ", g);
+    gp_quote(g, line1);
+    fputs(".\"\\n\".", g);
+    gp_quote(g, line2);
     fprintf(g,
             " noenhanced\nset xlabel 'worker threads'\n"
             "set ylabel 'images/s'\nset key outside right\nset grid\n"
@@ -279,7 +279,95 @@ int write_plot(const char *path, const options *o, const char *mach,
     gp_quote(g, dat);
     fputs(" index i using 1:2 with linespoints lw 2 title columnheader(1)\n",
           g);
-    const int rc = pclose(g);
-    unlink(dat);
-    return rc == 0 ? 0 : -1;
+}
+
+/* gnuplot run directly (no shell), reading `script_fd`, its PNG going to
+ * `out_fd`: its exit status, or -1 with errno. */
+static int run_gnuplot(int script_fd, int out_fd)
+{
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, script_fd, STDIN_FILENO);
+    posix_spawn_file_actions_adddup2(&fa, out_fd, STDOUT_FILENO);
+    char *argv[] = {"gnuplot", NULL};
+    pid_t pid;
+    const int rc = posix_spawnp(&pid, "gnuplot", &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) {
+        errno = rc;
+        return -1;
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int write_plot(const char *path, const options *o, const char *mach,
+               const char *backend, const row *rows, int n, char *why,
+               size_t whylen)
+{
+    /* The PNG is written beside `path` and renamed onto it: an unwritable
+     * path is refused before gnuplot runs, and a failed plot leaves no
+     * half PNG behind. */
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        snprintf(why, whylen, "not a regular file");
+        return -1;
+    }
+    char png[4200], script[] = "/tmp/pinload-plot-XXXXXX";
+    if (snprintf(png, sizeof png, "%s.XXXXXX", path) >= (int)sizeof png) {
+        snprintf(why, whylen, "%s", strerror(ENAMETOOLONG));
+        return -1;
+    }
+    const int out = mkstemp(png);
+    if (out < 0) {
+        snprintf(why, whylen, "cannot write there: %s", strerror(errno));
+        return -1;
+    }
+    int rc = -1;
+    const int sfd = mkstemp(script);
+    FILE *sf = sfd >= 0 ? fdopen(sfd, "w+") : NULL;
+    char dat[] = "/tmp/pinload-plot-data-XXXXXX";
+    const int dfd = mkstemp(dat);
+    FILE *df = dfd >= 0 ? fdopen(dfd, "w") : NULL;
+    if (!sf || !df || write_plot_data(df, o, rows, n) != 0) {
+        snprintf(why, whylen, "a temporary file in /tmp: %s", strerror(errno));
+        goto done;
+    }
+    write_plot_script(sf, o, mach, backend, dat);
+    if (fflush(sf) != 0 || fseek(sf, 0, SEEK_SET) != 0) {
+        snprintf(why, whylen, "a temporary file in /tmp: %s", strerror(errno));
+        goto done;
+    }
+    const int g = run_gnuplot(fileno(sf), out);
+    if (g != 0) {
+        snprintf(why, whylen, "%s",
+                 g < 0 ? "gnuplot cannot be run (is gnuplot installed?)"
+                       : "gnuplot failed (its message is above)");
+        goto done;
+    }
+    if (fsync(out) != 0 || fchmod(out, 0644) != 0 || rename(png, path) != 0) {
+        snprintf(why, whylen, "%s", strerror(errno));
+        goto done;
+    }
+    rc = 0;
+done:
+    if (rc != 0)
+        unlink(png);
+    close(out);
+    if (sf)
+        fclose(sf);
+    else if (sfd >= 0)
+        close(sfd);
+    if (sfd >= 0)
+        unlink(script);
+    if (df)
+        fclose(df);
+    else if (dfd >= 0)
+        close(dfd);
+    if (dfd >= 0)
+        unlink(dat);
+    return rc;
 }

@@ -4,6 +4,7 @@
 #define PINLOAD_CLI_H
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,18 +161,46 @@ static inline void cli_progress(const char *prog, int quiet, long done,
     fprintf(stderr, "\r%s: %ld of %ld %s", prog, done, total, what);
 }
 
-/* SIGINT, SIGTERM or SIGHUP received (its number), or 0. The tools check
- * it between items: the item in hand is finished, what is done is
- * written, and they exit with 128 + the signal. */
+/* SIGINT, SIGTERM or SIGHUP received (its number), or 0. Once a tool has
+ * work worth finishing it sets cli_graceful, and checks cli_signal between
+ * items: the item in hand is finished, what is done is written, and it
+ * exits with 128 + the signal. Before that (parsing, creating the loader,
+ * opening files), and at a second signal whenever it comes, the signal
+ * ends the tool at once, with 128 + the signal: no phase makes it wait. */
 static volatile sig_atomic_t cli_signal;
+static volatile sig_atomic_t cli_graceful;
+static const char *cli_signal_prog = "pinload";
 
 static void cli_on_signal(int sig)
 {
-    cli_signal = sig;
+    if (cli_graceful && !cli_signal) {
+        cli_signal = sig;
+        return;
+    }
+    /* Only async-signal-safe calls: write and _exit. */
+    char msg[160];
+    size_t n = 0;
+    const char *name = cli_signal_prog;
+    msg[n++] = '\n';
+    for (; *name && n < 100; name++)
+        msg[n++] = *name;
+    static const char text[] = ": stopped by signal ";
+    memcpy(msg + n, text, sizeof text - 1);
+    n += sizeof text - 1;
+    if (sig >= 10)
+        msg[n++] = (char)('0' + sig / 10);
+    msg[n++] = (char)('0' + sig % 10);
+    msg[n++] = '\n';
+    if (write(STDERR_FILENO, msg, n) < 0) {
+        /* nothing more to do */
+    }
+    _exit(128 + sig);
 }
 
-static inline void cli_catch_signals(void)
+/* prog: the tool's name, for the message of a signal that ends it. */
+static inline void cli_catch_signals(const char *prog)
 {
+    cli_signal_prog = prog;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = cli_on_signal;
@@ -180,6 +209,51 @@ static inline void cli_catch_signals(void)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
+}
+
+/* Opens `path` as the tools open every file they name: without blocking
+ * (a FIFO, a device or a socket is refused at once, never waited on) and
+ * only if it is a regular file. For writing (`for_writing` 1) it is created or
+ * truncated. A FILE *, or NULL with the reason in why[n] ("is a FIFO, not
+ * a regular file", strerror). */
+static inline FILE *cli_open_file(const char *path, int for_writing, char *why,
+                                  size_t n)
+{
+    const int flags = (for_writing ? O_WRONLY | O_CREAT : O_RDONLY) |
+                      O_NONBLOCK | O_CLOEXEC | O_NOCTTY;
+    struct stat st;
+    const int fd = open(path, flags, 0666);
+    if (fd < 0) {
+        /* O_WRONLY on a FIFO without a reader: ENXIO. */
+        snprintf(why, n, "%s",
+                 errno == ENXIO ? "not a regular file (a FIFO or socket)"
+                                : strerror(errno));
+        return NULL;
+    }
+    if (fstat(fd, &st) != 0) {
+        snprintf(why, n, "%s", strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(why, n, "not a regular file (%s)",
+                 S_ISFIFO(st.st_mode)   ? "a FIFO"
+                 : S_ISDIR(st.st_mode)  ? "a directory"
+                 : S_ISCHR(st.st_mode)  ? "a character device"
+                 : S_ISBLK(st.st_mode)  ? "a block device"
+                 : S_ISSOCK(st.st_mode) ? "a socket"
+                                        : "not a file");
+        close(fd);
+        return NULL;
+    }
+    FILE *f = NULL;
+    if ((for_writing && ftruncate(fd, 0) != 0) ||
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0 ||
+        !(f = fdopen(fd, for_writing ? "w" : "r"))) {
+        snprintf(why, n, "%s", strerror(errno));
+        close(fd);
+    }
+    return f;
 }
 
 /* mkdir -p: the directory and any missing parents. 0, or -1 with errno. */
@@ -201,6 +275,51 @@ static inline int cli_mkdir_p(const char *path)
     return mkdir(path, 0777) == 0 || errno == EEXIST ? 0 : -1;
 }
 
+/* s written so that it stays one field of one line, whatever a file name
+ * holds: a backslash, tab, newline or carriage return as \\, \t, \n or \r;
+ * other control bytes and bytes that are not UTF-8 as \xHH. Unescaping
+ * gives the bytes back. */
+static inline void cli_escape(FILE *f, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        int len = 1; /* a valid UTF-8 sequence's length, or 1 */
+        if (*p >= 0xc2 && *p <= 0xf4) {
+            const int need = *p >= 0xf0 ? 4 : *p >= 0xe0 ? 3 : 2;
+            int ok = 1;
+            for (int k = 1; k < need && ok; k++)
+                ok = (p[k] & 0xc0) == 0x80;
+            len = ok ? need : 0;
+        } else if (*p >= 0x80) {
+            len = 0;
+        }
+        if (len == 0) {
+            fprintf(f, "\\x%02x", *p++);
+        } else if (*p == '\\' || *p == '\t' || *p == '\n' || *p == '\r') {
+            fprintf(f, "\\%c",
+                    *p == '\\'   ? '\\'
+                    : *p == '\t' ? 't'
+                    : *p == '\n' ? 'n'
+                                 : 'r');
+            p++;
+        } else if (*p < 0x20 || *p == 0x7f) {
+            fprintf(f, "\\x%02x", *p++);
+        } else {
+            fwrite(p, 1, (size_t)len, f);
+            p += len;
+        }
+    }
+}
+
+/* "PROG: MSG" and a newline on stderr, MSG escaped as cli_escape does:
+ * one line, whatever the file names in it hold. */
+static inline void cli_say(const char *prog, const char *msg)
+{
+    fprintf(stderr, "%s: ", prog);
+    cli_escape(stderr, msg);
+    fputc('\n', stderr);
+}
+
 /* Every record of l's problem files (bad ones, and those decoded despite
  * libjpeg warnings), one line each, in the order met. */
 static inline void cli_print_failures(FILE *out, const char *prog,
@@ -211,11 +330,16 @@ static inline void cli_print_failures(FILE *out, const char *prog,
     while (pl_loader_failures(l, first, f, 64, &n) == 0 && n > 0) {
         for (size_t i = 0; i < n; i++) {
             if (f[i].code)
-                fprintf(out, "%s: bad: %s: %s (%s)\n", prog, f[i].path,
-                        f[i].reason, pl_err_name(f[i].code));
+                fprintf(out, "%s: bad: ", prog);
             else
-                fprintf(out, "%s: decoded with %d libjpeg warning(s): %s: %s\n",
-                        prog, f[i].warnings, f[i].path, f[i].reason);
+                fprintf(out, "%s: decoded with %d libjpeg warning(s): ", prog,
+                        f[i].warnings);
+            cli_escape(out, f[i].path);
+            fputs(": ", out);
+            cli_escape(out, f[i].reason);
+            if (f[i].code)
+                fprintf(out, " (%s)", pl_err_name(f[i].code));
+            fputc('\n', out);
         }
         first += n;
     }

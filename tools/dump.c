@@ -2,7 +2,9 @@
  * delivery order plus index.tsv, for eyes and for checks. Uses only the
  * public API. */
 #define _DEFAULT_SOURCE /* sigaction, clock_gettime */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,17 +170,20 @@ static void parse(int argc, char **argv, options *o)
 
 static int read_state(const char *path, pl_state *st)
 {
-    FILE *f = fopen(path, "rb");
+    char why[128];
+    FILE *f = cli_open_file(path, 0, why, sizeof why);
     if (!f) {
-        fprintf(stderr, "pinload-dump: %s: %s\n", path, strerror(errno));
+        fprintf(stderr, "pinload-dump: --resume-from %s: %s\n", path, why);
         return -1;
     }
     const size_t n = fread(st->bytes, 1, sizeof st->bytes, f);
     const int extra = fgetc(f) != EOF;
     fclose(f);
     if (n != sizeof st->bytes || extra) {
-        fprintf(stderr, "pinload-dump: %s: not a state (%s)\n", path,
-                extra ? "too long" : "too short");
+        fprintf(stderr,
+                "pinload-dump: --resume-from %s: not a state (%zu%s bytes, "
+                "a state has %d)\n",
+                path, n, extra ? " or more" : "", PL_STATE_BYTES);
         return -1;
     }
     return 0;
@@ -189,13 +194,16 @@ static int write_state(const char *path, const pl_state *st)
 {
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
+    char why[128] = "";
+    FILE *f = cli_open_file(tmp, 1, why, sizeof why);
     int ok = f && fwrite(st->bytes, 1, sizeof st->bytes, f) == sizeof st->bytes;
     if (f && fclose(f) != 0)
         ok = 0;
     if (!ok || rename(tmp, path) != 0) {
-        fprintf(stderr, "pinload-dump: %s: %s\n", path, strerror(errno));
-        unlink(tmp);
+        fprintf(stderr, "pinload-dump: --save-state %s: %s\n", path,
+                why[0] ? why : strerror(errno));
+        if (f)
+            unlink(tmp);
         return -1;
     }
     return 0;
@@ -211,69 +219,138 @@ typedef struct writer {
     int quiet;
 } writer;
 
+/* What an earlier dump leaves in its --out: index.tsv and NNNNNN.ppm. */
+static int ours(const char *name)
+{
+    if (strcmp(name, "index.tsv") == 0)
+        return 1;
+    size_t digits = strspn(name, "0123456789");
+    return digits >= 6 && strcmp(name + digits, ".ppm") == 0;
+}
+
+/* --out made if missing, and a folder; the files of an earlier dump in it
+ * removed (with a line saying how many), so that nothing stale stands
+ * beside this run's samples. Other files are left alone. */
+static int prepare_out(const char *out)
+{
+    struct stat st;
+    if (cli_mkdir_p(out) < 0 || stat(out, &st) != 0) {
+        fprintf(stderr, "pinload-dump: --out %s: %s\n", out, strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "pinload-dump: --out %s: not a directory\n", out);
+        return -1;
+    }
+    DIR *d = opendir(out);
+    if (!d) {
+        fprintf(stderr, "pinload-dump: --out %s: %s\n", out, strerror(errno));
+        return -1;
+    }
+    long removed = 0;
+    int rc = 0;
+    const struct dirent *e;
+    while (rc == 0 && (e = readdir(d)) != NULL)
+        if (ours(e->d_name)) {
+            if (unlinkat(dirfd(d), e->d_name, 0) == 0)
+                removed++;
+            else
+                rc = -1;
+            if (rc < 0)
+                fprintf(stderr, "pinload-dump: %s/%s: %s\n", out, e->d_name,
+                        strerror(errno));
+        }
+    closedir(d);
+    if (removed > 0)
+        fprintf(stderr,
+                "pinload-dump: removed %ld file%s of an earlier dump from %s\n",
+                removed, removed == 1 ? "" : "s", out);
+    return rc;
+}
+
+/* After a failed write, index.tsv (path, open as tsv) cut back to its last
+ * whole row. */
+static void cut_to_last_row(FILE *tsv, const char *path)
+{
+    const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return;
+    off_t end = lseek(fd, 0, SEEK_END);
+    char buf[4096];
+    while (end > 0) {
+        const off_t from =
+            end > (off_t)sizeof buf ? end - (off_t)sizeof buf : 0;
+        const ssize_t n = pread(fd, buf, (size_t)(end - from), from);
+        if (n <= 0)
+            return;
+        for (ssize_t k = n - 1; k >= 0; k--)
+            if (buf[k] == '\n') {
+                if (ftruncate(fileno(tsv), from + k + 1) != 0) {
+                    /* the error is reported already */
+                }
+                close(fd);
+                return;
+            }
+        end = from;
+    }
+    close(fd);
+}
+
+/* The index's writes so far succeeded; else say why and cut it back to its
+ * last whole row. 0 or -1. */
+static int tsv_check(writer *w, const char *path)
+{
+    if (!w->tsv || (fflush(w->tsv) == 0 && !ferror(w->tsv)))
+        return 0;
+    fprintf(stderr, "pinload-dump: %s: %s; it ends at its last whole row\n",
+            path, strerror(errno));
+    clearerr(w->tsv);
+    setvbuf(w->tsv, NULL, _IONBF, 0); /* nothing left to write at close */
+    cut_to_last_row(w->tsv, path);
+    fclose(w->tsv);
+    w->tsv = NULL;
+    return -1;
+}
+
 static int write_ppm(writer *w, long position, const uint8_t *rgb, int width,
                      int height)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%06ld.ppm", w->dir, position);
-    FILE *f = fopen(path, "wb");
+    char why[128];
+    FILE *f = cli_open_file(path, 1, why, sizeof why);
     if (!f) {
-        fprintf(stderr, "pinload-dump: %s: %s\n", path, strerror(errno));
+        fprintf(stderr, "pinload-dump: %s: %s\n", path, why);
         return -1;
     }
     fprintf(f, "P6\n%d %d\n255\n", width, height);
     const size_t n = (size_t)width * (size_t)height * 3;
     const int ok = fwrite(rgb, 1, n, f) == n;
     if (fclose(f) != 0 || !ok) {
-        fprintf(stderr, "pinload-dump: %s: write error\n", path);
+        fprintf(stderr, "pinload-dump: %s: %s\n", path, strerror(errno));
+        unlink(path);
         return -1;
     }
     return 0;
 }
 
-/* A field of index.tsv: a backslash, tab, newline or carriage return is
- * written \\, \t, \n or \r; other control bytes and bytes that are not
- * UTF-8 as \xHH. So every row is one line of four fields, whatever the
- * file names hold, and unescaping gives the name's bytes back. */
-static void field(FILE *f, const char *s)
+/* The PPM of a sample whose row could not be written goes too: every PPM
+ * has its row. Returns 1, the dump's status. */
+static int drop_ppm(const writer *w, long position)
 {
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p) {
-        int len = 1; /* a valid UTF-8 sequence's length, or 1 */
-        if (*p >= 0xc2 && *p <= 0xf4) {
-            const int need = *p >= 0xf0 ? 4 : *p >= 0xe0 ? 3 : 2;
-            int ok = 1;
-            for (int k = 1; k < need && ok; k++)
-                ok = (p[k] & 0xc0) == 0x80;
-            len = ok ? need : 0;
-        } else if (*p >= 0x80) {
-            len = 0;
-        }
-        if (len == 0) {
-            fprintf(f, "\\x%02x", *p++);
-        } else if (*p == '\\' || *p == '\t' || *p == '\n' || *p == '\r') {
-            fprintf(f, "\\%c",
-                    *p == '\\'   ? '\\'
-                    : *p == '\t' ? 't'
-                    : *p == '\n' ? 'n'
-                                 : 'r');
-            p++;
-        } else if (*p < 0x20 || *p == 0x7f) {
-            fprintf(f, "\\x%02x", *p++);
-        } else {
-            fwrite(p, 1, (size_t)len, f);
-            p += len;
-        }
-    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%06ld.ppm", w->dir, position);
+    unlink(path);
+    return 1;
 }
 
 static void row(writer *w, const char *position, const char *path,
                 int32_t label, const char *status)
 {
     fprintf(w->tsv, "%s\t", position);
-    field(w->tsv, path);
+    cli_escape(w->tsv, path);
     fprintf(w->tsv, "\t%d\t", label);
-    field(w->tsv, status);
+    cli_escape(w->tsv, status);
     fputc('\n', w->tsv);
 }
 
@@ -327,7 +404,7 @@ static int dump_batches(writer *w, pl_loader *l, const options *o,
     while ((o->stop_after < 0 || taken < o->stop_after) && !cli_signal &&
            (rc = pl_loader_next(l, &b)) != PL_EPOCH_END) {
         if (rc < 0) {
-            fprintf(stderr, "pinload-dump: %s\n", pl_last_error());
+            cli_say("pinload-dump", pl_last_error());
             return 1;
         }
         taken++;
@@ -349,6 +426,8 @@ static int dump_batches(writer *w, pl_loader *l, const options *o,
                 return 1;
             row(w, pos, path, b->labels[i],
                 b->status[i] ? pl_err_name(b->status[i]) : "ok");
+            if (ferror(w->tsv))
+                return drop_ppm(w, place); /* a full disk: main says so */
             w->written++;
             cli_progress("pinload-dump", w->quiet, w->written, w->total,
                          "samples written");
@@ -397,7 +476,7 @@ static int dump_raw(writer *w, pl_loader *l, const options *o,
         pl_image img;
         const int rc = load_sample(l, order[k], &bytes, &cap, &img);
         if (rc < 0 && o->cfg.on_error == PL_ON_ERROR_FAIL) {
-            fprintf(stderr, "pinload-dump: %s\n", pl_last_error());
+            cli_say("pinload-dump", pl_last_error());
             status = 1;
             break;
         }
@@ -419,6 +498,10 @@ static int dump_raw(writer *w, pl_loader *l, const options *o,
             break;
         }
         row(w, pos, path, label, "ok");
+        if (ferror(w->tsv)) {
+            status = drop_ppm(w, w->written); /* a full disk: main says so */
+            break;
+        }
         w->written++;
         cli_progress("pinload-dump", w->quiet, w->written, w->total,
                      "samples written");
@@ -431,16 +514,14 @@ int main(int argc, char **argv)
 {
     options o = {0};
     parse(argc, argv, &o);
-    cli_catch_signals();
+    cli_catch_signals("pinload-dump");
     if (o.raw) { /* the loader only lists and orders; keep it small */
         o.cfg.num_workers = 1;
         o.cfg.prefetch = 1;
         o.cfg.batch_size = 1;
     }
-    if (cli_mkdir_p(o.out) < 0) {
-        fprintf(stderr, "pinload-dump: %s: %s\n", o.out, strerror(errno));
+    if (prepare_out(o.out) < 0)
         return 1;
-    }
     int64_t epoch = o.cfg.first_epoch, position = 0;
     if (o.resume_from) {
         if (read_state(o.resume_from, &o.resume) < 0 ||
@@ -454,7 +535,7 @@ int main(int argc, char **argv)
     }
     pl_loader *l;
     if (pl_loader_create(&o.cfg, &l) < 0) {
-        fprintf(stderr, "pinload-dump: %s\n", pl_last_error());
+        cli_say("pinload-dump", pl_last_error());
         return 1;
     }
     pl_info info;
@@ -462,13 +543,18 @@ int main(int argc, char **argv)
     int64_t *order = malloc((size_t)info.samples_per_epoch * sizeof *order);
     char tsv_path[4096];
     snprintf(tsv_path, sizeof tsv_path, "%s/index.tsv", o.out);
-    writer w = {.dir = o.out, .tsv = fopen(tsv_path, "w")};
+    char why[128] = "";
+    writer w = {.dir = o.out,
+                .tsv = cli_open_file(tsv_path, 1, why, sizeof why)};
     int status = 1;
     if (!order || !w.tsv) {
-        fprintf(stderr, "pinload-dump: %s\n",
-                order ? strerror(errno) : "out of memory");
+        fprintf(stderr, "pinload-dump: %s%s%s\n", order ? tsv_path : "",
+                order ? ": " : "", order ? why : "out of memory");
         goto done;
     }
+    /* Line-buffered: a row reaches the file whole, or fails whole. */
+    setvbuf(w.tsv, NULL, _IOLBF, 0);
+    cli_graceful = 1;    /* a signal now stops after the sample in hand */
     if (o.resume_from) { /* an elastic restart starts the epoch again */
         pl_state now;
         pl_loader_state(l, &now);
@@ -493,6 +579,8 @@ int main(int argc, char **argv)
     status = o.raw ? dump_raw(&w, l, &o, order, info.samples_per_epoch)
                    : dump_batches(&w, l, &o, order, info.samples_per_epoch,
                                   position);
+    if (tsv_check(&w, tsv_path) < 0)
+        status = 1;
     cli_progress("pinload-dump", w.quiet, w.total, w.total, "");
     if (cli_signal) {
         fprintf(stderr,
@@ -516,7 +604,7 @@ int main(int argc, char **argv)
     }
 done:
     if (w.tsv && fclose(w.tsv) != 0 && status == 0) {
-        fprintf(stderr, "pinload-dump: %s: write error\n", tsv_path);
+        fprintf(stderr, "pinload-dump: %s: %s\n", tsv_path, strerror(errno));
         status = 1;
     }
     free(order);

@@ -186,15 +186,17 @@ static void paint(uint8_t *rgb, int w, int h, const signature *sig, rng *r)
 static int write_jpeg(const char *path, const uint8_t *rgb, int w, int h,
                       int quality, int progressive)
 {
-    FILE *f = fopen(path, "wb");
+    char why[128];
+    FILE *f = cli_open_file(path, 1, why, sizeof why);
     if (!f) {
-        fprintf(stderr, "pinload-mkdata: %s: %s\n", path, strerror(errno));
+        fprintf(stderr, "pinload-mkdata: %s: %s\n", path, why);
         return -1;
     }
     const jpegenc_opts o = {.quality = quality, .progressive = progressive};
     jpegenc(rgb, w, h, &o, f, NULL, NULL);
-    if (fclose(f) != 0) {
-        fprintf(stderr, "pinload-mkdata: %s: write error\n", path);
+    if (ferror(f) | (fclose(f) != 0)) {
+        fprintf(stderr, "pinload-mkdata: %s: %s\n", path, strerror(errno));
+        unlink(path);
         return -1;
     }
     return 0;
@@ -343,7 +345,7 @@ int main(int argc, char **argv)
 {
     options o;
     parse(argc, argv, &o);
-    cli_catch_signals();
+    cli_catch_signals("pinload-mkdata");
     if (make_dir(o.out) < 0)
         return 1;
     signature *sigs = calloc((size_t)o.classes, sizeof *sigs);
@@ -361,6 +363,7 @@ int main(int argc, char **argv)
              .mu = PTHREAD_MUTEX_INITIALIZER,
              .total = (long)o.classes * o.per_class};
     const int n = o.jobs < j.total ? o.jobs : (int)j.total;
+    cli_graceful = 1; /* a signal now stops after the images in hand */
     pthread_t *t = calloc((size_t)n, sizeof *t);
     int started = 0;
     while (t && started < n &&

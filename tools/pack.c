@@ -6,15 +6,23 @@
  * (aspect kept) by area averaging (each output pixel the mean of the input
  * area it covers, fractional edges weighted by their coverage), and encoded
  * again with libjpeg-turbo at --quality (4:2:0, baseline, optimised
- * Huffman tables). Each shard is written to a temporary name, synced, and
- * renamed into place; DIR/manifest.tsv lists the shards and their counts. */
-#define _DEFAULT_SOURCE /* fsync, sigaction */
+ * Huffman tables).
+ *
+ * The pack is written whole or not at all: into a hidden folder beside
+ * --out (".NAME.pack-XXXXXX" in --out's parent), every shard synced, the
+ * manifest ending in its "# end" line, and only then renamed onto --out.
+ * A killed or failed pack leaves no folder a reader takes for a dataset.
+ * --out must be missing or empty; a previous pack there (shards, their
+ * sidecar indexes, manifest.tsv: nothing else) is replaced with --force,
+ * in one atomic exchange where the kernel offers it. */
+#define _GNU_SOURCE /* renameat2, fsync, sigaction */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,29 +33,53 @@ static const char usage[] =
     "usage: pinload-pack --data PATH --out DIR (--shard-size SIZE | "
     "--per-shard N)\n"
     "                    [--max-side S [--quality Q]] [--prefix NAME] "
-    "[--quiet] [--version] [--help]\n"
+    "[--force] [--quiet] [--version] [--help]\n"
     "Writes DIR/NAME-000000.tar, ... (NAME default \"shard\"): every sample "
     "of PATH (a folder,\na list file or shards) in its file order, as "
     "KEY.jpg + KEY.cls (KEY: the index in nine\ndigits). A shard closes "
     "before it would pass SIZE (\"1GB\", \"500MB\", bytes) or at N\n"
     "samples. --max-side S re-encodes images whose longer side is over S "
     "pixels,\nshrunk by area averaging to S, at JPEG quality Q (default "
-    "90); other images, and\nall without --max-side, are copied unchanged. "
-    "Shards are written atomically;\nDIR/manifest.tsv lists each shard, its "
-    "samples and bytes; unreadable samples are\nnamed on stderr and in the "
-    "manifest, and not packed.\n" CLI_EXIT_CODES;
+    "90); other images, and\nall without --max-side, are copied unchanged (a "
+    "file that is not a "
+    "JPEG is\nnot packed). The pack is written whole or not at all: beside "
+    "DIR, then renamed\nonto it. DIR must be missing or empty; --force "
+    "replaces a previous pack there.\nDIR/manifest.tsv lists each shard, its "
+    "samples and bytes, and ends with a\n\"# end\" line; samples not packed "
+    "are named on stderr and in the manifest,\nand make the exit status "
+    "1.\n" CLI_EXIT_CODES;
 
 typedef struct options {
     const char *data, *out, *prefix;
     int64_t shard_bytes, per_shard;
-    int max_side, quality, quiet;
+    int max_side, quality, quiet, force;
 } options;
+
+/* The folder the pack is written in, until it is renamed onto --out; a
+ * failure removes it. */
+static char stage[4096];
+
+static void remove_stage(void)
+{
+    if (!stage[0])
+        return;
+    DIR *d = opendir(stage);
+    const struct dirent *e;
+    while (d && (e = readdir(d)) != NULL)
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+            unlinkat(dirfd(d), e->d_name, 0);
+    if (d)
+        closedir(d);
+    rmdir(stage);
+    stage[0] = '\0';
+}
 
 static void die(const char *fmt, const char *arg)
 {
     fprintf(stderr, "pinload-pack: ");
     fprintf(stderr, fmt, arg);
     fputc('\n', stderr);
+    remove_stage();
     exit(1);
 }
 
@@ -86,6 +118,10 @@ static void parse(int argc, char **argv, options *o)
         const char *f = argv[i];
         if (cli_common("pinload-pack", usage, f, &o->quiet))
             continue;
+        if (strcmp(f, "--force") == 0) {
+            o->force = 1;
+            continue;
+        }
         const char *v =
             cli_value("pinload-pack", usage, valued, argc, argv, &i);
         if (strcmp(f, "--data") == 0)
@@ -149,7 +185,7 @@ static void tar_header(unsigned char h[512], const char *name, uint64_t size)
 
 typedef struct shard {
     FILE *f;
-    char tmp[4096], final[4096], name[512];
+    char tmp[4700], name[512];
     int64_t samples, bytes;
 } shard;
 
@@ -177,15 +213,15 @@ static int64_t sample_bytes(size_t jpeg_len)
 static void shard_open(shard *s, const options *o, int index)
 {
     snprintf(s->name, sizeof s->name, "%s-%06d.tar", o->prefix, index);
-    snprintf(s->final, sizeof s->final, "%s/%s", o->out, s->name);
-    snprintf(s->tmp, sizeof s->tmp, "%s/.%s.tmp", o->out, s->name);
-    s->f = fopen(s->tmp, "wb");
+    snprintf(s->tmp, sizeof s->tmp, "%s/%s", stage, s->name);
+    char why[128];
+    s->f = cli_open_file(s->tmp, 1, why, sizeof why);
     if (!s->f)
         die("%s: cannot create it", s->tmp);
     s->samples = s->bytes = 0;
 }
 
-/* End the archive (two zero blocks), sync it, rename it into place. */
+/* End the archive (two zero blocks) and sync it. */
 static void shard_close(shard *s, FILE *manifest)
 {
     static const unsigned char zero[1024];
@@ -194,11 +230,129 @@ static void shard_close(shard *s, FILE *manifest)
         die("%s: write failed", s->tmp);
     s->f = NULL;
     s->bytes += (int64_t)sizeof zero;
-    if (rename(s->tmp, s->final) < 0)
-        die("%s: cannot rename it into place", s->final);
     fprintf(manifest, "%s\t%lld\t%lld\n", s->name, (long long)s->samples,
             (long long)s->bytes);
-    fflush(manifest);
+}
+
+/* ---- the pack, whole ---- */
+
+/* A file a pack writes: its shards (PREFIX-NNNNNN.tar, any prefix), their
+ * sidecar indexes (.tar.idx) and manifest.tsv. */
+static int pack_file(const char *name)
+{
+    const size_t n = strlen(name);
+    return strcmp(name, "manifest.tsv") == 0 ||
+           (n > 4 && strcmp(name + n - 4, ".tar") == 0) ||
+           (n > 8 && strcmp(name + n - 8, ".tar.idx") == 0);
+}
+
+/* What stands at --out: 0 nothing (or an empty folder), 1 a previous pack,
+ * or die naming what is there. */
+static int what_is_at_out(const options *o)
+{
+    struct stat st;
+    if (lstat(o->out, &st) != 0)
+        return 0;
+    if (!S_ISDIR(st.st_mode))
+        die("--out %s: not a directory", o->out);
+    DIR *d = opendir(o->out);
+    if (!d)
+        die("--out %s: cannot be read", o->out);
+    int entries = 0;
+    const struct dirent *e;
+    char first_foreign[300] = "";
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        entries++;
+        if (!pack_file(e->d_name) && !first_foreign[0])
+            snprintf(first_foreign, sizeof first_foreign, "%s", e->d_name);
+    }
+    closedir(d);
+    if (entries == 0)
+        return 0;
+    if (first_foreign[0]) {
+        fprintf(stderr,
+                "pinload-pack: --out %s holds %s, which is not a pack's "
+                "own: choose an empty or new folder\n",
+                o->out, first_foreign);
+        exit(1);
+    }
+    if (!o->force) {
+        fprintf(stderr,
+                "pinload-pack: --out %s holds a pack already: --force "
+                "replaces it\n",
+                o->out);
+        exit(1);
+    }
+    return 1;
+}
+
+/* The staging folder beside --out, in its parent (so that the rename is
+ * atomic): ".NAME.pack-XXXXXX". */
+static void make_stage(const options *o)
+{
+    char out[4096];
+    snprintf(out, sizeof out, "%s", o->out);
+    size_t n = strlen(out);
+    while (n > 1 && out[n - 1] == '/')
+        out[--n] = '\0';
+    char *slash = strrchr(out, '/');
+    const char *name = slash ? slash + 1 : out;
+    char parent[4096];
+    if (!slash)
+        snprintf(parent, sizeof parent, ".");
+    else
+        snprintf(parent, sizeof parent, "%.*s",
+                 (int)(slash - out) + (slash == out), out);
+    if (cli_mkdir_p(parent) < 0)
+        die("%s: cannot create it", parent);
+    if (snprintf(stage, sizeof stage, "%s/.%s.pack-XXXXXX", parent, name) >=
+            (int)sizeof stage ||
+        !mkdtemp(stage)) {
+        stage[0] = '\0';
+        die("--out %s: cannot create a folder beside it", o->out);
+    }
+    const mode_t mask = umask(0); /* mkdtemp's 0700, made a folder's usual */
+    umask(mask);
+    chmod(stage, 0777 & ~mask);
+}
+
+/* The finished stage renamed onto --out: exchanged with a previous pack
+ * (then removed) or put in place of nothing, or of an empty folder. */
+static void publish(const options *o, int replace)
+{
+    if (replace) {
+        if (renameat2(AT_FDCWD, stage, AT_FDCWD, o->out, RENAME_EXCHANGE) ==
+            0) {
+            remove_stage(); /* now the previous pack */
+            return;
+        }
+        /* No exchange here (an old kernel, a file system without it):
+         * remove the previous pack's files, then rename. */
+        DIR *d = opendir(o->out);
+        const struct dirent *e;
+        while (d && (e = readdir(d)) != NULL)
+            if (pack_file(e->d_name))
+                unlinkat(dirfd(d), e->d_name, 0);
+        if (d)
+            closedir(d);
+    }
+    rmdir(o->out); /* empty, or missing */
+    if (rename(stage, o->out) != 0)
+        die("--out %s: cannot rename the pack onto it", o->out);
+    stage[0] = '\0';
+}
+
+/* Notices only without --quiet; warnings always, as the library prints
+ * them. */
+static void pack_log(void *ctx, pl_log_level level, const char *msg)
+{
+    const options *o = ctx;
+    if (level == PL_LOG_NOTICE && o->quiet)
+        return;
+    fprintf(stderr, "pinload: %s%s\n",
+            level == PL_LOG_WARNING ? "warning: " : "", msg);
 }
 
 /* ---- re-encoding ---- */
@@ -264,9 +418,8 @@ int main(int argc, char **argv)
 {
     options o = {0};
     parse(argc, argv, &o);
-    cli_catch_signals();
-    if (cli_mkdir_p(o.out) < 0)
-        die("%s: cannot create it", o.out);
+    cli_catch_signals("pinload-pack");
+    const int replace = what_is_at_out(&o);
 
     /* The loader lists and orders; keep it small. */
     pl_config cfg;
@@ -280,15 +433,19 @@ int main(int argc, char **argv)
     cfg.device = PL_DEVICE_HOST;
     cfg.world_size = 1;
     cfg.rank = 0;
+    cfg.log = pack_log;
+    cfg.log_ctx = &o;
     pl_loader *l;
     if (pl_loader_create(&cfg, &l) < 0)
         die("%s", pl_last_error());
     pl_info info;
     pl_loader_info(l, &info);
 
-    char path[4096];
-    snprintf(path, sizeof path, "%s/manifest.tsv", o.out);
-    FILE *manifest = fopen(path, "w");
+    make_stage(&o);
+    cli_graceful = 1; /* a signal stops the pack, which is then removed */
+    char path[4200], why[128];
+    snprintf(path, sizeof path, "%s/manifest.tsv", stage);
+    FILE *manifest = cli_open_file(path, 1, why, sizeof why);
     if (!manifest)
         die("%s: cannot create it", path);
     fprintf(manifest, "shard\tsamples\tbytes\n");
@@ -322,6 +479,17 @@ int main(int argc, char **argv)
         const void *jpeg = bytes;
         unsigned char *enc = NULL;
         unsigned long enc_len = 0;
+        /* Stored as KEY.jpg: without --max-side (which decodes every
+         * image) the bytes must at least be a JPEG's. */
+        if (!o.max_side && (len < 3 || bytes[0] != 0xff || bytes[1] != 0xd8 ||
+                            bytes[2] != 0xff)) {
+            fprintf(stderr, "pinload-pack: not packed: %s: not a JPEG file\n",
+                    name);
+            fprintf(manifest, "# not packed: %s\t%s\n", name,
+                    pl_err_name(PL_ENOTJPEG));
+            failed++;
+            continue;
+        }
         if (o.max_side) {
             pl_image img;
             if (pl_image_decode(bytes, len, &img) < 0) {
@@ -370,21 +538,36 @@ int main(int argc, char **argv)
         cli_progress("pinload-pack", o.quiet, (long)i + 1,
                      (long)info.dataset_size, "samples packed");
     }
-    if (s.f)
-        shard_close(&s, manifest);
-    if (cli_signal)
-        fprintf(manifest, "# stopped by signal %d after %lld of %lld samples\n",
-                (int)cli_signal, (long long)i, (long long)info.dataset_size);
-    fclose(manifest);
     free(bytes);
     pl_loader_destroy(l);
-    if (!o.quiet)
+    if (cli_signal) {
+        /* Half a pack must not read as a smaller dataset: none is left. */
+        if (s.f)
+            fclose(s.f);
+        fclose(manifest);
+        remove_stage();
         fprintf(stderr,
-                "pinload-pack: %lld samples in %d shards in %s (%lld "
-                "re-encoded, %lld not packed)\n",
-                (long long)packed, nshards, o.out, (long long)reencoded,
-                (long long)failed);
-    if (cli_signal)
+                "pinload-pack: stopped by signal %d after %lld of %lld "
+                "samples; nothing written to %s\n",
+                (int)cli_signal, (long long)i, (long long)info.dataset_size,
+                o.out);
         return 128 + cli_signal;
+    }
+    if (s.f)
+        shard_close(&s, manifest);
+    /* The marker a reader may check: the manifest, so the pack, is whole. */
+    fprintf(manifest, "# end: %lld samples in %d shards, %lld not packed\n",
+            (long long)packed, nshards, (long long)failed);
+    if (fflush(manifest) != 0 || fsync(fileno(manifest)) != 0 ||
+        fclose(manifest) != 0)
+        die("%s: write failed", path);
+    publish(&o, replace);
+    if (!o.quiet)
+        fprintf(
+            stderr,
+            "pinload-pack: %lld samples in %d shards in %s (%lld re-encoded, "
+            "%lld not packed)\n",
+            (long long)packed, nshards, o.out, (long long)reencoded,
+            (long long)failed);
     return failed ? 1 : 0;
 }

@@ -1,0 +1,15 @@
+/* Opening a file the user named (a list file, an index) the one safe way:
+ * without blocking, so that a FIFO, a device or a socket given in its place
+ * is refused at once instead of waited on for ever, and only when it is a
+ * regular file. */
+#ifndef PINLOAD_FILE_H
+#define PINLOAD_FILE_H
+
+#include <stdio.h>
+
+/* `path` open for reading (close-on-exec), or NULL with errno set and
+ * *why a reason to print after the path: strerror's, or "not a regular
+ * file (a FIFO)" and the like (errno EINVAL). */
+FILE *file_open_regular(const char *path, const char **why);
+
+#endif
