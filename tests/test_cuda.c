@@ -844,7 +844,7 @@ Test(cuda, the_training_sample_on_cuda_matches_the_host_path,
 {
     char root[64], cmd[1024], cu[8192], host[8192];
     tu_make_tree(root, 40, 4);
-    const char *fmt = "%s/samples/train_classifier --data %s --epochs 2 "
+    const char *fmt = "%s/examples/train_classifier --data %s --epochs 2 "
                       "--batch 8 --size 8 --workers 2 --device %s 2>&1 | "
                       "grep -o 'loss [0-9.]*\\|accuracy [0-9.]*%%\\|CUDA'";
     snprintf(cmd, sizeof cmd, fmt, tu_build_dir(), root, "cuda");

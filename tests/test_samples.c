@@ -1,10 +1,11 @@
-/* The samples, run as programs: samples/minimal iterates one epoch;
- * samples/train_classifier's loss falls on a small generated set;
- * samples/data_parallel runs as 2 and 3 real processes under
- * samples/launch.sh: equal steps past bad files, the same weights on every
- * rank, preempted and resumed runs that print what an uninterrupted one
- * does, and ranks out of step, missing or with nothing to decode stopped
- * with an error naming them, never a hang. */
+/* The samples and examples, run as programs: samples/minimal iterates one
+ * epoch;
+ * examples/train_classifier's loss falls on a small generated set;
+ * examples/data_parallel runs as 2 and 3 real processes under
+ * examples/data_parallel/launch.sh: equal steps past bad files, the same
+ * weights on every rank, preempted and resumed runs that print what an
+ * uninterrupted one does, and ranks out of step, missing or with nothing to
+ * decode stopped with an error naming them, never a hang. */
 #include <sys/wait.h>
 #include <time.h>
 
@@ -67,7 +68,7 @@ Test(samples, train_classifier_loss_falls_over_three_epochs)
     char root[64], cmd[512], *out;
     make_generated(root);
     snprintf(cmd, sizeof cmd,
-             "%s/samples/train_classifier --data %s/d "
+             "%s/examples/train_classifier --data %s/d "
              "--epochs 3 --device host",
              tu_build_dir(), root);
     const int rc = run_cmd(cmd, &out); /* before `out` is read */
@@ -91,12 +92,12 @@ Test(samples, train_classifier_learns_the_same_with_one_or_two_workers)
     char root[64], cmd[512], *a, *b;
     make_generated(root);
     snprintf(cmd, sizeof cmd,
-             "%s/samples/train_classifier --data %s/d "
+             "%s/examples/train_classifier --data %s/d "
              "--epochs 2 --device host --workers 1 | sed 's/, [0-9.]* s.*//'",
              tu_build_dir(), root);
     cr_assert_eq(run_cmd(cmd, &a), 0);
     snprintf(cmd, sizeof cmd,
-             "%s/samples/train_classifier --data %s/d "
+             "%s/examples/train_classifier --data %s/d "
              "--epochs 2 --device host --workers 2 | sed 's/, [0-9.]* s.*//'",
              tu_build_dir(), root);
     cr_assert_eq(run_cmd(cmd, &b), 0);
@@ -118,7 +119,7 @@ Test(samples, train_classifier_rejects_bad_arguments)
                                       "--data x --lr abc",
                                       "--bogus 1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        snprintf(cmd, sizeof cmd, "%s/samples/train_classifier %s",
+        snprintf(cmd, sizeof cmd, "%s/examples/train_classifier %s",
                  tu_build_dir(), bad[i]);
         cr_assert_eq(run_cmd(cmd, &out), 2, "\"%s\" should exit 2", bad[i]);
         free(out);
@@ -148,7 +149,7 @@ Test(samples, minimal_iterates_one_epoch_in_batches_of_32)
     tu_rm_rf(root);
 }
 
-/* ---- samples/data_parallel through samples/launch.sh --------------------- */
+/* ---- examples/data_parallel through its launch.sh ------------------------ */
 
 /* Run a command line; [out] its stdout and stderr together (malloc'd);
  * returns the exit code. */
@@ -238,7 +239,8 @@ static int dp_run(const char *root, int ranks, const char *args, char **out)
 {
     char cmd[2048];
     snprintf(cmd, sizeof cmd,
-             "samples/launch.sh %d %s/samples/data_parallel --data %s/d "
+             "examples/data_parallel/launch.sh %d %s/examples/data_parallel "
+             "--data %s/d "
              "--size 8 --workers 1 --timeout 20 %s",
              ranks, tu_build_dir(), root, args);
     return run_all(cmd, out);
@@ -401,7 +403,8 @@ Test(samples, data_parallel_stops_ranks_that_are_not_at_the_same_step)
     char root[64], cmd[1024], *out;
     make_dp_data(root, 16, 0);
     snprintf(cmd, sizeof cmd,
-             "samples/launch.sh 2 sh -c 'exec %s/samples/data_parallel "
+             "examples/data_parallel/launch.sh 2 sh -c "
+             "'exec %s/examples/data_parallel "
              "--data %s/d --size 8 --batch 4 --workers 1 --timeout 20 "
              "--epochs $((RANK + 1))'",
              tu_build_dir(), root);
@@ -429,7 +432,7 @@ Test(samples, data_parallel_times_out_naming_the_rank_that_never_came)
     for (int rank = 0; rank < 2; rank++) {
         snprintf(cmd, sizeof cmd,
                  "RANK=%d WORLD_SIZE=2 PINLOAD_JOB_ID=%s-%d "
-                 "%s/samples/data_parallel --data %s/d --size 8 --batch 4 "
+                 "%s/examples/data_parallel --data %s/d --size 8 --batch 4 "
                  "--workers 1 --timeout 0.5",
                  rank, strrchr(root, '/') + 1, rank, tu_build_dir(), root);
         const double t0 = tu_seconds();
@@ -483,8 +486,8 @@ Test(samples, data_parallel_rejects_bad_arguments)
                                       "--data x --timeout 0",
                                       "--bogus 1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        snprintf(cmd, sizeof cmd, "%s/samples/data_parallel %s", tu_build_dir(),
-                 bad[i]);
+        snprintf(cmd, sizeof cmd, "%s/examples/data_parallel %s",
+                 tu_build_dir(), bad[i]);
         rc = run_all(cmd, &out);
         cr_assert_eq(rc, 2, "\"%s\" should exit 2: %s", bad[i], out);
         free(out);
@@ -496,9 +499,10 @@ Test(samples, launch_sets_each_ranks_variables)
 {
     int rc;
     char *out;
-    rc = run_all("samples/launch.sh 3 sh -c 'echo \"$RANK $LOCAL_RANK "
-                 "$WORLD_SIZE $LOCAL_WORLD_SIZE $PINLOAD_JOB_ID\"'",
-                 &out);
+    rc = run_all(
+        "examples/data_parallel/launch.sh 3 sh -c 'echo \"$RANK $LOCAL_RANK "
+        "$WORLD_SIZE $LOCAL_WORLD_SIZE $PINLOAD_JOB_ID\"'",
+        &out);
     cr_assert_eq(rc, 0, "%s", out);
     char job[3][128];
     int seen = 0;
@@ -525,19 +529,21 @@ Test(samples, launch_stops_every_rank_when_one_fails)
     int rc;
     char *out;
     const double t0 = tu_seconds();
-    cr_assert_eq(run_all("samples/launch.sh 3 sh -c 'if [ $RANK = 1 ]; then "
-                         "exit 3; fi; exec sleep 30'",
-                         &out),
-                 3, "%s", out);
+    cr_assert_eq(
+        run_all(
+            "examples/data_parallel/launch.sh 3 sh -c 'if [ $RANK = 1 ]; then "
+            "exit 3; fi; exec sleep 30'",
+            &out),
+        3, "%s", out);
     cr_assert_lt(tu_seconds() - t0, 5.0, "%s", out);
     cr_assert_not_null(strstr(out, "launch.sh: rank 1 exited with status 3; "
                                    "stopping the other ranks"),
                        "%s", out);
     free(out);
-    rc = run_all("samples/launch.sh 0 true", &out);
+    rc = run_all("examples/data_parallel/launch.sh 0 true", &out);
     cr_assert_eq(rc, 2, "%s", out);
     free(out);
-    rc = run_all("samples/launch.sh 2", &out);
+    rc = run_all("examples/data_parallel/launch.sh 2", &out);
     cr_assert_eq(rc, 2, "%s", out);
     free(out);
 }
