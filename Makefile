@@ -147,7 +147,7 @@ endif
 TOOLS    := $(BUILD)/pinload-dump $(BUILD)/pinload-mkdata $(BUILD)/pinload-bench \
             $(BUILD)/pinload-pack
 # Samples are short programs users copy; examples/ holds whole programs.
-SAMPLES  := $(BUILD)/samples/minimal
+SAMPLES  := $(BUILD)/samples/minimal $(BUILD)/samples/train_loop
 EXAMPLES := $(BUILD)/examples/train_classifier $(BUILD)/examples/data_parallel
 # test_cuda and test_cudasim need the simulated runtime: they are built in
 # the CUDA=sim build only, with the loader suites (test_loader_*.c, one per
@@ -318,8 +318,9 @@ $(BUILD)/examples/train_classifier: $(TC_DIR)/train_classifier.c \
 	$(CC) -Iinclude -MMD -MP $(TRAIN_NO_CUDA) $(CFLAGS_ALL) $(LDFLAGS) \
 	    -o $@ $< $(TRAIN_CUDA_OBJ) $(BUILD)/libpinload.a $(LIBS) -lstdc++
 
-# With CUDA (real or simulated), examples/data_parallel calls the runtime
-# itself (PL_SAMPLE_CUDA): to ask whether there is a GPU.
+# With CUDA (real or simulated), samples/train_loop and
+# examples/data_parallel call the runtime themselves (PL_SAMPLE_CUDA): to
+# ask whether there is a GPU, and for a stream on the loader's.
 # (-isystem: nccl.h's declarations are not all prototypes.)
 ifneq ($(SIM),)
 SAMPLE_CUDA := -DPL_SAMPLE_CUDA $(SIM_FLAGS)
@@ -353,7 +354,7 @@ $(BUILD)/examples/data_parallel: $(DP_OBJ) $(BUILD)/libpinload.a $(CUDASIM)
 
 $(BUILD)/samples/%: samples/%.c $(BUILD)/libpinload.a $(CUDASIM)
 	@mkdir -p $(@D)
-	$(CC) -Iinclude -MMD -MP $(CFLAGS_ALL) $(LDFLAGS) -o $@ $< \
+	$(CC) -Iinclude -MMD -MP $(SAMPLE_CUDA) $(CFLAGS_ALL) $(LDFLAGS) -o $@ $< \
 	    $(BUILD)/libpinload.a $(LIBS)
 
 # Tests link the objects themselves, so they can reach the internals.
