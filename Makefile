@@ -1,6 +1,7 @@
 # pinload: GNU Make.
 #
-#   make                  library (static and shared), tools and samples
+#   make                  library (static and shared), tools, samples and
+#                         examples
 #   make bench            the main job: generate the default dataset if
 #                         missing, sweep pinload-bench on it, write the plot
 #                         (DATA=/path/to/train to use your own data)
@@ -12,7 +13,7 @@
 #   make WERROR=1         warnings are errors (CI builds so)
 #   make SANITIZE=address,undefined test    (or SANITIZE=thread)
 #   make CUDA=0           build host-only even where CUDA is installed
-#   make NCCL=0           samples/data_parallel without NCCL (its host
+#   make NCCL=0           examples/data_parallel without NCCL (its host
 #                         exchange only) even where NCCL is installed
 #   make CUDA=sim         build against tests/cudasim, the simulated CUDA
 #                         runtime, in place of libcudart (in build/sim):
@@ -88,7 +89,7 @@ LIBS     += -L$(CUDA_LIBDIR) -lcudart -Wl,-rpath,$(CUDA_LIBDIR)
 # Kernels (the bench's simulated step, the samples) need nvcc as well.
 HAVE_NVCC := $(wildcard $(NVCC))
 endif
-# NCCL, for samples/data_parallel's all-reduce: nccl.h (2.14 or newer, for
+# NCCL, for examples/data_parallel's all-reduce: nccl.h (2.14 or newer, for
 # communicators that never block) and libnccl in $(NCCL_HOME), default
 # $(CUDA_HOME), where the toolkit's packages put them. Not with the
 # simulated runtime, on which NCCL cannot run, nor with NCCL=0.
@@ -146,8 +147,9 @@ endif
 
 TOOLS    := $(BUILD)/pinload-dump $(BUILD)/pinload-mkdata $(BUILD)/pinload-bench \
             $(BUILD)/pinload-pack
-SAMPLES  := $(BUILD)/samples/minimal $(BUILD)/samples/train_classifier \
-            $(BUILD)/samples/data_parallel
+# Samples are short programs users copy; examples/ holds whole programs.
+SAMPLES  := $(BUILD)/samples/minimal $(BUILD)/samples/train_loop
+EXAMPLES := $(BUILD)/examples/train_classifier $(BUILD)/examples/data_parallel
 # test_cuda and test_cudasim need the simulated runtime: they are built in
 # the CUDA=sim build only, with the loader suites (test_loader_*.c, one per
 # section) run against simulated CUDA.
@@ -174,17 +176,18 @@ DEPS_STAMP := $(BUILD)/.deps-build
 # deps` install; every other target only checks.
 DEPS_MODE ?= check
 
-.PHONY: all lib tools samples test test-gpu bench compare compare-tools fuzz \
+.PHONY: all lib tools samples examples test test-gpu bench compare compare-tools fuzz \
         valgrind default-data \
         install uninstall clean test-install man abi-check \
         print-build print-libs test-python test-gpu-session \
         format deps deps-test deps-check FORCE
-all: lib tools samples
+all: lib tools samples examples
 
 lib: $(BUILD)/libpinload.a $(BUILD)/libpinload.so $(BUILD)/pinload.pc \
      $(BUILD)/pinload-static.pc
 tools: $(TOOLS)
 samples: $(SAMPLES)
+examples: $(EXAMPLES)
 
 # Dependencies: checked once per build directory, installed if missing.
 $(DEPS_STAMP): tools/install-deps.sh
@@ -262,7 +265,8 @@ $(BUILD)/pinload-static.pc: $(BUILD)/.pc-paths include/pinload/version.h
 	@printf '%s\n' $(PC_HEAD) 'Name: pinload-static' \
 	    'Libs: $${libdir}/libpinload.a $(LIBS)' > $@
 
-# Tools and samples see only include/ and link the static library.
+# Tools, samples and examples see only include/ (the examples also
+# tools/cli.h) and link the static library.
 $(BUILD)/pinload-%: tools/%.c tools/cli.h $(BUILD)/libpinload.a $(CUDASIM)
 	$(CC) -Iinclude -MMD -MP $(CFLAGS_ALL) $(LDFLAGS) -o $@ $< \
 	    $(BUILD)/libpinload.a $(LIBS)
@@ -292,17 +296,18 @@ $(BUILD)/pinload-bench: tools/bench.c $(BENCH_PARTS) \
 	    -o $@ $< $(BENCH_PARTS) $(BENCH_CUDA_OBJ) \
 	    $(BUILD)/libpinload.a $(LIBS) -lturbojpeg -lstdc++
 
-# samples/train_classifier: with nvcc its training step runs as CUDA
-# kernels (samples/train_kernels.cu); on the simulated runtime it copies each
+# examples/train_classifier: with nvcc its training step runs as CUDA
+# kernels (train_kernels.cu); on the simulated runtime it copies each
 # batch back on its stream and runs the host maths (PL_SAMPLE_SIM_CUDA);
-# otherwise the sample is host-only.
+# otherwise the example is host-only.
+TC_DIR   := examples/train_classifier
 ifneq ($(SIM),)
 TRAIN_CUDA_OBJ :=
 TRAIN_NO_CUDA := -DPL_SAMPLE_SIM_CUDA $(SIM_FLAGS)
 else ifneq ($(HAVE_NVCC),)
-TRAIN_CUDA_OBJ := $(BUILD)/obj/samples/train_kernels.o
+TRAIN_CUDA_OBJ := $(BUILD)/obj/$(TC_DIR)/train_kernels.o
 TRAIN_NO_CUDA :=
-$(TRAIN_CUDA_OBJ): samples/train_kernels.cu samples/train_classifier.h \
+$(TRAIN_CUDA_OBJ): $(TC_DIR)/train_kernels.cu $(TC_DIR)/train_classifier.h \
                    include/pinload.h
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
@@ -310,44 +315,50 @@ else
 TRAIN_CUDA_OBJ :=
 TRAIN_NO_CUDA := -DPL_SAMPLE_NO_CUDA
 endif
-$(BUILD)/samples/train_classifier: samples/train_classifier.c \
-        samples/train_classifier.h $(TRAIN_CUDA_OBJ) $(BUILD)/libpinload.a \
-        $(CUDASIM)
+$(BUILD)/examples/train_classifier: $(TC_DIR)/train_classifier.c \
+        $(TC_DIR)/train_classifier.h tools/cli.h \
+        $(TRAIN_CUDA_OBJ) $(BUILD)/libpinload.a $(CUDASIM)
 	@mkdir -p $(@D)
 	$(CC) -Iinclude -MMD -MP $(TRAIN_NO_CUDA) $(CFLAGS_ALL) $(LDFLAGS) \
 	    -o $@ $< $(TRAIN_CUDA_OBJ) $(BUILD)/libpinload.a $(LIBS) -lstdc++
 
-# samples/data_parallel: its ranks all-reduce with NCCL where the build
-# found it (samples/dp_collective.c, PL_SAMPLE_NCCL), and through shared
-# memory always; with CUDA (real or simulated) it asks the runtime whether
-# there is a GPU before giving each rank its local rank's (PL_SAMPLE_CUDA).
-DP_OBJ   := $(BUILD)/obj/samples/data_parallel.o \
-            $(BUILD)/obj/samples/dp_collective.o
-DP_LIBS  :=
-ifneq ($(SIM),)
-DP_FLAGS := -DPL_SAMPLE_CUDA $(SIM_FLAGS)
-else ifneq ($(HAVE_CUDA),)
+# With CUDA (real or simulated), samples/train_loop and
+# examples/data_parallel call the runtime themselves (PL_SAMPLE_CUDA): to
+# ask whether there is a GPU, and for a stream on the loader's.
 # (-isystem: nccl.h's declarations are not all prototypes.)
-DP_FLAGS := -DPL_SAMPLE_CUDA -isystem $(CUDA_HOME)/include
+ifneq ($(SIM),)
+SAMPLE_CUDA := -DPL_SAMPLE_CUDA $(SIM_FLAGS)
+else ifneq ($(HAVE_CUDA),)
+SAMPLE_CUDA := -DPL_SAMPLE_CUDA -isystem $(CUDA_HOME)/include
+else
+SAMPLE_CUDA :=
+endif
+
+# examples/data_parallel: its ranks all-reduce with NCCL where the build
+# found it (dp_collective.c, PL_SAMPLE_NCCL), and through shared memory
+# always; with CUDA it asks the runtime whether there is a GPU before
+# giving each rank its local rank's.
+DP_DIR   := examples/data_parallel
+DP_OBJ   := $(BUILD)/obj/$(DP_DIR)/data_parallel.o \
+            $(BUILD)/obj/$(DP_DIR)/dp_collective.o
+DP_FLAGS := $(SAMPLE_CUDA)
+DP_LIBS  :=
 ifneq ($(HAVE_NCCL),)
 DP_FLAGS += -DPL_SAMPLE_NCCL -isystem $(NCCL_HOME)/include
 DP_LIBS  := -L$(NCCL_LIBDIR) -lnccl -Wl,-rpath,$(NCCL_LIBDIR)
 endif
-else
-DP_FLAGS :=
-endif
-$(DP_OBJ): $(BUILD)/obj/samples/%.o: samples/%.c samples/dp_collective.h \
-           | $(DEPS_STAMP)
+$(DP_OBJ): $(BUILD)/obj/$(DP_DIR)/%.o: $(DP_DIR)/%.c $(DP_DIR)/dp_collective.h \
+           tools/cli.h | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) -Iinclude -MMD -MP $(DP_FLAGS) $(CFLAGS_ALL) -c $< -o $@
-$(BUILD)/samples/data_parallel: $(DP_OBJ) $(BUILD)/libpinload.a $(CUDASIM)
+$(BUILD)/examples/data_parallel: $(DP_OBJ) $(BUILD)/libpinload.a $(CUDASIM)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS) -o $@ $(DP_OBJ) $(BUILD)/libpinload.a \
 	    $(DP_LIBS) $(LIBS) -lrt
 
 $(BUILD)/samples/%: samples/%.c $(BUILD)/libpinload.a $(CUDASIM)
 	@mkdir -p $(@D)
-	$(CC) -Iinclude -MMD -MP $(CFLAGS_ALL) $(LDFLAGS) -o $@ $< \
+	$(CC) -Iinclude -MMD -MP $(SAMPLE_CUDA) $(CFLAGS_ALL) $(LDFLAGS) -o $@ $< \
 	    $(BUILD)/libpinload.a $(LIBS)
 
 # Tests link the objects themselves, so they can reach the internals.
@@ -398,7 +409,7 @@ NO_LAUNCHER := env $(foreach v,$(LAUNCHER_VARS),-u $(v))
 test bench: DEPS_MODE := install
 
 ifneq ($(SIM),)
-test: $(SIM_TEST_BIN) $(TOOLS) $(SAMPLES)
+test: $(SIM_TEST_BIN) $(TOOLS) $(SAMPLES) $(EXAMPLES)
 	@set -e; for t in $(SIM_TEST_BIN); do \
 	    echo "== $$t (simulated CUDA)"; $(NO_LAUNCHER) \
 	    PINLOAD_BUILD=$(BUILD) PINLOAD_TEST_DEVICE=cuda \
@@ -408,7 +419,8 @@ ifeq ($(SANITIZE),)
 	@$(MAKE) --no-print-directory test-gpu-session
 endif
 else
-test: $(TEST_BIN) $(STRESS) $(TOOLS) $(SAMPLES) $(BUILD)/libpinload.so
+test: $(TEST_BIN) $(STRESS) $(TOOLS) $(SAMPLES) $(EXAMPLES) \
+      $(BUILD)/libpinload.so
 	@echo "== the dependency rule of docs/ARCHITECTURE.md"
 	@tools/deps-check.sh
 	@set -e; for t in $(TEST_BIN); do \
@@ -567,7 +579,7 @@ valgrind: $(STRESS) | $(BUILD)/.deps-test
 # training phases on the simulated runtime, every step succeeding and every
 # figure present (CUDA=sim builds; make test runs it).
 GS_DIR := $(BUILD)/gpu-session-test
-test-gpu-session: $(TOOLS) $(SAMPLES)
+test-gpu-session: $(TOOLS) $(SAMPLES) $(EXAMPLES)
 	@rm -rf $(GS_DIR)
 	@$(NO_LAUNCHER) GPU_SESSION_SIM=1 GPU_SESSION_BUILD=$(BUILD) \
 	    GPU_SESSION_DIR=$(GS_DIR) OUT=$(GS_DIR)/out \
@@ -638,7 +650,8 @@ test-install: all
 
 format:
 	clang-format -i include/*.h include/pinload/*.h common/*.[ch] loader/*.[ch] \
-	    workers/*.[ch] input/*.[ch] device/*.[ch] device/*.cu tools/*.[ch] tools/*.cu samples/*.[ch] samples/*.cu \
+	    workers/*.[ch] input/*.[ch] device/*.[ch] device/*.cu tools/*.[ch] \
+	    tools/*.cu samples/*.c examples/*/*.[ch] examples/*/*.cu \
 	    tests/*.[ch] tests/*/*.[ch] tests/gpu/*.cu tools/compare/*.c
 
 clean:

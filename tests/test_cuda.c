@@ -844,7 +844,7 @@ Test(cuda, the_training_sample_on_cuda_matches_the_host_path,
 {
     char root[64], cmd[1024], cu[8192], host[8192];
     tu_make_tree(root, 40, 4);
-    const char *fmt = "%s/samples/train_classifier --data %s --epochs 2 "
+    const char *fmt = "%s/examples/train_classifier --data %s --epochs 2 "
                       "--batch 8 --size 8 --workers 2 --device %s 2>&1 | "
                       "grep -o 'loss [0-9.]*\\|accuracy [0-9.]*%%\\|CUDA'";
     snprintf(cmd, sizeof cmd, fmt, tu_build_dir(), root, "cuda");
@@ -854,6 +854,51 @@ Test(cuda, the_training_sample_on_cuda_matches_the_host_path,
     cr_assert_eq(strncmp(cu, "CUDA\n", 5), 0, "%s", cu);
     cr_assert_str_eq(cu + 5, host, "CUDA:\n%s\nhost:\n%s", cu, host);
     cr_assert_not_null(strstr(host, "loss"), "%s", host);
+    tu_rm_rf(root);
+}
+
+/* samples/train_loop takes its local rank's simulated GPU (device 1 for
+ * local rank 1: its stream must be on the loader's device, or the release
+ * fails) and prints the batches the host backend does (CUDASIM_DEVICES=0:
+ * no GPU); a state saved on CUDA resumes on the host. */
+Test(cuda, the_training_loop_sample_runs_on_its_local_ranks_gpu,
+     .timeout = TIMEOUT)
+{
+    char root[64], cmd[1024], cu[8192], host[8192];
+    tu_make_tree(root, 30, 3);
+    const char *fmt = "%s %s/samples/train_loop %s --epochs 2 %s 2>&1";
+    static const char *const ranks[] = {"", "RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 "
+                                            "LOCAL_WORLD_SIZE=2"};
+    static const char *const want[] = {"backend: cuda device 0 (simulated)",
+                                       "backend: cuda device 1 (simulated)"};
+    for (int r = 0; r < 2; r++) {
+        snprintf(cmd, sizeof cmd, fmt, ranks[r], tu_build_dir(), root, "");
+        cr_assert_eq(run_cmd(cmd, cu, sizeof cu), 0, "%s", cu);
+        cr_assert_not_null(strstr(cu, want[r]), "%s", cu);
+        cr_assert_not_null(strstr(cu, "\ndone: 2 batches\n"), "%s", cu);
+        char env[128];
+        snprintf(env, sizeof env, "CUDASIM_DEVICES=0 %s", ranks[r]);
+        snprintf(cmd, sizeof cmd, fmt, env, tu_build_dir(), root, "");
+        cr_assert_eq(run_cmd(cmd, host, sizeof host), 0, "%s", host);
+        cr_assert_not_null(strstr(host, "backend: host"), "%s", host);
+        const char *a = strstr(cu, "epoch 0 batch 0:"),
+                   *b = strstr(host, "epoch 0 batch 0:");
+        cr_assert(a && b, "%s\n%s", cu, host);
+        cr_assert_eq(strncmp(a, b, (size_t)(strstr(a, "done") - a)), 0,
+                     "CUDA:\n%s\nhost:\n%s", cu, host);
+    }
+    char state[128], args[256];
+    snprintf(state, sizeof state, "%s/state", root);
+    snprintf(args, sizeof args, "--save %s --every 1 --stop-after 1", state);
+    snprintf(cmd, sizeof cmd, fmt, "", tu_build_dir(), root, args);
+    cr_assert_eq(run_cmd(cmd, cu, sizeof cu), 0, "%s", cu);
+    snprintf(args, sizeof args, "--resume %s", state);
+    snprintf(cmd, sizeof cmd, fmt, "CUDASIM_DEVICES=0", tu_build_dir(), root,
+             args);
+    cr_assert_eq(run_cmd(cmd, host, sizeof host), 0, "%s", host);
+    cr_assert_not_null(strstr(host, "\nepoch 1 batch 0: 30 samples, "), "%s",
+                       host);
+    cr_assert_not_null(strstr(host, "\ndone: 1 batches"), "%s", host);
     tu_rm_rf(root);
 }
 

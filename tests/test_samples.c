@@ -1,10 +1,12 @@
-/* The samples, run as programs: samples/minimal iterates one epoch;
- * samples/train_classifier's loss falls on a small generated set;
- * samples/data_parallel runs as 2 and 3 real processes under
- * samples/launch.sh: equal steps past bad files, the same weights on every
- * rank, preempted and resumed runs that print what an uninterrupted one
- * does, and ranks out of step, missing or with nothing to decode stopped
- * with an error naming them, never a hang. */
+/* The samples and examples, run as programs: samples/minimal iterates one
+ * epoch; samples/train_loop prints every batch once and, killed and
+ * resumed from its saved state, neither repeats nor skips one;
+ * examples/train_classifier's loss falls on a small generated set;
+ * examples/data_parallel runs as 2 and 3 real processes under
+ * examples/data_parallel/launch.sh: equal steps past bad files, the same
+ * weights on every rank, preempted and resumed runs that print what an
+ * uninterrupted one does, and ranks out of step, missing or with nothing to
+ * decode stopped with an error naming them, never a hang. */
 #include <sys/wait.h>
 #include <time.h>
 
@@ -67,7 +69,7 @@ Test(samples, train_classifier_loss_falls_over_three_epochs)
     char root[64], cmd[512], *out;
     make_generated(root);
     snprintf(cmd, sizeof cmd,
-             "%s/samples/train_classifier --data %s/d "
+             "%s/examples/train_classifier --data %s/d "
              "--epochs 3 --device host",
              tu_build_dir(), root);
     const int rc = run_cmd(cmd, &out); /* before `out` is read */
@@ -91,12 +93,12 @@ Test(samples, train_classifier_learns_the_same_with_one_or_two_workers)
     char root[64], cmd[512], *a, *b;
     make_generated(root);
     snprintf(cmd, sizeof cmd,
-             "%s/samples/train_classifier --data %s/d "
+             "%s/examples/train_classifier --data %s/d "
              "--epochs 2 --device host --workers 1 | sed 's/, [0-9.]* s.*//'",
              tu_build_dir(), root);
     cr_assert_eq(run_cmd(cmd, &a), 0);
     snprintf(cmd, sizeof cmd,
-             "%s/samples/train_classifier --data %s/d "
+             "%s/examples/train_classifier --data %s/d "
              "--epochs 2 --device host --workers 2 | sed 's/, [0-9.]* s.*//'",
              tu_build_dir(), root);
     cr_assert_eq(run_cmd(cmd, &b), 0);
@@ -118,7 +120,7 @@ Test(samples, train_classifier_rejects_bad_arguments)
                                       "--data x --lr abc",
                                       "--bogus 1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        snprintf(cmd, sizeof cmd, "%s/samples/train_classifier %s",
+        snprintf(cmd, sizeof cmd, "%s/examples/train_classifier %s",
                  tu_build_dir(), bad[i]);
         cr_assert_eq(run_cmd(cmd, &out), 2, "\"%s\" should exit 2", bad[i]);
         free(out);
@@ -148,7 +150,152 @@ Test(samples, minimal_iterates_one_epoch_in_batches_of_32)
     tu_rm_rf(root);
 }
 
-/* ---- samples/data_parallel through samples/launch.sh --------------------- */
+/* ---- samples/train_loop ------------------------------------------------- */
+
+/* root: 40 small JPEGs in two classes: 2 batches of 32 and 8 an epoch. */
+static void make_forty(char root[64])
+{
+    tu_tmpdir(root);
+    char path[256];
+    for (int i = 0; i < 40; i++) {
+        snprintf(path, sizeof path, "%s/c%d/%02d.jpg", root, i % 2, i);
+        tu_write_jpeg(path, 40, 30, (unsigned)i, NULL);
+    }
+}
+
+/* train_loop on root with `args`; exits 0. [out] its stdout (malloc'd). */
+static char *train_loop(const char *root, const char *args)
+{
+    char cmd[1024], *out;
+    snprintf(cmd, sizeof cmd, "%s/samples/train_loop %s %s", tu_build_dir(),
+             root, args);
+    const int rc = run_cmd(cmd, &out); /* before `out` is read */
+    cr_assert_eq(rc, 0, "%s: %s", cmd, out);
+    return out;
+}
+
+/* The first `n` (all if n < 0) batch lines of out, joined (malloc'd). */
+static char *batch_lines(const char *out, int n)
+{
+    char *lines = calloc(1, strlen(out) + 1), *end = lines;
+    for (const char *p = out; p && *p && n; p = strchr(p, '\n'), p += !!p)
+        if (strncmp(p, "epoch ", 6) == 0) {
+            const size_t len = strcspn(p, "\n");
+            memcpy(end, p, len);
+            end += len;
+            *end++ = '\n';
+            n--;
+        }
+    return lines;
+}
+
+static unsigned long long pixel_sum(const char *out)
+{
+    const char *p = strstr(out, ", pixel sum ");
+    unsigned long long sum = 0;
+    cr_assert(p && sscanf(p, ", pixel sum %llu", &sum) == 1, "%s", out);
+    return sum;
+}
+
+Test(samples, train_loop_prints_every_batch_of_two_epochs_once)
+{
+    char root[64];
+    make_forty(root);
+    char *out = train_loop(root, "--epochs 2");
+    static const int want[4][3] = {
+        {0, 0, 32}, {0, 1, 8}, {1, 0, 32}, {1, 1, 8}};
+    char hash[4][17];
+    const char *p = out;
+    for (int k = 0; k < 4; k++, p = strchr(p, '\n') + 1) {
+        int e, i, n;
+        cr_assert_eq(sscanf(p, "epoch %d batch %d: %d samples, labels %16s", &e,
+                            &i, &n, hash[k]),
+                     4, "line %d: %s", k, out);
+        cr_assert(e == want[k][0] && i == want[k][1] && n == want[k][2],
+                  "line %d: %s", k, out);
+    }
+    cr_assert_eq(strncmp(p, "done: 4 batches, pixel sum ", 27), 0, "%s", out);
+    cr_assert_gt(pixel_sum(out), 0);
+    cr_assert_str_neq(hash[0], hash[2], "each epoch its own order: %s", out);
+    free(out);
+    tu_rm_rf(root);
+}
+
+/* Killed after K batches, then resumed from the state saved every N
+ * batches: the resumed run prints exactly the uninterrupted run's batches
+ * from the last save on (mid-epoch, or at an epoch's end); resumed at an
+ * epoch's end, the two runs' pixels add up to the whole run's. */
+Test(samples, train_loop_resumed_from_its_last_save_repeats_the_same_batches)
+{
+    char root[64], args[256], state[128];
+    make_forty(root);
+    char *whole = train_loop(root, "--epochs 3");
+    char *want = batch_lines(whole, -1);
+    cr_assert_not_null(strstr(whole, "\ndone: 6 batches, "), "%s", whole);
+    static const int stops[][2] = {{2, 2}, {3, 3}, {5, 2}, {5, 3}};
+    for (size_t k = 0; k < sizeof stops / sizeof stops[0]; k++) {
+        const int every = stops[k][1], stop = stops[k][0];
+        const int saved = stop / every * every;
+        snprintf(state, sizeof state, "%s/state%zu", root, k);
+        snprintf(args, sizeof args,
+                 "--epochs 3 --save %s --every %d --stop-after %d", state,
+                 every, stop);
+        char *first = train_loop(root, args);
+        char *all = batch_lines(first, -1), *kept = batch_lines(first, saved);
+        char *head = batch_lines(want, stop);
+        cr_assert_str_eq(all, head, "the first %d batches, then nothing: %s",
+                         stop, first);
+        snprintf(args, sizeof args, "--epochs 3 --resume %s", state);
+        char *second = train_loop(root, args);
+        char *got = batch_lines(second, -1);
+        char *both = malloc(strlen(kept) + strlen(got) + 1);
+        strcat(strcpy(both, kept), got);
+        cr_assert_str_eq(both, want, "killed after %d:\n%s\n%s", stop, first,
+                         second);
+        char done[32];
+        snprintf(done, sizeof done, "\ndone: %d batches", 6 - saved);
+        cr_assert_not_null(strstr(second, done), "%s", second);
+        free(both);
+        free(got);
+        free(second);
+        free(head);
+        free(kept);
+        free(all);
+        free(first);
+    }
+    snprintf(args, sizeof args, "--epochs 1 --save %s/e0 --every 2", root);
+    char *e0 = train_loop(root, args);
+    snprintf(args, sizeof args, "--epochs 3 --resume %s/e0", root);
+    char *rest = train_loop(root, args);
+    cr_assert_eq(pixel_sum(e0) + pixel_sum(rest), pixel_sum(whole), "%s\n%s",
+                 e0, rest);
+    free(e0);
+    free(rest);
+    free(want);
+    free(whole);
+    tu_rm_rf(root);
+}
+
+Test(samples, train_loop_rejects_bad_arguments_and_a_missing_state)
+{
+    char cmd[512], *out;
+    static const char *const bad[] = {
+        "",           "--epochs 2", "d --epochs", "d --epochs 0", "d --every 0",
+        "d --bogus 1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(cmd, sizeof cmd, "%s/samples/train_loop %s", tu_build_dir(),
+                 bad[i]);
+        cr_assert_eq(run_cmd(cmd, &out), 2, "\"%s\" should exit 2", bad[i]);
+        free(out);
+    }
+    snprintf(cmd, sizeof cmd, "%s/samples/train_loop . --resume /nonexistent",
+             tu_build_dir());
+    cr_assert_eq(run_to(cmd, "&1", &out), 1);
+    cr_assert_not_null(strstr(out, "/nonexistent: no loader state"), "%s", out);
+    free(out);
+}
+
+/* ---- examples/data_parallel through its launch.sh ------------------------ */
 
 /* Run a command line; [out] its stdout and stderr together (malloc'd);
  * returns the exit code. */
@@ -238,7 +385,8 @@ static int dp_run(const char *root, int ranks, const char *args, char **out)
 {
     char cmd[2048];
     snprintf(cmd, sizeof cmd,
-             "samples/launch.sh %d %s/samples/data_parallel --data %s/d "
+             "examples/data_parallel/launch.sh %d %s/examples/data_parallel "
+             "--data %s/d "
              "--size 8 --workers 1 --timeout 20 %s",
              ranks, tu_build_dir(), root, args);
     return run_all(cmd, out);
@@ -401,7 +549,8 @@ Test(samples, data_parallel_stops_ranks_that_are_not_at_the_same_step)
     char root[64], cmd[1024], *out;
     make_dp_data(root, 16, 0);
     snprintf(cmd, sizeof cmd,
-             "samples/launch.sh 2 sh -c 'exec %s/samples/data_parallel "
+             "examples/data_parallel/launch.sh 2 sh -c "
+             "'exec %s/examples/data_parallel "
              "--data %s/d --size 8 --batch 4 --workers 1 --timeout 20 "
              "--epochs $((RANK + 1))'",
              tu_build_dir(), root);
@@ -429,7 +578,7 @@ Test(samples, data_parallel_times_out_naming_the_rank_that_never_came)
     for (int rank = 0; rank < 2; rank++) {
         snprintf(cmd, sizeof cmd,
                  "RANK=%d WORLD_SIZE=2 PINLOAD_JOB_ID=%s-%d "
-                 "%s/samples/data_parallel --data %s/d --size 8 --batch 4 "
+                 "%s/examples/data_parallel --data %s/d --size 8 --batch 4 "
                  "--workers 1 --timeout 0.5",
                  rank, strrchr(root, '/') + 1, rank, tu_build_dir(), root);
         const double t0 = tu_seconds();
@@ -483,8 +632,8 @@ Test(samples, data_parallel_rejects_bad_arguments)
                                       "--data x --timeout 0",
                                       "--bogus 1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        snprintf(cmd, sizeof cmd, "%s/samples/data_parallel %s", tu_build_dir(),
-                 bad[i]);
+        snprintf(cmd, sizeof cmd, "%s/examples/data_parallel %s",
+                 tu_build_dir(), bad[i]);
         rc = run_all(cmd, &out);
         cr_assert_eq(rc, 2, "\"%s\" should exit 2: %s", bad[i], out);
         free(out);
@@ -496,9 +645,10 @@ Test(samples, launch_sets_each_ranks_variables)
 {
     int rc;
     char *out;
-    rc = run_all("samples/launch.sh 3 sh -c 'echo \"$RANK $LOCAL_RANK "
-                 "$WORLD_SIZE $LOCAL_WORLD_SIZE $PINLOAD_JOB_ID\"'",
-                 &out);
+    rc = run_all(
+        "examples/data_parallel/launch.sh 3 sh -c 'echo \"$RANK $LOCAL_RANK "
+        "$WORLD_SIZE $LOCAL_WORLD_SIZE $PINLOAD_JOB_ID\"'",
+        &out);
     cr_assert_eq(rc, 0, "%s", out);
     char job[3][128];
     int seen = 0;
@@ -525,19 +675,21 @@ Test(samples, launch_stops_every_rank_when_one_fails)
     int rc;
     char *out;
     const double t0 = tu_seconds();
-    cr_assert_eq(run_all("samples/launch.sh 3 sh -c 'if [ $RANK = 1 ]; then "
-                         "exit 3; fi; exec sleep 30'",
-                         &out),
-                 3, "%s", out);
+    cr_assert_eq(
+        run_all(
+            "examples/data_parallel/launch.sh 3 sh -c 'if [ $RANK = 1 ]; then "
+            "exit 3; fi; exec sleep 30'",
+            &out),
+        3, "%s", out);
     cr_assert_lt(tu_seconds() - t0, 5.0, "%s", out);
     cr_assert_not_null(strstr(out, "launch.sh: rank 1 exited with status 3; "
                                    "stopping the other ranks"),
                        "%s", out);
     free(out);
-    rc = run_all("samples/launch.sh 0 true", &out);
+    rc = run_all("examples/data_parallel/launch.sh 0 true", &out);
     cr_assert_eq(rc, 2, "%s", out);
     free(out);
-    rc = run_all("samples/launch.sh 2", &out);
+    rc = run_all("examples/data_parallel/launch.sh 2", &out);
     cr_assert_eq(rc, 2, "%s", out);
     free(out);
 }

@@ -1,11 +1,14 @@
-/* What pinload's command-line tools share: strict integer arguments,
- * mkdir -p and the listing of problem files. Header-only. */
+/* What pinload's command-line tools (and the programs in examples/) share:
+ * strict integer, number and choice arguments, usage errors, mkdir -p and
+ * the listing of problem files. Header-only. */
 #ifndef PINLOAD_CLI_H
 #define PINLOAD_CLI_H
 
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +34,79 @@ static inline long cli_long(const char *prog, const char *usage,
     return n;
 }
 
+/* A usage error: "PROG: " and the reason (printf's format) to stderr, then
+ * the usage, and exit 2. */
+static inline void cli_usage_error(const char *prog, const char *usage,
+                                   const char *fmt, ...)
+    __attribute__((format(printf, 3, 4), noreturn));
+static inline void cli_usage_error(const char *prog, const char *usage,
+                                   const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: ", prog);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n%s", usage);
+    exit(2);
+}
+
+/* The number in v, between lo and hi: each bound included unless `open`
+ * excludes it (CLI_OPEN_LO, CLI_OPEN_HI; a learning rate must be above 0,
+ * a momentum below 1); otherwise print "PROG: FLAG: ..." and the usage to
+ * stderr and exit 2. */
+#define CLI_OPEN_LO 1
+#define CLI_OPEN_HI 2
+static inline double cli_double(const char *prog, const char *usage,
+                                const char *flag, const char *v, double lo,
+                                double hi, int open)
+{
+    char *end;
+    errno = 0;
+    const double x = strtod(v, &end);
+    const int above = open & CLI_OPEN_LO ? x > lo : x >= lo;
+    const int below = open & CLI_OPEN_HI ? x < hi : x <= hi;
+    if (!*v || *end || errno || !above || !below) {
+        fprintf(stderr, "%s: %s: \"%s\" is not a number in %c%g, %g%c\n%s",
+                prog, flag, v, open & CLI_OPEN_LO ? '(' : '[', lo, hi,
+                open & CLI_OPEN_HI ? ')' : ']', usage);
+        exit(2);
+    }
+    return x;
+}
+
+/* An unsigned 64-bit integer (decimal, 0x hexadecimal or 0 octal), such as
+ * a seed; otherwise the same as cli_long. */
+static inline uint64_t cli_u64(const char *prog, const char *usage,
+                               const char *flag, const char *v)
+{
+    char *end;
+    errno = 0;
+    const unsigned long long n = strtoull(v, &end, 0);
+    if (!*v || *end || errno || *v == '-') {
+        fprintf(stderr, "%s: %s: \"%s\" is not an unsigned 64-bit integer\n%s",
+                prog, flag, v, usage);
+        exit(2);
+    }
+    return (uint64_t)n;
+}
+
+/* The index of v in `names` (NULL-terminated); otherwise print "PROG: FLAG:
+ * ..." naming the choices and the usage to stderr and exit 2. */
+static inline int cli_choice(const char *prog, const char *usage,
+                             const char *flag, const char *v,
+                             const char *const *names)
+{
+    for (int i = 0; names[i]; i++)
+        if (strcmp(v, names[i]) == 0)
+            return i;
+    fprintf(stderr, "%s: %s: unknown value \"%s\" (", prog, flag, v);
+    for (int i = 0; names[i]; i++)
+        fprintf(stderr, "%s%s", i ? ", " : "", names[i]);
+    fprintf(stderr, ")\n%s", usage);
+    exit(2);
+}
+
 /* The exit codes every tool documents in its --help. */
 #define CLI_EXIT_CODES                                                         \
     "Exit status: 0 done; 1 a run-time failure (named on stderr); 2 a usage\n" \
@@ -44,16 +120,22 @@ static inline void cli_version(const char *prog)
     exit(0);
 }
 
-/* The options every tool takes alike: --help and -h (the usage on stdout,
- * exit 0), --version (exit 0) and --quiet (*quiet = 1). 1 if f was --quiet,
- * 0 if it is none of them. */
-static inline int cli_common(const char *prog, const char *usage, const char *f,
-                             int *quiet)
+/* --help and -h: the usage on stdout, exit 0. */
+static inline void cli_help(const char *usage, const char *f)
 {
     if (strcmp(f, "--help") == 0 || strcmp(f, "-h") == 0) {
         fputs(usage, stdout);
         exit(0);
     }
+}
+
+/* The options every tool takes alike: --help and -h (cli_help), --version
+ * (exit 0) and --quiet (*quiet = 1). 1 if f was --quiet, 0 if it is none of
+ * them. */
+static inline int cli_common(const char *prog, const char *usage, const char *f,
+                             int *quiet)
+{
+    cli_help(usage, f);
     if (strcmp(f, "--version") == 0)
         cli_version(prog);
     if (strcmp(f, "--quiet") != 0)

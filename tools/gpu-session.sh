@@ -23,7 +23,8 @@
 #                train/eval x u8/f32 (GPU normalisation on and off), batch 256
 #       compare  PyTorch's DataLoader delivering to the GPU beside pinload,
 #                equal workers, batch 256, u8 and f32, both datasets
-#       train    samples/train_classifier and python/examples/train.py on CUDA
+#       train    examples/train_classifier, samples/train_loop and
+#                python/examples/train.py on CUDA
 #       all      every phase above, in that order (longer than one call)
 #
 # Each call sets itself up (a machine comes back bare once idle): the kit
@@ -288,8 +289,9 @@ phase_compare() {
 }
 
 phase_train() {
-    step train-c $B/samples/train_classifier --data "$GEN" --device cuda \
+    step train-c $B/examples/train_classifier --data "$GEN" --device cuda \
         --epochs 3 --batch 256 --size 32 --workers 16
+    step train-loop $B/samples/train_loop "$GEN" --epochs 1
     if ! "$py" -c 'import sys, torch
 sys.exit(not torch.cuda.is_available())' 2>/dev/null; then
         say "train-py: skipped, $py has no PyTorch with CUDA"

@@ -1,6 +1,6 @@
-/* What samples/train_classifier.c and samples/train_kernels.cu share: the
- * model's shape and hyper-parameters, and the CUDA half's entry points.
- * Internal to the sample; not part of pinload's API. */
+/* What train_classifier.c and train_kernels.cu share: the model's shape and
+ * hyper-parameters, and the CUDA half's entry points. Internal to the example;
+ * not part of pinload's API. */
 #ifndef TRAIN_CLASSIFIER_H
 #define TRAIN_CLASSIFIER_H
 

@@ -39,7 +39,7 @@
  * not a hang, came with NCCL 2.14 (the Makefile looks for no older). */
 #if NCCL_VERSION_CODE < NCCL_VERSION(2, 14, 0)
 #error                                                                         \
-    "samples/dp_collective.c needs NCCL 2.14 or newer (make NCCL=0 builds the host exchange only)"
+    "examples/data_parallel/dp_collective.c needs NCCL 2.14 or newer (make NCCL=0 builds the host exchange only)"
 #endif
 #endif
 

@@ -4,20 +4,21 @@
  * training one model.
  *
  *     build/pinload-mkdata --out /tmp/dp_data --classes 4 --per-class 50
- *     samples/launch.sh 2 build/samples/data_parallel --data /tmp/dp_data \
- *         --epochs 3 --checkpoint /tmp/dp_ckpt
+ *     examples/data_parallel/launch.sh 2 build/examples/data_parallel \
+ *         --data /tmp/dp_data --epochs 3 --checkpoint /tmp/dp_ckpt
  *
  * or, under PyTorch's launcher (which sets the same variables):
  *
  *     torchrun --standalone --nproc_per_node=2 --no-python \
- *         build/samples/data_parallel --data /tmp/dp_data --epochs 3
+ *         build/examples/data_parallel --data /tmp/dp_data --epochs 3
  *
  * A preemption, and going on from where it stopped:
  *
- *     samples/launch.sh 2 build/samples/data_parallel --data /tmp/dp_data \
- *         --epochs 3 --checkpoint /tmp/dp_ckpt --stop-after-steps 5
- *     samples/launch.sh 2 build/samples/data_parallel --data /tmp/dp_data \
- *         --epochs 3 --checkpoint /tmp/dp_ckpt --resume
+ *     examples/data_parallel/launch.sh 2 build/examples/data_parallel \
+ *         --data /tmp/dp_data --epochs 3 --checkpoint /tmp/dp_ckpt \
+ *         --stop-after-steps 5
+ *     examples/data_parallel/launch.sh 2 build/examples/data_parallel \
+ *         --data /tmp/dp_data --epochs 3 --checkpoint /tmp/dp_ckpt --resume
  *
  * What each rank does:
  *
@@ -61,7 +62,7 @@
  * hash of the weights after the epoch, the same on every rank. Exit status
  * 0 (done, or stopped by --stop-after-steps), 1 (a failure, said on
  * stderr), 2 (bad arguments). */
-#define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE /* sigaction (tools/cli.h) */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -74,6 +75,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../../tools/cli.h"
 #include "dp_collective.h"
 #include "pinload.h"
 
@@ -89,9 +91,9 @@ static const char usage[] =
     "                     [--checkpoint DIR [--resume] "
     "[--stop-after-steps K]]\n"
     "                     [--timeout SECONDS] [--job ID] [--rendezvous DIR]\n"
-    "One rank of a data-parallel job: start it with samples/launch.sh N or\n"
-    "torchrun --nproc_per_node=N, which set RANK, WORLD_SIZE and "
-    "LOCAL_RANK.\n"
+    "One rank of a data-parallel job: start it with\n"
+    "examples/data_parallel/launch.sh N or torchrun --nproc_per_node=N, which\n"
+    "set RANK, WORLD_SIZE and LOCAL_RANK.\n"
     "  --data DIR          ImageFolder root, or a list file (required)\n"
     "  --epochs E          train until E epochs are done (default 2)\n"
     "  --batch B           samples per batch and rank (default 32)\n"
@@ -139,133 +141,23 @@ typedef struct options {
     sync_choice sync;
 } options;
 
-/* ---- command line -------------------------------------------------------- */
+/* ---- command line: tools/cli.h's parser, as the tools use it ---------- */
 
-static int bad_value(const char *name, const char *value, const char *want)
-{
-    fprintf(stderr, "data_parallel: %s: expected %s, got '%s'\n", name, want,
-            value);
-    return -1;
-}
+static const char prog[] = "data_parallel";
 
-static int parse_i64(const char *name, const char *s, long long lo,
-                     long long hi, int64_t *out)
+/* Returns only to run (--help exits 0, a bad argument 2). */
+static void parse_args(int argc, char **argv, options *o)
 {
-    char want[96], *end;
-    snprintf(want, sizeof want, "an integer from %lld to %lld", lo, hi);
-    errno = 0;
-    const long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return bad_value(name, s, want);
-    *out = v;
-    return 0;
-}
-
-static int parse_int(const char *name, const char *s, int lo, int hi, int *out)
-{
-    int64_t v;
-    if (parse_i64(name, s, lo, hi, &v) < 0)
-        return -1;
-    *out = (int)v;
-    return 0;
-}
-
-/* lo < v <= hi */
-static int parse_real(const char *name, const char *s, double lo, double hi,
-                      double *out)
-{
-    char want[96], *end;
-    snprintf(want, sizeof want, "a number in (%g, %g]", lo, hi);
-    errno = 0;
-    const double v = strtod(s, &end);
-    if (errno || end == s || *end || !(v > lo && v <= hi))
-        return bad_value(name, s, want);
-    *out = v;
-    return 0;
-}
-
-static int parse_choice(const char *name, const char *s,
-                        const char *const *names, int n, int *out)
-{
-    for (int i = 0; i < n; i++)
-        if (!strcmp(s, names[i])) {
-            *out = i;
-            return 0;
-        }
-    char want[96] = "";
-    for (int i = 0; i < n; i++)
-        snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s",
-                 i ? (i == n - 1 ? " or " : ", ") : "", names[i]);
-    return bad_value(name, s, want);
-}
-
-/* One "--name value" pair: 0, or -1 for a bad value or name (said). */
-static int parse_option(options *o, const char *name, const char *v)
-{
-    static const char *const devices[] = {"auto", "local-rank", "host"};
-    static const char *const syncs[] = {"auto", "nccl", "host"};
-    int choice, rc = 0;
-    if (!strcmp(name, "--data"))
-        o->data = v;
-    else if (!strcmp(name, "--checkpoint"))
-        o->checkpoint = v;
-    else if (!strcmp(name, "--job"))
-        o->job = v;
-    else if (!strcmp(name, "--rendezvous"))
-        o->rendezvous = v;
-    else if (!strcmp(name, "--epochs"))
-        rc = parse_int(name, v, 1, 1000000, &o->epochs);
-    else if (!strcmp(name, "--batch"))
-        rc = parse_int(name, v, 1, 65536, &o->batch);
-    else if (!strcmp(name, "--size"))
-        rc = parse_int(name, v, 1, 512, &o->size);
-    else if (!strcmp(name, "--workers"))
-        rc = parse_int(name, v, 0, 1024, &o->workers);
-    else if (!strcmp(name, "--stop-after-steps"))
-        rc = parse_i64(name, v, 1, INT64_MAX, &o->stop_after);
-    else if (!strcmp(name, "--lr"))
-        rc = parse_real(name, v, 0, 100, &o->lr);
-    else if (!strcmp(name, "--timeout"))
-        rc = parse_real(name, v, 0, 86400, &o->timeout);
-    else if (!strcmp(name, "--seed")) {
-        int64_t s;
-        rc = parse_i64(name, v, 0, INT64_MAX, &s);
-        o->seed = (uint64_t)s;
-    } else if (!strcmp(name, "--device")) {
-        rc = parse_choice(name, v, devices, 3, &choice);
-        o->device = (device_choice)choice;
-    } else if (!strcmp(name, "--sync")) {
-        rc = parse_choice(name, v, syncs, 3, &choice);
-        o->sync = (sync_choice)choice;
-    } else {
-        fprintf(stderr, "data_parallel: %s: unknown option\n", name);
-        rc = -1;
-    }
-    return rc;
-}
-
-static int check_options(const options *o)
-{
-    if (!o->data) {
-        fprintf(stderr, "data_parallel: --data DIR is required\n");
-        return -1;
-    }
-    if ((o->resume || o->stop_after) && !o->checkpoint) {
-        fprintf(stderr, "data_parallel: %s needs --checkpoint DIR\n",
-                o->resume ? "--resume" : "--stop-after-steps");
-        return -1;
-    }
-    if (o->sync == SYNC_NCCL && !dp_nccl_available()) {
-        fprintf(stderr, "data_parallel: --sync nccl: this build has no NCCL "
-                        "(the Makefile found no nccl.h and libnccl)\n");
-        return -1;
-    }
-    return 0;
-}
-
-/* 0: run; 1: help was asked for (printed); -1: bad arguments (said). */
-static int parse_args(int argc, char **argv, options *o)
-{
+    static const char *const valued[] = {"--data",   "--checkpoint",
+                                         "--job",    "--rendezvous",
+                                         "--epochs", "--batch",
+                                         "--size",   "--workers",
+                                         "--lr",     "--timeout",
+                                         "--seed",   "--device",
+                                         "--sync",   "--stop-after-steps",
+                                         NULL};
+    static const char *const devices[] = {"auto", "local-rank", "host", NULL};
+    static const char *const syncs[] = {"auto", "nccl", "host", NULL};
     *o = (options){.epochs = 2,
                    .batch = 32,
                    .size = 16,
@@ -274,23 +166,51 @@ static int parse_args(int argc, char **argv, options *o)
                    .device = DEVICE_AUTO,
                    .sync = SYNC_AUTO};
     for (int i = 1; i < argc; i++) {
-        const char *name = argv[i];
-        if (!strcmp(name, "-h") || !strcmp(name, "--help")) {
-            fputs(usage, stdout);
-            return 1;
-        }
-        if (!strcmp(name, "--resume")) {
+        const char *f = argv[i];
+        cli_help(usage, f);
+        if (!strcmp(f, "--resume")) {
             o->resume = 1;
             continue;
         }
-        if (i + 1 == argc) {
-            fprintf(stderr, "data_parallel: %s: needs a value\n", name);
-            return -1;
-        }
-        if (parse_option(o, name, argv[++i]) < 0)
-            return -1;
+        const char *v = cli_value(prog, usage, valued, argc, argv, &i);
+        if (!strcmp(f, "--data"))
+            o->data = v;
+        else if (!strcmp(f, "--checkpoint"))
+            o->checkpoint = v;
+        else if (!strcmp(f, "--job"))
+            o->job = v;
+        else if (!strcmp(f, "--rendezvous"))
+            o->rendezvous = v;
+        else if (!strcmp(f, "--epochs"))
+            o->epochs = (int)cli_long(prog, usage, f, v, 1, 1000000);
+        else if (!strcmp(f, "--batch"))
+            o->batch = (int)cli_long(prog, usage, f, v, 1, 65536);
+        else if (!strcmp(f, "--size"))
+            o->size = (int)cli_long(prog, usage, f, v, 1, 512);
+        else if (!strcmp(f, "--workers"))
+            o->workers = (int)cli_long(prog, usage, f, v, 0, 1024);
+        else if (!strcmp(f, "--stop-after-steps"))
+            o->stop_after = cli_long(prog, usage, f, v, 1, INT64_MAX);
+        else if (!strcmp(f, "--lr"))
+            o->lr = cli_double(prog, usage, f, v, 0, 100, CLI_OPEN_LO);
+        else if (!strcmp(f, "--timeout"))
+            o->timeout = cli_double(prog, usage, f, v, 0, 86400, CLI_OPEN_LO);
+        else if (!strcmp(f, "--seed"))
+            o->seed = (uint64_t)cli_long(prog, usage, f, v, 0, INT64_MAX);
+        else if (!strcmp(f, "--device"))
+            o->device = (device_choice)cli_choice(prog, usage, f, v, devices);
+        else
+            o->sync = (sync_choice)cli_choice(prog, usage, f, v, syncs);
     }
-    return check_options(o);
+    if (!o->data)
+        cli_usage_error(prog, usage, "--data DIR is required");
+    if ((o->resume || o->stop_after) && !o->checkpoint)
+        cli_usage_error(prog, usage, "%s needs --checkpoint DIR",
+                        o->resume ? "--resume" : "--stop-after-steps");
+    if (o->sync == SYNC_NCCL && !dp_nccl_available())
+        cli_usage_error(prog, usage,
+                        "--sync nccl: this build has no NCCL (the Makefile "
+                        "found no nccl.h and libnccl)");
 }
 
 /* ---- the job ------------------------------------------------------------- */
@@ -490,28 +410,6 @@ static int save_checkpoint(job *j)
     return 0;
 }
 
-/* mkdir -p: every rank may make the same directories at once. */
-static int make_dirs(const char *path)
-{
-    char buf[4096];
-    const int n = snprintf(buf, sizeof buf, "%s", path);
-    if (n <= 0 || (size_t)n >= sizeof buf) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    for (char *p = buf + 1;; p++) {
-        if (*p && *p != '/')
-            continue;
-        const char c = *p;
-        *p = '\0';
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-            return -1;
-        if (!c)
-            return 0;
-        *p = c;
-    }
-}
-
 /* 1: read into *h and [out] *w (malloc'd); 0: no checkpoint for this rank;
  * -1: one that cannot be used (said). */
 static int read_checkpoint(job *j, ckpt_head *h, double **w)
@@ -666,7 +564,8 @@ static int open_job(job *j)
     provisional_rank(j);
     const int rank = j->rank;
     if (j->o.checkpoint) {
-        if (make_dirs(j->o.checkpoint) < 0) {
+        /* mkdir -p, which every rank may run at once (EEXIST is no error). */
+        if (cli_mkdir_p(j->o.checkpoint) < 0) {
             job_fail(j, "%s: %s", j->o.checkpoint, strerror(errno));
             goto done;
         }
@@ -694,8 +593,8 @@ done:
     return rc;
 }
 
-/* The job's id: --job, PINLOAD_JOB_ID (samples/launch.sh), or torchrun's
- * run id with its restart count and port. */
+/* The job's id: --job, PINLOAD_JOB_ID (examples/data_parallel/launch.sh),
+ * or torchrun's run id with its restart count and port. */
 static int job_id(const job *j, char *buf, size_t cap)
 {
     const char *id = j->o.job ? j->o.job : getenv("PINLOAD_JOB_ID");
@@ -735,8 +634,9 @@ static int open_comm(job *j)
                         "nodes needs NCCL",
                         lws, j->world);
     if (job_id(j, id, sizeof id) < 0)
-        return job_fail(j, "no job id: start the ranks with samples/launch.sh "
-                           "or torchrun, or give each the same --job ID");
+        return job_fail(j, "no job id: start the ranks with "
+                           "examples/data_parallel/launch.sh or torchrun, or "
+                           "give each the same --job ID");
     const char *tmp = getenv("TMPDIR");
     const char *rdzv = j->o.rendezvous              ? j->o.rendezvous
                        : getenv("PINLOAD_RDZV_DIR") ? getenv("PINLOAD_RDZV_DIR")
@@ -989,13 +889,7 @@ done:
 int main(int argc, char **argv)
 {
     options o;
-    const int rc = parse_args(argc, argv, &o);
-    if (rc < 0) {
-        fputs(usage, stderr);
-        return 2;
-    }
-    if (rc > 0)
-        return 0;
+    parse_args(argc, argv, &o);
     /* One line at a time, whole, even when the ranks share a pipe. */
     setvbuf(stdout, NULL, _IOLBF, 0);
     return run(&o) == 0 ? 0 : 1;

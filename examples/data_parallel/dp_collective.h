@@ -1,5 +1,5 @@
-/* What samples/data_parallel.c asks of the other ranks: one all-reduce of
- * the gradient per step, with every rank's position beside it, so that
+/* What data_parallel.c asks of the other ranks: one all-reduce of the
+ * gradient per step, with every rank's position beside it, so that
  * each step also checks that every rank is at the same step. Two
  * transports: NCCL's all-reduce (builds with -DPL_SAMPLE_NCCL, ranks on
  * CUDA devices), and a host exchange through a POSIX shared-memory segment

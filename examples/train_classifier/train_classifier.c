@@ -5,7 +5,7 @@
  * normalises to float32 NCHW. Plain SGD with momentum on the cross-entropy.
  *
  *     build/pinload-mkdata --out /tmp/tc_data --classes 10 --per-class 60
- *     build/samples/train_classifier --data /tmp/tc_data --epochs 5
+ *     build/examples/train_classifier --data /tmp/tc_data --epochs 5
  *
  * The loader's backend decides where the maths runs. On the CUDA backend
  * the batch is device memory, and the forward and backward passes are
@@ -19,7 +19,7 @@
  * (-DPL_SAMPLE_SIM_CUDA, make CUDA=sim), which runs no kernel, the CUDA
  * path keeps the protocol but copies each batch back on its stream and runs
  * the host maths on it. */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#define _DEFAULT_SOURCE /* clock_gettime; sigaction (tools/cli.h) */
 
 #include <errno.h>
 #include <math.h>
@@ -29,6 +29,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../../tools/cli.h"
 #include "pinload.h"
 #include "train_classifier.h"
 
@@ -73,116 +74,18 @@ typedef struct options {
     uint64_t seed;
 } options;
 
-/* ---- command line -------------------------------------------------------- */
+/* ---- command line: tools/cli.h's parser, as the tools use it ---------- */
 
-static int bad_value(const char *name, const char *value, const char *want)
-{
-    fprintf(stderr, "train_classifier: %s: expected %s, got '%s'\n", name, want,
-            value);
-    return -1;
-}
+static const char prog[] = "train_classifier";
 
-static int parse_int(const char *name, const char *s, long lo, long hi,
-                     int *out)
+/* Returns only to run: --help exits 0, a bad argument 2 (said, then the
+ * usage). */
+static void parse_args(int argc, char **argv, options *o)
 {
-    char want[80];
-    char *end;
-    snprintf(want, sizeof want, "an integer from %ld to %ld", lo, hi);
-    errno = 0;
-    const long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return bad_value(name, s, want);
-    *out = (int)v;
-    return 0;
-}
-
-/* lo <= v < hi when open_hi, else lo < v <= hi: a learning rate must be
- * positive, a momentum may be 0 but must stay below 1 to converge. */
-static int parse_real(const char *name, const char *s, double lo, double hi,
-                      int open_hi, double *out)
-{
-    char want[80];
-    char *end;
-    snprintf(want, sizeof want, "a number in %s%g, %g%s", open_hi ? "[" : "(",
-             lo, hi, open_hi ? ")" : "]");
-    errno = 0;
-    const double v = strtod(s, &end);
-    const int in_range = open_hi ? v >= lo && v < hi : v > lo && v <= hi;
-    if (errno || end == s || *end || !in_range)
-        return bad_value(name, s, want);
-    *out = v;
-    return 0;
-}
-
-static int parse_u64(const char *name, const char *s, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    const unsigned long long v = strtoull(s, &end, 0);
-    if (errno || end == s || *end || *s == '-')
-        return bad_value(name, s, "an unsigned 64-bit integer");
-    *out = (uint64_t)v;
-    return 0;
-}
-
-static int parse_device(const char *name, const char *s, device_choice *out)
-{
-    if (!strcmp(s, "auto"))
-        *out = DEVICE_AUTO;
-    else if (!strcmp(s, "cuda"))
-        *out = DEVICE_CUDA;
-    else if (!strcmp(s, "host"))
-        *out = DEVICE_HOST;
-    else
-        return bad_value(name, s, "auto, cuda or host");
-    return 0;
-}
-
-/* Only to word the error for a last argument that has no value. */
-static int is_option(const char *name)
-{
-    static const char *const names[] = {
-        "--data",    "--epochs", "--batch",    "--size",   "--hidden",
-        "--workers", "--lr",     "--momentum", "--device", "--seed"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (!strcmp(name, names[i]))
-            return 1;
-    return 0;
-}
-
-/* One "--name value" pair: 0, or -1 for a bad value or an unknown name
- * (said). */
-static int parse_option(options *o, const char *name, const char *v)
-{
-    if (!strcmp(name, "--data")) {
-        o->data = v;
-        return 0;
-    }
-    if (!strcmp(name, "--epochs"))
-        return parse_int(name, v, 1, 1000000, &o->epochs);
-    if (!strcmp(name, "--batch"))
-        return parse_int(name, v, 1, 65536, &o->batch);
-    if (!strcmp(name, "--size"))
-        return parse_int(name, v, 1, 1024, &o->size);
-    if (!strcmp(name, "--hidden"))
-        return parse_int(name, v, 0, 65536, &o->hidden);
-    if (!strcmp(name, "--workers"))
-        return parse_int(name, v, 0, 1024, &o->workers);
-    if (!strcmp(name, "--lr"))
-        return parse_real(name, v, 0, 100, 0, &o->lr);
-    if (!strcmp(name, "--momentum"))
-        return parse_real(name, v, 0, 1, 1, &o->momentum);
-    if (!strcmp(name, "--device"))
-        return parse_device(name, v, &o->device);
-    if (!strcmp(name, "--seed"))
-        return parse_u64(name, v, &o->seed);
-    fprintf(stderr, "train_classifier: %s: unknown option\n", name);
-    return -1;
-}
-
-/* 0: run; 1: help was asked for (printed); -1: bad arguments (said). */
-static int parse_args(int argc, char **argv, options *o)
-{
+    static const char *const valued[] = {
+        "--data", "--epochs",   "--batch",  "--size", "--hidden", "--workers",
+        "--lr",   "--momentum", "--device", "--seed", NULL};
+    static const char *const devices[] = {"auto", "cuda", "host", NULL};
     *o = (options){.epochs = 5,
                    .batch = 32,
                    .size = 32,
@@ -191,32 +94,38 @@ static int parse_args(int argc, char **argv, options *o)
                    .momentum = 0.9,
                    .device = DEVICE_AUTO};
     for (int i = 1; i < argc; i++) {
-        const char *name = argv[i];
-        if (!strcmp(name, "-h") || !strcmp(name, "--help")) {
-            fputs(usage, stdout);
-            return 1;
-        }
-        if (i + 1 == argc) {
-            fprintf(stderr, "train_classifier: %s: %s\n", name,
-                    is_option(name) ? "needs a value" : "unknown option");
-            return -1;
-        }
-        if (parse_option(o, name, argv[++i]) < 0)
-            return -1;
+        const char *f = argv[i];
+        cli_help(usage, f);
+        const char *v = cli_value(prog, usage, valued, argc, argv, &i);
+        if (!strcmp(f, "--data"))
+            o->data = v;
+        else if (!strcmp(f, "--epochs"))
+            o->epochs = (int)cli_long(prog, usage, f, v, 1, 1000000);
+        else if (!strcmp(f, "--batch"))
+            o->batch = (int)cli_long(prog, usage, f, v, 1, 65536);
+        else if (!strcmp(f, "--size"))
+            o->size = (int)cli_long(prog, usage, f, v, 1, 1024);
+        else if (!strcmp(f, "--hidden"))
+            o->hidden = (int)cli_long(prog, usage, f, v, 0, 65536);
+        else if (!strcmp(f, "--workers"))
+            o->workers = (int)cli_long(prog, usage, f, v, 0, 1024);
+        else if (!strcmp(f, "--lr"))
+            o->lr = cli_double(prog, usage, f, v, 0, 100, CLI_OPEN_LO);
+        else if (!strcmp(f, "--momentum"))
+            o->momentum = cli_double(prog, usage, f, v, 0, 1, CLI_OPEN_HI);
+        else if (!strcmp(f, "--device"))
+            o->device = (device_choice)cli_choice(prog, usage, f, v, devices);
+        else
+            o->seed = cli_u64(prog, usage, f, v);
     }
-    if (!o->data) {
-        fprintf(stderr, "train_classifier: --data DIR is required\n");
-        return -1;
-    }
+    if (!o->data)
+        cli_usage_error(prog, usage, "--data DIR is required");
 #ifdef PL_SAMPLE_NO_CUDA
-    if (o->device == DEVICE_CUDA) {
-        fprintf(stderr, "train_classifier: --device cuda: this build has no "
-                        "CUDA kernels (PL_SAMPLE_NO_CUDA); use --device "
-                        "host\n");
-        return -1;
-    }
+    if (o->device == DEVICE_CUDA)
+        cli_usage_error(prog, usage,
+                        "--device cuda: this build has no CUDA kernels "
+                        "(PL_SAMPLE_NO_CUDA); use --device host");
 #endif
-    return 0;
 }
 
 /* ---- the model ----------------------------------------------------------- */
@@ -848,12 +757,6 @@ fail:
 int main(int argc, char **argv)
 {
     options o;
-    const int rc = parse_args(argc, argv, &o);
-    if (rc < 0) {
-        fputs(usage, stderr);
-        return 2;
-    }
-    if (rc > 0)
-        return 0;
+    parse_args(argc, argv, &o);
     return train(&o) == 0 ? 0 : 1;
 }

@@ -3,7 +3,7 @@
 # `torchrun --standalone --nproc_per_node=N --no-python PROGRAM ARGS` does,
 # without Python.
 #
-#     samples/launch.sh N PROGRAM [ARGS...]
+#     examples/data_parallel/launch.sh N PROGRAM [ARGS...]
 #
 # Rank i (0 <= i < N) runs PROGRAM ARGS with RANK=i, LOCAL_RANK=i,
 # WORLD_SIZE=N, LOCAL_WORLD_SIZE=N, MASTER_ADDR=127.0.0.1 and MASTER_PORT,
@@ -123,7 +123,7 @@ wait
 [ "$status" -ne 0 ] || first_failure ""
 
 # The ranks' shared-memory segment, if one died before removing it
-# (samples/data_parallel names it after the job id).
+# (examples/data_parallel/data_parallel names it after the job id).
 rm -f "/dev/shm/pinload-dp-$PINLOAD_JOB_ID" 2>/dev/null
 rm -rf "$tmp"
 exit "$status"

@@ -1,4 +1,4 @@
-/* The CUDA half of samples/train_classifier: the model's forward and
+/* The CUDA half of examples/train_classifier: the model's forward and
  * backward passes as kernels on a stream of our own. Written to be
  * obviously right rather than fast: each kernel is the host path's loop
  * nest (train_classifier.c, same names) with the outer loops turned into
