@@ -401,8 +401,9 @@ LAUNCHER_VARS := RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE SLURM_PROCID \
                  MPI_LOCALRANKID MPI_LOCALNRANKS
 NO_LAUNCHER := env $(foreach v,$(LAUNCHER_VARS),-u $(v))
 # After the host suites, the CUDA-path suites run on the simulated runtime, in $(BUILD)/sim, with the same
-# sanitizers: test_cudasim (the simulator itself), test_cuda (the CUDA
-# backend's ordering, faults and bytes) and the loader suites
+# sanitizers: test_cudasim* (the simulator itself), test_cuda* (the CUDA
+# backend's ordering, faults, bytes and devices; the tools and samples on
+# it) and the loader suites
 # (test_loader_*) with every loader on simulated CUDA
 # (PINLOAD_TEST_DEVICE=cuda).
 # The README's two commands install what they need (as root).
