@@ -132,6 +132,16 @@ static inline void *claim_thread(void *arg)
     return NULL;
 }
 
+/* Starts a thread claiming from r into c (which must stay put until the
+ * thread is joined through *t). */
+static inline void claimer_start(claimer *c, ring *r, pthread_t *t)
+{
+    memset(c, 0, sizeof *c);
+    c->r = r;
+    atomic_init(&c->done, 0);
+    cr_assert_eq(pthread_create(t, NULL, claim_thread, c), 0);
+}
+
 /* A thread blocked in ring_wait_ready. */
 typedef struct waiter {
     ring *r;

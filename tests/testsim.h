@@ -248,6 +248,14 @@ static inline void base_cfg(pl_config *c, const char *data)
     c->world_size = 1;
 }
 
+/* A tree of n JPEGs in `classes` class folders under a fresh root, and
+ * base_cfg for it (as testloader.h's fx_tree does for the loader suites). */
+static inline void sim_tree(char root[64], pl_config *c, int n, int classes)
+{
+    tu_make_tree(root, n, classes);
+    base_cfg(c, root);
+}
+
 static inline void assert_nothing_live(const char *when)
 {
     cudasim_live lv;

@@ -180,9 +180,8 @@ Test(cuda, keep_host_mirrors_the_device_batch_in_pinned_memory,
 {
     sim_timing(300, 0);
     char root[64];
-    tu_make_tree(root, 12, 2);
     pl_config c;
-    base_cfg(&c, root);
+    sim_tree(root, &c, 12, 2);
     c.keep_host = 1;
     pl_loader *l = create(&c);
     const pl_batch *b;
@@ -218,9 +217,8 @@ Test(cuda, a_loader_on_the_second_device_delivers_the_same_bytes,
      .timeout = TIMEOUT)
 {
     char root[64];
-    tu_make_tree(root, 12, 2);
     pl_config c;
-    base_cfg(&c, root);
+    sim_tree(root, &c, 12, 2);
     record ref, got;
     host_reference(c, 1, &ref);
     c.device = 1;
@@ -300,9 +298,8 @@ Test(cuda, release_holds_the_buffer_until_the_callers_kernel_is_done,
 {
     sim_timing(200, 0);
     char root[64];
-    tu_make_tree(root, 40, 4);
     pl_config c;
-    base_cfg(&c, root);
+    sim_tree(root, &c, 40, 4);
     c.device_buffers = 1;
     c.prefetch = 3;
     record ref;
@@ -334,9 +331,8 @@ Test(cuda, release_on_the_legacy_stream_orders_reuse_too, .timeout = TIMEOUT)
 {
     sim_timing(200, 0);
     char root[64];
-    tu_make_tree(root, 20, 2);
     pl_config c;
-    base_cfg(&c, root);
+    sim_tree(root, &c, 20, 2);
     c.device_buffers = 1;
     record ref;
     host_reference(c, 1, &ref);
@@ -455,9 +451,8 @@ static int stats_done(void *arg)
 Test(cuda, stats_never_wait_for_a_synchronous_copy, .timeout = TIMEOUT)
 {
     char root[64];
-    tu_make_tree(root, 10, 2);
     pl_config c;
-    base_cfg(&c, root);
+    sim_tree(root, &c, 10, 2);
     c.memory = PL_MEMORY_PAGEABLE;
     pl_loader *l = create(&c);
     cudasim_pause(1);
@@ -511,9 +506,8 @@ Test(cuda, a_failed_host_callback_never_frees_a_slot_under_its_copy,
 {
     sim_timing(0, 0.0005); /* 0.5 MB/s: about 8 ms per batch */
     char root[64];
-    tu_make_tree(root, 30, 3);
     pl_config c;
-    base_cfg(&c, root);
+    sim_tree(root, &c, 30, 3);
     c.prefetch = 1;
     record ref;
     host_reference(c, 1, &ref);
@@ -546,9 +540,8 @@ Test(cuda, a_failed_release_record_still_protects_the_callers_kernel,
 {
     sim_timing(200, 0);
     char root[64];
-    tu_make_tree(root, 30, 3);
     pl_config c;
-    base_cfg(&c, root);
+    sim_tree(root, &c, 30, 3);
     c.device_buffers = 1;
     record ref;
     host_reference(c, 1, &ref);
@@ -593,9 +586,8 @@ Test(cuda, a_copy_failing_on_the_device_ends_in_an_error_not_a_hang,
      .timeout = TIMEOUT)
 {
     char root[64];
-    tu_make_tree(root, 40, 4);
     pl_config c;
-    base_cfg(&c, root);
+    sim_tree(root, &c, 40, 4);
     c.prefetch = 1;
     c.device_buffers = 1;
     record ref;
@@ -630,9 +622,8 @@ Test(cuda, every_call_of_an_epoch_can_fail_cleanly, .timeout = TIMEOUT)
 {
     sim_timing(100, 0);
     char root[64];
-    tu_make_tree(root, 25, 3);
     pl_config c;
-    base_cfg(&c, root);
+    sim_tree(root, &c, 25, 3);
     c.keep_host = 0;
     record ref;
     host_reference(c, 2, &ref);
@@ -678,9 +669,8 @@ Test(cuda, every_call_of_an_epoch_can_fail_cleanly, .timeout = TIMEOUT)
 Test(cuda, every_call_of_create_can_fail_without_a_leak, .timeout = TIMEOUT)
 {
     char root[64];
-    tu_make_tree(root, 12, 2);
     pl_config c;
-    base_cfg(&c, root);
+    sim_tree(root, &c, 12, 2);
     c.keep_host = 1;
     record ref;
     host_reference(c, 1, &ref);

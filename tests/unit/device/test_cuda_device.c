@@ -55,9 +55,8 @@ Test(cuda, auto_is_the_callers_device_and_no_call_moves_the_caller,
      .timeout = TIMEOUT)
 {
     char root[64];
-    tu_make_tree(root, 12, 2);
     pl_config c;
-    base_cfg(&c, root);
+    sim_tree(root, &c, 12, 2);
     for (int k = 0; k < 3; k++) {
         const int thread_dev = k == 0 ? 1 : 0;
         c.device = k == 0 ? PL_DEVICE_AUTO : k == 1 ? 1 : 0;
@@ -95,9 +94,8 @@ Test(cuda, auto_is_the_callers_device_and_no_call_moves_the_caller,
 Test(cuda, local_rank_device_follows_the_launcher, .timeout = TIMEOUT)
 {
     char root[64];
-    tu_make_tree(root, 12, 2);
     pl_config c;
-    base_cfg(&c, root);
+    sim_tree(root, &c, 12, 2);
     c.device = PL_DEVICE_LOCAL_RANK;
     c.rank = PL_FROM_ENV;
     c.world_size = PL_FROM_ENV;
@@ -126,9 +124,8 @@ Test(cuda, local_rank_device_follows_the_launcher, .timeout = TIMEOUT)
 Test(cuda, an_ordinal_that_cannot_be_had_is_an_error, .timeout = TIMEOUT)
 {
     char root[64];
-    tu_make_tree(root, 12, 2);
     pl_config c;
-    base_cfg(&c, root);
+    sim_tree(root, &c, 12, 2);
     c.device = 5;
     pl_loader *l = NULL;
     cr_assert_eq(pl_loader_create(&c, &l), PL_EINVAL);
@@ -163,9 +160,8 @@ Test(cuda, an_ordinal_that_cannot_be_had_is_an_error, .timeout = TIMEOUT)
 Test(cuda, managed_memory_needs_concurrent_managed_access, .timeout = TIMEOUT)
 {
     char root[64];
-    tu_make_tree(root, 12, 2);
     pl_config c;
-    base_cfg(&c, root);
+    sim_tree(root, &c, 12, 2);
     c.memory = PL_MEMORY_MANAGED;
     pl_loader *l = create(&c); /* the default: concurrent access */
     const pl_batch *b;

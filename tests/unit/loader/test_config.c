@@ -62,6 +62,14 @@ static void expect_rejected(const pl_config *c, const char *field,
     assert_starts_with(pl_last_error(), prefix);
 }
 
+/* config_resolve must accept c; its result. */
+static config_resolved resolve_ok(const pl_config *c)
+{
+    config_resolved r;
+    cr_assert_eq(config_resolve(c, &r), 0, "%s", pl_last_error());
+    return r;
+}
+
 static void expect_accepted(const pl_config *c, const char *what)
 {
     config_resolved r;
@@ -131,8 +139,7 @@ Test(config, defaults_with_data_resolve)
     pl_config c;
     pl_config_default(&c);
     c.data = "train";
-    config_resolved r;
-    cr_assert_eq(config_resolve(&c, &r), 0, "%s", pl_last_error());
+    config_resolved r = resolve_ok(&c);
     cr_assert_eq(r.rank, 0);
     cr_assert_eq(r.world, 1);
     cr_assert_gt(r.num_workers, 0);
@@ -294,8 +301,7 @@ Test(config, rank_and_world_come_from_the_environment)
     pl_config c = valid_config();
     c.rank = PL_FROM_ENV;
     c.world_size = PL_FROM_ENV;
-    config_resolved r;
-    cr_assert_eq(config_resolve(&c, &r), 0, "%s", pl_last_error());
+    config_resolved r = resolve_ok(&c);
     cr_assert_eq(r.rank, 3);
     cr_assert_eq(r.world, 8);
     /* The config itself is left as the caller set it. */
@@ -310,8 +316,7 @@ Test(config, unset_environment_means_rank_0_of_1)
     pl_config c = valid_config();
     c.rank = PL_FROM_ENV;
     c.world_size = PL_FROM_ENV;
-    config_resolved r;
-    cr_assert_eq(config_resolve(&c, &r), 0, "%s", pl_last_error());
+    config_resolved r = resolve_ok(&c);
     cr_assert_eq(r.rank, 0);
     cr_assert_eq(r.world, 1);
 }
@@ -323,8 +328,7 @@ Test(config, explicit_rank_and_world_ignore_the_environment)
     pl_config c = valid_config();
     c.rank = 1;
     c.world_size = 4;
-    config_resolved r;
-    cr_assert_eq(config_resolve(&c, &r), 0, "%s", pl_last_error());
+    config_resolved r = resolve_ok(&c);
     cr_assert_eq(r.rank, 1);
     cr_assert_eq(r.world, 4);
 }
@@ -336,8 +340,7 @@ Test(config, env_and_explicit_values_mix_per_field)
     pl_config c = valid_config();
     c.rank = PL_FROM_ENV;
     c.world_size = 3;
-    config_resolved r;
-    cr_assert_eq(config_resolve(&c, &r), 0, "%s", pl_last_error());
+    config_resolved r = resolve_ok(&c);
     cr_assert_eq(r.rank, 2);
     cr_assert_eq(r.world, 3);
 
@@ -418,8 +421,7 @@ static void resolve_with(const family_case *f)
     pl_config c = valid_config();
     c.rank = PL_FROM_ENV;
     c.world_size = PL_FROM_ENV;
-    config_resolved r;
-    cr_assert_eq(config_resolve(&c, &r), 0, "%s", pl_last_error());
+    config_resolved r = resolve_ok(&c);
     cr_assert_eq(r.rank, f->rank, "%s", f->source);
     cr_assert_eq(r.world, f->world, "%s", f->source);
     cr_assert_eq(r.local_rank, f->local_rank, "%s", f->source);
@@ -542,8 +544,7 @@ Test(config, zero_workers_means_the_cpus_this_process_may_use)
 {
     pl_config c = valid_config();
     c.num_workers = 0;
-    config_resolved r;
-    cr_assert_eq(config_resolve(&c, &r), 0, "%s", pl_last_error());
+    config_resolved r = resolve_ok(&c);
     const int quota = cpus_cgroup_quota("/sys/fs/cgroup");
     const int n = cpus_allowed();
     cr_assert_eq(r.num_workers, quota > 0 && quota < n ? quota : n, "%s",
@@ -562,8 +563,7 @@ Test(config, one_allowed_cpu_gives_one_worker)
     CPU_SET(0, &one);
     cr_assert_eq(sched_setaffinity(0, sizeof one, &one), 0);
     pl_config c = valid_config();
-    config_resolved r;
-    cr_assert_eq(config_resolve(&c, &r), 0, "%s", pl_last_error());
+    config_resolved r = resolve_ok(&c);
     cr_assert_eq(r.num_workers, 1, "%s", r.workers_why);
     cr_assert_not_null(strstr(r.workers_why, "1 CPUs allowed"), "%s",
                        r.workers_why);
@@ -583,8 +583,7 @@ Test(config, default_workers_share_the_cpus_among_the_nodes_ranks)
     pl_config c = valid_config();
     c.rank = PL_FROM_ENV;
     c.world_size = PL_FROM_ENV;
-    config_resolved r;
-    cr_assert_eq(config_resolve(&c, &r), 0, "%s", pl_last_error());
+    config_resolved r = resolve_ok(&c);
     const int quota = cpus_cgroup_quota("/sys/fs/cgroup");
     const int share = (quota > 0 && quota < online ? quota : (int)online) / 2;
     cr_assert_eq(r.num_workers, share < 1 ? 1 : share, "%s", r.workers_why);

@@ -101,10 +101,9 @@ Test(ring, claim_for_a_busy_slot_blocks_until_its_copies_are_done, .timeout = 5)
     fill_batch(&f.r, 1, 0, 1, 2);
 
     /* Batch 2 needs slot 0, which holds batch 0 (READY). */
-    claimer c = {.r = &f.r};
-    atomic_init(&c.done, 0);
+    claimer c;
     pthread_t t;
-    cr_assert_eq(pthread_create(&t, NULL, claim_thread, &c), 0);
+    claimer_start(&c, &f.r, &t);
     sleep_ms(50);
     cr_assert_eq(atomic_load(&c.done), 0, "claim returned while READY");
 
@@ -149,10 +148,9 @@ Test(ring, claim_blocks_while_the_slot_is_still_filling_the_previous_lap,
     cr_assert_eq(ring_claim(&f.r, &s, &pos), 1);
     cr_assert_eq(pos, 1);
     ring_finish(&f.r, s, 1);
-    claimer c = {.r = &f.r};
-    atomic_init(&c.done, 0);
+    claimer c;
     pthread_t t;
-    cr_assert_eq(pthread_create(&t, NULL, claim_thread, &c), 0);
+    claimer_start(&c, &f.r, &t);
     sleep_ms(50);
     cr_assert_eq(atomic_load(&c.done), 0);
     ring_finish(&f.r, s, 1);

@@ -89,10 +89,9 @@ Test(ring, skip_claims_past_an_epoch_wait_until_its_positions_are_decoded,
     ring_finish(&f.r, b0, 1);
     ring_finish(&f.r, b0, 1);
     ring_finish(&f.r, b1, 0); /* one bad, one still being decoded */
-    claimer c = {.r = &f.r};
-    atomic_init(&c.done, 0);
+    claimer c;
     pthread_t t;
-    cr_assert_eq(pthread_create(&t, NULL, claim_thread, &c), 0);
+    claimer_start(&c, &f.r, &t);
     sleep_ms(50);
     cr_assert_eq(atomic_load(&c.done), 0, "claimed before the epoch was known");
     ring_finish(&f.r, b1, 1);
@@ -120,10 +119,9 @@ Test(ring, skip_with_no_good_sample_in_a_whole_order_ends_in_no_good,
     ring_finish(&f.r, b0, 0);
     ring_finish(&f.r, b1, 0);
     /* The claim that finds out makes the no_good slot and waits on. */
-    claimer c = {.r = &f.r};
-    atomic_init(&c.done, 0);
+    claimer c;
     pthread_t t;
-    cr_assert_eq(pthread_create(&t, NULL, claim_thread, &c), 0);
+    claimer_start(&c, &f.r, &t);
     ring_slot *end = ring_wait_ready(&f.r, 2);
     cr_assert_not_null(end);
     cr_assert_eq(end->no_good, 1);
@@ -155,10 +153,9 @@ Test(ring, skip_ends_after_a_whole_pass_without_a_good_sample_even_after_one,
     ring_slot *top = claim_batch(&f.r, 0, 1, 3, 3);
     for (int k = 0; k < 3; k++)
         ring_finish(&f.r, top, 0);
-    claimer c = {.r = &f.r};
-    atomic_init(&c.done, 0);
+    claimer c;
     pthread_t t;
-    cr_assert_eq(pthread_create(&t, NULL, claim_thread, &c), 0);
+    claimer_start(&c, &f.r, &t);
     ring_slot *end = ring_wait_ready(&f.r, 2);
     cr_assert_not_null(end);
     cr_assert_eq(end->no_good, 1);
