@@ -150,16 +150,27 @@ TOOLS    := $(BUILD)/pinload-dump $(BUILD)/pinload-mkdata $(BUILD)/pinload-bench
 # Samples are short programs users copy; examples/ holds whole programs.
 SAMPLES  := $(BUILD)/samples/minimal $(BUILD)/samples/train_loop
 EXAMPLES := $(BUILD)/examples/train_classifier $(BUILD)/examples/data_parallel
-# test_cuda and test_cudasim need the simulated runtime: they are built in
-# the CUDA=sim build only, with the loader suites (test_loader_*.c, one per
-# section) run against simulated CUDA.
-SIM_ONLY := tests/test_cuda.c tests/test_cudasim.c
-TEST_SRC := $(filter-out $(SIM_ONLY),$(sort $(wildcard tests/test_*.c)))
-TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
-LOADER_TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%, \
-                   $(sort $(wildcard tests/test_loader_*.c)))
-SIM_TEST_BIN := $(BUILD)/tests/test_cudasim $(BUILD)/tests/test_cuda \
-                $(LOADER_TEST_BIN) $(BUILD)/tests/test_resume
+# The suites live in folders that follow the code (tests/README.md):
+# unit suites per module, the public loader's suites, the tools', and the
+# system's. Their binaries keep flat, unique names: $(BUILD)/tests/test_x.
+TEST_DIRS := tests/unit/common tests/unit/workers tests/unit/input \
+             tests/unit/device tests/unit/loader tests/loader tests/tools \
+             tests/system
+vpath test_%.c $(TEST_DIRS)
+ALL_TEST_SRC := $(foreach d,$(TEST_DIRS),$(wildcard $(d)/test_*.c))
+test_bin = $(addprefix $(BUILD)/tests/,$(sort $(basename $(notdir $(1)))))
+# The suites of the CUDA backend and the simulator (tests/unit/device) and
+# the tools run on simulated CUDA (test_cuda_programs) need the simulated
+# runtime: they are built in the CUDA=sim build only, with the loader
+# suites (tests/loader/test_loader_*.c, one per section) run against
+# simulated CUDA.
+SIM_ONLY := $(wildcard tests/unit/device/test_*.c) \
+            $(wildcard tests/tools/test_cuda_*.c)
+TEST_SRC := $(filter-out $(SIM_ONLY),$(ALL_TEST_SRC))
+TEST_BIN := $(call test_bin,$(TEST_SRC))
+LOADER_TEST_BIN := $(call test_bin,$(wildcard tests/loader/test_loader_*.c))
+SIM_TEST_BIN := $(call test_bin,$(SIM_ONLY)) $(LOADER_TEST_BIN) \
+                $(BUILD)/tests/test_resume
 STRESS   := $(BUILD)/tests/stress
 # One test runner for every build: the suites compile against
 # tests/runner/criterion/criterion.h, a small runner of Criterion's API (a
@@ -167,7 +178,9 @@ STRESS   := $(BUILD)/tests/stress
 # run under the sanitizers: its sandbox maps its arena at random fixed
 # addresses, which ThreadSanitizer's memory layout reserves, and under
 # AddressSanitizer its parallel runner leaks 48 bytes of its own.
-TEST_INC  := -Itests/runner
+# -Itests: the suites include the shared headers (testutil.h...) and the
+# library's internals ("../loader/ring.h") as if they stood in tests/.
+TEST_INC  := -Itests/runner -Itests
 TEST_LINK :=
 
 DEPS_STAMP := $(BUILD)/.deps-build
@@ -362,8 +375,9 @@ $(BUILD)/samples/%: samples/%.c $(BUILD)/libpinload.a $(CUDASIM)
 	    $(BUILD)/libpinload.a $(LIBS)
 
 # Tests link the objects themselves, so they can reach the internals.
-$(BUILD)/tests/%: tests/%.c tests/testutil.h tests/testcuda.h \
-                  tests/testloader.h tests/fuzz/harness.h $(LIB_OBJ) \
+TEST_HDR := $(wildcard tests/*.h) tests/fuzz/harness.h \
+            tests/fuzz/loader_harness.h tests/fuzz/tar_harness.h
+$(BUILD)/tests/test_%: test_%.c $(TEST_HDR) $(LIB_OBJ) \
                   $(CUDASIM) \
                   | $(BUILD)/.deps-test
 	@mkdir -p $(@D)
@@ -371,9 +385,10 @@ $(BUILD)/tests/%: tests/%.c tests/testutil.h tests/testcuda.h \
 	    -o $@ $< $(LIB_OBJ) $(TEST_LINK) $(LIBS)
 
 # The stress program uses the public API only, like a user's program.
-$(STRESS): tests/stress.c $(BUILD)/libpinload.a $(CUDASIM)
+$(STRESS): tests/system/stress.c tests/jpegwrite.h $(BUILD)/libpinload.a \
+           $(CUDASIM)
 	@mkdir -p $(@D)
-	$(CC) -Iinclude -MMD -MP $(CFLAGS_ALL) $(LDFLAGS) -o $@ $< \
+	$(CC) -Iinclude -Itests -MMD -MP $(CFLAGS_ALL) $(LDFLAGS) -o $@ $< \
 	    $(BUILD)/libpinload.a $(LIBS)
 
 # test_faults links its own build of the library, in which allocations,
@@ -384,7 +399,7 @@ $(BUILD)/fault-obj/%.o: %.c tests/faults/faults.h | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_ALL) -DPL_FAULT_INJECTION -include tests/faults/faults.h \
 	    $(CFLAGS_ALL) -c $< -o $@
-$(BUILD)/tests/test_faults: tests/test_faults.c tests/testutil.h \
+$(BUILD)/tests/test_faults: tests/system/test_faults.c $(TEST_HDR) \
                             tests/faults/faults.h $(FAULT_OBJ) $(CUDASIM) \
                             | $(BUILD)/.deps-test
 	@mkdir -p $(@D)
@@ -401,8 +416,9 @@ LAUNCHER_VARS := RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE SLURM_PROCID \
                  MPI_LOCALRANKID MPI_LOCALNRANKS
 NO_LAUNCHER := env $(foreach v,$(LAUNCHER_VARS),-u $(v))
 # After the host suites, the CUDA-path suites run on the simulated runtime, in $(BUILD)/sim, with the same
-# sanitizers: test_cudasim (the simulator itself), test_cuda (the CUDA
-# backend's ordering, faults and bytes) and the loader suites
+# sanitizers: test_cudasim* (the simulator itself), test_cuda* (the CUDA
+# backend's ordering, faults, bytes and devices; the tools and samples on
+# it) and the loader suites
 # (test_loader_*) with every loader on simulated CUDA
 # (PINLOAD_TEST_DEVICE=cuda).
 # The README's two commands install what they need (as root).
@@ -652,7 +668,8 @@ format:
 	clang-format -i include/*.h include/pinload/*.h common/*.[ch] loader/*.[ch] \
 	    workers/*.[ch] input/*.[ch] device/*.[ch] device/*.cu tools/*.[ch] \
 	    tools/*.cu samples/*.c examples/*/*.[ch] examples/*/*.cu \
-	    tests/*.[ch] tests/*/*.[ch] tests/gpu/*.cu tools/compare/*.c
+	    tests/*.h tests/*/*.[ch] tests/unit/*/*.c tests/gpu/*.cu \
+	    tools/compare/*.c
 
 clean:
 	rm -rf build

@@ -4,8 +4,9 @@
  * tables-only stream, restart intervals, arithmetic conditioning, Adobe and
  * JFIF markers, each next to a file that sets what the other leaves out.
  * The decoder must give every one of them the result it gives the file
- * alone, whatever came before (tests/test_decode_state.c, the loader's
- * bytes suite, the fuzz replay). Plain C, header-only, no test framework. */
+ * alone, whatever came before (tests/unit/workers/test_decode_state.c, the
+ * loader's bytes suite, the fuzz replay). Plain C, header-only, no test
+ * framework. */
 #ifndef PINLOAD_JPEGQUIRKS_H
 #define PINLOAD_JPEGQUIRKS_H
 

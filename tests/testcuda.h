@@ -1,5 +1,7 @@
 /* What lets a loader suite run on either backend: the device the tests ask
- * for, and a batch's pixels read into host memory whatever the backend.
+ * for, and a batch's pixels read into host memory whatever the backend;
+ * with the two helpers every loader suite uses (a quiet log, a create
+ * that must succeed).
  * `make test CUDA=sim` sets PINLOAD_TEST_DEVICE=cuda, so the loader suites
  * (test_loader_*) run every loader on (simulated) CUDA device 0; otherwise
  * the host backend. */
@@ -15,6 +17,25 @@
 #ifdef PL_HAVE_CUDA
 #include <cuda_runtime_api.h>
 #endif
+
+/* A log callback that drops every message. */
+static inline void quiet(void *ctx, pl_log_level level, const char *msg)
+{
+    (void)ctx;
+    (void)level;
+    (void)msg;
+}
+
+/* pl_loader_create that must succeed, naming the error if not. */
+static inline pl_loader *create(const pl_config *c)
+{
+    pl_loader *l = NULL;
+    const int rc = pl_loader_create(c, &l);
+    cr_assert_eq(rc, 0, "pl_loader_create: %s (%s)", pl_err_name(rc),
+                 pl_last_error());
+    cr_assert_not_null(l);
+    return l;
+}
 
 /* 1 when the suite runs its loaders on CUDA. */
 static inline int tu_on_cuda(void)

@@ -12,23 +12,6 @@
 #define MAXS 256 /* samples per recorded epoch, at most */
 #define MAXB 64  /* batches per recorded epoch, at most */
 
-static inline void quiet(void *ctx, pl_log_level level, const char *msg)
-{
-    (void)ctx;
-    (void)level;
-    (void)msg;
-}
-
-static inline pl_loader *create(const pl_config *c)
-{
-    pl_loader *l = NULL;
-    const int rc = pl_loader_create(c, &l);
-    cr_assert_eq(rc, 0, "pl_loader_create: %s (%s)", pl_err_name(rc),
-                 pl_last_error());
-    cr_assert_not_null(l);
-    return l;
-}
-
 static inline pl_info info_of(const pl_loader *l)
 {
     pl_info in;

@@ -1,5 +1,5 @@
-/* Fault injection for tests/test_faults.c. That suite links its own build
- * of the library objects, compiled with `-include tests/faults/faults.h`:
+/* Fault injection for tests/system/test_faults.c. That suite links its own
+ * build of the library objects, compiled with `-include tests/faults/faults.h`:
  * the library's allocations, thread creations, mlock, openat and read calls go
  * through hooks the test defines (counting live allocations, failing the
  * N-th call on request, cutting reads short, refusing a named file). The

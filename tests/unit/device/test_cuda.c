@@ -14,56 +14,11 @@
 #include "cudasim.h"
 #include "pinload.h"
 #include "testcuda.h"
+#include "testsim.h"
 #include "testutil.h"
 
 #define TIMEOUT 120
 #define MAXB 48
-
-static void quiet(void *ctx, pl_log_level level, const char *msg)
-{
-    (void)ctx;
-    (void)level;
-    (void)msg;
-}
-
-static void base_cfg(pl_config *c, const char *data)
-{
-    pl_config_default(c);
-    c->data = data;
-    c->device = 0;
-    c->log = quiet;
-    c->batch_size = 5;
-    c->width = 16;
-    c->height = 16;
-    c->num_workers = 2;
-    c->prefetch = 2;
-    c->device_buffers = 2;
-    c->seed = 11;
-    c->rank = 0;
-    c->world_size = 1;
-}
-
-/* The simulator's timing for one test: every operation waits up to
- * delay_us first, and copies run at gbs GB/s (0: memcpy speed). */
-static void sim_timing(unsigned delay_us, double gbs)
-{
-    cudasim_config sc;
-    cudasim_get_config(&sc);
-    sc.delay_us = delay_us;
-    sc.copy_gbs = gbs;
-    cr_assert_eq(cudasim_set_config(&sc), 0);
-}
-
-static void assert_nothing_live(const char *when)
-{
-    cudasim_live lv;
-    cudasim_get_live(&lv);
-    cr_assert_eq(lv.device_allocs + lv.pinned_allocs + lv.managed_allocs, 0,
-                 "%s: %d device, %d pinned, %d managed allocations live", when,
-                 lv.device_allocs, lv.pinned_allocs, lv.managed_allocs);
-    cr_assert_eq(lv.streams, 0, "%s: %d streams live", when, lv.streams);
-    cr_assert_eq(lv.events, 0, "%s: %d events live", when, lv.events);
-}
 
 /* ---- what a loader delivered ---- */
 
@@ -103,15 +58,6 @@ static void keep(record *r, const pl_batch *b)
     memcpy(k->indices, b->indices, sizeof(int64_t) * (size_t)b->count);
     memcpy(k->labels, b->labels, sizeof(int32_t) * (size_t)b->count);
     memcpy(k->status, b->status, sizeof(int32_t) * (size_t)b->count);
-}
-
-static pl_loader *create(const pl_config *c)
-{
-    pl_loader *l = NULL;
-    const int rc = pl_loader_create(c, &l);
-    cr_assert_eq(rc, 0, "pl_loader_create: %s (%s)", pl_err_name(rc),
-                 pl_last_error());
-    return l;
 }
 
 /* Every batch of `epochs` epochs, released at once on the legacy stream. */
@@ -234,9 +180,8 @@ Test(cuda, keep_host_mirrors_the_device_batch_in_pinned_memory,
 {
     sim_timing(300, 0);
     char root[64];
-    tu_make_tree(root, 12, 2);
     pl_config c;
-    base_cfg(&c, root);
+    sim_tree(root, &c, 12, 2);
     c.keep_host = 1;
     pl_loader *l = create(&c);
     const pl_batch *b;
@@ -272,9 +217,8 @@ Test(cuda, a_loader_on_the_second_device_delivers_the_same_bytes,
      .timeout = TIMEOUT)
 {
     char root[64];
-    tu_make_tree(root, 12, 2);
     pl_config c;
-    base_cfg(&c, root);
+    sim_tree(root, &c, 12, 2);
     record ref, got;
     host_reference(c, 1, &ref);
     c.device = 1;
@@ -354,9 +298,8 @@ Test(cuda, release_holds_the_buffer_until_the_callers_kernel_is_done,
 {
     sim_timing(200, 0);
     char root[64];
-    tu_make_tree(root, 40, 4);
     pl_config c;
-    base_cfg(&c, root);
+    sim_tree(root, &c, 40, 4);
     c.device_buffers = 1;
     c.prefetch = 3;
     record ref;
@@ -388,9 +331,8 @@ Test(cuda, release_on_the_legacy_stream_orders_reuse_too, .timeout = TIMEOUT)
 {
     sim_timing(200, 0);
     char root[64];
-    tu_make_tree(root, 20, 2);
     pl_config c;
-    base_cfg(&c, root);
+    sim_tree(root, &c, 20, 2);
     c.device_buffers = 1;
     record ref;
     host_reference(c, 1, &ref);
@@ -509,9 +451,8 @@ static int stats_done(void *arg)
 Test(cuda, stats_never_wait_for_a_synchronous_copy, .timeout = TIMEOUT)
 {
     char root[64];
-    tu_make_tree(root, 10, 2);
     pl_config c;
-    base_cfg(&c, root);
+    sim_tree(root, &c, 10, 2);
     c.memory = PL_MEMORY_PAGEABLE;
     pl_loader *l = create(&c);
     cudasim_pause(1);
@@ -565,9 +506,8 @@ Test(cuda, a_failed_host_callback_never_frees_a_slot_under_its_copy,
 {
     sim_timing(0, 0.0005); /* 0.5 MB/s: about 8 ms per batch */
     char root[64];
-    tu_make_tree(root, 30, 3);
     pl_config c;
-    base_cfg(&c, root);
+    sim_tree(root, &c, 30, 3);
     c.prefetch = 1;
     record ref;
     host_reference(c, 1, &ref);
@@ -600,9 +540,8 @@ Test(cuda, a_failed_release_record_still_protects_the_callers_kernel,
 {
     sim_timing(200, 0);
     char root[64];
-    tu_make_tree(root, 30, 3);
     pl_config c;
-    base_cfg(&c, root);
+    sim_tree(root, &c, 30, 3);
     c.device_buffers = 1;
     record ref;
     host_reference(c, 1, &ref);
@@ -647,9 +586,8 @@ Test(cuda, a_copy_failing_on_the_device_ends_in_an_error_not_a_hang,
      .timeout = TIMEOUT)
 {
     char root[64];
-    tu_make_tree(root, 40, 4);
     pl_config c;
-    base_cfg(&c, root);
+    sim_tree(root, &c, 40, 4);
     c.prefetch = 1;
     c.device_buffers = 1;
     record ref;
@@ -684,9 +622,8 @@ Test(cuda, every_call_of_an_epoch_can_fail_cleanly, .timeout = TIMEOUT)
 {
     sim_timing(100, 0);
     char root[64];
-    tu_make_tree(root, 25, 3);
     pl_config c;
-    base_cfg(&c, root);
+    sim_tree(root, &c, 25, 3);
     c.keep_host = 0;
     record ref;
     host_reference(c, 2, &ref);
@@ -732,9 +669,8 @@ Test(cuda, every_call_of_an_epoch_can_fail_cleanly, .timeout = TIMEOUT)
 Test(cuda, every_call_of_create_can_fail_without_a_leak, .timeout = TIMEOUT)
 {
     char root[64];
-    tu_make_tree(root, 12, 2);
     pl_config c;
-    base_cfg(&c, root);
+    sim_tree(root, &c, 12, 2);
     c.keep_host = 1;
     record ref;
     host_reference(c, 1, &ref);
@@ -771,307 +707,5 @@ Test(cuda, every_call_of_create_can_fail_without_a_leak, .timeout = TIMEOUT)
     }
     cr_assert_gt(failed, 5, "most failures fail create");
     record_free(&ref);
-    tu_rm_rf(root);
-}
-
-/* ---- the tools and samples on simulated CUDA ---- */
-
-static int run_cmd(const char *cmd, char *out, size_t cap)
-{
-    FILE *p = popen(cmd, "r");
-    cr_assert_not_null(p, "%s", cmd);
-    const size_t n = fread(out, 1, cap - 1, p);
-    out[n] = '\0';
-    return pclose(p);
-}
-
-/* pinload-dump built against the simulator says so in its create notice,
- * and writes what the host backend writes. */
-Test(cuda, the_tools_name_the_simulated_device_and_agree_with_the_host,
-     .timeout = TIMEOUT)
-{
-    char root[64], out[64], cmd[1024], text[4096];
-    tu_make_tree(root, 15, 3);
-    tu_tmpdir(out);
-    snprintf(cmd, sizeof cmd,
-             "%s/pinload-dump --data %s --out %s/cuda --size 24 --batch 4 "
-             "--device 0 2>&1",
-             tu_build_dir(), root, out);
-    cr_assert_eq(run_cmd(cmd, text, sizeof text), 0, "%s", text);
-    cr_assert_not_null(strstr(text, "backend: cuda device 0 (simulated)"), "%s",
-                       text);
-    snprintf(cmd, sizeof cmd,
-             "%s/pinload-dump --data %s --out %s/host --size 24 --batch 4 "
-             "--device host 2>&1 && diff -r %s/cuda %s/host",
-             tu_build_dir(), root, out, out, out);
-    cr_assert_eq(run_cmd(cmd, text, sizeof text), 0, "%s", text);
-    snprintf(cmd, sizeof cmd,
-             "%s/pinload-bench --data %s --device cuda --batch 4 --size 24 "
-             "--workers 1 --prefetch 2 --pin on --batches 6 --compute-ms 1 "
-             "2>&1",
-             tu_build_dir(), root);
-    cr_assert_eq(run_cmd(cmd, text, sizeof text), 0, "%s", text);
-    cr_assert_not_null(strstr(text, "(simulated)"), "%s", text);
-    /* Both of cudaMemcpy's ceilings, for the batch as it crosses the bus:
-     * uint8 with GPU normalisation, float32 (4x) without. */
-    static const char *const norm[] = {"on", "off"};
-    static const char *const want[] = {"cudaMemcpy for 6912-byte copies: ",
-                                       "cudaMemcpy for 27648-byte copies: "};
-    for (int i = 0; i < 2; i++) {
-        snprintf(cmd, sizeof cmd,
-                 "%s/pinload-bench --data %s --device cuda --batch 4 --size 24 "
-                 "--workers 1 --prefetch 2 --pin on,off --batches 2 "
-                 "--format f32 --gpu-normalize %s --json %s/b.json 2>&1 && "
-                 "cat %s/b.json",
-                 tu_build_dir(), root, norm[i], out, out);
-        cr_assert_eq(run_cmd(cmd, text, sizeof text), 0, "%s", text);
-        cr_assert_not_null(strstr(text, want[i]), "%s", text);
-        cr_assert_not_null(strstr(text, "GB/s from pageable memory"), "%s",
-                           text);
-        cr_assert_not_null(strstr(text, "\"memcpy_pageable_gb_per_s\": "),
-                           "the JSON is whole: %s", text);
-        cr_assert_null(strstr(text, "_gb_per_s\": -1"), "%s", text);
-    }
-    tu_rm_rf(out);
-    tu_rm_rf(root);
-}
-
-/* train_classifier on simulated CUDA takes the CUDA path (the loader's
- * protocol on its own stream) with the host maths: from the same weights
- * the losses equal the host path's exactly. */
-Test(cuda, the_training_sample_on_cuda_matches_the_host_path,
-     .timeout = TIMEOUT)
-{
-    char root[64], cmd[1024], cu[8192], host[8192];
-    tu_make_tree(root, 40, 4);
-    const char *fmt = "%s/examples/train_classifier --data %s --epochs 2 "
-                      "--batch 8 --size 8 --workers 2 --device %s 2>&1 | "
-                      "grep -o 'loss [0-9.]*\\|accuracy [0-9.]*%%\\|CUDA'";
-    snprintf(cmd, sizeof cmd, fmt, tu_build_dir(), root, "cuda");
-    cr_assert_eq(run_cmd(cmd, cu, sizeof cu), 0, "%s", cu);
-    snprintf(cmd, sizeof cmd, fmt, tu_build_dir(), root, "host");
-    cr_assert_eq(run_cmd(cmd, host, sizeof host), 0, "%s", host);
-    cr_assert_eq(strncmp(cu, "CUDA\n", 5), 0, "%s", cu);
-    cr_assert_str_eq(cu + 5, host, "CUDA:\n%s\nhost:\n%s", cu, host);
-    cr_assert_not_null(strstr(host, "loss"), "%s", host);
-    tu_rm_rf(root);
-}
-
-/* samples/train_loop takes its local rank's simulated GPU (device 1 for
- * local rank 1: its stream must be on the loader's device, or the release
- * fails) and prints the batches the host backend does (CUDASIM_DEVICES=0:
- * no GPU); a state saved on CUDA resumes on the host. */
-Test(cuda, the_training_loop_sample_runs_on_its_local_ranks_gpu,
-     .timeout = TIMEOUT)
-{
-    char root[64], cmd[1024], cu[8192], host[8192];
-    tu_make_tree(root, 30, 3);
-    const char *fmt = "%s %s/samples/train_loop %s --epochs 2 %s 2>&1";
-    static const char *const ranks[] = {"", "RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 "
-                                            "LOCAL_WORLD_SIZE=2"};
-    static const char *const want[] = {"backend: cuda device 0 (simulated)",
-                                       "backend: cuda device 1 (simulated)"};
-    for (int r = 0; r < 2; r++) {
-        snprintf(cmd, sizeof cmd, fmt, ranks[r], tu_build_dir(), root, "");
-        cr_assert_eq(run_cmd(cmd, cu, sizeof cu), 0, "%s", cu);
-        cr_assert_not_null(strstr(cu, want[r]), "%s", cu);
-        cr_assert_not_null(strstr(cu, "\ndone: 2 batches\n"), "%s", cu);
-        char env[128];
-        snprintf(env, sizeof env, "CUDASIM_DEVICES=0 %s", ranks[r]);
-        snprintf(cmd, sizeof cmd, fmt, env, tu_build_dir(), root, "");
-        cr_assert_eq(run_cmd(cmd, host, sizeof host), 0, "%s", host);
-        cr_assert_not_null(strstr(host, "backend: host"), "%s", host);
-        const char *a = strstr(cu, "epoch 0 batch 0:"),
-                   *b = strstr(host, "epoch 0 batch 0:");
-        cr_assert(a && b, "%s\n%s", cu, host);
-        cr_assert_eq(strncmp(a, b, (size_t)(strstr(a, "done") - a)), 0,
-                     "CUDA:\n%s\nhost:\n%s", cu, host);
-    }
-    char state[128], args[256];
-    snprintf(state, sizeof state, "%s/state", root);
-    snprintf(args, sizeof args, "--save %s --every 1 --stop-after 1", state);
-    snprintf(cmd, sizeof cmd, fmt, "", tu_build_dir(), root, args);
-    cr_assert_eq(run_cmd(cmd, cu, sizeof cu), 0, "%s", cu);
-    snprintf(args, sizeof args, "--resume %s", state);
-    snprintf(cmd, sizeof cmd, fmt, "CUDASIM_DEVICES=0", tu_build_dir(), root,
-             args);
-    cr_assert_eq(run_cmd(cmd, host, sizeof host), 0, "%s", host);
-    cr_assert_not_null(strstr(host, "\nepoch 1 batch 0: 30 samples, "), "%s",
-                       host);
-    cr_assert_not_null(strstr(host, "\ndone: 1 batches"), "%s", host);
-    tu_rm_rf(root);
-}
-
-/* ---- which device ---- */
-
-static int current_device(void)
-{
-    int d = -1;
-    cr_assert_eq(cudaGetDevice(&d), cudaSuccess);
-    return d;
-}
-
-/* One epoch through every call a training loop makes, checking after each
- * that the calling thread is still on `want`; releases on s, a stream of
- * the loader's device. */
-static void run_epoch_on(pl_loader *l, int want, cudaStream_t s)
-{
-    const pl_batch *b;
-    int rc, n = 0;
-    while ((rc = pl_loader_next(l, &b)) == 0) {
-        cr_assert_eq(current_device(), want, "after next");
-        uint8_t *px = malloc(b->bytes);
-        tu_batch_pixels(b, px);
-        free(px);
-        cr_assert_eq(pl_loader_release(l, b, s), 0, "%s", pl_last_error());
-        cr_assert_eq(current_device(), want, "after release");
-        n++;
-    }
-    cr_assert_eq(rc, PL_EPOCH_END, "%s", pl_last_error());
-    cr_assert_gt(n, 0);
-    pl_stats st;
-    cr_assert_eq(pl_loader_stats(l, &st), 0);
-    cr_assert_eq(current_device(), want, "after stats");
-}
-
-/* AUTO is the calling thread's current device, as cudaSetDevice (or
- * torch.cuda.set_device) left it; an explicit ordinal is used as given.
- * Either way no call moves the caller's thread to another device. */
-Test(cuda, auto_is_the_callers_device_and_no_call_moves_the_caller,
-     .timeout = TIMEOUT)
-{
-    char root[64];
-    tu_make_tree(root, 12, 2);
-    pl_config c;
-    base_cfg(&c, root);
-    for (int k = 0; k < 3; k++) {
-        const int thread_dev = k == 0 ? 1 : 0;
-        c.device = k == 0 ? PL_DEVICE_AUTO : k == 1 ? 1 : 0;
-        const int want = k == 0 ? 1 : c.device;
-        cudaStream_t s; /* the consumer's, on the loader's device */
-        cr_assert_eq(cudaSetDevice(want), cudaSuccess);
-        cr_assert_eq(cudaStreamCreate(&s), cudaSuccess);
-        cr_assert_eq(cudaSetDevice(thread_dev), cudaSuccess);
-        pl_loader *l = create(&c);
-        cr_assert_eq(current_device(), thread_dev, "after create");
-        pl_info in;
-        pl_loader_info(l, &in);
-        cr_assert_eq(in.device, want, "case %d", k);
-        const pl_batch *b;
-        cr_assert_eq(pl_loader_next(l, &b), 0);
-        struct cudaPointerAttributes at;
-        cr_assert_eq(cudaPointerGetAttributes(&at, b->data), cudaSuccess);
-        cr_assert_eq(at.device, want, "the batch lives on device %d", want);
-        cr_assert_eq(pl_loader_release(l, b, s), 0, "%s", pl_last_error());
-        /* NULL is the loader's device's legacy stream, wherever the
-         * caller's thread is. */
-        cr_assert_eq(pl_loader_next(l, &b), 0);
-        cr_assert_eq(pl_loader_release(l, b, NULL), 0, "%s", pl_last_error());
-        cr_assert_eq(current_device(), thread_dev, "after a NULL release");
-        run_epoch_on(l, thread_dev, s);
-        pl_loader_destroy(l);
-        cr_assert_eq(current_device(), thread_dev, "after destroy");
-        cr_assert_eq(cudaStreamDestroy(s), cudaSuccess);
-    }
-    assert_nothing_live("after the loaders");
-    tu_rm_rf(root);
-}
-
-/* PL_DEVICE_LOCAL_RANK: the launcher's local rank is the ordinal. */
-Test(cuda, local_rank_device_follows_the_launcher, .timeout = TIMEOUT)
-{
-    char root[64];
-    tu_make_tree(root, 12, 2);
-    pl_config c;
-    base_cfg(&c, root);
-    c.device = PL_DEVICE_LOCAL_RANK;
-    c.rank = PL_FROM_ENV;
-    c.world_size = PL_FROM_ENV;
-    cr_assert_eq(setenv("RANK", "3", 1), 0);
-    cr_assert_eq(setenv("WORLD_SIZE", "4", 1), 0);
-    cr_assert_eq(setenv("LOCAL_RANK", "1", 1), 0);
-    cr_assert_eq(setenv("LOCAL_WORLD_SIZE", "2", 1), 0);
-    pl_loader *l = create(&c);
-    pl_info in;
-    pl_loader_info(l, &in);
-    cr_assert_eq(in.device, 1);
-    cr_assert_eq(in.rank, 3);
-    cr_assert_eq(current_device(), 0, "the caller's device is kept");
-    pl_loader_destroy(l);
-    cr_assert_eq(setenv("LOCAL_RANK", "2", 1), 0);
-    cr_assert_eq(setenv("LOCAL_WORLD_SIZE", "3", 1), 0);
-    pl_loader *none = NULL;
-    cr_assert_eq(pl_loader_create(&c, &none), PL_EINVAL, "only 2 devices");
-    cr_assert_not_null(strstr(pl_last_error(), "CUDA device 2 requested"), "%s",
-                       pl_last_error());
-    tu_rm_rf(root);
-}
-
-/* An ordinal that cannot be had is an error naming it, never a silent
- * fall back to the host; only AUTO falls back, with its notice. */
-Test(cuda, an_ordinal_that_cannot_be_had_is_an_error, .timeout = TIMEOUT)
-{
-    char root[64];
-    tu_make_tree(root, 12, 2);
-    pl_config c;
-    base_cfg(&c, root);
-    c.device = 5;
-    pl_loader *l = NULL;
-    cr_assert_eq(pl_loader_create(&c, &l), PL_EINVAL);
-    cr_assert_null(l);
-    cr_assert_not_null(strstr(pl_last_error(), "config.device: CUDA device 5 "
-                                               "requested, 2 present"),
-                       "%s", pl_last_error());
-
-    cudasim_config sc; /* now a machine without a GPU */
-    cudasim_get_config(&sc);
-    sc.devices = 0;
-    cr_assert_eq(cudasim_set_config(&sc), 0);
-    c.device = 0;
-    cr_assert_eq(pl_loader_create(&c, &l), PL_ECUDA);
-    cr_assert_not_null(strstr(pl_last_error(), "CUDA device 0 requested, but "
-                                               "no CUDA-capable device"),
-                       "%s", pl_last_error());
-    c.device = PL_DEVICE_AUTO;
-    l = create(&c);
-    pl_info in;
-    pl_loader_info(l, &in);
-    cr_assert_eq(in.backend, PL_BACKEND_HOST);
-    cr_assert_not_null(strstr(in.backend_name, "no CUDA-capable device"), "%s",
-                       in.backend_name);
-    pl_loader_destroy(l);
-    tu_rm_rf(root);
-}
-
-/* Managed memory is written by the workers while the device works, which
- * a device without concurrent managed access (Windows, WSL) forbids: the
- * loader refuses it there, naming the reason, rather than fault. */
-Test(cuda, managed_memory_needs_concurrent_managed_access, .timeout = TIMEOUT)
-{
-    char root[64];
-    tu_make_tree(root, 12, 2);
-    pl_config c;
-    base_cfg(&c, root);
-    c.memory = PL_MEMORY_MANAGED;
-    pl_loader *l = create(&c); /* the default: concurrent access */
-    const pl_batch *b;
-    cr_assert_eq(pl_loader_next(l, &b), 0, "%s", pl_last_error());
-    pl_loader_release(l, b, NULL);
-    pl_loader_destroy(l);
-
-    cudasim_config sc;
-    cudasim_get_config(&sc);
-    sc.concurrent_managed = 0;
-    cr_assert_eq(cudasim_set_config(&sc), 0);
-    l = NULL;
-    cr_assert_eq(pl_loader_create(&c, &l), PL_EINVAL);
-    cr_assert_null(l);
-    cr_assert_not_null(strstr(pl_last_error(),
-                              "config.memory: managed memory needs concurrent "
-                              "managed access, which CUDA device 0 lacks"),
-                       "%s", pl_last_error());
-    c.memory = PL_MEMORY_PINNED;
-    l = create(&c);
-    pl_loader_destroy(l);
     tu_rm_rf(root);
 }

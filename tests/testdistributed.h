@@ -1,13 +1,10 @@
-/* Data parallelism with real processes: pinload-dump forked and exec'd as
- * 2 and 3 concurrent ranks under each launcher's variables (torchrun,
- * SLURM, Open MPI, MPICH/PMI). Each rank's create notice names its rank,
- * world and launcher; the shards are DistributedSampler's (disjoint but for
- * the padding, which repeats the head of the epoch's order); every rank
- * delivers the same number of samples in the same number of batches, over
- * clean data and with bad files under skip and substitute, drop_last on and
- * off. Also: half a launcher's pair is refused naming its variables, and
- * the default worker count under taskset. Runs the binary from
- * $PINLOAD_BUILD (make tools). */
+/* The distributed suites' fixture (tests/system/test_distributed*.c): the
+ * data sets, the launchers' variables, pinload-dump forked and exec'd as
+ * ranks, and a data-parallel job of every rank of one configuration with
+ * its checks (the notice, the shards, equal steps). */
+#ifndef PINLOAD_TESTDISTRIBUTED_H
+#define PINLOAD_TESTDISTRIBUTED_H
+
 #include <fcntl.h>
 #include <sched.h>
 
@@ -43,7 +40,7 @@ static const uint8_t gif_1x1[] = {
     0x01, 0x00, 0x00, 0x00, 0x00, 0x2c, 0x00, 0x00, 0x00, 0x00, 0x01,
     0x00, 0x01, 0x00, 0x00, 0x02, 0x02, 0x44, 0x01, 0x00, 0x3b};
 
-static void make_fixture(fixture *f, int with_bad)
+static inline void make_fixture(fixture *f, int with_bad)
 {
     tu_tmpdir(f->root);
     snprintf(f->data, sizeof f->data, "%s/data", f->root);
@@ -65,7 +62,7 @@ static void make_fixture(fixture *f, int with_bad)
     }
 }
 
-static int is_bad(const fixture *f, const char *path)
+static inline int is_bad(const fixture *f, const char *path)
 {
     for (int i = FILES - f->nbad; i < FILES; i++)
         if (strcmp(f->files[i], path) == 0)
@@ -74,7 +71,7 @@ static int is_bad(const fixture *f, const char *path)
 }
 
 /* The label of data/c<k>/...: the class folders sort as c0, c1, c2. */
-static int label_of(const fixture *f, const char *path)
+static inline int label_of(const fixture *f, const char *path)
 {
     const size_t n = strlen(f->data);
     cr_assert_eq(strncmp(path, f->data, n), 0, "%s is not under %s", path,
@@ -107,13 +104,13 @@ typedef struct envset {
     int n;
 } envset;
 
-static void env_set(envset *e, const char *name, const char *value)
+static inline void env_set(envset *e, const char *name, const char *value)
 {
     cr_assert_lt(e->n, 12);
     snprintf(e->kv[e->n++], sizeof e->kv[0], "%s=%s", name, value);
 }
 
-static void env_set_int(envset *e, const char *name, int value)
+static inline void env_set_int(envset *e, const char *name, int value)
 {
     char v[16];
     snprintf(v, sizeof v, "%d", value);
@@ -123,7 +120,7 @@ static void env_set_int(envset *e, const char *name, int value)
 /* Rank r of w as launcher L says it, all ranks on one node except under
  * SLURM with 3 ranks: SLURM_TASKS_PER_NODE "2(x1),1" puts ranks 0 and 1 on
  * node 0 and rank 2 on node 1. Returns the node's rank count. */
-static int launch_env(envset *e, int L, int r, int w)
+static inline int launch_env(envset *e, int L, int r, int w)
 {
     const launcher *l = &launchers[L];
     env_set_int(e, l->rank, r);
@@ -140,7 +137,7 @@ static int launch_env(envset *e, int L, int r, int w)
 }
 
 /* A variable a launcher may have set for this test process itself. */
-static int launcher_variable(const char *entry)
+static inline int launcher_variable(const char *entry)
 {
     static const char *const exact[] = {
         "RANK=", "WORLD_SIZE=", "LOCAL_RANK=", "LOCAL_WORLD_SIZE="};
@@ -166,7 +163,7 @@ typedef struct proc {
 } proc;
 
 /* p writes to root/name (--out) and its output to root/name.txt. */
-static void proc_init(proc *p, const char *root, const char *name)
+static inline void proc_init(proc *p, const char *root, const char *name)
 {
     memset(p, 0, sizeof *p);
     snprintf(p->out, sizeof p->out, "%s/%s", root, name);
@@ -174,7 +171,7 @@ static void proc_init(proc *p, const char *root, const char *name)
 }
 
 /* taskset's path from $PATH into path; 0 if there is none. */
-static int find_taskset(char *path, size_t cap)
+static inline int find_taskset(char *path, size_t cap)
 {
     const char *env = getenv("PATH");
     char dirs[4096];
@@ -191,8 +188,8 @@ static int find_taskset(char *path, size_t cap)
 /* Starts "[taskset -c cpus] pinload-dump args" without waiting, in an
  * environment built here: this process's, less every launcher variable,
  * plus `set`. */
-static void spawn(proc *p, const envset *set, const char *cpus,
-                  const char *const *args)
+static inline void spawn(proc *p, const envset *set, const char *cpus,
+                         const char *const *args)
 {
     char tool[512], taskset[512];
     snprintf(tool, sizeof tool, "%s/pinload-dump", tu_build_dir());
@@ -238,7 +235,7 @@ static void spawn(proc *p, const envset *set, const char *cpus,
     free(envp);
 }
 
-static void reap(proc *p)
+static inline void reap(proc *p)
 {
     int st;
     pid_t got;
@@ -251,7 +248,8 @@ static void reap(proc *p)
 
 /* The one line of p's output that starts with `prefix`, copied to line;
  * fails if there is not exactly one. */
-static void only_line(const proc *p, const char *prefix, char *line, size_t cap)
+static inline void only_line(const proc *p, const char *prefix, char *line,
+                             size_t cap)
 {
     int found = 0;
     for (const char *s = p->text; *s;) {
@@ -269,7 +267,7 @@ static void only_line(const proc *p, const char *prefix, char *line, size_t cap)
 
 /* ---- the notice's worker clause ---- */
 
-static int cpus_allowed(cpu_set_t *set)
+static inline int cpus_allowed(cpu_set_t *set)
 {
     cr_assert_eq(sched_getaffinity(0, sizeof *set, set), 0);
     return CPU_COUNT(set);
@@ -279,7 +277,7 @@ static int cpus_allowed(cpu_set_t *set)
  * of its node, as the rule goes: the CPUs are divided among the node's
  * ranks, unless the mask is small enough to be this rank's own (allowed x
  * local <= online CPUs); at most the cgroup quota's share; at least one. */
-static void workers_clause(int allowed, int local, char *out, size_t cap)
+static inline void workers_clause(int allowed, int local, char *out, size_t cap)
 {
     const long online = sysconf(_SC_NPROCESSORS_ONLN);
     const int quota = cpus_cgroup_quota("/sys/fs/cgroup");
@@ -300,8 +298,8 @@ static void workers_clause(int allowed, int local, char *out, size_t cap)
 
 /* The notice up to its ring clause (pinned or pageable depends on the
  * memlock limit). `source` is "torchrun (RANK, WORLD_SIZE)" or the like. */
-static void assert_notice(const proc *p, int rank, int world,
-                          const char *source, int allowed, int local)
+static inline void assert_notice(const proc *p, int rank, int world,
+                                 const char *source, int allowed, int local)
 {
     char line[1024], workers[256], want[1024];
     only_line(p, "pinload: backend: ", line, sizeof line);
@@ -314,7 +312,7 @@ static void assert_notice(const proc *p, int rank, int world,
                  "notice:\n  %s\nwanted it to start:\n  %s", line, want);
 }
 
-static void launcher_source(int L, char *out, size_t cap)
+static inline void launcher_source(int L, char *out, size_t cap)
 {
     snprintf(out, cap, "%s (%s, %s)", launchers[L].name, launchers[L].rank,
              launchers[L].world);
@@ -334,7 +332,7 @@ typedef struct job {
     int local[MAX_RANKS]; /* the node's rank count, as each rank is told */
 } job;
 
-static void start_job(job *j)
+static inline void start_job(job *j)
 {
     for (int r = 0; r < j->world; r++) {
         proc *p = &j->ranks[r];
@@ -358,7 +356,8 @@ static void start_job(job *j)
 
 /* Rank r's epoch-0 order of paths, from a loader in this process given
  * rank and world in its config rather than by the environment. */
-static int reference_order(const fixture *fx, int r, int w, char order[][128])
+static inline int reference_order(const fixture *fx, int r, int w,
+                                  char order[][128])
 {
     pl_config c;
     pl_config_default(&c);
@@ -395,7 +394,7 @@ typedef struct delivered {
 } delivered;
 
 /* A sample's PPM is SIZE x SIZE; zeros where it was substituted. */
-static void assert_ppm(const char *dir, int k, int zeros)
+static inline void assert_ppm(const char *dir, int k, int zeros)
 {
     char p[512];
     snprintf(p, sizeof p, "%s/%06d.ppm", dir, k);
@@ -418,8 +417,8 @@ static void assert_ppm(const char *dir, int k, int zeros)
 /* One rank's output against what it should deliver: `samples` positions
  * of its order, bad files passed over (skip: the next good one of its
  * order, wrapping to its start) or delivered as zeros (substitute). */
-static void check_rank(const job *j, int r, char order[][128], int per_rank,
-                       int samples, delivered *got)
+static inline void check_rank(const job *j, int r, char order[][128],
+                              int per_rank, int samples, delivered *got)
 {
     const proc *p = &j->ranks[r];
     const fixture *fx = j->fx;
@@ -488,7 +487,7 @@ static void check_rank(const job *j, int r, char order[][128], int per_rank,
 }
 
 /* How many of the ranks' deliveries are `path`. */
-static int times_delivered(const delivered *d, int w, const char *path)
+static inline int times_delivered(const delivered *d, int w, const char *path)
 {
     int c = 0;
     for (int r = 0; r < w; r++)
@@ -501,7 +500,7 @@ static int times_delivered(const delivered *d, int w, const char *path)
  * files twice, and each padding position the epoch's head again), or under
  * drop_last disjoint shards; under skip every good file at least once and
  * no bad one. */
-static void check_union(const job *j, const delivered *d, int per_rank)
+static inline void check_union(const job *j, const delivered *d, int per_rank)
 {
     const int w = j->world, pad = w * per_rank - FILES;
     int twice = 0, total = 0;
@@ -539,13 +538,13 @@ static void check_union(const job *j, const delivered *d, int per_rank)
         }
 }
 
-static void finish_job(job *j)
+static inline void finish_job(job *j)
 {
     for (int r = 0; r < j->world; r++)
         reap(&j->ranks[r]);
 }
 
-static void check_job(const job *j)
+static inline void check_job(const job *j)
 {
     const int per_rank = (FILES + j->world - 1) / j->world;
     const int batches =
@@ -570,7 +569,7 @@ static void check_job(const job *j)
     check_union(j, d, per_rank);
 }
 
-static void free_job(job *j)
+static inline void free_job(job *j)
 {
     for (int r = 0; r < j->world; r++)
         free(j->ranks[r].text);
@@ -578,7 +577,7 @@ static void free_job(job *j)
 
 /* Every combination of 2 and 3 ranks, drop_last off and on and the given
  * policies, under launcher L, all started before any is waited for. */
-static void run_jobs(int L, int with_bad)
+static inline void run_jobs(int L, int with_bad)
 {
     fixture fx;
     make_fixture(&fx, with_bad);
@@ -605,262 +604,4 @@ static void run_jobs(int L, int with_bad)
     tu_rm_rf(fx.root);
 }
 
-/* ---- clean data: the padded epoch, split ---- */
-
-Test(distributed, torchrun_ranks_split_the_padded_epoch, .timeout = TIMEOUT)
-{
-    run_jobs(TORCHRUN, 0);
-}
-
-Test(distributed, slurm_ranks_split_the_padded_epoch, .timeout = TIMEOUT)
-{
-    run_jobs(SLURM, 0);
-}
-
-Test(distributed, open_mpi_ranks_split_the_padded_epoch, .timeout = TIMEOUT)
-{
-    run_jobs(OPEN_MPI, 0);
-}
-
-Test(distributed, mpich_ranks_split_the_padded_epoch, .timeout = TIMEOUT)
-{
-    run_jobs(MPICH, 0);
-}
-
-/* ---- bad files: equal steps under skip and substitute ---- */
-
-Test(distributed, torchrun_ranks_take_equal_steps_over_bad_files,
-     .timeout = TIMEOUT)
-{
-    run_jobs(TORCHRUN, 1);
-}
-
-Test(distributed, slurm_ranks_take_equal_steps_over_bad_files,
-     .timeout = TIMEOUT)
-{
-    run_jobs(SLURM, 1);
-}
-
-Test(distributed, open_mpi_ranks_take_equal_steps_over_bad_files,
-     .timeout = TIMEOUT)
-{
-    run_jobs(OPEN_MPI, 1);
-}
-
-Test(distributed, mpich_ranks_take_equal_steps_over_bad_files,
-     .timeout = TIMEOUT)
-{
-    run_jobs(MPICH, 1);
-}
-
-/* ---- refusals ---- */
-
-/* Half of each launcher's pair, or a rank outside the world, or a value
- * that is no count: pinload-dump exits 1 before writing anything, with
- * one line naming the variables. */
-Test(distributed, half_a_pair_or_a_rank_outside_the_world_is_refused,
-     .timeout = TIMEOUT)
-{
-    fixture fx;
-    make_fixture(&fx, 0);
-    enum { CASES = 4 };
-    proc procs[4][CASES];
-    char want[4][CASES][256];
-    for (int L = 0; L < 4; L++) {
-        const launcher *l = &launchers[L];
-        char src[128];
-        launcher_source(L, src, sizeof src);
-        for (int c = 0; c < CASES; c++) {
-            envset e = {.n = 0};
-            char *w = want[L][c];
-            if (c == 0) {
-                env_set(&e, l->rank, "0");
-                snprintf(w, 256,
-                         "pinload-dump: pl_loader_create: config.world_size: "
-                         "the environment sets %s but not %s (%s's pair): "
-                         "set both, or neither",
-                         l->rank, l->world, l->name);
-            } else if (c == 1) {
-                env_set(&e, l->world, "2");
-                snprintf(w, 256,
-                         "pinload-dump: pl_loader_create: config.rank: the "
-                         "environment sets %s but not %s (%s's pair): set "
-                         "both, or neither",
-                         l->world, l->rank, l->name);
-            } else if (c == 2) {
-                env_set(&e, l->rank, "2");
-                env_set(&e, l->world, "2");
-                snprintf(w, 256,
-                         "pinload-dump: pl_loader_create: config.rank: 2 is "
-                         "not below world_size 2 (from %s)",
-                         src);
-            } else {
-                env_set(&e, l->rank, "one");
-                env_set(&e, l->world, "2");
-                snprintf(w, 256,
-                         "pinload-dump: pl_loader_create: config.rank: "
-                         "environment variable %s=\"one\" is not a valid "
-                         "count",
-                         l->rank);
-            }
-            strcat(w, "\n"); /* the whole of its output */
-            proc *p = &procs[L][c];
-            char name[64];
-            snprintf(name, sizeof name, "refused-%d-%d", L, c);
-            proc_init(p, fx.root, name);
-            const char *args[] = {"--data",   fx.data,  "--out",
-                                  p->out,     "--size", STR(SIZE),
-                                  "--device", "host",   NULL};
-            spawn(p, &e, NULL, args);
-        }
-    }
-    for (int L = 0; L < 4; L++)
-        for (int c = 0; c < CASES; c++) {
-            proc *p = &procs[L][c];
-            reap(p);
-            cr_assert_eq(p->status, 1, "%s case %d: exit %d:\n%s",
-                         launchers[L].name, c, p->status, p->text);
-            cr_assert_str_eq(p->text, want[L][c], "%s case %d",
-                             launchers[L].name, c);
-            cr_assert_eq(tu_count_ppms(p->out), 0);
-            char tsv[256];
-            snprintf(tsv, sizeof tsv, "%s/index.tsv", p->out);
-            cr_assert_neq(access(tsv, F_OK), 0, "%s was written", tsv);
-            free(p->text);
-        }
-    tu_rm_rf(fx.root);
-}
-
-/* torchrun's variables before SLURM's, SLURM's before Open MPI's, Open
- * MPI's before MPICH's: with several launchers' set, the first one's rank
- * and world shard the data. */
-Test(distributed, the_first_launcher_in_order_wins_when_several_are_set,
-     .timeout = TIMEOUT)
-{
-    fixture fx;
-    make_fixture(&fx, 0);
-    static const int rank[4] = {1, 2, 3, 4}, world[4] = {2, 3, 4, 5};
-    proc procs[4];
-    for (int first = 0; first < 4; first++) {
-        envset e = {.n = 0};
-        for (int L = first; L < 4; L++) {
-            env_set_int(&e, launchers[L].rank, rank[L]);
-            env_set_int(&e, launchers[L].world, world[L]);
-        }
-        proc *p = &procs[first];
-        char name[64];
-        snprintf(name, sizeof name, "first-%d", first);
-        proc_init(p, fx.root, name);
-        const char *args[] = {"--data",   fx.data,   "--out",   p->out,
-                              "--size",   STR(SIZE), "--batch", STR(BATCH),
-                              "--device", "host",    NULL};
-        spawn(p, &e, NULL, args);
-    }
-    cpu_set_t set;
-    const int allowed = cpus_allowed(&set);
-    for (int first = 0; first < 4; first++) {
-        proc *p = &procs[first];
-        reap(p);
-        cr_assert_eq(p->status, 0, "%s", p->text);
-        char src[128];
-        launcher_source(first, src, sizeof src);
-        assert_notice(p, rank[first], world[first], src, allowed, 1);
-        char order[MAX_PER_RANK][128];
-        const int n = reference_order(&fx, rank[first], world[first], order);
-        cr_assert_eq(tu_count_ppms(p->out), n);
-        int rows;
-        tu_row *r = tu_read_index(p->out, &rows);
-        cr_assert_eq(rows, n);
-        for (int k = 0; k < n; k++)
-            cr_assert_str_eq(r[k].path, order[k], "%s: position %d",
-                             launchers[first].name, k);
-        free(r);
-        free(p->text);
-    }
-    tu_rm_rf(fx.root);
-}
-
-/* ---- the default worker count ---- */
-
-/* The n-th CPU this process may run on. */
-static int nth_allowed_cpu(int n)
-{
-    cpu_set_t set;
-    cpus_allowed(&set);
-    for (int c = 0; c < CPU_SETSIZE; c++)
-        if (CPU_ISSET(c, &set) && n-- == 0)
-            return c;
-    return -1;
-}
-
-#define TASKSET_OR_SKIP()                                                      \
-    do {                                                                       \
-        char ts_[512];                                                         \
-        if (!find_taskset(ts_, sizeof ts_))                                    \
-            cr_skip_test("taskset (util-linux) is not installed");             \
-    } while (0)
-
-/* `taskset -c C pinload-dump` with no launcher: one CPU, one worker. */
-Test(distributed, taskset_to_one_cpu_gives_one_worker_by_default,
-     .timeout = TIMEOUT)
-{
-    TASKSET_OR_SKIP();
-    fixture fx;
-    make_fixture(&fx, 0);
-    char cpu[16];
-    snprintf(cpu, sizeof cpu, "%d", nth_allowed_cpu(0));
-    proc p;
-    proc_init(&p, fx.root, "one-cpu");
-    const envset none = {.n = 0};
-    const char *args[] = {"--data",  fx.data,    "--out", p.out, "--size",
-                          STR(SIZE), "--device", "host",  NULL};
-    spawn(&p, &none, cpu, args);
-    reap(&p);
-    cr_assert_eq(p.status, 0, "%s", p.text);
-    assert_notice(&p, 0, 1, "defaults (no launcher variables)", 1, 1);
-    char line[1024];
-    only_line(&p, "pinload: backend: ", line, sizeof line);
-    cr_assert_not_null(strstr(line, "; 1 worker (1 CPUs allowed"), "%s", line);
-    cr_assert_eq(tu_count_ppms(p.out), FILES);
-    free(p.text);
-    tu_rm_rf(fx.root);
-}
-
-/* Two ranks of one node (LOCAL_WORLD_SIZE=2) on the same 2-CPU mask share
- * it: a worker each, unless the machine has CPUs enough for the mask to be
- * each rank's own (4 or more online), then the mask's two. Their shards are
- * the padded epoch as ever. */
-Test(distributed, two_local_ranks_on_a_two_cpu_mask_share_it,
-     .timeout = TIMEOUT)
-{
-    TASKSET_OR_SKIP();
-    const int a = nth_allowed_cpu(0), b = nth_allowed_cpu(1);
-    if (b < 0)
-        cr_skip_test("needs two allowed CPUs");
-    fixture fx;
-    make_fixture(&fx, 0);
-    char cpus[32];
-    snprintf(cpus, sizeof cpus, "%d,%d", a, b);
-    job j = {.launcher = TORCHRUN,
-             .world = 2,
-             .policy = CLEAN,
-             .cpus = cpus,
-             .allowed = 2,
-             .fx = &fx};
-    start_job(&j);
-    finish_job(&j);
-    check_job(&j);
-    const int share = sysconf(_SC_NPROCESSORS_ONLN) >= 4 ? 2 : 1;
-    const int quota = cpus_cgroup_quota("/sys/fs/cgroup");
-    const int want = quota > 0 && quota / 2 < share ? quota / 2 : share;
-    for (int r = 0; r < 2; r++) {
-        char line[1024], clause[96];
-        only_line(&j.ranks[r], "pinload: backend: ", line, sizeof line);
-        snprintf(clause, sizeof clause, "; %d worker%s (2 CPUs allowed",
-                 want < 1 ? 1 : want, want > 1 ? "s" : "");
-        cr_assert_not_null(strstr(line, clause), "%s", line);
-        cr_assert_not_null(strstr(line, ", 2 local ranks"), "%s", line);
-    }
-    free_job(&j);
-    tu_rm_rf(fx.root);
-}
+#endif

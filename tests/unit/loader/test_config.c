@@ -25,10 +25,14 @@ static pl_config valid_config(void)
     return c;
 }
 
+/* "row <name>: " while the table of rejections runs, so that a failure
+ * names its row; empty otherwise. */
+static const char *row_label = "";
+
 static void assert_starts_with(const char *s, const char *prefix)
 {
     cr_assert(strncmp(s, prefix, strlen(prefix)) == 0,
-              "\"%s\" does not start with \"%s\"", s, prefix);
+              "%s\"%s\" does not start with \"%s\"", row_label, s, prefix);
 }
 
 /* config_resolve and pl_loader_create both reject c with PL_EINVAL and a
@@ -42,18 +46,28 @@ static void expect_rejected(const pl_config *c, const char *field,
 
     err_clear();
     config_resolved r;
-    cr_assert_eq(config_resolve(c, &r), PL_EINVAL, "config.%s accepted", field);
+    cr_assert_eq(config_resolve(c, &r), PL_EINVAL, "%sconfig.%s accepted",
+                 row_label, field);
     assert_starts_with(pl_last_error(), prefix);
     if (also)
         cr_assert_not_null(strstr(pl_last_error(), also),
-                           "\"%s\" does not mention \"%s\"", pl_last_error(),
-                           also);
+                           "%s\"%s\" does not mention \"%s\"", row_label,
+                           pl_last_error(), also);
 
     err_clear();
     pl_loader *l = (pl_loader *)&r; /* not NULL, so that the reset shows */
-    cr_assert_eq(pl_loader_create(c, &l), PL_EINVAL);
-    cr_assert_null(l, "*out is NULL after a failed create");
+    cr_assert_eq(pl_loader_create(c, &l), PL_EINVAL,
+                 "%spl_loader_create accepted config.%s", row_label, field);
+    cr_assert_null(l, "%s*out is NULL after a failed create", row_label);
     assert_starts_with(pl_last_error(), prefix);
+}
+
+/* config_resolve must accept c; its result. */
+static config_resolved resolve_ok(const pl_config *c)
+{
+    config_resolved r;
+    cr_assert_eq(config_resolve(c, &r), 0, "%s", pl_last_error());
+    return r;
 }
 
 static void expect_accepted(const pl_config *c, const char *what)
@@ -125,8 +139,7 @@ Test(config, defaults_with_data_resolve)
     pl_config c;
     pl_config_default(&c);
     c.data = "train";
-    config_resolved r;
-    cr_assert_eq(config_resolve(&c, &r), 0, "%s", pl_last_error());
+    config_resolved r = resolve_ok(&c);
     cr_assert_eq(r.rank, 0);
     cr_assert_eq(r.world, 1);
     cr_assert_gt(r.num_workers, 0);
@@ -141,200 +154,88 @@ Test(config, defaults_with_data_resolve)
 
 /* ---- rejected values ----------------------------------------------------- */
 
-Test(config, rejects_missing_data)
-{
-    pl_config c = valid_config();
-    c.data = NULL;
-    expect_rejected(&c, "data", "required");
-    c.data = "";
-    expect_rejected(&c, "data", "required");
-}
+/* Every rejection, one row each: how valid_config() is spoilt, the field
+ * the detail must name and what else it must hold (NULL: nothing). The
+ * rows keep the order, the values and the expectations of the tests they
+ * replaced (rejects_missing_data ... rejects_zero_limits), one row per
+ * spoilt config. pl_augment has no negative enumerator, so GCC makes it
+ * unsigned and -1 would be printed as 4294967295: that row checks no
+ * value. */
+#define REJECTIONS(X)                                                          \
+    X(missing_data_null, c->data = NULL, "data", "required")                   \
+    X(missing_data_empty, c->data = "", "data", "required")                    \
+    X(batch_size_zero, c->batch_size = 0, "batch_size", "0")                   \
+    X(batch_size_negative, c->batch_size = -64, "batch_size", "-64")           \
+    X(width_zero, c->width = 0, "width", NULL)                                 \
+    X(negative_height, c->height = -1, "height", "-1")                         \
+    X(unknown_format, c->format = (pl_format)7, "format", "7")                 \
+    X(augment_minus_one, c->augment = (pl_augment)-1, "augment", NULL)         \
+    X(unknown_augment, c->augment = (pl_augment)3, "augment", "3")             \
+    X(zero_std, c->std[1] = 0.0f, "std", "std[1]")                             \
+    X(negative_std, c->std[2] = -0.5f, "std", "std[2]")                        \
+    X(infinite_std, c->std[0] = INFINITY, "std", "std[0]")                     \
+    X(nan_std, c->std[0] = NAN, "std", "std[0]")                               \
+    X(nan_mean, c->mean[0] = NAN, "mean", "mean[0]")                           \
+    X(infinite_mean, c->mean[2] = -INFINITY, "mean", "mean[2]")                \
+    X(shuffle_two, c->shuffle = 2, "shuffle", "2")                             \
+    X(shuffle_negative, c->shuffle = -1, "shuffle", "-1")                      \
+    X(drop_last_two, c->drop_last = 2, "drop_last", "2")                       \
+    X(negative_first_epoch, c->first_epoch = -1, "first_epoch", "-1")          \
+    X(unknown_shard_mode, c->shard_mode = (pl_shard_mode)2, "shard_mode", "2") \
+    X(rank_above_world, (c->rank = 5, c->world_size = 2), "rank", "5")         \
+    X(rank_equal_to_world, (c->rank = 2, c->world_size = 2), "rank", "2")      \
+    X(rank_negative_not_from_env, (c->rank = -2, c->world_size = 2), "rank",   \
+      "-2")                                                                    \
+    X(world_size_zero, c->world_size = 0, "world_size", "0")                   \
+    X(world_size_negative, c->world_size = -2, "world_size", "-2")             \
+    X(negative_num_workers, c->num_workers = -1, "num_workers", "-1")          \
+    X(prefetch_zero, c->prefetch = 0, "prefetch", "0")                         \
+    X(unknown_memory, c->memory = (pl_memory)9, "memory", "9")                 \
+    X(device_below_host, c->device = -4, "device", "-4")                       \
+    X(device_buffers_zero, c->device_buffers = 0, "device_buffers", "0")       \
+    X(keep_host_two, c->keep_host = 2, "keep_host", "2")                       \
+    X(strict_negative, c->strict = -1, "strict", "-1")                         \
+    X(unknown_on_error, c->on_error = (pl_on_error)3, "on_error", "3")         \
+    X(max_pixels_zero, c->max_pixels = 0, "max_pixels", NULL)                  \
+    X(max_file_bytes_zero, c->max_file_bytes = 0, "max_file_bytes", NULL)      \
+    X(max_width_zero, c->max_width = 0, "max_width", "0")                      \
+    X(max_height_negative, c->max_height = -1, "max_height", "-1")
 
-Test(config, rejects_batch_size_zero)
-{
-    pl_config c = valid_config();
-    c.batch_size = 0;
-    expect_rejected(&c, "batch_size", "0");
-    c.batch_size = -64;
-    expect_rejected(&c, "batch_size", "-64");
-}
+#define SPOIL_FN(name, spoil, field, also)                                     \
+    static void spoil_##name(pl_config *c)                                     \
+    {                                                                          \
+        spoil;                                                                 \
+    }
+REJECTIONS(SPOIL_FN)
 
-Test(config, rejects_width_zero)
-{
-    pl_config c = valid_config();
-    c.width = 0;
-    expect_rejected(&c, "width", NULL);
-}
+typedef struct rejection {
+    const char *name;
+    void (*spoil)(pl_config *c);
+    const char *field; /* named in "config.<field>: " */
+    const char *also;  /* also in the detail, or NULL */
+} rejection;
 
-Test(config, rejects_negative_height)
-{
-    pl_config c = valid_config();
-    c.height = -1;
-    expect_rejected(&c, "height", "-1");
-}
+#define REJECTION_ROW(name, spoil, field, also)                                \
+    {#name, spoil_##name, field, also},
+static const rejection rejections[] = {REJECTIONS(REJECTION_ROW)};
 
-Test(config, rejects_unknown_format)
+/* Each row: config_resolve and pl_loader_create both return PL_EINVAL,
+ * and the detail names the field (expect_rejected); a failure names the
+ * row. */
+Test(config, rejects_every_bad_value_naming_the_field)
 {
-    pl_config c = valid_config();
-    c.format = (pl_format)7;
-    expect_rejected(&c, "format", "7");
-}
-
-Test(config, rejects_unknown_augment)
-{
-    pl_config c = valid_config();
-    /* No value check in the detail here: pl_augment has no negative
-     * enumerator, so GCC makes it unsigned and -1 is printed as
-     * 4294967295. */
-    c.augment = (pl_augment)-1;
-    expect_rejected(&c, "augment", NULL);
-    c.augment = (pl_augment)3;
-    expect_rejected(&c, "augment", "3");
-}
-
-Test(config, rejects_zero_negative_or_infinite_std)
-{
-    pl_config c = valid_config();
-    c.std[1] = 0.0f;
-    expect_rejected(&c, "std", "std[1]");
-    c = valid_config();
-    c.std[2] = -0.5f;
-    expect_rejected(&c, "std", "std[2]");
-    c = valid_config();
-    c.std[0] = INFINITY;
-    expect_rejected(&c, "std", "std[0]");
-    c = valid_config();
-    c.std[0] = NAN;
-    expect_rejected(&c, "std", "std[0]");
-}
-
-Test(config, rejects_non_finite_mean)
-{
-    pl_config c = valid_config();
-    c.mean[0] = NAN;
-    expect_rejected(&c, "mean", "mean[0]");
-    c = valid_config();
-    c.mean[2] = -INFINITY;
-    expect_rejected(&c, "mean", "mean[2]");
-}
-
-Test(config, rejects_shuffle_other_than_0_or_1)
-{
-    pl_config c = valid_config();
-    c.shuffle = 2;
-    expect_rejected(&c, "shuffle", "2");
-    c.shuffle = -1;
-    expect_rejected(&c, "shuffle", "-1");
-}
-
-Test(config, rejects_drop_last_other_than_0_or_1)
-{
-    pl_config c = valid_config();
-    c.drop_last = 2;
-    expect_rejected(&c, "drop_last", "2");
-}
-
-Test(config, rejects_negative_first_epoch)
-{
-    pl_config c = valid_config();
-    c.first_epoch = -1;
-    expect_rejected(&c, "first_epoch", "-1");
-}
-
-Test(config, rejects_unknown_shard_mode)
-{
-    pl_config c = valid_config();
-    c.shard_mode = (pl_shard_mode)2;
-    expect_rejected(&c, "shard_mode", "2");
-}
-
-Test(config, rejects_rank_not_below_world_size)
-{
-    pl_config c = valid_config();
-    c.rank = 5;
-    c.world_size = 2;
-    expect_rejected(&c, "rank", "5");
-    c.rank = 2;
-    expect_rejected(&c, "rank", "2");
-    c.rank = -2; /* negative, and not PL_FROM_ENV */
-    expect_rejected(&c, "rank", "-2");
-}
-
-Test(config, rejects_world_size_zero)
-{
-    pl_config c = valid_config();
-    c.world_size = 0;
-    expect_rejected(&c, "world_size", "0");
-    c.world_size = -2;
-    expect_rejected(&c, "world_size", "-2");
-}
-
-Test(config, rejects_negative_num_workers)
-{
-    pl_config c = valid_config();
-    c.num_workers = -1;
-    expect_rejected(&c, "num_workers", "-1");
-}
-
-Test(config, rejects_prefetch_zero)
-{
-    pl_config c = valid_config();
-    c.prefetch = 0;
-    expect_rejected(&c, "prefetch", "0");
-}
-
-Test(config, rejects_unknown_memory)
-{
-    pl_config c = valid_config();
-    c.memory = (pl_memory)9;
-    expect_rejected(&c, "memory", "9");
-}
-
-Test(config, rejects_device_below_host)
-{
-    pl_config c = valid_config();
-    c.device = -4;
-    expect_rejected(&c, "device", "-4");
-}
-
-Test(config, rejects_device_buffers_zero)
-{
-    pl_config c = valid_config();
-    c.device_buffers = 0;
-    expect_rejected(&c, "device_buffers", "0");
-}
-
-Test(config, rejects_keep_host_and_strict_other_than_0_or_1)
-{
-    pl_config c = valid_config();
-    c.keep_host = 2;
-    expect_rejected(&c, "keep_host", "2");
-    c = valid_config();
-    c.strict = -1;
-    expect_rejected(&c, "strict", "-1");
-}
-
-Test(config, rejects_unknown_on_error)
-{
-    pl_config c = valid_config();
-    c.on_error = (pl_on_error)3;
-    expect_rejected(&c, "on_error", "3");
-}
-
-Test(config, rejects_zero_limits)
-{
-    pl_config c = valid_config();
-    c.max_pixels = 0;
-    expect_rejected(&c, "max_pixels", NULL);
-    c = valid_config();
-    c.max_file_bytes = 0;
-    expect_rejected(&c, "max_file_bytes", NULL);
-    c = valid_config();
-    c.max_width = 0;
-    expect_rejected(&c, "max_width", "0");
-    c = valid_config();
-    c.max_height = -1;
-    expect_rejected(&c, "max_height", "-1");
+    const size_t n = sizeof rejections / sizeof rejections[0];
+    cr_assert_eq(n, 37, "the rows of the 22 rejects_* tests it replaced");
+    for (size_t i = 0; i < n; i++) {
+        const rejection *row = &rejections[i];
+        char label[96];
+        snprintf(label, sizeof label, "row %zu (%s): ", i, row->name);
+        row_label = label;
+        pl_config c = valid_config();
+        row->spoil(&c);
+        expect_rejected(&c, row->field, row->also);
+    }
+    row_label = "";
 }
 
 Test(config, accepts_the_smallest_valid_values)
@@ -400,8 +301,7 @@ Test(config, rank_and_world_come_from_the_environment)
     pl_config c = valid_config();
     c.rank = PL_FROM_ENV;
     c.world_size = PL_FROM_ENV;
-    config_resolved r;
-    cr_assert_eq(config_resolve(&c, &r), 0, "%s", pl_last_error());
+    config_resolved r = resolve_ok(&c);
     cr_assert_eq(r.rank, 3);
     cr_assert_eq(r.world, 8);
     /* The config itself is left as the caller set it. */
@@ -416,8 +316,7 @@ Test(config, unset_environment_means_rank_0_of_1)
     pl_config c = valid_config();
     c.rank = PL_FROM_ENV;
     c.world_size = PL_FROM_ENV;
-    config_resolved r;
-    cr_assert_eq(config_resolve(&c, &r), 0, "%s", pl_last_error());
+    config_resolved r = resolve_ok(&c);
     cr_assert_eq(r.rank, 0);
     cr_assert_eq(r.world, 1);
 }
@@ -429,8 +328,7 @@ Test(config, explicit_rank_and_world_ignore_the_environment)
     pl_config c = valid_config();
     c.rank = 1;
     c.world_size = 4;
-    config_resolved r;
-    cr_assert_eq(config_resolve(&c, &r), 0, "%s", pl_last_error());
+    config_resolved r = resolve_ok(&c);
     cr_assert_eq(r.rank, 1);
     cr_assert_eq(r.world, 4);
 }
@@ -442,8 +340,7 @@ Test(config, env_and_explicit_values_mix_per_field)
     pl_config c = valid_config();
     c.rank = PL_FROM_ENV;
     c.world_size = 3;
-    config_resolved r;
-    cr_assert_eq(config_resolve(&c, &r), 0, "%s", pl_last_error());
+    config_resolved r = resolve_ok(&c);
     cr_assert_eq(r.rank, 2);
     cr_assert_eq(r.world, 3);
 
@@ -524,8 +421,7 @@ static void resolve_with(const family_case *f)
     pl_config c = valid_config();
     c.rank = PL_FROM_ENV;
     c.world_size = PL_FROM_ENV;
-    config_resolved r;
-    cr_assert_eq(config_resolve(&c, &r), 0, "%s", pl_last_error());
+    config_resolved r = resolve_ok(&c);
     cr_assert_eq(r.rank, f->rank, "%s", f->source);
     cr_assert_eq(r.world, f->world, "%s", f->source);
     cr_assert_eq(r.local_rank, f->local_rank, "%s", f->source);
@@ -648,8 +544,7 @@ Test(config, zero_workers_means_the_cpus_this_process_may_use)
 {
     pl_config c = valid_config();
     c.num_workers = 0;
-    config_resolved r;
-    cr_assert_eq(config_resolve(&c, &r), 0, "%s", pl_last_error());
+    config_resolved r = resolve_ok(&c);
     const int quota = cpus_cgroup_quota("/sys/fs/cgroup");
     const int n = cpus_allowed();
     cr_assert_eq(r.num_workers, quota > 0 && quota < n ? quota : n, "%s",
@@ -668,8 +563,7 @@ Test(config, one_allowed_cpu_gives_one_worker)
     CPU_SET(0, &one);
     cr_assert_eq(sched_setaffinity(0, sizeof one, &one), 0);
     pl_config c = valid_config();
-    config_resolved r;
-    cr_assert_eq(config_resolve(&c, &r), 0, "%s", pl_last_error());
+    config_resolved r = resolve_ok(&c);
     cr_assert_eq(r.num_workers, 1, "%s", r.workers_why);
     cr_assert_not_null(strstr(r.workers_why, "1 CPUs allowed"), "%s",
                        r.workers_why);
@@ -689,8 +583,7 @@ Test(config, default_workers_share_the_cpus_among_the_nodes_ranks)
     pl_config c = valid_config();
     c.rank = PL_FROM_ENV;
     c.world_size = PL_FROM_ENV;
-    config_resolved r;
-    cr_assert_eq(config_resolve(&c, &r), 0, "%s", pl_last_error());
+    config_resolved r = resolve_ok(&c);
     const int quota = cpus_cgroup_quota("/sys/fs/cgroup");
     const int share = (quota > 0 && quota < online ? quota : (int)online) / 2;
     cr_assert_eq(r.num_workers, share < 1 ? 1 : share, "%s", r.workers_why);

@@ -12,17 +12,16 @@
 #include "testloader.h"
 #include "testutil.h"
 
-/* "TOOL ARGS" run by the shell in dir, bounded to 60 s; its exit status
- * (124 on the bound), stderr in *err (malloc'd). */
-static int tool(const char *dir, const char *name, const char *args,
-                char **err)
+/* "TOOL ARGS" run by the shell in dir, bounded to 20 s (then killed); its exit
+ * status (124 on the bound), stderr in *err (malloc'd). */
+static int tool(const char *dir, const char *name, const char *args, char **err)
 {
     char cmd[8192], errf[128], build[4096];
     cr_assert_not_null(realpath(tu_build_dir(), build), "%s", tu_build_dir());
     snprintf(errf, sizeof errf, "%s.err", dir);
     snprintf(cmd, sizeof cmd,
-             "cd '%s' && timeout 60 '%s/%s' %s >/dev/null 2>'%s'", dir, build,
-             name, args, errf);
+             "cd '%s' && timeout -k 5 20 '%s/%s' %s >/dev/null 2>'%s'", dir,
+             build, name, args, errf);
     const int st = system(cmd);
     *err = tu_slurp(errf);
     unlink(errf);
@@ -31,8 +30,7 @@ static int tool(const char *dir, const char *name, const char *args,
 
 static void expect_in(const char *text, const char *needle)
 {
-    cr_assert_not_null(strstr(text, needle), "no \"%s\" in:\n%s", needle,
-                       text);
+    cr_assert_not_null(strstr(text, needle), "no \"%s\" in:\n%s", needle, text);
 }
 
 static int exists(const char *path)
@@ -176,8 +174,8 @@ Test(tool_paths, dump_into_a_used_out_leaves_nothing_stale, .timeout = 60)
     pl_config c;
     fx_flat(data, &c, 9);
     snprintf(args, sizeof args,
-             "--data %s --out %s/o --device host --size 8 --augment eval",
-             data, dir);
+             "--data %s --out %s/o --device host --size 8 --augment eval", data,
+             dir);
     cr_assert_eq(tool(dir, "pinload-dump", args, &err), 0, "%s", err);
     free(err);
     snprintf(p, sizeof p, "%s/o", dir);
