@@ -157,10 +157,6 @@ TEST_DIRS := tests/unit/common tests/unit/workers tests/unit/input \
              tests/unit/device tests/unit/loader tests/loader tests/tools \
              tests/system
 vpath test_%.c $(TEST_DIRS)
-# A build made before the suites moved has their old paths
-# (tests/test_x.c) in its .d files: they need no rule.
-tests/test_%.c: ;
-tests/stress.c: ;
 ALL_TEST_SRC := $(foreach d,$(TEST_DIRS),$(wildcard $(d)/test_*.c))
 test_bin = $(addprefix $(BUILD)/tests/,$(sort $(basename $(notdir $(1)))))
 # The suites of the CUDA backend and the simulator (tests/unit/device) and
@@ -199,6 +195,10 @@ DEPS_MODE ?= check
         print-build print-libs test-python test-gpu-session \
         format deps deps-test deps-check FORCE
 all: lib tools samples examples
+# A build made before the suites moved has their old paths
+# (tests/test_x.c) in its .d files: they need no rule.
+tests/test_%.c: ;
+tests/stress.c: ;
 
 lib: $(BUILD)/libpinload.a $(BUILD)/libpinload.so $(BUILD)/pinload.pc \
      $(BUILD)/pinload-static.pc
