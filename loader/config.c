@@ -185,23 +185,45 @@ static int check_pipeline(const pl_config *c)
     return 0;
 }
 
+/* Rank and world size come as a pair: both from the config, or both from
+ * the launcher's environment. Half of each would give a rank of another
+ * job's world ("rank 0 of 4" on every process of a job the environment
+ * does not describe), so one explicit and one PL_FROM_ENV is refused,
+ * naming both fields and where each would have come from. */
 static int resolve_ranks(const pl_config *cfg, config_resolved *out)
 {
-    out->rank = cfg->rank == PL_FROM_ENV ? 0 : cfg->rank;
-    out->world = cfg->world_size == PL_FROM_ENV ? 1 : cfg->world_size;
+    const int rank_env = cfg->rank == PL_FROM_ENV;
+    const int world_env = cfg->world_size == PL_FROM_ENV;
+    out->rank = rank_env ? 0 : cfg->rank;
+    out->world = world_env ? 1 : cfg->world_size;
     out->local_rank = 0;
     out->local_world = 1;
     snprintf(out->rank_source, sizeof out->rank_source, "config");
-    if (cfg->rank == PL_FROM_ENV || cfg->world_size == PL_FROM_ENV) {
+    if (rank_env || world_env) {
         launch env;
         const int rc = launcher_read(&env);
         if (rc < 0)
             return rc;
+        if (rank_env != world_env) {
+            char from_env[128];
+            if (env.found)
+                snprintf(from_env, sizeof from_env, "%d from %s",
+                         rank_env ? env.rank : env.world, env.source);
+            else
+                snprintf(from_env, sizeof from_env,
+                         "%d by default: no launcher variables are set",
+                         rank_env ? 0 : 1);
+            return err_set(PL_EINVAL,
+                           "pl_loader_create: config.rank and "
+                           "config.world_size: %s is %d in the config, but "
+                           "%s is PL_FROM_ENV (%s): set both, or neither",
+                           rank_env ? "world_size" : "rank",
+                           rank_env ? cfg->world_size : cfg->rank,
+                           rank_env ? "rank" : "world_size", from_env);
+        }
         if (env.found) {
-            if (cfg->rank == PL_FROM_ENV)
-                out->rank = env.rank;
-            if (cfg->world_size == PL_FROM_ENV)
-                out->world = env.world;
+            out->rank = env.rank;
+            out->world = env.world;
             out->local_rank = env.local_rank;
             out->local_world = env.local_world;
         }

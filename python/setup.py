@@ -57,6 +57,10 @@ class BuildExt(build_ext):
             # runtime's, in a CUDA=sim build) are relative to the root.
             ext.extra_link_args += [a if a.startswith("-")
                                     else os.path.join(ROOT, a) for a in libs]
+        # Linked with the CUDA runtime (or the simulated one): the extension
+        # may ask it which device the calling thread is on.
+        if any("cudart" in f or "cudasim" in f for f in ext.extra_link_args):
+            ext.define_macros.append(("PINLOAD_PY_CUDA", "1"))
         # Always compile and link again: setuptools only looks at the
         # extension's own sources, not at the library linked into it, and
         # would keep an extension built against an older libpinload.a.

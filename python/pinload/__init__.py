@@ -301,11 +301,23 @@ class Loader:
             cfg["device"] = _device(device)
         for k, v in (("mean", mean), ("std", std)):
             if v is not None:
-                cfg[k] = tuple(float(x) for x in v)
+                try:
+                    t = tuple(float(x) for x in v)
+                except (TypeError, ValueError):
+                    t = ()
+                if len(t) != 3 or isinstance(v, (str, bytes)):
+                    raise ValueError("%s: expected 3 numbers (one per "
+                                     "channel), got %r" % (k, v))
+                cfg[k] = t
         if (rank is None) != (world_size is None):
             raise ValueError("rank and world_size: give both, or neither "
                              "(then the launcher's are used)")
         if rank is not None:
+            for k, v, lo in (("rank", rank, 0), ("world_size", world_size, 1)):
+                if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+                    raise ValueError("%s: expected an integer >= %d, got %r "
+                                     "(None takes it from the launcher)"
+                                     % (k, lo, v))
             cfg["rank"], cfg["world_size"] = rank, world_size
         if resume is not None:
             cfg["resume"] = _state_bytes(resume)

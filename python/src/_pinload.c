@@ -20,6 +20,7 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <time.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -439,6 +440,111 @@ static PyObject *info_dict(const pl_info *in, PyObject *backend_name)
         "backend_name", backend_name, "gpu_normalize", in->gpu_normalize);
 }
 
+/* pl_loader_create on a thread of its own, so that Ctrl-C reaches Python
+ * while a large dataset is listed: the caller's thread waits in slices of
+ * 100 ms and checks for signals between them. Interrupted, it leaves: the
+ * job goes on to its end, then destroys the loader and frees itself (it
+ * owns copies of everything create reads, and the log queue). */
+#ifdef PINLOAD_PY_CUDA
+/* The CUDA runtime the library links, declared here so that the extension
+ * needs no CUDA header (cudaError_t is an int-sized enum, 0 success). */
+extern int cudaGetDevice(int *device);
+extern int cudaSetDevice(int device);
+#endif
+
+typedef struct create_job {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pl_config cfg;
+    pl_state state;
+    char *data;
+    logq *q;
+    pl_loader *l;
+    int rc, done, abandoned;
+    /* PL_DEVICE_AUTO means the calling thread's current CUDA device
+     * (torch.cuda.set_device's): the create thread is put on it first. */
+    int cuda_device;
+    char err[1024]; /* pl_last_error() of the create thread */
+} create_job;
+
+static void create_job_free(create_job *j)
+{
+    pthread_mutex_destroy(&j->mu);
+    pthread_cond_destroy(&j->cv);
+    free(j->data);
+    free(j);
+}
+
+static void *create_main(void *arg)
+{
+    create_job *j = arg;
+#ifdef PINLOAD_PY_CUDA
+    if (j->cuda_device >= 0)
+        cudaSetDevice(j->cuda_device);
+#endif
+    j->rc = pl_loader_create(&j->cfg, &j->l);
+    snprintf(j->err, sizeof j->err, "%s", pl_last_error());
+    pthread_mutex_lock(&j->mu);
+    j->done = 1;
+    const int abandoned = j->abandoned;
+    pthread_cond_signal(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    if (abandoned) { /* nobody waits: what was made goes */
+        pl_loader_destroy(j->l);
+        logq_free(j->q);
+        create_job_free(j);
+    }
+    return NULL;
+}
+
+/* Runs the job; 0 when it finished (j->rc, j->l, j->err hold its result),
+ * -1 with Python's exception set when a signal handler raised (the job is
+ * then abandoned: it is no longer the caller's to touch). */
+static int create_wait(create_job *j)
+{
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    const int started = pthread_create(&t, &attr, create_main, j) == 0;
+    pthread_attr_destroy(&attr);
+    if (!started) { /* no thread to spare: create here, uninterruptible */
+        Py_BEGIN_ALLOW_THREADS j->rc = pl_loader_create(&j->cfg, &j->l);
+        Py_END_ALLOW_THREADS snprintf(j->err, sizeof j->err, "%s",
+                                      pl_last_error());
+        return 0;
+    }
+    for (;;) {
+        int done;
+        Py_BEGIN_ALLOW_THREADS pthread_mutex_lock(&j->mu);
+        if (!j->done) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 100 * 1000 * 1000;
+            if (ts.tv_nsec >= 1000000000) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000;
+            }
+            pthread_cond_timedwait(&j->cv, &j->mu, &ts);
+        }
+        done = j->done;
+        pthread_mutex_unlock(&j->mu);
+        Py_END_ALLOW_THREADS if (done) return 0;
+        if (PyErr_CheckSignals() < 0) {
+            pthread_mutex_lock(&j->mu);
+            done = j->done;
+            j->abandoned = !done;
+            pthread_mutex_unlock(&j->mu);
+            if (done) { /* finished meanwhile: undo it here */
+                Py_BEGIN_ALLOW_THREADS pl_loader_destroy(j->l);
+                Py_END_ALLOW_THREADS j->l = NULL;
+                return -1;
+            }
+            return -1;
+        }
+    }
+}
+
 static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"config", "log", NULL};
@@ -477,26 +583,58 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw)
         }
     }
 
-    self->q = logq_new();
-    if (!self->q) {
+    create_job *j = calloc(1, sizeof *j);
+    j ? (void)(j->q = logq_new()) : (void)0;
+    if (!j || !j->q || (cfg.data && !(j->data = strdup(cfg.data)))) {
+        if (j && j->q)
+            logq_free(j->q);
+        free(j);
         Py_DECREF(keep);
         PyErr_NoMemory();
         return -1;
     }
-    cfg.log = logq_push;
-    cfg.log_ctx = self->q;
+    pthread_mutex_init(&j->mu, NULL);
+    pthread_cond_init(&j->cv, NULL);
+    /* The job's own copies: it may outlive this call. */
+    j->cfg = cfg;
+    j->cfg.data = j->data;
+    if (cfg.resume) {
+        j->state = *cfg.resume;
+        j->cfg.resume = &j->state;
+    }
+    j->cfg.log = logq_push;
+    j->cfg.log_ctx = j->q;
+    j->cuda_device = -1;
+#ifdef PINLOAD_PY_CUDA
+    int dev;
+    if (cfg.device == PL_DEVICE_AUTO && cudaGetDevice(&dev) == 0)
+        j->cuda_device = dev;
+#endif
+    Py_DECREF(keep);
+    self->q = j->q;
     Py_INCREF(log);
     self->log = log;
     pthread_mutex_init(&self->mu, NULL);
     pthread_cond_init(&self->cv, NULL);
     self->ready = 1;
 
-    int rc;
-    pl_loader *l = NULL;
-    Py_BEGIN_ALLOW_THREADS rc = pl_loader_create(&cfg, &l);
-    Py_END_ALLOW_THREADS Py_DECREF(keep);
+    if (create_wait(j) < 0) {
+        /* KeyboardInterrupt, say. An abandoned job owns the queue now. */
+        if (j->abandoned)
+            self->q = NULL;
+        else
+            create_job_free(j);
+        return -1;
+    }
+    const int rc = j->rc;
+    pl_loader *l = j->l;
+    char err[sizeof j->err];
+    memcpy(err, j->err, sizeof err);
+    create_job_free(j);
     if (rc < 0) {
-        loader_fail(self, rc);
+        PyObject *eargs = error_args(rc, err);
+        logq_drain(self->q, self->log);
+        error_set(rc, eargs);
         return -1;
     }
     self->l = l;

@@ -149,6 +149,12 @@ def test_bad_arguments_raise_value_error_naming_them(dataset):
         (dict(device=-5), "device"),
         (dict(rank=0), "rank and world_size"),
         (dict(rank=3, world_size=2), "rank"),
+        (dict(rank=-1, world_size=2), "rank: expected an integer >= 0"),
+        (dict(rank=0, world_size=-1), "world_size: expected an integer >= 1"),
+        (dict(rank=0, world_size=True), "world_size"),
+        (dict(mean="abc"), "mean: expected 3 numbers"),
+        (dict(std=(1, 2)), "std: expected 3 numbers"),
+        (dict(mean=None, std=[1, "x", 2]), "std: expected 3 numbers"),
         (dict(num_workers=2 ** 40), "num_workers"),
         (dict(std=(0, 1, 1)), "std"),
         (dict(shuffle="yes"), "shuffle"),
@@ -426,6 +432,51 @@ def test_keyboard_interrupt_during_iteration_leaves_no_thread(dataset):
     assert p.returncode == 0
     _, base, after = out.split()
     assert int(after) == int(base)
+
+
+INTERRUPTED_CREATE = textwrap.dedent("""
+    import os, signal, sys, time
+    import pinload
+    def threads():
+        return len(os.listdir("/proc/self/task"))
+    base = threads()
+    kw = dict(device="host", num_workers=1, shuffle=False,
+              log=lambda level, msg: None)
+    t = time.monotonic()
+    pinload.Loader(sys.argv[1], **kw).close()  # the whole create, once
+    whole = time.monotonic() - t
+    def interrupt(sig, frame):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 0.05)
+    t = time.monotonic()
+    try:
+        pinload.Loader(sys.argv[1], **kw)
+        print("created", whole, time.monotonic() - t, flush=True)
+    except KeyboardInterrupt:
+        after = time.monotonic() - t
+        time.sleep(whole + 1.0)  # the abandoned create ends, and cleans up
+        print("interrupted", whole, after, threads() - base, flush=True)
+""")
+
+
+def test_ctrl_c_reaches_python_during_create(tmp_path):
+    """A create that lists millions of samples runs off the calling thread,
+    so a signal handler's KeyboardInterrupt is raised within 100 ms, not
+    when the listing ends; the abandoned create finishes, destroys its
+    loader and leaves no thread behind."""
+    lst = tmp_path / "big.txt"
+    with open(lst, "w") as f:
+        f.write("a 0\n" * 6000000)
+    out = subprocess.run([sys.executable, "-c", INTERRUPTED_CREATE, str(lst)],
+                         stdout=subprocess.PIPE, universal_newlines=True,
+                         timeout=300).stdout.split()
+    assert out[0] == "interrupted", out
+    whole, after, threads_left = float(out[1]), float(out[2]), int(out[3])
+    if whole < 0.3:
+        pytest.skip("create took %.2f s: too fast to interrupt" % whole)
+    assert after < 0.05 + 0.1 + 0.1 and after < whole / 2, (whole, after)
+    assert threads_left == 0
 
 
 LOGGING_UNDER_LOAD = textwrap.dedent("""

@@ -68,6 +68,43 @@ def test_torch_loader_f32_equals_numpy_and_releases_each_batch(dataset):
     assert loader.batches_held == 0
 
 
+def test_an_in_place_op_on_a_held_batch_reaches_no_other_batch(dataset):
+    """torch ignores DLPack's read-only flag, so `images.add_(1)` writes into
+    the loader's buffer. The decision (docs/python.md): that buffer is the
+    caller's until release, the loader neither reads it again nor shares it
+    (the ring is never exposed), so the write changes that batch alone;
+    every later batch, and the next epoch, are byte for byte a clean run's."""
+    kw = dict(batch_size=4, size=16, seed=3, num_workers=2, device="host")
+
+    def epochs(write):
+        loader = pt.Loader(dataset, **kw)
+        seen = []
+        for _ in range(2):
+            for images, labels in loader:
+                seen.append(images.numpy().tobytes())
+                if write:
+                    images.add_(1)  # in place, u8 wraps
+                    images[0].zero_()
+        return seen
+
+    assert epochs(write=True) == epochs(write=False)
+
+
+def test_a_bytes_path_reads_as_its_str(dataset):
+    """Loader(b"/path") is the path, as os.fspath takes it."""
+    import os
+    a = [np.from_dlpack(b.labels).tolist()
+         for b in pinload.Loader(os.fsencode(dataset), batch_size=4, size=8,
+                                 device="host", seed=1)]
+    b = [np.from_dlpack(x.labels).tolist()
+         for x in pinload.Loader(str(dataset), batch_size=4, size=8,
+                                 device="host", seed=1)]
+    assert a == b and len(a) > 1
+    images, labels = next(iter(pt.Loader(os.fsencode(dataset), batch_size=4,
+                                         size=8, seed=1)))
+    assert labels.tolist() == b[0]
+
+
 def test_keeping_tensors_in_a_list_raises_busy_not_a_reused_buffer(dataset):
     loader = pt.Loader(dataset, batch_size=4, size=16, device_buffers=2)
     kept = []

@@ -333,22 +333,47 @@ Test(config, explicit_rank_and_world_ignore_the_environment)
     cr_assert_eq(r.world, 4);
 }
 
-Test(config, env_and_explicit_values_mix_per_field)
+/* Rank and world size are a pair: one from the config and the other from
+ * the environment is refused, naming both fields and where each came
+ * from (it used to mix them: "rank 0 of 4" on every process of a job the
+ * environment did not describe). */
+static void expect_half_pair(const pl_config *c, const char *want1,
+                             const char *want2)
+{
+    config_resolved r;
+    err_clear();
+    cr_assert_eq(config_resolve(c, &r), PL_EINVAL, "accepted: rank %d of %d",
+                 r.rank, r.world);
+    const char *e = pl_last_error();
+    cr_assert_not_null(strstr(e, "config.rank and config.world_size: "), "%s",
+                       e);
+    cr_assert_not_null(strstr(e, want1), "no \"%s\" in %s", want1, e);
+    cr_assert_not_null(strstr(e, want2), "no \"%s\" in %s", want2, e);
+    cr_assert_not_null(strstr(e, "set both, or neither"), "%s", e);
+}
+
+Test(config, half_a_rank_and_world_pair_is_refused_naming_both)
 {
     cr_assert_eq(setenv("RANK", "2", 1), 0);
     cr_assert_eq(setenv("WORLD_SIZE", "16", 1), 0);
     pl_config c = valid_config();
     c.rank = PL_FROM_ENV;
     c.world_size = 3;
-    config_resolved r = resolve_ok(&c);
-    cr_assert_eq(r.rank, 2);
-    cr_assert_eq(r.world, 3);
-
+    expect_half_pair(&c, "world_size is 3 in the config",
+                     "rank is PL_FROM_ENV (2 from torchrun (RANK, "
+                     "WORLD_SIZE))");
     c.rank = 0;
     c.world_size = PL_FROM_ENV;
-    cr_assert_eq(config_resolve(&c, &r), 0, "%s", pl_last_error());
-    cr_assert_eq(r.rank, 0);
-    cr_assert_eq(r.world, 16);
+    expect_half_pair(&c, "rank is 0 in the config",
+                     "world_size is PL_FROM_ENV (16 from torchrun");
+    /* No launcher at all: not "rank 0 of 4" on every process. */
+    unsetenv("RANK");
+    unsetenv("WORLD_SIZE");
+    c.rank = PL_FROM_ENV;
+    c.world_size = 4;
+    expect_half_pair(&c, "world_size is 4 in the config",
+                     "rank is PL_FROM_ENV (0 by default: no launcher "
+                     "variables are set)");
 }
 
 Test(config, malformed_rank_in_environment_is_rejected)
@@ -399,11 +424,6 @@ Test(config, environment_rank_not_below_world_is_rejected)
     c.rank = PL_FROM_ENV;
     c.world_size = PL_FROM_ENV;
     expect_rejected(&c, "rank", "4");
-
-    /* Rank from the environment, world explicit. */
-    cr_assert_eq(setenv("RANK", "5", 1), 0);
-    c.world_size = 2;
-    expect_rejected(&c, "rank", "5");
 }
 
 /* Each launcher family, alone in the environment: rank, world, the local
