@@ -193,6 +193,27 @@ static const char *open_path(const catalog *c, int64_t i)
     return p;
 }
 
+const char *catalog_rel_name(const catalog *c, int64_t i)
+{
+    if (!c->source || c->source[i] == -1)
+        return open_path(c, i);
+    /* "dir/x.tar:member": from the shard's own name on. */
+    const char *p = catalog_name(c, i);
+    const char *colon = strstr(p, ".tar:");
+    const char *base = p;
+    for (const char *q = p; colon && q < colon; q++)
+        if (*q == '/')
+            base = q + 1;
+    return base;
+}
+
+int64_t catalog_stored_size(const catalog *c, int64_t i)
+{
+    if (!c->source || c->source[i] == -1 || c->size[i] < 0)
+        return -1;
+    return c->size[i];
+}
+
 int catalog_locate(const catalog *c, int64_t i, location *loc,
                    const char **reason)
 {

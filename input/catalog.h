@@ -101,6 +101,14 @@ static inline const char *catalog_class(const catalog *c, int k)
     return c->arena + c->class_off[k];
 }
 
+/* What sample i is, wherever the data is mounted: a file's name relative
+ * to the root (an absolute list entry as it is), or "shard.tar:member"
+ * without the shard's folder; and its stored size where the catalog knows
+ * it (a tar member's), else -1. What a resume state fingerprints, so that
+ * a state moves with a copy of the dataset. */
+const char *catalog_rel_name(const catalog *c, int64_t i);
+int64_t catalog_stored_size(const catalog *c, int64_t i);
+
 /* Where sample i's bytes lie ([out] *loc, valid while c is), or the code
  * of a sample bad by construction, with [out] *reason. */
 int catalog_locate(const catalog *c, int64_t i, location *loc,

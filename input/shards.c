@@ -98,7 +98,11 @@ static int expand_braces(const char *path, char ***out, int *n)
     return 1;
 }
 
-/* A folder whose entries are *.tar files and no sub-folder. */
+/* A folder whose visible entries are *.tar files: 1 with their paths, 0
+ * if it holds none. Shards beside a visible sub-folder are refused: read
+ * as shards, the sub-folder's images would be ignored; read as an image
+ * folder, the shards would (a "preview/" beside 100 shards used to make a
+ * one-image dataset). The message says how to name either. */
 static int folder_of_shards(const char *dir, char ***out, int *n)
 {
     DIR *d = opendir(dir);
@@ -106,6 +110,7 @@ static int folder_of_shards(const char *dir, char ***out, int *n)
         return 0;
     size_t cap = 0;
     int subdirs = 0, rc = 0;
+    char first_subdir[256] = "";
     struct dirent *e;
     while (rc == 0 && (e = readdir(d))) {
         if (e->d_name[0] == '.')
@@ -113,19 +118,30 @@ static int folder_of_shards(const char *dir, char ***out, int *n)
         struct stat st;
         if (fstatat(dirfd(d), e->d_name, &st, 0) < 0)
             continue;
-        if (S_ISDIR(st.st_mode))
-            subdirs++;
-        else if (S_ISREG(st.st_mode) && tar_is_name(e->d_name))
+        if (S_ISDIR(st.st_mode)) {
+            if (!subdirs++)
+                snprintf(first_subdir, sizeof first_subdir, "%s", e->d_name);
+        } else if (S_ISREG(st.st_mode) && tar_is_name(e->d_name)) {
             rc = push(out, n, &cap, join(dir, e->d_name));
+        }
     }
     closedir(d);
-    if (rc < 0)
-        return rc;
-    if (*n == 0 || subdirs) {
+    if (rc == 0 && *n > 0 && subdirs > 0)
+        rc = err_set(PL_EINVAL,
+                     "pl_loader_create: config.data: %s holds %d tar "
+                     "shard%s and %d sub-folder%s (%s%s): as shards the "
+                     "sub-folders would be ignored, as an image folder the "
+                     "shards would. Name the shards alone (a brace pattern "
+                     "such as %s/NAME-{000000..000099}.tar, or a list file "
+                     "of shard paths), or move them out of the image folder",
+                     dir, *n, *n == 1 ? "" : "s", subdirs,
+                     subdirs == 1 ? "" : "s", first_subdir,
+                     subdirs > 1 ? ", ..." : "", dir);
+    if (rc < 0 || *n == 0) {
         paths_free(*out, *n);
         *out = NULL;
         *n = 0;
-        return 0;
+        return rc;
     }
     return 1;
 }

@@ -7,7 +7,8 @@
 #include "../common/error.h"
 
 #define STATE_MAGIC "PLST"
-#define STATE_VERSION 1
+/* 2: the list hash of relative names (1: of full paths; still read). */
+#define STATE_VERSION 2
 #define CHECKSUM_AT (PL_STATE_BYTES - 8)
 
 /* FNV-1a, 64 bits: enough to tell one file list or configuration from
@@ -53,13 +54,19 @@ void state_fingerprint(state_fields *f, const catalog *cat, const pl_config *c,
     f->order = (uint8_t)((c->shuffle ? 1 : 0) | (c->drop_last ? 2 : 0) |
                          (c->shard_mode == PL_SHARD_DROP ? 4 : 0));
     f->seed = c->seed;
-    uint64_t h = FNV_START;
+    uint64_t h = FNV_START, h1 = FNV_START;
     for (int64_t i = 0; i < catalog_size(cat); i++) {
+        const char *rel = catalog_rel_name(cat, i);
+        const uint64_t label = (uint64_t)(uint32_t)catalog_label(cat, i);
+        h = fnv(h, rel, strlen(rel) + 1);
+        h = fnv_u64(h, (uint64_t)catalog_stored_size(cat, i));
+        h = fnv_u64(h, label);
         const char *p = catalog_name(cat, i);
-        h = fnv(h, p, strlen(p) + 1);
-        h = fnv_u64(h, (uint64_t)(uint32_t)catalog_label(cat, i));
+        h1 = fnv(h1, p, strlen(p) + 1);
+        h1 = fnv_u64(h1, label);
     }
     f->list_hash = h;
+    f->list_hash_v1 = h1;
     h = FNV_START;
     for (int i = 0; i < 3; i++) {
         h = fnv_float(h, c->mean[i]);
@@ -127,14 +134,17 @@ int state_decode(const pl_state *in, state_fields *f, const char *who)
     const uint8_t *b = in->bytes;
     if (memcmp(b, STATE_MAGIC, 4) != 0)
         return err_set(PL_EINVAL, "%s: not a pinload state", who);
-    if (get(b, 4, 2) != STATE_VERSION || get(b, 6, 2) != PL_STATE_BYTES)
+    const uint64_t version = get(b, 4, 2);
+    if (version < 1 || version > STATE_VERSION ||
+        get(b, 6, 2) != PL_STATE_BYTES)
         return err_set(PL_EINVAL,
                        "%s: a state of format %u, this pinload reads "
-                       "format %d",
+                       "formats 1 to %d",
                        who, (unsigned)get(b, 4, 2), STATE_VERSION);
     if (get(b, CHECKSUM_AT, 8) != fnv(FNV_START, b, CHECKSUM_AT))
         return err_set(PL_EINVAL, "%s: the state is damaged (checksum)", who);
     memset(f, 0, sizeof *f);
+    f->version = (int)version;
     f->epoch = (int64_t)get(b, 8, 8);
     f->batch = (int64_t)get(b, 16, 8);
     f->position = (int64_t)get(b, 24, 8);
@@ -164,7 +174,7 @@ const char *state_mismatch(const state_fields *s, const state_fields *n,
         snprintf(buf, cap,
                  "the state was saved for %lld files; this loader lists %lld",
                  (long long)s->dataset_size, (long long)n->dataset_size);
-    else if (s->list_hash != n->list_hash)
+    else if (s->list_hash != (s->version == 1 ? n->list_hash_v1 : n->list_hash))
         snprintf(buf, cap,
                  "the state was saved for another file list (same count, "
                  "other paths or labels)");

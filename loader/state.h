@@ -12,6 +12,7 @@
 #include "pinload.h"
 
 typedef struct state_fields {
+    int version; /* of the bytes decoded; state_encode writes the latest */
     int64_t epoch, batch, position; /* the next batch and where it starts */
     int32_t rank, world;
     /* The fingerprint. */
@@ -20,7 +21,11 @@ typedef struct state_fields {
     uint8_t format, augment, on_error, order; /* order: shuffle, drop_last,
                                                  shard_mode as bits */
     uint64_t seed;
-    uint64_t list_hash;   /* every path and label, in order */
+    /* Every sample's name relative to the data root (catalog_rel_name),
+     * stored size where known, and label, in order: so a state moves with
+     * a copy of the dataset. Format 1 hashed full paths and labels
+     * (list_hash_v1, computed too, to read format 1's states). */
+    uint64_t list_hash, list_hash_v1;
     uint64_t pixels_hash; /* mean, std, dct_scaling, strict, the limits */
 } state_fields;
 

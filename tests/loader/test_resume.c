@@ -513,9 +513,9 @@ Test(resume, a_damaged_or_mismatched_state_is_refused_naming_what_differs,
     memcpy(s.bytes, "PNG!", 4);
     assert_refused(&c, &s, "not a pinload state");
     s = good;
-    s.bytes[4] = 2; /* a later format */
+    s.bytes[4] = 3; /* a later format */
     reseal(&s);
-    assert_refused(&c, &s, "format 2");
+    assert_refused(&c, &s, "format 3");
     s = good;
     s.bytes[16] = 99; /* batch 99 of an epoch of 6 */
     reseal(&s);
@@ -632,5 +632,85 @@ Test(resume,
         run_free(&want);
         run_free(&got);
     }
+    tu_rm_rf(root);
+}
+
+/* The state identifies the data by what it is (names relative to the data
+ * root, labels), not by where it is mounted: a state saved on one copy
+ * resumes on another (node-local scratch, say) and on the same folder
+ * spelled another way, byte for byte; a copy that differs is refused. */
+Test(resume, a_state_moves_with_a_copy_of_the_dataset, .timeout = TIMEOUT)
+{
+    char root[64], copy[128], cmd[512];
+    tu_make_tree(root, FILES, 3);
+    pl_config c;
+    cfg_for(&c, root);
+    reference ref;
+    record_reference(&c, &ref);
+    snprintf(copy, sizeof copy, "%s-copy", root);
+    snprintf(cmd, sizeof cmd, "cp -r %s %s", root, copy);
+    cr_assert_eq(system(cmd), 0);
+    pl_config moved = c;
+    moved.data = copy;
+    assert_resume_matches(&moved, &ref.states[3], 3, &ref, "a copy elsewhere");
+    char spelled[192];
+    snprintf(spelled, sizeof spelled, "%s/../%s/.", root, strrchr(root, '/') + 1);
+    moved.data = spelled;
+    assert_resume_matches(&moved, &ref.states[2], 2, &ref, "root/../root/.");
+    /* A copy with one file renamed is another dataset. */
+    snprintf(cmd, sizeof cmd, "cd %s/c0 && mv \"$(ls | head -1)\" zz_renamed.jpg",
+             copy);
+    cr_assert_eq(system(cmd), 0);
+    moved.data = copy;
+    assert_refused(&moved, &ref.states[3], "another file list");
+    reference_free(&ref);
+    tu_rm_rf(copy);
+    tu_rm_rf(root);
+}
+
+/* FNV-1a over bytes, as format 1 hashed its file list. */
+static uint64_t fnv_more(uint64_t h, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3u;
+    return h;
+}
+
+/* A state of format 1 (pinload 0.1: the list hashed by full paths) still
+ * resumes: a checkpoint made before an upgrade is not lost. */
+Test(resume, a_state_of_format_1_still_resumes, .timeout = TIMEOUT)
+{
+    char root[64];
+    tu_make_tree(root, FILES, 3);
+    pl_config c;
+    cfg_for(&c, root);
+    reference ref;
+    record_reference(&c, &ref);
+    /* Format 1's list hash: every full path and label, in order. */
+    pl_loader *l = create(&c);
+    uint64_t h = 0xcbf29ce484222325u;
+    for (int64_t i = 0; i < FILES; i++) {
+        const char *path;
+        int32_t label;
+        cr_assert_eq(pl_loader_sample(l, i, &path, &label), 0);
+        h = fnv_more(h, path, strlen(path) + 1);
+        uint8_t b[8];
+        for (int k = 0; k < 8; k++)
+            b[k] = (uint8_t)((uint64_t)(uint32_t)label >> (8 * k));
+        h = fnv_more(h, b, 8);
+    }
+    pl_loader_destroy(l);
+    pl_state s = ref.states[3];
+    s.bytes[4] = 1;
+    for (int k = 0; k < 8; k++)
+        s.bytes[72 + k] = (uint8_t)(h >> (8 * k));
+    reseal(&s);
+    assert_resume_matches(&c, &s, 3, &ref, "a format 1 state");
+    /* And format 1 with another list is still refused. */
+    s.bytes[72] ^= 1;
+    reseal(&s);
+    assert_refused(&c, &s, "another file list");
+    reference_free(&ref);
     tu_rm_rf(root);
 }

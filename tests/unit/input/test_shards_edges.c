@@ -1,7 +1,7 @@
 /* Tar shards at the system's edges: more shards than the soft limit on
  * open files, an index that cannot be written beside the shards (the cache
  * folder), FIFOs in place of an index or a shard, and a bad sample's label
- * still counted as a class. */
+ * still counted as a class, shards beside a sub-folder. */
 #include <criterion/criterion.h>
 
 #include <errno.h>
@@ -225,6 +225,59 @@ Test(shards, a_bad_samples_label_is_a_class_too, .timeout = TIMEOUT)
     cr_assert_eq(b->labels[1], 7);
     cr_assert_eq(b->status[1], PL_ENOTJPEG);
     pl_loader_release(l, b, NULL);
+    pl_loader_destroy(l);
+    tu_rm_rf(dir);
+}
+
+/* A folder of shards beside a visible sub-folder (a "preview/" of a few
+ * images) is refused, naming both readings and how to pick each: it used
+ * to be read as a one-image ImageFolder, the shards ignored. A hidden
+ * sub-folder (".cache") is no reading of its own; a brace pattern names
+ * the shards alone. */
+Test(shards, shards_beside_a_sub_folder_are_refused_naming_both_readings,
+     .timeout = TIMEOUT)
+{
+    char dir[64], cmd[1024], p[256], data[128];
+    tu_tmpdir(dir);
+    for (int k = 0; k < 3; k++) {
+        snprintf(p, sizeof p, "%s/stage/k%d.jpg", dir, k);
+        tu_write_jpeg(p, 40, 40, (unsigned)k, NULL);
+    }
+    snprintf(cmd, sizeof cmd,
+             "cd %s/stage && mkdir ../d && tar -cf ../d/s-000000.tar k0.jpg "
+             "k1.jpg && tar -cf ../d/s-000001.tar k2.jpg && mkdir ../d/.cache "
+             "../d/preview && cp k0.jpg ../d/preview/look.jpg",
+             dir);
+    run_cmd(cmd);
+    snprintf(data, sizeof data, "%s/d", dir);
+    pl_config c;
+    base_cfg(&c, data);
+    pl_loader *l = NULL;
+    cr_assert_eq(pl_loader_create(&c, &l), PL_EINVAL, "%s", pl_last_error());
+    cr_assert_null(l);
+    const char *e = pl_last_error();
+    cr_assert_not_null(strstr(e, "/d holds 2 tar shards and 1 sub-folder "
+                                 "(preview): as shards the sub-folders would "
+                                 "be ignored, as an image folder the shards "
+                                 "would"),
+                       "%s", e);
+    cr_assert_not_null(strstr(e, "brace pattern"), "%s", e);
+    /* The brace pattern reads the shards: 3 samples. */
+    snprintf(data, sizeof data, "%s/d/s-{000000..000001}.tar", dir);
+    c.data = data;
+    cr_assert_eq(pl_loader_create(&c, &l), 0, "%s", pl_last_error());
+    pl_info info;
+    pl_loader_info(l, &info);
+    cr_assert_eq(info.dataset_size, 3);
+    pl_loader_destroy(l);
+    /* Without the visible sub-folder, the hidden one changes nothing. */
+    snprintf(cmd, sizeof cmd, "rm -r %s/d/preview", dir);
+    run_cmd(cmd);
+    snprintf(data, sizeof data, "%s/d", dir);
+    c.data = data;
+    cr_assert_eq(pl_loader_create(&c, &l), 0, "%s", pl_last_error());
+    pl_loader_info(l, &info);
+    cr_assert_eq(info.dataset_size, 3);
     pl_loader_destroy(l);
     tu_rm_rf(dir);
 }
