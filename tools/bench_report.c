@@ -304,6 +304,19 @@ static int run_gnuplot(int script_fd, int out_fd)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* A temporary file of ours closed (as a FILE, or its descriptor when
+ * fdopen failed) and removed; nothing when mkstemp failed (fd < 0). */
+static void drop_temp(FILE *f, int fd, const char *path)
+{
+    if (fd < 0)
+        return;
+    if (f)
+        fclose(f);
+    else
+        close(fd);
+    unlink(path);
+}
+
 int write_plot(const char *path, const options *o, const char *mach,
                const char *backend, const row *rows, int n, char *why,
                size_t whylen)
@@ -357,17 +370,7 @@ done:
     if (rc != 0)
         unlink(png);
     close(out);
-    if (sf)
-        fclose(sf);
-    else if (sfd >= 0)
-        close(sfd);
-    if (sfd >= 0)
-        unlink(script);
-    if (df)
-        fclose(df);
-    else if (dfd >= 0)
-        close(dfd);
-    if (dfd >= 0)
-        unlink(dat);
+    drop_temp(sf, sfd, script);
+    drop_temp(df, dfd, dat);
     return rc;
 }
