@@ -335,26 +335,46 @@ class Loader:
         self._log = log
         self._c = _pinload.Loader(cfg, log)
         self._info = self._c.info()
+        # The first iter() after resume=/load_state_dict goes on mid-epoch.
+        self._resuming = resume is not None
 
     # -- construction again (set_epoch, load_state_dict) --
     def _recreate(self, **changes):
         cfg = dict(self._config)
         cfg.pop("resume", None)
         cfg.update(changes)
-        if self._c.held:
-            raise BusyError(_C.codes["PL_EBUSY"], "PL_EBUSY",
-                            "%d batch(es) of this loader are still alive: "
-                            "drop them before set_epoch or load_state_dict "
-                            "starts the loader again" % self._c.held)
+        # Batches still alive keep the old loader (and its buffers) until
+        # they go: close() destroys it only then.
         self._c.close()
         self._c = _pinload.Loader(cfg, self._log)
         self._info = self._c.info()
+        self._resuming = "resume" in changes
 
     # -- iteration --
     def __iter__(self):
-        """The batches left in the current epoch (all of it after create,
-        set_epoch or the end of the previous epoch)."""
-        c = self._c
+        """One epoch, as DataLoader's iter(): the next epoch from its first
+        batch (the one set_epoch pinned, if it was called), or, the first
+        time after resume= or load_state_dict, the rest of the saved one.
+        An epoch left part-way (a break, islice, limit_train_batches) is
+        over: the next iter() starts the epoch after it."""
+        self._start_epoch()
+        return self._epoch_batches(self._c)
+
+    def _start_epoch(self):
+        epoch, batch, _ = _pinload.state_get(self._c.state())
+        resuming, self._resuming = self._resuming, False
+        if batch == 0 or (resuming and batch < len(self)):
+            return
+        if batch >= len(self):
+            # Every batch was delivered; the end was not taken yet.
+            try:
+                if self._c.next() is None:
+                    return
+            except BusyError:
+                pass  # every buffer still held: start the next one afresh
+        self._recreate(first_epoch=epoch + 1)
+
+    def _epoch_batches(self, c):
         while True:
             try:
                 b = c.next()

@@ -46,7 +46,11 @@ class Loader(pinload.Loader):
         super().__init__(data, device=device, **kwargs)
 
     def __iter__(self):
-        for batch in super().__iter__():
+        """One epoch of (images, labels), as pinload.Loader.__iter__."""
+        return self._tensors_of(super().__iter__())
+
+    def _tensors_of(self, batches):
+        for batch in batches:
             images, labels = self.tensors(batch)
             del batch  # only `images` holds the buffer from here on
             yield images, labels

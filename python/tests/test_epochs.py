@@ -1,0 +1,123 @@
+"""The epoch rule, as DataLoader's: every iter(loader) is one epoch. After an
+epoch completed or left part-way, the next iter() starts the next epoch;
+set_epoch pins it; the first iter() after resume goes on mid-epoch. The
+loops of issue 23 that used to yield nothing, or half an epoch."""
+import itertools
+
+import numpy as np
+import pytest
+
+import pinload
+
+KW = dict(batch_size=8, size=16, seed=7, device="host", num_workers=2,
+          log=lambda level, msg: None)
+
+
+def indices(b):
+    return np.from_dlpack(b.indices).tolist()
+
+
+def epoch_indices(dataset, epoch):
+    """Dataset indices of each batch of `epoch`, from a fresh loader."""
+    loader = pinload.Loader(dataset, first_epoch=epoch, **KW)
+    return [indices(b) for b in loader]
+
+
+def test_three_for_loops_in_a_row_are_three_epochs(dataset):
+    loader = pinload.Loader(dataset, **KW)
+    n = len(loader)
+    seen = []
+    for epoch in range(3):
+        got = [indices(b) for b in loader]
+        assert len(got) == n, "epoch %d gave %d batches" % (epoch, len(got))
+        assert got == epoch_indices(dataset, epoch)
+        seen.append(got)
+    assert seen[0] != seen[1]  # shuffled anew
+
+
+def test_islice_of_len_batches_three_times_advances_the_epoch(dataset):
+    """islice(loader, len(loader)) takes every batch but never the end:
+    the next islice must be the next epoch, not an empty one."""
+    loader = pinload.Loader(dataset, **KW)
+    n = len(loader)
+    for epoch in range(3):
+        got = [indices(b) for b in itertools.islice(loader, n)]
+        assert got == epoch_indices(dataset, epoch), epoch
+
+
+def test_break_then_for_starts_the_next_epoch(dataset):
+    loader = pinload.Loader(dataset, **KW)
+    for b in loader:
+        first = indices(b)
+        break  # b (a batch) is still alive here
+    assert first == epoch_indices(dataset, 0)[0]
+    got = [indices(x) for x in loader]
+    assert got == epoch_indices(dataset, 1)
+    assert loader.epoch == 2
+    del b
+
+
+def test_limit_batches_per_pass_advances_data_epochs(dataset):
+    """As Lightning's limit_train_batches=k: k batches per pass, each pass
+    the next data epoch's first k."""
+    loader = pinload.Loader(dataset, **KW)
+    for epoch in range(3):
+        got = [indices(b) for b in itertools.islice(loader, 2)]
+        assert got == epoch_indices(dataset, epoch)[:2], epoch
+
+
+def test_set_epoch_pins_the_epoch_iterated_next(dataset):
+    loader = pinload.Loader(dataset, **KW)
+    for b in itertools.islice(loader, 1):
+        pass
+    loader.set_epoch(5)
+    assert [indices(b) for b in loader] == epoch_indices(dataset, 5)
+    loader.set_epoch(5)  # again: the same epoch once more
+    assert [indices(b) for b in loader] == epoch_indices(dataset, 5)
+
+
+def test_the_first_iter_after_resume_goes_on_mid_epoch(dataset):
+    whole = epoch_indices(dataset, 0)
+    loader = pinload.Loader(dataset, **KW)
+    it = iter(loader)
+    next(it), next(it)
+    state = loader.state_dict()
+    del it
+    resumed = pinload.Loader(dataset, resume=state, **KW)
+    assert [indices(b) for b in resumed] == whole[2:]
+    # and then the next epoch, whole
+    assert [indices(b) for b in resumed] == epoch_indices(dataset, 1)
+    # load_state_dict on a used loader: the same
+    loader.load_state_dict(state)
+    assert [indices(b) for b in loader] == whole[2:]
+
+
+def test_a_kept_batch_stays_valid_when_a_new_epoch_starts(dataset):
+    """Starting the next epoch while the user still holds a batch of the
+    abandoned one keeps that batch's bytes (the old buffers live on until
+    it goes)."""
+    loader = pinload.Loader(dataset, **KW)
+    it = iter(loader)
+    kept = next(it)
+    want = np.from_dlpack(kept.images).copy()
+    del it
+    assert len([indices(b) for b in loader]) == len(loader)
+    assert np.from_dlpack(kept.images).tobytes() == want.tobytes()
+
+
+torch = pytest.importorskip("torch")
+
+
+def test_torch_loops_in_a_row_each_give_len_batches(dataset):
+    import pinload.torch as pt
+    loader = pt.Loader(dataset, **KW)
+    for _ in range(3):
+        n = 0
+        for images, labels in loader:
+            n += 1
+        assert n == len(loader)
+    for _ in range(2):  # islice of len batches, twice: two whole epochs
+        n = 0
+        for images, labels in itertools.islice(loader, len(loader)):
+            n += 1
+        assert n == len(loader)
