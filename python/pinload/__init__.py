@@ -432,12 +432,13 @@ class Loader:
         return self._c.state()
 
     def state_dict(self):
-        """{"state": bytes, "epoch": e, "batch": i}: store it in the
-        checkpoint; load_state_dict() (or Loader(resume=...)) goes on with
-        exactly the batches this loader would deliver next."""
+        """{"state": str, "epoch": e, "batch": i}, ints and strings only
+        (the 128 state bytes as hex), so JSON and distributed checkpoints
+        take it as it is: load_state_dict() (or Loader(resume=...)) goes on
+        with exactly the batches this loader would deliver next."""
         s = self._c.state()
         e, b, _ = _pinload.state_get(s)
-        return {"state": s, "epoch": e, "batch": b}
+        return {"state": s.hex(), "epoch": e, "batch": b}
 
     def load_state_dict(self, state_dict):
         self._recreate(resume=_state_bytes(state_dict))
@@ -507,8 +508,15 @@ class Loader:
 
 
 def _state_bytes(state):
+    """The 128 bytes of a state_dict() (its "state" as hex, or as bytes
+    from pinload 0.1), or of the bytes themselves."""
     if isinstance(state, dict):
         state = state.get("state")
+    if isinstance(state, str):
+        try:
+            state = bytes.fromhex(state)
+        except ValueError:
+            state = None
     if isinstance(state, (bytes, bytearray, memoryview)):
         state = bytes(state)
         if len(state) == _C.STATE_BYTES:

@@ -40,7 +40,20 @@ class Loader(pinload.Loader):
     (torch.cuda.set_device, as DistributedDataParallel scripts set it), or
     the host without CUDA."""
 
-    def __init__(self, data, *, device=None, **kwargs):
+    #: What a batch may hold, for output_map.
+    OUTPUTS = ("images", "labels", "indices")
+
+    def __init__(self, data, *, device=None, output_map=None, **kwargs):
+        """output_map: None for (images, labels) tuples, or a sequence of
+        names from OUTPUTS for dict batches with those keys, as DALI's
+        iterators give ({"images": ..., "labels": ..., "indices": ...})."""
+        if output_map is not None:
+            output_map = tuple(output_map)
+            bad = [n for n in output_map if n not in self.OUTPUTS]
+            if bad or not output_map or len(set(output_map)) != len(output_map):
+                raise ValueError("output_map: expected distinct names from "
+                                 "%s, got %r" % (self.OUTPUTS, output_map))
+        self._output_map = output_map
         if device is None:
             device = _default_device()
         super().__init__(data, device=device, **kwargs)
@@ -50,10 +63,19 @@ class Loader(pinload.Loader):
         return self._tensors_of(super().__iter__())
 
     def _tensors_of(self, batches):
+        names = self._output_map
         for batch in batches:
             images, labels = self.tensors(batch)
-            del batch  # only `images` holds the buffer from here on
-            yield images, labels
+            if names is None:
+                del batch  # only `images` holds the buffer from here on
+                yield images, labels
+                continue
+            got = {"images": images, "labels": labels}
+            if "indices" in names:
+                got["indices"] = torch.from_dlpack(batch.indices).to(
+                    labels.device, non_blocking=True)
+            del batch, images, labels
+            yield {n: got[n] for n in names}
 
     @staticmethod
     def tensors(batch):

@@ -80,7 +80,8 @@ def test_the_first_iter_after_resume_goes_on_mid_epoch(dataset):
     whole = epoch_indices(dataset, 0)
     loader = pinload.Loader(dataset, **KW)
     it = iter(loader)
-    next(it), next(it)
+    for _ in range(2):
+        next(it)
     state = loader.state_dict()
     del it
     resumed = pinload.Loader(dataset, resume=state, **KW)
@@ -105,6 +106,27 @@ def test_a_kept_batch_stays_valid_when_a_new_epoch_starts(dataset):
     assert np.from_dlpack(kept.images).tobytes() == want.tobytes()
 
 
+def test_state_dict_is_json_and_round_trips_to_the_same_batches(dataset):
+    import json
+    loader = pinload.Loader(dataset, **KW)
+    it = iter(loader)
+    for _ in range(3):
+        next(it)  # each batch dropped at once
+    d = loader.state_dict()
+    text = json.dumps(d)
+    assert all(isinstance(v, (int, str)) for v in d.values()), d
+    assert json.loads(text) == d and (d["epoch"], d["batch"]) == (0, 3)
+    rest = [indices(b) for b in it]
+    again = pinload.Loader(dataset, resume=json.loads(text), **KW)
+    assert [indices(b) for b in again] == rest
+    # The state bytes as pinload 0.1's state_dict gave them still load.
+    old = dict(d, state=bytes.fromhex(d["state"]))
+    again.load_state_dict(old)
+    assert [indices(b) for b in again] == rest
+    with pytest.raises(ValueError):
+        again.load_state_dict(dict(d, state="zz" + d["state"][2:]))
+
+
 torch = pytest.importorskip("torch")
 
 
@@ -121,3 +143,24 @@ def test_torch_loops_in_a_row_each_give_len_batches(dataset):
         for images, labels in itertools.islice(loader, len(loader)):
             n += 1
         assert n == len(loader)
+
+
+def test_dict_batches_hold_what_output_map_names(dataset):
+    import pinload.torch as pt
+    kw = dict(KW)
+    ref = [(i.clone(), la.clone()) for i, la in pt.Loader(dataset, **kw)]
+    loader = pt.Loader(dataset, output_map=("images", "labels", "indices"),
+                       **kw)
+    got = 0
+    for b, (images, labels) in zip(loader, ref):
+        assert list(b) == ["images", "labels", "indices"]
+        assert torch.equal(b["images"], images)
+        assert torch.equal(b["labels"], labels)
+        assert b["indices"].dtype == torch.int64 and len(b["indices"]) == len(labels)
+        got += 1
+    assert got == len(ref) == len(loader)
+    only = next(iter(pt.Loader(dataset, output_map=["labels"], **kw)))
+    assert list(only) == ["labels"]
+    for bad in (("images", "images"), ("pixels",), ()):
+        with pytest.raises(ValueError):
+            pt.Loader(dataset, output_map=bad, **kw)
