@@ -22,7 +22,7 @@ if [ ! -x "$venv/bin/python" ]; then
     "$python" -m venv "$venv"
 fi
 pip() { "$venv/bin/python" -m pip -q --disable-pip-version-check "$@"; }
-pip install "numpy>=1.22" pytest
+pip install "numpy>=1.22" pytest mypy
 if [ "$torch" != 0 ] && ! "$venv/bin/python" -c 'import torch' 2>/dev/null
 then
     echo "test-python: installing PyTorch from the package index"
@@ -33,6 +33,11 @@ then
 fi
 # As a user installs it: a wheel built from the checkout.
 pip install --force-reinstall --no-deps ./python
+# The public API's types (python/pyproject.toml's [tool.mypy]), over the
+# package and its examples.
+echo "test-python: mypy python/pinload python/examples"
+vpy=$(cd "$venv/bin" && pwd)/python
+(cd python && "$vpy" -m mypy pinload examples)
 # From the root, so that `import pinload` is the installed package.
 PINLOAD_BUILD=$build exec "$venv/bin/python" -m pytest -q -p no:cacheprovider \
     python/tests

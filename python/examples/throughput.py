@@ -6,13 +6,14 @@ pinload-bench's figure for the same configuration (docs/BENCHMARKS.md).
 """
 import argparse
 import time
+from typing import Optional
 
 import numpy as np
 
 import pinload
 
 
-def main():
+def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", default="data/generated")
     p.add_argument("--batch", type=int, default=64)
@@ -29,7 +30,8 @@ def main():
                             augment=args.augment, format=args.format,
                             num_workers=args.workers, prefetch=args.prefetch,
                             device=args.device, log=lambda level, msg: None)
-    seen, images, start = 0, 0, None
+    seen, images = 0, 0
+    start: Optional[float] = None
     while seen < args.warmup + args.batches:
         for b in loader:
             np.from_dlpack(b.images) if b.images.device == "cpu" else None
@@ -40,6 +42,7 @@ def main():
                 images += b.count
             if seen == args.warmup + args.batches:
                 break
+    assert start is not None
     secs = time.perf_counter() - start
     loader.close()
     print("python: %d images in %.2f s: %.1f images/s (%s, %d workers, "

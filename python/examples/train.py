@@ -13,6 +13,7 @@ rank reads its own shard (pinload takes rank and world size from the
 launcher, as DistributedSampler would be given them).
 """
 import argparse
+from typing import Any, Tuple
 import os
 import time
 
@@ -22,7 +23,7 @@ import torch.nn.functional as F
 import pinload.torch
 
 
-def model_for(name, classes):
+def model_for(name: str, classes: int) -> Any:
     try:
         import torchvision
     except ImportError:
@@ -42,7 +43,8 @@ def model_for(name, classes):
     return getattr(torchvision.models, name)(num_classes=classes)
 
 
-def pinload_batches(args, device):
+def pinload_batches(args: argparse.Namespace,
+                    device: Any) -> Tuple[Any, int]:
     loader = pinload.torch.Loader(
         args.data, batch_size=args.batch, size=args.size, augment="train",
         format="f32", num_workers=args.workers, seed=args.seed,
@@ -50,7 +52,8 @@ def pinload_batches(args, device):
     return loader, len(loader.classes)
 
 
-def torch_batches(args, device):
+def torch_batches(args: argparse.Namespace,
+                  device: Any) -> Tuple[Any, int]:
     import torchvision
     from torchvision import transforms as T
     tf = T.Compose([T.RandomResizedCrop(args.size), T.RandomHorizontalFlip(),
@@ -68,7 +71,7 @@ def torch_batches(args, device):
     return loader, len(ds.classes)
 
 
-def main():
+def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", default="data/generated")
     p.add_argument("--loader", choices=["pinload", "torch"],

@@ -16,11 +16,19 @@ holds `device_buffers` batches (default 2), and asking for one more while
 all are held raises BusyError. docs/python.md has the rules.
 """
 
-import collections
+from __future__ import annotations
+
 import logging
 import os
+from typing import (Any, Callable, Dict, Iterator, List, Mapping, NamedTuple,
+                    Optional, Sequence, Tuple, Union)
 
 from . import _pinload
+
+#: What a path may be (os.fspath takes it).
+PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
+#: A saved state: a state_dict(), or the 128 bytes (state()).
+StateLike = Union[Mapping[str, Any], bytes, bytearray, memoryview, str]
 
 __all__ = [
     "Loader", "Batch", "View", "Failure", "state_info", "Error", "InvalidArgument", "NoDataError",
@@ -39,13 +47,13 @@ class Error(Exception):
     """A pinload status code. `code` (negative int), `name` ("PL_ECORRUPT")
     and `detail` (pl_last_error(): the sentence naming what failed)."""
 
-    def __init__(self, code, name, detail):
+    def __init__(self, code: int, name: str, detail: str) -> None:
         super().__init__(detail)
         self.code = code
         self.name = name
         self.detail = detail
 
-    def __reduce__(self):
+    def __reduce__(self) -> Tuple[type, Tuple[int, str, str]]:
         return (type(self), (self.code, self.name, self.detail))
 
 
@@ -60,7 +68,7 @@ class OutOfMemory(Error, MemoryError):
 class ReadError(Error, OSError):
     """PL_EIO: the data cannot be read."""
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.detail
 
 
@@ -129,21 +137,21 @@ _ON_ERROR = {"fail": _C.ON_ERROR_FAIL, "skip": _C.ON_ERROR_SKIP,
 _SHARD = {"pad": _C.SHARD_PAD, "drop": _C.SHARD_DROP}
 
 
-def _name_of(table, value):
+def _name_of(table: Mapping[str, int], value: int) -> Union[str, int]:
     for k, v in table.items():
         if v == value:
             return k
     return value
 
 
-def _choice(arg, value, table):
+def _choice(arg: str, value: object, table: Mapping[str, int]) -> int:
     if isinstance(value, str) and value in table:
         return table[value]
     raise ValueError("%s: %r is not one of %s"
                      % (arg, value, ", ".join(repr(k) for k in table)))
 
 
-def _device(value):
+def _device(value: Any) -> int:
     """'auto', 'host'/'cpu', 'local_rank', 'cuda', 'cuda:N', an int, or a
     torch.device."""
     if hasattr(value, "type") and hasattr(value, "index"):  # torch.device
@@ -173,14 +181,14 @@ def _device(value):
                      "'cuda', 'cuda:N' or an ordinal" % (value,))
 
 
-def _flag(arg, value):
+def _flag(arg: str, value: object) -> int:
     if isinstance(value, bool) or value in (0, 1):
         return int(value)
     raise ValueError("%s: expected True or False, got %r" % (arg, value))
 
 
-def _python_log(logger):
-    def log(level, text):
+def _python_log(logger: logging.Logger) -> Callable[[int, str], None]:
+    def log(level: int, text: str) -> None:
         logger.log(logging.WARNING if level == _C.LOG_WARNING
                    else logging.INFO, "%s", text)
     return log
@@ -188,10 +196,16 @@ def _python_log(logger):
 
 _DEFAULTS = _pinload.config_defaults()
 
-Failure = collections.namedtuple(
-    "Failure", "index path code name reason count warnings")
-Failure.__doc__ = ("A bad file (code < 0) or one decoded despite libjpeg "
-                   "warnings (code 0), as first met; count: times met.")
+class Failure(NamedTuple):
+    """A bad file (code < 0) or one decoded despite libjpeg warnings (code
+    0), as first met; count: times met."""
+    index: int  # type: ignore[assignment]  # (shadows tuple.index)
+    path: str
+    code: int
+    name: str
+    reason: str
+    count: int  # type: ignore[assignment]  # (shadows tuple.count)
+    warnings: int
 
 
 class Loader:
@@ -243,20 +257,40 @@ class Loader:
 
     defaults = dict(_DEFAULTS)
 
-    def __init__(self, data, *, batch_size=None, size=None, augment=None,
-                 format=None, mean=None, std=None, seed=None, shuffle=None,
-                 drop_last=None, first_epoch=None, rank=None,
-                 world_size=None, shard_mode=None, num_workers=None,
-                 prefetch=None, memory=None, pinned_fallback=None,
-                 device=None, device_buffers=None, keep_host=None,
-                 on_error=None, strict=None, max_width=None, max_height=None,
-                 max_pixels=None, max_file_bytes=None, dct_scaling=None,
-                 gpu_normalize=None, pin_workers=None, readahead=None,
-                 max_decode_ms=None, max_scans=None, max_decode_memory=None,
-                 log=None, resume=None):
+    def __init__(self, data: PathLike, *,
+                 batch_size: Optional[int] = None,
+                 size: Union[int, Tuple[int, int], None] = None,
+                 augment: Optional[str] = None, format: Optional[str] = None,
+                 mean: Optional[Sequence[float]] = None,
+                 std: Optional[Sequence[float]] = None,
+                 seed: Optional[int] = None, shuffle: Optional[bool] = None,
+                 drop_last: Optional[bool] = None,
+                 first_epoch: Optional[int] = None,
+                 rank: Optional[int] = None, world_size: Optional[int] = None,
+                 shard_mode: Optional[str] = None,
+                 num_workers: Optional[int] = None,
+                 prefetch: Optional[int] = None, memory: Optional[str] = None,
+                 pinned_fallback: Optional[bool] = None,
+                 device: Any = None, device_buffers: Optional[int] = None,
+                 keep_host: Optional[bool] = None,
+                 on_error: Optional[str] = None,
+                 strict: Optional[bool] = None,
+                 max_width: Optional[int] = None,
+                 max_height: Optional[int] = None,
+                 max_pixels: Optional[int] = None,
+                 max_file_bytes: Optional[int] = None,
+                 dct_scaling: Optional[bool] = None,
+                 gpu_normalize: Optional[bool] = None,
+                 pin_workers: Optional[bool] = None,
+                 readahead: Optional[int] = None,
+                 max_decode_ms: Optional[int] = None,
+                 max_scans: Optional[int] = None,
+                 max_decode_memory: Optional[int] = None,
+                 log: Optional[Callable[[int, str], None]] = None,
+                 resume: Optional[StateLike] = None) -> None:
         if data is None:
             raise ValueError("data: required (a folder or a list file)")
-        cfg = {"data": os.fspath(data)}
+        cfg: Dict[str, Any] = {"data": os.fspath(data)}
         ints = dict(batch_size=batch_size, seed=seed,
                     first_epoch=first_epoch, num_workers=num_workers,
                     prefetch=prefetch, device_buffers=device_buffers,
@@ -282,7 +316,7 @@ class Loader:
                 cfg["height"] = cfg["width"] = size
             else:
                 try:
-                    h, w = size
+                    h, w = size  # type: ignore[misc]  # (a bool fails here)
                 except (TypeError, ValueError):
                     raise ValueError("size: expected an int or (height, "
                                      "width), got %r" % (size,)) from None
@@ -299,15 +333,15 @@ class Loader:
             cfg["shard_mode"] = _choice("shard_mode", shard_mode, _SHARD)
         if device is not None:
             cfg["device"] = _device(device)
-        for k, v in (("mean", mean), ("std", std)):
-            if v is not None:
+        for k, seq in (("mean", mean), ("std", std)):
+            if seq is not None:
                 try:
-                    t = tuple(float(x) for x in v)
+                    t = tuple(float(x) for x in seq)
                 except (TypeError, ValueError):
                     t = ()
-                if len(t) != 3 or isinstance(v, (str, bytes)):
+                if len(t) != 3 or isinstance(seq, (str, bytes)):
                     raise ValueError("%s: expected 3 numbers (one per "
-                                     "channel), got %r" % (k, v))
+                                     "channel), got %r" % (k, seq))
                 cfg[k] = t
         if (rank is None) != (world_size is None):
             raise ValueError("rank and world_size: give both, or neither "
@@ -328,7 +362,7 @@ class Loader:
         else:
             user = log
 
-            def log(level, text):
+            def log(level: int, text: str) -> None:
                 user(logging.WARNING if level == _C.LOG_WARNING
                      else logging.INFO, text)
         self._config = cfg
@@ -339,7 +373,7 @@ class Loader:
         self._resuming = resume is not None
 
     # -- construction again (set_epoch, load_state_dict) --
-    def _recreate(self, **changes):
+    def _recreate(self, **changes: Any) -> None:
         cfg = dict(self._config)
         cfg.pop("resume", None)
         cfg.update(changes)
@@ -351,7 +385,7 @@ class Loader:
         self._resuming = "resume" in changes
 
     # -- iteration --
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Batch]:
         """One epoch, as DataLoader's iter(): the next epoch from its first
         batch (the one set_epoch pinned, if it was called), or, the first
         time after resume= or load_state_dict, the rest of the saved one.
@@ -360,7 +394,7 @@ class Loader:
         self._start_epoch()
         return self._epoch_batches(self._c)
 
-    def _start_epoch(self):
+    def _start_epoch(self) -> None:
         epoch, batch, _ = _pinload.state_get(self._c.state())
         resuming, self._resuming = self._resuming, False
         if batch == 0 or (resuming and batch < len(self)):
@@ -374,7 +408,7 @@ class Loader:
                 pass  # every buffer still held: start the next one afresh
         self._recreate(first_epoch=epoch + 1)
 
-    def _epoch_batches(self, c):
+    def _epoch_batches(self, c: _pinload.Loader) -> Iterator[Batch]:
         while True:
             try:
                 b = c.next()
@@ -385,7 +419,8 @@ class Loader:
             yield b
             del b  # hold no batch of ours while the caller's loop asks
 
-    def _next_after_collect(self, c, error):
+    def _next_after_collect(self, c: _pinload.Loader,
+                            error: BusyError) -> Optional[Batch]:
         # A tensor in a reference cycle may be what holds the buffer.
         import gc
         gc.collect()
@@ -400,7 +435,7 @@ class Loader:
                 "(tensor.clone()), or raise device_buffers"
                 % (error.detail, self._info["device_buffers"])) from None
 
-    def next(self):
+    def next(self) -> Optional[Batch]:
         """The next batch of the current epoch, or None at its end (the
         following call starts the next epoch)."""
         try:
@@ -408,11 +443,11 @@ class Loader:
         except BusyError as e:
             return self._next_after_collect(self._c, e)
 
-    def __len__(self):
+    def __len__(self) -> int:
         """Batches per epoch (the same on every rank and error policy)."""
         return self._info["batches_per_epoch"]
 
-    def set_epoch(self, epoch):
+    def set_epoch(self, epoch: int) -> None:
         """Make `epoch` the one iterated next (as DistributedSampler's):
         free when it is the loader's next epoch, else the loader starts
         again at it."""
@@ -422,16 +457,16 @@ class Loader:
         self._recreate(first_epoch=int(epoch))
 
     @property
-    def epoch(self):
+    def epoch(self) -> int:
         """The epoch the next batch belongs to."""
         return _pinload.state_get(self._c.state())[0]
 
     # -- resume --
-    def state(self):
+    def state(self) -> bytes:
         """Where the loader stands, as pl_state's 128 bytes."""
         return self._c.state()
 
-    def state_dict(self):
+    def state_dict(self) -> Dict[str, Any]:
         """{"state": str, "epoch": e, "batch": i}, ints and strings only
         (the 128 state bytes as hex), so JSON and distributed checkpoints
         take it as it is: load_state_dict() (or Loader(resume=...)) goes on
@@ -440,12 +475,12 @@ class Loader:
         e, b, _ = _pinload.state_get(s)
         return {"state": s.hex(), "epoch": e, "batch": b}
 
-    def load_state_dict(self, state_dict):
+    def load_state_dict(self, state_dict: StateLike) -> None:
         self._recreate(resume=_state_bytes(state_dict))
 
     # -- what the loader is --
     @property
-    def info(self):
+    def info(self) -> Dict[str, Any]:
         """pl_info as a dict (format, memory and backend by name)."""
         d = dict(self._info)
         d["format"] = _name_of(_FORMATS, d["format"])
@@ -454,51 +489,51 @@ class Loader:
         return d
 
     @property
-    def stats(self):
+    def stats(self) -> Dict[str, int]:
         """pl_stats as a dict (counters since create; times in ns)."""
         return self._c.stats()
 
     @property
-    def classes(self):
+    def classes(self) -> List[str]:
         """Class names, by label."""
         return [self._c.class_name(i)
                 for i in range(self._info["num_classes"])]
 
     @property
-    def failures(self):
+    def failures(self) -> List[Failure]:
         """Bad files met so far (and files decoded with warnings)."""
         return [Failure(*f) for f in self._c.failures()]
 
-    def sample(self, index):
+    def sample(self, index: int) -> Tuple[str, int]:
         """(path, label) of dataset index `index`."""
         return self._c.sample(index)
 
-    def epoch_order(self, epoch):
+    def epoch_order(self, epoch: int) -> List[int]:
         """This rank's dataset indices for `epoch`, in delivery order."""
         return self._c.epoch_order(epoch)
 
     @property
-    def batches_held(self):
+    def batches_held(self) -> int:
         """Batches (or tensors made from them) not yet given back."""
         return self._c.held
 
     # -- the end --
-    def close(self):
+    def close(self) -> None:
         """No further batches; the C loader and its threads go once no
         batch or tensor of it is alive (at once when none is)."""
         self._c.close()
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         return self._c.closed
 
-    def __enter__(self):
+    def __enter__(self) -> "Loader":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         i = self._info
         return ("<pinload.Loader %s: %d samples, %d batches of %d, %dx%d %s, "
                 "%s>" % (self._config["data"], i["dataset_size"],
@@ -507,7 +542,7 @@ class Loader:
                          i["backend_name"]))
 
 
-def _state_bytes(state):
+def _state_bytes(state: object) -> bytes:
     """The 128 bytes of a state_dict() (its "state" as hex, or as bytes
     from pinload 0.1), or of the bytes themselves."""
     if isinstance(state, dict):
@@ -525,7 +560,7 @@ def _state_bytes(state):
                      % _C.STATE_BYTES)
 
 
-def state_info(state):
+def state_info(state: StateLike) -> Tuple[int, int, int]:
     """(epoch, batch, position) a saved state stands at."""
     return _pinload.state_get(_state_bytes(state))
 

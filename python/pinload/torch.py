@@ -15,20 +15,28 @@ and its buffer goes back to the loader after the work queued on that stream
 when `images` is freed; keep a copy (`images.clone()`) of what you keep.
 """
 
+from __future__ import annotations
+
+from typing import Any, Dict, Iterator, Optional, Sequence, Tuple, Union
+
 import torch
 
 import pinload
 
+#: What one step yields: (images, labels), or a dict (output_map).
+TensorBatch = Union[Tuple[torch.Tensor, torch.Tensor],
+                    Dict[str, torch.Tensor]]
+
 __all__ = ["Loader", "to_nchw"]
 
 
-def to_nchw(images):
+def to_nchw(images: torch.Tensor) -> torch.Tensor:
     """uint8 NHWC images as NCHW, without a copy (a strided view; call
     .contiguous() or .float() for a dense tensor)."""
     return images.permute(0, 3, 1, 2)
 
 
-def _default_device():
+def _default_device() -> Any:
     if torch.cuda.is_available():
         return torch.device("cuda", torch.cuda.current_device())
     return "host"
@@ -43,7 +51,9 @@ class Loader(pinload.Loader):
     #: What a batch may hold, for output_map.
     OUTPUTS = ("images", "labels", "indices")
 
-    def __init__(self, data, *, device=None, output_map=None, **kwargs):
+    def __init__(self, data: pinload.PathLike, *, device: Any = None,
+                 output_map: Optional[Sequence[str]] = None,
+                 **kwargs: Any) -> None:
         """output_map: None for (images, labels) tuples, or a sequence of
         names from OUTPUTS for dict batches with those keys, as DALI's
         iterators give ({"images": ..., "labels": ..., "indices": ...})."""
@@ -53,16 +63,17 @@ class Loader(pinload.Loader):
             if bad or not output_map or len(set(output_map)) != len(output_map):
                 raise ValueError("output_map: expected distinct names from "
                                  "%s, got %r" % (self.OUTPUTS, output_map))
-        self._output_map = output_map
+        self._output_map: Optional[Tuple[str, ...]] = output_map
         if device is None:
             device = _default_device()
         super().__init__(data, device=device, **kwargs)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[TensorBatch]:  # type: ignore[override]
         """One epoch of (images, labels), as pinload.Loader.__iter__."""
         return self._tensors_of(super().__iter__())
 
-    def _tensors_of(self, batches):
+    def _tensors_of(self, batches: Iterator[pinload.Batch]
+                    ) -> Iterator[TensorBatch]:
         names = self._output_map
         for batch in batches:
             images, labels = self.tensors(batch)
@@ -78,7 +89,7 @@ class Loader(pinload.Loader):
             yield {n: got[n] for n in names}
 
     @staticmethod
-    def tensors(batch):
+    def tensors(batch: pinload.Batch) -> Tuple[torch.Tensor, torch.Tensor]:
         """(images, labels) of a pinload.Batch, as torch tensors."""
         images = torch.from_dlpack(batch.images)
         labels = torch.from_dlpack(batch.labels).long()

@@ -164,3 +164,15 @@ def test_dict_batches_hold_what_output_map_names(dataset):
     for bad in (("images", "images"), ("pixels",), ()):
         with pytest.raises(ValueError):
             pt.Loader(dataset, output_map=bad, **kw)
+
+
+def test_the_package_ships_its_types():
+    """py.typed and the extension's stub are installed with the package,
+    so type checkers see the annotations (PEP 561)."""
+    import os
+    here = os.path.dirname(pinload.__file__)
+    assert os.path.isfile(os.path.join(here, "py.typed"))
+    assert os.path.isfile(os.path.join(here, "_pinload.pyi"))
+    import inspect
+    sig = inspect.signature(pinload.Loader.__init__)
+    assert "int" in str(sig.parameters["batch_size"].annotation)

@@ -1,0 +1,77 @@
+"""Types of the C extension (python/src/_pinload.c), for type checkers."""
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+library_version: str
+codes: Dict[str, int]
+
+FORMAT_U8_NHWC: int
+FORMAT_F32_NCHW: int
+FORMAT_F16_NCHW: int
+AUGMENT_NONE: int
+AUGMENT_EVAL: int
+AUGMENT_TRAIN: int
+MEMORY_PINNED: int
+MEMORY_PAGEABLE: int
+MEMORY_MANAGED: int
+ON_ERROR_FAIL: int
+ON_ERROR_SKIP: int
+ON_ERROR_SUBSTITUTE: int
+SHARD_PAD: int
+SHARD_DROP: int
+BACKEND_HOST: int
+BACKEND_CUDA: int
+LOG_NOTICE: int
+LOG_WARNING: int
+DEVICE_AUTO: int
+DEVICE_HOST: int
+DEVICE_LOCAL_RANK: int
+FROM_ENV: int
+STATE_BYTES: int
+
+def config_defaults() -> Dict[str, Any]: ...
+def state_get(state: bytes) -> Tuple[int, int, int]: ...
+def register_errors(classes: Dict[int, type]) -> None: ...
+def strerror(code: int) -> Tuple[str, str]: ...
+
+class View:
+    shape: Tuple[int, ...]
+    dtype: str
+    device: str
+    nbytes: int
+    ptr: int
+    def __dlpack__(self, *, stream: Optional[int] = ...,
+                   max_version: Optional[Tuple[int, int]] = ...,
+                   dl_device: Optional[Tuple[int, int]] = ...,
+                   copy: Optional[bool] = ...) -> Any: ...
+    def __dlpack_device__(self) -> Tuple[int, int]: ...
+    def tobytes(self) -> bytes: ...
+
+class Batch:
+    images: View
+    host_images: Optional[View]
+    labels: View
+    indices: View
+    status: View
+    count: int
+    epoch: int
+    index: int
+    released: bool
+    exports: int
+    def release(self) -> None: ...
+
+class Loader:
+    held: int
+    closed: bool
+    destroyed: bool
+    def __init__(self, config: Dict[str, Any],
+                 log: Optional[Callable[[int, str], None]] = ...) -> None: ...
+    def next(self) -> Optional[Batch]: ...
+    def close(self) -> None: ...
+    def info(self) -> Dict[str, Any]: ...
+    def stats(self) -> Dict[str, int]: ...
+    def class_name(self, label: int) -> str: ...
+    def sample(self, index: int) -> Tuple[str, int]: ...
+    def epoch_order(self, epoch: int) -> List[int]: ...
+    def failures(self) -> List[Tuple[int, str, int, str, str, int, int]]: ...
+    def state(self) -> bytes: ...
+    def drain_log(self) -> None: ...
