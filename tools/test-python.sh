@@ -1,7 +1,7 @@
 #!/bin/sh
 # The Python package's tests, as a user would meet it: a virtual
-# environment (build/pyenv, made once), NumPy, pytest and PyTorch from the
-# package index, `pip install ./python` from this checkout, then pytest.
+# environment (build/pyenv, made once), NumPy, pytest, mypy, PyTorch and
+# PyTorch Lightning from the package index, `pip install ./python` from this checkout, then pytest.
 #   PINLOAD_TEST_TORCH=1   PyTorch is required (CI): failing to install it
 #                          fails the run
 #   PINLOAD_TEST_TORCH=0   do not install PyTorch (its tests skip)
@@ -29,6 +29,17 @@ then
     if ! pip install torch; then
         [ "$torch" = 1 ] && { echo "test-python: PyTorch is required" >&2; exit 1; }
         echo "test-python: PyTorch could not be installed: its tests skip"
+    fi
+fi
+# PyTorch Lightning, for the framework tests (Trainer.fit on a loader),
+# under the same rule: required with PINLOAD_TEST_TORCH=1.
+if [ "$torch" != 0 ] && "$venv/bin/python" -c 'import torch' 2>/dev/null &&
+    ! "$venv/bin/python" -c 'import lightning' 2>/dev/null
+then
+    echo "test-python: installing PyTorch Lightning from the package index"
+    if ! pip install lightning; then
+        [ "$torch" = 1 ] && { echo "test-python: Lightning is required" >&2; exit 1; }
+        echo "test-python: Lightning could not be installed: its tests skip"
     fi
 fi
 # As a user installs it: a wheel built from the checkout.

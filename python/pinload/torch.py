@@ -42,11 +42,16 @@ def _default_device() -> Any:
     return "host"
 
 
-class Loader(pinload.Loader):
+class Loader(pinload.Loader, torch.utils.data.IterableDataset):
     """pinload.Loader yielding (images, labels) tensors; the same arguments
     (see pinload.Loader), but device defaults to torch's current CUDA device
     (torch.cuda.set_device, as DistributedDataParallel scripts set it), or
-    the host without CUDA."""
+    the host without CUDA.
+
+    It is also a torch IterableDataset whose items are whole batches, so it
+    goes where one is expected: `DataLoader(loader, batch_size=None)` (with
+    num_workers=0: pinload's workers are threads inside it), a training
+    framework's train_dataloader(). Every iteration is one epoch."""
 
     #: What a batch may hold, for output_map.
     OUTPUTS = ("images", "labels", "indices")
@@ -87,6 +92,12 @@ class Loader(pinload.Loader):
                     labels.device, non_blocking=True)
             del batch, images, labels
             yield {n: got[n] for n in names}
+
+    def __reduce__(self) -> Any:
+        raise TypeError(
+            "pinload.torch.Loader cannot be copied to another process (a "
+            "DataLoader with num_workers > 0 tries to): use num_workers=0, "
+            "pinload decodes on its own threads (its num_workers)")
 
     @staticmethod
     def tensors(batch: pinload.Batch) -> Tuple[torch.Tensor, torch.Tensor]:

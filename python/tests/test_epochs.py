@@ -176,3 +176,67 @@ def test_the_package_ships_its_types():
     import inspect
     sig = inspect.signature(pinload.Loader.__init__)
     assert "int" in str(sig.parameters["batch_size"].annotation)
+
+
+def test_a_torch_dataloader_takes_it_as_an_iterable_dataset(dataset):
+    import pinload.torch as pt
+    loader = pt.Loader(dataset, **KW)
+    assert isinstance(loader, torch.utils.data.IterableDataset)
+    dl = torch.utils.data.DataLoader(loader, batch_size=None)
+    assert len(dl) == len(loader)
+    for epoch in range(2):
+        got = [labels.tolist() for images, labels in dl]
+        want = [np.from_dlpack(b.labels).tolist()
+                for b in pinload.Loader(dataset, first_epoch=epoch, **KW)]
+        assert got == want, epoch
+    with pytest.raises(TypeError) as e:
+        list(torch.utils.data.DataLoader(loader, batch_size=None,
+                                         num_workers=1,
+                                         multiprocessing_context="spawn"))
+    assert "num_workers=0" in str(e.value)
+
+
+def _lightning_run(dataset, limit, epochs):
+    """Trainer.fit on pinload.torch.Loader: the dataset indices of each
+    training step's batch."""
+    lightning = pytest.importorskip("lightning")
+    import pinload.torch as pt
+
+    class Model(lightning.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.layer = torch.nn.Linear(3, 4)
+            self.seen = []
+
+        def training_step(self, batch, i):
+            self.seen.append(batch["indices"].tolist())
+            x = batch["images"].float().mean(dim=(1, 2))
+            return torch.nn.functional.cross_entropy(self.layer(x),
+                                                     batch["labels"])
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.01)
+
+    loader = pt.Loader(dataset, output_map=("images", "labels", "indices"),
+                       **KW)
+    model = Model()
+    trainer = lightning.Trainer(
+        max_epochs=epochs, limit_train_batches=limit, accelerator="cpu",
+        devices=1, logger=False, enable_checkpointing=False,
+        enable_progress_bar=False, enable_model_summary=False)
+    trainer.fit(model, train_dataloaders=loader)
+    return trainer, model.seen, len(loader)
+
+
+def test_lightning_epochs_are_data_epochs(dataset):
+    trainer, seen, n = _lightning_run(dataset, limit=None, epochs=3)
+    assert trainer.global_step == 3 * n
+    want = [idx for e in range(3) for idx in epoch_indices(dataset, e)]
+    assert seen == want
+
+
+def test_lightning_limit_train_batches_advances_the_data_epochs(dataset):
+    trainer, seen, n = _lightning_run(dataset, limit=2, epochs=3)
+    assert trainer.global_step == 6
+    want = [idx for e in range(3) for idx in epoch_indices(dataset, e)[:2]]
+    assert seen == want
