@@ -142,6 +142,9 @@ typedef enum pl_format {
                                channel (v / 255 - mean) / std */
     PL_FORMAT_F16_NCHW = 2, /* the same values as IEEE half floats (round to
                                nearest even), as uint16_t bit patterns */
+    /* The same values as bfloat16 (float32's exponent, 8 bits of
+     * mantissa; round to nearest even), as uint16_t bit patterns. */
+    PL_FORMAT_BF16_NCHW = 3,
 } pl_format;
 
 typedef enum pl_augment {
@@ -267,7 +270,7 @@ typedef struct pl_config {
     int32_t height;     /* output height in pixels; default 224 */
     int32_t format;     /* a pl_format; default PL_FORMAT_U8_NHWC */
     int32_t augment;    /* a pl_augment; default PL_AUGMENT_TRAIN */
-    float mean[3];      /* F32/F16 normalisation; default ImageNet's */
+    float mean[3];      /* float formats' normalisation; default ImageNet's */
     float std[3];       /* 0.485 0.456 0.406 / 0.229 0.224 0.225 */
     /* 1: decode at 1/2, 1/4 or 1/8 scale (libjpeg's DCT scaling, as
      * Pillow's draft mode) whenever the crop still has at least as many

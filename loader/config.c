@@ -105,7 +105,7 @@ static int check_shape(const pl_config *c)
         {"batch_size", c->batch_size, 1, 1 << 16},
         {"width", c->width, 1, 1 << 14},
         {"height", c->height, 1, 1 << 14},
-        {"format", (int)c->format, 0, PL_FORMAT_F16_NCHW},
+        {"format", (int)c->format, 0, PL_FORMAT_BF16_NCHW},
         {"augment", (int)c->augment, 0, PL_AUGMENT_TRAIN},
     };
     const int rc = check_ranges(r, N_(r));
@@ -128,7 +128,9 @@ static int check_shape(const pl_config *c)
                        "std[%d] = %g with mean[%d] = %g gives values up to "
                        "%g, beyond what %s holds (%g)",
                        i, (double)c->std[i], i, m, far / c->std[i],
-                       c->format == PL_FORMAT_F16_NCHW ? "float16" : "float32",
+                       c->format == PL_FORMAT_F16_NCHW    ? "float16"
+                       : c->format == PL_FORMAT_BF16_NCHW ? "bfloat16"
+                                                          : "float32",
                        top);
     }
     return 0;

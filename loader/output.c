@@ -13,13 +13,15 @@ void output_plan_make(output_plan *o, const pl_config *c, const backend *be)
     augment_params_init(&o->aug, c->augment, ring, c->width, c->height, c->seed,
                         c->mean, c->std);
     o->aug.dct_scaling = c->dct_scaling;
+    /* The GPU's table is the delivered format's, whatever the ring holds. */
+    augment_lut16_for(&o->aug, c->format);
     o->sample_bytes = augment_format_bytes(c->format, c->width, c->height);
     o->ring_sample_bytes = augment_sample_bytes(&o->aug);
 }
 
 const void *output_lut(const output_plan *o, size_t *bytes)
 {
-    if (o->format == PL_FORMAT_F16_NCHW) {
+    if (o->format == PL_FORMAT_F16_NCHW || o->format == PL_FORMAT_BF16_NCHW) {
         *bytes = sizeof o->aug.lut16;
         return o->aug.lut16;
     }

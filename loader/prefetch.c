@@ -114,7 +114,8 @@ static int queue_batch(prefetch *p, fill *f)
     if (rc == 0 && p->cfg.out->gpu_normalize)
         rc = be->ops->normalize(be, d->stream, d->dev, d->staging, d->status,
                                 f->count, p->cfg.out->width, p->cfg.out->height,
-                                p->cfg.out->format == PL_FORMAT_F16_NCHW,
+                                p->cfg.out->format == PL_FORMAT_F16_NCHW ||
+                                    p->cfg.out->format == PL_FORMAT_BF16_NCHW,
                                 handoff_lut(p->cfg.ho));
     if (rc == 0)
         rc = be->ops->record_ready(be, d->stream);

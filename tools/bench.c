@@ -371,9 +371,9 @@ static void print_memcpy_ceiling(options *o)
 {
     const size_t px = (size_t)o->batch * (size_t)o->size * o->size * 3;
     const int on_gpu = o->gpu_normalize && o->format != PL_FORMAT_U8_NHWC;
-    const size_t per = o->format == PL_FORMAT_F32_NCHW   ? 4
-                       : o->format == PL_FORMAT_F16_NCHW ? 2
-                                                         : 1;
+    const size_t per = o->format == PL_FORMAT_F32_NCHW  ? 4
+                       : o->format == PL_FORMAT_U8_NHWC ? 1
+                                                        : 2; /* f16, bf16 */
     const size_t bytes = on_gpu ? px : px * per;
     o->memcpy_gbs = bench_cuda_memcpy_gbs(bytes, 1);
     o->memcpy_pageable_gbs = bench_cuda_memcpy_gbs(bytes, 0);

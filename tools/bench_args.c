@@ -14,7 +14,7 @@
 static const char usage[] =
     "usage: pinload-bench --data PATH [--batch B] [--size N] [--augment "
     "none|eval|train]\n"
-    "       [--format u8|f32|f16] [--gpu-normalize on|off] [--workers LIST]\n"
+    "       [--format u8|f32|f16|bf16] [--gpu-normalize on|off] [--workers LIST]\n"
     "       [--prefetch LIST] [--pin LIST]\n"
     "       [--batches N | --seconds S] [--warmup N] [--compute-ms X]\n"
     "       [--device " CLI_DEVICES "] [--csv FILE] [--json FILE]\n"

@@ -194,7 +194,7 @@ static inline int cli_device(const char *prog, const char *usage,
     return (int)cli_long(prog, usage, flag, n, 0, 65535);
 }
 
-/* --format: u8, f32 or f16. */
+/* --format: u8, f32, f16 or bf16. */
 static inline pl_format cli_format(const char *prog, const char *usage,
                                    const char *flag, const char *v)
 {
@@ -204,16 +204,19 @@ static inline pl_format cli_format(const char *prog, const char *usage,
         return PL_FORMAT_F32_NCHW;
     if (strcmp(v, "f16") == 0)
         return PL_FORMAT_F16_NCHW;
-    fprintf(stderr, "%s: %s: unknown value \"%s\" (u8, f32 or f16)\n%s", prog,
-            flag, v, usage);
+    if (strcmp(v, "bf16") == 0)
+        return PL_FORMAT_BF16_NCHW;
+    fprintf(stderr, "%s: %s: unknown value \"%s\" (u8, f32, f16 or bf16)\n%s",
+            prog, flag, v, usage);
     exit(2);
 }
 
 static inline const char *cli_format_name(pl_format f)
 {
-    return f == PL_FORMAT_F32_NCHW   ? "f32"
-           : f == PL_FORMAT_F16_NCHW ? "f16"
-                                     : "u8";
+    return f == PL_FORMAT_F32_NCHW    ? "f32"
+           : f == PL_FORMAT_F16_NCHW  ? "f16"
+           : f == PL_FORMAT_BF16_NCHW ? "bf16"
+                                      : "u8";
 }
 
 /* A progress line on stderr, "\rPROG: DONE of TOTAL WHAT", at most five

@@ -15,12 +15,30 @@ void augment_params_init(augment_params *p, pl_augment mode, pl_format format,
     p->out_h = out_h;
     p->seed = seed;
     p->dct_scaling = 0; /* exact unless the caller asks for speed */
-    for (int c = 0; c < 3; c++) {
-        for (int v = 0; v < 256; v++) {
+    for (int c = 0; c < 3; c++)
+        for (int v = 0; v < 256; v++)
             p->lut[c][v] = ((float)v / 255.0f - mean[c]) / std[c];
-            p->lut16[c][v] = augment_half(p->lut[c][v]);
-        }
-    }
+    augment_lut16_for(p, format);
+}
+
+void augment_lut16_for(augment_params *p, pl_format format)
+{
+    for (int c = 0; c < 3; c++)
+        for (int v = 0; v < 256; v++)
+            p->lut16[c][v] = format == PL_FORMAT_BF16_NCHW
+                                 ? augment_bfloat16(p->lut[c][v])
+                                 : augment_half(p->lut[c][v]);
+}
+
+uint16_t augment_bfloat16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    if ((x & 0x7FFFFFFFu) > 0x7F800000u) /* NaN: keep it one, quiet */
+        return (uint16_t)((x >> 16) | 0x40u);
+    /* Round to nearest, ties to even, on the 16 bits dropped. */
+    x += 0x7FFFu + ((x >> 16) & 1u);
+    return (uint16_t)(x >> 16);
 }
 
 size_t augment_sample_bytes(const augment_params *p)
@@ -35,6 +53,7 @@ size_t augment_format_bytes(pl_format format, int width, int height)
     case PL_FORMAT_F32_NCHW:
         return px * sizeof(float);
     case PL_FORMAT_F16_NCHW:
+    case PL_FORMAT_BF16_NCHW:
         return px * sizeof(uint16_t);
     default:
         return px;

@@ -18,8 +18,9 @@ typedef struct augment_params {
      * source rectangle stays at least as large as the resize needs. */
     int dct_scaling;
     /* F32: lut[c][v] = (v / 255 - mean[c]) / std[c], so every path
-     * (host, GPU) normalises with exactly these floats; F16: the same
-     * values rounded to half precision (nearest even). */
+     * (host, GPU) normalises with exactly these floats; lut16: the same
+     * values as the 16-bit format's bit patterns (rounded to nearest
+     * even): half precision, or bfloat16 for PL_FORMAT_BF16_NCHW. */
     float lut[3][256];
     uint16_t lut16[3][256];
 } augment_params;
@@ -54,12 +55,19 @@ size_t augment_format_bytes(pl_format format, int width, int height);
 void augment_store_f32(const augment_params *p, const uint8_t *rgb, int y,
                        float *dst);
 
-/* The same for a float16 sample (half-float bit patterns). */
+/* The same for a 16-bit float sample (F16 or BF16: lut16's patterns). */
 void augment_store_f16(const augment_params *p, const uint8_t *rgb, int y,
                        uint16_t *dst);
 
 /* IEEE 754 binary16 bits of f, rounded to nearest even (as CUDA's
  * __float2half_rn). */
 uint16_t augment_half(float f);
+
+/* f as a bfloat16 bit pattern, rounded to nearest even (NaN stays NaN),
+ * as CUDA's __float2bfloat16_rn. */
+uint16_t augment_bfloat16(float f);
+
+/* lut16 made for the 16-bit format `format` (BF16, else half). */
+void augment_lut16_for(augment_params *p, pl_format format);
 
 #endif

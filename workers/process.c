@@ -124,7 +124,8 @@ static int resize_into(process_ctx *c, const augment_params *p,
         if (p->format == PL_FORMAT_F32_NCHW) {
             resample_h(&c->h, c->vrow, plan->flip, c->row);
             augment_store_f32(p, c->row, y, dst);
-        } else if (p->format == PL_FORMAT_F16_NCHW) {
+        } else if (p->format == PL_FORMAT_F16_NCHW ||
+                   p->format == PL_FORMAT_BF16_NCHW) {
             resample_h(&c->h, c->vrow, plan->flip, c->row);
             augment_store_f16(p, c->row, y, dst);
         } else {

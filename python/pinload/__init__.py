@@ -127,7 +127,7 @@ _pinload.register_errors({
 
 _C = _pinload
 _FORMATS = {"u8": _C.FORMAT_U8_NHWC, "f32": _C.FORMAT_F32_NCHW,
-            "f16": _C.FORMAT_F16_NCHW}
+            "f16": _C.FORMAT_F16_NCHW, "bf16": _C.FORMAT_BF16_NCHW}
 _AUGMENTS = {"none": _C.AUGMENT_NONE, "eval": _C.AUGMENT_EVAL,
              "train": _C.AUGMENT_TRAIN}
 _MEMORY = {"pinned": _C.MEMORY_PINNED, "pageable": _C.MEMORY_PAGEABLE,
@@ -222,7 +222,8 @@ class Loader:
     size            224: an int, or (height, width)
     augment         "train" (RandomResizedCrop + flip), "eval" (Resize +
                     CenterCrop), "none" (resize to size)
-    format          "u8" (uint8 NHWC), "f32" or "f16" (normalised NCHW)
+    format          "u8" (uint8 NHWC), "f32", "f16" or "bf16" (normalised
+                    NCHW)
     mean, std       ImageNet's (float formats)
     seed            0: order and augmentation
     shuffle         True

@@ -7,6 +7,7 @@ codes: Dict[str, int]
 FORMAT_U8_NHWC: int
 FORMAT_F32_NCHW: int
 FORMAT_F16_NCHW: int
+FORMAT_BF16_NCHW: int
 AUGMENT_NONE: int
 AUGMENT_EVAL: int
 AUGMENT_TRAIN: int

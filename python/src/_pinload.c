@@ -1162,8 +1162,10 @@ static void view_layout(const ViewObject *v, layout *out)
             out->shape[2] = in->height;
             out->shape[3] = in->width;
             const int f32 = in->format == PL_FORMAT_F32_NCHW;
-            out->dtype = (pldl_dtype){PLDL_FLOAT, f32 ? 32 : 16, 1};
-            out->dtype_name = f32 ? "float32" : "float16";
+            const int bf16 = in->format == PL_FORMAT_BF16_NCHW;
+            out->dtype =
+                (pldl_dtype){bf16 ? PLDL_BFLOAT : PLDL_FLOAT, f32 ? 32 : 16, 1};
+            out->dtype_name = f32 ? "float32" : bf16 ? "bfloat16" : "float16";
         }
         out->nbytes = (size_t)n * in->sample_bytes;
         return;
@@ -1647,6 +1649,7 @@ PyMODINIT_FUNC PyInit__pinload(void)
         {"FORMAT_U8_NHWC", PL_FORMAT_U8_NHWC},
         {"FORMAT_F32_NCHW", PL_FORMAT_F32_NCHW},
         {"FORMAT_F16_NCHW", PL_FORMAT_F16_NCHW},
+        {"FORMAT_BF16_NCHW", PL_FORMAT_BF16_NCHW},
         {"AUGMENT_NONE", PL_AUGMENT_NONE},
         {"AUGMENT_EVAL", PL_AUGMENT_EVAL},
         {"AUGMENT_TRAIN", PL_AUGMENT_TRAIN},

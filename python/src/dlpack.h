@@ -11,9 +11,10 @@ enum {
     PLDL_CUDA = 2, /* kDLCUDA */
 };
 enum {
-    PLDL_INT = 0,   /* kDLInt */
-    PLDL_UINT = 1,  /* kDLUInt */
-    PLDL_FLOAT = 2, /* kDLFloat */
+    PLDL_INT = 0,    /* kDLInt */
+    PLDL_UINT = 1,   /* kDLUInt */
+    PLDL_FLOAT = 2,  /* kDLFloat */
+    PLDL_BFLOAT = 4, /* kDLBfloat */
 };
 #define PLDL_FLAG_READ_ONLY (UINT64_C(1) << 0)
 #define PLDL_FLAG_IS_COPIED (UINT64_C(1) << 1)

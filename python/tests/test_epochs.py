@@ -240,3 +240,16 @@ def test_lightning_limit_train_batches_advances_the_data_epochs(dataset):
     assert trainer.global_step == 6
     want = [idx for e in range(3) for idx in epoch_indices(dataset, e)[:2]]
     assert seen == want
+
+
+def test_bf16_is_the_f32_output_rounded(dataset):
+    """format="bf16": a real torch.bfloat16 tensor, each value the f32
+    path's rounded to nearest even (torch's own conversion)."""
+    import pinload.torch as pt
+    kw = dict(KW, shuffle=False, augment="eval")
+    f32 = [i.clone() for i, _ in pt.Loader(dataset, format="f32", **kw)]
+    bf = [i.clone() for i, _ in pt.Loader(dataset, format="bf16", **kw)]
+    assert len(bf) == len(f32)
+    for a, b in zip(f32, bf):
+        assert b.dtype == torch.bfloat16 and b.shape == a.shape
+        assert torch.equal(b, a.to(torch.bfloat16))

@@ -4,6 +4,8 @@
  * normalised, and each sample is its file decoded alone, whatever the
  * worker decoded before it. Part of the loader suites (testloader.h), run on
  * the host backend and on simulated CUDA. */
+#include <math.h>
+
 #include "jpegquirks.h"
 #include "testloader.h"
 
@@ -354,6 +356,58 @@ Test(loader, f16_is_the_f32_output_rounded_to_half, .timeout = TIMEOUT)
                          hl[i], (double)fl[i]);
         }
     }
+    run_free(&f[0]);
+    run_free(&h[0]);
+    tu_rm_rf(root);
+}
+
+/* The bfloat16 nearest to f, ties to the even pattern, found by comparing
+ * the two candidates in double precision (independent of the library's
+ * bit arithmetic). */
+static uint16_t nearest_bf16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    const uint16_t lo = (uint16_t)(x >> 16), hi = (uint16_t)(lo + 1);
+    float a, b;
+    const uint32_t xa = (uint32_t)lo << 16, xb = (uint32_t)hi << 16;
+    memcpy(&a, &xa, sizeof a);
+    memcpy(&b, &xb, sizeof b);
+    const double da = fabs((double)f - a), db = fabs((double)f - b);
+    return da < db ? lo : db < da ? hi : (lo & 1) ? hi : lo;
+}
+
+/* BF16 delivers, bit for bit, the nearest bfloat16 of each F32 value. */
+Test(loader, bf16_is_the_f32_output_rounded_to_bfloat16, .timeout = TIMEOUT)
+{
+    char root[64];
+    pl_config c;
+    fx_tree(root, &c, 11, 2);
+    c.width = 16;
+    c.height = 12;
+    run f[1], h[1];
+    c.format = PL_FORMAT_F32_NCHW;
+    run_loader(&c, 1, f);
+    c.format = PL_FORMAT_BF16_NCHW;
+    run_loader(&c, 1, h);
+    cr_assert_eq(h[0].sample_bytes, (size_t)16 * 12 * 3 * 2);
+    cr_assert_eq(h[0].n, f[0].n);
+    int inexact = 0;
+    for (int k = 0; k < f[0].n; k++) {
+        float fl[16 * 12 * 3];
+        uint16_t hl[16 * 12 * 3];
+        memcpy(fl, sample_at(&f[0], k), sizeof fl);
+        memcpy(hl, sample_at(&h[0], k), sizeof hl);
+        for (int i = 0; i < 16 * 12 * 3; i++) {
+            const uint16_t want = nearest_bf16(fl[i]);
+            cr_assert_eq(hl[i], want, "sample %d value %d: %04x for %.9g", k, i,
+                         hl[i], (double)fl[i]);
+            uint32_t x;
+            memcpy(&x, &fl[i], sizeof x);
+            inexact += (x & 0xFFFFu) != 0;
+        }
+    }
+    cr_assert_gt(inexact, 100, "the values tried need rounding");
     run_free(&f[0]);
     run_free(&h[0]);
     tu_rm_rf(root);

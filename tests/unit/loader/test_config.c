@@ -126,6 +126,8 @@ Test(config, documented_constants_keep_their_values)
     cr_assert_eq(PL_DEVICE_HOST, -2);
     cr_assert_eq(PL_FORMAT_U8_NHWC, 0);
     cr_assert_eq(PL_FORMAT_F32_NCHW, 1);
+    cr_assert_eq(PL_FORMAT_F16_NCHW, 2);
+    cr_assert_eq(PL_FORMAT_BF16_NCHW, 3);
     cr_assert_eq(PL_AUGMENT_TRAIN, 2);
     cr_assert_eq(PL_ON_ERROR_SUBSTITUTE, 2);
     cr_assert_eq(PL_SHARD_DROP, 1);

@@ -142,3 +142,41 @@ Test(augment, f16_rows_are_the_halves_of_the_f32_values)
             cr_assert_eq(h[at], ref_half(f[at]), "plane %d x %d", c, x);
         }
 }
+
+/* bfloat16 rounding: nearest, ties to the even pattern; infinities kept,
+ * NaN kept a NaN, the largest float rounds up to infinity. And a BF16
+ * parameter set's lut16 holds those patterns. */
+Test(augment, bfloat16_rounds_to_nearest_even)
+{
+    static const struct {
+        float f;
+        uint16_t bits;
+    } cases[] = {
+        {1.0f, 0x3F80},          {-2.5f, 0xC020},
+        {1.00390625f, 0x3F80}, /* 1 + 2^-8: a tie, to even (down) */
+        {1.01171875f, 0x3F82}, /* 1 + 3 * 2^-8: a tie, to even (up) */
+        {0.0f, 0x0000},          {-0.0f, 0x8000},
+        {3.4028235e38f, 0x7F80}, /* FLT_MAX rounds to infinity */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        cr_assert_eq(augment_bfloat16(cases[i].f), cases[i].bits,
+                     "%.9g: %04x, want %04x", (double)cases[i].f,
+                     augment_bfloat16(cases[i].f), cases[i].bits);
+    /* Just above the tie: up. */
+    cr_assert_eq(augment_bfloat16(nextafterf(1.00390625f, 2.0f)), 0x3F81);
+    cr_assert_eq(augment_bfloat16(INFINITY), 0x7F80);
+    cr_assert_eq(augment_bfloat16(-INFINITY), 0xFF80);
+    const uint16_t nan = augment_bfloat16(NAN);
+    cr_assert((nan & 0x7F80) == 0x7F80 && (nan & 0x7F) != 0, "%04x", nan);
+
+    augment_params p;
+    const float mean[3] = {0.485f, 0.456f, 0.406f};
+    const float std[3] = {0.229f, 0.224f, 0.225f};
+    augment_params_init(&p, PL_AUGMENT_NONE, PL_FORMAT_BF16_NCHW, 4, 4, 0, mean,
+                        std);
+    for (int c = 0; c < 3; c++)
+        for (int v = 0; v < 256; v++)
+            cr_assert_eq(p.lut16[c][v], augment_bfloat16(p.lut[c][v]));
+    cr_assert_eq(augment_format_bytes(PL_FORMAT_BF16_NCHW, 4, 4),
+                 4 * 4 * 3 * 2);
+}
