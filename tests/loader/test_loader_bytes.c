@@ -329,20 +329,27 @@ Test(loader, f32_is_the_u8_output_normalised_per_channel, .timeout = TIMEOUT)
 
 /* F16 delivers, bit for bit, the round-to-nearest-even halves of the F32
  * values (computed here with the compiler's own _Float16 conversion). */
-Test(loader, f16_is_the_f32_output_rounded_to_half, .timeout = TIMEOUT)
+/* One epoch of the same 16x12 tree in F32 (*f) and in the 16-bit format
+ * `other` (*h), the same samples in both. */
+static void f32_and_16_bit(char root[64], pl_format other, run *f, run *h)
 {
-    char root[64];
     pl_config c;
     fx_tree(root, &c, 11, 2);
     c.width = 16;
     c.height = 12;
-    run f[1], h[1];
     c.format = PL_FORMAT_F32_NCHW;
     run_loader(&c, 1, f);
-    c.format = PL_FORMAT_F16_NCHW;
+    c.format = other;
     run_loader(&c, 1, h);
-    cr_assert_eq(h[0].sample_bytes, (size_t)16 * 12 * 3 * 2);
-    cr_assert_eq(h[0].n, f[0].n);
+    cr_assert_eq(h->sample_bytes, (size_t)16 * 12 * 3 * 2);
+    cr_assert_eq(h->n, f->n);
+}
+
+Test(loader, f16_is_the_f32_output_rounded_to_half, .timeout = TIMEOUT)
+{
+    char root[64];
+    run f[1], h[1];
+    f32_and_16_bit(root, PL_FORMAT_F16_NCHW, f, h);
     for (int k = 0; k < f[0].n; k++) {
         float fl[16 * 12 * 3];
         uint16_t hl[16 * 12 * 3];
@@ -381,17 +388,8 @@ static uint16_t nearest_bf16(float f)
 Test(loader, bf16_is_the_f32_output_rounded_to_bfloat16, .timeout = TIMEOUT)
 {
     char root[64];
-    pl_config c;
-    fx_tree(root, &c, 11, 2);
-    c.width = 16;
-    c.height = 12;
     run f[1], h[1];
-    c.format = PL_FORMAT_F32_NCHW;
-    run_loader(&c, 1, f);
-    c.format = PL_FORMAT_BF16_NCHW;
-    run_loader(&c, 1, h);
-    cr_assert_eq(h[0].sample_bytes, (size_t)16 * 12 * 3 * 2);
-    cr_assert_eq(h[0].n, f[0].n);
+    f32_and_16_bit(root, PL_FORMAT_BF16_NCHW, f, h);
     int inexact = 0;
     for (int k = 0; k < f[0].n; k++) {
         float fl[16 * 12 * 3];
