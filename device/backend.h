@@ -72,13 +72,14 @@ typedef struct backend_ops {
      * that broke the device (a copy that failed on it, say), after which
      * its callbacks will never run. Never blocks. */
     int (*query)(backend *b, be_stream *s);
-    /* Queue on s the uint8 NHWC -> normalised float NCHW conversion of a
+    /* Queue on s the uint8 NHWC -> normalised float NCHW (or, with
+     * channels_last, NHWC) conversion of a
      * batch in device memory, samples with a non-zero status[] (host
      * memory) left all zeros (see normalize.h); NULL where the library was
      * built without nvcc, and on the host backend. */
     int (*normalize)(backend *b, be_stream *s, void *dst, const void *src,
                      const int32_t *status, int count, int width, int height,
-                     int half, const void *lut);
+                     int half, int channels_last, const void *lut);
     /* Free the backend itself (streams and memory are freed before). */
     void (*close)(backend *b);
 } backend_ops;

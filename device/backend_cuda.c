@@ -352,11 +352,11 @@ static int query(backend *b, be_stream *s)
 #ifdef PL_HAVE_NVCC
 static int normalize(backend *b, be_stream *s, void *dst, const void *src,
                      const int32_t *status, int count, int width, int height,
-                     int half, const void *lut)
+                     int half, int channels_last, const void *lut)
 {
     (void)b;
     const int e = gpu_normalize(s->stream, dst, src, status, count, width,
-                                height, half, lut);
+                                height, half, channels_last, lut);
     if (e != 0)
         return cuda_fail((cudaError_t)e, "normalize kernel launch");
     return 0;

@@ -15,7 +15,8 @@
 template <typename T>
 __global__ void
 normalize_kernel(T *__restrict__ dst, const uint8_t *__restrict__ src,
-                 const T *__restrict__ lut, size_t plane, size_t pixels)
+                 const T *__restrict__ lut, size_t plane, size_t pixels,
+                 int channels_last)
 {
     __shared__ T table[3 * 256];
     for (int i = threadIdx.x; i < 3 * 256; i += blockDim.x)
@@ -23,8 +24,15 @@ normalize_kernel(T *__restrict__ dst, const uint8_t *__restrict__ src,
     __syncthreads();
     for (size_t p = blockIdx.x * (size_t)blockDim.x + threadIdx.x; p < pixels;
          p += (size_t)gridDim.x * blockDim.x) {
-        const size_t sample = p / plane, at = p % plane;
         const uint8_t *px = src + p * 3;
+        if (channels_last) { /* interleaved, as the uint8 input */
+            T *out = dst + p * 3;
+            out[0] = table[px[0]];
+            out[1] = table[256 + px[1]];
+            out[2] = table[512 + px[2]];
+            continue;
+        }
+        const size_t sample = p / plane, at = p % plane;
         T *out = dst + sample * 3 * plane + at;
         out[0] = table[px[0]];
         out[plane] = table[256 + px[1]];
@@ -34,7 +42,8 @@ normalize_kernel(T *__restrict__ dst, const uint8_t *__restrict__ src,
 
 extern "C" int gpu_normalize(struct CUstream_st *stream, void *dst,
                              const void *src, const int32_t *status, int count,
-                             int width, int height, int half, const void *lut)
+                             int width, int height, int half,
+                             int channels_last, const void *lut)
 {
     const size_t plane = (size_t)width * (size_t)height;
     const size_t pixels = plane * (size_t)count;
@@ -44,11 +53,11 @@ extern "C" int gpu_normalize(struct CUstream_st *stream, void *dst,
     if (half)
         normalize_kernel<uint16_t><<<(unsigned)blocks, threads, 0, stream>>>(
             (uint16_t *)dst, (const uint8_t *)src, (const uint16_t *)lut, plane,
-            pixels);
+            pixels, channels_last);
     else
         normalize_kernel<float><<<(unsigned)blocks, threads, 0, stream>>>(
             (float *)dst, (const uint8_t *)src, (const float *)lut, plane,
-            pixels);
+            pixels, channels_last);
     cudaError_t e = cudaGetLastError();
     /* A substituted sample is all zeros in every format, as on the host;
      * the LUT would have made its zero bytes -mean/std. */

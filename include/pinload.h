@@ -366,6 +366,12 @@ typedef struct pl_config {
      * until pl_loader_destroy returns (log may be called until then, from
      * any of the loader's threads). */
     void *log_ctx;
+
+    /* ---- Added after 0.1's grouping (fields are appended here) */
+    /* 1: float formats channels-last, [count][height][width][3] (the
+     * values of the NCHW layout, interleaved as u8 is; PyTorch's
+     * channels_last). 0 (default): NCHW. u8 is always NHWC. */
+    int32_t channels_last;
 } pl_config;
 
 /* Fill *cfg with the defaults listed above. */
@@ -481,6 +487,7 @@ typedef struct pl_info {
      * pl_loader_destroy. */
     const char *backend_name;
     int32_t gpu_normalize; /* 1 if float output is normalised on the GPU */
+    int32_t channels_last; /* 1 if float output is [count][h][w][3] */
 } pl_info;
 
 #define pl_loader_info(l, out) pl_loader_info_sized((l), (out), sizeof(pl_info))

@@ -169,6 +169,7 @@ static int check_pipeline(const pl_config *c)
         {"max_file_bytes", c->max_file_bytes, 1, (int64_t)1 << 40},
         {"dct_scaling", c->dct_scaling, 0, 1},
         {"gpu_normalize", c->gpu_normalize, 0, 1},
+        {"channels_last", c->channels_last, 0, 1},
         {"pin_workers", c->pin_workers, 0, 1},
         {"readahead", c->readahead, 0, 4096},
         /* 0: the default; -1: no time limit; a day at most */

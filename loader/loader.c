@@ -242,6 +242,7 @@ static void fill_info(pl_loader *l)
     in->pinned = rs.kind == HOSTMEM_PINNED;
     in->backend_name = l->be->name;
     in->gpu_normalize = l->out.gpu_normalize;
+    in->channels_last = l->out.aug.channels_last;
 }
 
 static int start_pipeline(pl_loader *l)

@@ -13,6 +13,7 @@ void output_plan_make(output_plan *o, const pl_config *c, const backend *be)
     augment_params_init(&o->aug, c->augment, ring, c->width, c->height, c->seed,
                         c->mean, c->std);
     o->aug.dct_scaling = c->dct_scaling;
+    o->aug.channels_last = c->channels_last && c->format != PL_FORMAT_U8_NHWC;
     /* The GPU's table is the delivered format's, whatever the ring holds. */
     augment_lut16_for(&o->aug, c->format);
     o->sample_bytes = augment_format_bytes(c->format, c->width, c->height);

@@ -116,6 +116,7 @@ static int queue_batch(prefetch *p, fill *f)
                                 f->count, p->cfg.out->width, p->cfg.out->height,
                                 p->cfg.out->format == PL_FORMAT_F16_NCHW ||
                                     p->cfg.out->format == PL_FORMAT_BF16_NCHW,
+                                p->cfg.out->aug.channels_last,
                                 handoff_lut(p->cfg.ho));
     if (rc == 0)
         rc = be->ops->record_ready(be, d->stream);

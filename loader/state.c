@@ -86,6 +86,10 @@ void state_fingerprint(state_fields *f, const catalog *cat, const pl_config *c,
     if (c->max_decode_memory &&
         c->max_decode_memory != DEFAULT_MAX_DECODE_MEMORY)
         h = fnv_u64(h, 0x3e30u ^ (uint64_t)c->max_decode_memory);
+    /* The layout of float output: hashed only when channels-last, so that
+     * states saved before it existed still match. */
+    if (c->channels_last && c->format != PL_FORMAT_U8_NHWC)
+        h = fnv_u64(h, 0xc1a5u);
     f->pixels_hash = h;
 }
 
@@ -210,7 +214,7 @@ const char *state_mismatch(const state_fields *s, const state_fields *n,
     else if (s->pixels_hash != n->pixels_hash)
         snprintf(buf, cap,
                  "the state was saved with other mean, std, "
-                 "dct_scaling, strict or limits");
+                 "dct_scaling, strict, channels_last or limits");
     else
         return NULL;
     return buf;

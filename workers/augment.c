@@ -15,6 +15,7 @@ void augment_params_init(augment_params *p, pl_augment mode, pl_format format,
     p->out_h = out_h;
     p->seed = seed;
     p->dct_scaling = 0; /* exact unless the caller asks for speed */
+    p->channels_last = 0;
     for (int c = 0; c < 3; c++)
         for (int v = 0; v < 256; v++)
             p->lut[c][v] = ((float)v / 255.0f - mean[c]) / std[c];
@@ -192,6 +193,13 @@ void augment_store_f32(const augment_params *p, const uint8_t *rgb, int y,
                        float *dst)
 {
     const int w = p->out_w;
+    if (p->channels_last) {
+        float *out = dst + (size_t)y * w * 3;
+        for (int x = 0; x < w; x++)
+            for (int c = 0; c < 3; c++)
+                out[x * 3 + c] = p->lut[c][rgb[(size_t)x * 3 + c]];
+        return;
+    }
     const size_t plane = (size_t)w * (size_t)p->out_h;
     float *out = dst + (size_t)y * w;
     for (int c = 0; c < 3; c++, out += plane) {
@@ -205,6 +213,13 @@ void augment_store_f16(const augment_params *p, const uint8_t *rgb, int y,
                        uint16_t *dst)
 {
     const int w = p->out_w;
+    if (p->channels_last) {
+        uint16_t *out = dst + (size_t)y * w * 3;
+        for (int x = 0; x < w; x++)
+            for (int c = 0; c < 3; c++)
+                out[x * 3 + c] = p->lut16[c][rgb[(size_t)x * 3 + c]];
+        return;
+    }
     const size_t plane = (size_t)w * (size_t)p->out_h;
     uint16_t *out = dst + (size_t)y * w;
     for (int c = 0; c < 3; c++, out += plane) {

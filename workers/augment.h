@@ -17,6 +17,8 @@ typedef struct augment_params {
     /* Decode at 1/2, 1/4 or 1/8 scale (libjpeg's DCT scaling) when the
      * source rectangle stays at least as large as the resize needs. */
     int dct_scaling;
+    /* Float formats interleaved, [h][w][3], instead of three planes. */
+    int channels_last;
     /* F32: lut[c][v] = (v / 255 - mean[c]) / std[c], so every path
      * (host, GPU) normalises with exactly these floats; lut16: the same
      * values as the 16-bit format's bit patterns (rounded to nearest

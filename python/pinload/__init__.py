@@ -254,6 +254,9 @@ class Loader:
                     at WARNING); or a callable(level, message) with
                     logging's levels
     resume          None, or a state from state_dict()/state()
+    layout          "nchw" (float formats' default) or "nhwc": float
+                    images interleaved, a channels_last tensor of NCHW
+                    shape in torch; u8 is always NHWC
     """
 
     defaults = dict(_DEFAULTS)
@@ -288,7 +291,8 @@ class Loader:
                  max_scans: Optional[int] = None,
                  max_decode_memory: Optional[int] = None,
                  log: Optional[Callable[[int, str], None]] = None,
-                 resume: Optional[StateLike] = None) -> None:
+                 resume: Optional[StateLike] = None,
+                 layout: Optional[str] = None) -> None:
         if data is None:
             raise ValueError("data: required (a folder or a list file)")
         cfg: Dict[str, Any] = {"data": os.fspath(data)}
@@ -332,6 +336,15 @@ class Loader:
             cfg["on_error"] = _choice("on_error", on_error, _ON_ERROR)
         if shard_mode is not None:
             cfg["shard_mode"] = _choice("shard_mode", shard_mode, _SHARD)
+        if layout is not None:
+            cfg["channels_last"] = _choice("layout", layout,
+                                           {"nchw": 0, "nhwc": 1})
+            if (layout == "nchw" and
+                    cfg.get("format", self.defaults["format"]) ==
+                    _C.FORMAT_U8_NHWC):
+                raise ValueError("layout: 'nchw' needs a float format; u8 "
+                                 "is NHWC (pinload.torch.to_nchw views it "
+                                 "as NCHW)")
         if device is not None:
             cfg["device"] = _device(device)
         for k, seq in (("mean", mean), ("std", std)):

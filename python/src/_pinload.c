@@ -295,12 +295,14 @@ static const field fields[] = {
     FIELD(max_scans, F_I32),
     FIELD(max_decode_memory, F_I64),
     /* log and log_ctx are the extension's own (the queue). */
+    FIELD(channels_last, F_I32),
 };
 #undef FIELD
-/* New fields are appended after log_ctx, the header's last: one must be
- * added above too. */
-_Static_assert(offsetof(pl_config, log_ctx) + sizeof(void *) ==
-                   sizeof(pl_config),
+/* New fields are appended after channels_last, the header's last: one must
+ * be added above too. (The struct ends with that field and its padding.) */
+_Static_assert(sizeof(pl_config) - offsetof(pl_config, channels_last) -
+                       sizeof(int32_t) <
+                   _Alignof(pl_config),
                "pl_config grew: add the new field to python/src/_pinload.c");
 
 static const field *field_find(const char *name)
@@ -426,7 +428,7 @@ static int field_set(pl_config *cfg, const field *f, PyObject *value,
 static PyObject *info_dict(const pl_info *in, PyObject *backend_name)
 {
     return Py_BuildValue(
-        "{sLsLsLsisisisisisisnsnsisisisisisisisisisOsi}", "dataset_size",
+        "{sLsLsLsisisisisisisnsnsisisisisisisisisisOsisi}", "dataset_size",
         (long long)in->dataset_size, "samples_per_epoch",
         (long long)in->samples_per_epoch, "batches_per_epoch",
         (long long)in->batches_per_epoch, "num_classes", in->num_classes,
@@ -437,7 +439,8 @@ static PyObject *info_dict(const pl_info *in, PyObject *backend_name)
         in->device, "num_workers", in->num_workers, "prefetch", in->prefetch,
         "device_buffers", in->device_buffers, "rank", in->rank, "world_size",
         in->world_size, "memory", in->memory, "pinned", in->pinned,
-        "backend_name", backend_name, "gpu_normalize", in->gpu_normalize);
+        "backend_name", backend_name, "gpu_normalize", in->gpu_normalize,
+        "channels_last", in->channels_last);
 }
 
 /* pl_loader_create on a thread of its own, so that Ctrl-C reaches Python
@@ -1131,6 +1134,7 @@ typedef struct {
     int64_t shape[4];
     size_t nbytes;
     const char *dtype_name;
+    int channels_last; /* images: NCHW's shape, NHWC's strides */
 } layout;
 
 static void view_layout(const ViewObject *v, layout *out)
@@ -1158,9 +1162,11 @@ static void view_layout(const ViewObject *v, layout *out)
             out->dtype = (pldl_dtype){PLDL_UINT, 8, 1};
             out->dtype_name = "uint8";
         } else {
+            /* NCHW's shape; channels-last only changes the strides. */
             out->shape[1] = in->channels;
             out->shape[2] = in->height;
             out->shape[3] = in->width;
+            out->channels_last = in->channels_last;
             const int f32 = in->format == PL_FORMAT_F32_NCHW;
             const int bf16 = in->format == PL_FORMAT_BF16_NCHW;
             out->dtype =
@@ -1343,6 +1349,13 @@ static PyObject *View_dlpack(ViewObject *self, PyObject *args, PyObject *kw)
     for (int i = lay.ndim - 1; i >= 0; i--) {
         e->strides[i] = stride;
         stride *= lay.shape[i];
+    }
+    if (lay.channels_last) { /* [n][h][w][c] in memory, (n, c, h, w) */
+        const int64_t c = lay.shape[1], h = lay.shape[2], w = lay.shape[3];
+        e->strides[0] = c * h * w;
+        e->strides[1] = 1;
+        e->strides[2] = w * c;
+        e->strides[3] = c;
     }
     pldl_tensor t = {
         .data = data,

@@ -253,3 +253,24 @@ def test_bf16_is_the_f32_output_rounded(dataset):
     for a, b in zip(f32, bf):
         assert b.dtype == torch.bfloat16 and b.shape == a.shape
         assert torch.equal(b, a.to(torch.bfloat16))
+
+
+def test_layout_nhwc_is_a_channels_last_tensor_of_the_same_values(dataset):
+    import pinload.torch as pt
+    kw = dict(KW, shuffle=False, augment="eval")
+    for fmt in ("f32", "f16", "bf16"):
+        planar = [i.clone() for i, _ in pt.Loader(dataset, format=fmt, **kw)]
+        last = pt.Loader(dataset, format=fmt, layout="nhwc", **kw)
+        assert last.info["channels_last"] == 1
+        n = 0
+        for (images, _), want in zip(last, planar):
+            assert images.shape == want.shape  # NCHW's
+            assert images.is_contiguous(memory_format=torch.channels_last)
+            assert torch.equal(images, want), fmt
+            n += 1
+        assert n == len(planar)
+    with pytest.raises(ValueError) as e:
+        pinload.Loader(dataset, layout="nchw", **KW)  # u8
+    assert "layout" in str(e.value)
+    with pytest.raises(ValueError):
+        pinload.Loader(dataset, layout="chw", **KW)

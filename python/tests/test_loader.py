@@ -351,7 +351,8 @@ def test_ranks_split_the_epoch(dataset):
 def test_every_config_field_has_a_python_name():
     params = set(inspect.signature(pinload.Loader).parameters)
     for field in _pinload.config_defaults():
-        name = "size" if field in ("width", "height") else field
+        name = ("size" if field in ("width", "height") else
+                "layout" if field == "channels_last" else field)
         assert name in params, field
     assert pinload.Loader.defaults["batch_size"] == 64
 

@@ -235,10 +235,12 @@ static bool device_batches_equal_host_reference(pl_config cfg)
 
 /* Float output normalised on the GPU from uint8: the same bytes as the
  * host backend's CPU normalisation, and only uint8 crosses the bus. */
-static bool gpu_normalize_matches_host(const char *data, pl_format format)
+static bool gpu_normalize_matches_host(const char *data, pl_format format,
+                                       int channels_last)
 {
     pl_config cfg = base_config(data);
     cfg.format = format;
+    cfg.channels_last = channels_last;
     cfg.augment = PL_AUGMENT_TRAIN;
     {
         pl_config probe = cfg;
@@ -267,7 +269,7 @@ static bool gpu_normalize_matches_host(const char *data, pl_format format)
     pl_stats st;
     pl_loader_stats(l, &st);
     pl_loader_destroy(l);
-    const int per = format == PL_FORMAT_F16_NCHW ? 2 : 4;
+    const int per = format == PL_FORMAT_F32_NCHW ? 4 : 2;
     CHECK(st.bytes_copied * per == out_bytes,
           "copied %llu bytes for %llu delivered",
           (unsigned long long)st.bytes_copied, (unsigned long long)out_bytes);
@@ -276,12 +278,25 @@ static bool gpu_normalize_matches_host(const char *data, pl_format format)
 
 static bool gpu_normalize_f32(const char *data)
 {
-    return gpu_normalize_matches_host(data, PL_FORMAT_F32_NCHW);
+    return gpu_normalize_matches_host(data, PL_FORMAT_F32_NCHW, 0);
 }
 
 static bool gpu_normalize_f16(const char *data)
 {
-    return gpu_normalize_matches_host(data, PL_FORMAT_F16_NCHW);
+    return gpu_normalize_matches_host(data, PL_FORMAT_F16_NCHW, 0);
+}
+
+static bool gpu_normalize_bf16(const char *data)
+{
+    return gpu_normalize_matches_host(data, PL_FORMAT_BF16_NCHW, 0);
+}
+
+/* channels_last: the kernel's interleaved writes, every float format. */
+static bool gpu_normalize_channels_last(const char *data)
+{
+    return gpu_normalize_matches_host(data, PL_FORMAT_F32_NCHW, 1) &&
+           gpu_normalize_matches_host(data, PL_FORMAT_F16_NCHW, 1) &&
+           gpu_normalize_matches_host(data, PL_FORMAT_BF16_NCHW, 1);
 }
 
 /* Under SUBSTITUTE a bad sample is all zeros on the GPU path too, not the
@@ -425,6 +440,10 @@ int main()
         data.c_str());
     run("gpu_normalize_f32_equals_host_bytes", gpu_normalize_f32, data.c_str());
     run("gpu_normalize_f16_equals_host_bytes", gpu_normalize_f16, data.c_str());
+    run("gpu_normalize_bf16_equals_host_bytes", gpu_normalize_bf16,
+        data.c_str());
+    run("gpu_normalize_channels_last_equals_host_bytes",
+        gpu_normalize_channels_last, data.c_str());
     run("gpu_normalize_substitutes_zeros", gpu_normalize_substitutes_zeros,
         data.c_str());
     run("release_orders_buffer_reuse", release_orders_buffer_reuse,

@@ -411,6 +411,49 @@ Test(loader, bf16_is_the_f32_output_rounded_to_bfloat16, .timeout = TIMEOUT)
     tu_rm_rf(root);
 }
 
+/* channels_last: every float format's values are the NCHW run's,
+ * interleaved [h][w][3]; u8 (always NHWC) is unchanged by it. */
+Test(loader, channels_last_is_the_nchw_output_interleaved, .timeout = TIMEOUT)
+{
+    static const pl_format formats[] = {PL_FORMAT_F32_NCHW, PL_FORMAT_F16_NCHW,
+                                        PL_FORMAT_BF16_NCHW, PL_FORMAT_U8_NHWC};
+    enum { W = 16, H = 12 };
+    for (size_t f = 0; f < sizeof formats / sizeof formats[0]; f++) {
+        char root[64];
+        pl_config c;
+        fx_tree(root, &c, 9, 2);
+        c.width = W;
+        c.height = H;
+        c.format = formats[f];
+        run planar[1], last[1];
+        run_loader(&c, 1, planar);
+        c.channels_last = 1;
+        run_loader(&c, 1, last);
+        cr_assert_eq(last[0].n, planar[0].n);
+        cr_assert_eq(last[0].sample_bytes, planar[0].sample_bytes);
+        const size_t value = planar[0].sample_bytes / ((size_t)W * H * 3);
+        for (int k = 0; k < planar[0].n; k++) {
+            const uint8_t *p = sample_at(&planar[0], k);
+            const uint8_t *q = sample_at(&last[0], k);
+            if (formats[f] == PL_FORMAT_U8_NHWC) {
+                cr_assert(memcmp(p, q, planar[0].sample_bytes) == 0,
+                          "u8 sample %d changed", k);
+                continue;
+            }
+            for (int ch = 0; ch < 3; ch++)
+                for (int i = 0; i < W * H; i++)
+                    cr_assert(memcmp(p + ((size_t)ch * W * H + i) * value,
+                                     q + ((size_t)i * 3 + ch) * value,
+                                     value) == 0,
+                              "format %d sample %d channel %d pixel %d",
+                              (int)formats[f], k, ch, i);
+        }
+        run_free(&planar[0]);
+        run_free(&last[0]);
+        tu_rm_rf(root);
+    }
+}
+
 Test(loader, train_pixels_are_a_function_of_seed_epoch_and_index,
      .timeout = TIMEOUT)
 {

@@ -654,12 +654,13 @@ Test(resume, a_state_moves_with_a_copy_of_the_dataset, .timeout = TIMEOUT)
     moved.data = copy;
     assert_resume_matches(&moved, &ref.states[3], 3, &ref, "a copy elsewhere");
     char spelled[192];
-    snprintf(spelled, sizeof spelled, "%s/../%s/.", root, strrchr(root, '/') + 1);
+    snprintf(spelled, sizeof spelled, "%s/../%s/.", root,
+             strrchr(root, '/') + 1);
     moved.data = spelled;
     assert_resume_matches(&moved, &ref.states[2], 2, &ref, "root/../root/.");
     /* A copy with one file renamed is another dataset. */
-    snprintf(cmd, sizeof cmd, "cd %s/c0 && mv \"$(ls | head -1)\" zz_renamed.jpg",
-             copy);
+    snprintf(cmd, sizeof cmd,
+             "cd %s/c0 && mv \"$(ls | head -1)\" zz_renamed.jpg", copy);
     cr_assert_eq(system(cmd), 0);
     moved.data = copy;
     assert_refused(&moved, &ref.states[3], "another file list");
@@ -712,5 +713,40 @@ Test(resume, a_state_of_format_1_still_resumes, .timeout = TIMEOUT)
     reseal(&s);
     assert_refused(&c, &s, "another file list");
     reference_free(&ref);
+    tu_rm_rf(root);
+}
+
+/* The float layout is part of what a state stands for: a channels-last
+ * state is refused by a planar loader, naming it; the u8 layout cannot
+ * change, so there the flag is no difference. */
+Test(resume, a_state_names_a_channels_last_mismatch, .timeout = TIMEOUT)
+{
+    char root[64];
+    tu_make_tree(root, FILES, 3);
+    pl_config c;
+    cfg_for(&c, root);
+    c.format = PL_FORMAT_F32_NCHW;
+    c.channels_last = 1;
+    pl_loader *l = create(&c);
+    run one;
+    run_batches(l, 0, 0, 2, &one);
+    run_free(&one);
+    const pl_state s = state_of(l);
+    pl_loader_destroy(l);
+    pl_config planar = c;
+    planar.channels_last = 0;
+    assert_refused(&planar, &s, "channels_last");
+    /* u8: the flag changes nothing, so nothing is refused. */
+    c.format = PL_FORMAT_U8_NHWC;
+    l = create(&c);
+    run_batches(l, 0, 0, 1, &one);
+    run_free(&one);
+    const pl_state u8 = state_of(l);
+    pl_loader_destroy(l);
+    planar = c;
+    planar.channels_last = 0;
+    planar.resume = &u8;
+    l = create(&planar);
+    pl_loader_destroy(l);
     tu_rm_rf(root);
 }

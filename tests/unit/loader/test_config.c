@@ -171,6 +171,7 @@ Test(config, defaults_with_data_resolve)
     X(width_zero, c->width = 0, "width", NULL)                                 \
     X(negative_height, c->height = -1, "height", "-1")                         \
     X(unknown_format, c->format = (pl_format)7, "format", "7")                 \
+    X(channels_last_two, c->channels_last = 2, "channels_last", "2")           \
     X(augment_minus_one, c->augment = (pl_augment)-1, "augment", NULL)         \
     X(unknown_augment, c->augment = (pl_augment)3, "augment", "3")             \
     X(zero_std, c->std[1] = 0.0f, "std", "std[1]")                             \
@@ -227,7 +228,8 @@ static const rejection rejections[] = {REJECTIONS(REJECTION_ROW)};
 Test(config, rejects_every_bad_value_naming_the_field)
 {
     const size_t n = sizeof rejections / sizeof rejections[0];
-    cr_assert_eq(n, 37, "the rows of the 22 rejects_* tests it replaced");
+    cr_assert_eq(n, 38, "the rows of the 22 rejects_* tests it replaced, "
+                        "and channels_last");
     for (size_t i = 0; i < n; i++) {
         const rejection *row = &rejections[i];
         char label[96];
