@@ -187,7 +187,10 @@ static int plan_start(pl_loader *l)
     int rc = state_decode(c->resume, &st, "pl_loader_create: config.resume");
     if (rc < 0)
         return rc;
-    if (state_mismatch(&st, &l->print, why, sizeof why))
+    state_fields now = l->print;
+    if (st.version == 1) /* format 1 hashed full paths */
+        now.list_hash = state_list_hash_v1(&l->cat);
+    if (state_mismatch(&st, &now, why, sizeof why))
         return err_set(PL_EINVAL, "pl_loader_create: config.resume: %s", why);
     if (st.batch > l->batches)
         return err_set(PL_EINVAL,

@@ -54,19 +54,14 @@ void state_fingerprint(state_fields *f, const catalog *cat, const pl_config *c,
     f->order = (uint8_t)((c->shuffle ? 1 : 0) | (c->drop_last ? 2 : 0) |
                          (c->shard_mode == PL_SHARD_DROP ? 4 : 0));
     f->seed = c->seed;
-    uint64_t h = FNV_START, h1 = FNV_START;
+    uint64_t h = FNV_START;
     for (int64_t i = 0; i < catalog_size(cat); i++) {
         const char *rel = catalog_rel_name(cat, i);
-        const uint64_t label = (uint64_t)(uint32_t)catalog_label(cat, i);
         h = fnv(h, rel, strlen(rel) + 1);
         h = fnv_u64(h, (uint64_t)catalog_stored_size(cat, i));
-        h = fnv_u64(h, label);
-        const char *p = catalog_name(cat, i);
-        h1 = fnv(h1, p, strlen(p) + 1);
-        h1 = fnv_u64(h1, label);
+        h = fnv_u64(h, (uint64_t)(uint32_t)catalog_label(cat, i));
     }
     f->list_hash = h;
-    f->list_hash_v1 = h1;
     h = FNV_START;
     for (int i = 0; i < 3; i++) {
         h = fnv_float(h, c->mean[i]);
@@ -105,6 +100,17 @@ static uint64_t get(const uint8_t *b, size_t at, int n)
     for (int i = 0; i < n; i++)
         v |= (uint64_t)b[at + (size_t)i] << (8 * i);
     return v;
+}
+
+uint64_t state_list_hash_v1(const catalog *cat)
+{
+    uint64_t h = FNV_START;
+    for (int64_t i = 0; i < catalog_size(cat); i++) {
+        const char *p = catalog_name(cat, i);
+        h = fnv(h, p, strlen(p) + 1);
+        h = fnv_u64(h, (uint64_t)(uint32_t)catalog_label(cat, i));
+    }
+    return h;
 }
 
 void state_encode(const state_fields *f, pl_state *out)
@@ -178,7 +184,7 @@ const char *state_mismatch(const state_fields *s, const state_fields *n,
         snprintf(buf, cap,
                  "the state was saved for %lld files; this loader lists %lld",
                  (long long)s->dataset_size, (long long)n->dataset_size);
-    else if (s->list_hash != (s->version == 1 ? n->list_hash_v1 : n->list_hash))
+    else if (s->list_hash != n->list_hash)
         snprintf(buf, cap,
                  "the state was saved for another file list (same count, "
                  "other paths or labels)");

@@ -23,9 +23,9 @@ typedef struct state_fields {
     uint64_t seed;
     /* Every sample's name relative to the data root (catalog_rel_name),
      * stored size where known, and label, in order: so a state moves with
-     * a copy of the dataset. Format 1 hashed full paths and labels
-     * (list_hash_v1, computed too, to read format 1's states). */
-    uint64_t list_hash, list_hash_v1;
+     * a copy of the dataset. (Format 1 hashed full paths and labels:
+     * state_list_hash_v1.) */
+    uint64_t list_hash;
     uint64_t pixels_hash; /* mean, std, dct_scaling, strict, the limits */
 } state_fields;
 
@@ -33,6 +33,10 @@ typedef struct state_fields {
  * epoch, batch, position). */
 void state_fingerprint(state_fields *f, const catalog *cat, const pl_config *c,
                        int rank, int world);
+
+/* Format 1's list hash (full paths and labels), to compare a format 1
+ * state with: computed only when one is resumed from. */
+uint64_t state_list_hash_v1(const catalog *cat);
 
 void state_encode(const state_fields *f, pl_state *out);
 

@@ -59,17 +59,24 @@ typedef struct options {
  * failure removes it. */
 static char stage[4096];
 
-static void remove_stage(void)
+/* Every file of a pack's folder (the stage, or a previous pack: files
+ * only, what_is_at_out made sure) removed. */
+static void empty_folder(const char *dir)
 {
-    if (!stage[0])
-        return;
-    DIR *d = opendir(stage);
+    DIR *d = opendir(dir);
     const struct dirent *e;
     while (d && (e = readdir(d)) != NULL)
         if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
             unlinkat(dirfd(d), e->d_name, 0);
     if (d)
         closedir(d);
+}
+
+static void remove_stage(void)
+{
+    if (!stage[0])
+        return;
+    empty_folder(stage);
     rmdir(stage);
     stage[0] = '\0';
 }
@@ -330,13 +337,7 @@ static void publish(const options *o, int replace)
         }
         /* No exchange here (an old kernel, a file system without it):
          * remove the previous pack's files, then rename. */
-        DIR *d = opendir(o->out);
-        const struct dirent *e;
-        while (d && (e = readdir(d)) != NULL)
-            if (pack_file(e->d_name))
-                unlinkat(dirfd(d), e->d_name, 0);
-        if (d)
-            closedir(d);
+        empty_folder(o->out);
     }
     rmdir(o->out); /* empty, or missing */
     if (rename(stage, o->out) != 0)
