@@ -372,6 +372,15 @@ typedef struct pl_config {
      * values of the NCHW layout, interleaved as u8 is; PyTorch's
      * channels_last). 0 (default): NCHW. u8 is always NHWC. */
     int32_t channels_last;
+    /* What pl_loader_next does when the caller holds all device_buffers
+     * batches and asks for another. 0 (default): PL_EBUSY. N >
+     * device_buffers: the loader adds a device buffer (with its stream),
+     * up to N in all, and the batch comes as usual; buffers added stay
+     * until destroy and are reused (pl_stats.device_buffers counts them;
+     * a notice says so the first time). -1: no bound but memory, as the
+     * Python binding sets it: batches the caller keeps cost memory, never
+     * an error. */
+    int32_t max_device_buffers;
 } pl_config;
 
 /* Fill *cfg with the defaults listed above. */
@@ -439,7 +448,8 @@ PL_EXPORT void pl_loader_destroy(pl_loader *l);
 /* The next batch of the current epoch, in order, waiting for it if needed.
  * [out] *out, valid until pl_loader_release(). Returns 0; PL_EPOCH_END once
  * when the epoch has no more batches (the next call starts the following
- * epoch); PL_EBUSY if the caller holds all device_buffers batches; or an
+ * epoch); PL_EBUSY if the caller holds all device_buffers batches (and
+ * config.max_device_buffers lets no more be added); or an
  * error that stays: a bad sample's under PL_ON_ERROR_FAIL, PL_ENODATA when
  * no sample of an epoch's order can be decoded (naming the epoch), or
  * PL_ECUDA when a CUDA call fails or the device fails under a copy (within
@@ -558,6 +568,9 @@ typedef struct pl_stats {
     uint64_t bytes_h2d;      /* CUDA: bytes of those same copies, so
                                 bytes_h2d / ns_h2d is the copy bandwidth */
     uint64_t images_warned;  /* decoded despite libjpeg warnings */
+    uint64_t device_buffers; /* now: config.device_buffers, plus those
+                                added while the caller held them all
+                                (config.max_device_buffers) */
 } pl_stats;
 
 #define pl_loader_stats(l, out)                                                \

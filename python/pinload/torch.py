@@ -12,7 +12,9 @@
 copy). `labels` are int64, a copy, on the images' device. On CUDA the batch
 is made ready on `torch.cuda.current_stream()` without blocking the host,
 and its buffer goes back to the loader after the work queued on that stream
-when `images` is freed; keep a copy (`images.clone()`) of what you keep.
+when `images` is freed. Keeping batches (in a list, for a loss over
+micro-batches) is allowed: each one kept adds a buffer (max_device_buffers
+bounds them; default none), and its bytes never change.
 """
 
 from __future__ import annotations
@@ -34,6 +36,22 @@ def to_nchw(images: torch.Tensor) -> torch.Tensor:
     """uint8 NHWC images as NCHW, without a copy (a strided view; call
     .contiguous() or .float() for a dense tensor)."""
     return images.permute(0, 3, 1, 2)
+
+
+class _Tensors:
+    """An epoch's batches as tensors: a plain iterator over pinload's
+    (which threads may share), holding no batch between calls."""
+
+    def __init__(self, loader: "Loader",
+                 batches: Iterator[pinload.Batch]) -> None:
+        self._loader = loader
+        self._batches = batches
+
+    def __iter__(self) -> "_Tensors":
+        return self
+
+    def __next__(self) -> TensorBatch:
+        return self._loader._tensors_of(next(self._batches))
 
 
 def _default_device() -> Any:
@@ -74,24 +92,20 @@ class Loader(pinload.Loader, torch.utils.data.IterableDataset):
         super().__init__(data, device=device, **kwargs)
 
     def __iter__(self) -> Iterator[TensorBatch]:  # type: ignore[override]
-        """One epoch of (images, labels), as pinload.Loader.__iter__."""
-        return self._tensors_of(super().__iter__())
+        """One epoch of (images, labels), as pinload.Loader.__iter__;
+        threads may share the iterator (each batch goes to one of them)."""
+        return _Tensors(self, super().__iter__())
 
-    def _tensors_of(self, batches: Iterator[pinload.Batch]
-                    ) -> Iterator[TensorBatch]:
+    def _tensors_of(self, batch: pinload.Batch) -> TensorBatch:
         names = self._output_map
-        for batch in batches:
-            images, labels = self.tensors(batch)
-            if names is None:
-                del batch  # only `images` holds the buffer from here on
-                yield images, labels
-                continue
-            got = {"images": images, "labels": labels}
-            if "indices" in names:
-                got["indices"] = torch.from_dlpack(batch.indices).to(
-                    labels.device, non_blocking=True)
-            del batch, images, labels
-            yield {n: got[n] for n in names}
+        images, labels = self.tensors(batch)
+        if names is None:
+            return images, labels  # only `images` holds the buffer now
+        got = {"images": images, "labels": labels}
+        if "indices" in names:
+            got["indices"] = torch.from_dlpack(batch.indices).to(
+                labels.device, non_blocking=True)
+        return {n: got[n] for n in names}
 
     def __reduce__(self) -> Any:
         raise TypeError(
