@@ -38,7 +38,7 @@ static int init_buffer(handoff *h, dbuf *d)
         rc =
             be->ops->host_alloc(be, bytes, PL_MEMORY_PINNED, &d->mirror, &kind);
         if (rc == 0 && kind == HOSTMEM_PINNED)
-            h->mirror_bytes_locked += bytes;
+            d->mirror_locked = bytes; /* counted once in the table */
     }
     if (rc == PL_ENOMEM)
         return err_set(rc, "out of memory for a %zu-byte device buffer",
@@ -144,9 +144,13 @@ int handoff_init(handoff *h, const handoff_config *cfg)
     for (int i = 0; i < cfg->nbufs; i++) {
         dbuf *d;
         const int rc = new_buffer(h, &d);
-        if (rc < 0)
-            return err_set(rc, "pl_loader_create: %s", pl_last_error());
+        if (rc < 0) {
+            char why[512]; /* the detail is about to be rewritten */
+            snprintf(why, sizeof why, "%s", pl_last_error());
+            return err_set(rc, "pl_loader_create: %s", why);
+        }
         h->bufs[h->nbufs++] = d;
+        h->mirror_bytes_locked += d->mirror_locked;
     }
     return cfg->out->gpu_normalize ? upload_lut(h) : 0;
 }
@@ -234,16 +238,18 @@ static dbuf *grow(handoff *h)
         return NULL;
     }
     h->bufs[h->nbufs++] = d;
+    h->mirror_bytes_locked += d->mirror_locked;
     if (n == h->cfg.nbufs && h->cfg.log) {
         const size_t bytes =
             h->cfg.out->sample_bytes * (size_t)h->cfg.batch_size;
+        char bound[64] = "no bound but memory";
+        if (h->cfg.max_bufs != INT_MAX)
+            snprintf(bound, sizeof bound, "at most %d", h->cfg.max_bufs);
         log_msg(h->cfg.log, PL_LOG_NOTICE,
-                "the caller holds all %d batches and asks for another: "
-                "device buffers are added, %zu bytes each, up to %s "
-                "(config.max_device_buffers); said once",
-                n, bytes,
-                h->cfg.max_bufs == INT_MAX ? "no bound but memory"
-                                           : "the bound");
+                "the caller holds all %d batches and asks for another: a "
+                "device buffer of %zu bytes is added for each batch kept "
+                "(config.max_device_buffers: %s); said once",
+                n, bytes, bound);
     }
     return d;
 }

@@ -52,6 +52,7 @@ typedef struct dbuf {
     void *dev;
     void *staging; /* normalize: the batch's uint8 pixels on the device */
     void *mirror;  /* keep_host on CUDA: page-locked copy of the batch */
+    size_t mirror_locked; /* its bytes, if the mirror is page-locked */
     be_stream *stream;
     int32_t *labels;
     int64_t *indices;
