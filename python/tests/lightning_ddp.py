@@ -1,9 +1,10 @@
 """A 2-rank Lightning DDP run on the CPU (gloo) over pinload.torch.Loader,
 for test_frameworks.py: run it as Lightning's own launcher does (plain
 `python lightning_ddp.py DATA OUT`, Lightning starts rank 1 by running this
-script again) or under torchrun. Each rank writes OUT/rank<R>.json: the
-dataset indices of every training step's batch, with its epoch, the step
-count, and the rank and world size the loader and Lightning each saw."""
+script again) or under torchrun; `python lightning_ddp.py DATA OUT spawn`
+for strategy="ddp_spawn". Each rank writes OUT/rank<R>.json: the dataset
+indices of every training step's batch, with its epoch, the step count,
+and the rank and world size the loader and Lightning each saw."""
 import json
 import os
 import sys
@@ -18,9 +19,9 @@ EPOCHS = 2
 
 
 class Model(lightning.LightningModule):
-    def __init__(self, data: str) -> None:
+    def __init__(self, data: str, out: str) -> None:
         super().__init__()
-        self.data = data
+        self.data, self.out = data, out
         self.layer = torch.nn.Linear(3, 4)
         self.seen: list = []
         self.loader = None
@@ -43,28 +44,34 @@ class Model(lightning.LightningModule):
     def configure_optimizers(self):
         return torch.optim.SGD(self.parameters(), lr=0.01)
 
+    def on_train_end(self) -> None:
+        # Here, in the process that trained (ddp_spawn's too).
+        trainer = self.trainer
+        info = self.loader.info
+        record = {"rank": trainer.global_rank, "world": trainer.world_size,
+                  "loader_rank": info["rank"],
+                  "loader_world": info["world_size"],
+                  "len": len(self.loader), "steps": trainer.global_step,
+                  "seen": self.seen}
+        path = os.path.join(self.out, "rank%d.json" % trainer.global_rank)
+        with open(path + ".tmp", "w") as f:
+            json.dump(record, f)
+        os.replace(path + ".tmp", path)
+
 
 def main() -> None:
     data, out = sys.argv[1], sys.argv[2]
-    model = Model(data)
+    start = sys.argv[3] if len(sys.argv) > 3 else "popen"
+    # use_distributed_sampler stays on (its default): Lightning gives a
+    # DistributedSampler only to DataLoaders of map-style datasets and
+    # hands any other iterable to the loop as it is.
     trainer = lightning.Trainer(
         max_epochs=EPOCHS, accelerator="cpu", devices=2,
-        strategy=DDPStrategy(process_group_backend="gloo"),
+        strategy=DDPStrategy(process_group_backend="gloo",
+                             start_method=start),
         logger=False, enable_checkpointing=False, enable_progress_bar=False,
-        enable_model_summary=False, use_distributed_sampler=True)
-    trainer.fit(model)
-    info = model.loader.info
-    record = {"rank": trainer.global_rank, "world": trainer.world_size,
-              "loader_rank": info["rank"],
-              "loader_world": info["world_size"],
-              "len": len(model.loader), "steps": trainer.global_step,
-              "seen": model.seen,
-              "env": {k: os.environ.get(k) for k in
-                      ("RANK", "WORLD_SIZE", "LOCAL_RANK")}}
-    path = os.path.join(out, "rank%d.json" % trainer.global_rank)
-    with open(path + ".tmp", "w") as f:
-        json.dump(record, f)
-    os.replace(path + ".tmp", path)
+        enable_model_summary=False)
+    trainer.fit(Model(data, out))
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 """pinload.torch.Loader where training frameworks take a data loader:
 Lightning DDP with 2 gloo ranks (real processes, started by Lightning's own
-launcher and by torchrun), Hugging Face Accelerate's prepare and
-save_state, torch.distributed.checkpoint. Each test skips when its
-package is absent."""
+launcher and by torchrun: lightning_ddp.py), Hugging Face Accelerate's
+prepare (one process, and 2 ranks: accelerate_ddp.py) and save_state,
+torch.distributed.checkpoint. Each test skips when its package is absent;
+the multi-process ones are bounded by a timeout that ends them all."""
 import json
 import os
 import signal
@@ -79,38 +80,36 @@ def run_bounded(cmd, cwd, timeout):
     return text
 
 
-@pytest.mark.parametrize("launcher", ["lightning", "torchrun"])
-def test_lightning_ddp_two_gloo_ranks_split_every_epoch(dataset, tmp_path,
-                                                        launcher):
-    """Trainer(strategy="ddp", gloo, devices=2) on the CPU, the loader made
-    in train_dataloader(): each rank trains on its DistributedSampler-style
-    share (position j of rank r is position r + 2j of the epoch's order),
-    the shares are disjoint and together the whole dataset, both ranks take
-    the same number of steps, for 2 epochs of different orders. Started as
-    Lightning starts it (rank 1 is this script run again, with
-    LOCAL_RANK and WORLD_SIZE but no RANK: the rank comes from the process
-    group) and as torchrun does (RANK, WORLD_SIZE in the environment)."""
-    pytest.importorskip("lightning")
+def gloo_or_skip():
     dist = torch.distributed
     if not (dist.is_available() and dist.is_gloo_available()):
         pytest.skip("torch.distributed with gloo is not available")
-    script = os.path.join(HERE, "lightning_ddp.py")
+
+
+def two_ranks(script, dataset, tmp_path, torchrun):
+    """Run script DATA OUT as 2 ranks (under torchrun, or as it starts them
+    itself); the two records it wrote, by rank."""
     out = tmp_path / "out"
     out.mkdir()
-    if launcher == "lightning":
-        cmd = [sys.executable, script, dataset, str(out)]
-    else:
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-               "--nproc_per_node=2", script, dataset, str(out)]
-    log = run_bounded(cmd, tmp_path, timeout=240)
+    cmd = [os.path.join(HERE, script), dataset, str(out)]
+    if torchrun:
+        cmd = ["-m", "torch.distributed.run", "--standalone",
+               "--nproc_per_node=2"] + cmd
+    log = run_bounded([sys.executable] + cmd, tmp_path, timeout=240)
     records = []
     for r in (0, 1):
         path = out / ("rank%d.json" % r)
         assert path.exists(), "rank %d wrote nothing\n%s" % (r, log[-4000:])
         records.append(json.loads(path.read_text()))
+    return records
 
+
+def check_split(records, dataset, epochs=2):
+    """Each rank trained on its DistributedSampler-style share of every
+    epoch (position j of rank r is position r + 2j of the epoch's order, 3
+    batches of 8), the shares are disjoint and cover the 48 samples, both
+    ranks took the same number of steps, and the epochs' orders differ."""
     whole = pinload.Loader(dataset, rank=0, world_size=1, **KW)
-    epochs = 2
     for e in range(epochs):
         order = whole.epoch_order(e)
         assert sorted(order) == list(range(48))
@@ -131,6 +130,22 @@ def test_lightning_ddp_two_gloo_ranks_split_every_epoch(dataset, tmp_path,
         first = [i for epoch, idx in rec["seen"] if epoch == 0 for i in idx]
         second = [i for epoch, idx in rec["seen"] if epoch == 1 for i in idx]
         assert first != second
+
+
+@pytest.mark.parametrize("launcher", ["lightning", "torchrun"])
+def test_lightning_ddp_two_gloo_ranks_split_every_epoch(dataset, tmp_path,
+                                                        launcher):
+    """Trainer(strategy="ddp", gloo, devices=2) on the CPU, the loader made
+    in train_dataloader() and left alone by Lightning (use_distributed_
+    sampler on): check_split's exact shares for 2 epochs. Started as
+    Lightning starts it (rank 1 is the script run again, with LOCAL_RANK
+    and WORLD_SIZE but no RANK: the rank comes from the process group) and
+    as torchrun does (RANK, WORLD_SIZE in the environment)."""
+    pytest.importorskip("lightning")
+    gloo_or_skip()
+    records = two_ranks("lightning_ddp.py", dataset, tmp_path,
+                        torchrun=launcher == "torchrun")
+    check_split(records, dataset)
 
 
 def test_a_half_launcher_environment_names_train_dataloader(dataset,
@@ -202,6 +217,21 @@ def test_accelerate_save_state_resumes_the_loader_exactly(dataset, tmp_path):
     acc.register_for_checkpointing(fresh)
     acc.load_state(str(tmp_path / "ckpt"))
     assert rows(fresh) + rows(fresh) == rest
+
+
+def test_accelerate_two_ranks_prepare_keeps_each_ranks_share(dataset,
+                                                           tmp_path):
+    """2 processes under torchrun (what `accelerate launch` runs), gloo on
+    the CPU: prepare hands each rank's loader back as it was, so each rank
+    trains on its own share (check_split), not on a re-dispatched one."""
+    pytest.importorskip("accelerate")
+    gloo_or_skip()
+    records = two_ranks("accelerate_ddp.py", dataset, tmp_path,
+                        torchrun=True)
+    assert all(rec["same"] for rec in records)
+    assert all(rec["distributed_type"].endswith("MULTI_CPU")
+               for rec in records)
+    check_split(records, dataset)
 
 
 # -- torch.distributed.checkpoint --------------------------------------------
