@@ -2,8 +2,10 @@
 Lightning DDP with 2 gloo ranks (real processes, started by Lightning's own
 launcher and by torchrun: lightning_ddp.py), Hugging Face Accelerate's
 prepare (one process, and 2 ranks: accelerate_ddp.py) and save_state,
-torch.distributed.checkpoint. Each test skips when its package is absent;
-the multi-process ones are bounded by a timeout that ends them all."""
+torch.distributed.checkpoint (one process, and 2 ranks: dcp_ranks.py).
+Each test skips when its package is absent; the multi-process ones are
+bounded by a timeout that ends them all."""
+import hashlib
 import json
 import os
 import signal
@@ -269,3 +271,25 @@ def test_state_dict_round_trips_through_distributed_checkpoint(dataset,
     fresh_model.load_state_dict(state["model"])
     assert torch.equal(fresh_model.weight, model.weight)
     assert rows(fresh) + rows(fresh) == want[2:]
+
+
+def test_two_ranks_resume_from_one_distributed_checkpoint(dataset, tmp_path):
+    """2 gloo ranks under torchrun save beside a model, each its loader's
+    state under its own key (dcp_ranks.py; rank r after r + 1 batches),
+    and load it into fresh loaders: each rank goes on with exactly its
+    uninterrupted run's batches (indices and image bytes), the rest of
+    epoch 0 and then epoch 1."""
+    gloo_or_skip()
+    pytest.importorskip("torch.distributed.checkpoint")
+    records = two_ranks("dcp_ranks.py", dataset, tmp_path, torchrun=True)
+    for r, rec in enumerate(records):
+        assert rec["rank"] == r and rec["model"]
+        want = []
+        for epoch in range(2):
+            loader = pinload.Loader(dataset, rank=r, world_size=2,
+                                    first_epoch=epoch, **KW)
+            want += [[np.from_dlpack(b.indices).tolist(),
+                      hashlib.sha256(np.from_dlpack(b.images).tobytes())
+                      .hexdigest()] for b in loader]
+        assert len(want) == 6
+        assert rec["rows"] == want[r + 1:], r
