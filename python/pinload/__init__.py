@@ -500,10 +500,11 @@ class Loader:
 
     def set_epoch(self, epoch: int) -> None:
         """Make `epoch` the one iterated next (as DistributedSampler's):
-        free when it is the loader's next epoch, else the loader starts
-        again at it."""
+        free when it is the loader's next epoch, or the resumed one whose
+        rest the next iter() gives (the loop `set_epoch(e); for b in
+        loader` resumes exactly), else the loader starts again at it."""
         e, b, _ = _pinload.state_get(self._c.state())
-        if e == epoch and b == 0:
+        if e == epoch and (b == 0 or self._resuming):
             return
         self._recreate(first_epoch=int(epoch))
 
