@@ -172,28 +172,37 @@ void handoff_fini(handoff *h)
     memset(h, 0, sizeof *h);
 }
 
+const void *handoff_lut(const handoff *h)
+{
+    return h->lut_dev;
+}
+
+/* Buffer i's stream, or NULL past the last buffer. The table may grow
+ * meanwhile, but a stream lives until fini: it is used without the lock,
+ * which no backend call is made under. */
+static be_stream *stream_at(handoff *h, int i)
+{
+    pthread_mutex_lock(&h->mu);
+    be_stream *s = i < h->nbufs ? h->bufs[i]->stream : NULL;
+    pthread_mutex_unlock(&h->mu);
+    return s;
+}
+
 int handoff_check_streams(handoff *h)
 {
     backend *be = h->cfg.be;
-    int rc = 0;
-    pthread_mutex_lock(&h->mu);
-    for (int i = 0; i < h->nbufs && rc == 0; i++)
-        rc = be->ops->query(be, h->bufs[i]->stream);
-    pthread_mutex_unlock(&h->mu);
-    return rc < 0 ? handoff_fail(h, PL_ECUDA, "%s", pl_last_error()) : 0;
+    be_stream *s;
+    for (int i = 0; (s = stream_at(h, i)); i++)
+        if (be->ops->query(be, s) < 0)
+            return handoff_fail(h, PL_ECUDA, "%s", pl_last_error());
+    return 0;
 }
 
 void handoff_copy_time(handoff *h, uint64_t *ns, uint64_t *bytes)
 {
-    pthread_mutex_lock(&h->mu);
-    for (int i = 0; i < h->nbufs; i++)
-        h->cfg.be->ops->copy_time(h->cfg.be, h->bufs[i]->stream, ns, bytes);
-    pthread_mutex_unlock(&h->mu);
-}
-
-const void *handoff_lut(const handoff *h)
-{
-    return h->lut_dev;
+    be_stream *s;
+    for (int i = 0; (s = stream_at(h, i)); i++)
+        h->cfg.be->ops->copy_time(h->cfg.be, s, ns, bytes);
 }
 
 /* ---- the copy engine's side ---- */
@@ -216,8 +225,9 @@ int handoff_fail(handoff *h, int code, const char *fmt, ...)
 /* The caller holds every buffer and waits: one more, on the copy
  * engine's thread (where the device is bound), made without the lock
  * (device allocations take milliseconds). h->mu held; NULL if it could
- * not be had, with h->grow_msg saying why. */
-static dbuf *grow(handoff *h)
+ * not be had, with h->grow_msg saying why. *first: the pool's first
+ * growth, for the caller to say once it has let go of the lock. */
+static dbuf *grow(handoff *h, int *first)
 {
     const int n = h->nbufs;
     pthread_mutex_unlock(&h->mu);
@@ -239,24 +249,31 @@ static dbuf *grow(handoff *h)
     }
     h->bufs[h->nbufs++] = d;
     h->mirror_bytes_locked += d->mirror_locked;
-    if (n == h->cfg.nbufs && h->cfg.log) {
-        const size_t bytes =
-            h->cfg.out->sample_bytes * (size_t)h->cfg.batch_size;
-        char bound[64] = "no bound but memory";
-        if (h->cfg.max_bufs != INT_MAX)
-            snprintf(bound, sizeof bound, "at most %d", h->cfg.max_bufs);
-        log_msg(h->cfg.log, PL_LOG_NOTICE,
-                "the caller holds all %d batches and asks for another: a "
-                "device buffer of %zu bytes is added for each batch kept "
-                "(config.max_device_buffers: %s); said once",
-                n, bytes, bound);
-    }
+    *first = n == h->cfg.nbufs;
     return d;
+}
+
+/* The notice of the pool's first growth: without h->mu, as every log
+ * call (the user's callback may call back into the loader). */
+static void say_grown(handoff *h)
+{
+    if (!h->cfg.log)
+        return;
+    const size_t bytes = h->cfg.out->sample_bytes * (size_t)h->cfg.batch_size;
+    char bound[64] = "no bound but memory";
+    if (h->cfg.max_bufs != INT_MAX)
+        snprintf(bound, sizeof bound, "at most %d", h->cfg.max_bufs);
+    log_msg(h->cfg.log, PL_LOG_NOTICE,
+            "the caller holds all %d batches and asks for another: a device "
+            "buffer of %zu bytes is added for each batch kept "
+            "(config.max_device_buffers: %s); said once",
+            h->cfg.nbufs, bytes, bound);
 }
 
 dbuf *handoff_acquire(handoff *h)
 {
     dbuf *d = NULL;
+    int first = 0;
     pthread_mutex_lock(&h->mu);
     while (!h->stop && !d) {
         for (int k = 0; k < h->nbufs && !d; k++) {
@@ -269,7 +286,7 @@ dbuf *handoff_acquire(handoff *h)
         }
         if (!d && h->grow) {
             h->grow = 0;
-            d = grow(h);
+            d = grow(h, &first);
             pthread_cond_broadcast(&h->user_cv); /* a failure is EBUSY */
             if (!d)
                 continue; /* wait for a release */
@@ -286,6 +303,8 @@ dbuf *handoff_acquire(handoff *h)
         h->wants_buffer = 0;
     }
     pthread_mutex_unlock(&h->mu);
+    if (first)
+        say_grown(h);
     return d;
 }
 
