@@ -5,7 +5,10 @@
 # an out-of-tree C and a C++ program build against it, shared and static,
 # and take a batch from data made by the installed pinload-mkdata; the
 # static programs need no libpinload.so (ldd), the shared ones load the
-# prefix's; the tools and man pages are there. Last, installing the same
+# prefix's; the tools and man pages are there; a CMake project
+# (tests/install/cmake) finds the package, asks for its version (a newer
+# one is refused) and builds with both imported targets and, where the
+# prefix is final, through pinload-static.pc. Last, installing the same
 # build again with a new PREFIX must give .pc files naming the new one.
 set -eu
 build=${1:-build}
@@ -78,7 +81,50 @@ check_prefix() { # PREFIX (as the .pc files must name it) ROOT (where it lies)
         "$static" "$data" >/dev/null 2>"$tmp/run.err" ||
             { cat "$tmp/run.err" >&2; fail "$lang static program"; }
     done
-    echo "test-install: $prefix: pkg-config, tools, man pages, C and C++ shared and static: ok"
+    check_cmake "$at" "$1"
+    echo "test-install: $prefix: pkg-config, tools, man pages, C and C++ shared and static, CMake: ok"
+}
+
+check_cmake() { # ROOT (where the files lie) PREFIX (what the .pc files name)
+    at=$1
+    command -v cmake >/dev/null 2>&1 ||
+        fail "cmake is missing (tools/install-deps.sh --install test)"
+    pkgconfig=OFF
+    [ "$1" = "$2" ] && pkgconfig=ON
+    version=$(PKG_CONFIG_PATH=$at/lib/pkgconfig pkg-config --modversion pinload)
+    mm=${version%.*}
+    cm=$tmp/cmake-build
+    rm -rf "$cm"
+    PKG_CONFIG_PATH=$at/lib/pkgconfig cmake -S "$here/cmake" -B "$cm" \
+        -DCMAKE_PREFIX_PATH="$at" -DPINLOAD_WANT="$mm" \
+        -DPINLOAD_PKGCONFIG=$pkgconfig >"$tmp/cmake.log" 2>&1 ||
+        { cat "$tmp/cmake.log" >&2; fail "cmake configure against $at"; }
+    grep -q "pinload $version from $at/lib/cmake/pinload" "$tmp/cmake.log" ||
+        fail "find_package did not report $version from $at: $(grep pinload "$tmp/cmake.log")"
+    cmake --build "$cm" >"$tmp/cmake.log" 2>&1 ||
+        { cat "$tmp/cmake.log" >&2; fail "cmake build against $at"; }
+    progs="hello_shared hello_static hello_cpp_static"
+    [ $pkgconfig = ON ] && progs="$progs hello_pkgconfig"
+    for p in $progs; do
+        case $p in
+        *shared) ldd "$cm/$p" | grep -q "$at/lib/$soname" ||
+            fail "CMake $p does not load $at/lib/$soname" ;;
+        *) ldd "$cm/$p" | grep -q libpinload &&
+            fail "CMake $p loads libpinload: $(ldd "$cm/$p" | grep libpinload)" ;;
+        esac
+        "$cm/$p" "$data" >/dev/null 2>"$tmp/run.err" ||
+            { cat "$tmp/run.err" >&2; fail "CMake $p"; }
+    done
+    # A newer minor version than installed is refused, by find_package.
+    major=${mm%.*} minor=${mm#*.}
+    rm -rf "$cm"
+    if cmake -S "$here/cmake" -B "$cm" -DCMAKE_PREFIX_PATH="$at" \
+        -DPINLOAD_WANT="$major.$((minor + 1))" -DPINLOAD_PKGCONFIG=OFF \
+        >"$tmp/cmake.log" 2>&1; then
+        fail "find_package(pinload $major.$((minor + 1))) accepted $version"
+    fi
+    grep -q "$version" "$tmp/cmake.log" ||
+        fail "the refusal does not name the installed $version"
 }
 
 a=$tmp/prefix-a
