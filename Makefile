@@ -641,10 +641,15 @@ test-gpu: lib
 
 # Man pages, made from each tool's --help (tools/help2man.sh).
 MANPAGES := $(TOOLS:$(BUILD)/%=$(BUILD)/man/%.1)
-man: $(MANPAGES)
+# The API's pages (section 3), from the header's comments; MANIFEST lists
+# them.
+MAN3 := $(BUILD)/man/man3/MANIFEST
+man: $(MANPAGES) $(MAN3)
 $(BUILD)/man/%.1: $(BUILD)/% tools/help2man.sh
 	@mkdir -p $(@D)
 	tools/help2man.sh $< > $@
+$(MAN3): include/pinload.h include/pinload/version.h tools/man3.sh
+	tools/man3.sh include/pinload.h $(@D)
 
 TOOL_NAMES := $(notdir $(TOOLS))
 install: lib tools man
@@ -664,6 +669,9 @@ install: lib tools man
 	install -m 644 $(CMAKE_FILES) $(DESTDIR)$(LIBDIR)/cmake/pinload/
 	install -m 755 $(TOOLS) $(DESTDIR)$(BINDIR)/
 	install -m 644 $(MANPAGES) $(DESTDIR)$(MANDIR)/man1/
+	install -d $(DESTDIR)$(MANDIR)/man3
+	sed 's|^|$(BUILD)/man/man3/|' $(MAN3) | \
+	    xargs install -m 644 -t $(DESTDIR)$(MANDIR)/man3/
 
 uninstall:
 	rm -f $(DESTDIR)$(INCLUDEDIR)/pinload.h \
@@ -674,6 +682,8 @@ uninstall:
 	    $(DESTDIR)$(LIBDIR)/pkgconfig/pinload-static.pc \
 	    $(TOOL_NAMES:%=$(DESTDIR)$(BINDIR)/%) \
 	    $(TOOL_NAMES:%=$(DESTDIR)$(MANDIR)/man1/%.1)
+	[ ! -f $(MAN3) ] || sed 's|^|$(DESTDIR)$(MANDIR)/man3/|' $(MAN3) | \
+	    xargs rm -f
 	rm -rf $(DESTDIR)$(INCLUDEDIR)/pinload \
 	    $(DESTDIR)$(LIBDIR)/pinload-static \
 	    $(DESTDIR)$(LIBDIR)/cmake/pinload

@@ -475,6 +475,9 @@ PL_EXPORT int pl_loader_release(pl_loader *l, const pl_batch *b,
  * the host (cudaStreamWaitEvent on b->ready). No-op on the host backend. */
 PL_EXPORT int pl_batch_wait(const pl_batch *b, struct CUstream_st *stream);
 
+/* ---------------------------------------------------------------------------
+ * What a loader is */
+
 /* What a loader is, once created. Thread safety: the caller's copy,
  * filled during the call and never touched after it. */
 typedef struct pl_info {
@@ -529,6 +532,9 @@ PL_EXPORT int pl_loader_read_sample(const pl_loader *l, int64_t index,
 PL_EXPORT int pl_loader_epoch_order(const pl_loader *l, int64_t epoch,
                                     int64_t *order, int64_t n);
 
+/* ---------------------------------------------------------------------------
+ * Where a loader stands */
+
 /* [out] *state: where l stands: after the last batch pl_loader_next returned
  * (released or not), or at the start of the epoch after the last
  * PL_EPOCH_END. A loader created with config.resume pointing at it delivers
@@ -546,6 +552,9 @@ PL_EXPORT int pl_loader_state(const pl_loader *l, pl_state *state);
  * are not a state this version reads (damaged, or of another format). */
 PL_EXPORT int pl_state_get(const pl_state *state, int64_t *epoch,
                            int64_t *batch, int64_t *position);
+
+/* ---------------------------------------------------------------------------
+ * What a loader did */
 
 /* Counters since create; times are summed over threads, in nanoseconds.
  * Thread safety: the caller's copy, a snapshot taken during the call. */

@@ -8,7 +8,8 @@
 # prefix's; the tools and man pages are there; a CMake project
 # (tests/install/cmake) finds the package, asks for its version (a newer
 # one is refused) and builds with both imported targets and, where the
-# prefix is final, through pinload-static.pc. Last, installing the same
+# prefix is final, through pinload-static.pc; the API's man pages are
+# there for every function and macro and render cleanly. Last, installing the same
 # build again with a new PREFIX must give .pc files naming the new one.
 set -eu
 build=${1:-build}
@@ -51,6 +52,7 @@ check_prefix() { # PREFIX (as the .pc files must name it) ROOT (where it lies)
         fi
         head -1 "$page" | grep -q '^\.TH ' || fail "$page: no .TH header"
     done
+    check_man3 "$at/share/man"
     data=$tmp/data-$$
     rm -rf "$data"
     "$at/bin/pinload-mkdata" --out "$data" --classes 2 --per-class 4 \
@@ -83,6 +85,42 @@ check_prefix() { # PREFIX (as the .pc files must name it) ROOT (where it lies)
     done
     check_cmake "$at" "$1"
     echo "test-install: $prefix: pkg-config, tools, man pages, C and C++ shared and static, CMake: ok"
+}
+
+# The API's pages: every exported function and every function-like macro
+# of the header has one (its family's page, or a .so link to it), each
+# renders without a warning, and pinload(3) holds the life of a program.
+check_man3() { # MANDIR
+    m3=$1/man3
+    [ -s "$m3/pinload.3" ] || fail "$m3/pinload.3 missing"
+    names=$(grep -v '^#' "$root/include/pinload.sym";
+        sed -n 's/^#define \(pl_[a-z_0-9]*\)(.*/\1/p' "$root/include/pinload.h")
+    for n in $names; do
+        [ -s "$m3/$n.3" ] || fail "no man page for $n"
+        target=$(sed -n 's/^\.so //p' "$m3/$n.3")
+        [ -z "$target" ] || [ -s "$1/$target" ] ||
+            fail "$m3/$n.3 points at $target, which is missing"
+    done
+    if command -v groff >/dev/null 2>&1; then
+        for page in "$m3"/*.3; do
+            (cd "$1" && groff -man -Tutf8 -ww -z "man3/${page##*/}") \
+                2>"$tmp/groff.err"
+            [ ! -s "$tmp/groff.err" ] || { cat "$tmp/groff.err" >&2; fail "$page: groff warnings"; }
+        done
+    fi
+    grep -q 'pl_loader_release(l, b, stream);' "$m3/pinload.3" ||
+        fail "pinload(3) lacks the header's life of a program"
+    grep -q 'PL_EPOCH_END once' "$m3/pl_loader.3" ||
+        fail "pl_loader(3) lacks pl_loader_next's comment"
+    # A new section of the header needs a page name: refused until then.
+    sed 's|^ \* What a loader did \*/$| * Something new */|' \
+        "$root/include/pinload.h" >"$tmp/new.h"
+    grep -q 'Something new' "$tmp/new.h" || fail "the header's sections changed"
+    if "$root/tools/man3.sh" "$tmp/new.h" "$tmp/man3" 2>"$tmp/man3.err"; then
+        fail "tools/man3.sh took a section it has no page name for"
+    fi
+    grep -q '"Something new"' "$tmp/man3.err" ||
+        fail "tools/man3.sh did not name the section: $(cat "$tmp/man3.err")"
 }
 
 check_cmake() { # ROOT (where the files lie) PREFIX (what the .pc files name)
