@@ -13,6 +13,11 @@
 #   make WERROR=1         warnings are errors (CI builds so)
 #   make SANITIZE=address,undefined test    (or SANITIZE=thread)
 #   make CUDA=0           build host-only even where CUDA is installed
+#   make CUDART=static    link the CUDA runtime statically (cudart_static:
+#                         the library then needs only the driver,
+#                         libcuda.so.1, found at run time; the wheel's way)
+#   make sdist, make wheel   the Python package's sdist and manylinux wheel
+#                         (build/wheelhouse; tools/wheel.sh)
 #   make NCCL=0           examples/data_parallel without NCCL (its host
 #                         exchange only) even where NCCL is installed
 #   make CUDA=sim         build against tests/cudasim, the simulated CUDA
@@ -85,7 +90,14 @@ HAVE_NVCC :=
 else ifneq ($(HAVE_CUDA),)
 CPPFLAGS_ALL += -DPL_HAVE_CUDA -I$(CUDA_HOME)/include
 CUDA_LIBDIR := $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib))
+ifeq ($(CUDART),static)
+# The runtime inside the library: it opens the driver (libcuda.so.1) at
+# run time, and without one the host backend runs, as with the shared
+# runtime missing a GPU.
+LIBS     += -L$(CUDA_LIBDIR) -lcudart_static -ldl -lrt
+else
 LIBS     += -L$(CUDA_LIBDIR) -lcudart -Wl,-rpath,$(CUDA_LIBDIR)
+endif
 # Kernels (the bench's simulated step, the samples) need nvcc as well.
 HAVE_NVCC := $(wildcard $(NVCC))
 endif
@@ -192,6 +204,7 @@ DEPS_MODE ?= check
 .PHONY: all lib tools samples examples test test-gpu bench compare compare-tools fuzz \
         valgrind default-data \
         install uninstall clean test-install man abi-check \
+        sdist wheel test-package \
         print-build print-libs test-python test-gpu-session \
         format deps deps-test deps-check FORCE
 all: lib tools samples examples
@@ -472,6 +485,8 @@ ifeq ($(SANITIZE),)
 	@$(MAKE) --no-print-directory test-install
 	@echo "== the Python package (pip install ./python, pytest)"
 	@$(MAKE) --no-print-directory test-python
+	@echo "== the sdist and the manylinux wheel, installed and run"
+	@$(MAKE) --no-print-directory test-package
 endif
 ifneq ($(HAVE_CUDA),)
 	@$(MAKE) --no-print-directory CUDA=sim BUILD=$(BUILD)/sim test
@@ -479,6 +494,17 @@ else
 	@echo "== simulated-CUDA suites skipped: $(if $(filter 0,$(CUDA)),CUDA=0,no CUDA toolkit headers in $(CUDA_HOME)/include)"
 endif
 endif
+
+# The Python package as users install it (tools/wheel.sh): the sdist
+# (which builds from itself alone), the manylinux wheel made from it
+# (build/wheelhouse), and that wheel installed in a fresh environment.
+sdist: | $(BUILD)/.deps-test
+	@PINLOAD_BUILD=$(BUILD) tools/wheel.sh sdist
+wheel: | $(BUILD)/.deps-test
+	@PINLOAD_BUILD=$(BUILD) tools/wheel.sh wheel
+test-package: $(BUILD)/pinload-mkdata | $(BUILD)/.deps-test
+	@PINLOAD_BUILD=$(BUILD) tools/wheel.sh wheel
+	@PINLOAD_BUILD=$(BUILD) tools/wheel.sh test
 
 # The Python package in a virtual environment (tools/test-python.sh): plain
 # builds only (the extension links the library without sanitizers).
