@@ -519,6 +519,7 @@ Test(cudasim, settings_come_from_the_environment_at_the_first_call,
     cr_assert_eq(setenv("CUDASIM_SEED", "99", 1), 0);
     cr_assert_eq(setenv("CUDASIM_DEVICE_MB", "64", 1), 0);
     cr_assert_eq(setenv("CUDASIM_VIOLATION", "count", 1), 0);
+    cr_assert_eq(setenv("CUDASIM_CONTEXT_MB", "8", 1), 0);
     cudasim_config c;
     cudasim_get_config(&c);
     cr_assert_eq(c.devices, 3);
@@ -527,6 +528,7 @@ Test(cudasim, settings_come_from_the_environment_at_the_first_call,
     cr_assert_eq(c.seed, 99);
     cr_assert_eq(c.device_bytes, (size_t)64 << 20);
     cr_assert_eq(c.abort_on_violation, 0);
+    cr_assert_eq(c.context_bytes, (size_t)8 << 20);
 
     int n = 0;
     CUDA_OK(cudaGetDeviceCount(&n));
@@ -534,13 +536,13 @@ Test(cudasim, settings_come_from_the_environment_at_the_first_call,
     size_t free_bytes = 0, total = 0;
     CUDA_OK(cudaMemGetInfo(&free_bytes, &total));
     cr_assert_eq(total, (size_t)64 << 20);
-    cr_assert_eq(free_bytes, (size_t)64 << 20);
+    cr_assert_eq(free_bytes, (size_t)56 << 20, "the context's 8 MiB taken");
     void *p = NULL;
-    ASSERT_CUDA(cudaMalloc(&p, ((size_t)64 << 20) + 1),
+    ASSERT_CUDA(cudaMalloc(&p, ((size_t)56 << 20) + 1),
                 cudaErrorMemoryAllocation);
     CUDA_OK(cudaMalloc(&p, (size_t)48 << 20));
     CUDA_OK(cudaMemGetInfo(&free_bytes, &total));
-    cr_assert_eq(free_bytes, (size_t)16 << 20);
+    cr_assert_eq(free_bytes, (size_t)8 << 20);
     CUDA_OK(cudaFree(p));
 }
 
@@ -714,5 +716,12 @@ Test(cudasim, live_counts_return_to_zero_once_everything_is_released,
     cudasim_live zero;
     memset(&zero, 0, sizeof zero); /* the padding too, as get_live does */
     cudasim_get_live(&live);
+    /* The primary context of device 0 stays for the process's life. */
+    cr_assert_eq(live.contexts, 1);
+    cr_assert_eq(live.context_mask, 1u);
+    cr_assert_eq(live.context_bytes, (size_t)300 << 20);
+    zero.contexts = 1;
+    zero.context_mask = 1u;
+    zero.context_bytes = (size_t)300 << 20;
     cr_assert_arr_eq(&live, &zero, sizeof live, "something is still live");
 }
