@@ -347,13 +347,6 @@ static void announce(pl_loader *l)
                                          : "pageable");
 }
 
-/* config.device as backend_open takes it: LOCAL_RANK becomes an ordinal. */
-static int device_wanted(const config_resolved *rc)
-{
-    return rc->cfg.device == PL_DEVICE_LOCAL_RANK ? rc->local_rank
-                                                  : rc->cfg.device;
-}
-
 /* The ring, the device buffers and the threads, made with the backend's
  * device current on the caller's thread, and the caller's put back. */
 static int start_on_device(pl_loader *l)
@@ -422,7 +415,7 @@ static int loader_create(const pl_config *cfg, pl_loader **out)
         goto fail;
     failures_init(&l->fails, catalog_size(&l->cat));
     l->have_fails = 1;
-    if ((rc = backend_open(&l->be, device_wanted(&l->rc), &l->log)) < 0)
+    if ((rc = backend_open(&l->be, c->device, l->rc.local_rank, &l->log)) < 0)
         goto fail;
     if ((rc = start_on_device(l)) < 0)
         goto fail;
@@ -503,7 +496,9 @@ PL_EXPORT int pl_batch_wait(const pl_batch *b, struct CUstream_st *stream)
         return err_set(PL_EINVAL, "pl_batch_wait: batch is NULL");
     if (!b->ready)
         return 0; /* host backend: the data is complete already */
-    return backend_stream_wait(stream, b->ready);
+    /* A batch is its device buffer (handoff.h): its stream knows the
+     * device, whose streams NULL and cudaStreamPerThread must name. */
+    return backend_stream_wait(((const dbuf *)b)->stream, stream);
 }
 
 /* ---- queries ---- */
