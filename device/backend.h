@@ -60,9 +60,13 @@ typedef struct backend_ops {
     int (*sync_ready)(backend *b, be_stream *s);
     /* The ready event, as the public pl_batch shows it; NULL on host. */
     struct CUevent_st *(*ready_event)(be_stream *s);
-    /* Record s's release event on the caller's stream (pl_loader_release). */
-    int (*record_release)(backend *b, be_stream *s, struct CUstream_st *user);
-    /* Make work queued on s from now on wait for the release event. */
+    /* Record s's release event number `slot` (0 .. PL_RELEASE_STREAMS_MAX
+     * - 1) on the caller's stream `user` (pl_loader_release: NULL and
+     * cudaStreamPerThread name the backend's device's); slot 0 starts a
+     * new release, forgetting the last one's events. Any thread. */
+    int (*record_release)(backend *b, be_stream *s, int slot,
+                          struct CUstream_st *user);
+    /* Make work queued on s from now on wait for the release events. */
     int (*wait_released)(backend *b, be_stream *s);
     /* Block until everything queued on s, callbacks included, is done. */
     int (*sync)(backend *b, be_stream *s);

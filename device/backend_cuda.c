@@ -64,8 +64,11 @@ struct be_stream {
     backend *be; /* the device the stream and its events belong to */
     cudaStream_t stream;
     cudaEvent_t ready;
-    cudaEvent_t release;
-    int release_recorded;
+    /* One per stream the caller released the batch on (a batch read on
+     * several, by DLPack consumers say, is released after all of them);
+     * bit i of release_recorded: release[i] holds the last release's. */
+    cudaEvent_t release[PL_RELEASE_STREAMS_MAX];
+    unsigned release_recorded;
     /* The timing pairs: the prefetcher reserves one, a stats query
      * harvests the completed ones. Held only for that bookkeeping, never
      * across a CUDA call that may block (a copy from pageable or managed
@@ -181,8 +184,9 @@ static void stream_destroy(backend *b, be_stream *s)
         quiet(cudaStreamDestroy(s->stream));
     if (s->ready)
         quiet(cudaEventDestroy(s->ready));
-    if (s->release)
-        quiet(cudaEventDestroy(s->release));
+    for (int i = 0; i < PL_RELEASE_STREAMS_MAX; i++)
+        if (s->release[i])
+            quiet(cudaEventDestroy(s->release[i]));
     for (int i = 0; i < TIMED_COPIES; i++) {
         if (s->timed[i].start)
             quiet(cudaEventDestroy(s->timed[i].start));
@@ -204,8 +208,8 @@ static int stream_create(backend *b, be_stream **out)
         cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking);
     if (e == cudaSuccess)
         e = cudaEventCreateWithFlags(&s->ready, cudaEventDisableTiming);
-    if (e == cudaSuccess)
-        e = cudaEventCreateWithFlags(&s->release, cudaEventDisableTiming);
+    for (int i = 0; i < PL_RELEASE_STREAMS_MAX && e == cudaSuccess; i++)
+        e = cudaEventCreateWithFlags(&s->release[i], cudaEventDisableTiming);
     for (int i = 0; i < TIMED_COPIES && e == cudaSuccess; i++) {
         e = cudaEventCreate(&s->timed[i].start);
         if (e == cudaSuccess)
@@ -383,27 +387,32 @@ static struct CUevent_st *ready_event(be_stream *s)
  * that device, can be recorded on; an explicit stream of another device is
  * refused by CUDA ("event and stream must be on the same CUDA context")
  * and the caller falls back on sync_user. */
-static int record_release(backend *b, be_stream *s, struct CUstream_st *user)
+static int record_release(backend *b, be_stream *s, int slot,
+                          struct CUstream_st *user)
 {
+    if (slot == 0)
+        s->release_recorded = 0; /* a new release: the last one's are done
+                                    with once the next copy waited */
     int saved;
     if (enter(b, &saved) < 0)
         return PL_ECUDA;
-    const cudaError_t e = cudaEventRecord(s->release, user);
+    const cudaError_t e = cudaEventRecord(s->release[slot], user);
     if (e != cudaSuccess) {
         const int rc = cuda_fail(e, "cudaEventRecord (release)");
         leave(b, saved);
         return rc;
     }
     leave(b, saved);
-    s->release_recorded = 1;
+    s->release_recorded |= 1u << slot;
     return 0;
 }
 
 static int wait_released(backend *b, be_stream *s)
 {
     (void)b;
-    if (s->release_recorded)
-        CK(cudaStreamWaitEvent(s->stream, s->release, 0));
+    for (int i = 0; i < PL_RELEASE_STREAMS_MAX; i++)
+        if (s->release_recorded & (1u << i))
+            CK(cudaStreamWaitEvent(s->stream, s->release[i], 0));
     return 0;
 }
 

@@ -155,10 +155,12 @@ static struct CUevent_st *ready_event(be_stream *s)
     return NULL;
 }
 
-static int record_release(backend *b, be_stream *s, struct CUstream_st *user)
+static int record_release(backend *b, be_stream *s, int slot,
+                          struct CUstream_st *user)
 {
     (void)b;
     (void)s;
+    (void)slot;
     (void)user;
     return 0;
 }

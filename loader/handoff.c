@@ -327,7 +327,8 @@ void handoff_position(handoff *h, int64_t *epoch, int64_t *batch, int64_t *pos)
     pthread_mutex_unlock(&h->mu);
 }
 
-int handoff_release(handoff *h, const pl_batch *b, struct CUstream_st *stream)
+int handoff_release(handoff *h, const pl_batch *b,
+                    struct CUstream_st *const *streams, int n)
 {
     const dbuf *first = h->bufs, *last = h->bufs + h->cfg.nbufs;
     const dbuf *cd = (const dbuf *)b;
@@ -348,9 +349,14 @@ int handoff_release(handoff *h, const pl_batch *b, struct CUstream_st *stream)
     /* Without the lock: the fallback waits for the caller's stream. */
     backend *be = h->cfg.be;
     dbuf_state next = DBUF_FREE;
-    int rc = be->ops->record_release(be, d->stream, stream);
-    if (rc < 0)
-        rc = release_on_host(h, stream, &next);
+    int rc = 0;
+    for (int i = 0; i < n && next == DBUF_FREE; i++) {
+        int r = be->ops->record_release(be, d->stream, i, streams[i]);
+        if (r < 0)
+            r = release_on_host(h, streams[i], &next);
+        if (r < 0 && rc == 0)
+            rc = r;
+    }
     pthread_mutex_lock(&h->mu);
     d->state = next;
     h->held--;

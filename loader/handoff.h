@@ -129,7 +129,8 @@ void handoff_stop(handoff *h);
 /* ---- the caller's side ---- */
 
 int handoff_next(handoff *h, const pl_batch **out);
-int handoff_release(handoff *h, const pl_batch *b, struct CUstream_st *stream);
+int handoff_release(handoff *h, const pl_batch *b,
+                    struct CUstream_st *const *streams, int n);
 /* Where the caller stands (see at_epoch); thread-safe. */
 void handoff_position(handoff *h, int64_t *epoch, int64_t *batch, int64_t *pos);
 /* Thread-safe. */

@@ -487,7 +487,22 @@ PL_EXPORT int pl_loader_release(pl_loader *l, const pl_batch *b,
         return err_set(PL_EINVAL, "pl_loader_release: NULL argument");
     if (forked(l, "pl_loader_release"))
         return PL_EINVAL;
-    return handoff_release(&l->ho, b, stream);
+    return handoff_release(&l->ho, b, &stream, 1);
+}
+
+PL_EXPORT int pl_loader_release_streams(pl_loader *l, const pl_batch *b,
+                                        struct CUstream_st *const *streams,
+                                        int n)
+{
+    if (!l || !b || !streams)
+        return err_set(PL_EINVAL, "pl_loader_release_streams: NULL argument");
+    if (n < 1 || n > PL_RELEASE_STREAMS_MAX)
+        return err_set(PL_EINVAL,
+                       "pl_loader_release_streams: n is %d, not 1 to %d", n,
+                       PL_RELEASE_STREAMS_MAX);
+    if (forked(l, "pl_loader_release_streams"))
+        return PL_EINVAL;
+    return handoff_release(&l->ho, b, streams, n);
 }
 
 PL_EXPORT int pl_batch_wait(const pl_batch *b, struct CUstream_st *stream)

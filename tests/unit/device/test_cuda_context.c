@@ -283,3 +283,130 @@ Test(cuda_context, a_handled_failure_leaves_no_error_pending,
     on_helper(destroy_stream, &j);
     tu_rm_rf(root);
 }
+
+/* ---- a batch read on several streams (DLPack's consumers) ---- */
+
+/* Two kernels read (here: overwrite, until their gates open) the one
+ * device buffer on two streams; the batch is released after both. The
+ * later copy into the buffer must land after the kernel that finishes
+ * last, even when that is the first stream named. */
+Test(cuda_context, release_streams_orders_reuse_after_every_stream,
+     .timeout = TIMEOUT)
+{
+    char root[64];
+    pl_config c;
+    sim_tree(root, &c, 20, 2);
+    c.device_buffers = 1;
+    pl_loader *l = create(&c);
+    cudaStream_t s[2];
+    for (int i = 0; i < 2; i++)
+        CUDA_OK(cudaStreamCreateWithFlags(&s[i], cudaStreamNonBlocking));
+    const pl_batch *b;
+    cr_assert_eq(pl_loader_next(l, &b), 0, "%s", pl_last_error());
+    const void *data = b->data;
+    gate g[2] = {GATE_INIT, GATE_INIT};
+    for (int i = 0; i < 2; i++) {
+        g[i].fill = view(data);
+        g[i].n = b->bytes;
+        g[i].value = 0x11 * (i + 1);
+        CUDA_OK(cudasim_launch(s[i], gate_kernel, &g[i], data, b->bytes));
+    }
+    cr_assert_eq(pl_loader_release_streams(l, b, s, 2), 0, "%s",
+                 pl_last_error());
+    gate_wait_entered(&g[0]);
+    gate_wait_entered(&g[1]);
+    gate_open(&g[1]);
+    sleep_ms(50); /* a copy that waited for s[1] alone would land now */
+    gate_open(&g[0]);
+    cr_assert_eq(pl_loader_next(l, &b), 0, "%s", pl_last_error());
+    cr_assert_eq(b->data, data, "one device buffer");
+    unsigned char *px = malloc(b->bytes);
+    tu_batch_pixels(b, px);
+    int zapped = 1;
+    for (size_t i = 0; i < b->bytes; i++)
+        zapped &= px[i] == 0x11;
+    cr_assert(!zapped, "the copy ran before the first stream's kernel");
+    free(px);
+    cr_assert_eq(pl_loader_release(l, b, NULL), 0, "%s", pl_last_error());
+    pl_loader_destroy(l);
+    for (int i = 0; i < 2; i++)
+        CUDA_OK(cudaStreamDestroy(s[i]));
+    tu_rm_rf(root);
+}
+
+Test(cuda_context, release_streams_takes_one_to_eight_streams,
+     .timeout = TIMEOUT)
+{
+    char root[64];
+    pl_config c;
+    sim_tree(root, &c, 12, 2);
+    pl_loader *l = create(&c);
+    const pl_batch *b;
+    cr_assert_eq(pl_loader_next(l, &b), 0, "%s", pl_last_error());
+    cudaStream_t s[PL_RELEASE_STREAMS_MAX + 1] = {0};
+    cr_assert_eq(pl_loader_release_streams(l, b, s, 0), PL_EINVAL);
+    cr_assert_eq(pl_loader_release_streams(l, b, s, 9), PL_EINVAL);
+    cr_assert_str_eq(pl_last_error(),
+                     "pl_loader_release_streams: n is 9, not 1 to 8");
+    cr_assert_eq(pl_loader_release_streams(l, b, s, 8), 0, "%s",
+                 pl_last_error());
+    pl_loader_destroy(l);
+    tu_rm_rf(root);
+}
+
+/* A consumer thread reads the batch on its per-thread default stream; the
+ * batch is released from another thread (a DLPack deleter run by the
+ * garbage collector), which cannot name that stream. On NULL, the legacy
+ * stream of the loader's device, the release still waits for it: the
+ * legacy stream synchronises with every thread's per-thread stream. This
+ * is what the Python binding does for DLPack's stream=2. */
+typedef struct consumer {
+    const void *data;
+    size_t n;
+    gate g;
+} consumer;
+
+static void *consume_on_per_thread_stream(void *arg)
+{
+    consumer *k = arg;
+    k->g.fill = view(k->data);
+    k->g.n = k->n;
+    k->g.value = 0x33;
+    cr_assert_eq(cudasim_launch(cudaStreamPerThread, gate_kernel, &k->g,
+                                k->data, k->n),
+                 cudaSuccess);
+    return NULL;
+}
+
+Test(cuda_context, release_on_null_orders_another_threads_per_thread_stream,
+     .timeout = TIMEOUT)
+{
+    char root[64];
+    pl_config c;
+    sim_tree(root, &c, 20, 2);
+    c.device_buffers = 1;
+    pl_loader *l = create(&c);
+    const pl_batch *b;
+    cr_assert_eq(pl_loader_next(l, &b), 0, "%s", pl_last_error());
+    const void *data = b->data;
+    consumer k = {.data = data, .n = b->bytes, .g = GATE_INIT};
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, consume_on_per_thread_stream, &k),
+                 0);
+    cr_assert_eq(pthread_join(t, NULL), 0);
+    cr_assert_eq(pl_loader_release(l, b, NULL), 0, "%s", pl_last_error());
+    gate_wait_entered(&k.g);
+    sleep_ms(50);
+    gate_open(&k.g);
+    cr_assert_eq(pl_loader_next(l, &b), 0, "%s", pl_last_error());
+    unsigned char *px = malloc(b->bytes);
+    tu_batch_pixels(b, px);
+    int zapped = 1;
+    for (size_t i = 0; i < b->bytes; i++)
+        zapped &= px[i] == 0x33;
+    cr_assert(!zapped, "the copy ran before the consumer thread's kernel");
+    free(px);
+    cr_assert_eq(pl_loader_release(l, b, NULL), 0, "%s", pl_last_error());
+    pl_loader_destroy(l);
+    tu_rm_rf(root);
+}
