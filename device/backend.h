@@ -70,6 +70,10 @@ typedef struct backend_ops {
     int (*wait_released)(backend *b, be_stream *s);
     /* Block until everything queued on s, callbacks included, is done. */
     int (*sync)(backend *b, be_stream *s);
+    /* sync for at most `ms` milliseconds (< 0: no limit): 0 once s is
+     * done, PL_ECUDA if its device failed (nothing queued will run), 1 if
+     * work queued on it still runs (the caller's kernels it waits for). */
+    int (*drain)(backend *b, be_stream *s, int ms);
     /* Block until the caller's stream `user` has done its work so far: what
      * pl_loader_release falls back on when the release event cannot be
      * recorded. */

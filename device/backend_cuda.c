@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cuda.h> /* the driver's types only: libcuda is not linked */
 #include <cuda_runtime_api.h>
@@ -423,6 +424,29 @@ static int stream_sync(backend *b, be_stream *s)
     return 0;
 }
 
+/* Polls, so the wait has a bound: a stream waiting for a caller's kernel
+ * that never ends (a collective whose peer died) must not hang destroy.
+ * On the calling thread, with the loader's context current (destroy). */
+static int drain(backend *b, be_stream *s, int ms)
+{
+    (void)b;
+    if (ms < 0) {
+        CK(cudaStreamSynchronize(s->stream));
+        return 0;
+    }
+    const struct timespec tick = {0, 1000000}; /* 1 ms */
+    for (int waited = 0;; waited++) {
+        const cudaError_t e = cudaStreamQuery(s->stream);
+        if (e == cudaSuccess)
+            return 0;
+        if (e != cudaErrorNotReady)
+            return cuda_fail(e, "cudaStreamQuery");
+        if (waited >= ms)
+            return 1;
+        nanosleep(&tick, NULL);
+    }
+}
+
 static int sync_user(backend *b, struct CUstream_st *user)
 {
     int saved;
@@ -485,6 +509,7 @@ static const backend_ops cuda_ops = {
     .record_release = record_release,
     .wait_released = wait_released,
     .sync = stream_sync,
+    .drain = drain,
     .sync_user = sync_user,
     .query = query,
 #ifdef PL_HAVE_NVCC

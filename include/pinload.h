@@ -433,7 +433,10 @@ PL_EXPORT int pl_loader_create_sized(const pl_config *cfg, size_t size,
  * Threads waiting in pl_loader_next return PL_ECLOSED first. Returns once
  * every worker has finished the sample in hand: within the decode's time
  * limit (config.max_decode_ms, 5 s by default) plus one file read,
- * whatever the data. NULL is a no-op. */
+ * whatever the data. The wait for the caller's kernels on released batches
+ * has the same bound: past it, the buffers they still use (and the host
+ * ring) are left allocated rather than freed under them, with a warning.
+ * NULL is a no-op. */
 PL_EXPORT void pl_loader_destroy(pl_loader *l);
 
 /* The next batch of the current epoch, in order, waiting for it if needed.

@@ -88,16 +88,19 @@ int handoff_init(handoff *h, const handoff_config *cfg)
     return cfg->out->gpu_normalize ? upload_lut(h) : 0;
 }
 
-static void fini_buffer(handoff *h, dbuf *d)
+/* 1 if the buffer is still in use after `ms` and was left allocated. */
+static int fini_buffer(handoff *h, dbuf *d, int ms)
 {
     backend *be = h->cfg.be;
     if (d->stream) {
         /* The caller's kernels reading the batch it released last may
          * still run: the stream waits for them, and the host for the
          * stream (its copies and their callbacks) before anything is
-         * freed. */
+         * freed; for `ms` at most: past that, nothing of the buffer is
+         * freed under them, it is left allocated instead. */
         be->ops->wait_released(be, d->stream);
-        be->ops->sync(be, d->stream);
+        if (be->ops->drain(be, d->stream, ms) == 1)
+            return 1;
         be->ops->stream_destroy(be, d->stream);
     }
     if (d->dev)
@@ -112,14 +115,22 @@ static void fini_buffer(handoff *h, dbuf *d)
     free(d->indices);
     free(d->status);
     memset(d, 0, sizeof *d);
+    return 0;
 }
 
-void handoff_fini(handoff *h)
+int handoff_fini(handoff *h, int ms)
 {
-    for (int i = 0; h->bufs && i < h->cfg.nbufs; i++)
-        fini_buffer(h, &h->bufs[i]);
+    const uint64_t end = clock_now_ns() + (uint64_t)(ms < 0 ? 0 : ms) * 1000000u;
+    int busy = 0;
+    for (int i = 0; h->bufs && i < h->cfg.nbufs; i++) {
+        const uint64_t now = clock_now_ns();
+        const int left = ms < 0    ? -1
+                         : now >= end ? 0
+                                      : (int)((end - now) / 1000000u);
+        busy += fini_buffer(h, &h->bufs[i], left);
+    }
     /* Every stream is idle now: no kernel reads the table any more. */
-    if (h->lut_dev)
+    if (h->lut_dev && !busy)
         h->cfg.be->ops->dev_free(h->cfg.be, h->lut_dev);
     free(h->bufs);
     free(h->queue);
@@ -127,6 +138,7 @@ void handoff_fini(handoff *h)
     pthread_cond_destroy(&h->user_cv);
     pthread_cond_destroy(&h->pf_cv);
     memset(h, 0, sizeof *h);
+    return busy;
 }
 
 dbuf *handoff_buffer(handoff *h, int i)

@@ -97,8 +97,12 @@ typedef struct handoff {
 int handoff_init(handoff *h, const handoff_config *cfg);
 /* Wait for each buffer's stream (its copies, and the caller's kernels
  * reading the batch it released last) and free everything; once nothing
- * can use a buffer any more (after prefetch_stop), the device current. */
-void handoff_fini(handoff *h);
+ * can use a buffer any more (after prefetch_stop), the device current.
+ * The waits take `ms` milliseconds at most in all (< 0: no limit): a
+ * buffer whose stream still runs then is left allocated, its stream
+ * too (the ring slot its copies read, and their callback, must outlive
+ * it). Returns how many were. */
+int handoff_fini(handoff *h, int ms);
 
 /* Buffer i of cfg.nbufs, for the copy engine to look at. */
 dbuf *handoff_buffer(handoff *h, int i);

@@ -11,6 +11,7 @@
 #include "config.h"
 #include "../input/input.h"
 #include "abi.h"
+#include "../common/defaults.h"
 #include "../common/error.h"
 #include "failures.h"
 #include "handoff.h"
@@ -453,9 +454,21 @@ PL_EXPORT void pl_loader_destroy(pl_loader *l)
     pool_destroy(l->pool);
     int saved = 0; /* frees on the loader's device, the caller's kept */
     const int entered = l->be && l->be->ops->enter(l->be, &saved) == 0;
+    /* The caller's kernels on released batches are waited for within the
+     * time limit that bounds the rest of destroy (max_decode_ms). */
+    const int32_t lim = l->rc.cfg.max_decode_ms;
+    const int ms = lim < 0 ? -1 : lim == 0 ? DEFAULT_MAX_DECODE_MS : lim;
+    int busy = 0;
     if (l->have_ho)
-        handoff_fini(&l->ho); /* waits for in-flight copies */
-    if (l->have_ring)
+        busy = handoff_fini(&l->ho, ms); /* waits for in-flight copies */
+    if (busy && l->have_log)
+        log_msg(&l->log, PL_LOG_WARNING,
+                "pl_loader_destroy: work on %d released batch%s still ran "
+                "after %d ms (the caller's kernels on the streams given to "
+                "pl_loader_release): %s device memory, streams and host "
+                "ring are left allocated rather than freed under it",
+                busy, busy == 1 ? "" : "es", ms, busy == 1 ? "its" : "their");
+    if (l->have_ring && !busy)
         ring_fini(&l->ring);
     if (entered)
         l->be->ops->leave(l->be, saved);
@@ -465,7 +478,8 @@ PL_EXPORT void pl_loader_destroy(pl_loader *l)
     catalog_close(&l->cat);
     if (l->have_log)
         logger_fini(&l->log);
-    free(l);
+    if (!busy) /* else the ring inside it is still the copies' */
+        free(l);
 }
 
 /* ---- per batch ---- */

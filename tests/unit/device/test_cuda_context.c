@@ -410,3 +410,67 @@ Test(cuda_context, release_on_null_orders_another_threads_per_thread_stream,
     pl_loader_destroy(l);
     tu_rm_rf(root);
 }
+
+/* ---- destroy's wait for the caller's kernels ---- */
+
+static char warnings[2048];
+
+static void keep_warnings(void *ctx, pl_log_level level, const char *msg)
+{
+    (void)ctx;
+    if (level == PL_LOG_WARNING)
+        snprintf(warnings, sizeof warnings, "%s", msg);
+}
+
+static void *destroy_in_thread(void *arg)
+{
+    void **a = arg;
+    pl_loader_destroy(a[0]);
+    atomic_store((atomic_int *)a[1], 1);
+    return NULL;
+}
+
+/* A kernel on the stream a batch was released on never ends (a collective
+ * whose peer died): destroy waits for it within the time limit that bounds
+ * the rest of destroy (max_decode_ms), then leaves that buffer, and the
+ * ring its copies read, allocated rather than hang or free them under the
+ * kernel (which the simulator would report). */
+Test(cuda_context, destroy_waits_for_the_callers_kernels_within_a_bound,
+     .timeout = TIMEOUT)
+{
+    char root[64];
+    pl_config c;
+    sim_tree(root, &c, 12, 2);
+    c.max_decode_ms = 300;
+    c.log = keep_warnings;
+    pl_loader *l = create(&c);
+    cudaStream_t s;
+    CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    const pl_batch *b;
+    cr_assert_eq(pl_loader_next(l, &b), 0, "%s", pl_last_error());
+    gate g = GATE_INIT;
+    CUDA_OK(cudasim_launch(s, gate_kernel, &g, b->data, b->bytes));
+    cr_assert_eq(pl_loader_release(l, b, s), 0, "%s", pl_last_error());
+    gate_wait_entered(&g);
+    atomic_int done = 0;
+    void *args[2] = {l, &done};
+    pthread_t t;
+    const double t0 = tu_seconds();
+    cr_assert_eq(pthread_create(&t, NULL, destroy_in_thread, args), 0);
+    const int returned = wait_flag(&done, 3.0);
+    const double took = tu_seconds() - t0;
+    gate_open(&g); /* let a destroy that waits for ever go on, and the sim */
+    cr_assert_eq(pthread_join(t, NULL), 0);
+    cr_assert(returned, "destroy waited for the kernel past 3 s");
+    cr_assert_geq(took, 0.29, "destroy returned after %.3f s", took);
+    cr_assert_str_eq(warnings,
+                     "pl_loader_destroy: work on 1 released batch still ran "
+                     "after 300 ms (the caller's kernels on the streams "
+                     "given to pl_loader_release): its device memory, "
+                     "streams and host ring are left allocated rather than "
+                     "freed under it");
+    CUDA_OK(cudaStreamSynchronize(s));
+    CUDA_OK(cudaStreamDestroy(s));
+    cr_assert_eq(cudasim_violations(), 0);
+    tu_rm_rf(root);
+}
