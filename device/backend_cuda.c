@@ -27,12 +27,14 @@
  * and keep it; a caller's thread is never moved: every call made on it runs
  * between enter() and leave(), which push the loader's primary context
  * onto the thread's stack of current contexts and pop it again. Since CUDA
- * 12 cudaSetDevice initialises the primary context of the device it
- * selects, so restoring a caller's device with it would create a context
- * (hundreds of MB) on a device the caller never used, GPU 0 for a thread
- * that never chose one; pushing and popping touches the loader's device
- * alone. The driver's context calls are reached through the runtime
- * (cudaGetDriverEntryPointByVersion), so libcuda is not linked. */
+ * 12 cudaSetDevice "will also immediately initialize the runtime state on
+ * the primary context" of the device it selects, so restoring a caller's
+ * device with it would create a context (hundreds of MB) on a device the
+ * caller never used, GPU 0 for a thread that never chose one, and fail on
+ * an exclusive-process GPU another process holds; pushing and popping
+ * touches the loader's device alone. The driver's context calls are
+ * reached through the runtime (cudaGetDriverEntryPointByVersion), so
+ * libcuda is not linked. */
 typedef CUresult(CUDAAPI *pfn_retain)(CUcontext *, CUdevice);
 typedef CUresult(CUDAAPI *pfn_release)(CUdevice);
 typedef CUresult(CUDAAPI *pfn_push)(CUcontext);
@@ -303,9 +305,12 @@ static int copy(backend *b, be_stream *s, void *dst, const void *src, size_t n)
         /* cudaMemcpyDefault, not HostToDevice: a managed ring was just
          * prefetched to the device (migrate), and "Calling cudaMemcpy()
          * with dst and src pointers that do not match the direction of the
-         * copy results in an undefined behavior"; with unified addressing
-         * (checked at open) "the type of transfer is inferred from the
-         * pointer values" (cudaMemcpy, Runtime API). */
+         * copy results in an undefined behavior"; "Passing
+         * cudaMemcpyDefault is recommended, in which case the type of
+         * transfer is inferred from the pointer values. However,
+         * cudaMemcpyDefault is only allowed on systems that support unified
+         * virtual addressing" (cudaMemcpyAsync, Runtime API; checked at
+         * open). */
         what = "cudaMemcpyAsync";
         e = cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, s->stream);
     }
@@ -673,7 +678,7 @@ int backend_cuda_open(backend **out, int device, int local_rank, logger *lg,
  * NULL, cudaStreamLegacy and cudaStreamPerThread then name the loader's
  * device's streams, the ones its kernels reading the batch run on. Without
  * it a thread whose current device is another would order that device's
- * default stream ("The event may be from a different device than the
+ * default stream ("event may be from a different device than
  * stream", cudaStreamWaitEvent) and the kernels could read a half-copied
  * batch. */
 int backend_cuda_stream_wait(be_stream *s, struct CUstream_st *stream)

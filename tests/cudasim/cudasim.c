@@ -199,15 +199,14 @@ static struct {
        .cb_cv = PTHREAD_COND_INITIALIZER};
 
 /* The calling thread's CUDA state. CUDA keeps a stack of current contexts
- * per host thread ("The context is pushed onto the CPU thread's stack of
- * current contexts", cuCtxPushCurrent; Driver API, Context Management);
- * the runtime works in the one on top, and when there is none it
- * initialises and makes current the primary context of the device
- * cudaSetDevice chose last on this thread, 0 if none ("Any subsequent
- * device resource allocations ... will be allocated on the current device"
- * and "the primary context for the device is ... created lazily on the
- * first runtime call that needs it", Programming Guide, Runtime
- * Initialization). t_device is that choice; t_stack the contexts' devices. */
+ * per host thread ("Pushes the given context ctx onto the CPU thread's
+ * stack of current contexts", cuCtxPushCurrent); the runtime works in the
+ * one on top, and "If no CUcontext is current to the calling thread when a
+ * CUDA Runtime API call which requires an active context is made, then the
+ * primary context for a device will be selected, made current to the
+ * calling thread, and initialized" (Runtime API, Interactions with the
+ * CUDA Driver API): the device cudaSetDevice chose last on this thread, 0
+ * if none. t_device is that choice; t_stack the contexts' devices. */
 #define CTX_STACK 8
 static _Thread_local int t_device;
 static _Thread_local int t_stack[CTX_STACK];
@@ -512,15 +511,15 @@ static int rule_fires(rule *r, int fid, int has_stream, cudaStream_t stream)
 static void break_device(int d, cudaError_t e);
 
 /* Creates device d's primary context if it is not yet; G.mu held. Since
- * CUDA 12.0 "cudaSetDevice() will now explicitly initialize the runtime
- * after changing the current device" and "the primary context for the
- * device is initialized" (cudaSetDevice, Runtime API), so choosing a
- * device costs that device a context: device memory for its state (a few
- * hundred MB on a real GPU: CUDASIM_CONTEXT_MB, 300 by default), and, on
- * a GPU in exclusive-process compute mode that another process holds,
- * cudaErrorDevicesUnavailable ("only one context used by a single process
- * can be present on this device at a time", cudaComputeModeExclusiveProcess;
- * CUDASIM_EXCLUSIVE_BUSY is the mask of such devices). */
+ * CUDA 12, cudaSetDevice "will also immediately initialize the runtime
+ * state on the primary context, and the context will be current on device
+ * immediately. This function will return an error if the device is in
+ * cudaComputeModeExclusiveProcess and is occupied by another process"
+ * (cudaSetDevice, Runtime API). So choosing a device costs it a context:
+ * device memory for its state (a few hundred MB on a real GPU:
+ * CUDASIM_CONTEXT_MB, 300 by default), and cudaErrorDevicesUnavailable on
+ * an exclusive-process GPU another process holds (CUDASIM_EXCLUSIVE_BUSY,
+ * the mask of such devices). */
 static cudaError_t make_primary(int d)
 {
     if (d < 0 || d >= G.cfg.devices)
@@ -553,10 +552,10 @@ static cudaError_t bind_ctx(void)
     return e;
 }
 
-/* The calls that work without a context: device management queries, the
- * versions, the entry points ("cudaGetDeviceCount ... cudaGetDevice ...
- * do not initialize the runtime", Programming Guide, Initialization).
- * Every other call initialises one. */
+/* The calls that need no active context (device queries, versions, the
+ * entry points: none of them is documented to create one, and cudaGetDevice
+ * only reports the choice); every other call is "a CUDA Runtime API call
+ * which requires an active context" (see t_device) and initialises one. */
 static int needs_ctx(int fid)
 {
     switch (fid) {
@@ -996,10 +995,10 @@ static cudaError_t get_stream(cudaStream_t h, struct CUstream_st **out)
         return cudaErrorNoDevice;
     /* "The per-thread default stream is not a non-blocking stream and will
      * synchronize with the legacy default stream if both are used in a
-     * program" but "does not synchronize with other streams, just like
-     * explicitly created streams" (Runtime API, Stream synchronization
-     * behavior): a blocking stream of the current device, one per host
-     * thread, which the handle names only on that thread. */
+     * program"; it "does not synchronize with other streams, just like
+     * explicitly created streams" (Stream synchronization behavior, CUDA
+     * Runtime and Driver API): a blocking stream of the current device, one
+     * per host thread, which the handle names only on that thread. */
     if (h == cudaStreamPerThread) {
         if (!t_ptds[dv]) {
             const cudaError_t e =
@@ -1012,9 +1011,10 @@ static cudaError_t get_stream(cudaStream_t h, struct CUstream_st **out)
         *out = t_ptds[dv];
         return cudaSuccess;
     }
-    /* NULL and cudaStreamLegacy name the legacy default stream "associated
-     * with the current device" (Runtime API, Stream synchronization
-     * behavior): of whatever device the calling thread has current. */
+    /* NULL and cudaStreamLegacy name "an implicit stream which synchronizes
+     * with all other streams in the same CUcontext except for non-blocking
+     * streams" (Stream synchronization behavior): the legacy stream of the
+     * context current to the calling thread, whatever device that is. */
     if (is_legacy(h)) {
         sim_device *d = &G.dev[dv];
         if (!d->legacy) {
@@ -1421,9 +1421,9 @@ static cudaError_t make_copy(void *dst, const void *src, size_t n,
     /* "Calling cudaMemcpy() with dst and src pointers that do not match the
      * direction of the copy results in an undefined behavior" (cudaMemcpy,
      * Runtime API). Managed memory last prefetched to a device is device
-     * memory for that rule: "cudaMemcpyDefault ... is recommended" where
-     * the runtime must infer it (Programming Guide, Unified Virtual
-     * Address Space). */
+     * memory for that rule; "Passing cudaMemcpyDefault is recommended, in
+     * which case the type of transfer is inferred from the pointer values"
+     * (ibid.). */
     if (kind == cudaMemcpyHostToDevice && s.a && s.a->kind == MEM_MANAGED &&
         s.a->on_device)
         violation("cudaMemcpy*(HostToDevice) from managed memory at %p "
@@ -1914,7 +1914,7 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t ev,
         e = ctx(s->device);
     if (e == cudaSuccess && v->recorded == 0)
         return end(cudaSuccess); /* never recorded: nothing to wait for */
-    /* "The event may be from a different device than the stream"
+    /* "event may be from a different device than stream"
      * (cudaStreamWaitEvent, Runtime API): a wait on another device's event
      * succeeds, and orders only the stream it names, which for NULL and
      * cudaStreamPerThread is of the calling thread's current device. */
