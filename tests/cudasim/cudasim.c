@@ -341,7 +341,10 @@ const char *cudaGetErrorString(cudaError_t e)
 }
 
 /* Errors after which the context is unusable, as after a faulting kernel:
- * every later call returns them. */
+ * "This leaves the process in an inconsistent state and any further CUDA
+ * work will return the same error" (cudaErrorIllegalAddress and its kind,
+ * driver_types.h). They belong to the device, for every thread; any other
+ * error is pending for the failing thread's cudaGetLastError alone. */
 static int is_sticky(cudaError_t e)
 {
     switch (e) {
