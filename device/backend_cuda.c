@@ -249,9 +249,9 @@ static int enter(backend *b, int *saved)
     return 0;
 }
 
-/* "the context that was current to the CPU thread before
- * cuCtxPushCurrent() was called is then made current" (cuCtxPopCurrent):
- * none, if there was none. */
+/* "If a context was current to the CPU thread before cuCtxCreate() or
+ * cuCtxPushCurrent() was called, this function makes that context current
+ * to the CPU thread again" (cuCtxPopCurrent): none, if there was none. */
 static void leave(backend *b, int saved)
 {
     (void)saved;
@@ -542,9 +542,10 @@ static void *driver_fn(const char *name)
 }
 
 /* The context calls, and the device's primary context retained for the
- * loader's life ("Retains the primary context on the device, creating it
- * if necessary", cuDevicePrimaryCtxRetain): the one context pinload ever
- * creates, on the loader's own device. */
+ * loader's life ("Once the user successfully retains the primary context,
+ * the primary context will be active and available to the user until the
+ * user releases it", cuDevicePrimaryCtxRetain): the one context pinload
+ * ever creates, on the loader's own device. */
 static int context_open(cuda_backend *cb, int ordinal)
 {
     cb->retain = (pfn_retain)driver_fn("cuDevicePrimaryCtxRetain");

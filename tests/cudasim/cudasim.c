@@ -2036,8 +2036,9 @@ static CUresult drv_error(cudaError_t e)
     }
 }
 
-/* "Retains the primary context on the device, creating it if necessary"
- * (cuDevicePrimaryCtxRetain). */
+/* "Retains the primary context on the device. Once the user successfully
+ * retains the primary context, the primary context will be active"
+ * (cuDevicePrimaryCtxRetain): created if it was not. */
 static CUresult CUDAAPI sim_cuDevicePrimaryCtxRetain(CUcontext *pctx,
                                                      CUdevice dev)
 {
@@ -2086,9 +2087,10 @@ static CUresult CUDAAPI sim_cuCtxPushCurrent(CUcontext ctx)
     return drv_end(r);
 }
 
-/* "Pops the current CUDA context from the CPU thread and ... the context
- * that was current ... before cuCtxPushCurrent() was called is then made
- * current" (cuCtxPopCurrent). */
+/* "Pops the current CUDA context from the CPU thread ... If a context was
+ * current to the CPU thread before cuCtxCreate() or cuCtxPushCurrent() was
+ * called, this function makes that context current to the CPU thread
+ * again" (cuCtxPopCurrent). */
 static CUresult CUDAAPI sim_cuCtxPopCurrent(CUcontext *pctx)
 {
     CUresult r = drv_begin();
