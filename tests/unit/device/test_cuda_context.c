@@ -109,6 +109,8 @@ Test(cuda_context, release_on_the_per_thread_stream_orders_reuse,
     /* A kernel on device 1's per-thread stream of this thread writes the
      * buffer until the gate opens; the release is ordered after it. */
     CUDA_OK(cudaSetDevice(1));
+    cr_assert_eq(pl_batch_wait(b, cudaStreamPerThread), 0, "%s",
+                 pl_last_error());
     gate g = GATE_INIT;
     g.fill = view(data);
     g.n = b->bytes;
@@ -304,10 +306,13 @@ Test(cuda_context, release_streams_orders_reuse_after_every_stream,
     const pl_batch *b;
     cr_assert_eq(pl_loader_next(l, &b), 0, "%s", pl_last_error());
     const void *data = b->data;
+    /* Each kernel fills its half of the buffer (0x11, 0x22). */
+    const size_t half = b->bytes / 2;
     gate g[2] = {GATE_INIT, GATE_INIT};
     for (int i = 0; i < 2; i++) {
-        g[i].fill = view(data);
-        g[i].n = b->bytes;
+        cr_assert_eq(pl_batch_wait(b, s[i]), 0, "%s", pl_last_error());
+        g[i].fill = view(data) + i * half;
+        g[i].n = half;
         g[i].value = 0x11 * (i + 1);
         CUDA_OK(cudasim_launch(s[i], gate_kernel, &g[i], data, b->bytes));
     }
@@ -323,9 +328,13 @@ Test(cuda_context, release_streams_orders_reuse_after_every_stream,
     unsigned char *px = malloc(b->bytes);
     tu_batch_pixels(b, px);
     int zapped = 1;
-    for (size_t i = 0; i < b->bytes; i++)
+    for (size_t i = 0; i < half; i++)
         zapped &= px[i] == 0x11;
     cr_assert(!zapped, "the copy ran before the first stream's kernel");
+    zapped = 1;
+    for (size_t i = half; i < 2 * half; i++)
+        zapped &= px[i] == 0x22;
+    cr_assert(!zapped, "the copy ran before the second stream's kernel");
     free(px);
     cr_assert_eq(pl_loader_release(l, b, NULL), 0, "%s", pl_last_error());
     pl_loader_destroy(l);
@@ -361,6 +370,7 @@ Test(cuda_context, release_streams_takes_one_to_eight_streams,
  * legacy stream synchronises with every thread's per-thread stream. This
  * is what the Python binding does for DLPack's stream=2. */
 typedef struct consumer {
+    const pl_batch *b;
     const void *data;
     size_t n;
     gate g;
@@ -369,6 +379,8 @@ typedef struct consumer {
 static void *consume_on_per_thread_stream(void *arg)
 {
     consumer *k = arg;
+    cr_assert_eq(pl_batch_wait(k->b, cudaStreamPerThread), 0, "%s",
+                 pl_last_error());
     k->g.fill = view(k->data);
     k->g.n = k->n;
     k->g.value = 0x33;
@@ -389,7 +401,7 @@ Test(cuda_context, release_on_null_orders_another_threads_per_thread_stream,
     const pl_batch *b;
     cr_assert_eq(pl_loader_next(l, &b), 0, "%s", pl_last_error());
     const void *data = b->data;
-    consumer k = {.data = data, .n = b->bytes, .g = GATE_INIT};
+    consumer k = {.b = b, .data = data, .n = b->bytes, .g = GATE_INIT};
     pthread_t t;
     cr_assert_eq(pthread_create(&t, NULL, consume_on_per_thread_stream, &k),
                  0);
@@ -448,6 +460,7 @@ Test(cuda_context, destroy_waits_for_the_callers_kernels_within_a_bound,
     CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     const pl_batch *b;
     cr_assert_eq(pl_loader_next(l, &b), 0, "%s", pl_last_error());
+    cr_assert_eq(pl_batch_wait(b, s), 0, "%s", pl_last_error());
     gate g = GATE_INIT;
     CUDA_OK(cudasim_launch(s, gate_kernel, &g, b->data, b->bytes));
     cr_assert_eq(pl_loader_release(l, b, s), 0, "%s", pl_last_error());
