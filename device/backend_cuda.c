@@ -41,7 +41,7 @@ typedef CUresult(CUDAAPI *pfn_push)(CUcontext);
 typedef CUresult(CUDAAPI *pfn_pop)(CUcontext *);
 
 typedef struct cuda_backend {
-    backend pub; /* first: the backend * the loader holds is this */
+    backend pub;   /* first: the backend * the loader holds is this */
     CUcontext ctx; /* the loader's device's primary context, retained */
     pfn_retain retain;
     pfn_release release;
@@ -537,8 +537,7 @@ static void *driver_fn(const char *name)
         cudaGetDriverEntryPoint(name, &fn, cudaEnableDefault, &found);
 #endif
     clear_error(e);
-    return e == cudaSuccess && found == cudaDriverEntryPointSuccess ? fn
-                                                                    : NULL;
+    return e == cudaSuccess && found == cudaDriverEntryPointSuccess ? fn : NULL;
 }
 
 /* The context calls, and the device's primary context retained for the

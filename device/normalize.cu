@@ -42,10 +42,10 @@ normalize_kernel(T *__restrict__ dst, const uint8_t *__restrict__ src,
 
 /* "Lazy Loading delays loading of CUDA modules and kernels from program
  * initalization closer to kernels execution" (Programming Guide, Lazy
- * Loading; on by default on Linux since CUDA 12.2): without this the first batch
- * of a training run would load the module, which takes the context's lock
- * and can wait behind other work (NCCL's kernels) mid-training.
- * cudaFuncGetAttributes loads the function now, at create. */
+ * Loading; on by default on Linux since CUDA 12.2): without this the
+ * first batch of a training run would load the module, which takes the
+ * context's lock and can wait behind other work (NCCL's kernels)
+ * mid-training. cudaFuncGetAttributes loads the function now, at create. */
 extern "C" int gpu_normalize_load(void)
 {
     struct cudaFuncAttributes a;

@@ -120,11 +120,12 @@ static int fini_buffer(handoff *h, dbuf *d, int ms)
 
 int handoff_fini(handoff *h, int ms)
 {
-    const uint64_t end = clock_now_ns() + (uint64_t)(ms < 0 ? 0 : ms) * 1000000u;
+    const uint64_t end =
+        clock_now_ns() + (uint64_t)(ms < 0 ? 0 : ms) * 1000000u;
     int busy = 0;
     for (int i = 0; h->bufs && i < h->cfg.nbufs; i++) {
         const uint64_t now = clock_now_ns();
-        const int left = ms < 0    ? -1
+        const int left = ms < 0       ? -1
                          : now >= end ? 0
                                       : (int)((end - now) / 1000000u);
         busy += fini_buffer(h, &h->bufs[i], left);

@@ -88,7 +88,7 @@ typedef struct alloc {
     int device;
     int on_device; /* managed: last prefetched to a device, not the CPU */
     int inflight;  /* queued operations that use it */
-    int freed;    /* freed while in use (CUDASIM_VIOLATION=count) */
+    int freed;     /* freed while in use (CUDASIM_VIOLATION=count) */
 } alloc;
 
 typedef enum op_kind {
@@ -2127,9 +2127,10 @@ static const struct {
     {"cuCtxGetCurrent", (void *)sim_cuCtxGetCurrent},
 };
 
-cudaError_t cudaGetDriverEntryPointByVersion(
-    const char *symbol, void **fn, unsigned int version,
-    unsigned long long flags, enum cudaDriverEntryPointQueryResult *status)
+cudaError_t
+cudaGetDriverEntryPointByVersion(const char *symbol, void **fn,
+                                 unsigned int version, unsigned long long flags,
+                                 enum cudaDriverEntryPointQueryResult *status)
 {
     (void)flags;
     cudaError_t e = begin(F_cudaGetDriverEntryPointByVersion, 0, NULL, NULL);
@@ -2139,8 +2140,7 @@ cudaError_t cudaGetDriverEntryPointByVersion(
         cudaDriverEntryPointSymbolNotFound;
     if (e == cudaSuccess) {
         *fn = NULL;
-        for (size_t i = 0; i < sizeof entry_points / sizeof *entry_points;
-             i++)
+        for (size_t i = 0; i < sizeof entry_points / sizeof *entry_points; i++)
             if (!strcmp(entry_points[i].name, symbol)) {
                 found = version > CUDART_VERSION
                             ? cudaDriverEntryPointVersionNotSufficent

@@ -73,18 +73,18 @@ extern "C" {
 #define CUDASIM_MAX_DEVICES 8
 
 typedef struct cudasim_config {
-    int devices;            /* 0 .. CUDASIM_MAX_DEVICES; default 2 */
-    unsigned delay_us;      /* random delay before each operation, at most;
-                               default 100 */
-    double copy_gbs;        /* copy bandwidth in GB/s; 0: as fast as memcpy
-                               (default) */
-    uint64_t seed;          /* of the delays and fault probabilities */
-    size_t device_bytes;    /* memory per device; default 16 GiB */
-    int abort_on_violation; /* 1 (default): abort(); 0: count and go on */
-    int concurrent_managed; /* cudaDevAttrConcurrentManagedAccess: 1
-                               (default, Linux on Pascal and later); 0 as on
-                               Windows and WSL, where the host may not touch
-                               managed memory while the device works */
+    int devices;             /* 0 .. CUDASIM_MAX_DEVICES; default 2 */
+    unsigned delay_us;       /* random delay before each operation, at most;
+                                default 100 */
+    double copy_gbs;         /* copy bandwidth in GB/s; 0: as fast as memcpy
+                                (default) */
+    uint64_t seed;           /* of the delays and fault probabilities */
+    size_t device_bytes;     /* memory per device; default 16 GiB */
+    int abort_on_violation;  /* 1 (default): abort(); 0: count and go on */
+    int concurrent_managed;  /* cudaDevAttrConcurrentManagedAccess: 1
+                                (default, Linux on Pascal and later); 0 as on
+                                Windows and WSL, where the host may not touch
+                                managed memory while the device works */
     size_t context_bytes;    /* a primary context's device memory; default
                                 300 MiB */
     unsigned exclusive_busy; /* devices (bit d: device d) in exclusive-process
@@ -156,9 +156,9 @@ typedef struct cudasim_live {
     int device_allocs, pinned_allocs, managed_allocs;
     size_t device_bytes, pinned_bytes, managed_bytes;
     int streams, events;
-    int contexts;           /* primary contexts created, process-wide */
-    unsigned context_mask;  /* bit d: device d has one */
-    size_t context_bytes;   /* the device memory they cost */
+    int contexts;          /* primary contexts created, process-wide */
+    unsigned context_mask; /* bit d: device d has one */
+    size_t context_bytes;  /* the device memory they cost */
 } cudasim_live;
 void cudasim_get_live(cudasim_live *out);
 

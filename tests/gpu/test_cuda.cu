@@ -471,13 +471,12 @@ static bool second_device_wait_on_null(const char *data)
         CUDA_OK(cudaMallocAsync((void **)&copy, b->bytes, nullptr));
         CUDA_OK(cudaMemcpyAsync(copy, b->data, b->bytes,
                                 cudaMemcpyDeviceToDevice, nullptr));
-        CUDA_OK(cudaMemcpy(back.data(), copy, b->bytes,
-                           cudaMemcpyDeviceToHost));
+        CUDA_OK(
+            cudaMemcpy(back.data(), copy, b->bytes, cudaMemcpyDeviceToHost));
         CUDA_OK(cudaFreeAsync(copy, nullptr));
         CUDA_OK(cudaSetDevice(0));
         CHECK(std::memcmp(back.data(), ref.bytes[k].data(), b->bytes) == 0,
-              "batch %zu: device 1's legacy stream read it before its copy",
-              k);
+              "batch %zu: device 1's legacy stream read it before its copy", k);
         CHECK(pl_loader_release(l, b, nullptr) == 0, "%s", pl_last_error());
         k++;
     }
@@ -509,8 +508,8 @@ static int primary_active(int d)
 static void *stats_thread(void *arg)
 {
     pl_stats st;
-    *(int *)((void **)arg)[1] = pl_loader_stats((pl_loader *)((void **)arg)[0],
-                                                &st);
+    *(int *)((void **)arg)[1] =
+        pl_loader_stats((pl_loader *)((void **)arg)[0], &st);
     return nullptr;
 }
 
@@ -602,8 +601,7 @@ int main(int argc, char **argv)
     run("keep_host_mirrors_the_batch", keep_host_mirrors_the_batch,
         data.c_str());
     run("destroy_with_batches_held", destroy_with_batches_held, data.c_str());
-    run("second_device_wait_on_null", second_device_wait_on_null,
-        data.c_str());
+    run("second_device_wait_on_null", second_device_wait_on_null, data.c_str());
     run("no_context_on_gpu0_for_a_loader_on_device_1",
         no_context_on_gpu0_for_a_loader_on_device_1, data.c_str());
     std::string rm = "rm -rf '" + data + "'";

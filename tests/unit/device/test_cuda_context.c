@@ -83,7 +83,8 @@ Test(cuda_context, batch_wait_on_null_orders_the_loaders_device,
     cr_assert_eq(kernels_read_whole_batches(NULL), 3);
 }
 
-Test(cuda_context, batch_wait_on_the_per_thread_stream_orders_the_loaders_device,
+Test(cuda_context,
+     batch_wait_on_the_per_thread_stream_orders_the_loaders_device,
      .timeout = TIMEOUT)
 {
     cr_assert_eq(kernels_read_whole_batches(cudaStreamPerThread), 3);
@@ -115,8 +116,8 @@ Test(cuda_context, release_on_the_per_thread_stream_orders_reuse,
     g.fill = view(data);
     g.n = b->bytes;
     g.value = 0x5A;
-    CUDA_OK(cudasim_launch(cudaStreamPerThread, gate_kernel, &g, data,
-                           b->bytes));
+    CUDA_OK(
+        cudasim_launch(cudaStreamPerThread, gate_kernel, &g, data, b->bytes));
     CUDA_OK(cudaSetDevice(0));
     cr_assert_eq(pl_loader_release(l, b, cudaStreamPerThread), 0, "%s",
                  pl_last_error());
@@ -384,9 +385,9 @@ static void *consume_on_per_thread_stream(void *arg)
     k->g.fill = view(k->data);
     k->g.n = k->n;
     k->g.value = 0x33;
-    cr_assert_eq(cudasim_launch(cudaStreamPerThread, gate_kernel, &k->g,
-                                k->data, k->n),
-                 cudaSuccess);
+    cr_assert_eq(
+        cudasim_launch(cudaStreamPerThread, gate_kernel, &k->g, k->data, k->n),
+        cudaSuccess);
     return NULL;
 }
 
@@ -403,8 +404,7 @@ Test(cuda_context, release_on_null_orders_another_threads_per_thread_stream,
     const void *data = b->data;
     consumer k = {.b = b, .data = data, .n = b->bytes, .g = GATE_INIT};
     pthread_t t;
-    cr_assert_eq(pthread_create(&t, NULL, consume_on_per_thread_stream, &k),
-                 0);
+    cr_assert_eq(pthread_create(&t, NULL, consume_on_per_thread_stream, &k), 0);
     cr_assert_eq(pthread_join(t, NULL), 0);
     cr_assert_eq(pl_loader_release(l, b, NULL), 0, "%s", pl_last_error());
     gate_wait_entered(&k.g);

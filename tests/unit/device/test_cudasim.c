@@ -770,8 +770,7 @@ Test(cudasim, contexts_come_from_set_device_and_first_use_and_cost_memory,
     cr_assert_eq(context_mask(), 1u << 1);
     size_t free_bytes, total;
     CUDA_OK(cudaMemGetInfo(&free_bytes, &total));
-    cr_assert_eq(total - free_bytes, (size_t)300 << 20,
-                 "the context's memory");
+    cr_assert_eq(total - free_bytes, (size_t)300 << 20, "the context's memory");
     int on_other = -1;
     pthread_t t;
     cr_assert_eq(pthread_create(&t, NULL, get_device_thread, &on_other), 0);
@@ -807,8 +806,7 @@ Test(cudasim, a_busy_exclusive_device_refuses_a_context, .timeout = TIMEOUT)
 /* The driver's stack of current contexts, reached through the runtime: a
  * pushed context is the runtime's device until popped, and the thread is
  * back where it was (no context at all, here). */
-Test(cudasim, pushed_contexts_are_the_runtimes_until_popped,
-     .timeout = TIMEOUT)
+Test(cudasim, pushed_contexts_are_the_runtimes_until_popped, .timeout = TIMEOUT)
 {
     retain_fn retain = (retain_fn)entry("cuDevicePrimaryCtxRetain");
     push_fn push = (push_fn)entry("cuCtxPushCurrent");
