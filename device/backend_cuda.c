@@ -527,6 +527,7 @@ static const backend_ops cuda_ops = {
 static void *driver_fn(const char *name)
 {
     void *fn = NULL;
+#if CUDART_VERSION >= 12000
     enum cudaDriverEntryPointQueryResult found =
         cudaDriverEntryPointSymbolNotFound;
 #if CUDART_VERSION >= 12050
@@ -536,8 +537,13 @@ static void *driver_fn(const char *name)
     const cudaError_t e =
         cudaGetDriverEntryPoint(name, &fn, cudaEnableDefault, &found);
 #endif
+    const int ok = found == cudaDriverEntryPointSuccess;
+#else /* CUDA 11.3 to 11.8: no status; fn stays NULL when not found */
+    const cudaError_t e = cudaGetDriverEntryPoint(name, &fn, cudaEnableDefault);
+    const int ok = 1;
+#endif
     clear_error(e);
-    return e == cudaSuccess && found == cudaDriverEntryPointSuccess ? fn : NULL;
+    return e == cudaSuccess && ok ? fn : NULL;
 }
 
 /* The context calls, and the device's primary context retained for the
