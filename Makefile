@@ -200,8 +200,11 @@ all: lib tools samples examples
 tests/test_%.c: ;
 tests/stress.c: ;
 
+# The CMake package's files (find_package(pinload); made below).
+CMAKE_FILES := $(BUILD)/cmake/pinloadConfig.cmake \
+               $(BUILD)/cmake/pinloadConfigVersion.cmake
 lib: $(BUILD)/libpinload.a $(BUILD)/libpinload.so $(BUILD)/pinload.pc \
-     $(BUILD)/pinload-static.pc
+     $(BUILD)/pinload-static.pc $(CMAKE_FILES)
 tools: $(TOOLS)
 samples: $(SAMPLES)
 examples: $(EXAMPLES)
@@ -273,14 +276,29 @@ PC_HEAD = 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' \
     'Description: pinned-memory JPEG data loader that keeps GPUs fed' \
     "Version: $(PC_VERSION)" 'Cflags: -I$${includedir}'
 
-# pinload.pc links the shared library; pinload-static.pc the archive by
-# its file name, so that no libpinload.so beside it can be picked.
+# pinload.pc links the shared library; pinload-static.pc the archive,
+# through LIBDIR/pinload-static (a link to it, alone there), so that no
+# libpinload.so can be picked and the -l form keeps the archive after the
+# program's objects, where CMake's pkg_check_modules(IMPORTED_TARGET) puts
+# libraries (a bare archive path lands among the flags, before them).
 $(BUILD)/pinload.pc: $(BUILD)/.pc-paths include/pinload/version.h
 	@printf '%s\n' $(PC_HEAD) 'Name: pinload' \
 	    'Libs: -L$${libdir} -lpinload' 'Libs.private: $(LIBS)' > $@
 $(BUILD)/pinload-static.pc: $(BUILD)/.pc-paths include/pinload/version.h
 	@printf '%s\n' $(PC_HEAD) 'Name: pinload-static' \
-	    'Libs: $${libdir}/libpinload.a $(LIBS)' > $@
+	    'Libs: -L$${libdir}/pinload-static -lpinload $(LIBS)' > $@
+
+# The CMake package (find_package(pinload)): pinload::pinload and
+# pinload::pinload_static, relocatable (paths from the file's own place).
+CMAKE_SUBST = sed -e "s|@VERSION@|$(PC_VERSION)|g" \
+    -e "s|@VERSION_MAJOR@|$$(echo $(PC_VERSION) | cut -d. -f1)|g" \
+    -e 's|@SOVERSION@|$(SOVERSION)|g' \
+    -e "s|@LIB_TO_INCLUDE@|$$(realpath -m --relative-to='$(LIBDIR)' '$(INCLUDEDIR)')|g" \
+    -e 's|@LIBS@|$(subst $(eval) ,;,$(strip $(LIBS)))|g'
+$(BUILD)/cmake/%.cmake: cmake/%.cmake.in $(BUILD)/.pc-paths \
+                        include/pinload/version.h
+	@mkdir -p $(@D)
+	@$(CMAKE_SUBST) $< > $@
 
 # Tools, samples and examples see only include/ (the examples also
 # tools/cli.h) and link the static library.
@@ -626,10 +644,15 @@ test-gpu: lib
 
 # Man pages, made from each tool's --help (tools/help2man.sh).
 MANPAGES := $(TOOLS:$(BUILD)/%=$(BUILD)/man/%.1)
-man: $(MANPAGES)
+# The API's pages (section 3), from the header's comments; MANIFEST lists
+# them.
+MAN3 := $(BUILD)/man/man3/MANIFEST
+man: $(MANPAGES) $(MAN3)
 $(BUILD)/man/%.1: $(BUILD)/% tools/help2man.sh
 	@mkdir -p $(@D)
 	tools/help2man.sh $< > $@
+$(MAN3): include/pinload.h include/pinload/version.h tools/man3.sh
+	tools/man3.sh include/pinload.h $(@D)
 
 TOOL_NAMES := $(notdir $(TOOLS))
 install: lib tools man
@@ -643,8 +666,15 @@ install: lib tools man
 	ln -sf libpinload.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libpinload.so
 	install -m 644 $(BUILD)/pinload.pc $(BUILD)/pinload-static.pc \
 	    $(DESTDIR)$(LIBDIR)/pkgconfig/
+	install -d $(DESTDIR)$(LIBDIR)/pinload-static \
+	    $(DESTDIR)$(LIBDIR)/cmake/pinload
+	ln -sf ../libpinload.a $(DESTDIR)$(LIBDIR)/pinload-static/libpinload.a
+	install -m 644 $(CMAKE_FILES) $(DESTDIR)$(LIBDIR)/cmake/pinload/
 	install -m 755 $(TOOLS) $(DESTDIR)$(BINDIR)/
 	install -m 644 $(MANPAGES) $(DESTDIR)$(MANDIR)/man1/
+	install -d $(DESTDIR)$(MANDIR)/man3
+	sed 's|^|$(BUILD)/man/man3/|' $(MAN3) | \
+	    xargs install -m 644 -t $(DESTDIR)$(MANDIR)/man3/
 
 uninstall:
 	rm -f $(DESTDIR)$(INCLUDEDIR)/pinload.h \
@@ -655,7 +685,11 @@ uninstall:
 	    $(DESTDIR)$(LIBDIR)/pkgconfig/pinload-static.pc \
 	    $(TOOL_NAMES:%=$(DESTDIR)$(BINDIR)/%) \
 	    $(TOOL_NAMES:%=$(DESTDIR)$(MANDIR)/man1/%.1)
-	rm -rf $(DESTDIR)$(INCLUDEDIR)/pinload
+	[ ! -f $(MAN3) ] || sed 's|^|$(DESTDIR)$(MANDIR)/man3/|' $(MAN3) | \
+	    xargs rm -f
+	rm -rf $(DESTDIR)$(INCLUDEDIR)/pinload \
+	    $(DESTDIR)$(LIBDIR)/pinload-static \
+	    $(DESTDIR)$(LIBDIR)/cmake/pinload
 
 # What the built libraries export, against include/pinload.sym.
 abi-check: lib

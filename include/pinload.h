@@ -372,6 +372,15 @@ typedef struct pl_config {
      * values of the NCHW layout, interleaved as u8 is; PyTorch's
      * channels_last). 0 (default): NCHW. u8 is always NHWC. */
     int32_t channels_last;
+    /* What pl_loader_next does when the caller holds all device_buffers
+     * batches and asks for another. 0 (default): PL_EBUSY. N >
+     * device_buffers: the loader adds a device buffer (with its stream),
+     * up to N in all, and the batch comes as usual; buffers added stay
+     * until destroy and are reused (pl_stats.device_buffers counts them;
+     * a notice says so the first time). -1: no bound but memory, as the
+     * Python binding sets it: batches the caller keeps cost memory, never
+     * an error. */
+    int32_t max_device_buffers;
 } pl_config;
 
 /* Fill *cfg with the defaults listed above. */
@@ -442,7 +451,8 @@ PL_EXPORT void pl_loader_destroy(pl_loader *l);
 /* The next batch of the current epoch, in order, waiting for it if needed.
  * [out] *out, valid until pl_loader_release(). Returns 0; PL_EPOCH_END once
  * when the epoch has no more batches (the next call starts the following
- * epoch); PL_EBUSY if the caller holds all device_buffers batches; or an
+ * epoch); PL_EBUSY if the caller holds all device_buffers batches (and
+ * config.max_device_buffers lets no more be added); or an
  * error that stays: a bad sample's under PL_ON_ERROR_FAIL, PL_ENODATA when
  * no sample of an epoch's order can be decoded (naming the epoch), or
  * PL_ECUDA when a CUDA call fails or the device fails under a copy (within
@@ -485,6 +495,9 @@ PL_EXPORT int pl_loader_release_streams(pl_loader *l, const pl_batch *b,
  * the calling thread's current device, which the call leaves as it was.
  * No-op on the host backend. */
 PL_EXPORT int pl_batch_wait(const pl_batch *b, struct CUstream_st *stream);
+
+/* ---------------------------------------------------------------------------
+ * What a loader is */
 
 /* What a loader is, once created. Thread safety: the caller's copy,
  * filled during the call and never touched after it. */
@@ -540,6 +553,9 @@ PL_EXPORT int pl_loader_read_sample(const pl_loader *l, int64_t index,
 PL_EXPORT int pl_loader_epoch_order(const pl_loader *l, int64_t epoch,
                                     int64_t *order, int64_t n);
 
+/* ---------------------------------------------------------------------------
+ * Where a loader stands */
+
 /* [out] *state: where l stands: after the last batch pl_loader_next returned
  * (released or not), or at the start of the epoch after the last
  * PL_EPOCH_END. A loader created with config.resume pointing at it delivers
@@ -557,6 +573,9 @@ PL_EXPORT int pl_loader_state(const pl_loader *l, pl_state *state);
  * are not a state this version reads (damaged, or of another format). */
 PL_EXPORT int pl_state_get(const pl_state *state, int64_t *epoch,
                            int64_t *batch, int64_t *position);
+
+/* ---------------------------------------------------------------------------
+ * What a loader did */
 
 /* Counters since create; times are summed over threads, in nanoseconds.
  * Thread safety: the caller's copy, a snapshot taken during the call. */
@@ -579,6 +598,9 @@ typedef struct pl_stats {
     uint64_t bytes_h2d;      /* CUDA: bytes of those same copies, so
                                 bytes_h2d / ns_h2d is the copy bandwidth */
     uint64_t images_warned;  /* decoded despite libjpeg warnings */
+    uint64_t device_buffers; /* now: config.device_buffers, plus those
+                                added while the caller held them all
+                                (config.max_device_buffers) */
 } pl_stats;
 
 #define pl_loader_stats(l, out)                                                \

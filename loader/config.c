@@ -159,6 +159,8 @@ static int check_pipeline(const pl_config *c)
         {"pinned_fallback", c->pinned_fallback, 0, 1},
         {"device", c->device, PL_DEVICE_LOCAL_RANK, 1 << 16},
         {"device_buffers", c->device_buffers, 1, 64},
+        /* -1: no bound; 0: device_buffers (the default) */
+        {"max_device_buffers", c->max_device_buffers, -1, 1 << 20},
         {"keep_host", c->keep_host, 0, 1},
         {"on_error", (int)c->on_error, 0, PL_ON_ERROR_SUBSTITUTE},
         {"strict", c->strict, 0, 1},
@@ -180,6 +182,12 @@ static int check_pipeline(const pl_config *c)
     const int rc = check_ranges(r, N_(r));
     if (rc)
         return rc;
+    if (c->max_device_buffers > 0 && c->max_device_buffers < c->device_buffers)
+        return BAD("max_device_buffers",
+                   "%d is less than device_buffers (%d): the bound on the "
+                   "pool's growth is at least its first size (or 0 for no "
+                   "growth, -1 for no bound)",
+                   (int)c->max_device_buffers, (int)c->device_buffers);
     if (c->max_decode_memory > 0 && c->max_decode_memory < ((int64_t)1 << 20))
         return BAD("max_decode_memory",
                    "%lld bytes is less than libjpeg's own tables need "

@@ -1,5 +1,6 @@
 #include "handoff.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +27,7 @@ static int init_buffer(handoff *h, dbuf *d)
     d->indices = calloc(n, sizeof *d->indices);
     d->status = calloc(n, sizeof *d->status);
     if (!d->labels || !d->indices || !d->status)
-        return err_set(PL_ENOMEM, "pl_loader_create: out of memory");
+        return err_set(PL_ENOMEM, "out of memory");
     int rc = be->ops->dev_alloc(be, bytes, &d->dev);
     if (rc == 0 && out->gpu_normalize)
         rc = be->ops->dev_alloc(be, out->ring_sample_bytes * n, &d->staging);
@@ -37,12 +38,10 @@ static int init_buffer(handoff *h, dbuf *d)
         rc =
             be->ops->host_alloc(be, bytes, PL_MEMORY_PINNED, &d->mirror, &kind);
         if (rc == 0 && kind == HOSTMEM_PINNED)
-            h->mirror_bytes_locked += bytes;
+            d->mirror_locked = bytes; /* counted once in the table */
     }
     if (rc == PL_ENOMEM)
-        return err_set(rc,
-                       "pl_loader_create: out of memory for a %zu-byte "
-                       "device buffer",
+        return err_set(rc, "out of memory for a %zu-byte device buffer",
                        bytes);
     d->state = DBUF_FREE;
     return rc;
@@ -52,7 +51,7 @@ static int init_buffer(handoff *h, dbuf *d)
 static int upload_lut(handoff *h)
 {
     backend *be = h->cfg.be;
-    be_stream *s = h->bufs[0].stream;
+    be_stream *s = h->bufs[0]->stream;
     size_t bytes;
     const void *lut = output_lut(h->cfg.out, &bytes);
     int rc = be->ops->dev_alloc(be, bytes, &h->lut_dev);
@@ -61,31 +60,6 @@ static int upload_lut(handoff *h)
     if (rc == 0)
         rc = be->ops->sync(be, s); /* the host table may go away */
     return rc;
-}
-
-int handoff_init(handoff *h, const handoff_config *cfg)
-{
-    memset(h, 0, sizeof *h);
-    h->cfg = *cfg;
-    const resume_point *r = &cfg->start;
-    h->user_epoch = r->epoch;
-    h->at_epoch = r->epoch;
-    h->at_batch = r->batch;
-    h->at_pos = r->position;
-    h->epochs_done = r->done;
-    pthread_mutex_init(&h->mu, NULL);
-    pthread_cond_init(&h->user_cv, NULL);
-    pthread_cond_init(&h->pf_cv, NULL);
-    h->bufs = calloc((size_t)cfg->nbufs, sizeof *h->bufs);
-    h->queue = calloc((size_t)cfg->nbufs, sizeof *h->queue);
-    if (!h->bufs || !h->queue)
-        return err_set(PL_ENOMEM, "pl_loader_create: out of memory");
-    for (int i = 0; i < cfg->nbufs; i++) {
-        const int rc = init_buffer(h, &h->bufs[i]);
-        if (rc < 0)
-            return rc;
-    }
-    return cfg->out->gpu_normalize ? upload_lut(h) : 0;
 }
 
 /* 1 if the buffer is still in use after `ms` and was left allocated. */
@@ -118,17 +92,87 @@ static int fini_buffer(handoff *h, dbuf *d, int ms)
     return 0;
 }
 
+/* The table holds at least `want` buffers (and the queue as many ids),
+ * the queue kept in order. h->mu held, or before the copy engine starts. */
+static int reserve(handoff *h, int want)
+{
+    if (want <= h->cap)
+        return 0;
+    int cap = h->cap ? h->cap : 4;
+    while (cap < want)
+        cap *= 2;
+    dbuf **bufs = realloc(h->bufs, (size_t)cap * sizeof *bufs);
+    if (!bufs)
+        return PL_ENOMEM;
+    h->bufs = bufs;
+    int *queue = malloc((size_t)cap * sizeof *queue);
+    if (!queue)
+        return PL_ENOMEM;
+    for (int k = 0; k < h->qlen; k++)
+        queue[k] = h->queue[(h->qhead + k) % h->cap];
+    free(h->queue);
+    h->queue = queue;
+    h->qhead = 0;
+    h->cap = cap;
+    return 0;
+}
+
+/* A new buffer with its memory and stream, not yet in the table. */
+static int new_buffer(handoff *h, dbuf **out)
+{
+    dbuf *d = calloc(1, sizeof *d);
+    int rc = d ? init_buffer(h, d) : err_set(PL_ENOMEM, "out of memory");
+    if (rc < 0 && d) {
+        fini_buffer(h, d, -1);
+        free(d);
+    }
+    *out = rc < 0 ? NULL : d;
+    return rc;
+}
+
+int handoff_init(handoff *h, const handoff_config *cfg)
+{
+    memset(h, 0, sizeof *h);
+    h->cfg = *cfg;
+    const resume_point *r = &cfg->start;
+    h->user_epoch = r->epoch;
+    h->at_epoch = r->epoch;
+    h->at_batch = r->batch;
+    h->at_pos = r->position;
+    h->epochs_done = r->done;
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_cond_init(&h->user_cv, NULL);
+    pthread_cond_init(&h->pf_cv, NULL);
+    if (reserve(h, cfg->nbufs) < 0)
+        return err_set(PL_ENOMEM, "pl_loader_create: out of memory");
+    for (int i = 0; i < cfg->nbufs; i++) {
+        dbuf *d;
+        const int rc = new_buffer(h, &d);
+        if (rc < 0) {
+            char why[512]; /* the detail is about to be rewritten */
+            snprintf(why, sizeof why, "%s", pl_last_error());
+            return err_set(rc, "pl_loader_create: %s", why);
+        }
+        h->bufs[h->nbufs++] = d;
+        h->mirror_bytes_locked += d->mirror_locked;
+    }
+    return cfg->out->gpu_normalize ? upload_lut(h) : 0;
+}
+
 int handoff_fini(handoff *h, int ms)
 {
     const uint64_t end =
         clock_now_ns() + (uint64_t)(ms < 0 ? 0 : ms) * 1000000u;
     int busy = 0;
-    for (int i = 0; h->bufs && i < h->cfg.nbufs; i++) {
+    for (int i = 0; i < h->nbufs; i++) {
         const uint64_t now = clock_now_ns();
         const int left = ms < 0       ? -1
                          : now >= end ? 0
                                       : (int)((end - now) / 1000000u);
-        busy += fini_buffer(h, &h->bufs[i], left);
+        const int in_use = fini_buffer(h, h->bufs[i], left);
+        if (!in_use)
+            free(h->bufs[i]); /* else left allocated, its stream too */
+        busy += in_use;
     }
     /* Every stream is idle now: no kernel reads the table any more. */
     if (h->lut_dev && !busy)
@@ -142,14 +186,37 @@ int handoff_fini(handoff *h, int ms)
     return busy;
 }
 
-dbuf *handoff_buffer(handoff *h, int i)
-{
-    return &h->bufs[i];
-}
-
 const void *handoff_lut(const handoff *h)
 {
     return h->lut_dev;
+}
+
+/* Buffer i's stream, or NULL past the last buffer. The table may grow
+ * meanwhile, but a stream lives until fini: it is used without the lock,
+ * which no backend call is made under. */
+static be_stream *stream_at(handoff *h, int i)
+{
+    pthread_mutex_lock(&h->mu);
+    be_stream *s = i < h->nbufs ? h->bufs[i]->stream : NULL;
+    pthread_mutex_unlock(&h->mu);
+    return s;
+}
+
+int handoff_check_streams(handoff *h)
+{
+    backend *be = h->cfg.be;
+    be_stream *s;
+    for (int i = 0; (s = stream_at(h, i)); i++)
+        if (be->ops->query(be, s) < 0)
+            return handoff_fail(h, PL_ECUDA, "%s", pl_last_error());
+    return 0;
+}
+
+void handoff_copy_time(handoff *h, uint64_t *ns, uint64_t *bytes)
+{
+    be_stream *s;
+    for (int i = 0; (s = stream_at(h, i)); i++)
+        h->cfg.be->ops->copy_time(h->cfg.be, s, ns, bytes);
 }
 
 /* ---- the copy engine's side ---- */
@@ -169,27 +236,89 @@ int handoff_fail(handoff *h, int code, const char *fmt, ...)
     return code;
 }
 
+/* The caller holds every buffer and waits: one more, on the copy
+ * engine's thread (where the device is bound), made without the lock
+ * (device allocations take milliseconds). h->mu held; NULL if it could
+ * not be had, with h->grow_msg saying why. *first: the pool's first
+ * growth, for the caller to say once it has let go of the lock. */
+static dbuf *grow(handoff *h, int *first)
+{
+    const int n = h->nbufs;
+    pthread_mutex_unlock(&h->mu);
+    dbuf *d;
+    new_buffer(h, &d);
+    char why[sizeof h->grow_msg];
+    snprintf(why, sizeof why, "%s", d ? "" : pl_last_error());
+    pthread_mutex_lock(&h->mu);
+    if (d && reserve(h, h->nbufs + 1) < 0) {
+        fini_buffer(h, d, -1);
+        free(d);
+        d = NULL;
+        snprintf(why, sizeof why, "out of memory");
+    }
+    if (!d) {
+        h->grow_failed = 1;
+        snprintf(h->grow_msg, sizeof h->grow_msg, "%s", why);
+        return NULL;
+    }
+    h->bufs[h->nbufs++] = d;
+    h->mirror_bytes_locked += d->mirror_locked;
+    *first = n == h->cfg.nbufs;
+    return d;
+}
+
+/* The notice of the pool's first growth: without h->mu, as every log
+ * call (the user's callback may call back into the loader). */
+static void say_grown(handoff *h)
+{
+    if (!h->cfg.log)
+        return;
+    const size_t bytes = h->cfg.out->sample_bytes * (size_t)h->cfg.batch_size;
+    char bound[64] = "no bound but memory";
+    if (h->cfg.max_bufs != INT_MAX)
+        snprintf(bound, sizeof bound, "at most %d", h->cfg.max_bufs);
+    log_msg(h->cfg.log, PL_LOG_NOTICE,
+            "the caller holds all %d batches and asks for another: a device "
+            "buffer of %zu bytes is added for each batch kept "
+            "(config.max_device_buffers: %s); said once",
+            h->cfg.nbufs, bytes, bound);
+}
+
 dbuf *handoff_acquire(handoff *h)
 {
     dbuf *d = NULL;
+    int first = 0;
     pthread_mutex_lock(&h->mu);
     while (!h->stop && !d) {
-        for (int k = 0; k < h->cfg.nbufs && !d; k++) {
-            const int i = (h->next_free + k) % h->cfg.nbufs;
-            if (h->bufs[i].state == DBUF_FREE) {
-                d = &h->bufs[i];
-                d->state = DBUF_FILLING;
-                h->next_free = (i + 1) % h->cfg.nbufs;
+        for (int k = 0; k < h->nbufs && !d; k++) {
+            const int i = (h->next_free + k) % h->nbufs;
+            if (h->bufs[i]->state == DBUF_FREE) {
+                d = h->bufs[i];
+                h->next_free = (i + 1) % h->nbufs;
+                h->grow = 0; /* a release came first: it is the batch */
             }
         }
-        if (!d) {
-            h->wants_buffer = 1;
-            pthread_cond_broadcast(&h->user_cv); /* lets next() see EBUSY */
-            pthread_cond_wait(&h->pf_cv, &h->mu);
-            h->wants_buffer = 0;
+        if (!d && h->grow) {
+            h->grow = 0;
+            d = grow(h, &first);
+            pthread_cond_broadcast(&h->user_cv); /* a failure is EBUSY */
+            if (!d)
+                continue; /* wait for a release */
         }
+        if (d) {
+            d->state = DBUF_FILLING;
+            break;
+        }
+        if (h->stop)
+            break;
+        h->wants_buffer = 1;
+        pthread_cond_broadcast(&h->user_cv); /* lets next() ask for more */
+        pthread_cond_wait(&h->pf_cv, &h->mu);
+        h->wants_buffer = 0;
     }
     pthread_mutex_unlock(&h->mu);
+    if (first)
+        say_grown(h);
     return d;
 }
 
@@ -197,7 +326,10 @@ void handoff_queue(handoff *h, dbuf *d)
 {
     pthread_mutex_lock(&h->mu);
     d->state = DBUF_QUEUED;
-    h->queue[(h->qhead + h->qlen++) % h->cfg.nbufs] = (int)(d - h->bufs);
+    int id = 0;
+    while (h->bufs[id] != d)
+        id++;
+    h->queue[(h->qhead + h->qlen++) % h->cap] = id;
     pthread_cond_broadcast(&h->user_cv);
     pthread_mutex_unlock(&h->mu);
 }
@@ -241,14 +373,17 @@ void handoff_get_stats(const handoff *h, handoff_stats *s)
 {
     s->batches = atomic_load(&h->batches);
     s->ns_wait = atomic_load(&h->ns_wait);
+    pthread_mutex_lock((pthread_mutex_t *)&h->mu);
     s->mirror_bytes_locked = h->mirror_bytes_locked;
+    s->buffers = h->nbufs;
+    pthread_mutex_unlock((pthread_mutex_t *)&h->mu);
 }
 
 /* The head of the queue goes to the caller. h->mu held. */
 static const pl_batch *pop(handoff *h)
 {
-    dbuf *d = &h->bufs[h->queue[h->qhead]];
-    h->qhead = (h->qhead + 1) % h->cfg.nbufs;
+    dbuf *d = h->bufs[h->queue[h->qhead]];
+    h->qhead = (h->qhead + 1) % h->cap;
     h->qlen--;
     d->state = DBUF_HELD;
     h->held++;
@@ -272,7 +407,7 @@ int handoff_next(handoff *h, const pl_batch **out)
             break;
         }
         if (h->qlen > 0 &&
-            h->bufs[h->queue[h->qhead]].batch.epoch == h->user_epoch) {
+            h->bufs[h->queue[h->qhead]]->batch.epoch == h->user_epoch) {
             *out = pop(h);
             rc = 0;
             break;
@@ -288,11 +423,31 @@ int handoff_next(handoff *h, const pl_batch **out)
             rc = err_set(h->error, "%s", h->error_msg);
             break;
         }
-        if (h->held == h->cfg.nbufs && h->wants_buffer) {
-            rc = err_set(PL_EBUSY,
-                         "pl_loader_next: the caller holds all %d "
-                         "batches (config.device_buffers); release one first",
-                         h->cfg.nbufs);
+        if (h->held == h->nbufs && h->wants_buffer) {
+            /* Every buffer is the caller's: one more, or PL_EBUSY. */
+            if (h->nbufs < h->cfg.max_bufs && !h->grow_failed) {
+                h->grow = 1;
+                pthread_cond_broadcast(&h->pf_cv);
+                pthread_cond_wait(&h->user_cv, &h->mu);
+                continue;
+            }
+            if (h->grow_failed) {
+                h->grow_failed = 0; /* a later call may try again */
+                rc = err_set(PL_EBUSY,
+                             "pl_loader_next: the caller holds all %d "
+                             "batches, and another device buffer cannot be "
+                             "had (%s); release one first",
+                             h->nbufs, h->grow_msg);
+            } else
+                rc = err_set(PL_EBUSY,
+                             "pl_loader_next: the caller holds all %d "
+                             "batches (%s); release one first",
+                             h->nbufs,
+                             h->cfg.max_bufs > h->cfg.nbufs
+                                 ? "config.max_device_buffers"
+                                 : "config.device_buffers; "
+                                   "config.max_device_buffers lets the "
+                                   "pool grow");
             break;
         }
         pthread_cond_wait(&h->user_cv, &h->mu);
@@ -343,18 +498,19 @@ void handoff_position(handoff *h, int64_t *epoch, int64_t *batch, int64_t *pos)
 int handoff_release(handoff *h, const pl_batch *b,
                     struct CUstream_st *const *streams, int n)
 {
-    const dbuf *first = h->bufs, *last = h->bufs + h->cfg.nbufs;
-    const dbuf *cd = (const dbuf *)b;
-    if (!b || cd < first || cd >= last ||
-        (size_t)((const char *)cd - (const char *)first) % sizeof *cd != 0)
-        return err_set(PL_EINVAL, "pl_loader_release: not a batch of this "
-                                  "loader");
-    dbuf *d = &h->bufs[cd - first];
+    dbuf *d = NULL;
+    int held = 0;
     pthread_mutex_lock(&h->mu);
-    const int held = d->state == DBUF_HELD;
-    if (held)
+    /* b is compared, never followed, until it is known to be ours. */
+    for (int i = 0; i < h->nbufs && !d; i++)
+        if (&h->bufs[i]->batch == b)
+            d = h->bufs[i];
+    if (d && (held = d->state == DBUF_HELD))
         d->state = DBUF_RELEASING;
     pthread_mutex_unlock(&h->mu);
+    if (!d)
+        return err_set(PL_EINVAL, "pl_loader_release: not a batch of this "
+                                  "loader");
     /* Not d->batch's fields: the copy engine may be refilling it. */
     if (!held)
         return err_set(PL_EINVAL, "pl_loader_release: that batch is not held "

@@ -9,6 +9,13 @@
  * stands (pl_loader_state) and the sticky error. The copy engine
  * (prefetch.h) fills the buffers it lends.
  *
+ * The pool grows on demand (config.max_device_buffers): when the caller
+ * holds every buffer and waits for the next batch, which today would be
+ * PL_EBUSY, it asks the copy engine for one more buffer instead, up to
+ * the bound; the copy engine makes it on its own thread (the device bound
+ * there) and keeps it until fini. Each buffer is allocated on its own, so
+ * a pl_batch pointer into one stays valid while the table grows.
+ *
  *   device buffer: FREE -> FILLING -> QUEUED -> HELD -> RELEASING -> FREE
  *                                                            \-> RETIRED
  *
@@ -24,6 +31,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "../common/log.h"
 #include "../device/backend.h"
 #include "output.h"
 #include "resume.h"
@@ -44,6 +52,7 @@ typedef struct dbuf {
     void *dev;
     void *staging; /* normalize: the batch's uint8 pixels on the device */
     void *mirror;  /* keep_host on CUDA: page-locked copy of the batch */
+    size_t mirror_locked; /* its bytes, if the mirror is page-locked */
     be_stream *stream;
     int32_t *labels;
     int64_t *indices;
@@ -53,17 +62,20 @@ typedef struct dbuf {
 
 typedef struct handoff_config {
     backend *be;
-    int nbufs;
+    int nbufs;    /* buffers made at init */
+    int max_bufs; /* the most there may be, >= nbufs (the bound on growth) */
     int batch_size;
     const output_plan *out; /* sizes, gpu_normalize and its table */
     int keep_host;          /* a host mirror where device memory is not */
     resume_point start;
+    logger *log; /* says once that the pool grew */
 } handoff_config;
 
 typedef struct handoff_stats {
     uint64_t batches;           /* handed to the caller */
     uint64_t ns_wait;           /* the caller's time in pl_loader_next */
     size_t mirror_bytes_locked; /* keep_host's page-locked mirrors */
+    int buffers;                /* now: nbufs plus those added */
 } handoff_stats;
 
 typedef struct handoff {
@@ -71,10 +83,15 @@ typedef struct handoff {
     pthread_mutex_t mu;
     pthread_cond_t user_cv; /* caller: a batch, an epoch end or an error */
     pthread_cond_t pf_cv;   /* copy engine: a buffer was released */
-    dbuf *bufs;
-    int *queue; /* ids of QUEUED buffers, oldest first */
+    dbuf **bufs; /* nbufs of them, each allocated on its own */
+    int nbufs;
+    int cap;    /* entries of bufs and queue */
+    int *queue; /* ids of QUEUED buffers, oldest first, modulo cap */
     int qhead, qlen;
     int held;
+    int grow;            /* the caller waits for a buffer to be added */
+    int grow_failed;     /* adding one failed: PL_EBUSY, grow_msg says why */
+    char grow_msg[512];
     int next_free;
     int wants_buffer; /* the copy engine waits for a release */
     int64_t user_epoch;
@@ -104,8 +121,12 @@ int handoff_init(handoff *h, const handoff_config *cfg);
  * it). Returns how many were. */
 int handoff_fini(handoff *h, int ms);
 
-/* Buffer i of cfg.nbufs, for the copy engine to look at. */
-dbuf *handoff_buffer(handoff *h, int i);
+/* Ask each buffer's stream whether it failed (be->ops->query); the first
+ * failure sets the loader's error and is returned. Thread-safe. */
+int handoff_check_streams(handoff *h);
+/* Add every buffer's harvested copy time (be->ops->copy_time) to *ns and
+ * *bytes. Thread-safe. */
+void handoff_copy_time(handoff *h, uint64_t *ns, uint64_t *bytes);
 
 /* The normalisation table in device memory (gpu_normalize), or NULL. */
 const void *handoff_lut(const handoff *h);
@@ -113,7 +134,9 @@ const void *handoff_lut(const handoff *h);
 /* ---- the copy engine's side ---- */
 
 /* The next FREE buffer, now FILLING; blocks while the caller holds them
- * all (which lets pl_loader_next report PL_EBUSY). NULL once stopped. */
+ * all, and adds one when the caller asks for it (which, past
+ * cfg.max_bufs, lets pl_loader_next report PL_EBUSY). NULL once
+ * stopped. */
 dbuf *handoff_acquire(handoff *h);
 /* A FILLING buffer whose batch is complete joins the queue. */
 void handoff_queue(handoff *h, dbuf *d);

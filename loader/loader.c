@@ -1,6 +1,7 @@
 /* pl_loader: the public object. It owns the catalog, the sampler, the
  * backend, the ring, the prefetcher and the worker pool, wires the pool to
  * the ring (which sample goes where), and answers the caller's queries. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -275,10 +276,14 @@ static int start_pipeline(pl_loader *l)
     const handoff_config hc = {
         .be = l->be,
         .nbufs = c->device_buffers,
+        .max_bufs = c->max_device_buffers < 0 ? INT_MAX
+                    : c->max_device_buffers > 0 ? c->max_device_buffers
+                                                : c->device_buffers,
         .batch_size = c->batch_size,
         .out = &l->out,
         .keep_host = c->keep_host,
         .start = l->start,
+        .log = &l->log,
     };
     l->have_ho = 1;
     if ((rc = handoff_init(&l->ho, &hc)) < 0)
@@ -314,7 +319,6 @@ static int start_pipeline(pl_loader *l)
         .be = l->be,
         .fails = &l->fails,
         .cat = &l->cat,
-        .nbufs = c->device_buffers,
         .batch_size = c->batch_size,
         .out = &l->out,
         .on_error = c->on_error,
@@ -674,6 +678,7 @@ PL_EXPORT int pl_loader_stats_sized(const pl_loader *l, pl_stats *caller,
     out->pinned_bytes = rs.pinned_bytes + hs.mirror_bytes_locked;
     out->ns_h2d = fs.ns_h2d;
     out->bytes_h2d = fs.bytes_h2d;
+    out->device_buffers = (uint64_t)hs.buffers;
     abi_copy_out(caller, size, &ours, sizeof ours);
     return 0;
 }

@@ -264,15 +264,6 @@ static int take_slot(prefetch *p, fill *f, ring_slot *s)
  * device that broke under a copy never runs its callback. Then the copy
  * streams say so, and the caller gets the error instead of waiting for a
  * batch that cannot come. */
-static int check_streams(prefetch *p)
-{
-    backend *be = p->cfg.be;
-    for (int i = 0; i < p->cfg.nbufs; i++)
-        if (be->ops->query(be, handoff_buffer(p->cfg.ho, i)->stream) < 0)
-            return handoff_fail(p->cfg.ho, PL_ECUDA, "%s", pl_last_error());
-    return 0;
-}
-
 static void *prefetch_main(void *arg)
 {
     prefetch *p = arg;
@@ -294,7 +285,7 @@ static void *prefetch_main(void *arg)
         int idle;
         ring_slot *s =
             ring_wait_ready_for(p->cfg.ring, seq, HEALTH_CHECK_NS, &idle);
-        if (idle && check_streams(p) == 0)
+        if (idle && handoff_check_streams(p->cfg.ho) == 0)
             continue;
         if (!s || take_slot(p, &f, s) != 0)
             break;
@@ -335,9 +326,7 @@ void prefetch_stop(prefetch *p)
 void prefetch_get_stats(prefetch *p, prefetch_stats *s)
 {
     uint64_t dn = 0, db = 0;
-    for (int i = 0; i < p->cfg.nbufs; i++)
-        p->cfg.be->ops->copy_time(
-            p->cfg.be, handoff_buffer(p->cfg.ho, i)->stream, &dn, &db);
+    handoff_copy_time(p->cfg.ho, &dn, &db);
     s->ns_h2d = atomic_fetch_add(&p->ns_h2d, dn) + dn;
     s->bytes_h2d = atomic_fetch_add(&p->bytes_h2d, db) + db;
     s->bytes_copied = atomic_load(&p->bytes_copied);

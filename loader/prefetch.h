@@ -28,7 +28,6 @@ typedef struct prefetch_config {
     backend *be;
     failures *fails;
     const catalog *cat; /* names a bad sample under PL_ON_ERROR_FAIL */
-    int nbufs;          /* the hand-off's */
     int batch_size;
     /* What the ring holds and what is delivered; with gpu_normalize the
      * ring holds uint8 samples and the device float ones, made on the GPU

@@ -1,7 +1,8 @@
 #!/bin/sh
 # The Python package's tests, as a user would meet it: a virtual
-# environment (build/pyenv, made once), NumPy, pytest, mypy, PyTorch and
-# PyTorch Lightning from the package index, `pip install ./python` from this checkout, then pytest.
+# environment (build/pyenv, made once), NumPy, pytest, mypy, PyTorch,
+# PyTorch Lightning and Accelerate from the package index, `pip install
+# ./python` from this checkout, then pytest.
 #   PINLOAD_TEST_TORCH=1   PyTorch is required (CI): failing to install it
 #                          fails the run
 #   PINLOAD_TEST_TORCH=0   do not install PyTorch (its tests skip)
@@ -41,6 +42,15 @@ then
         [ "$torch" = 1 ] && { echo "test-python: Lightning is required" >&2; exit 1; }
         echo "test-python: Lightning could not be installed: its tests skip"
     fi
+fi
+# Hugging Face Accelerate, for the prepare/save_state tests: optional
+# whatever PINLOAD_TEST_TORCH says (its tests skip without it).
+if [ "$torch" != 0 ] && "$venv/bin/python" -c 'import torch' 2>/dev/null &&
+    ! "$venv/bin/python" -c 'import accelerate' 2>/dev/null
+then
+    echo "test-python: installing Accelerate from the package index"
+    pip install accelerate ||
+        echo "test-python: Accelerate could not be installed: its tests skip"
 fi
 # As a user installs it: a wheel built from the checkout.
 pip install --force-reinstall --no-deps ./python

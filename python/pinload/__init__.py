@@ -10,16 +10,19 @@
             labels = torch.from_dlpack(batch.labels).long()
             ...
 
-Every batch views the loader's own memory. A batch goes back to the loader
-when the Batch object and every tensor made from it are gone; the loader
-holds `device_buffers` batches (default 2), and asking for one more while
-all are held raises BusyError. docs/python.md has the rules.
+Every iter(loader) is one epoch, as with DataLoader. Every batch views the
+loader's own memory (no copy) and is the caller's for as long as it, or a
+tensor made from it, is alive: the loader recycles `device_buffers`
+buffers (default 2) while batches are dropped in time, and adds one for
+each batch kept beyond that (in a list, by autograd), up to
+`max_device_buffers` (default: no bound). docs/python.md has the rules.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import threading
 from typing import (Any, Callable, Dict, Iterator, List, Mapping, NamedTuple,
                     Optional, Sequence, Tuple, Union)
 
@@ -208,6 +211,37 @@ class Failure(NamedTuple):
     warnings: int
 
 
+class _Epoch:
+    """The batches of one epoch, from where the loader stands. A plain
+    iterator, not a generator, so that threads may share it: each batch
+    goes to exactly one of them. Each call takes a ticket first: one per
+    batch left, and one for the epoch's end, so no call runs into the next
+    epoch however the threads interleave. It keeps no batch: the caller's
+    loop holds what it holds."""
+
+    def __init__(self, loader: "Loader", c: _pinload.Loader,
+                 left: int) -> None:
+        self._loader = loader
+        self._c = c
+        self._tickets = left + 1  # the batches left, then the end
+        self._lock = threading.Lock()
+
+    def __iter__(self) -> "_Epoch":
+        return self
+
+    def __next__(self) -> Batch:
+        with self._lock:
+            if self._tickets == 0:
+                raise StopIteration
+            self._tickets -= 1
+        b = self._loader._next_of(self._c)
+        if b is None:
+            with self._lock:
+                self._tickets = 0
+            raise StopIteration
+        return b
+
+
 class Loader:
     """A pinload loader: `for batch in loader` yields one epoch's batches.
 
@@ -238,7 +272,10 @@ class Loader:
     pinned_fallback True: pageable memory (with a notice) if pinned fails
     device          "auto" (the current CUDA device, else host), "host",
                     "local_rank", "cuda:N", N, or a torch.device
-    device_buffers  2: batches the caller may hold at once
+    device_buffers  2: buffers recycled while batches are dropped in time
+    max_device_buffers  None: a batch kept alive while the next is asked for
+                    adds a buffer, without bound (memory, never an error);
+                    N: at most N buffers, then BusyError; 0: device_buffers
     keep_host       False: batch.host_images on the CUDA backend too
     on_error        "skip", "fail" or "substitute"
     strict          False: libjpeg warnings make a sample bad
@@ -276,6 +313,7 @@ class Loader:
                  prefetch: Optional[int] = None, memory: Optional[str] = None,
                  pinned_fallback: Optional[bool] = None,
                  device: Any = None, device_buffers: Optional[int] = None,
+                 max_device_buffers: Optional[int] = None,
                  keep_host: Optional[bool] = None,
                  on_error: Optional[str] = None,
                  strict: Optional[bool] = None,
@@ -299,6 +337,8 @@ class Loader:
         ints = dict(batch_size=batch_size, seed=seed,
                     first_epoch=first_epoch, num_workers=num_workers,
                     prefetch=prefetch, device_buffers=device_buffers,
+                    max_device_buffers=(-1 if max_device_buffers is None
+                                        else max_device_buffers),
                     max_width=max_width, max_height=max_height,
                     max_pixels=max_pixels, max_file_bytes=max_file_bytes,
                     readahead=readahead, max_decode_ms=max_decode_ms,
@@ -423,15 +463,14 @@ class Loader:
         self._recreate(first_epoch=epoch + 1)
 
     def _epoch_batches(self, c: _pinload.Loader) -> Iterator[Batch]:
-        while True:
-            try:
-                b = c.next()
-            except BusyError as e:
-                b = self._next_after_collect(c, e)
-            if b is None:
-                return
-            yield b
-            del b  # hold no batch of ours while the caller's loop asks
+        epoch, batch, _ = _pinload.state_get(c.state())
+        return _Epoch(self, c, len(self) - batch)
+
+    def _next_of(self, c: _pinload.Loader) -> Optional[Batch]:
+        try:
+            return c.next()
+        except BusyError as e:
+            return self._next_after_collect(c, e)
 
     def _next_after_collect(self, c: _pinload.Loader,
                             error: BusyError) -> Optional[Batch]:
@@ -443,19 +482,17 @@ class Loader:
         except BusyError:
             raise BusyError(
                 error.code, error.name,
-                "%s: all %d batch buffers are held by batches or tensors "
-                "still alive (kept in a list, say); pinload never hands out "
-                "a buffer in use. Drop them, copy what you keep "
-                "(tensor.clone()), or raise device_buffers"
-                % (error.detail, self._info["device_buffers"])) from None
+                "%s: every batch buffer is held by batches or tensors still "
+                "alive (kept in a list, say), and max_device_buffers allows "
+                "no more; pinload never hands out a buffer in use. Drop "
+                "them, copy what you keep (tensor.clone()), or raise "
+                "max_device_buffers (None: no bound)"
+                % error.detail) from None
 
     def next(self) -> Optional[Batch]:
         """The next batch of the current epoch, or None at its end (the
         following call starts the next epoch)."""
-        try:
-            return self._c.next()
-        except BusyError as e:
-            return self._next_after_collect(self._c, e)
+        return self._next_of(self._c)
 
     def __len__(self) -> int:
         """Batches per epoch (the same on every rank and error policy)."""
@@ -463,10 +500,11 @@ class Loader:
 
     def set_epoch(self, epoch: int) -> None:
         """Make `epoch` the one iterated next (as DistributedSampler's):
-        free when it is the loader's next epoch, else the loader starts
-        again at it."""
+        free when it is the loader's next epoch, or the resumed one whose
+        rest the next iter() gives (the loop `set_epoch(e); for b in
+        loader` resumes exactly), else the loader starts again at it."""
         e, b, _ = _pinload.state_get(self._c.state())
-        if e == epoch and b == 0:
+        if e == epoch and (b == 0 or self._resuming):
             return
         self._recreate(first_epoch=int(epoch))
 

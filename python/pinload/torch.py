@@ -12,11 +12,14 @@
 copy). `labels` are int64, a copy, on the images' device. On CUDA the batch
 is made ready on `torch.cuda.current_stream()` without blocking the host,
 and its buffer goes back to the loader after the work queued on that stream
-when `images` is freed; keep a copy (`images.clone()`) of what you keep.
+when `images` is freed. Keeping batches (in a list, for a loss over
+micro-batches) is allowed: each one kept adds a buffer (max_device_buffers
+bounds them; default none), and its bytes never change.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any, Dict, Iterator, Optional, Sequence, Tuple, Union
 
 import torch
@@ -36,17 +39,68 @@ def to_nchw(images: torch.Tensor) -> torch.Tensor:
     return images.permute(0, 3, 1, 2)
 
 
+class _Tensors:
+    """An epoch's batches as tensors: a plain iterator over pinload's
+    (which threads may share), holding no batch between calls."""
+
+    def __init__(self, loader: "Loader",
+                 batches: Iterator[pinload.Batch]) -> None:
+        self._loader = loader
+        self._batches = batches
+
+    def __iter__(self) -> "_Tensors":
+        return self
+
+    def __next__(self) -> TensorBatch:
+        return self._loader._tensors_of(next(self._batches))
+
+
 def _default_device() -> Any:
     if torch.cuda.is_available():
         return torch.device("cuda", torch.cuda.current_device())
     return "host"
 
 
+# The launchers' (rank, world size) variables, in the order the C library
+# looks for them (loader/launcher.c): the first family with either set is
+# the one it reads.
+_LAUNCHER_PAIRS = (("RANK", "WORLD_SIZE"), ("SLURM_PROCID", "SLURM_NTASKS"),
+                   ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
+                   ("PMI_RANK", "PMI_SIZE"))
+
+
+def _env_int(name: str) -> Optional[int]:
+    try:
+        return int(os.environ.get(name, ""))
+    except ValueError:
+        return None
+
+
+def _process_group_ranks() -> Optional[Tuple[int, int]]:
+    """torch.distributed's (rank, world size) when a process group is up
+    and the launcher's environment does not say the same, as under
+    Lightning's own launcher (WORLD_SIZE and LOCAL_RANK, no RANK); None
+    leaves them to the environment, which also tells the C library how
+    many ranks share this node's CPUs."""
+    dist = torch.distributed
+    if not (dist.is_available() and dist.is_initialized()):
+        return None
+    rank, world = dist.get_rank(), dist.get_world_size()
+    for r, w in _LAUNCHER_PAIRS:
+        if os.environ.get(r) or os.environ.get(w):
+            if (_env_int(r), _env_int(w)) == (rank, world):
+                return None
+            break
+    return rank, world
+
+
 class Loader(pinload.Loader, torch.utils.data.IterableDataset):
     """pinload.Loader yielding (images, labels) tensors; the same arguments
     (see pinload.Loader), but device defaults to torch's current CUDA device
     (torch.cuda.set_device, as DistributedDataParallel scripts set it), or
-    the host without CUDA.
+    the host without CUDA; rank and world_size default to the launcher's,
+    or to torch.distributed's process group where one is up and the
+    environment does not name the same pair (Lightning's launcher).
 
     It is also a torch IterableDataset whose items are whole batches, so it
     goes where one is expected: `DataLoader(loader, batch_size=None)` (with
@@ -71,27 +125,39 @@ class Loader(pinload.Loader, torch.utils.data.IterableDataset):
         self._output_map: Optional[Tuple[str, ...]] = output_map
         if device is None:
             device = _default_device()
-        super().__init__(data, device=device, **kwargs)
+        if kwargs.get("rank") is None and kwargs.get("world_size") is None:
+            ranks = _process_group_ranks()
+            if ranks is not None:
+                kwargs["rank"], kwargs["world_size"] = ranks
+        try:
+            super().__init__(data, device=device, **kwargs)
+        except pinload.InvalidArgument as e:
+            # Lightning's launcher sets WORLD_SIZE and LOCAL_RANK, never
+            # RANK: the C library refuses half a pair; say where to go.
+            if "not RANK" not in e.detail or "LOCAL_RANK" not in os.environ:
+                raise
+            raise pinload.InvalidArgument(
+                e.code, e.name,
+                "%s. Under Lightning's launcher make the loader in "
+                "train_dataloader() (the process group is up by then and "
+                "gives the rank), or pass rank= and world_size="
+                % e.detail) from None
 
     def __iter__(self) -> Iterator[TensorBatch]:  # type: ignore[override]
-        """One epoch of (images, labels), as pinload.Loader.__iter__."""
-        return self._tensors_of(super().__iter__())
+        """One epoch of (images, labels), as pinload.Loader.__iter__;
+        threads may share the iterator (each batch goes to one of them)."""
+        return _Tensors(self, super().__iter__())
 
-    def _tensors_of(self, batches: Iterator[pinload.Batch]
-                    ) -> Iterator[TensorBatch]:
+    def _tensors_of(self, batch: pinload.Batch) -> TensorBatch:
         names = self._output_map
-        for batch in batches:
-            images, labels = self.tensors(batch)
-            if names is None:
-                del batch  # only `images` holds the buffer from here on
-                yield images, labels
-                continue
-            got = {"images": images, "labels": labels}
-            if "indices" in names:
-                got["indices"] = torch.from_dlpack(batch.indices).to(
-                    labels.device, non_blocking=True)
-            del batch, images, labels
-            yield {n: got[n] for n in names}
+        images, labels = self.tensors(batch)
+        if names is None:
+            return images, labels  # only `images` holds the buffer now
+        got = {"images": images, "labels": labels}
+        if "indices" in names:
+            got["indices"] = torch.from_dlpack(batch.indices).to(
+                labels.device, non_blocking=True)
+        return {n: got[n] for n in names}
 
     def __reduce__(self) -> Any:
         raise TypeError(

@@ -296,11 +296,13 @@ static const field fields[] = {
     FIELD(max_decode_memory, F_I64),
     /* log and log_ctx are the extension's own (the queue). */
     FIELD(channels_last, F_I32),
+    FIELD(max_device_buffers, F_I32),
 };
 #undef FIELD
-/* New fields are appended after channels_last, the header's last: one must
- * be added above too. (The struct ends with that field and its padding.) */
-_Static_assert(sizeof(pl_config) - offsetof(pl_config, channels_last) -
+/* New fields are appended after max_device_buffers, the header's last: one
+ * must be added above too. (The struct ends with that field and its
+ * padding.) */
+_Static_assert(sizeof(pl_config) - offsetof(pl_config, max_device_buffers) -
                        sizeof(int32_t) <
                    _Alignof(pl_config),
                "pl_config grew: add the new field to python/src/_pinload.c");
@@ -768,7 +770,7 @@ static PyObject *Loader_stats(LoaderObject *self, PyObject *unused)
     loader_leave(self);
     if (rc < 0)
         return loader_fail(self, rc);
-    return Py_BuildValue("{sKsKsKsKsKsKsKsKsKsKsKsKsKsK}", "images_decoded",
+    return Py_BuildValue("{sKsKsKsKsKsKsKsKsKsKsKsKsKsKsK}", "images_decoded",
                          (unsigned long long)s.images_decoded, "images_failed",
                          (unsigned long long)s.images_failed, "batches",
                          (unsigned long long)s.batches, "bytes_read",
@@ -782,7 +784,8 @@ static PyObject *Loader_stats(LoaderObject *self, PyObject *unused)
                          (unsigned long long)s.ns_wait, "ns_h2d",
                          (unsigned long long)s.ns_h2d, "bytes_h2d",
                          (unsigned long long)s.bytes_h2d, "images_warned",
-                         (unsigned long long)s.images_warned);
+                         (unsigned long long)s.images_warned, "device_buffers",
+                         (unsigned long long)s.device_buffers);
 }
 
 static PyObject *Loader_class_name(LoaderObject *self, PyObject *arg)

@@ -93,6 +93,26 @@ def test_the_first_iter_after_resume_goes_on_mid_epoch(dataset):
     assert [indices(b) for b in loader] == whole[2:]
 
 
+def test_set_epoch_of_the_resumed_epoch_keeps_the_resume(dataset):
+    """The README's loop calls set_epoch(epoch) before each epoch; after a
+    resume mid-epoch e, set_epoch(e) must not start e over."""
+    whole = epoch_indices(dataset, 0)
+    loader = pinload.Loader(dataset, **KW)
+    it = iter(loader)
+    for _ in range(2):
+        next(it)
+    state = loader.state_dict()
+    del it
+    loaded = pinload.Loader(dataset, **KW)
+    loaded.load_state_dict(state)
+    for resumed in (pinload.Loader(dataset, resume=state, **KW), loaded):
+        got = []
+        for epoch in (0, 1):
+            resumed.set_epoch(epoch)
+            got.append([indices(b) for b in resumed])
+        assert got == [whole[2:], epoch_indices(dataset, 1)]
+
+
 def test_a_kept_batch_stays_valid_when_a_new_epoch_starts(dataset):
     """Starting the next epoch while the user still holds a batch of the
     abandoned one keeps that batch's bytes (the old buffers live on until

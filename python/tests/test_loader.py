@@ -250,13 +250,15 @@ def test_a_log_callable_gets_levels_and_may_call_the_loader(dataset,
 
 
 def test_holding_every_buffer_raises_busy_and_dropping_one_frees_it(dataset):
+    """With a pool that may not grow (max_device_buffers=0: the C
+    library's default)."""
     loader = pinload.Loader(dataset, batch_size=4, size=16, device="host",
-                            device_buffers=2)
+                            device_buffers=2, max_device_buffers=0)
     kept = [np.from_dlpack(loader.next().images) for _ in range(2)]
     assert loader.batches_held == 2
     with pytest.raises(pinload.BusyError) as e:
         loader.next()
-    assert "held" in str(e.value) and "device_buffers" in str(e.value)
+    assert "held" in str(e.value) and "max_device_buffers" in str(e.value)
     kept.pop(0)
     b = loader.next()
     assert b.index == 2 and loader.batches_held == 2
@@ -510,3 +512,21 @@ def test_logging_from_worker_threads_never_deadlocks(dataset, tmp_path):
                          timeout=120, check=True).stdout
     assert out.rstrip().endswith("done")
     assert out.count("WARNING") >= 5 and bad in out
+
+
+def test_every_version_comes_from_the_one_header():
+    """include/pinload/version.h is the one source: the extension's C
+    library, the package's __version__ and its installed metadata (the
+    wheel's version) agree with it (the CMake and pkg-config files are
+    checked against it by tests/install/check.sh)."""
+    import importlib.metadata
+    import re
+    root = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
+    with open(os.path.join(root, "include", "pinload", "version.h")) as f:
+        parts = dict(re.findall(r"#define PL_VERSION_(MAJOR|MINOR|PATCH) "
+                                r"(\d+)", f.read()))
+    want = "%s.%s.%s" % (parts["MAJOR"], parts["MINOR"], parts["PATCH"])
+    assert pinload.library_version == want
+    assert pinload.__version__ == want
+    assert importlib.metadata.version("pinload") == want

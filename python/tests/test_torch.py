@@ -105,8 +105,12 @@ def test_a_bytes_path_reads_as_its_str(dataset):
     assert labels.tolist() == b[0]
 
 
-def test_keeping_tensors_in_a_list_raises_busy_not_a_reused_buffer(dataset):
-    loader = pt.Loader(dataset, batch_size=4, size=16, device_buffers=2)
+def test_keeping_tensors_past_a_bound_raises_busy_not_a_reused_buffer(
+        dataset):
+    """Kept tensors grow the pool (test_ownership.py); past the bound the
+    user sets, BusyError, never a buffer reused under a live tensor."""
+    loader = pt.Loader(dataset, batch_size=4, size=16, device_buffers=2,
+                       max_device_buffers=2)
     kept = []
     with pytest.raises(pinload.BusyError) as e:
         for images, _ in loader:

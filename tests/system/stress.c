@@ -320,7 +320,9 @@ static int exactly_once(const record *r, const char *data)
 }
 
 /* Destroy at random moments: right away, mid-epoch with batches held, at
- * an epoch's end, after an error. Sanitizers check the rest. */
+ * an epoch's end, after an error, with the pool grown or growing (every
+ * other round lets it grow, and those keep more batches than the first
+ * buffers). Sanitizers check the rest. */
 static int destroy_anytime(const char *data, unsigned seed)
 {
     for (int round = 0; round < 24; round++) {
@@ -329,6 +331,9 @@ static int destroy_anytime(const char *data, unsigned seed)
         cfg.prefetch = 1 + (int)(next_rand(&seed) % 3);
         cfg.device_buffers = 1 + (int)(next_rand(&seed) % 3);
         cfg.on_error = round % 3 == 2 ? PL_ON_ERROR_FAIL : PL_ON_ERROR_SKIP;
+        const int grows = round % 2;
+        cfg.max_device_buffers = grows ? -1 : 0;
+        const int keep_max = grows ? cfg.device_buffers + 4 : cfg.device_buffers;
         pl_loader *l;
         CHECK(pl_loader_create(&cfg, &l) == 0, "%s", pl_last_error());
         const int take = (int)(next_rand(&seed) % 12);
@@ -336,11 +341,12 @@ static int destroy_anytime(const char *data, unsigned seed)
         for (int i = 0; i < take; i++) {
             const pl_batch *b;
             const int rc = pl_loader_next(l, &b);
-            if (rc < 0 && rc != PL_EBUSY && cfg.on_error != PL_ON_ERROR_FAIL)
+            if (rc < 0 && (rc != PL_EBUSY || grows) &&
+                cfg.on_error != PL_ON_ERROR_FAIL)
                 CHECK(0, "round %d: %s", round, pl_last_error());
             if (rc != 0)
                 continue;
-            if (held + 1 < cfg.device_buffers && next_rand(&seed) % 2)
+            if (held + 1 < keep_max && next_rand(&seed) % 2)
                 held++; /* keep it: destroy frees it */
             else
                 pl_loader_release(l, b, NULL);

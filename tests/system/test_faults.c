@@ -24,6 +24,7 @@
 static _Atomic long live;          /* the library's allocations not freed */
 static _Atomic long alloc_calls;   /* since the last arm */
 static _Atomic long fail_alloc_at; /* fail this call (1-based), 0: never */
+static _Atomic int fail_allocs;    /* 1: fail every call */
 static _Atomic long failed_allocs; /* failures delivered */
 static _Atomic int fail_thread_at; /* fail this pthread_create, 0: never */
 static _Atomic int thread_calls;
@@ -42,7 +43,7 @@ static _Atomic int emfile_times;
 static int should_fail_alloc(void)
 {
     const long n = ++alloc_calls;
-    if (fail_alloc_at && n == fail_alloc_at) {
+    if (fail_allocs || (fail_alloc_at && n == fail_alloc_at)) {
         failed_allocs++;
         return 1;
     }
@@ -187,6 +188,7 @@ ssize_t fault_read(int fd, void *buf, size_t n)
 static void disarm(void)
 {
     fail_alloc_at = 0;
+    fail_allocs = 0;
     fail_thread_at = 0;
     refuse_mlock = 0;
     chop_reads = 0;
@@ -341,6 +343,43 @@ Test(faults, every_allocation_failure_fails_cleanly_and_leaks_nothing,
                  sample_failures);
     cr_log_info("%ld allocation points: %d failed create, %d failed a sample",
                 n - 1, create_failures, sample_failures);
+    tu_rm_rf(root);
+}
+
+/* The caller holds the only buffer and asks for more while no memory can
+ * be had: PL_EBUSY saying why, nothing lost or leaked; with memory back,
+ * the same call grows the pool and the epoch goes on in order. */
+Test(faults, a_pool_that_cannot_grow_is_ebusy_saying_why, .timeout = 60)
+{
+    char root[64];
+    make_data(root, 10);
+    pl_config c = config(root);
+    c.device_buffers = 1;
+    c.max_device_buffers = -1;
+    c.prefetch = 1;
+    const long before = live;
+    pl_loader *l;
+    cr_assert_eq(pl_loader_create(&c, &l), 0, "%s", pl_last_error());
+    const pl_batch *b0, *b;
+    cr_assert_eq(pl_loader_next(l, &b0), 0, "%s", pl_last_error());
+    usleep(200000); /* the workers wait for the ring's only slot */
+    fail_allocs = 1;
+    const int rc = pl_loader_next(l, &b);
+    fail_allocs = 0;
+    cr_assert_eq(rc, PL_EBUSY, "%s (%s)", pl_err_name(rc), pl_last_error());
+    cr_assert_not_null(strstr(pl_last_error(), "cannot be had (out of memory"),
+                       "%s", pl_last_error());
+    pl_stats st;
+    cr_assert_eq(pl_loader_stats(l, &st), 0);
+    cr_assert_eq(st.device_buffers, 1);
+    cr_assert_eq(pl_loader_next(l, &b), 0, "%s", pl_last_error());
+    cr_assert_eq(b->index, 1);
+    cr_assert_eq(b->indices[0], 4);
+    cr_assert_eq(pl_loader_stats(l, &st), 0);
+    cr_assert_eq(st.device_buffers, 2);
+    pl_loader_destroy(l);
+    disarm();
+    cr_assert_eq(live, before, "%ld allocation(s) leaked", live - before);
     tu_rm_rf(root);
 }
 

@@ -108,6 +108,7 @@ Test(config, defaults_are_the_documented_values)
     cr_assert_eq(c.memory, PL_MEMORY_PINNED);
     cr_assert_eq(c.device, PL_DEVICE_AUTO);
     cr_assert_eq(c.device_buffers, 2);
+    cr_assert_eq(c.max_device_buffers, 0);
     cr_assert_eq(c.keep_host, 0);
     cr_assert_eq(c.on_error, PL_ON_ERROR_SKIP);
     cr_assert_eq(c.strict, 0);
@@ -196,6 +197,11 @@ Test(config, defaults_with_data_resolve)
     X(unknown_memory, c->memory = (pl_memory)9, "memory", "9")                 \
     X(device_below_host, c->device = -4, "device", "-4")                       \
     X(device_buffers_zero, c->device_buffers = 0, "device_buffers", "0")       \
+    X(max_device_buffers_below_device_buffers,                                 \
+      (c->device_buffers = 3, c->max_device_buffers = 2),                      \
+      "max_device_buffers", "less than device_buffers (3)")                    \
+    X(max_device_buffers_minus_two, c->max_device_buffers = -2,                \
+      "max_device_buffers", "-2")                                              \
     X(keep_host_two, c->keep_host = 2, "keep_host", "2")                       \
     X(strict_negative, c->strict = -1, "strict", "-1")                         \
     X(unknown_on_error, c->on_error = (pl_on_error)3, "on_error", "3")         \
@@ -228,8 +234,8 @@ static const rejection rejections[] = {REJECTIONS(REJECTION_ROW)};
 Test(config, rejects_every_bad_value_naming_the_field)
 {
     const size_t n = sizeof rejections / sizeof rejections[0];
-    cr_assert_eq(n, 38, "the rows of the 22 rejects_* tests it replaced, "
-                        "and channels_last");
+    cr_assert_eq(n, 40, "the rows of the 22 rejects_* tests it replaced, "
+                        "channels_last and max_device_buffers");
     for (size_t i = 0; i < n; i++) {
         const rejection *row = &rejections[i];
         char label[96];
@@ -731,6 +737,13 @@ Test(config, bounds_every_field_to_what_the_code_can_compute_with)
     c = valid_config();
     c.max_file_bytes = INT64_MAX;
     expect_rejected(&c, "max_file_bytes", NULL);
+    c = valid_config();
+    c.max_device_buffers = (1 << 20) + 1;
+    expect_rejected(&c, "max_device_buffers", NULL);
+    c.max_device_buffers = 1 << 20;
+    expect_accepted(&c, "the largest bound on the pool");
+    c.max_device_buffers = -1;
+    expect_accepted(&c, "no bound on the pool");
 
     c = valid_config();
     c.format = PL_FORMAT_F32_NCHW;
