@@ -639,8 +639,8 @@ valgrind: $(STRESS) | $(BUILD)/.deps-test
 	    --error-exitcode=9 --quiet $(STRESS)
 
 # The GPU session's script (tools/gpu-session.sh) must not rot between the
-# rare sessions that have a GPU: a small run of its bench, sweep and
-# training phases on the simulated runtime, every step succeeding and every
+# rare sessions that have a GPU: a small run of its bench, sweep, training
+# and contexts phases on the simulated runtime, every step succeeding and every
 # figure present (CUDA=sim builds; make test runs it).
 GS_DIR := $(BUILD)/gpu-session-test
 test-gpu-session: $(TOOLS) $(SAMPLES) $(EXAMPLES)
@@ -649,7 +649,8 @@ test-gpu-session: $(TOOLS) $(SAMPLES) $(EXAMPLES)
 	    GPU_SESSION_DIR=$(GS_DIR) OUT=$(GS_DIR)/out \
 	    GPU_SESSION_PER_CLASS=30 GPU_SESSION_SECONDS=0.3 \
 	    GPU_SESSION_BATCH=32 GPU_SESSION_WORKERS=1,2 \
-	    tools/gpu-session.sh h2d overlap sweep-generated train >/dev/null
+	    tools/gpu-session.sh h2d overlap sweep-generated train contexts \
+	    >/dev/null
 	@s=$(GS_DIR)/out; cat $$s/summary.txt; \
 	if grep ' rc=' $$s/summary.txt | grep -v ' rc=0 '; then \
 	    echo "test-gpu-session: a step failed"; exit 1; fi; \
@@ -659,7 +660,9 @@ test-gpu-session: $(TOOLS) $(SAMPLES) $(EXAMPLES)
 	    grep -q "$$k" $$s/figures.txt || { cat $$s/figures.txt; \
 	    echo "test-gpu-session: no '$$k' in figures.txt"; exit 1; }; done; \
 	tar -tzf $$s/gpu-results.tar.gz | grep -q logs/train-c.log || { \
-	    echo "test-gpu-session: no logs in gpu-results.tar.gz"; exit 1; }
+	    echo "test-gpu-session: no logs in gpu-results.tar.gz"; exit 1; }; \
+	grep -q '^cuda-context .*rc=0 ' $$s/summary.txt || { \
+	    echo "test-gpu-session: the contexts phase did not run"; exit 1; }
 
 test-gpu: lib
 	$(MAKE) -C tests/gpu BUILD=$(abspath $(BUILD)) CUDA_HOME=$(CUDA_HOME) \

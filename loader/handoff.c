@@ -62,16 +62,19 @@ static int upload_lut(handoff *h)
     return rc;
 }
 
-static void fini_buffer(handoff *h, dbuf *d)
+/* 1 if the buffer is still in use after `ms` and was left allocated. */
+static int fini_buffer(handoff *h, dbuf *d, int ms)
 {
     backend *be = h->cfg.be;
     if (d->stream) {
         /* The caller's kernels reading the batch it released last may
          * still run: the stream waits for them, and the host for the
          * stream (its copies and their callbacks) before anything is
-         * freed. */
+         * freed; for `ms` at most: past that, nothing of the buffer is
+         * freed under them, it is left allocated instead. */
         be->ops->wait_released(be, d->stream);
-        be->ops->sync(be, d->stream);
+        if (be->ops->drain(be, d->stream, ms) == 1)
+            return 1;
         be->ops->stream_destroy(be, d->stream);
     }
     if (d->dev)
@@ -86,6 +89,7 @@ static void fini_buffer(handoff *h, dbuf *d)
     free(d->indices);
     free(d->status);
     memset(d, 0, sizeof *d);
+    return 0;
 }
 
 /* The table holds at least `want` buffers (and the queue as many ids),
@@ -119,7 +123,7 @@ static int new_buffer(handoff *h, dbuf **out)
     dbuf *d = calloc(1, sizeof *d);
     int rc = d ? init_buffer(h, d) : err_set(PL_ENOMEM, "out of memory");
     if (rc < 0 && d) {
-        fini_buffer(h, d);
+        fini_buffer(h, d, -1);
         free(d);
     }
     *out = rc < 0 ? NULL : d;
@@ -155,14 +159,23 @@ int handoff_init(handoff *h, const handoff_config *cfg)
     return cfg->out->gpu_normalize ? upload_lut(h) : 0;
 }
 
-void handoff_fini(handoff *h)
+int handoff_fini(handoff *h, int ms)
 {
+    const uint64_t end =
+        clock_now_ns() + (uint64_t)(ms < 0 ? 0 : ms) * 1000000u;
+    int busy = 0;
     for (int i = 0; i < h->nbufs; i++) {
-        fini_buffer(h, h->bufs[i]);
-        free(h->bufs[i]);
+        const uint64_t now = clock_now_ns();
+        const int left = ms < 0       ? -1
+                         : now >= end ? 0
+                                      : (int)((end - now) / 1000000u);
+        const int in_use = fini_buffer(h, h->bufs[i], left);
+        if (!in_use)
+            free(h->bufs[i]); /* else left allocated, its stream too */
+        busy += in_use;
     }
     /* Every stream is idle now: no kernel reads the table any more. */
-    if (h->lut_dev)
+    if (h->lut_dev && !busy)
         h->cfg.be->ops->dev_free(h->cfg.be, h->lut_dev);
     free(h->bufs);
     free(h->queue);
@@ -170,6 +183,7 @@ void handoff_fini(handoff *h)
     pthread_cond_destroy(&h->user_cv);
     pthread_cond_destroy(&h->pf_cv);
     memset(h, 0, sizeof *h);
+    return busy;
 }
 
 const void *handoff_lut(const handoff *h)
@@ -237,7 +251,7 @@ static dbuf *grow(handoff *h, int *first)
     snprintf(why, sizeof why, "%s", d ? "" : pl_last_error());
     pthread_mutex_lock(&h->mu);
     if (d && reserve(h, h->nbufs + 1) < 0) {
-        fini_buffer(h, d);
+        fini_buffer(h, d, -1);
         free(d);
         d = NULL;
         snprintf(why, sizeof why, "out of memory");
@@ -481,7 +495,8 @@ void handoff_position(handoff *h, int64_t *epoch, int64_t *batch, int64_t *pos)
     pthread_mutex_unlock(&h->mu);
 }
 
-int handoff_release(handoff *h, const pl_batch *b, struct CUstream_st *stream)
+int handoff_release(handoff *h, const pl_batch *b,
+                    struct CUstream_st *const *streams, int n)
 {
     dbuf *d = NULL;
     int held = 0;
@@ -503,9 +518,14 @@ int handoff_release(handoff *h, const pl_batch *b, struct CUstream_st *stream)
     /* Without the lock: the fallback waits for the caller's stream. */
     backend *be = h->cfg.be;
     dbuf_state next = DBUF_FREE;
-    int rc = be->ops->record_release(be, d->stream, stream);
-    if (rc < 0)
-        rc = release_on_host(h, stream, &next);
+    int rc = 0;
+    for (int i = 0; i < n && next == DBUF_FREE; i++) {
+        int r = be->ops->record_release(be, d->stream, i, streams[i]);
+        if (r < 0)
+            r = release_on_host(h, streams[i], &next);
+        if (r < 0 && rc == 0)
+            rc = r;
+    }
     pthread_mutex_lock(&h->mu);
     d->state = next;
     h->held--;
