@@ -79,8 +79,9 @@ setup(
     version=version(),
     ext_modules=[Extension(
         "pinload._pinload",
-        sources=["src/_pinload.c"],
-        depends=["src/dlpack.h"],
+        sources=["src/module.c", "src/config.c", "src/loader.c",
+                 "src/batch.c", "src/view.c", "src/logq.c"],
+        depends=["src/pinload_py.h", "src/dlpack.h"],
         extra_compile_args=["-std=c11", "-Wall", "-Wextra",
                             "-Wno-missing-field-initializers"],
     )],
