@@ -34,13 +34,26 @@ static void batch_release(BatchObject *self)
 
 static void Batch_dealloc(BatchObject *self)
 {
+    /* Untracked first: the GIL is let go, and the log may run. */
+    PyObject_GC_UnTrack(self);
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
     batch_release(self);
     logq_drain(self->owner->q, self->owner->log);
     PyErr_Restore(type, value, tb);
-    Py_DECREF(self->owner);
-    PyObject_Free(self);
+    Py_DECREF((PyObject *)self->owner);
+    free_instance(self);
+}
+
+/* The type and the loader, for the collector. No tp_clear: the batch
+ * needs its loader until it is given back, in dealloc, and a cycle
+ * through a batch runs through its loader's log, which Loader's tp_clear
+ * breaks. */
+static int Batch_traverse(BatchObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(Py_TYPE((PyObject *)self));
+    Py_VISIT(self->owner);
+    return 0;
 }
 
 static PyObject *Batch_release(BatchObject *self, PyObject *unused)
@@ -63,10 +76,13 @@ static PyObject *batch_view(BatchObject *self, void *closure)
     const int which = (int)(intptr_t)closure;
     if (which == V_HOST && !self->b->host)
         Py_RETURN_NONE;
-    ViewObject *v = PyObject_New(ViewObject, &ViewType);
+    PyTypeObject *view_type = state_of(self)->View;
+    if (!view_type) /* the module was cleared (interpreter exit) */
+        return PyErr_Format(PyExc_RuntimeError, "pinload is finalized");
+    ViewObject *v = (ViewObject *)PyType_GenericAlloc(view_type, 0);
     if (!v)
         return NULL;
-    Py_INCREF(self);
+    Py_INCREF((PyObject *)self);
     v->batch = self;
     v->which = which;
     return (PyObject *)v;
@@ -121,15 +137,23 @@ static PyGetSetDef Batch_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-PyTypeObject BatchType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "pinload._pinload.Batch",
-    .tp_basicsize = sizeof(BatchObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "One batch, held from Loader.next() until it and every tensor "
-              "made from it are gone",
-    .tp_dealloc = (destructor)Batch_dealloc,
-    .tp_methods = Batch_methods,
-    .tp_getset = Batch_getset,
+static PyType_Slot Batch_slots[] = {
+    {Py_tp_doc, "One batch, held from Loader.next() until it and every "
+                "tensor made from it are gone"},
+    {Py_tp_dealloc, Batch_dealloc},
+    {Py_tp_traverse, Batch_traverse},
+    {Py_tp_methods, Batch_methods},
+    {Py_tp_getset, Batch_getset},
+    {0, NULL},
+};
+
+/* Made by Loader.next() only, as the static type was (no tp_new). */
+PyType_Spec Batch_spec = {
+    .name = "pinload._pinload.Batch",
+    .basicsize = sizeof(BatchObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC |
+             Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    .slots = Batch_slots,
 };
 
 /* ---------------------------------------------------------------------------
@@ -151,7 +175,7 @@ static void export_free(export_ctx *e)
     if (e->batch && Py_IsInitialized()) {
         PyGILState_STATE g = PyGILState_Ensure();
         e->batch->exports--;
-        Py_DECREF(e->batch);
+        Py_DECREF((PyObject *)e->batch);
         PyGILState_Release(g);
     }
     free(e->copy);
@@ -249,7 +273,7 @@ int batch_stream(BatchObject *b, PyObject *stream)
     if (r == 0) {
         const int rc = pl_batch_wait(b->b, s);
         if (rc < 0) {
-            raise_status(rc, NULL);
+            raise_status(state_of(b), rc, NULL);
             return -1;
         }
     }
@@ -313,7 +337,7 @@ PyObject *batch_export(BatchObject *b, const layout *lay, int want_copy,
         name = "dltensor";
     }
     if (!want_copy) {
-        Py_INCREF(b);
+        Py_INCREF((PyObject *)b);
         e->batch = b;
         b->exports++;
     }
@@ -321,7 +345,7 @@ PyObject *batch_export(BatchObject *b, const layout *lay, int want_copy,
     if (!cap) {
         if (e->batch) {
             e->batch->exports--;
-            Py_DECREF(e->batch);
+            Py_DECREF((PyObject *)e->batch);
         }
         free(e->copy);
         free(e);

@@ -73,6 +73,19 @@ static const field *field_find(const char *name)
     return NULL;
 }
 
+/* TypeError "f: expected an integer, got T", T the value's type's name
+ * (tp_name is not in the limited API: __name__, the same for builtins). */
+static int not_an_integer(const field *f, PyObject *value)
+{
+    PyObject *name = PyType_GetName(Py_TYPE(value));
+    if (name) {
+        PyErr_Format(PyExc_TypeError, "%s: expected an integer, got %U",
+                     f->name, name);
+        Py_DECREF(name);
+    }
+    return -1;
+}
+
 /* Store `value` into cfg's field f. `keep` receives objects that must live
  * until pl_loader_create returns (the path's bytes, the state's buffer). */
 static int field_set(pl_config *cfg, const field *f, PyObject *value,
@@ -84,11 +97,8 @@ static int field_set(pl_config *cfg, const field *f, PyObject *value,
     case F_I64: {
         int overflow = 0;
         const long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
-        if (v == -1 && PyErr_Occurred()) {
-            PyErr_Format(PyExc_TypeError, "%s: expected an integer, got %s",
-                         f->name, Py_TYPE(value)->tp_name);
-            return -1;
-        }
+        if (v == -1 && PyErr_Occurred())
+            return not_an_integer(f, value);
         if (overflow ||
             (f->type == F_I32 && (v < INT32_MIN || v > INT32_MAX))) {
             PyErr_Format(PyExc_ValueError, "%s: %R is out of range", f->name,
@@ -105,11 +115,8 @@ static int field_set(pl_config *cfg, const field *f, PyObject *value,
         return 0;
     }
     case F_U64: {
-        if (!PyLong_Check(value)) {
-            PyErr_Format(PyExc_TypeError, "%s: expected an integer, got %s",
-                         f->name, Py_TYPE(value)->tp_name);
-            return -1;
-        }
+        if (!PyLong_Check(value))
+            return not_an_integer(f, value);
         const unsigned long long v = PyLong_AsUnsignedLongLong(value);
         if (v == (unsigned long long)-1 && PyErr_Occurred()) {
             PyErr_Clear();
@@ -122,8 +129,8 @@ static int field_set(pl_config *cfg, const field *f, PyObject *value,
         return 0;
     }
     case F_FLOAT3: {
-        PyObject *seq = PySequence_Fast(value, "");
-        if (!seq || PySequence_Fast_GET_SIZE(seq) != 3) {
+        PyObject *seq = PySequence_List(value); /* any iterable */
+        if (!seq || PyList_Size(seq) != 3) {
             Py_XDECREF(seq);
             PyErr_Clear();
             PyErr_Format(PyExc_ValueError, "%s: expected 3 numbers", f->name);
@@ -131,7 +138,7 @@ static int field_set(pl_config *cfg, const field *f, PyObject *value,
         }
         float v[3];
         for (int i = 0; i < 3; i++) {
-            const double d = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(seq, i));
+            const double d = PyFloat_AsDouble(PyList_GetItem(seq, i));
             if (d == -1.0 && PyErr_Occurred()) {
                 Py_DECREF(seq);
                 PyErr_Clear();
@@ -155,7 +162,7 @@ static int field_set(pl_config *cfg, const field *f, PyObject *value,
                 Py_DECREF(bytes);
                 return -1;
             }
-            s = PyBytes_AS_STRING(bytes);
+            s = PyBytes_AsString(bytes);
             Py_DECREF(bytes);
         }
         memcpy(p, &s, sizeof s);
@@ -191,7 +198,8 @@ int config_from_dict(PyObject *dict, pl_config *cfg, PyObject *keep,
     PyObject *key, *value;
     Py_ssize_t pos = 0;
     while (PyDict_Next(dict, &pos, &key, &value)) {
-        const char *name = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : NULL;
+        const char *name =
+            PyUnicode_Check(key) ? PyUnicode_AsUTF8AndSize(key, NULL) : NULL;
         const field *f = name ? field_find(name) : NULL;
         if (!f) {
             PyErr_Format(PyExc_TypeError, "unknown config field %R", key);

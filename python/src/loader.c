@@ -13,7 +13,7 @@ static int loader_enter(LoaderObject *self)
         pthread_mutex_unlock(&self->mu);
     }
     if (!ok) {
-        raise_status(PL_ECLOSED, "the loader is closed");
+        raise_status(state_of(self), PL_ECLOSED, "the loader is closed");
         return -1;
     }
     return 0;
@@ -42,7 +42,7 @@ static PyObject *loader_fail(LoaderObject *self, int rc)
 {
     PyObject *args = error_args(rc, NULL);
     logq_drain(self->q, self->log);
-    error_set(rc, args);
+    error_set(state_of(self), rc, args);
     return NULL;
 }
 
@@ -247,7 +247,7 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw)
     if (rc < 0) {
         PyObject *eargs = error_args(rc, err);
         logq_drain(self->q, self->log);
-        error_set(rc, eargs);
+        error_set(state_of(self), rc, eargs);
         return -1;
     }
     self->l = l;
@@ -261,7 +261,9 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw)
 
 static void Loader_dealloc(LoaderObject *self)
 {
-    /* No batch is alive (each holds a reference), nobody is inside a call. */
+    /* No batch is alive (each holds a reference), nobody is inside a call.
+     * Untracked first: the GIL is let go below, and the log may run. */
+    PyObject_GC_UnTrack(self);
     if (self->l) {
         Py_BEGIN_ALLOW_THREADS pl_loader_destroy(self->l);
         Py_END_ALLOW_THREADS self->l = NULL;
@@ -277,7 +279,28 @@ static void Loader_dealloc(LoaderObject *self)
         pthread_mutex_destroy(&self->mu);
         pthread_cond_destroy(&self->cv);
     }
-    Py_TYPE(self)->tp_free((PyObject *)self);
+    free_instance(self);
+}
+
+/* The references the collector follows: the type (a heap type's instance
+ * holds one) and the log callable, which may hold the pinload.Loader that
+ * holds this object (a bound method, a closure). */
+static int Loader_traverse(LoaderObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(Py_TYPE((PyObject *)self));
+    Py_VISIT(self->log);
+    return 0;
+}
+
+/* Breaks such a cycle: the log goes (messages queued later are dropped).
+ * Batches in the same garbage still hold the loader, and it is destroyed,
+ * as always, after the last of them is released; a batch a tensor still
+ * views is not garbage (the tensor's reference is one the collector cannot
+ * see), so neither is its loader. */
+static int Loader_clear(LoaderObject *self)
+{
+    Py_CLEAR(self->log);
+    return 0;
 }
 static PyObject *Loader_next(LoaderObject *self, PyObject *unused)
 {
@@ -302,15 +325,19 @@ static PyObject *Loader_next(LoaderObject *self, PyObject *unused)
                                     closed ? "the loader is closed" : NULL);
         loader_leave(self);
         logq_drain(self->q, self->log);
-        error_set(closed ? PL_ECLOSED : rc, args);
+        error_set(state_of(self), closed ? PL_ECLOSED : rc, args);
         return NULL;
     }
     loader_leave(self);
     logq_drain(self->q, self->log);
     if (rc == PL_EPOCH_END)
         Py_RETURN_NONE;
-    BatchObject *bo = PyObject_New(BatchObject, &BatchType);
+    PyTypeObject *batch_type = state_of(self)->Batch;
+    BatchObject *bo =
+        batch_type ? (BatchObject *)PyType_GenericAlloc(batch_type, 0) : NULL;
     if (!bo) {
+        if (!batch_type) /* the module was cleared (interpreter exit) */
+            PyErr_SetString(PyExc_RuntimeError, "pinload is finalized");
         /* Give it back: nothing will. */
         Py_BEGIN_ALLOW_THREADS pl_loader_release(self->l, b, NULL);
         Py_END_ALLOW_THREADS pthread_mutex_lock(&self->mu);
@@ -318,7 +345,7 @@ static PyObject *Loader_next(LoaderObject *self, PyObject *unused)
         pthread_mutex_unlock(&self->mu);
         return NULL;
     }
-    Py_INCREF(self);
+    Py_INCREF((PyObject *)self);
     bo->owner = self;
     bo->b = b;
     bo->released = 0;
@@ -352,7 +379,8 @@ static PyObject *Loader_info(LoaderObject *self, PyObject *unused)
 {
     (void)unused;
     if (!self->backend_name)
-        return raise_status(PL_ECLOSED, "the loader was not created");
+        return raise_status(state_of(self), PL_ECLOSED,
+                            "the loader was not created");
     return info_dict(&self->info, self->backend_name);
 }
 
@@ -444,7 +472,10 @@ static PyObject *Loader_epoch_order(LoaderObject *self, PyObject *arg)
             Py_CLEAR(list);
             break;
         }
-        PyList_SET_ITEM(list, (Py_ssize_t)i, v);
+        if (PyList_SetItem(list, (Py_ssize_t)i, v) < 0) { /* steals v */
+            Py_CLEAR(list);
+            break;
+        }
     }
     PyMem_Free(order);
     return list;
@@ -578,14 +609,21 @@ static PyGetSetDef Loader_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-PyTypeObject LoaderType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "pinload._pinload.Loader",
-    .tp_basicsize = sizeof(LoaderObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Loader(config: dict, log=None): one pl_loader",
-    .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)Loader_init,
-    .tp_dealloc = (destructor)Loader_dealloc,
-    .tp_methods = Loader_methods,
-    .tp_getset = Loader_getset,
+static PyType_Slot Loader_slots[] = {
+    {Py_tp_doc, "Loader(config: dict, log=None): one pl_loader"},
+    {Py_tp_new, PyType_GenericNew},
+    {Py_tp_init, Loader_init},
+    {Py_tp_dealloc, Loader_dealloc},
+    {Py_tp_traverse, Loader_traverse},
+    {Py_tp_clear, Loader_clear},
+    {Py_tp_methods, Loader_methods},
+    {Py_tp_getset, Loader_getset},
+    {0, NULL},
+};
+
+PyType_Spec Loader_spec = {
+    .name = "pinload._pinload.Loader",
+    .basicsize = sizeof(LoaderObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = Loader_slots,
 };

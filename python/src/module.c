@@ -1,11 +1,11 @@
-/* pinload._pinload: the module (its types, constants and functions) and
- * the errors (pinload_py.h). */
+/* pinload._pinload: the module (its types, constants and functions, its
+ * state) and the errors (pinload_py.h). Multi-phase initialisation: each
+ * module object (one per interpreter) has its own types and error
+ * classes. */
 #include "pinload_py.h"
 
 /* ---------------------------------------------------------------------------
  * Errors: pinload/__init__.py registers a class per status code. */
-
-static PyObject *error_classes; /* {code: class}, or NULL before import */
 
 /* The exception for status `rc`, args (code, name, detail); the detail is
  * read now, before anything else can overwrite the thread's last error. */
@@ -23,15 +23,15 @@ PyObject *error_args(int rc, const char *detail)
     return args;
 }
 
-void error_set(int rc, PyObject *args)
+void error_set(plpy_state *st, int rc, PyObject *args)
 {
     if (!args)
         return; /* an exception is already set */
     PyObject *cls = NULL;
-    if (error_classes) {
+    if (st && st->error_classes) {
         PyObject *key = PyLong_FromLong(rc);
         if (key) {
-            cls = PyDict_GetItemWithError(error_classes, key);
+            cls = PyDict_GetItemWithError(st->error_classes, key);
             Py_DECREF(key);
         }
     }
@@ -42,9 +42,9 @@ void error_set(int rc, PyObject *args)
     Py_DECREF(args);
 }
 
-PyObject *raise_status(int rc, const char *detail)
+PyObject *raise_status(plpy_state *st, int rc, const char *detail)
 {
-    error_set(rc, error_args(rc, detail));
+    error_set(st, rc, error_args(rc, detail));
     return NULL;
 }
 
@@ -60,7 +60,6 @@ static PyObject *mod_config_defaults(PyObject *m, PyObject *unused)
 
 static PyObject *mod_state_get(PyObject *m, PyObject *arg)
 {
-    (void)m;
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
         return NULL;
@@ -75,20 +74,22 @@ static PyObject *mod_state_get(PyObject *m, PyObject *arg)
     int64_t epoch, batch, position;
     const int rc = pl_state_get(&s, &epoch, &batch, &position);
     if (rc < 0)
-        return raise_status(rc, NULL);
+        return raise_status(PyModule_GetState(m), rc, NULL);
     return Py_BuildValue("(LLL)", (long long)epoch, (long long)batch,
                          (long long)position);
 }
 
 static PyObject *mod_register_errors(PyObject *m, PyObject *arg)
 {
-    (void)m;
     if (!PyDict_Check(arg)) {
         PyErr_SetString(PyExc_TypeError, "expected a dict");
         return NULL;
     }
+    plpy_state *st = PyModule_GetState(m);
+    PyObject *old = st->error_classes;
     Py_INCREF(arg);
-    Py_XSETREF(error_classes, arg);
+    st->error_classes = arg;
+    Py_XDECREF(old);
     Py_RETURN_NONE;
 }
 
@@ -112,40 +113,23 @@ static PyMethodDef module_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT,
-    "_pinload",
-    "The C extension under the pinload package (include/pinload.h).",
-    -1,
-    module_methods,
-    NULL,
-    NULL,
-    NULL,
-    NULL,
-};
-
 static int add_int(PyObject *m, const char *name, long v)
 {
     return PyModule_AddIntConstant(m, name, v);
 }
 
-PyMODINIT_FUNC PyInit__pinload(void)
+/* Fills the module: its types (heap types of this module), the constants,
+ * the status codes. 0, or -1 with an exception. */
+static int module_exec(PyObject *m)
 {
-    if (PyType_Ready(&LoaderType) < 0 || PyType_Ready(&BatchType) < 0 ||
-        PyType_Ready(&ViewType) < 0)
-        return NULL;
-    PyObject *m = PyModule_Create(&module);
-    if (!m)
-        return NULL;
-    PyTypeObject *types[] = {&LoaderType, &BatchType, &ViewType};
-    const char *type_names[] = {"Loader", "Batch", "View"};
+    plpy_state *st = PyModule_GetState(m);
+    PyType_Spec *specs[] = {&Loader_spec, &Batch_spec, &View_spec};
+    PyTypeObject **types[] = {&st->Loader, &st->Batch, &st->View};
     for (int i = 0; i < 3; i++) {
-        Py_INCREF(types[i]);
-        if (PyModule_AddObject(m, type_names[i], (PyObject *)types[i]) < 0) {
-            Py_DECREF(types[i]);
-            Py_DECREF(m);
-            return NULL;
-        }
+        *types[i] =
+            (PyTypeObject *)PyType_FromModuleAndSpec(m, specs[i], NULL);
+        if (!*types[i] || PyModule_AddType(m, *types[i]) < 0)
+            return -1;
     }
     static const struct {
         const char *name;
@@ -177,10 +161,8 @@ PyMODINIT_FUNC PyInit__pinload(void)
         {"STATE_BYTES", PL_STATE_BYTES},
     };
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
-        if (add_int(m, ints[i].name, ints[i].value) < 0) {
-            Py_DECREF(m);
-            return NULL;
-        }
+        if (add_int(m, ints[i].name, ints[i].value) < 0)
+            return -1;
     /* Every status code the library defines, by name. */
     PyObject *codes = PyDict_New();
     for (int rc = 1; codes && rc >= -64; rc--) {
@@ -192,11 +174,60 @@ PyMODINIT_FUNC PyInit__pinload(void)
             Py_CLEAR(codes);
         Py_XDECREF(v);
     }
-    if (!codes || PyModule_AddObject(m, "codes", codes) < 0 ||
-        PyModule_AddStringConstant(m, "library_version", pl_version()) < 0) {
-        Py_XDECREF(codes);
-        Py_DECREF(m);
-        return NULL;
+    const int ok =
+        codes && PyModule_AddObjectRef(m, "codes", codes) == 0 &&
+        PyModule_AddStringConstant(m, "library_version", pl_version()) == 0;
+    Py_XDECREF(codes);
+    return ok ? 0 : -1;
+}
+
+static int module_traverse(PyObject *m, visitproc visit, void *arg)
+{
+    plpy_state *st = PyModule_GetState(m);
+    if (st) {
+        Py_VISIT(st->Loader);
+        Py_VISIT(st->Batch);
+        Py_VISIT(st->View);
+        Py_VISIT(st->error_classes);
     }
-    return m;
+    return 0;
+}
+
+static int module_clear(PyObject *m)
+{
+    plpy_state *st = PyModule_GetState(m);
+    if (st) {
+        Py_CLEAR(st->Loader);
+        Py_CLEAR(st->Batch);
+        Py_CLEAR(st->View);
+        Py_CLEAR(st->error_classes);
+    }
+    return 0;
+}
+
+static void module_free(void *m)
+{
+    module_clear(m);
+}
+
+static PyModuleDef_Slot module_slots[] = {
+    {Py_mod_exec, (void *)module_exec},
+    {0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "_pinload",
+    .m_doc = "The C extension under the pinload package (include/pinload.h).",
+    .m_size = sizeof(plpy_state),
+    .m_methods = module_methods,
+    .m_slots = module_slots,
+    .m_traverse = module_traverse,
+    .m_clear = module_clear,
+    .m_free = module_free,
+};
+
+PyMODINIT_FUNC PyInit__pinload(void)
+{
+    return PyModuleDef_Init(&module);
 }

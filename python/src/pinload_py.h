@@ -17,7 +17,16 @@
  * cannot deadlock on the GIL. Loader.mu guards `inflight` (threads inside a
  * library call), `held` (batches not yet released) and `closing`:
  * pl_loader_destroy runs only once nobody is inside a call and no batch is
- * held, so no DLPack view can outlive the memory it points into. */
+ * held, so no DLPack view can outlive the memory it points into.
+ *
+ * The limited API: setup.py defines Py_LIMITED_API as 0x030B0000 (CPython
+ * 3.11's stable ABI: one abi3 wheel for 3.11 and every later version), so
+ * these files use only what it declares. The types are heap types made
+ * from specs (PyType_FromModuleAndSpec) whose instances join the garbage
+ * collector, and what was global is the module's state (plpy_state,
+ * reached from any of our objects through its type). The same sources
+ * build against the full API (a free-threaded CPython, which has no
+ * limited API). */
 #ifndef PINLOAD_PY_H
 #define PINLOAD_PY_H
 
@@ -27,6 +36,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -38,17 +48,47 @@
 #pragma GCC visibility push(hidden)
 
 /* ---------------------------------------------------------------------------
+ * The module's state (module.c) */
+
+typedef struct {
+    PyTypeObject *Loader, *Batch, *View; /* the heap types */
+    /* {code: class}, registered by pinload/__init__.py; NULL before */
+    PyObject *error_classes;
+} plpy_state;
+
+/* The state of the module that made obj's type (Loader, Batch or View:
+ * none of them can be subclassed, so the type is always ours). */
+static inline plpy_state *state_of(void *obj)
+{
+    return (plpy_state *)PyType_GetModuleState(Py_TYPE((PyObject *)obj));
+}
+
+/* A heap type's instance goes: untracked by the caller first, then freed
+ * by its type's tp_free, and the reference it held to its type dropped. */
+static inline void free_instance(void *obj)
+{
+    PyTypeObject *tp = Py_TYPE((PyObject *)obj);
+    freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+    tp_free(obj);
+    Py_DECREF((PyObject *)tp);
+}
+
+/* The types' specs, made into types by the module (module.c). */
+extern PyType_Spec Loader_spec, Batch_spec, View_spec;
+
+/* ---------------------------------------------------------------------------
  * Errors (module.c): pinload/__init__.py registers a class per status
- * code. */
+ * code, in the module's state `st` (NULL, or none registered: RuntimeError
+ * is raised). */
 
 /* The exception's args (code, name, detail) for status `rc`; the detail is
  * read now, before anything else can overwrite the thread's last error. */
 PyObject *error_args(int rc, const char *detail);
 /* Raise the class registered for rc with `args` (stolen; NULL: an
  * exception is already set). */
-void error_set(int rc, PyObject *args);
-/* error_set(rc, error_args(rc, detail)); returns NULL. */
-PyObject *raise_status(int rc, const char *detail);
+void error_set(plpy_state *st, int rc, PyObject *args);
+/* error_set(st, rc, error_args(rc, detail)); returns NULL. */
+PyObject *raise_status(plpy_state *st, int rc, const char *detail);
 
 /* ---------------------------------------------------------------------------
  * The log queue (logq.c): filled by the library's threads, drained under
@@ -110,10 +150,6 @@ typedef struct {
     PyObject_HEAD BatchObject *batch;
     int which;
 } ViewObject;
-
-extern PyTypeObject LoaderType;
-extern PyTypeObject BatchType;
-extern PyTypeObject ViewType;
 
 /* Destroy l; the caller set self->destroying under mu, holds no GIL
  * (loader.c). */

@@ -149,8 +149,11 @@ static PyObject *View_get(ViewObject *self, void *closure)
     switch ((int)(intptr_t)closure) {
     case A_SHAPE: {
         PyObject *t = PyTuple_New(lay.ndim);
-        for (int i = 0; t && i < lay.ndim; i++)
-            PyTuple_SET_ITEM(t, i, PyLong_FromLongLong(lay.shape[i]));
+        for (int i = 0; t && i < lay.ndim; i++) {
+            PyObject *v = PyLong_FromLongLong(lay.shape[i]);
+            if (!v || PyTuple_SetItem(t, i, v) < 0) /* steals v */
+                Py_CLEAR(t);
+        }
         return t;
     }
     case A_DTYPE:
@@ -184,8 +187,18 @@ static PyObject *View_repr(ViewObject *self)
 
 static void View_dealloc(ViewObject *self)
 {
-    Py_DECREF(self->batch);
-    PyObject_Free(self);
+    PyObject_GC_UnTrack(self);
+    Py_DECREF((PyObject *)self->batch);
+    free_instance(self);
+}
+
+/* The type and the batch, for the collector (no tp_clear: a cycle through
+ * a view runs through its loader's log; see Loader's tp_clear). */
+static int View_traverse(ViewObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(Py_TYPE((PyObject *)self));
+    Py_VISIT(self->batch);
+    return 0;
 }
 
 static PyMethodDef View_methods[] = {
@@ -213,13 +226,22 @@ static PyGetSetDef View_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-PyTypeObject ViewType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "pinload._pinload.View",
-    .tp_basicsize = sizeof(ViewObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "One array of a batch, exported without a copy through DLPack",
-    .tp_dealloc = (destructor)View_dealloc,
-    .tp_repr = (reprfunc)View_repr,
-    .tp_methods = View_methods,
-    .tp_getset = View_getset,
+static PyType_Slot View_slots[] = {
+    {Py_tp_doc,
+     "One array of a batch, exported without a copy through DLPack"},
+    {Py_tp_dealloc, View_dealloc},
+    {Py_tp_traverse, View_traverse},
+    {Py_tp_repr, View_repr},
+    {Py_tp_methods, View_methods},
+    {Py_tp_getset, View_getset},
+    {0, NULL},
+};
+
+/* Made by a Batch's attributes only (no tp_new). */
+PyType_Spec View_spec = {
+    .name = "pinload._pinload.View",
+    .basicsize = sizeof(ViewObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC |
+             Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    .slots = View_slots,
 };
