@@ -126,8 +126,7 @@ static int module_exec(PyObject *m)
     PyType_Spec *specs[] = {&Loader_spec, &Batch_spec, &View_spec};
     PyTypeObject **types[] = {&st->Loader, &st->Batch, &st->View};
     for (int i = 0; i < 3; i++) {
-        *types[i] =
-            (PyTypeObject *)PyType_FromModuleAndSpec(m, specs[i], NULL);
+        *types[i] = (PyTypeObject *)PyType_FromModuleAndSpec(m, specs[i], NULL);
         if (!*types[i] || PyModule_AddType(m, *types[i]) < 0)
             return -1;
     }

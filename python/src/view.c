@@ -227,8 +227,7 @@ static PyGetSetDef View_getset[] = {
 };
 
 static PyType_Slot View_slots[] = {
-    {Py_tp_doc,
-     "One array of a batch, exported without a copy through DLPack"},
+    {Py_tp_doc, "One array of a batch, exported without a copy through DLPack"},
     {Py_tp_dealloc, View_dealloc},
     {Py_tp_traverse, View_traverse},
     {Py_tp_repr, View_repr},
