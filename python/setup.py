@@ -12,11 +12,20 @@ package is named by the Makefile's check. Environment:
                                CUDART=static: the CUDA runtime inside)
   PINLOAD_USE_INSTALLED=1      link the installed library instead, found
                                with pkg-config (pinload-static.pc)
+
+The extension is built against CPython's limited API of 3.11
+(Py_LIMITED_API 0x030B0000): one `_pinload.abi3.so`, and one wheel tagged
+cp311-abi3, for CPython 3.11 and every later version. A free-threaded
+CPython has no limited API: there the same sources build against the full
+API, for that version only.
 """
+import glob
 import os
 import re
 import shlex
 import subprocess
+import sys
+import sysconfig
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
@@ -26,6 +35,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = (os.path.join(HERE, "csrc")
         if os.path.exists(os.path.join(HERE, "csrc", "Makefile"))
         else os.path.dirname(HERE))
+
+
+# The stable ABI of CPython 3.11 (the oldest pyproject.toml allows).
+LIMITED_API = (sys.implementation.name == "cpython"
+               and not sysconfig.get_config_var("Py_GIL_DISABLED"))
 
 
 def version():
@@ -68,6 +82,15 @@ class BuildExt(build_ext):
         # may ask it which device the calling thread is on.
         if any("cudart" in f or "cudasim" in f for f in ext.extra_link_args):
             ext.define_macros.append(("PINLOAD_PY_CUDA", "1"))
+        # An extension of another ABI tag left in the build folder by an
+        # earlier build (_pinload.cpython-311-*.so beside _pinload.abi3.so)
+        # would go into the wheel too, and be imported first.
+        out = self.get_ext_fullpath(ext.name)
+        for old in glob.glob(os.path.join(os.path.dirname(out),
+                                          "_pinload.*so")):
+            if os.path.abspath(old) != os.path.abspath(out):
+                print("removing " + old, flush=True)
+                os.remove(old)
         # Always compile and link again: setuptools only looks at the
         # extension's own sources, not at the library linked into it, and
         # would keep an extension built against an older libpinload.a.
@@ -79,10 +102,21 @@ setup(
     version=version(),
     ext_modules=[Extension(
         "pinload._pinload",
-        sources=["src/_pinload.c"],
-        depends=["src/dlpack.h"],
+        sources=["src/module.c", "src/config.c", "src/loader.c",
+                 "src/batch.c", "src/view.c", "src/logq.c"],
+        depends=["src/pinload_py.h", "src/dlpack.h"],
+        py_limited_api=LIMITED_API,
+        define_macros=[("Py_LIMITED_API", "0x030B0000")] if LIMITED_API
+        else [],
+        # An API the limited API lacks is undeclared there: an error, not
+        # a warning and a symbol missing at import.
         extra_compile_args=["-std=c11", "-Wall", "-Wextra",
-                            "-Wno-missing-field-initializers"],
+                            "-Wno-missing-field-initializers",
+                            "-Werror=implicit-function-declaration",
+                            "-Werror=incompatible-pointer-types"],
     )],
     cmdclass={"build_ext": BuildExt},
+    # The wheel's tag: cp311-abi3, installable on every CPython 3.11+.
+    options={"bdist_wheel": {"py_limited_api": "cp311"}} if LIMITED_API
+    else {},
 )

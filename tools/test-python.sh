@@ -8,7 +8,8 @@
 #   PINLOAD_TEST_TORCH=0   do not install PyTorch (its tests skip)
 #   (unset)                install it if the index can be reached, else say
 #                          that its tests are skipped
-#   PYTHON=python3.12      the interpreter to test with
+#   PYTHON=python3.13      the interpreter to test with (CPython 3.11 or
+#                          newer: the extension is the limited API's)
 #   PINLOAD_BUILD=build    where the tools are (pinload-mkdata, -dump)
 #   PINLOAD_PYENV=DIR      the virtual environment (default build/pyenv)
 set -eu

