@@ -49,7 +49,11 @@ WARN     += -Werror
 endif
 CFLAGS_ALL := -std=c11 $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden -pthread
 CPPFLAGS_ALL := -D_GNU_SOURCE -Iinclude $(CPPFLAGS) -MMD -MP
-LIBS     := -ljpeg -lm -lpthread
+# PNG and WebP: libspng and libwebp, found by pkg-config where it is (the
+# names it gives, static builds' private ones included), else by name.
+IMAGE_LIBS := $(shell pkg-config --libs --static spng libwebp 2>/dev/null || \
+                echo -lspng -lz -lwebp)
+LIBS     := -ljpeg $(IMAGE_LIBS) -lm -lpthread
 
 ifeq ($(CUDA),sim)
 SIM      := 1
@@ -123,7 +127,8 @@ NVCCFLAGS := -O2 -std=c++17 -Iinclude $(NVCC_GENCODE)
 
 COMMON_SRC  := common/clock.c common/grow.c common/error.c common/log.c \
                common/file.c
-WORKERS_SRC := workers/decode.c workers/resample.c workers/augment.c \
+WORKERS_SRC := workers/decode.c workers/decode_png.c workers/decode_webp.c \
+               workers/resample.c workers/augment.c \
                workers/fileio.c workers/process.c workers/pool.c
 INPUT_SRC   := input/catalog.c input/tar.c input/sidecar.c input/folder.c \
                input/list.c input/shards.c input/input.c
