@@ -247,7 +247,7 @@ Test(shards, bad_members_are_the_samples_errors, .timeout = TIMEOUT)
         const char *reason;
     } bad[] = {
         {6, PL_ELIMIT, "over the limit of 4000"},
-        {7, PL_ENOTJPEG, "key h1 has no jpg or jpeg member"},
+        {7, PL_ENOTJPEG, "key h1 has no jpg, jpeg, png or webp member"},
         {8, PL_ECORRUPT, "h2.cls: \"cat\" is not a label"},
     };
     pl_config c;
