@@ -228,7 +228,7 @@ static void describe_not_jpeg(const uint8_t *b, size_t len, char *reason)
     } kinds[] = {
         {"\x89PNG", 4, "PNG"}, {"GIF8", 4, "GIF"},
         {"BM", 2, "BMP"},      {"II*\0", 4, "TIFF"},
-        {"MM\0*", 4, "TIFF"},  {"RIFF", 4, "RIFF (WebP?)"},
+        {"MM\0*", 4, "TIFF"},  {"RIFF", 4, "RIFF"},
         {"P1", 2, "PBM"},      {"P4", 2, "PBM"},
         {"P2", 2, "PGM"},      {"P5", 2, "PGM"},
         {"P3", 2, "PPM"},      {"P6", 2, "PPM"},

@@ -163,3 +163,219 @@ Test(decode_formats, crops_equal_the_whole_image)
     for (size_t i = 0; i < sizeof webp_cases / sizeof *webp_cases; i++)
         check_crops(webp_cases[i], "webp");
 }
+
+/* ---- bombs, limits and bad files ---------------------------------------- */
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+/* A PNG whose IHDR says w x h (8-bit RGB, interlaced or not) followed by
+ * a few bytes of IDAT: all a bomb needs. [out] *len. */
+static uint8_t *png_header_only(uint32_t w, uint32_t h, int depth,
+                                int interlace, size_t *len)
+{
+    static const uint8_t sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+    uint8_t *b = calloc(1, 64);
+    memcpy(b, sig, 8);
+    put32(b + 8, 13);
+    memcpy(b + 12, "IHDR", 4);
+    put32(b + 16, w);
+    put32(b + 20, h);
+    b[24] = (uint8_t)depth;
+    b[25] = 2; /* RGB */
+    b[28] = (uint8_t)interlace;
+    put32(b + 29, (uint32_t)crc32(0, b + 12, 17));
+    put32(b + 33, 2);
+    memcpy(b + 37, "IDAT", 4);
+    b[41] = 0x78;
+    b[42] = 0x9C;
+    put32(b + 43, (uint32_t)crc32(0, b + 37, 6));
+    *len = 47;
+    return b;
+}
+
+/* A lossless WebP whose VP8L header says w x h (1..16384). */
+static uint8_t *webp_header_only(uint32_t w, uint32_t h, size_t *len)
+{
+    uint8_t *b = calloc(1, 64);
+    memcpy(b, "RIFF", 4);
+    const uint32_t riff = 4 + 8 + 6;
+    memcpy(b + 4, (uint8_t[4]){riff, riff >> 8, 0, 0}, 4);
+    memcpy(b + 8, "WEBPVP8L", 8);
+    b[16] = 6; /* chunk size, little-endian */
+    b[20] = 0x2F;
+    const uint32_t bits = (w - 1) | (h - 1) << 14;
+    for (int i = 0; i < 4; i++)
+        b[21 + i] = (uint8_t)(bits >> (8 * i));
+    *len = 26;
+    return b;
+}
+
+static int open_with(const uint8_t *buf, size_t len, const decode_limits *lim,
+                     char *reason, double *ms)
+{
+    decoder *d;
+    cr_assert_eq(decoder_create(&d, lim), 0);
+    decode_info info;
+    const double t0 = tu_seconds();
+    const int rc = decoder_open(d, buf, len, &info, reason);
+    *ms = (tu_seconds() - t0) * 1e3;
+    decoder_destroy(d);
+    return rc;
+}
+
+Test(decode_formats, bombs_are_refused_from_the_header)
+{
+    decode_limits lim;
+    decode_limits_default(&lim);
+    char reason[DECODE_REASON_MAX];
+    double ms;
+    size_t len;
+    /* 100000 x 100000: past max_width/max_height and max_pixels */
+    uint8_t *b = png_header_only(100000, 100000, 8, 0, &len);
+    cr_assert_eq(open_with(b, len, &lim, reason, &ms), PL_ELIMIT);
+    cr_assert_str_eq(reason, "100000x100000 exceeds the limits (max "
+                             "32768x32768, 178956970 pixels)");
+    cr_assert_lt(ms, 50.0);
+    free(b);
+    /* 20000 x 10000: within the sides, past Pillow's pixel limit */
+    b = png_header_only(20000, 10000, 8, 0, &len);
+    cr_assert_eq(open_with(b, len, &lim, reason, &ms), PL_ELIMIT);
+    cr_assert_str_eq(reason, "20000x10000 exceeds the limits (max "
+                             "32768x32768, 178956970 pixels)");
+    free(b);
+    /* Adam7 10000 x 10000 at 16 bits: decoded whole, 572 MiB */
+    b = png_header_only(10000, 10000, 16, 1, &len);
+    cr_assert_eq(open_with(b, len, &lim, reason, &ms), PL_ELIMIT);
+    cr_assert_str_eq(reason, "10000x10000 interlaced PNG needs 573 MiB to "
+                             "decode whole, over the decode memory budget "
+                             "of 512 MiB");
+    free(b);
+    /* the same, not interlaced: a few rows, accepted from the header */
+    b = png_header_only(10000, 10000, 16, 0, &len);
+    cr_assert_eq(open_with(b, len, &lim, reason, &ms), 0, "%s", reason);
+    free(b);
+    /* WebP 16384 x 16384: past max_pixels */
+    b = webp_header_only(16384, 16384, &len);
+    cr_assert_eq(open_with(b, len, &lim, reason, &ms), PL_ELIMIT);
+    cr_assert_str_eq(reason, "16384x16384 exceeds the limits (max "
+                             "32768x32768, 178956970 pixels)");
+    cr_assert_lt(ms, 50.0);
+    free(b);
+    /* WebP 12000 x 12000 lossless: 144 Mpx allowed, 550 MiB of ARGB not */
+    b = webp_header_only(12000, 12000, &len);
+    cr_assert_eq(open_with(b, len, &lim, reason, &ms), PL_ELIMIT);
+    cr_assert_str_eq(reason, "12000x12000 lossless WebP needs 550 MiB to "
+                             "decode, over the decode memory budget of 512 "
+                             "MiB");
+    free(b);
+    /* and the side limits the caller set */
+    lim.max_width = 100;
+    b = webp_header_only(101, 5, &len);
+    cr_assert_eq(open_with(b, len, &lim, reason, &ms), PL_ELIMIT);
+    cr_assert_str_eq(reason, "101x5 exceeds the limits (max 100x32768, "
+                             "178956970 pixels)");
+    free(b);
+}
+
+/* A big, cheap PNG (constant rows, zlib level 1) decoded under a 1 ms
+ * budget stops with PL_ELIMIT, and the decoder is fine afterwards. */
+Test(decode_formats, png_decode_time_is_bounded)
+{
+    const uint32_t w = 3000, h = 3000;
+    const size_t raw_len = (size_t)(w * 3 + 1) * h;
+    uint8_t *raw = calloc(1, raw_len);
+    uLongf zlen = compressBound(raw_len);
+    uint8_t *z = malloc(zlen);
+    cr_assert_eq(compress2(z, &zlen, raw, raw_len, 1), Z_OK);
+    size_t hlen;
+    uint8_t *head = png_header_only(w, h, 8, 0, &hlen);
+    const size_t len = 33 + 12 + zlen + 12;
+    uint8_t *png = malloc(len);
+    memcpy(png, head, 33);
+    put32(png + 33, (uint32_t)zlen);
+    memcpy(png + 37, "IDAT", 4);
+    memcpy(png + 41, z, zlen);
+    put32(png + 41 + zlen, (uint32_t)crc32(0, png + 37, (uInt)zlen + 4));
+    memcpy(png + 45 + zlen, "\0\0\0\0IEND\xae\x42\x60\x82", 12);
+    decode_limits lim;
+    decode_limits_default(&lim);
+    decoder *d;
+    cr_assert_eq(decoder_create(&d, &lim), 0);
+    char reason[DECODE_REASON_MAX];
+    uint8_t *rgb;
+    int ow, oh;
+    cr_assert_eq(decode_all(d, png, len, &rgb, &ow, &oh, reason), 0, "%s",
+                 reason);
+    for (size_t i = 0; i < (size_t)w * h * 3; i++)
+        cr_assert_eq(rgb[i], 0);
+    free(rgb);
+    lim.max_decode_ms = 1;
+    decoder_set_limits(d, &lim);
+    /* the clock starts at decoder_open: let the budget pass first */
+    decode_info info;
+    cr_assert_eq(decoder_open(d, png, len, &info, reason), 0);
+    cr_assert_eq(decoder_start(d, 1, 0, (int)w, reason), 0);
+    const uint64_t t0 = clock_now_ns();
+    while (clock_now_ns() - t0 < 2000000)
+        ;
+    cr_assert_eq(decoder_skip_to(d, (int)h - 1, reason), PL_ELIMIT);
+    cr_assert_str_eq(reason, "decoding took longer than the limit of 1 ms");
+    cr_assert_eq(decoder_is_open(d), 0);
+    free(head);
+    free(z);
+    free(raw);
+    free(png);
+    decoder_destroy(d);
+}
+
+/* Damaged files: an error naming the format and libspng's or libwebp's
+ * reason, the sample zeros, and the next image decodes as if alone. */
+Test(decode_formats, damaged_files_fail_with_a_reason_and_leave_no_trace)
+{
+    size_t len, ref_len;
+    uint8_t *ref;
+    uint8_t *png = fixture("rgb8", "png", &len, &ref, &ref_len);
+    decoder *d;
+    default_decoder(&d);
+    char reason[DECODE_REASON_MAX];
+    uint8_t *rgb;
+    int w, h;
+    /* cut in the middle of the image data */
+    cr_assert_eq(decode_all(d, png, len / 2, &rgb, &w, &h, reason),
+                 PL_ECORRUPT);
+    cr_assert_eq(strncmp(reason, "PNG: ", 5), 0, "%s", reason);
+    /* a flipped bit in the image data: its chunk's CRC fails */
+    png[len / 2] ^= 1;
+    int rc = decode_all(d, png, len, &rgb, &w, &h, reason);
+    cr_assert_eq(rc, PL_ECORRUPT, "%d %s", rc, reason);
+    cr_assert_str_eq(reason, "PNG: invalid chunk checksum");
+    png[len / 2] ^= 1;
+    cr_assert_eq(decode_all(d, png, len, &rgb, &w, &h, reason), 0, "%s",
+                 reason);
+    assert_same("rgb8 after failures", rgb, ref, w, h);
+    free(rgb);
+    free(ref);
+    size_t wlen;
+    uint8_t *webp = fixture("lossy", "webp", &wlen, &ref, &ref_len);
+    cr_assert_eq(decode_all(d, webp, wlen * 2 / 3, &rgb, &w, &h, reason),
+                 PL_ECORRUPT);
+    cr_assert_str_eq(reason, "WebP: truncated data");
+    cr_assert_eq(decode_all(d, webp, wlen, &rgb, &w, &h, reason), 0, "%s",
+                 reason);
+    assert_same("lossy after failures", rgb, ref, w, h);
+    free(rgb);
+    free(ref);
+    /* a signature and nothing else */
+    cr_assert_eq(decode_all(d, png, 8, &rgb, &w, &h, reason), PL_ECORRUPT);
+    cr_assert_eq(decode_all(d, webp, 12, &rgb, &w, &h, reason), PL_ECORRUPT);
+    cr_assert_str_eq(reason, "WebP: truncated data");
+    decoder_destroy(d);
+    free(png);
+    free(webp);
+}
