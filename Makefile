@@ -275,7 +275,7 @@ PC_VERSION = $$(sed -n \
     's/^\#define PL_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)/\2/p' \
     include/pinload/version.h | paste -sd.)
 PC_HEAD = 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' \
-    'Description: pinned-memory JPEG data loader that keeps GPUs fed' \
+    'Description: pinned-memory JPEG, PNG and WebP data loader that keeps GPUs fed' \
     "Version: $(PC_VERSION)" 'Cflags: -I$${includedir}'
 
 # pinload.pc links the shared library; pinload-static.pc the archive by
@@ -522,14 +522,15 @@ $(BUILD)/.deps-bench: tools/install-deps.sh
 # test_fuzz in every `make test`.
 FUZZ_SECONDS ?= 60
 FUZZ_DIR := $(BUILD)/fuzz
-FUZZ_SRC := $(COMMON_SRC) workers/decode.c workers/resample.c \
+FUZZ_SRC := $(COMMON_SRC) workers/decode.c workers/decode_png.c \
+            workers/decode_webp.c workers/resample.c \
             workers/augment.c workers/fileio.c workers/process.c
 $(FUZZ_DIR)/fuzz_decode: tests/fuzz/fuzz_decode.c tests/fuzz/harness.h \
                          $(FUZZ_SRC) | $(BUILD)/.deps-fuzz
 	@mkdir -p $(@D)
 	clang -g -O1 -fsanitize=fuzzer,address,undefined \
 	    -fno-sanitize-recover=all -D_GNU_SOURCE -Iinclude -o $@ \
-	    tests/fuzz/fuzz_decode.c $(FUZZ_SRC) -ljpeg -lm
+	    tests/fuzz/fuzz_decode.c $(FUZZ_SRC) -ljpeg $(IMAGE_LIBS) -lm
 $(BUILD)/.deps-fuzz: tools/install-deps.sh
 	@tools/install-deps.sh --$(DEPS_MODE) fuzz
 	@mkdir -p $(@D) && touch $@
@@ -547,7 +548,7 @@ $(FUZZ_DIR)/fuzz_loader: tests/fuzz/fuzz_loader.c tests/fuzz/loader_harness.h \
 	@mkdir -p $(@D)
 	clang -g -O1 -fsanitize=fuzzer,address,undefined \
 	    -fno-sanitize-recover=all -D_GNU_SOURCE -pthread -Iinclude -o $@ \
-	    tests/fuzz/fuzz_loader.c $(FUZZ_LOADER_SRC) -ljpeg -lm
+	    tests/fuzz/fuzz_loader.c $(FUZZ_LOADER_SRC) -ljpeg $(IMAGE_LIBS) -lm
 # libFuzzer over the tar shard indexer (input/tar.c), seeded with
 # tests/fuzz/regressions-tar, which test_fuzz_tar replays.
 FUZZ_TAR_SECONDS ?= 30
