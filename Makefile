@@ -517,7 +517,9 @@ $(BUILD)/.deps-bench: tools/install-deps.sh
 	@mkdir -p $(@D) && touch $@
 
 # libFuzzer over the decode and augment path, seeded with ../shared/data's
-# hard cases and photos (each behind an 8-byte configuration header).
+# hard cases and photos and the PNG and WebP fixtures (each behind an
+# 8-byte configuration header): the signature takes inputs to the JPEG,
+# PNG or WebP decoder.
 # Every crash it finds belongs in tests/fuzz/regressions, replayed by
 # test_fuzz in every `make test`.
 FUZZ_SECONDS ?= 60
@@ -573,6 +575,9 @@ fuzz: $(FUZZ_DIR)/fuzz_decode $(FUZZ_DIR)/fuzz_loader $(FUZZ_DIR)/fuzz_tar
 	            > $(FUZZ_DIR)/seeds/s$$n; done; \
 	    echo "== fuzz: $$n seeds from ../shared/data"; \
 	else echo "== fuzz: ../shared/data is absent: no seeds"; fi
+	@for f in tests/fixtures/formats/*.png tests/fixtures/formats/*.webp; do \
+	    { printf '\002\000\067\077\001\000\007\003'; cat "$$f"; } \
+	        > $(FUZZ_DIR)/seeds/$$(basename "$$f"); done
 	$(FUZZ_DIR)/fuzz_decode -max_total_time=$(FUZZ_SECONDS) \
 	    -max_len=262144 -timeout=10 -rss_limit_mb=2048 \
 	    -artifact_prefix=$(FUZZ_DIR)/ -print_final_stats=1 \
