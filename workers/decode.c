@@ -56,8 +56,8 @@ struct decoder {
     decode_format format; /* of the open image */
     int other_width;      /* a PNG or WebP image's size */
     int other_height;
-    png_dec *png;         /* made at the first PNG, kept */
-    webp_dec *webp;       /* made at the first WebP, kept */
+    png_dec *png;   /* made at the first PNG, kept */
+    webp_dec *webp; /* made at the first WebP, kept */
 };
 
 void decode_limits_default(decode_limits *lim)
@@ -226,12 +226,10 @@ static void describe_not_jpeg(const uint8_t *b, size_t len, char *reason)
         size_t n;
         const char *what;
     } kinds[] = {
-        {"\x89PNG", 4, "PNG"}, {"GIF8", 4, "GIF"},
-        {"BM", 2, "BMP"},      {"II*\0", 4, "TIFF"},
-        {"MM\0*", 4, "TIFF"},  {"RIFF", 4, "RIFF"},
-        {"P1", 2, "PBM"},      {"P4", 2, "PBM"},
-        {"P2", 2, "PGM"},      {"P5", 2, "PGM"},
-        {"P3", 2, "PPM"},      {"P6", 2, "PPM"},
+        {"\x89PNG", 4, "PNG"}, {"GIF8", 4, "GIF"},   {"BM", 2, "BMP"},
+        {"II*\0", 4, "TIFF"},  {"MM\0*", 4, "TIFF"}, {"RIFF", 4, "RIFF"},
+        {"P1", 2, "PBM"},      {"P4", 2, "PBM"},     {"P2", 2, "PGM"},
+        {"P5", 2, "PGM"},      {"P3", 2, "PPM"},     {"P6", 2, "PPM"},
     };
     if (len == 0) {
         snprintf(reason, DECODE_REASON_MAX, "not a JPEG file (empty)");
@@ -375,8 +373,8 @@ static int open_other(decoder *d, decode_format format, const uint8_t *buf,
     rc = format == DECODE_PNG
              ? png_dec_open(d->png, buf, len, &d->limits, d->jerr.deadline_ns,
                             info, reason)
-             : webp_dec_open(d->webp, buf, len, &d->limits,
-                             d->jerr.deadline_ns, info, reason);
+             : webp_dec_open(d->webp, buf, len, &d->limits, d->jerr.deadline_ns,
+                             info, reason);
     if (rc < 0)
         return rc;
     d->format = format;
@@ -482,8 +480,8 @@ static int start_other(decoder *d, int denom, int x0, int w, char *reason)
         decoder_close(d);
         return PL_EINVAL;
     }
-    if (grow(&d->rows, &d->rows_cap, (size_t)w * 3 * DECODE_CHUNK_ROWS, 1,
-             0) < 0) {
+    if (grow(&d->rows, &d->rows_cap, (size_t)w * 3 * DECODE_CHUNK_ROWS, 1, 0) <
+        0) {
         snprintf(reason, DECODE_REASON_MAX, "out of memory for %d-px rows", w);
         decoder_close(d);
         return PL_ENOMEM;
@@ -531,9 +529,8 @@ int decoder_skip_to(decoder *d, int y, char *reason)
 {
     if (d->format == DECODE_PNG) {
         const int at = png_dec_row(d->png);
-        return other_rc(d, y > at ? png_dec_read(d->png, NULL, 0, y - at,
-                                                 reason)
-                                  : 0);
+        return other_rc(
+            d, y > at ? png_dec_read(d->png, NULL, 0, y - at, reason) : 0);
     }
     if (d->format == DECODE_WEBP) {
         webp_dec_skip_to(d->webp, y);
@@ -603,8 +600,8 @@ static int read_chunk(decoder *d)
 
 /* The next n rows of a PNG or WebP image into dst; rows below them that a
  * WebP decode may as well produce in the same pass end at `until`. */
-static int read_other(decoder *d, uint8_t *dst, size_t stride, int n,
-                      int until, char *reason)
+static int read_other(decoder *d, uint8_t *dst, size_t stride, int n, int until,
+                      char *reason)
 {
     if (d->format == DECODE_PNG)
         return other_rc(d, png_dec_read(d->png, dst, stride, n, reason));

@@ -32,8 +32,8 @@ struct png_dec {
     size_t image_cap;
 };
 
-static const uint8_t signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A,
-                                     '\n'};
+static const uint8_t signature[8] = {0x89, 'P',  'N',  'G',
+                                     '\r', '\n', 0x1A, '\n'};
 
 int png_dec_sniff(const uint8_t *buf, size_t len)
 {
@@ -96,8 +96,8 @@ static int check_header(const png_dec *p, const decode_limits *lim,
     if (h->width > (uint32_t)lim->max_width ||
         h->height > (uint32_t)lim->max_height || pixels > lim->max_pixels) {
         snprintf(reason, DECODE_REASON_MAX,
-                 "%ux%u exceeds the limits (max %dx%d, %lld pixels)",
-                 h->width, h->height, lim->max_width, lim->max_height,
+                 "%ux%u exceeds the limits (max %dx%d, %lld pixels)", h->width,
+                 h->height, lim->max_width, lim->max_height,
                  (long long)lim->max_pixels);
         return PL_ELIMIT;
     }
@@ -202,7 +202,8 @@ static void to_rgb(const png_dec *p, const uint8_t *row, uint8_t *dst)
         return;
     }
     const int ch = p->channels;
-    const uint16_t *s = (const uint16_t *)(const void *)row + (size_t)p->x0 * ch;
+    const uint16_t *s =
+        (const uint16_t *)(const void *)row + (size_t)p->x0 * ch;
     for (int x = 0; x < p->w; x++, s += ch, dst += 3) {
         if (ch <= 2) {
             const unsigned v = ch == 1 ? (s[0] > 255 ? 255 : s[0]) : s[0] >> 8;

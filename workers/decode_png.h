@@ -35,8 +35,7 @@ int png_dec_start(png_dec *p, int x0, int w, char *reason);
 
 /* Decode the next n rows (at least n must remain) into dst, RGB, rows
  * `stride` bytes apart; dst NULL: decode and discard them. */
-int png_dec_read(png_dec *p, uint8_t *dst, size_t stride, int n,
-                 char *reason);
+int png_dec_read(png_dec *p, uint8_t *dst, size_t stride, int n, char *reason);
 
 /* The next row png_dec_read returns. */
 int png_dec_row(const png_dec *p);

@@ -15,7 +15,7 @@
 #include "../common/grow.h"
 #include "pinload.h"
 
-#define WEBP_MARGIN 8             /* pixels around the rows and columns read */
+#define WEBP_MARGIN 8 /* pixels around the rows and columns read */
 #define WEBP_SLICE ((size_t)64 << 10) /* input bytes per incremental step */
 
 struct webp_dec {
@@ -25,8 +25,8 @@ struct webp_dec {
     int width, height;
     uint64_t deadline_ns;
     int64_t max_decode_ms;
-    int x0, w;  /* the columns handed out */
-    int y;      /* the next row handed out */
+    int x0, w; /* the columns handed out */
+    int y;     /* the next row handed out */
     /* The rectangle decoded into pix: columns [px0, px0 + pw), rows
      * [py0, py1). */
     int px0, pw, py0, py1;
@@ -151,9 +151,14 @@ int webp_dec_open(webp_dec *w, const uint8_t *buf, size_t len,
     const int rc = check_header(&f, lim, reason);
     if (rc < 0)
         return rc;
-    *w = (webp_dec){.buf = buf, .len = len, .open = 1, .width = f.width,
-                    .height = f.height, .deadline_ns = deadline_ns,
-                    .max_decode_ms = lim->max_decode_ms, .pix = w->pix,
+    *w = (webp_dec){.buf = buf,
+                    .len = len,
+                    .open = 1,
+                    .width = f.width,
+                    .height = f.height,
+                    .deadline_ns = deadline_ns,
+                    .max_decode_ms = lim->max_decode_ms,
+                    .pix = w->pix,
                     .pix_cap = w->pix_cap};
     info->width = f.width;
     info->height = f.height;
@@ -218,8 +223,8 @@ static int decode_rect(webp_dec *w, int y0, int y1, char *reason)
     const int cy0 = (y0 - WEBP_MARGIN > 0 ? y0 - WEBP_MARGIN : 0) & ~1;
     const int cy1 = y1 + WEBP_MARGIN < w->height ? y1 + WEBP_MARGIN : w->height;
     const size_t stride = (size_t)(cx1 - cx0) * 3;
-    if (grow_scratch(&w->pix, &w->pix_cap, stride * (size_t)(cy1 - cy0), 1,
-                     0) < 0) {
+    if (grow_scratch(&w->pix, &w->pix_cap, stride * (size_t)(cy1 - cy0), 1, 0) <
+        0) {
         snprintf(reason, DECODE_REASON_MAX, "out of memory for %dx%d pixels",
                  cx1 - cx0, cy1 - cy0);
         webp_dec_close(w);
@@ -265,8 +270,8 @@ int webp_dec_read(webp_dec *w, uint8_t *dst, size_t stride, int n, int until,
         return PL_EINVAL;
     }
     if (w->y < w->py0 || w->y + n > w->py1) {
-        const int rc = decode_rect(w, w->y, until > w->y + n ? until : w->y + n,
-                                   reason);
+        const int rc =
+            decode_rect(w, w->y, until > w->y + n ? until : w->y + n, reason);
         if (rc < 0)
             return rc;
     }

@@ -44,8 +44,8 @@ static void keep_notice(void *ctx, pl_log_level level, const char *msg)
     notices *n = ctx;
     (void)level;
     pthread_mutex_lock(&n->mu);
-    const int w = snprintf(n->text + n->len, sizeof n->text - n->len, "%s\n",
-                           msg);
+    const int w =
+        snprintf(n->text + n->len, sizeof n->text - n->len, "%s\n", msg);
     if (w > 0 && (size_t)w < sizeof n->text - n->len)
         n->len += (size_t)w;
     pthread_mutex_unlock(&n->mu);
@@ -59,9 +59,9 @@ static const struct {
     {"a.jpg", NULL, NULL},
     {"b.png", "rgb8.png", "rgb8"},
     {"c.PNG", "p4_trns.png", "p4_trns"},
-    {"d.jpg", "g16.png", "g16"},      /* a PNG named .jpg */
+    {"d.jpg", "g16.png", "g16"}, /* a PNG named .jpg */
     {"e.png", "rgba16_adam7.png", "rgba16_adam7"},
-    {"f.tif", NULL, NULL},            /* not read: named in a notice */
+    {"f.tif", NULL, NULL}, /* not read: named in a notice */
     {"g.jpeg", "ga8.png", "ga8"},
 };
 
@@ -160,10 +160,15 @@ Test(loader_formats, webp_samples_equal_pillow, .timeout = TIMEOUT)
 
 static void make_mixed_tree(char root[64])
 {
-    static const char *const fixtures[] = {
-        "rgb8.png",    "g16.png",   "p8_trns.png",      "rgba16.png",
-        "g1.png",      "lossy.webp", "lossless_alpha.webp", "rgb8_adam7.png",
-        "lossy_alpha.webp"};
+    static const char *const fixtures[] = {"rgb8.png",
+                                           "g16.png",
+                                           "p8_trns.png",
+                                           "rgba16.png",
+                                           "g1.png",
+                                           "lossy.webp",
+                                           "lossless_alpha.webp",
+                                           "rgb8_adam7.png",
+                                           "lossy_alpha.webp"};
     tu_tmpdir(root);
     for (int i = 0; i < 18; i++) {
         char as[64], p[256];

@@ -207,10 +207,9 @@ Test(dataset, image_extensions_match_case_insensitively_and_others_are_ignored)
     char root[64];
     tu_tmpdir(root);
     static const char *const files[] = {
-        "c/1.jpg",  "c/2.jpeg", "c/3.JPG",   "c/4.JPEG",
-        "c/5.Jpg",  "c/6.png",  "c/7.txt",   "c/8.jpg.txt",
-        "c/9.jpgx", "c/jpg",    "c/10.JpEg", "c/11.gif",
-        "c/12.WebP", "c/13.PNG", "c/14.webp.gif",
+        "c/1.jpg",   "c/2.jpeg", "c/3.JPG",     "c/4.JPEG", "c/5.Jpg",
+        "c/6.png",   "c/7.txt",  "c/8.jpg.txt", "c/9.jpgx", "c/jpg",
+        "c/10.JpEg", "c/11.gif", "c/12.WebP",   "c/13.PNG", "c/14.webp.gif",
     };
     for (size_t i = 0; i < sizeof files / sizeof *files; i++)
         touch(root, files[i]);
@@ -218,15 +217,14 @@ Test(dataset, image_extensions_match_case_insensitively_and_others_are_ignored)
     catalog ds;
     cr_assert_eq(open_logged(&ds, root, &rec), 0, "%s", pl_last_error());
     /* strcmp order of the names that count. */
-    static const char *const want[] = {
-        "c/1.jpg",  "c/10.JpEg", "c/12.WebP", "c/13.PNG", "c/2.jpeg",
-        "c/3.JPG",  "c/4.JPEG",  "c/5.Jpg",   "c/6.png"};
+    static const char *const want[] = {"c/1.jpg",  "c/10.JpEg", "c/12.WebP",
+                                       "c/13.PNG", "c/2.jpeg",  "c/3.JPG",
+                                       "c/4.JPEG", "c/5.Jpg",   "c/6.png"};
     static const int32_t labels[9] = {0};
     assert_paths(&ds, root, want, labels, 9);
     /* .gif is no ImageFolder extension: ignored without a notice. */
     for (int i = 0; i < rec.n; i++)
-        cr_assert_null(strstr(rec.msgs[i], "not supported"), "%s",
-                       rec.msgs[i]);
+        cr_assert_null(strstr(rec.msgs[i], "not supported"), "%s", rec.msgs[i]);
     catalog_close(&ds);
     tu_rm_rf(root);
 }
@@ -238,8 +236,8 @@ Test(dataset, unsupported_image_files_are_counted_and_named_in_a_notice)
     char root[64];
     tu_tmpdir(root);
     static const char *const files[] = {
-        "a/1.jpg",  "a/2.tif",  "a/3.TIFF", "a/4.bmp", "b/5.png",
-        "b/6.tif",  "b/7.tif",  "b/8.tif",  "b/9.tif", "b/x/10.tif",
+        "a/1.jpg",  "a/2.tif",  "a/3.TIFF",  "a/4.bmp", "b/5.png",
+        "b/6.tif",  "b/7.tif",  "b/8.tif",   "b/9.tif", "b/x/10.tif",
         "b/11.ppm", "b/12.pgm", "b/13.webp",
     };
     for (size_t i = 0; i < sizeof files / sizeof *files; i++)
@@ -493,7 +491,8 @@ Test(dataset, jpegs_beside_a_subfolder_give_an_error_that_says_why)
     cr_assert_eq(open_logged(&ds, root, &rec), PL_ENODATA);
     const char *e = pl_last_error();
     cr_assert_not_null(strstr(e, root), "%s", e);
-    cr_assert_not_null(strstr(e, "40 image file(s) directly under it"), "%s", e);
+    cr_assert_not_null(strstr(e, "40 image file(s) directly under it"), "%s",
+                       e);
     cr_assert_not_null(strstr(e, "ImageFolder"), "%s", e);
     tu_rm_rf(root);
 }

@@ -720,9 +720,9 @@ Test(shards, png_and_webp_members_are_images_and_others_are_named,
     char dir[64], p[512], cmd[512];
     tu_tmpdir(dir);
     static const char *const members[][2] = {
-        {"k0.jpg", NULL},           {"k1.png", "p8_trns.png"},
-        {"k2.webp", "lossy.webp"},  {"k3.png", "rgba16_adam7.png"},
-        {"k3.tif", NULL},           {"k4.webp", "lossless_alpha.webp"},
+        {"k0.jpg", NULL},          {"k1.png", "p8_trns.png"},
+        {"k2.webp", "lossy.webp"}, {"k3.png", "rgba16_adam7.png"},
+        {"k3.tif", NULL},          {"k4.webp", "lossless_alpha.webp"},
     };
     for (size_t i = 0; i < sizeof members / sizeof *members; i++) {
         snprintf(p, sizeof p, "%s/stage/%s", dir, members[i][0]);

@@ -23,11 +23,10 @@
 #define FIXTURES "tests/fixtures/formats/"
 
 static const char *const png_cases[] = {
-    "g1",        "g2",        "g4",          "g8",          "g16",
-    "ga8",       "ga16",      "rgb8",        "rgb16",       "rgba8",
-    "rgba16",    "p1",        "p2",          "p4",          "p8",
-    "g8_trns",   "g16_trns",  "rgb8_trns",   "p4_trns",     "p8_trns",
-    "rgb8_adam7", "g16_adam7", "p2_adam7",   "rgba16_adam7",
+    "g1",      "g2",      "g4",         "g8",        "g16",      "ga8",
+    "ga16",    "rgb8",    "rgb16",      "rgba8",     "rgba16",   "p1",
+    "p2",      "p4",      "p8",         "g8_trns",   "g16_trns", "rgb8_trns",
+    "p4_trns", "p8_trns", "rgb8_adam7", "g16_adam7", "p2_adam7", "rgba16_adam7",
 };
 static const char *const webp_cases[] = {"lossy", "lossless", "lossy_alpha",
                                          "lossless_alpha"};
@@ -122,9 +121,9 @@ static void check_crops(const char *name, const char *ext)
     decode_info info;
     cr_assert_eq(decoder_open(d, buf, len, &info, reason), 0);
     const int W = info.width, H = info.height;
-    static const int rects[][4] = {{0, 0, 1, 1},   {5, 3, 9, 7},
+    static const int rects[][4] = {{0, 0, 1, 1},    {5, 3, 9, 7},
                                    {17, 11, 20, 2}, {1, 0, 30, 25},
-                                   {0, 20, 37, 9}, {36, 28, 1, 1}};
+                                   {0, 20, 37, 9},  {36, 28, 1, 1}};
     for (size_t r = 0; r < sizeof rects / sizeof *rects; r++) {
         const int x0 = rects[r][0] * W / 37, y0 = rects[r][1] * H / 29;
         int cw = rects[r][2] * W / 37, ch = rects[r][3] * H / 29;
@@ -142,8 +141,8 @@ static void check_crops(const char *name, const char *ext)
         cr_assert_eq(decoder_row(d), y0 + ch);
         for (int y = 0; y < ch; y++) {
             const uint8_t *want = ref + ((size_t)(y0 + y) * W + x0) * 3;
-            const size_t at = first_diff(out + (size_t)y * cw * 3, want,
-                                         (size_t)cw * 3);
+            const size_t at =
+                first_diff(out + (size_t)y * cw * 3, want, (size_t)cw * 3);
             cr_assert(at == (size_t)cw * 3,
                       "%s: crop %d,%d %dx%d: row %d differs at column %zu",
                       name, x0, y0, cw, ch, y0 + y, x0 + at / 3);
