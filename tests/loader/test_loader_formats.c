@@ -212,3 +212,60 @@ Test(loader_formats, png_and_webp_bytes_do_not_depend_on_workers,
     }
     tu_rm_rf(root);
 }
+
+/* The error policy holds for PNG and WebP: under SUBSTITUTE a damaged
+ * PNG and a WebP bomb are zeros with their status, and the failure record
+ * names the file and the decoder's reason. */
+Test(loader_formats, damaged_png_and_webp_bomb_follow_the_error_policy,
+     .timeout = TIMEOUT)
+{
+    char root[64], p[256];
+    tu_tmpdir(root);
+    put_fixture(root, "rgb8.png", "a.png");
+    put_fixture(root, "lossy.webp", "d.webp");
+    size_t len;
+    uint8_t *b = tu_read_file(FIXTURES "rgb8.png", &len);
+    snprintf(p, sizeof p, "%s/b.png", root);
+    tu_write_file(p, b, len / 2); /* cut in its image data */
+    free(b);
+    /* a lossless WebP header saying 16384 x 16384 */
+    static const uint8_t bomb[26] = {
+        'R', 'I', 'F', 'F', 18, 0, 0, 0,    'W',  'E',  'B',  'P',  'V',
+        'P', '8', 'L', 6,   0,  0, 0, 0x2F, 0xFF, 0xFF, 0xFF, 0x0F, 0};
+    snprintf(p, sizeof p, "%s/c.webp", root);
+    tu_write_file(p, bomb, sizeof bomb);
+    pl_config c;
+    base_cfg(&c, root);
+    c.shuffle = 0;
+    c.on_error = PL_ON_ERROR_SUBSTITUTE;
+    pl_loader *l = create(&c);
+    run r;
+    run_epoch(l, 0, &r);
+    cr_assert_eq(r.n, 4);
+    static const int32_t want_st[4] = {0, PL_ECORRUPT, PL_ELIMIT, 0};
+    for (int k = 0; k < 4; k++) {
+        cr_assert_eq(r.st[k], want_st[k], "sample %d: %s", k,
+                     pl_err_name(r.st[k]));
+        int zeros = 1;
+        for (size_t i = 0; i < r.sample_bytes; i++)
+            zeros &= sample_at(&r, k)[i] == 0;
+        cr_assert_eq(zeros, want_st[k] != 0, "sample %d", k);
+    }
+    pl_failure f[4];
+    size_t n = 0;
+    cr_assert_eq(pl_loader_failures(l, 0, f, 4, &n), 0);
+    cr_assert_eq(n, 2);
+    for (size_t i = 0; i < n; i++) {
+        const int png = f[i].index == 1;
+        cr_assert_not_null(strstr(f[i].path, png ? "b.png" : "c.webp"), "%s",
+                           f[i].path);
+        if (png)
+            cr_assert_eq(strncmp(f[i].reason, "PNG: ", 5), 0, "%s",
+                         f[i].reason);
+        else
+            cr_assert_str_eq(f[i].reason, "16384x16384 exceeds the limits (max "
+                                          "32768x32768, 178956970 pixels)");
+    }
+    run_free(&r);
+    fx_done(l, root);
+}
