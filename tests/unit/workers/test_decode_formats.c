@@ -378,3 +378,41 @@ Test(decode_formats, damaged_files_fail_with_a_reason_and_leave_no_trace)
     free(png);
     free(webp);
 }
+
+/* WebP's time limit: checked between slices of input and once decoded;
+ * past it, PL_ELIMIT, and the decoder is fine afterwards. */
+Test(decode_formats, webp_decode_time_is_bounded)
+{
+    size_t len, ref_len;
+    uint8_t *ref;
+    uint8_t *buf = fixture("lossless", "webp", &len, &ref, &ref_len);
+    decode_limits lim;
+    decode_limits_default(&lim);
+    lim.max_decode_ms = 1;
+    decoder *d;
+    cr_assert_eq(decoder_create(&d, &lim), 0);
+    char reason[DECODE_REASON_MAX];
+    decode_info info;
+    cr_assert_eq(decoder_open(d, buf, len, &info, reason), 0);
+    cr_assert_eq(decoder_start(d, 1, 0, info.width, reason), 0);
+    const uint64_t t0 = clock_now_ns();
+    while (clock_now_ns() - t0 < 2000000)
+        ;
+    uint8_t *rgb = malloc(ref_len);
+    cr_assert_eq(
+        decoder_read_into(d, rgb, (size_t)info.width * 3, info.height, reason),
+        PL_ELIMIT);
+    cr_assert_str_eq(reason, "decoding took longer than the limit of 1 ms");
+    cr_assert_eq(decoder_is_open(d), 0);
+    lim.max_decode_ms = 5000;
+    decoder_set_limits(d, &lim);
+    int w, h;
+    free(rgb);
+    cr_assert_eq(decode_all(d, buf, len, &rgb, &w, &h, reason), 0, "%s",
+                 reason);
+    assert_same("lossless after a timeout", rgb, ref, w, h);
+    free(rgb);
+    free(ref);
+    free(buf);
+    decoder_destroy(d);
+}
