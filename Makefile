@@ -13,6 +13,11 @@
 #   make WERROR=1         warnings are errors (CI builds so)
 #   make SANITIZE=address,undefined test    (or SANITIZE=thread)
 #   make CUDA=0           build host-only even where CUDA is installed
+#   make CUDART=static    link the CUDA runtime statically (cudart_static:
+#                         the library then needs only the driver,
+#                         libcuda.so.1, found at run time; the wheel's way)
+#   make sdist, make wheel   the Python package's sdist and manylinux wheel
+#                         (build/wheelhouse; tools/wheel.sh)
 #   make NCCL=0           examples/data_parallel without NCCL (its host
 #                         exchange only) even where NCCL is installed
 #   make CUDA=sim         build against tests/cudasim, the simulated CUDA
@@ -89,7 +94,14 @@ HAVE_NVCC :=
 else ifneq ($(HAVE_CUDA),)
 CPPFLAGS_ALL += -DPL_HAVE_CUDA -I$(CUDA_HOME)/include
 CUDA_LIBDIR := $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib))
+ifeq ($(CUDART),static)
+# The runtime inside the library: it opens the driver (libcuda.so.1) at
+# run time, and without one the host backend runs, as with the shared
+# runtime missing a GPU.
+LIBS     += -L$(CUDA_LIBDIR) -lcudart_static -ldl -lrt
+else
 LIBS     += -L$(CUDA_LIBDIR) -lcudart -Wl,-rpath,$(CUDA_LIBDIR)
+endif
 # Kernels (the bench's simulated step, the samples) need nvcc as well.
 HAVE_NVCC := $(wildcard $(NVCC))
 endif
@@ -197,6 +209,7 @@ DEPS_MODE ?= check
 .PHONY: all lib tools samples examples test test-gpu bench compare compare-tools fuzz \
         valgrind default-data \
         install uninstall clean test-install man abi-check \
+        sdist wheel test-package \
         print-build print-libs test-python test-gpu-session \
         format deps deps-test deps-check FORCE
 all: lib tools samples examples
@@ -205,8 +218,11 @@ all: lib tools samples examples
 tests/test_%.c: ;
 tests/stress.c: ;
 
+# The CMake package's files (find_package(pinload); made below).
+CMAKE_FILES := $(BUILD)/cmake/pinloadConfig.cmake \
+               $(BUILD)/cmake/pinloadConfigVersion.cmake
 lib: $(BUILD)/libpinload.a $(BUILD)/libpinload.so $(BUILD)/pinload.pc \
-     $(BUILD)/pinload-static.pc
+     $(BUILD)/pinload-static.pc $(CMAKE_FILES)
 tools: $(TOOLS)
 samples: $(SAMPLES)
 examples: $(EXAMPLES)
@@ -278,14 +294,29 @@ PC_HEAD = 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' \
     'Description: pinned-memory JPEG, PNG and WebP data loader that keeps GPUs fed' \
     "Version: $(PC_VERSION)" 'Cflags: -I$${includedir}'
 
-# pinload.pc links the shared library; pinload-static.pc the archive by
-# its file name, so that no libpinload.so beside it can be picked.
+# pinload.pc links the shared library; pinload-static.pc the archive,
+# through LIBDIR/pinload-static (a link to it, alone there), so that no
+# libpinload.so can be picked and the -l form keeps the archive after the
+# program's objects, where CMake's pkg_check_modules(IMPORTED_TARGET) puts
+# libraries (a bare archive path lands among the flags, before them).
 $(BUILD)/pinload.pc: $(BUILD)/.pc-paths include/pinload/version.h
 	@printf '%s\n' $(PC_HEAD) 'Name: pinload' \
 	    'Libs: -L$${libdir} -lpinload' 'Libs.private: $(LIBS)' > $@
 $(BUILD)/pinload-static.pc: $(BUILD)/.pc-paths include/pinload/version.h
 	@printf '%s\n' $(PC_HEAD) 'Name: pinload-static' \
-	    'Libs: $${libdir}/libpinload.a $(LIBS)' > $@
+	    'Libs: -L$${libdir}/pinload-static -lpinload $(LIBS)' > $@
+
+# The CMake package (find_package(pinload)): pinload::pinload and
+# pinload::pinload_static, relocatable (paths from the file's own place).
+CMAKE_SUBST = sed -e "s|@VERSION@|$(PC_VERSION)|g" \
+    -e "s|@VERSION_MAJOR@|$$(echo $(PC_VERSION) | cut -d. -f1)|g" \
+    -e 's|@SOVERSION@|$(SOVERSION)|g' \
+    -e "s|@LIB_TO_INCLUDE@|$$(realpath -m --relative-to='$(LIBDIR)' '$(INCLUDEDIR)')|g" \
+    -e 's|@LIBS@|$(subst $(eval) ,;,$(strip $(LIBS)))|g'
+$(BUILD)/cmake/%.cmake: cmake/%.cmake.in $(BUILD)/.pc-paths \
+                        include/pinload/version.h
+	@mkdir -p $(@D)
+	@$(CMAKE_SUBST) $< > $@
 
 # Tools, samples and examples see only include/ (the examples also
 # tools/cli.h) and link the static library.
@@ -459,6 +490,8 @@ ifeq ($(SANITIZE),)
 	@$(MAKE) --no-print-directory test-install
 	@echo "== the Python package (pip install ./python, pytest)"
 	@$(MAKE) --no-print-directory test-python
+	@echo "== the sdist and the manylinux wheel, installed and run"
+	@$(MAKE) --no-print-directory test-package
 endif
 ifneq ($(HAVE_CUDA),)
 	@$(MAKE) --no-print-directory CUDA=sim BUILD=$(BUILD)/sim test
@@ -466,6 +499,17 @@ else
 	@echo "== simulated-CUDA suites skipped: $(if $(filter 0,$(CUDA)),CUDA=0,no CUDA toolkit headers in $(CUDA_HOME)/include)"
 endif
 endif
+
+# The Python package as users install it (tools/wheel.sh): the sdist
+# (which builds from itself alone), the manylinux wheel made from it
+# (build/wheelhouse), and that wheel installed in a fresh environment.
+sdist: | $(BUILD)/.deps-test
+	@PINLOAD_BUILD=$(BUILD) tools/wheel.sh sdist
+wheel: | $(BUILD)/.deps-test
+	@PINLOAD_BUILD=$(BUILD) tools/wheel.sh wheel
+test-package: $(BUILD)/pinload-mkdata | $(BUILD)/.deps-test
+	@PINLOAD_BUILD=$(BUILD) tools/wheel.sh wheel
+	@PINLOAD_BUILD=$(BUILD) tools/wheel.sh test
 
 # The Python package in a virtual environment (tools/test-python.sh): plain
 # builds only (the extension links the library without sanitizers).
@@ -606,8 +650,8 @@ valgrind: $(STRESS) | $(BUILD)/.deps-test
 	    --error-exitcode=9 --quiet $(STRESS)
 
 # The GPU session's script (tools/gpu-session.sh) must not rot between the
-# rare sessions that have a GPU: a small run of its bench, sweep and
-# training phases on the simulated runtime, every step succeeding and every
+# rare sessions that have a GPU: a small run of its bench, sweep, training
+# and contexts phases on the simulated runtime, every step succeeding and every
 # figure present (CUDA=sim builds; make test runs it).
 GS_DIR := $(BUILD)/gpu-session-test
 test-gpu-session: $(TOOLS) $(SAMPLES) $(EXAMPLES)
@@ -616,7 +660,8 @@ test-gpu-session: $(TOOLS) $(SAMPLES) $(EXAMPLES)
 	    GPU_SESSION_DIR=$(GS_DIR) OUT=$(GS_DIR)/out \
 	    GPU_SESSION_PER_CLASS=30 GPU_SESSION_SECONDS=0.3 \
 	    GPU_SESSION_BATCH=32 GPU_SESSION_WORKERS=1,2 \
-	    tools/gpu-session.sh h2d overlap sweep-generated train >/dev/null
+	    tools/gpu-session.sh h2d overlap sweep-generated train contexts \
+	    >/dev/null
 	@s=$(GS_DIR)/out; cat $$s/summary.txt; \
 	if grep ' rc=' $$s/summary.txt | grep -v ' rc=0 '; then \
 	    echo "test-gpu-session: a step failed"; exit 1; fi; \
@@ -626,7 +671,9 @@ test-gpu-session: $(TOOLS) $(SAMPLES) $(EXAMPLES)
 	    grep -q "$$k" $$s/figures.txt || { cat $$s/figures.txt; \
 	    echo "test-gpu-session: no '$$k' in figures.txt"; exit 1; }; done; \
 	tar -tzf $$s/gpu-results.tar.gz | grep -q logs/train-c.log || { \
-	    echo "test-gpu-session: no logs in gpu-results.tar.gz"; exit 1; }
+	    echo "test-gpu-session: no logs in gpu-results.tar.gz"; exit 1; }; \
+	grep -q '^cuda-context .*rc=0 ' $$s/summary.txt || { \
+	    echo "test-gpu-session: the contexts phase did not run"; exit 1; }
 
 test-gpu: lib
 	$(MAKE) -C tests/gpu BUILD=$(abspath $(BUILD)) CUDA_HOME=$(CUDA_HOME) \
@@ -634,10 +681,15 @@ test-gpu: lib
 
 # Man pages, made from each tool's --help (tools/help2man.sh).
 MANPAGES := $(TOOLS:$(BUILD)/%=$(BUILD)/man/%.1)
-man: $(MANPAGES)
+# The API's pages (section 3), from the header's comments; MANIFEST lists
+# them.
+MAN3 := $(BUILD)/man/man3/MANIFEST
+man: $(MANPAGES) $(MAN3)
 $(BUILD)/man/%.1: $(BUILD)/% tools/help2man.sh
 	@mkdir -p $(@D)
 	tools/help2man.sh $< > $@
+$(MAN3): include/pinload.h include/pinload/version.h tools/man3.sh
+	tools/man3.sh include/pinload.h $(@D)
 
 TOOL_NAMES := $(notdir $(TOOLS))
 install: lib tools man
@@ -651,8 +703,15 @@ install: lib tools man
 	ln -sf libpinload.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libpinload.so
 	install -m 644 $(BUILD)/pinload.pc $(BUILD)/pinload-static.pc \
 	    $(DESTDIR)$(LIBDIR)/pkgconfig/
+	install -d $(DESTDIR)$(LIBDIR)/pinload-static \
+	    $(DESTDIR)$(LIBDIR)/cmake/pinload
+	ln -sf ../libpinload.a $(DESTDIR)$(LIBDIR)/pinload-static/libpinload.a
+	install -m 644 $(CMAKE_FILES) $(DESTDIR)$(LIBDIR)/cmake/pinload/
 	install -m 755 $(TOOLS) $(DESTDIR)$(BINDIR)/
 	install -m 644 $(MANPAGES) $(DESTDIR)$(MANDIR)/man1/
+	install -d $(DESTDIR)$(MANDIR)/man3
+	sed 's|^|$(BUILD)/man/man3/|' $(MAN3) | \
+	    xargs install -m 644 -t $(DESTDIR)$(MANDIR)/man3/
 
 uninstall:
 	rm -f $(DESTDIR)$(INCLUDEDIR)/pinload.h \
@@ -663,7 +722,11 @@ uninstall:
 	    $(DESTDIR)$(LIBDIR)/pkgconfig/pinload-static.pc \
 	    $(TOOL_NAMES:%=$(DESTDIR)$(BINDIR)/%) \
 	    $(TOOL_NAMES:%=$(DESTDIR)$(MANDIR)/man1/%.1)
-	rm -rf $(DESTDIR)$(INCLUDEDIR)/pinload
+	[ ! -f $(MAN3) ] || sed 's|^|$(DESTDIR)$(MANDIR)/man3/|' $(MAN3) | \
+	    xargs rm -f
+	rm -rf $(DESTDIR)$(INCLUDEDIR)/pinload \
+	    $(DESTDIR)$(LIBDIR)/pinload-static \
+	    $(DESTDIR)$(LIBDIR)/cmake/pinload
 
 # What the built libraries export, against include/pinload.sym.
 abi-check: lib

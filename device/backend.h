@@ -38,7 +38,9 @@ typedef struct backend_ops {
     int (*bind_thread)(backend *b);
     /* Make the backend's device current on a caller's thread for the
      * duration of a call (create, destroy); [out] *saved is what leave()
-     * restores, so no call leaves the caller on another device. */
+     * restores, so no call leaves the caller on another device, and none
+     * creates a context on a device the caller did not use (CUDA: the
+     * loader's primary context pushed, then popped). */
     int (*enter)(backend *b, int *saved);
     void (*leave)(backend *b, int saved);
     /* Queue a host-to-device copy of n bytes on s. */
@@ -58,12 +60,20 @@ typedef struct backend_ops {
     int (*sync_ready)(backend *b, be_stream *s);
     /* The ready event, as the public pl_batch shows it; NULL on host. */
     struct CUevent_st *(*ready_event)(be_stream *s);
-    /* Record s's release event on the caller's stream (pl_loader_release). */
-    int (*record_release)(backend *b, be_stream *s, struct CUstream_st *user);
-    /* Make work queued on s from now on wait for the release event. */
+    /* Record s's release event number `slot` (0 .. PL_RELEASE_STREAMS_MAX
+     * - 1) on the caller's stream `user` (pl_loader_release: NULL and
+     * cudaStreamPerThread name the backend's device's); slot 0 starts a
+     * new release, forgetting the last one's events. Any thread. */
+    int (*record_release)(backend *b, be_stream *s, int slot,
+                          struct CUstream_st *user);
+    /* Make work queued on s from now on wait for the release events. */
     int (*wait_released)(backend *b, be_stream *s);
     /* Block until everything queued on s, callbacks included, is done. */
     int (*sync)(backend *b, be_stream *s);
+    /* sync for at most `ms` milliseconds (< 0: no limit): 0 once s is
+     * done, PL_ECUDA if its device failed (nothing queued will run), 1 if
+     * work queued on it still runs (the caller's kernels it waits for). */
+    int (*drain)(backend *b, be_stream *s, int ms);
     /* Block until the caller's stream `user` has done its work so far: what
      * pl_loader_release falls back on when the release event cannot be
      * recorded. */
@@ -96,22 +106,26 @@ struct backend {
 };
 
 /* Open the backend for config.device: PL_DEVICE_HOST, PL_DEVICE_AUTO (the
- * calling thread's current CUDA device) or an ordinal (PL_DEVICE_LOCAL_RANK
- * resolved by the caller). AUTO falls back to host, with the reason in
+ * calling thread's current CUDA device), PL_DEVICE_LOCAL_RANK (the ordinal
+ * local_rank, or 0 with a notice where the process sees one device alone,
+ * as when each rank is given its GPU through CUDA_VISIBLE_DEVICES) or an
+ * ordinal. AUTO falls back to host, with the reason in
  * b->name, when no CUDA driver or device is usable; an ordinal that cannot
  * be had is an error naming it (PL_EINVAL beyond the devices present,
  * PL_ECUDA when none is usable). The calling thread's current device is
  * left as it was. */
-int backend_open(backend **out, int device, logger *lg);
+int backend_open(backend **out, int device, int local_rank, logger *lg);
 void backend_close(backend *b);
 
-/* pl_batch_wait's work: make `stream` wait for `ev` (never NULL here). */
-int backend_stream_wait(struct CUstream_st *stream, struct CUevent_st *ev);
+/* pl_batch_wait's work: make `stream` (NULL, cudaStreamLegacy and
+ * cudaStreamPerThread: of s's device) wait for s's ready event; any
+ * thread, whatever device it has current, which it keeps. */
+int backend_stream_wait(be_stream *s, struct CUstream_st *stream);
 
 /* The implementations, for backend_open alone. */
 int backend_host_open(backend **out, logger *lg, const char *why);
-int backend_cuda_open(backend **out, int device, logger *lg, char *why,
-                      size_t why_cap);
-int backend_cuda_stream_wait(struct CUstream_st *stream, struct CUevent_st *ev);
+int backend_cuda_open(backend **out, int device, int local_rank, logger *lg,
+                      char *why, size_t why_cap);
+int backend_cuda_stream_wait(be_stream *s, struct CUstream_st *stream);
 
 #endif

@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include <cuda.h> /* the driver's types only: libcuda is not linked */
 #include <cuda_runtime_api.h>
 
 #include "backend.h"
@@ -18,6 +20,34 @@
 #ifdef PL_HAVE_NVCC
 #include "normalize.h"
 #endif
+
+/* Which thread calls the runtime, with which context current (see
+ * docs/ARCHITECTURE.md, Threads): the loader's own threads (the
+ * prefetcher) chose the loader's device with cudaSetDevice (bind_thread)
+ * and keep it; a caller's thread is never moved: every call made on it runs
+ * between enter() and leave(), which push the loader's primary context
+ * onto the thread's stack of current contexts and pop it again. Since CUDA
+ * 12 cudaSetDevice "will also immediately initialize the runtime state on
+ * the primary context" of the device it selects, so restoring a caller's
+ * device with it would create a context (hundreds of MB) on a device the
+ * caller never used, GPU 0 for a thread that never chose one, and fail on
+ * an exclusive-process GPU another process holds; pushing and popping
+ * touches the loader's device alone. The driver's context calls are
+ * reached through the runtime (cudaGetDriverEntryPointByVersion), so
+ * libcuda is not linked. */
+typedef CUresult(CUDAAPI *pfn_retain)(CUcontext *, CUdevice);
+typedef CUresult(CUDAAPI *pfn_release)(CUdevice);
+typedef CUresult(CUDAAPI *pfn_push)(CUcontext);
+typedef CUresult(CUDAAPI *pfn_pop)(CUcontext *);
+
+typedef struct cuda_backend {
+    backend pub;   /* first: the backend * the loader holds is this */
+    CUcontext ctx; /* the loader's device's primary context, retained */
+    pfn_retain retain;
+    pfn_release release;
+    pfn_push push;
+    pfn_pop pop;
+} cuda_backend;
 
 #define TIMED_COPIES 8 /* copies in flight per stream before one is waited */
 
@@ -34,10 +64,14 @@ typedef struct timed_copy {
 } timed_copy;
 
 struct be_stream {
+    backend *be; /* the device the stream and its events belong to */
     cudaStream_t stream;
     cudaEvent_t ready;
-    cudaEvent_t release;
-    int release_recorded;
+    /* One per stream the caller released the batch on (a batch read on
+     * several, by DLPack consumers say, is released after all of them);
+     * bit i of release_recorded: release[i] holds the last release's. */
+    cudaEvent_t release[PL_RELEASE_STREAMS_MAX];
+    unsigned release_recorded;
     /* The timing pairs: the prefetcher reserves one, a stats query
      * harvests the completed ones. Held only for that bookkeeping, never
      * across a CUDA call that may block (a copy from pageable or managed
@@ -48,10 +82,32 @@ struct be_stream {
     uint64_t ns_done, bytes_done; /* harvested, not yet reported */
 };
 
+/* A failed runtime call leaves its error pending on the calling thread
+ * ("Returns the last error that has been produced by any of the runtime
+ * calls in the same instance of the CUDA Runtime library in the host
+ * thread", cudaGetLastError). pinload reports what it handles through its
+ * own status, so it takes the error back: otherwise the caller's next
+ * launch check (PyTorch's C10_CUDA_KERNEL_LAUNCH_CHECK, say) would fail on
+ * code that did nothing wrong. A sticky error stays: CUDA keeps it for
+ * every call in the context. */
+static void clear_error(cudaError_t e)
+{
+    if (e != cudaSuccess && e != cudaErrorNotReady)
+        (void)cudaGetLastError();
+}
+
 static int cuda_fail(cudaError_t e, const char *what)
 {
+    clear_error(e);
     return err_set(PL_ECUDA, "%s: %s (%s)", what, cudaGetErrorString(e),
                    cudaGetErrorName(e));
+}
+
+/* A call whose failure changes nothing for pinload (a free at teardown):
+ * its error is not left to the caller either. */
+static void quiet(cudaError_t e)
+{
+    clear_error(e);
 }
 
 #define CK(call)                                                               \
@@ -101,9 +157,9 @@ static void host_free(backend *b, void *p, size_t n, hostmem kind)
     if (!p)
         return;
     if (kind == HOSTMEM_PINNED)
-        cudaFreeHost(p);
+        quiet(cudaFreeHost(p));
     else if (kind == HOSTMEM_MANAGED)
-        cudaFree(p);
+        quiet(cudaFree(p));
     else
         free(p);
 }
@@ -119,7 +175,7 @@ static void dev_free(backend *b, void *p)
 {
     (void)b;
     if (p)
-        cudaFree(p);
+        quiet(cudaFree(p));
 }
 
 static void stream_destroy(backend *b, be_stream *s)
@@ -128,16 +184,17 @@ static void stream_destroy(backend *b, be_stream *s)
     if (!s)
         return;
     if (s->stream)
-        cudaStreamDestroy(s->stream);
+        quiet(cudaStreamDestroy(s->stream));
     if (s->ready)
-        cudaEventDestroy(s->ready);
-    if (s->release)
-        cudaEventDestroy(s->release);
+        quiet(cudaEventDestroy(s->ready));
+    for (int i = 0; i < PL_RELEASE_STREAMS_MAX; i++)
+        if (s->release[i])
+            quiet(cudaEventDestroy(s->release[i]));
     for (int i = 0; i < TIMED_COPIES; i++) {
         if (s->timed[i].start)
-            cudaEventDestroy(s->timed[i].start);
+            quiet(cudaEventDestroy(s->timed[i].start));
         if (s->timed[i].end)
-            cudaEventDestroy(s->timed[i].end);
+            quiet(cudaEventDestroy(s->timed[i].end));
     }
     pthread_mutex_destroy(&s->mu);
     free(s);
@@ -148,13 +205,14 @@ static int stream_create(backend *b, be_stream **out)
     be_stream *s = calloc(1, sizeof *s);
     if (!s)
         return PL_ENOMEM;
+    s->be = b;
     pthread_mutex_init(&s->mu, NULL);
     cudaError_t e =
         cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking);
     if (e == cudaSuccess)
         e = cudaEventCreateWithFlags(&s->ready, cudaEventDisableTiming);
-    if (e == cudaSuccess)
-        e = cudaEventCreateWithFlags(&s->release, cudaEventDisableTiming);
+    for (int i = 0; i < PL_RELEASE_STREAMS_MAX && e == cudaSuccess; i++)
+        e = cudaEventCreateWithFlags(&s->release[i], cudaEventDisableTiming);
     for (int i = 0; i < TIMED_COPIES && e == cudaSuccess; i++) {
         e = cudaEventCreate(&s->timed[i].start);
         if (e == cudaSuccess)
@@ -174,18 +232,32 @@ static int bind_thread(backend *b)
     return 0;
 }
 
+/* "Pushes the given context ctx onto the CPU thread's stack of current
+ * contexts" (cuCtxPushCurrent): the runtime then works on the loader's
+ * device, whatever the thread had current, and creates nothing anywhere
+ * else. *saved is unused: the stack keeps what leave() restores. */
 static int enter(backend *b, int *saved)
 {
-    CK(cudaGetDevice(saved));
-    if (*saved != b->device)
-        CK(cudaSetDevice(b->device));
+    const cuda_backend *cb = (const cuda_backend *)b;
+    *saved = 0;
+    const CUresult r = cb->push(cb->ctx);
+    if (r != CUDA_SUCCESS)
+        return err_set(PL_ECUDA,
+                       "cuCtxPushCurrent (the primary context of CUDA "
+                       "device %d): driver error %d",
+                       b->device, (int)r);
     return 0;
 }
 
+/* "If a context was current to the CPU thread before cuCtxCreate() or
+ * cuCtxPushCurrent() was called, this function makes that context current
+ * to the CPU thread again" (cuCtxPopCurrent): none, if there was none. */
 static void leave(backend *b, int saved)
 {
-    if (saved != b->device)
-        cudaSetDevice(saved);
+    (void)saved;
+    const cuda_backend *cb = (const cuda_backend *)b;
+    CUcontext was;
+    (void)cb->pop(&was);
 }
 
 /* Moves a completed copy's time to the harvested totals; s->mu held. A
@@ -230,8 +302,17 @@ static int copy(backend *b, be_stream *s, void *dst, const void *src, size_t n)
     if (t)
         e = cudaEventRecord(t->start, s->stream);
     if (e == cudaSuccess) {
+        /* cudaMemcpyDefault, not HostToDevice: a managed ring was just
+         * prefetched to the device (migrate), and "Calling cudaMemcpy()
+         * with dst and src pointers that do not match the direction of the
+         * copy results in an undefined behavior"; "Passing
+         * cudaMemcpyDefault is recommended, in which case the type of
+         * transfer is inferred from the pointer values. However,
+         * cudaMemcpyDefault is only allowed on systems that support unified
+         * virtual addressing" (cudaMemcpyAsync, Runtime API; checked at
+         * open). */
         what = "cudaMemcpyAsync";
-        e = cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, s->stream);
+        e = cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, s->stream);
     }
     if (t && e == cudaSuccess) {
         what = "cudaEventRecord (copy end)";
@@ -246,16 +327,23 @@ static int copy(backend *b, be_stream *s, void *dst, const void *src, size_t n)
     return e == cudaSuccess ? 0 : cuda_fail(e, what);
 }
 
+/* Called by pl_loader_stats, on any thread: the event queries run with the
+ * loader's context pushed (without it the runtime would initialise a
+ * context on the thread's device, GPU 0 for a monitoring thread). */
 static void copy_time(backend *b, be_stream *s, uint64_t *ns, uint64_t *bytes)
 {
-    (void)b;
+    int saved;
+    const int entered = enter(b, &saved) == 0;
     pthread_mutex_lock(&s->mu);
-    for (int i = 0; i < TIMED_COPIES; i++)
-        harvest(s, &s->timed[i]);
+    if (entered)
+        for (int i = 0; i < TIMED_COPIES; i++)
+            harvest(s, &s->timed[i]);
     *ns += s->ns_done;
     *bytes += s->bytes_done;
     s->ns_done = s->bytes_done = 0;
     pthread_mutex_unlock(&s->mu);
+    if (entered)
+        leave(b, saved);
 }
 
 static int migrate(backend *b, be_stream *s, const void *p, size_t n)
@@ -298,31 +386,39 @@ static struct CUevent_st *ready_event(be_stream *s)
     return s->ready;
 }
 
-static int enter(backend *b, int *saved);
-static void leave(backend *b, int saved);
-
-/* NULL is the legacy default stream of the loader's device (CUDA would take
- * the calling thread's, where the event, of the loader's device, cannot be
- * recorded). */
-static int record_release(backend *b, be_stream *s, struct CUstream_st *user)
+/* On the caller's thread (pl_loader_release, a DLPack deleter), with the
+ * loader's context pushed: NULL, cudaStreamLegacy and cudaStreamPerThread
+ * then name the streams of the loader's device ("the legacy default
+ * stream ... associated with the current device"), which the event, of
+ * that device, can be recorded on; an explicit stream of another device is
+ * refused by CUDA ("event and stream must be on the same CUDA context")
+ * and the caller falls back on sync_user. */
+static int record_release(backend *b, be_stream *s, int slot,
+                          struct CUstream_st *user)
 {
-    int saved = b->device;
-    if (!user && enter(b, &saved) < 0)
+    if (slot == 0)
+        s->release_recorded = 0; /* a new release: the last one's are done
+                                    with once the next copy waited */
+    int saved;
+    if (enter(b, &saved) < 0)
         return PL_ECUDA;
-    const cudaError_t e = cudaEventRecord(s->release, user);
-    if (!user)
+    const cudaError_t e = cudaEventRecord(s->release[slot], user);
+    if (e != cudaSuccess) {
+        const int rc = cuda_fail(e, "cudaEventRecord (release)");
         leave(b, saved);
-    if (e != cudaSuccess)
-        return cuda_fail(e, "cudaEventRecord (release)");
-    s->release_recorded = 1;
+        return rc;
+    }
+    leave(b, saved);
+    s->release_recorded |= 1u << slot;
     return 0;
 }
 
 static int wait_released(backend *b, be_stream *s)
 {
     (void)b;
-    if (s->release_recorded)
-        CK(cudaStreamWaitEvent(s->stream, s->release, 0));
+    for (int i = 0; i < PL_RELEASE_STREAMS_MAX; i++)
+        if (s->release_recorded & (1u << i))
+            CK(cudaStreamWaitEvent(s->stream, s->release[i], 0));
     return 0;
 }
 
@@ -333,11 +429,38 @@ static int stream_sync(backend *b, be_stream *s)
     return 0;
 }
 
-static int sync_user(backend *b, struct CUstream_st *user)
+/* Polls, so the wait has a bound: a stream waiting for a caller's kernel
+ * that never ends (a collective whose peer died) must not hang destroy.
+ * On the calling thread, with the loader's context current (destroy). */
+static int drain(backend *b, be_stream *s, int ms)
 {
     (void)b;
-    CK(cudaStreamSynchronize(user));
-    return 0;
+    if (ms < 0) {
+        CK(cudaStreamSynchronize(s->stream));
+        return 0;
+    }
+    const struct timespec tick = {0, 1000000}; /* 1 ms */
+    for (int waited = 0;; waited++) {
+        const cudaError_t e = cudaStreamQuery(s->stream);
+        if (e == cudaSuccess)
+            return 0;
+        if (e != cudaErrorNotReady)
+            return cuda_fail(e, "cudaStreamQuery");
+        if (waited >= ms)
+            return 1;
+        nanosleep(&tick, NULL);
+    }
+}
+
+static int sync_user(backend *b, struct CUstream_st *user)
+{
+    int saved;
+    if (enter(b, &saved) < 0)
+        return PL_ECUDA;
+    const cudaError_t e = cudaStreamSynchronize(user);
+    const int rc = e == cudaSuccess ? 0 : cuda_fail(e, "cudaStreamSynchronize");
+    leave(b, saved);
+    return rc;
 }
 
 static int query(backend *b, be_stream *s)
@@ -365,7 +488,10 @@ static int normalize(backend *b, be_stream *s, void *dst, const void *src,
 
 static void cuda_close(backend *b)
 {
-    free(b);
+    cuda_backend *cb = (cuda_backend *)b;
+    if (cb->ctx)
+        (void)cb->release(b->device);
+    free(cb);
 }
 
 static const backend_ops cuda_ops = {
@@ -388,6 +514,7 @@ static const backend_ops cuda_ops = {
     .record_release = record_release,
     .wait_released = wait_released,
     .sync = stream_sync,
+    .drain = drain,
     .sync_user = sync_user,
     .query = query,
 #ifdef PL_HAVE_NVCC
@@ -396,15 +523,89 @@ static const backend_ops cuda_ops = {
     .close = cuda_close,
 };
 
+/* The driver function `name`, through the runtime, or NULL. */
+static void *driver_fn(const char *name)
+{
+    void *fn = NULL;
+#if CUDART_VERSION >= 12000
+    enum cudaDriverEntryPointQueryResult found =
+        cudaDriverEntryPointSymbolNotFound;
+#if CUDART_VERSION >= 12050
+    const cudaError_t e = cudaGetDriverEntryPointByVersion(
+        name, &fn, 12000, cudaEnableDefault, &found);
+#else
+    const cudaError_t e =
+        cudaGetDriverEntryPoint(name, &fn, cudaEnableDefault, &found);
+#endif
+    const int ok = found == cudaDriverEntryPointSuccess;
+#else /* CUDA 11.3 to 11.8: no status; fn stays NULL when not found */
+    const cudaError_t e = cudaGetDriverEntryPoint(name, &fn, cudaEnableDefault);
+    const int ok = 1;
+#endif
+    clear_error(e);
+    return e == cudaSuccess && ok ? fn : NULL;
+}
+
+/* The context calls, and the device's primary context retained for the
+ * loader's life ("Once the user successfully retains the primary context,
+ * the primary context will be active and available to the user until the
+ * user releases it", cuDevicePrimaryCtxRetain): the one context pinload
+ * ever creates, on the loader's own device. */
+static int context_open(cuda_backend *cb, int ordinal)
+{
+    cb->retain = (pfn_retain)driver_fn("cuDevicePrimaryCtxRetain");
+    cb->release = (pfn_release)driver_fn("cuDevicePrimaryCtxRelease");
+    cb->push = (pfn_push)driver_fn("cuCtxPushCurrent");
+    cb->pop = (pfn_pop)driver_fn("cuCtxPopCurrent");
+    if (!cb->retain || !cb->release || !cb->push || !cb->pop)
+        return err_set(PL_ECUDA,
+                       "pl_loader_create: the CUDA driver's context calls "
+                       "(cuDevicePrimaryCtxRetain, cuCtxPushCurrent...) are "
+                       "not available through cudaGetDriverEntryPoint; a "
+                       "driver for CUDA 12 or later is needed");
+    const CUresult r = cb->retain(&cb->ctx, ordinal);
+    if (r != CUDA_SUCCESS) {
+        cb->ctx = NULL;
+        return err_set(PL_ECUDA,
+                       "pl_loader_create: config.device: CUDA device %d: "
+                       "its primary context cannot be had (driver error "
+                       "%d%s)",
+                       ordinal, (int)r,
+                       r == CUDA_ERROR_DEVICE_UNAVAILABLE
+                           ? ": busy, or in exclusive-process mode and used "
+                             "by another process"
+                           : "");
+    }
+    return 0;
+}
+
 /* Returns 0 with *out set; PL_ECUDA with `why` saying why the host backend
  * should be used, for AUTO; an error naming the ordinal otherwise. */
-int backend_cuda_open(backend **out, int device, logger *lg, char *why,
-                      size_t why_cap)
+int backend_cuda_open(backend **out, int device, int local_rank, logger *lg,
+                      char *why, size_t why_cap)
 {
-    int count = 0, ordinal = device;
+    int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e == cudaSuccess && count == 0)
         e = cudaErrorNoDevice;
+    if (device == PL_DEVICE_LOCAL_RANK) {
+        /* A launcher that gives each rank its own GPU through
+         * CUDA_VISIBLE_DEVICES leaves each process one device, ordinal 0,
+         * whatever its local rank ("CUDA applications will only see those
+         * devices whose index ... is in the sequence", CUDA_VISIBLE_DEVICES,
+         * Programming Guide, CUDA Environment Variables). */
+        device = local_rank;
+        if (e == cudaSuccess && count == 1 && local_rank > 0) {
+            const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+            log_msg(lg, PL_LOG_NOTICE,
+                    "config.device: local rank %d, but this process sees "
+                    "one CUDA device (CUDA_VISIBLE_DEVICES=%.40s): using "
+                    "it, device 0",
+                    local_rank, vis ? vis : "unset");
+            device = 0;
+        }
+    }
+    int ordinal = device;
     if (e == cudaSuccess && device == PL_DEVICE_AUTO)
         e = cudaGetDevice(&ordinal); /* the caller's, as CUDA users expect */
     int driver = -1;
@@ -444,9 +645,31 @@ int backend_cuda_open(backend **out, int device, logger *lg, char *why,
                              "device %d is unusable: %s",
                              ordinal, cudaGetErrorString(e));
     }
-    backend *b = calloc(1, sizeof *b);
-    if (!b)
+    if (!prop.unifiedAddressing)
+        return err_set(PL_ECUDA,
+                       "pl_loader_create: CUDA device %d lacks unified "
+                       "addressing, which pinload's copies need",
+                       ordinal);
+    cuda_backend *cb = calloc(1, sizeof *cb);
+    if (!cb)
         return err_set(PL_ENOMEM, "pl_loader_create: out of memory");
+    int rc = context_open(cb, ordinal);
+    backend *b = &cb->pub;
+    b->device = ordinal;
+#ifdef PL_HAVE_NVCC
+    int saved;
+    if (rc == 0 && (rc = enter(b, &saved)) == 0) {
+        const cudaError_t le = (cudaError_t)gpu_normalize_load();
+        if (le != cudaSuccess)
+            rc = cuda_fail(le, "pl_loader_create: loading the normalize "
+                               "kernel");
+        leave(b, saved);
+    }
+#endif
+    if (rc < 0) {
+        cuda_close(b);
+        return rc;
+    }
     b->ops = &cuda_ops;
     b->kind = PL_BACKEND_CUDA;
     b->device = ordinal;
@@ -457,11 +680,25 @@ int backend_cuda_open(backend **out, int device, logger *lg, char *why,
     return 0;
 }
 
-int backend_cuda_stream_wait(struct CUstream_st *stream, struct CUevent_st *ev)
+/* pl_batch_wait, on the caller's thread with the loader's context pushed:
+ * NULL, cudaStreamLegacy and cudaStreamPerThread then name the loader's
+ * device's streams, the ones its kernels reading the batch run on. Without
+ * it a thread whose current device is another would order that device's
+ * default stream ("event may be from a different device than
+ * stream", cudaStreamWaitEvent) and the kernels could read a half-copied
+ * batch. */
+int backend_cuda_stream_wait(be_stream *s, struct CUstream_st *stream)
 {
-    const cudaError_t e = cudaStreamWaitEvent(stream, ev, 0);
-    if (e != cudaSuccess)
-        return err_set(PL_ECUDA, "pl_batch_wait: cudaStreamWaitEvent: %s",
-                       cudaGetErrorString(e));
-    return 0;
+    int saved;
+    if (enter(s->be, &saved) < 0)
+        return PL_ECUDA;
+    const cudaError_t e = cudaStreamWaitEvent(stream, s->ready, 0);
+    int rc = 0;
+    if (e != cudaSuccess) {
+        clear_error(e);
+        rc = err_set(PL_ECUDA, "pl_batch_wait: cudaStreamWaitEvent: %s",
+                     cudaGetErrorString(e));
+    }
+    leave(s->be, saved);
+    return rc;
 }

@@ -155,10 +155,20 @@ static struct CUevent_st *ready_event(be_stream *s)
     return NULL;
 }
 
-static int record_release(backend *b, be_stream *s, struct CUstream_st *user)
+static int drain(backend *b, be_stream *s, int ms)
 {
     (void)b;
     (void)s;
+    (void)ms;
+    return 0;
+}
+
+static int record_release(backend *b, be_stream *s, int slot,
+                          struct CUstream_st *user)
+{
+    (void)b;
+    (void)s;
+    (void)slot;
     (void)user;
     return 0;
 }
@@ -188,6 +198,7 @@ static const backend_ops host_ops = {
     .record_release = record_release,
     .wait_released = stream_nothing,
     .sync = stream_nothing,
+    .drain = drain,
     .sync_user = user_nothing,
     .query = stream_nothing,
     .close = host_close,

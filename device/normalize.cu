@@ -40,6 +40,21 @@ normalize_kernel(T *__restrict__ dst, const uint8_t *__restrict__ src,
     }
 }
 
+/* "Lazy Loading delays loading of CUDA modules and kernels from program
+ * initalization closer to kernels execution" (Programming Guide, Lazy
+ * Loading; on by default on Linux since CUDA 12.2): without this the
+ * first batch of a training run would load the module, which takes the
+ * context's lock and can wait behind other work (NCCL's kernels)
+ * mid-training. cudaFuncGetAttributes loads the function now, at create. */
+extern "C" int gpu_normalize_load(void)
+{
+    struct cudaFuncAttributes a;
+    cudaError_t e = cudaFuncGetAttributes(&a, normalize_kernel<float>);
+    if (e == cudaSuccess)
+        e = cudaFuncGetAttributes(&a, normalize_kernel<uint16_t>);
+    return (int)e;
+}
+
 extern "C" int gpu_normalize(struct CUstream_st *stream, void *dst,
                              const void *src, const int32_t *status, int count,
                              int width, int height, int half,
@@ -50,6 +65,11 @@ extern "C" int gpu_normalize(struct CUstream_st *stream, void *dst,
     const int threads = 256;
     size_t blocks = (pixels + threads - 1) / threads;
     blocks = blocks > 4096 ? 4096 : blocks;
+    /* The launch's own error, not an earlier one: this runs on the
+     * prefetcher's thread, whose failed calls pinload has handled (and
+     * cleared) already, so whatever is pending here is stale. A sticky
+     * error stays, and the launch reports it, as it should. */
+    (void)cudaGetLastError();
     if (half)
         normalize_kernel<uint16_t><<<(unsigned)blocks, threads, 0, stream>>>(
             (uint16_t *)dst, (const uint8_t *)src, (const uint16_t *)lut, plane,

@@ -21,6 +21,10 @@ int gpu_normalize(struct CUstream_st *stream, void *dst, const void *src,
                   const int32_t *status, int count, int width, int height,
                   int half, int channels_last, const void *lut);
 
+/* Load the kernels into the current context now rather than at their
+ * first launch (lazy loading). 0, or the cudaError_t. */
+int gpu_normalize_load(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -444,7 +444,10 @@ PL_EXPORT int pl_loader_create_sized(const pl_config *cfg, size_t size,
  * Threads waiting in pl_loader_next return PL_ECLOSED first. Returns once
  * every worker has finished the sample in hand: within the decode's time
  * limit (config.max_decode_ms, 5 s by default) plus one file read,
- * whatever the data. NULL is a no-op. */
+ * whatever the data. The wait for the caller's kernels on released batches
+ * has the same bound: past it, the buffers they still use (and the host
+ * ring) are left allocated rather than freed under them, with a warning.
+ * NULL is a no-op. */
 PL_EXPORT void pl_loader_destroy(pl_loader *l);
 
 /* The next batch of the current epoch, in order, waiting for it if needed.
@@ -463,8 +466,12 @@ PL_EXPORT int pl_loader_next(pl_loader *l, const pl_batch **out);
  * work queued on `stream` up to now (the caller's kernels reading it) has
  * completed; the host does not wait. `stream` must be a stream of the
  * loader's device (NULL: the legacy default stream of the loader's device,
- * whatever the calling thread's current device); it is ignored on the host
- * backend. PL_EINVAL if b is not a batch of l that is held; otherwise the
+ * cudaStreamPerThread: the calling thread's per-thread default stream of
+ * it, whatever the calling thread's current device, which the call leaves
+ * as it was); it is ignored on the host backend. The per-thread stream of
+ * another thread cannot be named: release work queued there from that
+ * thread, or on NULL (the legacy stream waits for every per-thread
+ * stream). PL_EINVAL if b is not a batch of l that is held; otherwise the
  * batch is no longer the caller's when the call returns, whatever it
  * returns. PL_ECUDA if the release event could not be recorded on
  * `stream` (a stream of another device, say): the host then waited for
@@ -473,9 +480,26 @@ PL_EXPORT int pl_loader_next(pl_loader *l, const pl_batch **out);
 PL_EXPORT int pl_loader_release(pl_loader *l, const pl_batch *b,
                                 struct CUstream_st *stream);
 
+/* pl_loader_release for a batch read on several streams (each DLPack
+ * consumer's, say): the buffer is refilled only after the work queued so
+ * far on every one of streams[0 .. n), 1 <= n <= PL_RELEASE_STREAMS_MAX,
+ * each taken as pl_loader_release takes its `stream`. PL_EINVAL for n out
+ * of range; otherwise as pl_loader_release. */
+#define PL_RELEASE_STREAMS_MAX 8
+PL_EXPORT int pl_loader_release_streams(pl_loader *l, const pl_batch *b,
+                                        struct CUstream_st *const *streams,
+                                        int n);
+
 /* Make `stream` wait until b's pixels are on the device, without blocking
- * the host (cudaStreamWaitEvent on b->ready). No-op on the host backend. */
+ * the host (cudaStreamWaitEvent on b->ready); b as pl_loader_next gave it
+ * (a batch's pointer, not a copy). NULL, cudaStreamLegacy and
+ * cudaStreamPerThread name the streams of the loader's device, whatever
+ * the calling thread's current device, which the call leaves as it was.
+ * No-op on the host backend. */
 PL_EXPORT int pl_batch_wait(const pl_batch *b, struct CUstream_st *stream);
+
+/* ---------------------------------------------------------------------------
+ * What a loader is */
 
 /* What a loader is, once created. Thread safety: the caller's copy,
  * filled during the call and never touched after it. */
@@ -531,6 +555,9 @@ PL_EXPORT int pl_loader_read_sample(const pl_loader *l, int64_t index,
 PL_EXPORT int pl_loader_epoch_order(const pl_loader *l, int64_t epoch,
                                     int64_t *order, int64_t n);
 
+/* ---------------------------------------------------------------------------
+ * Where a loader stands */
+
 /* [out] *state: where l stands: after the last batch pl_loader_next returned
  * (released or not), or at the start of the epoch after the last
  * PL_EPOCH_END. A loader created with config.resume pointing at it delivers
@@ -548,6 +575,9 @@ PL_EXPORT int pl_loader_state(const pl_loader *l, pl_state *state);
  * are not a state this version reads (damaged, or of another format). */
 PL_EXPORT int pl_state_get(const pl_state *state, int64_t *epoch,
                            int64_t *batch, int64_t *position);
+
+/* ---------------------------------------------------------------------------
+ * What a loader did */
 
 /* Counters since create; times are summed over threads, in nanoseconds.
  * Thread safety: the caller's copy, a snapshot taken during the call. */

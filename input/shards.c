@@ -481,6 +481,83 @@ static int reserve_fds(int n, logger *lg)
     return 0;
 }
 
+/* The class names of a pack: classes.txt in the first shard's folder
+ * (pinload-pack writes it), one per line, label 0 first. 0 if there is
+ * none (the names are then the decimal labels), 1 once they are all in
+ * the catalog; or an error naming the file and the line: an empty or
+ * repeated name, or fewer names than the shards' labels need. */
+static int read_classes(catalog *cat, const char *first, int32_t max_label,
+                        logger *lg)
+{
+    const char *slash = strrchr(first, '/');
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%.*sclasses.txt",
+                 slash ? (int)(slash - first + 1) : 0,
+                 first) >= (int)sizeof path)
+        return 0;
+    const char *why;
+    FILE *f = file_open_regular(path, &why);
+    if (!f) {
+        if (errno == ENOENT)
+            return 0;
+        return err_set(PL_EIO, "pl_loader_create: %s: %s", path, why);
+    }
+    char *line = NULL, **names = NULL;
+    size_t cap = 0;
+    int32_t n = 0, names_cap = 0;
+    int rc = 0;
+    ssize_t len;
+    while (rc == 0 && (len = getline(&line, &cap, f)) >= 0) {
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+            line[--len] = '\0';
+        if (len == 0) {
+            rc = err_set(PL_EINVAL,
+                         "pl_loader_create: %s, line %d: an empty class name",
+                         path, (int)n + 1);
+            break;
+        }
+        for (int32_t k = 0; k < n; k++)
+            if (strcmp(names[k], line) == 0)
+                rc = err_set(PL_EINVAL,
+                             "pl_loader_create: %s, line %d: class \"%s\" is "
+                             "named twice (line %d too)",
+                             path, (int)n + 1, line, (int)k + 1);
+        if (rc == 0 && n == names_cap) {
+            names_cap = names_cap ? 2 * names_cap : 64;
+            char **g = realloc(names, (size_t)names_cap * sizeof *g);
+            if (!g)
+                rc = PL_ENOMEM;
+            else
+                names = g;
+        }
+        if (rc == 0 && !(names[n] = strdup(line)))
+            rc = PL_ENOMEM;
+        if (rc == 0)
+            n++;
+    }
+    const int read_error = ferror(f);
+    fclose(f);
+    free(line);
+    if (rc == 0 && read_error)
+        rc = err_set(PL_EIO, "pl_loader_create: %s: read error", path);
+    if (rc == 0 && n <= max_label)
+        rc = err_set(PL_EINVAL,
+                     "pl_loader_create: %s names %d classes, but the shards "
+                     "hold label %d: it belongs to another pack",
+                     path, (int)n, (int)max_label);
+    for (int32_t k = 0; k < n; k++) {
+        if (rc == 0)
+            rc = catalog_add_class(cat, names[k]);
+        free(names[k]);
+    }
+    free(names);
+    if (rc == PL_ENOMEM)
+        return err_set(rc, "pl_loader_create: out of memory");
+    if (rc == 0)
+        log_msg(lg, PL_LOG_NOTICE, "%d class names from %s", (int)n, path);
+    return rc < 0 ? rc : 1;
+}
+
 int shards_read(catalog *cat, char **paths, int n, logger *lg)
 {
     qsort(paths, (size_t)n, sizeof *paths, cmp_path);
@@ -551,7 +628,11 @@ int shards_read(catalog *cat, char **paths, int n, logger *lg)
         log_msg(lg, PL_LOG_NOTICE,
                 "%d tar shard(s): %d indexed from their .idx file, %d read", n,
                 sidecars, n - sidecars);
-    for (int32_t c = 0; rc == 0 && c <= max_label; c++) {
+    int named = 0;
+    if (rc == 0 && n > 0 && (named = read_classes(cat, paths[0], max_label,
+                                                   lg)) < 0)
+        rc = named;
+    for (int32_t c = 0; rc == 0 && !named && c <= max_label; c++) {
         char name[16];
         snprintf(name, sizeof name, "%d", c);
         rc = catalog_add_class(cat, name);

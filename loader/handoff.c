@@ -62,16 +62,19 @@ static int upload_lut(handoff *h)
     return rc;
 }
 
-static void fini_buffer(handoff *h, dbuf *d)
+/* 1 if the buffer is still in use after `ms` and was left allocated. */
+static int fini_buffer(handoff *h, dbuf *d, int ms)
 {
     backend *be = h->cfg.be;
     if (d->stream) {
         /* The caller's kernels reading the batch it released last may
          * still run: the stream waits for them, and the host for the
          * stream (its copies and their callbacks) before anything is
-         * freed. */
+         * freed; for `ms` at most: past that, nothing of the buffer is
+         * freed under them, it is left allocated instead. */
         be->ops->wait_released(be, d->stream);
-        be->ops->sync(be, d->stream);
+        if (be->ops->drain(be, d->stream, ms) == 1)
+            return 1;
         be->ops->stream_destroy(be, d->stream);
     }
     if (d->dev)
@@ -86,6 +89,7 @@ static void fini_buffer(handoff *h, dbuf *d)
     free(d->indices);
     free(d->status);
     memset(d, 0, sizeof *d);
+    return 0;
 }
 
 /* The table holds at least `want` buffers (and the queue as many ids),
@@ -119,7 +123,7 @@ static int new_buffer(handoff *h, dbuf **out)
     dbuf *d = calloc(1, sizeof *d);
     int rc = d ? init_buffer(h, d) : err_set(PL_ENOMEM, "out of memory");
     if (rc < 0 && d) {
-        fini_buffer(h, d);
+        fini_buffer(h, d, -1);
         free(d);
     }
     *out = rc < 0 ? NULL : d;
@@ -155,14 +159,23 @@ int handoff_init(handoff *h, const handoff_config *cfg)
     return cfg->out->gpu_normalize ? upload_lut(h) : 0;
 }
 
-void handoff_fini(handoff *h)
+int handoff_fini(handoff *h, int ms)
 {
+    const uint64_t end =
+        clock_now_ns() + (uint64_t)(ms < 0 ? 0 : ms) * 1000000u;
+    int busy = 0;
     for (int i = 0; i < h->nbufs; i++) {
-        fini_buffer(h, h->bufs[i]);
-        free(h->bufs[i]);
+        const uint64_t now = clock_now_ns();
+        const int left = ms < 0       ? -1
+                         : now >= end ? 0
+                                      : (int)((end - now) / 1000000u);
+        const int in_use = fini_buffer(h, h->bufs[i], left);
+        if (!in_use)
+            free(h->bufs[i]); /* else left allocated, its stream too */
+        busy += in_use;
     }
     /* Every stream is idle now: no kernel reads the table any more. */
-    if (h->lut_dev)
+    if (h->lut_dev && !busy)
         h->cfg.be->ops->dev_free(h->cfg.be, h->lut_dev);
     free(h->bufs);
     free(h->queue);
@@ -170,30 +183,40 @@ void handoff_fini(handoff *h)
     pthread_cond_destroy(&h->user_cv);
     pthread_cond_destroy(&h->pf_cv);
     memset(h, 0, sizeof *h);
-}
-
-int handoff_check_streams(handoff *h)
-{
-    backend *be = h->cfg.be;
-    int rc = 0;
-    pthread_mutex_lock(&h->mu);
-    for (int i = 0; i < h->nbufs && rc == 0; i++)
-        rc = be->ops->query(be, h->bufs[i]->stream);
-    pthread_mutex_unlock(&h->mu);
-    return rc < 0 ? handoff_fail(h, PL_ECUDA, "%s", pl_last_error()) : 0;
-}
-
-void handoff_copy_time(handoff *h, uint64_t *ns, uint64_t *bytes)
-{
-    pthread_mutex_lock(&h->mu);
-    for (int i = 0; i < h->nbufs; i++)
-        h->cfg.be->ops->copy_time(h->cfg.be, h->bufs[i]->stream, ns, bytes);
-    pthread_mutex_unlock(&h->mu);
+    return busy;
 }
 
 const void *handoff_lut(const handoff *h)
 {
     return h->lut_dev;
+}
+
+/* Buffer i's stream, or NULL past the last buffer. The table may grow
+ * meanwhile, but a stream lives until fini: it is used without the lock,
+ * which no backend call is made under. */
+static be_stream *stream_at(handoff *h, int i)
+{
+    pthread_mutex_lock(&h->mu);
+    be_stream *s = i < h->nbufs ? h->bufs[i]->stream : NULL;
+    pthread_mutex_unlock(&h->mu);
+    return s;
+}
+
+int handoff_check_streams(handoff *h)
+{
+    backend *be = h->cfg.be;
+    be_stream *s;
+    for (int i = 0; (s = stream_at(h, i)); i++)
+        if (be->ops->query(be, s) < 0)
+            return handoff_fail(h, PL_ECUDA, "%s", pl_last_error());
+    return 0;
+}
+
+void handoff_copy_time(handoff *h, uint64_t *ns, uint64_t *bytes)
+{
+    be_stream *s;
+    for (int i = 0; (s = stream_at(h, i)); i++)
+        h->cfg.be->ops->copy_time(h->cfg.be, s, ns, bytes);
 }
 
 /* ---- the copy engine's side ---- */
@@ -216,8 +239,9 @@ int handoff_fail(handoff *h, int code, const char *fmt, ...)
 /* The caller holds every buffer and waits: one more, on the copy
  * engine's thread (where the device is bound), made without the lock
  * (device allocations take milliseconds). h->mu held; NULL if it could
- * not be had, with h->grow_msg saying why. */
-static dbuf *grow(handoff *h)
+ * not be had, with h->grow_msg saying why. *first: the pool's first
+ * growth, for the caller to say once it has let go of the lock. */
+static dbuf *grow(handoff *h, int *first)
 {
     const int n = h->nbufs;
     pthread_mutex_unlock(&h->mu);
@@ -227,7 +251,7 @@ static dbuf *grow(handoff *h)
     snprintf(why, sizeof why, "%s", d ? "" : pl_last_error());
     pthread_mutex_lock(&h->mu);
     if (d && reserve(h, h->nbufs + 1) < 0) {
-        fini_buffer(h, d);
+        fini_buffer(h, d, -1);
         free(d);
         d = NULL;
         snprintf(why, sizeof why, "out of memory");
@@ -239,24 +263,31 @@ static dbuf *grow(handoff *h)
     }
     h->bufs[h->nbufs++] = d;
     h->mirror_bytes_locked += d->mirror_locked;
-    if (n == h->cfg.nbufs && h->cfg.log) {
-        const size_t bytes =
-            h->cfg.out->sample_bytes * (size_t)h->cfg.batch_size;
-        char bound[64] = "no bound but memory";
-        if (h->cfg.max_bufs != INT_MAX)
-            snprintf(bound, sizeof bound, "at most %d", h->cfg.max_bufs);
-        log_msg(h->cfg.log, PL_LOG_NOTICE,
-                "the caller holds all %d batches and asks for another: a "
-                "device buffer of %zu bytes is added for each batch kept "
-                "(config.max_device_buffers: %s); said once",
-                n, bytes, bound);
-    }
+    *first = n == h->cfg.nbufs;
     return d;
+}
+
+/* The notice of the pool's first growth: without h->mu, as every log
+ * call (the user's callback may call back into the loader). */
+static void say_grown(handoff *h)
+{
+    if (!h->cfg.log)
+        return;
+    const size_t bytes = h->cfg.out->sample_bytes * (size_t)h->cfg.batch_size;
+    char bound[64] = "no bound but memory";
+    if (h->cfg.max_bufs != INT_MAX)
+        snprintf(bound, sizeof bound, "at most %d", h->cfg.max_bufs);
+    log_msg(h->cfg.log, PL_LOG_NOTICE,
+            "the caller holds all %d batches and asks for another: a device "
+            "buffer of %zu bytes is added for each batch kept "
+            "(config.max_device_buffers: %s); said once",
+            h->cfg.nbufs, bytes, bound);
 }
 
 dbuf *handoff_acquire(handoff *h)
 {
     dbuf *d = NULL;
+    int first = 0;
     pthread_mutex_lock(&h->mu);
     while (!h->stop && !d) {
         for (int k = 0; k < h->nbufs && !d; k++) {
@@ -269,7 +300,7 @@ dbuf *handoff_acquire(handoff *h)
         }
         if (!d && h->grow) {
             h->grow = 0;
-            d = grow(h);
+            d = grow(h, &first);
             pthread_cond_broadcast(&h->user_cv); /* a failure is EBUSY */
             if (!d)
                 continue; /* wait for a release */
@@ -286,6 +317,8 @@ dbuf *handoff_acquire(handoff *h)
         h->wants_buffer = 0;
     }
     pthread_mutex_unlock(&h->mu);
+    if (first)
+        say_grown(h);
     return d;
 }
 
@@ -462,7 +495,8 @@ void handoff_position(handoff *h, int64_t *epoch, int64_t *batch, int64_t *pos)
     pthread_mutex_unlock(&h->mu);
 }
 
-int handoff_release(handoff *h, const pl_batch *b, struct CUstream_st *stream)
+int handoff_release(handoff *h, const pl_batch *b,
+                    struct CUstream_st *const *streams, int n)
 {
     dbuf *d = NULL;
     int held = 0;
@@ -484,9 +518,14 @@ int handoff_release(handoff *h, const pl_batch *b, struct CUstream_st *stream)
     /* Without the lock: the fallback waits for the caller's stream. */
     backend *be = h->cfg.be;
     dbuf_state next = DBUF_FREE;
-    int rc = be->ops->record_release(be, d->stream, stream);
-    if (rc < 0)
-        rc = release_on_host(h, stream, &next);
+    int rc = 0;
+    for (int i = 0; i < n && next == DBUF_FREE; i++) {
+        int r = be->ops->record_release(be, d->stream, i, streams[i]);
+        if (r < 0)
+            r = release_on_host(h, streams[i], &next);
+        if (r < 0 && rc == 0)
+            rc = r;
+    }
     pthread_mutex_lock(&h->mu);
     d->state = next;
     h->held--;

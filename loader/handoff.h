@@ -114,8 +114,12 @@ typedef struct handoff {
 int handoff_init(handoff *h, const handoff_config *cfg);
 /* Wait for each buffer's stream (its copies, and the caller's kernels
  * reading the batch it released last) and free everything; once nothing
- * can use a buffer any more (after prefetch_stop), the device current. */
-void handoff_fini(handoff *h);
+ * can use a buffer any more (after prefetch_stop), the device current.
+ * The waits take `ms` milliseconds at most in all (< 0: no limit): a
+ * buffer whose stream still runs then is left allocated, its stream
+ * too (the ring slot its copies read, and their callback, must outlive
+ * it). Returns how many were. */
+int handoff_fini(handoff *h, int ms);
 
 /* Ask each buffer's stream whether it failed (be->ops->query); the first
  * failure sets the loader's error and is returned. Thread-safe. */
@@ -152,7 +156,8 @@ void handoff_stop(handoff *h);
 /* ---- the caller's side ---- */
 
 int handoff_next(handoff *h, const pl_batch **out);
-int handoff_release(handoff *h, const pl_batch *b, struct CUstream_st *stream);
+int handoff_release(handoff *h, const pl_batch *b,
+                    struct CUstream_st *const *streams, int n);
 /* Where the caller stands (see at_epoch); thread-safe. */
 void handoff_position(handoff *h, int64_t *epoch, int64_t *batch, int64_t *pos);
 /* Thread-safe. */

@@ -12,6 +12,7 @@
 #include "config.h"
 #include "../input/input.h"
 #include "abi.h"
+#include "../common/defaults.h"
 #include "../common/error.h"
 #include "failures.h"
 #include "handoff.h"
@@ -351,13 +352,6 @@ static void announce(pl_loader *l)
                                          : "pageable");
 }
 
-/* config.device as backend_open takes it: LOCAL_RANK becomes an ordinal. */
-static int device_wanted(const config_resolved *rc)
-{
-    return rc->cfg.device == PL_DEVICE_LOCAL_RANK ? rc->local_rank
-                                                  : rc->cfg.device;
-}
-
 /* The ring, the device buffers and the threads, made with the backend's
  * device current on the caller's thread, and the caller's put back. */
 static int start_on_device(pl_loader *l)
@@ -426,7 +420,7 @@ static int loader_create(const pl_config *cfg, pl_loader **out)
         goto fail;
     failures_init(&l->fails, catalog_size(&l->cat));
     l->have_fails = 1;
-    if ((rc = backend_open(&l->be, device_wanted(&l->rc), &l->log)) < 0)
+    if ((rc = backend_open(&l->be, c->device, l->rc.local_rank, &l->log)) < 0)
         goto fail;
     if ((rc = start_on_device(l)) < 0)
         goto fail;
@@ -464,9 +458,21 @@ PL_EXPORT void pl_loader_destroy(pl_loader *l)
     pool_destroy(l->pool);
     int saved = 0; /* frees on the loader's device, the caller's kept */
     const int entered = l->be && l->be->ops->enter(l->be, &saved) == 0;
+    /* The caller's kernels on released batches are waited for within the
+     * time limit that bounds the rest of destroy (max_decode_ms). */
+    const int32_t lim = l->rc.cfg.max_decode_ms;
+    const int ms = lim < 0 ? -1 : lim == 0 ? DEFAULT_MAX_DECODE_MS : lim;
+    int busy = 0;
     if (l->have_ho)
-        handoff_fini(&l->ho); /* waits for in-flight copies */
-    if (l->have_ring)
+        busy = handoff_fini(&l->ho, ms); /* waits for in-flight copies */
+    if (busy && l->have_log)
+        log_msg(&l->log, PL_LOG_WARNING,
+                "pl_loader_destroy: work on %d released batch%s still ran "
+                "after %d ms (the caller's kernels on the streams given to "
+                "pl_loader_release): %s device memory, streams and host "
+                "ring are left allocated rather than freed under it",
+                busy, busy == 1 ? "" : "es", ms, busy == 1 ? "its" : "their");
+    if (l->have_ring && !busy)
         ring_fini(&l->ring);
     if (entered)
         l->be->ops->leave(l->be, saved);
@@ -476,7 +482,8 @@ PL_EXPORT void pl_loader_destroy(pl_loader *l)
     catalog_close(&l->cat);
     if (l->have_log)
         logger_fini(&l->log);
-    free(l);
+    if (!busy) /* else the ring inside it is still the copies' */
+        free(l);
 }
 
 /* ---- per batch ---- */
@@ -498,7 +505,22 @@ PL_EXPORT int pl_loader_release(pl_loader *l, const pl_batch *b,
         return err_set(PL_EINVAL, "pl_loader_release: NULL argument");
     if (forked(l, "pl_loader_release"))
         return PL_EINVAL;
-    return handoff_release(&l->ho, b, stream);
+    return handoff_release(&l->ho, b, &stream, 1);
+}
+
+PL_EXPORT int pl_loader_release_streams(pl_loader *l, const pl_batch *b,
+                                        struct CUstream_st *const *streams,
+                                        int n)
+{
+    if (!l || !b || !streams)
+        return err_set(PL_EINVAL, "pl_loader_release_streams: NULL argument");
+    if (n < 1 || n > PL_RELEASE_STREAMS_MAX)
+        return err_set(PL_EINVAL,
+                       "pl_loader_release_streams: n is %d, not 1 to %d", n,
+                       PL_RELEASE_STREAMS_MAX);
+    if (forked(l, "pl_loader_release_streams"))
+        return PL_EINVAL;
+    return handoff_release(&l->ho, b, streams, n);
 }
 
 PL_EXPORT int pl_batch_wait(const pl_batch *b, struct CUstream_st *stream)
@@ -507,7 +529,9 @@ PL_EXPORT int pl_batch_wait(const pl_batch *b, struct CUstream_st *stream)
         return err_set(PL_EINVAL, "pl_batch_wait: batch is NULL");
     if (!b->ready)
         return 0; /* host backend: the data is complete already */
-    return backend_stream_wait(stream, b->ready);
+    /* A batch is its device buffer (handoff.h): its stream knows the
+     * device, whose streams NULL and cudaStreamPerThread must name. */
+    return backend_stream_wait(((const dbuf *)b)->stream, stream);
 }
 
 /* ---- queries ---- */

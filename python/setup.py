@@ -1,12 +1,15 @@
 """Builds pinload._pinload: the C extension over include/pinload.h.
 
-By default the library is built from this checkout with its own Makefile
-(`make lib`, in ../build) and linked statically into the extension, so the
-wheel needs nothing but the libraries the C library itself links (libjpeg,
-libspng and libwebp, and libcudart where the CUDA toolkit was found).
-Environment:
+By default the library is built with its own Makefile (`make lib`) and
+linked statically into the extension, so the wheel needs nothing but the
+libraries the C library itself links (libjpeg, libspng and libwebp, and
+libcudart where the CUDA toolkit was found; none with CUDART=static). The C sources are the
+checkout's (this folder's parent), or, in an sdist (tools/wheel.sh), its
+own csrc/ folder: the sdist builds from itself alone. A missing Debian
+package is named by the Makefile's check. Environment:
 
-  PINLOAD_MAKE_ARGS="CUDA=0"   extra arguments for make (CUDA=0: host only)
+  PINLOAD_MAKE_ARGS="CUDA=0"   extra arguments for make (CUDA=0: host only;
+                               CUDART=static: the CUDA runtime inside)
   PINLOAD_USE_INSTALLED=1      link the installed library instead, found
                                with pkg-config (pinload-static.pc)
 """
@@ -19,7 +22,10 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+# An sdist carries the C library in csrc/; a checkout has it above.
+ROOT = (os.path.join(HERE, "csrc")
+        if os.path.exists(os.path.join(HERE, "csrc", "Makefile"))
+        else os.path.dirname(HERE))
 
 
 def version():

@@ -51,8 +51,11 @@ static inline int tu_device(void)
 }
 
 /* Copies b's b->bytes of pixels to dst. On CUDA the way a program must:
- * the legacy default stream waits for the batch (pl_batch_wait), then a
- * device-to-host copy on it, which returns once done. */
+ * the legacy default stream of the loader's device waits for the batch
+ * (pl_batch_wait), then a device-to-host copy. The copy runs on the
+ * calling thread's current device's legacy stream, which may be another
+ * device's (the suites move the caller's thread on purpose), so the host
+ * waits for the batch's event first. */
 static inline void tu_batch_pixels(const pl_batch *b, void *dst)
 {
     cr_assert_eq(pl_batch_wait(b, NULL), 0, "%s", pl_last_error());
@@ -61,8 +64,10 @@ static inline void tu_batch_pixels(const pl_batch *b, void *dst)
         return;
     }
 #ifdef PL_HAVE_CUDA
-    const cudaError_t e =
-        cudaMemcpy(dst, b->data, b->bytes, cudaMemcpyDeviceToHost);
+    cudaError_t e = cudaEventSynchronize(b->ready);
+    cr_assert_eq(e, cudaSuccess, "cudaEventSynchronize: %s",
+                 cudaGetErrorString(e));
+    e = cudaMemcpy(dst, b->data, b->bytes, cudaMemcpyDeviceToHost);
     cr_assert_eq(e, cudaSuccess, "cudaMemcpy: %s", cudaGetErrorString(e));
 #else
     cr_assert(0, "a CUDA batch in a build without CUDA");

@@ -219,10 +219,19 @@ static inline const char *cli_format_name(pl_format f)
                                       : "u8";
 }
 
-/* A progress line on stderr, "\rPROG: DONE of TOTAL WHAT", at most five
- * times a second and only when stderr is a terminal (and not `quiet`);
- * done == total ends it with a newline-free clear, so the next output
- * starts on a clean line. */
+/* When the work counted by cli_progress began (its ETA counts from
+ * here); the first call of cli_progress sets it otherwise. */
+static struct timespec cli_progress_t0;
+static inline void cli_progress_start(void)
+{
+    clock_gettime(CLOCK_MONOTONIC, &cli_progress_t0);
+}
+
+/* A progress line on stderr, "\rPROG: DONE of TOTAL WHAT, ETA 3m05s", at
+ * most five times a second and only when stderr is a terminal (and not
+ * `quiet`); the ETA once a second of work has passed, from the mean rate
+ * so far; done == total ends it with a newline-free clear, so the next
+ * output starts on a clean line. */
 static inline void cli_progress(const char *prog, int quiet, long done,
                                 long total, const char *what)
 {
@@ -243,7 +252,20 @@ static inline void cli_progress(const char *prog, int quiet, long done,
     if (done > 0 && since < 0.2)
         return;
     last = now;
-    fprintf(stderr, "\r%s: %ld of %ld %s", prog, done, total, what);
+    if (cli_progress_t0.tv_sec == 0 && cli_progress_t0.tv_nsec == 0)
+        cli_progress_t0 = now;
+    const double spent = (double)(now.tv_sec - cli_progress_t0.tv_sec) +
+                         (double)(now.tv_nsec - cli_progress_t0.tv_nsec) * 1e-9;
+    char eta[48] = "";
+    if (done > 0 && spent > 1.0) {
+        const long left = (long)(spent / (double)done * (double)(total - done));
+        if (left >= 3600)
+            snprintf(eta, sizeof eta, ", ETA %ldh%02ldm", left / 3600,
+                     left / 60 % 60);
+        else
+            snprintf(eta, sizeof eta, ", ETA %ldm%02lds", left / 60, left % 60);
+    }
+    fprintf(stderr, "\r%s: %ld of %ld %s%s   ", prog, done, total, what, eta);
 }
 
 /* SIGINT, SIGTERM or SIGHUP received (its number), or 0. Once a tool has

@@ -25,6 +25,15 @@
 #                equal workers, batch 256, u8 and f32, both datasets
 #       train    examples/train_classifier, samples/train_loop and
 #                python/examples/train.py on CUDA
+#       contexts the CUDA rules of issue 29 only a real GPU shows: with two
+#                GPUs or more, nvidia-smi's per-process memory while a
+#                loader runs on GPU 1 (nothing may be on GPU 0); then
+#                compute-sanitizer initcheck and memcheck over the Python
+#                package's CUDA tests (the DLPack paths: every consumer
+#                stream, stream=2 released on another thread). On the
+#                simulated runtime: the suite of the same rules there,
+#                test_cuda_context. (The second device's bytes and GPU 0's
+#                primary context are in tests/gpu, the test phase.)
 #       all      every phase above, in that order (longer than one call)
 #
 # Each call sets itself up (a machine comes back bare once idle): the kit
@@ -305,9 +314,60 @@ sys.exit(not torch.cuda.is_available())' 2>/dev/null; then
     fi
 }
 
-[ $# -gt 0 ] || set -- env test h2d overlap
-[ "$1" = all ] && set -- env test h2d overlap sweep-generated sweep-photos \
-    compare train
+# A loader on GPU 1 for a few seconds; then this process's memory on each
+# GPU from nvidia-smi: GPU 1's and not GPU 0's. argv: the dataset.
+GPU0_CHECK='
+import os, subprocess, sys, time
+import pinload
+loader = pinload.Loader(sys.argv[1], batch_size=64, size=64, device=1,
+                        num_workers=4)
+end, n = time.time() + 5, 0
+while time.time() < end:
+    for b in loader:
+        n += 1
+        del b
+        if time.time() > end:
+            break
+def smi(*q):
+    return subprocess.run(["nvidia-smi", *q, "--format=csv,noheader,nounits"],
+                          capture_output=True, text=True).stdout
+uuid = dict(l.split(", ")[::-1] for l in smi("--query-gpu=index,uuid").split(chr(10)) if l)
+apps = [l.split(", ") for l in smi("--query-compute-apps=pid,gpu_uuid,used_memory").split(chr(10)) if l]
+mine = {uuid.get(u, u): mib for pid, u, mib in apps if int(pid) == os.getpid()}
+print("batches", n, "this process, GPU index: MiB", mine)
+if not mine:
+    sys.exit("nvidia-smi lists no memory of this process (PID namespace?)")
+sys.exit(0 if "1" in mine and "0" not in mine else "memory on GPU 0: " + str(mine))
+'
+
+phase_contexts() {
+    if [ "$sim" = 1 ]; then
+        # shellcheck disable=SC2086
+        step build-context make -j"$jobs" $MAKEVARS $B/tests/test_cuda_context &&
+            step cuda-context $B/tests/test_cuda_context --jobs 2
+        return
+    fi
+    if [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -ge 2 ]; then
+        python_package && step gpu0-memory env PYTHONPATH="$work/py" \
+            "$py" -c "$GPU0_CHECK" "$GEN"
+    else
+        say "gpu0-memory: skipped, one GPU"
+    fi
+    local cs
+    cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+    [ -x "$cs" ] || { say "dlpack-sanitizer: no compute-sanitizer"; return; }
+    python_package || return
+    local tool
+    for tool in initcheck memcheck; do
+        step "dlpack-$tool" env PYTHONPATH="$work/py" PINLOAD_BUILD=$B \
+            "$cs" --tool $tool --error-exitcode 9 "$py" -m pytest -q \
+            -p no:cacheprovider python/tests/test_torch.py -k cuda
+    done
+}
+
+[ $# -gt 0 ] || set -- env test contexts h2d overlap
+[ "$1" = all ] && set -- env test contexts h2d overlap sweep-generated \
+    sweep-photos compare train
 say "== $(date -u +%FT%TZ) $(git rev-parse --short HEAD 2>/dev/null) phases: $*"
 setup || {
     pack
@@ -324,6 +384,7 @@ for p in "$@"; do
     sweep-photos) [ -d "$PHOTOS" ] && sweep photos "$PHOTOS" ;;
     compare) phase_compare ;;
     train) phase_train ;;
+    contexts) phase_contexts ;;
     *) say "unknown phase $p" ;;
     esac
     pack

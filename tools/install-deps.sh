@@ -45,6 +45,7 @@ check_test() {
     command -v valgrind >/dev/null 2>&1 || want valgrind
     command -v pkg-config >/dev/null 2>&1 || want pkg-config # test-install
     command -v c++ >/dev/null 2>&1 || want g++                # test-install
+    command -v cmake >/dev/null 2>&1 || want cmake            # test-install
     command -v script >/dev/null 2>&1 || want bsdutils        # tools on a tty
     check_python
 }

@@ -6,7 +6,11 @@
  * (aspect kept) by area averaging (each output pixel the mean of the input
  * area it covers, fractional edges weighted by their coverage), and encoded
  * again with libjpeg-turbo at --quality (4:2:0, baseline, optimised
- * Huffman tables).
+ * Huffman tables). Samples are made on --threads threads (default: the
+ * CPUs the process may use) and written in order through a bounded window,
+ * so the pack is byte for byte the same whatever the thread count. Beside
+ * the shards: classes.txt (the class names, label 0 first, which the
+ * loader reads back) and sources.tsv (each key's shard and source name).
  *
  * The pack is written whole or not at all: into a hidden folder beside
  * --out (".NAME.pack-XXXXXX" in --out's parent), every shard synced, the
@@ -17,6 +21,9 @@
  * in one atomic exchange where the kernel offers it. */
 #define _GNU_SOURCE /* renameat2, fsync, sigaction */
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <time.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -33,7 +40,8 @@ static const char usage[] =
     "usage: pinload-pack --data PATH --out DIR (--shard-size SIZE | "
     "--per-shard N)\n"
     "                    [--max-side S [--quality Q]] [--prefix NAME] "
-    "[--force] [--quiet] [--version] [--help]\n"
+    "[--threads N]\n"
+    "                    [--force] [--quiet] [--version] [--help]\n"
     "Writes DIR/NAME-000000.tar, ... (NAME default \"shard\"): every sample "
     "of PATH (a folder,\na list file or shards) in its file order, as "
     "KEY.jpg + KEY.cls (KEY: the index in nine\ndigits). A shard closes "
@@ -47,12 +55,17 @@ static const char usage[] =
     "replaces a previous pack there.\nDIR/manifest.tsv lists each shard, its "
     "samples and bytes, and ends with a\n\"# end\" line; samples not packed "
     "are named on stderr and in the manifest,\nand make the exit status "
-    "1.\n" CLI_EXIT_CODES;
+    "1. DIR/classes.txt holds the class names (the loader\nnames classes "
+    "from it), DIR/sources.tsv each sample's key, shard and source.\n"
+    "--threads N: samples read and re-encoded on N threads (default: the "
+    "CPUs this\nprocess may use); the pack is the same whatever N.\n"
+    CLI_EXIT_CODES;
 
 typedef struct options {
     const char *data, *out, *prefix;
     int64_t shard_bytes, per_shard;
     int max_side, quality, quiet, force;
+    int threads; /* 0: the CPUs this process may use */
 } options;
 
 /* The folder the pack is written in, until it is renamed onto --out; a
@@ -118,7 +131,7 @@ static void parse(int argc, char **argv, options *o)
 {
     static const char *const valued[] = {
         "--data",     "--out",     "--shard-size", "--per-shard",
-        "--max-side", "--quality", "--prefix",     NULL};
+        "--max-side", "--quality", "--prefix",     "--threads", NULL};
     o->quality = 90;
     o->prefix = "shard";
     for (int i = 1; i < argc; i++) {
@@ -145,6 +158,8 @@ static void parse(int argc, char **argv, options *o)
             o->quality = (int)cli_long("pinload-pack", usage, f, v, 1, 100);
         else if (strcmp(f, "--prefix") == 0)
             o->prefix = v;
+        else if (strcmp(f, "--threads") == 0)
+            o->threads = (int)cli_long("pinload-pack", usage, f, v, 1, 1024);
     }
     const char *missing = !o->data  ? "--data"
                           : !o->out ? "--out"
@@ -244,11 +259,13 @@ static void shard_close(shard *s, FILE *manifest)
 /* ---- the pack, whole ---- */
 
 /* A file a pack writes: its shards (PREFIX-NNNNNN.tar, any prefix), their
- * sidecar indexes (.tar.idx) and manifest.tsv. */
+ * sidecar indexes (.tar.idx), manifest.tsv, classes.txt and sources.tsv. */
 static int pack_file(const char *name)
 {
     const size_t n = strlen(name);
     return strcmp(name, "manifest.tsv") == 0 ||
+           strcmp(name, "classes.txt") == 0 ||
+           strcmp(name, "sources.tsv") == 0 ||
            (n > 4 && strcmp(name + n - 4, ".tar") == 0) ||
            (n > 8 && strcmp(name + n - 8, ".tar.idx") == 0);
 }
@@ -415,6 +432,202 @@ static uint8_t *shrink(const uint8_t *rgb, int w, int h, int side, int *ow,
     return out;
 }
 
+/* ---- the samples, on every core ---- */
+
+/* One sample made ready to write: its stored bytes (copied, or encoded
+ * again), or why it is not packed. */
+typedef struct packed_sample {
+    int ready;
+    uint8_t *data; /* malloc'd; the writer frees it */
+    size_t len;
+    int reencoded;
+    int code;       /* 0, or the PL_E* it is not packed for */
+    char why[600];  /* then: the reason, naming the file */
+} packed_sample;
+
+/* Samples are taken in order by the threads and written in order by the
+ * main thread, through a window of `window` slots: sample i's result goes
+ * to slot i % window, and no thread runs more than the window ahead of
+ * the writer, so memory stays bounded and the output is the same whatever
+ * the thread count. */
+typedef struct packer {
+    pl_loader *l;
+    const options *o;
+    int64_t n;
+    pthread_mutex_t mu;
+    pthread_cond_t done_cv; /* a slot became ready */
+    pthread_cond_t room_cv; /* the writer took a slot */
+    int64_t next;           /* the next sample to take */
+    int64_t written;        /* the writer's position */
+    int window;
+    packed_sample *slots;
+    int stop;
+} packer;
+
+/* Sample i: read, checked, re-encoded if --max-side asks. Any thread. */
+static void make_sample(packer *p, int64_t i, packed_sample *r)
+{
+    const options *o = p->o;
+    memset(r, 0, sizeof *r);
+    const char *name;
+    int32_t label;
+    pl_loader_sample(p->l, i, &name, &label);
+    size_t len = 0;
+    int rc = pl_loader_read_sample(p->l, i, NULL, 0, &len);
+    uint8_t *bytes = NULL;
+    if (rc == PL_EINVAL && len > 0) {
+        bytes = malloc(len);
+        if (!bytes)
+            die("%s", "out of memory");
+        rc = pl_loader_read_sample(p->l, i, bytes, len, &len);
+    }
+    if (rc < 0) {
+        r->code = rc;
+        snprintf(r->why, sizeof r->why, "%s", pl_last_error());
+        free(bytes);
+        return;
+    }
+    /* Stored as KEY.jpg: without --max-side (which decodes every image)
+     * the bytes must at least be a JPEG's. */
+    if (!o->max_side && (len < 3 || bytes[0] != 0xff || bytes[1] != 0xd8 ||
+                         bytes[2] != 0xff)) {
+        r->code = PL_ENOTJPEG;
+        snprintf(r->why, sizeof r->why, "%s: not a JPEG file", name);
+        free(bytes);
+        return;
+    }
+    r->data = bytes;
+    r->len = len;
+    if (!o->max_side)
+        return;
+    pl_image img;
+    if (pl_image_decode(bytes, len, &img) < 0) {
+        r->code = PL_ECORRUPT;
+        snprintf(r->why, sizeof r->why, "%s", pl_last_error());
+        free(bytes);
+        r->data = NULL;
+        return;
+    }
+    if (img.width > o->max_side || img.height > o->max_side) {
+        int w, h;
+        uint8_t *small =
+            shrink(img.pixels, img.width, img.height, o->max_side, &w, &h);
+        if (!small)
+            die("%s", "out of memory");
+        /* baseline 4:2:0, optimised Huffman tables, in memory */
+        const jpegenc_opts jo = {.quality = o->quality, .optimize = 1};
+        unsigned char *enc = NULL;
+        unsigned long enc_len = 0;
+        jpegenc(small, w, h, &jo, NULL, &enc, &enc_len);
+        free(small);
+        free(bytes);
+        r->data = enc; /* jpegenc's buffer is malloc'd */
+        r->len = enc_len;
+        r->reencoded = 1;
+    }
+    pl_image_free(&img);
+}
+
+static void *pack_thread(void *arg)
+{
+    packer *p = arg;
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        while (!p->stop && p->next < p->n &&
+               p->next >= p->written + p->window)
+            pthread_cond_wait(&p->room_cv, &p->mu);
+        if (p->stop || p->next >= p->n) {
+            pthread_mutex_unlock(&p->mu);
+            return NULL;
+        }
+        const int64_t i = p->next++;
+        pthread_mutex_unlock(&p->mu);
+        packed_sample r;
+        make_sample(p, i, &r);
+        pthread_mutex_lock(&p->mu);
+        r.ready = 1;
+        p->slots[i % p->window] = r;
+        pthread_cond_broadcast(&p->done_cv);
+        pthread_mutex_unlock(&p->mu);
+    }
+}
+
+/* Sample i once a thread made it (the slot is then the writer's), or
+ * NULL if a signal came first. */
+static packed_sample *wait_sample(packer *p, int64_t i)
+{
+    packed_sample *r = &p->slots[i % p->window];
+    pthread_mutex_lock(&p->mu);
+    while (!r->ready && !cli_signal) {
+        struct timespec t;
+        clock_gettime(CLOCK_REALTIME, &t);
+        t.tv_nsec += 100000000; /* a signal is seen within 0.1 s */
+        if (t.tv_nsec >= 1000000000) {
+            t.tv_sec++;
+            t.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&p->done_cv, &p->mu, &t);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return r->ready ? r : NULL;
+}
+
+/* The writer is done with sample i: its slot is free for i + window. */
+static void took_sample(packer *p, packed_sample *r)
+{
+    free(r->data);
+    r->data = NULL;
+    pthread_mutex_lock(&p->mu);
+    r->ready = 0;
+    p->written++;
+    pthread_cond_broadcast(&p->room_cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
+static void stop_threads(packer *p, pthread_t *th, int n)
+{
+    pthread_mutex_lock(&p->mu);
+    p->stop = 1;
+    pthread_cond_broadcast(&p->room_cv);
+    pthread_mutex_unlock(&p->mu);
+    for (int t = 0; t < n; t++)
+        pthread_join(th[t], NULL);
+    for (int k = 0; k < p->window; k++)
+        free(p->slots[k].data);
+    free(p->slots);
+}
+
+/* The CPUs this process may run on. */
+static int cpus(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+    const long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+/* classes.txt: the class names, one per line, label 0 first, read back by
+ * the loader so that a pack of an ImageFolder keeps its names. */
+static void write_classes(pl_loader *l, const pl_info *info)
+{
+    char path[4200], why[128];
+    snprintf(path, sizeof path, "%s/classes.txt", stage);
+    FILE *f = cli_open_file(path, 1, why, sizeof why);
+    if (!f)
+        die("%s: cannot create it", path);
+    for (int32_t c = 0; c < info->num_classes; c++) {
+        const char *name;
+        if (pl_loader_class_name(l, c, &name) < 0)
+            die("%s", pl_last_error());
+        if (strchr(name, '\n'))
+            die("class name \"%s\" holds a line break", name);
+        fprintf(f, "%s\n", name);
+    }
+    if (fflush(f) != 0 || fsync(fileno(f)) != 0 || fclose(f) != 0)
+        die("%s: write failed", path);
+}
+
 int main(int argc, char **argv)
 {
     options o = {0};
@@ -444,80 +657,58 @@ int main(int argc, char **argv)
 
     make_stage(&o);
     cli_graceful = 1; /* a signal stops the pack, which is then removed */
-    char path[4200], why[128];
+    write_classes(l, &info);
+    char path[4200], spath[4200], why[128];
     snprintf(path, sizeof path, "%s/manifest.tsv", stage);
     FILE *manifest = cli_open_file(path, 1, why, sizeof why);
     if (!manifest)
         die("%s: cannot create it", path);
     fprintf(manifest, "shard\tsamples\tbytes\n");
+    snprintf(spath, sizeof spath, "%s/sources.tsv", stage);
+    FILE *sources = cli_open_file(spath, 1, why, sizeof why);
+    if (!sources)
+        die("%s: cannot create it", spath);
+    fprintf(sources, "key\tshard\tsource\n");
+
+    const int threads = o.threads ? o.threads : cpus();
+    packer p = {.l = l, .o = &o, .n = info.dataset_size,
+                .window = 4 * threads};
+    pthread_mutex_init(&p.mu, NULL);
+    pthread_cond_init(&p.done_cv, NULL);
+    pthread_cond_init(&p.room_cv, NULL);
+    p.slots = calloc((size_t)p.window, sizeof *p.slots);
+    pthread_t *th = calloc((size_t)threads, sizeof *th);
+    if (!p.slots || !th)
+        die("%s", "out of memory");
+    int started = 0;
+    for (; started < threads; started++)
+        if (pthread_create(&th[started], NULL, pack_thread, &p) != 0)
+            break;
+    if (started == 0)
+        die("%s", "cannot start a thread");
 
     shard s = {0};
     int nshards = 0;
     int64_t packed = 0, reencoded = 0, failed = 0;
-    uint8_t *bytes = NULL;
-    size_t cap = 0;
     int64_t i = 0;
+    cli_progress_start();
     for (; i < info.dataset_size && !cli_signal; i++) {
-        size_t len;
-        int rc = pl_loader_read_sample(l, i, bytes, cap, &len);
-        if (rc == PL_EINVAL && len > cap) {
-            uint8_t *b = realloc(bytes, len);
-            if (!b)
-                die("%s", "out of memory");
-            bytes = b;
-            cap = len;
-            rc = pl_loader_read_sample(l, i, bytes, cap, &len);
-        }
+        packed_sample *r = wait_sample(&p, i);
+        if (!r)
+            break; /* a signal */
         const char *name;
         int32_t label;
         pl_loader_sample(l, i, &name, &label);
-        if (rc < 0) {
-            fprintf(stderr, "pinload-pack: not packed: %s\n", pl_last_error());
-            fprintf(manifest, "# not packed: %s\t%s\n", name, pl_err_name(rc));
-            failed++;
-            continue;
-        }
-        const void *jpeg = bytes;
-        unsigned char *enc = NULL;
-        unsigned long enc_len = 0;
-        /* Stored as KEY.jpg: without --max-side (which decodes every
-         * image) the bytes must at least be a JPEG's. */
-        if (!o.max_side && (len < 3 || bytes[0] != 0xff || bytes[1] != 0xd8 ||
-                            bytes[2] != 0xff)) {
-            fprintf(stderr, "pinload-pack: not packed: %s: not a JPEG file\n",
-                    name);
+        if (r->code) {
+            fprintf(stderr, "pinload-pack: not packed: %s\n", r->why);
             fprintf(manifest, "# not packed: %s\t%s\n", name,
-                    pl_err_name(PL_ENOTJPEG));
+                    pl_err_name(r->code));
             failed++;
+            took_sample(&p, r);
             continue;
         }
-        if (o.max_side) {
-            pl_image img;
-            if (pl_image_decode(bytes, len, &img) < 0) {
-                fprintf(stderr, "pinload-pack: not packed: %s\n",
-                        pl_last_error());
-                fprintf(manifest, "# not packed: %s\t%s\n", name,
-                        pl_err_name(PL_ECORRUPT));
-                failed++;
-                continue;
-            }
-            if (img.width > o.max_side || img.height > o.max_side) {
-                int w, h;
-                uint8_t *small = shrink(img.pixels, img.width, img.height,
-                                        o.max_side, &w, &h);
-                if (!small)
-                    die("%s", "out of memory");
-                /* baseline 4:2:0, optimised Huffman tables, in memory */
-                const jpegenc_opts jo = {.quality = o.quality, .optimize = 1};
-                jpegenc(small, w, h, &jo, NULL, &enc, &enc_len);
-                free(small);
-                jpeg = enc;
-                len = enc_len;
-                reencoded++;
-            }
-            pl_image_free(&img);
-        }
-        const int64_t add = sample_bytes(len);
+        reencoded += r->reencoded;
+        const int64_t add = sample_bytes(r->len);
         if (s.f && ((o.per_shard && s.samples >= o.per_shard) ||
                     (o.shard_bytes && s.bytes + add + 1024 > o.shard_bytes)))
             shard_close(&s, manifest);
@@ -528,10 +719,11 @@ int main(int argc, char **argv)
         const int ll = snprintf(label_text, sizeof label_text, "%d", label);
         char member[48];
         snprintf(member, sizeof member, "%s.jpg", key);
-        int bad = put_member(&s, member, jpeg, len) < 0;
+        int bad = put_member(&s, member, r->data, r->len) < 0;
         snprintf(member, sizeof member, "%s.cls", key);
         bad = bad || put_member(&s, member, label_text, (size_t)ll) < 0;
-        free(enc);
+        bad = bad || fprintf(sources, "%s\t%s\t%s\n", key, s.name, name) < 0;
+        took_sample(&p, r);
         if (bad)
             die("%s: write failed", s.tmp);
         s.samples++;
@@ -539,13 +731,15 @@ int main(int argc, char **argv)
         cli_progress("pinload-pack", o.quiet, (long)i + 1,
                      (long)info.dataset_size, "samples packed");
     }
-    free(bytes);
+    stop_threads(&p, th, started);
+    free(th);
     pl_loader_destroy(l);
     if (cli_signal) {
         /* Half a pack must not read as a smaller dataset: none is left. */
         if (s.f)
             fclose(s.f);
         fclose(manifest);
+        fclose(sources);
         remove_stage();
         fprintf(stderr,
                 "pinload-pack: stopped by signal %d after %lld of %lld "
@@ -556,6 +750,9 @@ int main(int argc, char **argv)
     }
     if (s.f)
         shard_close(&s, manifest);
+    if (fflush(sources) != 0 || fsync(fileno(sources)) != 0 ||
+        fclose(sources) != 0)
+        die("%s: write failed", spath);
     /* The marker a reader may check: the manifest, so the pack, is whole. */
     fprintf(manifest, "# end: %lld samples in %d shards, %lld not packed\n",
             (long long)packed, nshards, (long long)failed);
@@ -567,8 +764,8 @@ int main(int argc, char **argv)
         fprintf(
             stderr,
             "pinload-pack: %lld samples in %d shards in %s (%lld re-encoded, "
-            "%lld not packed)\n",
+            "%lld not packed; %d threads)\n",
             (long long)packed, nshards, o.out, (long long)reencoded,
-            (long long)failed);
+            (long long)failed, started);
     return failed ? 1 : 0;
 }

@@ -676,8 +676,11 @@ typedef struct {
     PyObject_HEAD LoaderObject *owner;
     const pl_batch *b;
     int released;
-    Py_ssize_t exports;         /* DLPack tensors made from this batch, alive */
-    struct CUstream_st *stream; /* the consumer's stream (__dlpack__) */
+    Py_ssize_t exports; /* DLPack tensors made from this batch, alive */
+    /* The consumers' streams (__dlpack__), each once: the batch goes back
+     * after the work queued on all of them. */
+    struct CUstream_st *streams[PL_RELEASE_STREAMS_MAX];
+    int nstreams;
 } BatchObject;
 
 static PyObject *Loader_next(LoaderObject *self, PyObject *unused)
@@ -724,7 +727,7 @@ static PyObject *Loader_next(LoaderObject *self, PyObject *unused)
     bo->b = b;
     bo->released = 0;
     bo->exports = 0;
-    bo->stream = NULL;
+    bo->nstreams = 0;
     return (PyObject *)bo;
 }
 
@@ -1002,11 +1005,15 @@ static void batch_release(BatchObject *self)
     self->released = 1;
     LoaderObject *o = self->owner;
     const pl_batch *b = self->b;
-    struct CUstream_st *stream = self->stream;
+    struct CUstream_st *const *streams = self->streams;
+    const int n = self->nstreams;
     Py_BEGIN_ALLOW_THREADS;
     /* Not counted in inflight: close() destroys only once held is 0, and
      * held drops only below, after the release returned. */
-    pl_loader_release(o->l, b, stream);
+    if (n == 0)
+        pl_loader_release(o->l, b, NULL);
+    else
+        pl_loader_release_streams(o->l, b, streams, n);
     pthread_mutex_lock(&o->mu);
     o->held--;
     const int destroy = o->closing && o->held == 0 && o->inflight == 0 &&
@@ -1284,6 +1291,34 @@ static int stream_arg(PyObject *arg, struct CUstream_st **out)
     return 0;
 }
 
+/* Notes a consumer's stream, for the release. The batch goes back when its
+ * last tensor dies, on whichever thread runs the deleter (the garbage
+ * collector, autograd's): the per-thread default stream (2) of the
+ * consumer's thread cannot be named from there, so the release is
+ * recorded on the legacy default stream instead, which "synchronizes with
+ * ... the per-thread default stream" of every thread (CUDA Runtime API,
+ * Stream synchronization behavior). Every consumer's stream is ordered,
+ * not only the last: two consumers on two streams each get theirs. 0, or
+ * -1 with BufferError when a batch has had too many consumer streams. */
+static int consumer_stream(BatchObject *b, struct CUstream_st *s)
+{
+    if (s == (struct CUstream_st *)(uintptr_t)2) /* cudaStreamPerThread */
+        s = NULL;
+    for (int i = 0; i < b->nstreams; i++)
+        if (b->streams[i] == s)
+            return 0;
+    if (b->nstreams == PL_RELEASE_STREAMS_MAX) {
+        PyErr_Format(PyExc_BufferError,
+                     "this batch was exported to %d streams already, the "
+                     "most pinload can order its release after; export "
+                     "on one of them",
+                     PL_RELEASE_STREAMS_MAX);
+        return -1;
+    }
+    b->streams[b->nstreams++] = s;
+    return 0;
+}
+
 static PyObject *View_dlpack(ViewObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"stream", "max_version", "dl_device", "copy",
@@ -1325,13 +1360,16 @@ static PyObject *View_dlpack(ViewObject *self, PyObject *args, PyObject *kw)
         const int r = stream_arg(stream, &s);
         if (r < 0)
             return NULL;
+        if (consumer_stream(self->batch, s) < 0)
+            return NULL;
+        /* On the consumer's thread, so cudaStreamPerThread (2) is its
+         * per-thread stream (of the loader's device: pinload makes it
+         * current for the call). */
         if (r == 0) {
             const int rc = pl_batch_wait(self->batch->b, s);
             if (rc < 0)
                 return raise_status(rc, NULL);
         }
-        /* The buffer goes back after the work queued on this stream. */
-        self->batch->stream = s;
     }
 
     export_ctx *e = calloc(1, sizeof *e);

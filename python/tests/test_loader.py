@@ -512,3 +512,21 @@ def test_logging_from_worker_threads_never_deadlocks(dataset, tmp_path):
                          timeout=120, check=True).stdout
     assert out.rstrip().endswith("done")
     assert out.count("WARNING") >= 5 and bad in out
+
+
+def test_every_version_comes_from_the_one_header():
+    """include/pinload/version.h is the one source: the extension's C
+    library, the package's __version__ and its installed metadata (the
+    wheel's version) agree with it (the CMake and pkg-config files are
+    checked against it by tests/install/check.sh)."""
+    import importlib.metadata
+    import re
+    root = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
+    with open(os.path.join(root, "include", "pinload", "version.h")) as f:
+        parts = dict(re.findall(r"#define PL_VERSION_(MAJOR|MINOR|PATCH) "
+                                r"(\d+)", f.read()))
+    want = "%s.%s.%s" % (parts["MAJOR"], parts["MINOR"], parts["PATCH"])
+    assert pinload.library_version == want
+    assert pinload.__version__ == want
+    assert importlib.metadata.version("pinload") == want

@@ -186,6 +186,65 @@ def test_cuda_buffer_is_not_reused_before_the_consumer_stream_is_done(
     np.testing.assert_allclose(got, want, rtol=1e-9)
 
 
+@cuda
+def test_cuda_buffer_waits_for_every_consumer_stream(dataset):
+    """Two consumers read each batch on two streams; the first one's
+    kernel is the slow one. The buffer goes back after both (it used to go
+    back after the last consumer's stream alone)."""
+    loader = pinload.Loader(dataset, batch_size=8, size=64, format="f32",
+                            device=torch.cuda.current_device(),
+                            device_buffers=1, keep_host=True)
+    slow, fast = torch.cuda.Stream(), torch.cuda.Stream()
+    sums, want = [], []
+    for b in loader:
+        want.append(float(np.from_dlpack(b.host_images).astype(
+            np.float64).sum()))
+        with torch.cuda.stream(slow):
+            t1 = torch.from_dlpack(b.images)
+            torch.cuda._sleep(50_000_000)
+            sums.append(t1.double().sum())
+        with torch.cuda.stream(fast):
+            t2 = torch.from_dlpack(b.images)
+            t2.double().sum()
+        del t1, t2, b
+    torch.cuda.synchronize()
+    np.testing.assert_allclose([float(s) for s in sums], want, rtol=1e-9)
+
+
+@cuda
+def test_cuda_per_thread_stream_consumer_released_from_another_thread(
+        dataset):
+    """A consumer thread reads each batch on its per-thread default stream
+    (handle 2, which torch passes to __dlpack__ as stream=2) with a slow
+    kernel; the tensor dies on the main thread, which cannot name that
+    stream. The buffer must still wait for the kernel (it used to be
+    released on the main thread's per-thread stream, unordered with it)."""
+    import threading
+    loader = pinload.Loader(dataset, batch_size=8, size=64, format="f32",
+                            device=torch.cuda.current_device(),
+                            device_buffers=1, keep_host=True)
+    per_thread = torch.cuda.ExternalStream(2)
+    sums, want = [], []
+    for b in loader:
+        want.append(float(np.from_dlpack(b.host_images).astype(
+            np.float64).sum()))
+        held = []
+
+        def consume():
+            with torch.cuda.stream(per_thread):
+                t = torch.from_dlpack(b.images)
+                torch.cuda._sleep(50_000_000)
+                sums.append(t.double().sum())
+                held.append(t)
+
+        th = threading.Thread(target=consume)
+        th.start()
+        th.join()
+        del held[:], b  # the release runs here, on the main thread
+    torch.cuda.synchronize()
+    np.testing.assert_allclose([float(s) for s in sums], want, rtol=1e-9)
+
+
 DDP_RANK = """
 import json, os, sys
 import torch, torch.distributed as dist

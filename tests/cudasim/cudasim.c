@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cuda.h> /* the driver's types, for its entry points below */
+
 #include "cudasim.h"
 
 /* ---- the calls it exports, counted and open to faults ---- */
@@ -56,6 +58,7 @@
     X(cudaEventQuery)                                                          \
     X(cudaEventSynchronize)                                                    \
     X(cudaEventElapsedTime)                                                    \
+    X(cudaGetDriverEntryPointByVersion)                                        \
     X(cudasim_launch)
 
 enum {
@@ -83,8 +86,9 @@ typedef struct alloc {
     size_t size;   /* asked for */
     size_t mapped; /* page-rounded */
     int device;
-    int inflight; /* queued operations that use it */
-    int freed;    /* freed while in use (CUDASIM_VIOLATION=count) */
+    int on_device; /* managed: last prefetched to a device, not the CPU */
+    int inflight;  /* queued operations that use it */
+    int freed;     /* freed while in use (CUDASIM_VIOLATION=count) */
 } alloc;
 
 typedef enum op_kind {
@@ -124,6 +128,7 @@ typedef struct op {
 struct CUstream_st {
     uint32_t magic;
     int id, device, legacy;
+    int per_thread; /* a thread's cudaStreamPerThread */
     unsigned flags;
     op *head, *tail;
     uint64_t submitted, completed;
@@ -147,7 +152,14 @@ typedef struct sim_device {
     cudaError_t sticky;
     struct CUstream_st *legacy;
     size_t used;
+    int has_ctx;    /* the primary context exists (process-wide) */
+    int ctx_retain; /* cuDevicePrimaryCtxRetain's count */
 } sim_device;
+
+/* What a CUcontext handle points to: a device's primary context. */
+struct CUctx_st {
+    int device;
+};
 
 typedef struct rule {
     int used, fid; /* fid -1: any call */
@@ -174,6 +186,7 @@ static struct {
     struct CUstream_st *streams;
     struct CUevent_st *events;
     sim_device dev[CUDASIM_MAX_DEVICES];
+    struct CUctx_st ctxs[CUDASIM_MAX_DEVICES];
     int next_stream_id;
     op *cb_head, *cb_tail;
     int cb_started;
@@ -185,9 +198,34 @@ static struct {
        .done = PTHREAD_COND_INITIALIZER,
        .cb_cv = PTHREAD_COND_INITIALIZER};
 
+/* The calling thread's CUDA state. CUDA keeps a stack of current contexts
+ * per host thread ("Pushes the given context ctx onto the CPU thread's
+ * stack of current contexts", cuCtxPushCurrent); the runtime works in the
+ * one on top, and "If no CUcontext is current to the calling thread when a
+ * CUDA Runtime API call which requires an active context is made, then the
+ * primary context for a device will be selected, made current to the
+ * calling thread, and initialized" (Runtime API, Interactions with the
+ * CUDA Driver API): the device cudaSetDevice chose last on this thread, 0
+ * if none. t_device is that choice; t_stack the contexts' devices. */
+#define CTX_STACK 8
 static _Thread_local int t_device;
+static _Thread_local int t_stack[CTX_STACK];
+static _Thread_local int t_depth;
 static _Thread_local int t_in_callback;
+/* "Returns the last error that has been produced by any of the runtime
+ * calls in the same instance of the CUDA Runtime library in the host
+ * thread and resets it to cudaSuccess" (cudaGetLastError): one pending
+ * non-sticky error per host thread. Sticky errors belong to the context
+ * (sim_device.sticky). */
 static _Thread_local cudaError_t t_last;
+/* The per-thread default stream of each device, once this thread used it. */
+static _Thread_local struct CUstream_st *t_ptds[CUDASIM_MAX_DEVICES];
+
+/* The device whose context the runtime uses now, without creating one. */
+static int cur(void)
+{
+    return t_depth ? t_stack[t_depth - 1] : t_device;
+}
 
 /* ---- small things ---- */
 
@@ -303,7 +341,10 @@ const char *cudaGetErrorString(cudaError_t e)
 }
 
 /* Errors after which the context is unusable, as after a faulting kernel:
- * every later call returns them. */
+ * "This leaves the process in an inconsistent state and any further CUDA
+ * work will return the same error" (cudaErrorIllegalAddress and its kind,
+ * driver_types.h). They belong to the device, for every thread; any other
+ * error is pending for the failing thread's cudaGetLastError alone. */
 static int is_sticky(cudaError_t e)
 {
     switch (e) {
@@ -418,6 +459,8 @@ static void init_locked(void)
     const char *v = getenv("CUDASIM_VIOLATION");
     G.cfg.abort_on_violation = !(v && !strcmp(v, "count"));
     G.cfg.concurrent_managed = env_ulong("CUDASIM_CONCURRENT_MANAGED", 1) != 0;
+    G.cfg.context_bytes = (size_t)env_ulong("CUDASIM_CONTEXT_MB", 300) << 20;
+    G.cfg.exclusive_busy = (unsigned)env_ulong("CUDASIM_EXCLUSIVE_BUSY", 0);
     G.rng = G.cfg.seed;
     const char *faults = getenv("CUDASIM_FAULTS");
     if (faults && *faults)
@@ -470,6 +513,70 @@ static int rule_fires(rule *r, int fid, int has_stream, cudaStream_t stream)
 
 static void break_device(int d, cudaError_t e);
 
+/* Creates device d's primary context if it is not yet; G.mu held. Since
+ * CUDA 12, cudaSetDevice "will also immediately initialize the runtime
+ * state on the primary context, and the context will be current on device
+ * immediately. This function will return an error if the device is in
+ * cudaComputeModeExclusiveProcess and is occupied by another process"
+ * (cudaSetDevice, Runtime API). So choosing a device costs it a context:
+ * device memory for its state (a few hundred MB on a real GPU:
+ * CUDASIM_CONTEXT_MB, 300 by default), and cudaErrorDevicesUnavailable on
+ * an exclusive-process GPU another process holds (CUDASIM_EXCLUSIVE_BUSY,
+ * the mask of such devices). */
+static cudaError_t make_primary(int d)
+{
+    if (d < 0 || d >= G.cfg.devices)
+        return G.cfg.devices ? cudaErrorInvalidDevice : cudaErrorNoDevice;
+    sim_device *v = &G.dev[d];
+    if (v->has_ctx)
+        return cudaSuccess;
+    if (G.cfg.exclusive_busy & (1u << d))
+        return cudaErrorDevicesUnavailable;
+    if (v->used + G.cfg.context_bytes > G.cfg.device_bytes)
+        return cudaErrorMemoryAllocation;
+    v->has_ctx = 1;
+    v->used += G.cfg.context_bytes;
+    G.ctxs[d].device = d;
+    return cudaSuccess;
+}
+
+/* The runtime's lazy initialisation: a call that needs a context, on a
+ * thread with none current, creates (or takes) the primary context of
+ * t_device and makes it current. G.mu held. */
+static cudaError_t bind_ctx(void)
+{
+    if (t_depth)
+        return cudaSuccess;
+    if (G.cfg.devices == 0)
+        return cudaSuccess; /* the call itself says cudaErrorNoDevice */
+    const cudaError_t e = make_primary(t_device);
+    if (e == cudaSuccess)
+        t_stack[t_depth++] = t_device;
+    return e;
+}
+
+/* The calls that need no active context (device queries, versions, the
+ * entry points: none of them is documented to create one, and cudaGetDevice
+ * only reports the choice); every other call is "a CUDA Runtime API call
+ * which requires an active context" (see t_device) and initialises one. */
+static int needs_ctx(int fid)
+{
+    switch (fid) {
+    case F_cudaGetDeviceCount:
+    case F_cudaSetDevice:
+    case F_cudaGetDevice:
+    case F_cudaGetDeviceProperties:
+    case F_cudaDeviceGetAttribute:
+    case F_cudaDriverGetVersion:
+    case F_cudaRuntimeGetVersion:
+    case F_cudaPointerGetAttributes:
+    case F_cudaGetDriverEntryPointByVersion:
+        return 0;
+    default:
+        return 1;
+    }
+}
+
 /* Every exported call starts here: G.mu is taken (end() gives it back).
  * Returns the error to fail with: a call from a host function, or an
  * injected fault. *async gets an asynchronous fault's error, for the
@@ -498,11 +605,11 @@ static cudaError_t begin(int fid, int has_stream, cudaStream_t stream,
             e = cudaErrorIllegalAddress;
         if (!e)
             e = usual_error(fid);
-        if (is_sticky(e) && t_device < G.cfg.devices)
-            break_device(t_device, e);
+        if (is_sticky(e) && cur() < G.cfg.devices)
+            break_device(cur(), e);
         return e;
     }
-    return cudaSuccess;
+    return needs_ctx(fid) ? bind_ctx() : cudaSuccess;
 }
 
 static cudaError_t end(cudaError_t e)
@@ -524,7 +631,7 @@ cudaError_t cudaGetLastError(void)
     pthread_mutex_lock(&G.mu);
     init_locked();
     const cudaError_t sticky =
-        t_device < G.cfg.devices ? G.dev[t_device].sticky : cudaSuccess;
+        cur() < G.cfg.devices ? G.dev[cur()].sticky : cudaSuccess;
     pthread_mutex_unlock(&G.mu);
     const cudaError_t e = sticky ? sticky : t_last;
     t_last = cudaSuccess;
@@ -536,7 +643,7 @@ cudaError_t cudaPeekAtLastError(void)
     pthread_mutex_lock(&G.mu);
     init_locked();
     const cudaError_t sticky =
-        t_device < G.cfg.devices ? G.dev[t_device].sticky : cudaSuccess;
+        cur() < G.cfg.devices ? G.dev[cur()].sticky : cudaSuccess;
     pthread_mutex_unlock(&G.mu);
     return sticky ? sticky : t_last;
 }
@@ -614,7 +721,7 @@ static cudaError_t new_alloc(void **out, size_t n, mem_kind kind)
     *out = NULL;
     if (n == 0)
         return cudaSuccess;
-    const int d = t_device;
+    const int d = cur();
     if (kind == MEM_DEVICE &&
         G.dev[d].used + page_round(n) > G.cfg.device_bytes)
         return cudaErrorMemoryAllocation;
@@ -886,15 +993,36 @@ static cudaError_t new_stream(int device, unsigned flags, int legacy,
 /* The stream a handle names: the device's legacy stream for NULL. */
 static cudaError_t get_stream(cudaStream_t h, struct CUstream_st **out)
 {
-    if (h == cudaStreamPerThread)
-        return cudaErrorNotSupported; /* not simulated */
+    const int dv = cur();
+    if ((h == cudaStreamPerThread || is_legacy(h)) && dv >= G.cfg.devices)
+        return cudaErrorNoDevice;
+    /* "The per-thread default stream is not a non-blocking stream and will
+     * synchronize with the legacy default stream if both are used in a
+     * program"; it "does not synchronize with other streams, just like
+     * explicitly created streams" (Stream synchronization behavior, CUDA
+     * Runtime and Driver API): a blocking stream of the current device, one
+     * per host thread, which the handle names only on that thread. */
+    if (h == cudaStreamPerThread) {
+        if (!t_ptds[dv]) {
+            const cudaError_t e =
+                new_stream(dv, cudaStreamDefault, 0, &t_ptds[dv]);
+            if (e != cudaSuccess)
+                return e;
+            t_ptds[dv]->per_thread = 1;
+            t_ptds[dv]->refs++; /* the thread's, never given back */
+        }
+        *out = t_ptds[dv];
+        return cudaSuccess;
+    }
+    /* NULL and cudaStreamLegacy name "an implicit stream which synchronizes
+     * with all other streams in the same CUcontext except for non-blocking
+     * streams" (Stream synchronization behavior): the legacy stream of the
+     * context current to the calling thread, whatever device that is. */
     if (is_legacy(h)) {
-        if (t_device >= G.cfg.devices)
-            return cudaErrorNoDevice;
-        sim_device *d = &G.dev[t_device];
+        sim_device *d = &G.dev[dv];
         if (!d->legacy) {
             const cudaError_t e =
-                new_stream(t_device, cudaStreamDefault, 1, &d->legacy);
+                new_stream(dv, cudaStreamDefault, 1, &d->legacy);
             if (e != cudaSuccess)
                 return e;
         }
@@ -902,7 +1030,7 @@ static cudaError_t get_stream(cudaStream_t h, struct CUstream_st **out)
         return cudaSuccess;
     }
     for (struct CUstream_st *s = G.streams; s; s = s->next)
-        if (s == h && !s->destroyed && !s->legacy) {
+        if (s == h && !s->destroyed && !s->legacy && !s->per_thread) {
             *out = s;
             return cudaSuccess;
         }
@@ -1020,8 +1148,17 @@ cudaError_t cudaSetDevice(int device)
         e = cudaErrorNoDevice;
     else if (e == cudaSuccess && (device < 0 || device >= G.cfg.devices))
         e = cudaErrorInvalidDevice;
+    /* CUDA 12: the device's primary context is created and made current
+     * at once (see make_primary), replacing the thread's current one. */
     if (e == cudaSuccess)
+        e = make_primary(device);
+    if (e == cudaSuccess) {
         t_device = device;
+        if (t_depth)
+            t_stack[t_depth - 1] = device;
+        else
+            t_stack[t_depth++] = device;
+    }
     return end(e);
 }
 
@@ -1033,7 +1170,7 @@ cudaError_t cudaGetDevice(int *device)
     if (e == cudaSuccess && G.cfg.devices == 0)
         e = cudaErrorNoDevice;
     if (e == cudaSuccess)
-        *device = t_device;
+        *device = cur(); /* creates nothing */
     return end(e);
 }
 
@@ -1145,12 +1282,12 @@ cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total)
     if (e == cudaSuccess && (!free_bytes || !total))
         e = cudaErrorInvalidValue;
     if (e == cudaSuccess)
-        e = check_device(t_device);
+        e = check_device(cur());
     if (e == cudaSuccess)
-        e = ctx(t_device);
+        e = ctx(cur());
     if (e == cudaSuccess) {
         *total = G.cfg.device_bytes;
-        *free_bytes = G.cfg.device_bytes - G.dev[t_device].used;
+        *free_bytes = G.cfg.device_bytes - G.dev[cur()].used;
     }
     return end(e);
 }
@@ -1160,8 +1297,8 @@ cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total)
 /* The checks every allocating call makes; G.mu held. */
 static cudaError_t can_allocate(void)
 {
-    const cudaError_t e = check_device(t_device);
-    return e != cudaSuccess ? e : ctx(t_device);
+    const cudaError_t e = check_device(cur());
+    return e != cudaSuccess ? e : ctx(cur());
 }
 
 cudaError_t cudaMalloc(void **p, size_t n)
@@ -1284,6 +1421,18 @@ static cudaError_t make_copy(void *dst, const void *src, size_t n,
         return e;
     const int d_dev = d.device || (d.a && d.a->kind == MEM_MANAGED);
     const int s_dev = s.device || (s.a && s.a->kind == MEM_MANAGED);
+    /* "Calling cudaMemcpy() with dst and src pointers that do not match the
+     * direction of the copy results in an undefined behavior" (cudaMemcpy,
+     * Runtime API). Managed memory last prefetched to a device is device
+     * memory for that rule; "Passing cudaMemcpyDefault is recommended, in
+     * which case the type of transfer is inferred from the pointer values"
+     * (ibid.). */
+    if (kind == cudaMemcpyHostToDevice && s.a && s.a->kind == MEM_MANAGED &&
+        s.a->on_device)
+        violation("cudaMemcpy*(HostToDevice) from managed memory at %p "
+                  "prefetched to device %d: the direction does not match "
+                  "(undefined behaviour; use cudaMemcpyDefault)",
+                  src, s.a->device);
     switch (kind) {
     case cudaMemcpyHostToDevice:
         e = d_dev && !s.device ? cudaSuccess : cudaErrorInvalidValue;
@@ -1445,6 +1594,8 @@ cudaError_t cudaMemPrefetchAsync(const void *p, size_t n, int target,
         o->fail = async;
         e = submit(s, o, 0);
     }
+    if (e == cudaSuccess) /* later calls see it where stream order puts it */
+        a->on_device = to_device;
     return end(e);
 }
 
@@ -1459,7 +1610,7 @@ static cudaError_t create_stream(int fid, cudaStream_t *out, unsigned flags)
         e = can_allocate();
     struct CUstream_st *s = NULL;
     if (e == cudaSuccess)
-        e = new_stream(t_device, flags, 0, &s);
+        e = new_stream(cur(), flags, 0, &s);
     if (e == cudaSuccess)
         *out = s;
     return end(e);
@@ -1479,7 +1630,8 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream)
 {
     cudaError_t e = begin(F_cudaStreamDestroy, 1, stream, NULL);
     struct CUstream_st *s = NULL;
-    if (e == cudaSuccess && is_legacy(stream))
+    if (e == cudaSuccess &&
+        (is_legacy(stream) || stream == cudaStreamPerThread))
         e = cudaErrorInvalidResourceHandle;
     if (e == cudaSuccess)
         e = get_stream(stream, &s);
@@ -1578,9 +1730,9 @@ cudaError_t cudaDeviceSynchronize(void)
 {
     cudaError_t e = begin(F_cudaDeviceSynchronize, 0, NULL, NULL);
     if (e == cudaSuccess)
-        e = check_device(t_device);
+        e = check_device(cur());
     if (e == cudaSuccess)
-        e = wait_streams(NULL, t_device);
+        e = wait_streams(NULL, cur());
     return end(e);
 }
 
@@ -1673,7 +1825,7 @@ static cudaError_t create_event(int fid, cudaEvent_t *out, unsigned flags)
         e = cudaErrorMemoryAllocation;
     if (e == cudaSuccess) {
         v->magic = EVENT_MAGIC;
-        v->device = t_device;
+        v->device = cur();
         v->flags = flags;
         v->refs = 1;
         v->next = G.events;
@@ -1706,7 +1858,7 @@ cudaError_t cudaEventDestroy(cudaEvent_t ev)
         *pp = v->next;
         v->destroyed = 1;
         event_unref(v); /* pending records and waits keep it */
-        e = ctx(t_device < G.cfg.devices ? t_device : 0);
+        e = ctx(cur() < G.cfg.devices ? cur() : 0);
     }
     return end(e);
 }
@@ -1724,8 +1876,12 @@ cudaError_t cudaEventRecord(cudaEvent_t ev, cudaStream_t stream)
         e = get_stream(stream, &s);
     if (e == cudaSuccess)
         e = ctx(s->device);
+    /* "event and stream must be on the same CUDA context" (cudaEventRecord,
+     * Runtime API): a record is judged on the device of the stream it
+     * names, which for NULL and cudaStreamPerThread is the calling thread's
+     * current one. */
     if (e == cudaSuccess && v->device != s->device)
-        e = cudaErrorInvalidResourceHandle; /* as CUDA: same device only */
+        e = cudaErrorInvalidResourceHandle;
     if (e == cudaSuccess && !(o = new_op(OP_RECORD)))
         e = cudaErrorMemoryAllocation;
     if (e == cudaSuccess) {
@@ -1761,6 +1917,10 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t ev,
         e = ctx(s->device);
     if (e == cudaSuccess && v->recorded == 0)
         return end(cudaSuccess); /* never recorded: nothing to wait for */
+    /* "event may be from a different device than stream"
+     * (cudaStreamWaitEvent, Runtime API): a wait on another device's event
+     * succeeds, and orders only the stream it names, which for NULL and
+     * cudaStreamPerThread is of the calling thread's current device. */
     if (e == cudaSuccess && !(o = new_op(OP_WAIT_EVENT)))
         e = cudaErrorMemoryAllocation;
     if (e == cudaSuccess) {
@@ -1839,6 +1999,161 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b)
     return end(e);
 }
 
+/* ---- the driver's context calls, through the runtime's entry points ----
+ *
+ * "cudaGetDriverEntryPointByVersion ... returns the address of the driver
+ * API function for the requested CUDA version" (Runtime API, Driver Entry
+ * Point Access), so a program can push and pop contexts without linking
+ * libcuda. The few context calls pinload needs are simulated; any other
+ * symbol is cudaDriverEntryPointSymbolNotFound. */
+
+static CUresult drv_begin(void)
+{
+    pthread_mutex_lock(&G.mu);
+    init_locked();
+    return t_in_callback ? CUDA_ERROR_NOT_PERMITTED : CUDA_SUCCESS;
+}
+
+static CUresult drv_end(CUresult r)
+{
+    pthread_mutex_unlock(&G.mu);
+    return r;
+}
+
+static CUresult drv_error(cudaError_t e)
+{
+    switch (e) {
+    case cudaSuccess:
+        return CUDA_SUCCESS;
+    case cudaErrorDevicesUnavailable:
+        return CUDA_ERROR_DEVICE_UNAVAILABLE;
+    case cudaErrorMemoryAllocation:
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    case cudaErrorNoDevice:
+        return CUDA_ERROR_NO_DEVICE;
+    default:
+        return CUDA_ERROR_INVALID_DEVICE;
+    }
+}
+
+/* "Retains the primary context on the device. Once the user successfully
+ * retains the primary context, the primary context will be active"
+ * (cuDevicePrimaryCtxRetain): created if it was not. */
+static CUresult CUDAAPI sim_cuDevicePrimaryCtxRetain(CUcontext *pctx,
+                                                     CUdevice dev)
+{
+    CUresult r = drv_begin();
+    if (r == CUDA_SUCCESS && !pctx)
+        r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS)
+        r = drv_error(make_primary(dev));
+    if (r == CUDA_SUCCESS) {
+        G.dev[dev].ctx_retain++;
+        *pctx = &G.ctxs[dev];
+    }
+    return drv_end(r);
+}
+
+/* The context stays for the runtime's own use; only the count drops. */
+static CUresult CUDAAPI sim_cuDevicePrimaryCtxRelease(CUdevice dev)
+{
+    CUresult r = drv_begin();
+    if (r == CUDA_SUCCESS &&
+        (dev < 0 || dev >= G.cfg.devices || G.dev[dev].ctx_retain == 0))
+        r = CUDA_ERROR_INVALID_DEVICE;
+    if (r == CUDA_SUCCESS)
+        G.dev[dev].ctx_retain--;
+    return drv_end(r);
+}
+
+static int is_ctx(CUcontext c)
+{
+    return c >= &G.ctxs[0] && c < &G.ctxs[G.cfg.devices] &&
+           G.dev[c - G.ctxs].has_ctx;
+}
+
+/* "Pushes the given context ctx onto the CPU thread's stack of current
+ * contexts. The specified context becomes the CPU thread's current
+ * context" (cuCtxPushCurrent). */
+static CUresult CUDAAPI sim_cuCtxPushCurrent(CUcontext ctx)
+{
+    CUresult r = drv_begin();
+    if (r == CUDA_SUCCESS && !is_ctx(ctx))
+        r = CUDA_ERROR_INVALID_CONTEXT;
+    if (r == CUDA_SUCCESS && t_depth == CTX_STACK)
+        r = CUDA_ERROR_INVALID_VALUE; /* the sim's limit, not CUDA's */
+    if (r == CUDA_SUCCESS)
+        t_stack[t_depth++] = (int)(ctx - G.ctxs);
+    return drv_end(r);
+}
+
+/* "Pops the current CUDA context from the CPU thread ... If a context was
+ * current to the CPU thread before cuCtxCreate() or cuCtxPushCurrent() was
+ * called, this function makes that context current to the CPU thread
+ * again" (cuCtxPopCurrent). */
+static CUresult CUDAAPI sim_cuCtxPopCurrent(CUcontext *pctx)
+{
+    CUresult r = drv_begin();
+    if (r == CUDA_SUCCESS && t_depth == 0)
+        r = CUDA_ERROR_INVALID_CONTEXT;
+    if (r == CUDA_SUCCESS) {
+        const int d = t_stack[--t_depth];
+        if (pctx)
+            *pctx = &G.ctxs[d];
+    }
+    return drv_end(r);
+}
+
+/* "If no context is bound to the calling CPU thread then *pctx is set to
+ * NULL and CUDA_SUCCESS is returned" (cuCtxGetCurrent). */
+static CUresult CUDAAPI sim_cuCtxGetCurrent(CUcontext *pctx)
+{
+    CUresult r = drv_begin();
+    if (r == CUDA_SUCCESS && !pctx)
+        r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS)
+        *pctx = t_depth ? &G.ctxs[t_stack[t_depth - 1]] : NULL;
+    return drv_end(r);
+}
+
+static const struct {
+    const char *name;
+    void *fn;
+} entry_points[] = {
+    {"cuDevicePrimaryCtxRetain", (void *)sim_cuDevicePrimaryCtxRetain},
+    {"cuDevicePrimaryCtxRelease", (void *)sim_cuDevicePrimaryCtxRelease},
+    {"cuCtxPushCurrent", (void *)sim_cuCtxPushCurrent},
+    {"cuCtxPopCurrent", (void *)sim_cuCtxPopCurrent},
+    {"cuCtxGetCurrent", (void *)sim_cuCtxGetCurrent},
+};
+
+cudaError_t
+cudaGetDriverEntryPointByVersion(const char *symbol, void **fn,
+                                 unsigned int version, unsigned long long flags,
+                                 enum cudaDriverEntryPointQueryResult *status)
+{
+    (void)flags;
+    cudaError_t e = begin(F_cudaGetDriverEntryPointByVersion, 0, NULL, NULL);
+    if (e == cudaSuccess && (!symbol || !fn))
+        e = cudaErrorInvalidValue;
+    enum cudaDriverEntryPointQueryResult found =
+        cudaDriverEntryPointSymbolNotFound;
+    if (e == cudaSuccess) {
+        *fn = NULL;
+        for (size_t i = 0; i < sizeof entry_points / sizeof *entry_points; i++)
+            if (!strcmp(entry_points[i].name, symbol)) {
+                found = version > CUDART_VERSION
+                            ? cudaDriverEntryPointVersionNotSufficent
+                            : cudaDriverEntryPointSuccess;
+                if (found == cudaDriverEntryPointSuccess)
+                    *fn = entry_points[i].fn;
+            }
+    }
+    if (e == cudaSuccess && status)
+        *status = found;
+    return end(e);
+}
+
 /* ---- the control interface ---- */
 
 void cudasim_get_config(cudasim_config *c)
@@ -1852,7 +2167,7 @@ void cudasim_get_config(cudasim_config *c)
 static int anything_live(void)
 {
     for (const struct CUstream_st *s = G.streams; s; s = s->next)
-        if (!s->legacy)
+        if (!s->legacy && !s->per_thread)
             return 1;
     return G.allocs || G.events;
 }
@@ -1872,6 +2187,9 @@ int cudasim_set_config(const cudasim_config *c)
         G.rng = c->seed;
         if (t_device >= G.cfg.devices)
             t_device = 0;
+        for (int i = 0; i < t_depth; i++)
+            if (t_stack[i] >= G.cfg.devices)
+                t_stack[i] = 0;
     }
     pthread_mutex_unlock(&G.mu);
     return rc;
@@ -1990,7 +2308,13 @@ void cudasim_get_live(cudasim_live *out)
         }
     }
     for (const struct CUstream_st *s = G.streams; s; s = s->next)
-        out->streams += !s->legacy && !s->destroyed;
+        out->streams += !s->legacy && !s->per_thread && !s->destroyed;
+    for (int d = 0; d < CUDASIM_MAX_DEVICES; d++)
+        if (G.dev[d].has_ctx) {
+            out->contexts++;
+            out->context_mask |= 1u << d;
+            out->context_bytes += G.cfg.context_bytes;
+        }
     for (const struct CUevent_st *v = G.events; v; v = v->next)
         out->events++;
     pthread_mutex_unlock(&G.mu);

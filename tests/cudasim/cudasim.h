@@ -30,15 +30,33 @@
  * - Any call can fail on request (cudasim_inject): the N-th matching call,
  *   or each with a probability, with the error CUDA would give, or a sticky
  *   error that breaks the device as a faulting kernel would.
- * - Several devices (default 2), each with its own current-device state per
- *   thread, streams, events and memory.
+ * - Several devices (default 2), each with its own streams, events and
+ *   memory, and a primary context per process: created by cudaSetDevice
+ *   (CUDA 12's rule) or by the first call that needs one on a thread with
+ *   none current (on the device cudaSetDevice chose, 0 by default), costing
+ *   context_bytes of the device's memory, and refused
+ *   (cudaErrorDevicesUnavailable) on a device in exclusive-process mode
+ *   that another process holds (exclusive_busy). Each host thread has a
+ *   stack of current contexts, which the driver's cuCtxPushCurrent /
+ *   cuCtxPopCurrent / cuCtxGetCurrent / cuDevicePrimaryCtxRetain change,
+ *   reached through cudaGetDriverEntryPointByVersion as without libcuda.
+ * - NULL (cudaStreamLegacy) and cudaStreamPerThread name streams of the
+ *   calling thread's current device; the per-thread default stream is one
+ *   per host thread and device, a blocking stream (ordered with the legacy
+ *   stream, not with any other).
+ * - A failed call's error is pending for cudaGetLastError on the calling
+ *   thread only; a sticky error (a faulting operation) is the device's and
+ *   every thread sees it.
+ * - A HostToDevice copy from managed memory prefetched to the device is a
+ *   violation (the direction does not match: undefined behaviour).
  *
  * What it does not do: run kernels (nvcc-built code cannot link against it;
  * cudasim_launch stands in for a kernel), peer access, graphs, IPC, texture
  * memory. Settings come from the environment at the first call
  * (CUDASIM_DEVICES, CUDASIM_DELAY_US, CUDASIM_COPY_GBS, CUDASIM_SEED,
  * CUDASIM_DEVICE_MB, CUDASIM_VIOLATION=abort|count, CUDASIM_FAULTS,
- * CUDASIM_CONCURRENT_MANAGED) and can
+ * CUDASIM_CONCURRENT_MANAGED, CUDASIM_CONTEXT_MB, CUDASIM_EXCLUSIVE_BUSY)
+ * and can
  * be changed by the functions below. Everything here is thread-safe. */
 #ifndef PINLOAD_CUDASIM_H
 #define PINLOAD_CUDASIM_H
@@ -55,18 +73,23 @@ extern "C" {
 #define CUDASIM_MAX_DEVICES 8
 
 typedef struct cudasim_config {
-    int devices;            /* 0 .. CUDASIM_MAX_DEVICES; default 2 */
-    unsigned delay_us;      /* random delay before each operation, at most;
-                               default 100 */
-    double copy_gbs;        /* copy bandwidth in GB/s; 0: as fast as memcpy
-                               (default) */
-    uint64_t seed;          /* of the delays and fault probabilities */
-    size_t device_bytes;    /* memory per device; default 16 GiB */
-    int abort_on_violation; /* 1 (default): abort(); 0: count and go on */
-    int concurrent_managed; /* cudaDevAttrConcurrentManagedAccess: 1
-                               (default, Linux on Pascal and later); 0 as on
-                               Windows and WSL, where the host may not touch
-                               managed memory while the device works */
+    int devices;             /* 0 .. CUDASIM_MAX_DEVICES; default 2 */
+    unsigned delay_us;       /* random delay before each operation, at most;
+                                default 100 */
+    double copy_gbs;         /* copy bandwidth in GB/s; 0: as fast as memcpy
+                                (default) */
+    uint64_t seed;           /* of the delays and fault probabilities */
+    size_t device_bytes;     /* memory per device; default 16 GiB */
+    int abort_on_violation;  /* 1 (default): abort(); 0: count and go on */
+    int concurrent_managed;  /* cudaDevAttrConcurrentManagedAccess: 1
+                                (default, Linux on Pascal and later); 0 as on
+                                Windows and WSL, where the host may not touch
+                                managed memory while the device works */
+    size_t context_bytes;    /* a primary context's device memory; default
+                                300 MiB */
+    unsigned exclusive_busy; /* devices (bit d: device d) in exclusive-process
+                                mode held by another process: no context can
+                                be created on them; default 0 */
 } cudasim_config;
 
 /* The settings in force. */
@@ -133,6 +156,9 @@ typedef struct cudasim_live {
     int device_allocs, pinned_allocs, managed_allocs;
     size_t device_bytes, pinned_bytes, managed_bytes;
     int streams, events;
+    int contexts;          /* primary contexts created, process-wide */
+    unsigned context_mask; /* bit d: device d has one */
+    size_t context_bytes;  /* the device memory they cost */
 } cudasim_live;
 void cudasim_get_live(cudasim_live *out);
 

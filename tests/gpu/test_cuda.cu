@@ -3,6 +3,7 @@
  * release/reuse ordering. The host backend is the reference: every byte a
  * CUDA loader delivers must equal what a host-backend loader delivers for
  * the same configuration. Needs a GPU; prints PASS/FAIL per test. */
+#include <cuda.h> /* the driver's types, for cuDevicePrimaryCtxGetState */
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -10,7 +11,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <pthread.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <vector>
 
 #include "../jpegwrite.h"
@@ -423,8 +427,154 @@ static bool destroy_with_batches_held(const char *data)
     return true;
 }
 
-int main()
+/* ---- the loader's device, not the caller's (issue 29) ---- */
+
+static int device_count()
 {
+    int n = 0;
+    return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+}
+
+/* A loader on device 1 from a thread on device 0: pl_batch_wait(b, NULL)
+ * must order device 1's legacy stream, on which a kernel then reads every
+ * sample; the bytes and sums equal the host backend's, the caller's thread
+ * stays on device 0 and no error is left pending. One device: skipped. */
+static bool second_device_wait_on_null(const char *data)
+{
+    if (device_count() < 2) {
+        std::printf("  skipped: one CUDA device\n");
+        return true;
+    }
+    pl_config cfg = base_config(data);
+    cfg.width = 160; /* bigger copies: a missed wait shows */
+    cfg.height = 160;
+    Epochs ref;
+    if (!host_reference(cfg, 1, &ref))
+        return false;
+    CUDA_OK(cudaSetDevice(0));
+    cfg.device = 1;
+    pl_loader *l;
+    CHECK(pl_loader_create(&cfg, &l) == 0, "%s", pl_last_error());
+    pl_info info;
+    pl_loader_info(l, &info);
+    std::vector<uint8_t> back(info.batch_bytes);
+    size_t k = 0;
+    const pl_batch *b;
+    int rc;
+    while ((rc = pl_loader_next(l, &b)) == 0) {
+        int dev = -1;
+        CUDA_OK(cudaGetDevice(&dev));
+        CHECK(dev == 0, "the caller's thread was moved to device %d", dev);
+        CHECK(pl_batch_wait(b, nullptr) == 0, "%s", pl_last_error());
+        CUDA_OK(cudaSetDevice(1));
+        uint8_t *copy;
+        CUDA_OK(cudaMallocAsync((void **)&copy, b->bytes, nullptr));
+        CUDA_OK(cudaMemcpyAsync(copy, b->data, b->bytes,
+                                cudaMemcpyDeviceToDevice, nullptr));
+        CUDA_OK(
+            cudaMemcpy(back.data(), copy, b->bytes, cudaMemcpyDeviceToHost));
+        CUDA_OK(cudaFreeAsync(copy, nullptr));
+        CUDA_OK(cudaSetDevice(0));
+        CHECK(std::memcmp(back.data(), ref.bytes[k].data(), b->bytes) == 0,
+              "batch %zu: device 1's legacy stream read it before its copy", k);
+        CHECK(pl_loader_release(l, b, nullptr) == 0, "%s", pl_last_error());
+        k++;
+    }
+    CHECK(rc == PL_EPOCH_END && k == ref.bytes.size(), "%zu batches", k);
+    CHECK(cudaGetLastError() == cudaSuccess, "an error left pending");
+    pl_loader_destroy(l);
+    return true;
+}
+
+/* Whether device d's primary context is active in this process, from the
+ * driver (through the runtime, as pinload reaches it). */
+static int primary_active(int d)
+{
+    typedef CUresult (*get_state_fn)(CUdevice, unsigned *, int *);
+    void *fn = nullptr;
+    cudaDriverEntryPointQueryResult q;
+    if (cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxGetState", &fn,
+                                         12000, cudaEnableDefault,
+                                         &q) != cudaSuccess ||
+        !fn)
+        return -1;
+    unsigned flags = 0;
+    int active = -1;
+    if (((get_state_fn)fn)(d, &flags, &active) != CUDA_SUCCESS)
+        return -1;
+    return active;
+}
+
+static void *stats_thread(void *arg)
+{
+    pl_stats st;
+    *(int *)((void **)arg)[1] =
+        pl_loader_stats((pl_loader *)((void **)arg)[0], &st);
+    return nullptr;
+}
+
+/* Run in a fresh process (main's --no-gpu0-context): a thread that never
+ * chose a device runs a loader on device 1 through every call (next, wait
+ * and release on NULL, stats from another thread, destroy); GPU 0 must have
+ * no primary context (since CUDA 12, cudaSetDevice would have made one). */
+static int child_no_gpu0_context(const char *data)
+{
+    pl_config cfg = base_config(data);
+    cfg.device = 1;
+    pl_loader *l;
+    if (pl_loader_create(&cfg, &l) != 0) {
+        std::printf("  create: %s\n", pl_last_error());
+        return 1;
+    }
+    const pl_batch *b;
+    int rc, n = 0;
+    while ((rc = pl_loader_next(l, &b)) == 0) {
+        pl_batch_wait(b, nullptr);
+        pl_loader_release(l, b, n++ % 2 ? nullptr : cudaStreamPerThread);
+        int stats_rc = -1;
+        void *args[2] = {l, &stats_rc};
+        pthread_t t;
+        pthread_create(&t, nullptr, stats_thread, args);
+        pthread_join(t, nullptr);
+        if (stats_rc != 0)
+            return 1;
+    }
+    const int a1 = primary_active(1); /* the probe works: the loader's */
+    pl_loader_destroy(l);
+    const int a0 = primary_active(0);
+    std::printf("  primary contexts active: device 0 %d, device 1 %d\n", a0,
+                a1);
+    return rc == PL_EPOCH_END && a0 == 0 && a1 == 1 ? 0 : 1;
+}
+
+static const char *self_path;
+
+static bool no_context_on_gpu0_for_a_loader_on_device_1(const char *data)
+{
+    if (device_count() < 2) {
+        std::printf("  skipped: one CUDA device\n");
+        return true;
+    }
+    std::fflush(stdout);
+    const pid_t pid = fork();
+    if (pid == 0) { /* exec at once: CUDA is not fork-safe */
+        execl(self_path, self_path, "--no-gpu0-context", data, (char *)nullptr);
+        _exit(127);
+    }
+    int status = 0;
+    CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+          "the child (a loader on device 1) made a context on GPU 0, or "
+          "failed: status %d",
+          status);
+    return true;
+}
+
+int main(int argc, char **argv)
+{
+    self_path = argv[0];
+    if (argc == 3 && !std::strcmp(argv[1], "--no-gpu0-context"))
+        return child_no_gpu0_context(argv[2]);
     int n = 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
         std::printf("no CUDA device: the CUDA-path tests need a GPU\n");
@@ -451,6 +601,9 @@ int main()
     run("keep_host_mirrors_the_batch", keep_host_mirrors_the_batch,
         data.c_str());
     run("destroy_with_batches_held", destroy_with_batches_held, data.c_str());
+    run("second_device_wait_on_null", second_device_wait_on_null, data.c_str());
+    run("no_context_on_gpu0_for_a_loader_on_device_1",
+        no_context_on_gpu0_for_a_loader_on_device_1, data.c_str());
     std::string rm = "rm -rf '" + data + "'";
     if (std::system(rm.c_str()) != 0)
         std::printf("could not remove %s\n", data.c_str());

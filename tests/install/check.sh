@@ -5,7 +5,11 @@
 # an out-of-tree C and a C++ program build against it, shared and static,
 # and take a batch from data made by the installed pinload-mkdata; the
 # static programs need no libpinload.so (ldd), the shared ones load the
-# prefix's; the tools and man pages are there. Last, installing the same
+# prefix's; the tools and man pages are there; a CMake project
+# (tests/install/cmake) finds the package, asks for its version (a newer
+# one is refused) and builds with both imported targets and, where the
+# prefix is final, through pinload-static.pc; the API's man pages are
+# there for every function and macro and render cleanly. Last, installing the same
 # build again with a new PREFIX must give .pc files naming the new one.
 set -eu
 build=${1:-build}
@@ -48,6 +52,7 @@ check_prefix() { # PREFIX (as the .pc files must name it) ROOT (where it lies)
         fi
         head -1 "$page" | grep -q '^\.TH ' || fail "$page: no .TH header"
     done
+    check_man3 "$at/share/man"
     data=$tmp/data-$$
     rm -rf "$data"
     "$at/bin/pinload-mkdata" --out "$data" --classes 2 --per-class 4 \
@@ -78,7 +83,86 @@ check_prefix() { # PREFIX (as the .pc files must name it) ROOT (where it lies)
         "$static" "$data" >/dev/null 2>"$tmp/run.err" ||
             { cat "$tmp/run.err" >&2; fail "$lang static program"; }
     done
-    echo "test-install: $prefix: pkg-config, tools, man pages, C and C++ shared and static: ok"
+    check_cmake "$at" "$1"
+    echo "test-install: $prefix: pkg-config, tools, man pages, C and C++ shared and static, CMake: ok"
+}
+
+# The API's pages: every exported function and every function-like macro
+# of the header has one (its family's page, or a .so link to it), each
+# renders without a warning, and pinload(3) holds the life of a program.
+check_man3() { # MANDIR
+    m3=$1/man3
+    [ -s "$m3/pinload.3" ] || fail "$m3/pinload.3 missing"
+    names=$(grep -v '^#' "$root/include/pinload.sym";
+        sed -n 's/^#define \(pl_[a-z_0-9]*\)(.*/\1/p' "$root/include/pinload.h")
+    for n in $names; do
+        [ -s "$m3/$n.3" ] || fail "no man page for $n"
+        target=$(sed -n 's/^\.so //p' "$m3/$n.3")
+        [ -z "$target" ] || [ -s "$1/$target" ] ||
+            fail "$m3/$n.3 points at $target, which is missing"
+    done
+    if command -v groff >/dev/null 2>&1; then
+        for page in "$m3"/*.3; do
+            (cd "$1" && groff -man -Tutf8 -ww -z "man3/${page##*/}") \
+                2>"$tmp/groff.err"
+            [ ! -s "$tmp/groff.err" ] || { cat "$tmp/groff.err" >&2; fail "$page: groff warnings"; }
+        done
+    fi
+    grep -q 'pl_loader_release(l, b, stream);' "$m3/pinload.3" ||
+        fail "pinload(3) lacks the header's life of a program"
+    grep -q 'PL_EPOCH_END once' "$m3/pl_loader.3" ||
+        fail "pl_loader(3) lacks pl_loader_next's comment"
+    # A new section of the header needs a page name: refused until then.
+    sed 's|^ \* What a loader did \*/$| * Something new */|' \
+        "$root/include/pinload.h" >"$tmp/new.h"
+    grep -q 'Something new' "$tmp/new.h" || fail "the header's sections changed"
+    if "$root/tools/man3.sh" "$tmp/new.h" "$tmp/man3" 2>"$tmp/man3.err"; then
+        fail "tools/man3.sh took a section it has no page name for"
+    fi
+    grep -q '"Something new"' "$tmp/man3.err" ||
+        fail "tools/man3.sh did not name the section: $(cat "$tmp/man3.err")"
+}
+
+check_cmake() { # ROOT (where the files lie) PREFIX (what the .pc files name)
+    at=$1
+    command -v cmake >/dev/null 2>&1 ||
+        fail "cmake is missing (tools/install-deps.sh --install test)"
+    pkgconfig=OFF
+    [ "$1" = "$2" ] && pkgconfig=ON
+    version=$(PKG_CONFIG_PATH=$at/lib/pkgconfig pkg-config --modversion pinload)
+    mm=${version%.*}
+    cm=$tmp/cmake-build
+    rm -rf "$cm"
+    PKG_CONFIG_PATH=$at/lib/pkgconfig cmake -S "$here/cmake" -B "$cm" \
+        -DCMAKE_PREFIX_PATH="$at" -DPINLOAD_WANT="$mm" \
+        -DPINLOAD_PKGCONFIG=$pkgconfig >"$tmp/cmake.log" 2>&1 ||
+        { cat "$tmp/cmake.log" >&2; fail "cmake configure against $at"; }
+    grep -q "pinload $version from $at/lib/cmake/pinload" "$tmp/cmake.log" ||
+        fail "find_package did not report $version from $at: $(grep pinload "$tmp/cmake.log")"
+    cmake --build "$cm" >"$tmp/cmake.log" 2>&1 ||
+        { cat "$tmp/cmake.log" >&2; fail "cmake build against $at"; }
+    progs="hello_shared hello_static hello_cpp_static"
+    [ $pkgconfig = ON ] && progs="$progs hello_pkgconfig"
+    for p in $progs; do
+        case $p in
+        *shared) ldd "$cm/$p" | grep -q "$at/lib/$soname" ||
+            fail "CMake $p does not load $at/lib/$soname" ;;
+        *) ldd "$cm/$p" | grep -q libpinload &&
+            fail "CMake $p loads libpinload: $(ldd "$cm/$p" | grep libpinload)" ;;
+        esac
+        "$cm/$p" "$data" >/dev/null 2>"$tmp/run.err" ||
+            { cat "$tmp/run.err" >&2; fail "CMake $p"; }
+    done
+    # A newer minor version than installed is refused, by find_package.
+    major=${mm%.*} minor=${mm#*.}
+    rm -rf "$cm"
+    if cmake -S "$here/cmake" -B "$cm" -DCMAKE_PREFIX_PATH="$at" \
+        -DPINLOAD_WANT="$major.$((minor + 1))" -DPINLOAD_PKGCONFIG=OFF \
+        >"$tmp/cmake.log" 2>&1; then
+        fail "find_package(pinload $major.$((minor + 1))) accepted $version"
+    fi
+    grep -q "$version" "$tmp/cmake.log" ||
+        fail "the refusal does not name the installed $version"
 }
 
 a=$tmp/prefix-a

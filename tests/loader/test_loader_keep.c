@@ -233,3 +233,43 @@ Test(loader, two_threads_keeping_batches_share_an_epoch, .timeout = TIMEOUT)
     free(order);
     fx_done(l, root);
 }
+
+/* The growth notice comes without the hand-off's lock: a log callback
+ * may call back into the loader (here pl_loader_stats, which takes it). */
+typedef struct reentrant {
+    pl_loader *_Atomic l;
+    atomic_int calls;
+} reentrant;
+
+static void stats_from_log(void *ctx, pl_log_level level, const char *msg)
+{
+    (void)level;
+    reentrant *r = ctx;
+    pl_loader *l = atomic_load(&r->l);
+    if (l && strstr(msg, "max_device_buffers")) {
+        pl_stats st;
+        cr_assert_eq(pl_loader_stats(l, &st), 0);
+        atomic_fetch_add(&r->calls, 1);
+    }
+}
+
+Test(loader, the_growth_notice_may_call_back_into_the_loader,
+     .timeout = TIMEOUT)
+{
+    char root[64];
+    pl_config c;
+    fx_tree(root, &c, 23, 3);
+    c.device_buffers = 1;
+    c.max_device_buffers = -1;
+    reentrant r = {0};
+    c.log = stats_from_log;
+    c.log_ctx = &r;
+    pl_loader *l = create(&c);
+    atomic_store(&r.l, l);
+    const pl_batch *b0, *b1;
+    cr_assert_eq(pl_loader_next(l, &b0), 0, "%s", pl_last_error());
+    cr_assert_eq(pl_loader_next(l, &b1), 0, "%s", pl_last_error());
+    cr_assert_eq(b1->index, 1);
+    cr_assert_eq(atomic_load(&r.calls), 1, "the notice, once");
+    fx_done(l, root);
+}

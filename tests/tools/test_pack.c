@@ -179,3 +179,103 @@ Test(pack, samples_that_cannot_be_packed_are_named_and_left_out,
     tu_rm_rf(out);
     fx_done(NULL, root);
 }
+
+/* The pack is made on --threads threads and written in order: every file
+ * the same, byte for byte, with 1 and 4 threads, re-encoding included. */
+Test(pack, the_pack_is_the_same_whatever_the_thread_count, .timeout = TIMEOUT)
+{
+    char root[64], out[2][128], args[512], *err;
+    pl_config c;
+    fx_tree(root, &c, 23, 3);
+    const int threads[2] = {1, 4};
+    for (int k = 0; k < 2; k++) {
+        snprintf(out[k], sizeof out[k], "%s-t%d", root, threads[k]);
+        snprintf(args, sizeof args,
+                 "--data %s --out %s --per-shard 7 --max-side 40 "
+                 "--threads %d --quiet",
+                 root, out[k], threads[k]);
+        cr_assert_eq(pack(root, args, &err), 0, "%s", err);
+        free(err);
+    }
+    static const char *const files[] = {
+        "shard-000000.tar", "shard-000001.tar", "shard-000002.tar",
+        "shard-000003.tar", "manifest.tsv",     "classes.txt",
+        "sources.tsv"};
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        char pa[256], pb[256];
+        snprintf(pa, sizeof pa, "%s/%s", out[0], files[f]);
+        snprintf(pb, sizeof pb, "%s/%s", out[1], files[f]);
+        size_t la, lb;
+        char *a = (char *)tu_read_file(pa, &la);
+        char *b = (char *)tu_read_file(pb, &lb);
+        cr_assert_gt(la, 0, "%s is empty", pa);
+        cr_assert(la == lb && memcmp(a, b, la) == 0, "%s differs", files[f]);
+        free(a);
+        free(b);
+    }
+    for (int k = 0; k < 2; k++)
+        tu_rm_rf(out[k]);
+    fx_done(NULL, root);
+}
+
+/* classes.txt keeps the folder's class names, which the loader reads back;
+ * sources.tsv names each key's shard and source file; a classes.txt of
+ * another pack is refused naming it. */
+Test(pack, class_names_and_sources_survive_the_pack, .timeout = TIMEOUT)
+{
+    char root[64], out[128], args[512], *err;
+    pl_config c;
+    fx_tree(root, &c, 23, 3);
+    snprintf(out, sizeof out, "%s-shards", root);
+    snprintf(args, sizeof args, "--data %s --out %s --per-shard 10 --quiet",
+             root, out);
+    cr_assert_eq(pack(root, args, &err), 0, "%s", err);
+    free(err);
+    pl_loader *src = create(&c);
+    pl_config pc;
+    base_cfg(&pc, out);
+    pl_loader *packed = create(&pc);
+    const pl_info si = info_of(src), pi = info_of(packed);
+    cr_assert_eq(pi.num_classes, si.num_classes);
+    for (int32_t k = 0; k < si.num_classes; k++) {
+        const char *a, *b;
+        cr_assert_eq(pl_loader_class_name(src, k, &a), 0);
+        cr_assert_eq(pl_loader_class_name(packed, k, &b), 0);
+        cr_assert_str_eq(b, a, "class %d", k);
+    }
+    char path[256];
+    snprintf(path, sizeof path, "%s/sources.tsv", out);
+    char *t = tu_slurp(path);
+    char *line = strtok(t, "\n");
+    cr_assert_str_eq(line, "key\tshard\tsource");
+    for (int64_t i = 0; i < si.dataset_size; i++) {
+        line = strtok(NULL, "\n");
+        cr_assert_not_null(line, "sources.tsv ends before sample %lld",
+                           (long long)i);
+        const char *name;
+        int32_t label;
+        cr_assert_eq(pl_loader_sample(src, i, &name, &label), 0);
+        char want[512];
+        snprintf(want, sizeof want, "%09lld\tshard-%06lld.tar\t%s",
+                 (long long)i, (long long)(i / 10), name);
+        cr_assert_str_eq(line, want);
+    }
+    cr_assert_null(strtok(NULL, "\n"), "more lines than samples");
+    free(t);
+    pl_loader_destroy(src);
+    pl_loader_destroy(packed);
+    /* Two names for three labels: another pack's. */
+    snprintf(path, sizeof path, "%s/classes.txt", out);
+    tu_write_file(path, "c0\nc1\n", 6);
+    pl_loader *l = NULL;
+    cr_assert_eq(pl_loader_create(&pc, &l), PL_EINVAL);
+    cr_assert_not_null(strstr(pl_last_error(), "classes.txt names 2 classes"),
+                       "%s", pl_last_error());
+    tu_write_file(path, "c0\nc1\nc0\n", 9);
+    cr_assert_eq(pl_loader_create(&pc, &l), PL_EINVAL);
+    cr_assert_not_null(strstr(pl_last_error(), "line 3: class \"c0\" is named "
+                                               "twice"),
+                       "%s", pl_last_error());
+    tu_rm_rf(out);
+    fx_done(NULL, root);
+}

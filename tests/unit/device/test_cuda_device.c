@@ -119,6 +119,54 @@ Test(cuda, local_rank_device_follows_the_launcher, .timeout = TIMEOUT)
     tu_rm_rf(root);
 }
 
+/* A log callback keeping the notices. */
+static char notices[4096];
+
+static void keep_notices(void *ctx, pl_log_level level, const char *msg)
+{
+    (void)ctx;
+    if (level == PL_LOG_NOTICE) {
+        strncat(notices, msg, sizeof notices - strlen(notices) - 2);
+        strcat(notices, "\n");
+    }
+}
+
+/* Launchers that give each rank its GPU through CUDA_VISIBLE_DEVICES leave
+ * every process one device, ordinal 0, whatever its local rank: that is
+ * the one to use, with a notice saying so. With two devices visible, local
+ * rank 2 is still an error (the previous test). */
+Test(cuda, local_rank_with_one_visible_device_is_device_0, .timeout = TIMEOUT)
+{
+    cudasim_config sc;
+    cudasim_get_config(&sc);
+    sc.devices = 1;
+    cr_assert_eq(cudasim_set_config(&sc), 0);
+    char root[64];
+    pl_config c;
+    sim_tree(root, &c, 12, 2);
+    c.device = PL_DEVICE_LOCAL_RANK;
+    c.log = keep_notices;
+    c.rank = PL_FROM_ENV;
+    c.world_size = PL_FROM_ENV;
+    cr_assert_eq(setenv("RANK", "3", 1), 0);
+    cr_assert_eq(setenv("WORLD_SIZE", "4", 1), 0);
+    cr_assert_eq(setenv("LOCAL_RANK", "3", 1), 0);
+    cr_assert_eq(setenv("LOCAL_WORLD_SIZE", "4", 1), 0);
+    cr_assert_eq(setenv("CUDA_VISIBLE_DEVICES", "3", 1), 0);
+    pl_loader *l = create(&c);
+    pl_info in;
+    pl_loader_info(l, &in);
+    cr_assert_eq(in.device, 0);
+    cr_assert_not_null(strstr(notices, "local rank 3, but this process sees "
+                                       "one CUDA device "
+                                       "(CUDA_VISIBLE_DEVICES=3): using it, "
+                                       "device 0"),
+                       "%s", notices);
+    run_epoch_on(l, 0, NULL);
+    pl_loader_destroy(l);
+    tu_rm_rf(root);
+}
+
 /* An ordinal that cannot be had is an error naming it, never a silent
  * fall back to the host; only AUTO falls back, with its notice. */
 Test(cuda, an_ordinal_that_cannot_be_had_is_an_error, .timeout = TIMEOUT)

@@ -1,15 +1,18 @@
 /* The simulated CUDA runtime itself (tests/cudasim): device memory cannot
  * be touched by the host; freeing memory still in use is caught; faults
  * come exactly when asked for; devices are separate; everything made is
- * counted until released. How it orders work (streams, events, host
- * functions, the legacy default stream) is test_cudasim_order.c's. Each
- * test runs in a process of its own, so the simulator starts fresh in
- * each. Built only by `make CUDA=sim`. */
+ * counted until released; contexts come and cost as CUDA 12's do, and a
+ * copy's direction must match managed memory's place. How it orders work
+ * (streams, events, host functions, the legacy default stream) is
+ * test_cudasim_order.c's. Each test runs in a process of its own, so the
+ * simulator starts fresh in each. Built only by `make CUDA=sim`. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <sys/resource.h>
 #include <time.h>
+
+#include <cuda.h> /* the driver's types, for its entry points */
 
 #include "cudasim.h"
 #include "testsim.h"
@@ -519,6 +522,7 @@ Test(cudasim, settings_come_from_the_environment_at_the_first_call,
     cr_assert_eq(setenv("CUDASIM_SEED", "99", 1), 0);
     cr_assert_eq(setenv("CUDASIM_DEVICE_MB", "64", 1), 0);
     cr_assert_eq(setenv("CUDASIM_VIOLATION", "count", 1), 0);
+    cr_assert_eq(setenv("CUDASIM_CONTEXT_MB", "8", 1), 0);
     cudasim_config c;
     cudasim_get_config(&c);
     cr_assert_eq(c.devices, 3);
@@ -527,6 +531,7 @@ Test(cudasim, settings_come_from_the_environment_at_the_first_call,
     cr_assert_eq(c.seed, 99);
     cr_assert_eq(c.device_bytes, (size_t)64 << 20);
     cr_assert_eq(c.abort_on_violation, 0);
+    cr_assert_eq(c.context_bytes, (size_t)8 << 20);
 
     int n = 0;
     CUDA_OK(cudaGetDeviceCount(&n));
@@ -534,13 +539,13 @@ Test(cudasim, settings_come_from_the_environment_at_the_first_call,
     size_t free_bytes = 0, total = 0;
     CUDA_OK(cudaMemGetInfo(&free_bytes, &total));
     cr_assert_eq(total, (size_t)64 << 20);
-    cr_assert_eq(free_bytes, (size_t)64 << 20);
+    cr_assert_eq(free_bytes, (size_t)56 << 20, "the context's 8 MiB taken");
     void *p = NULL;
-    ASSERT_CUDA(cudaMalloc(&p, ((size_t)64 << 20) + 1),
+    ASSERT_CUDA(cudaMalloc(&p, ((size_t)56 << 20) + 1),
                 cudaErrorMemoryAllocation);
     CUDA_OK(cudaMalloc(&p, (size_t)48 << 20));
     CUDA_OK(cudaMemGetInfo(&free_bytes, &total));
-    cr_assert_eq(free_bytes, (size_t)16 << 20);
+    cr_assert_eq(free_bytes, (size_t)8 << 20);
     CUDA_OK(cudaFree(p));
 }
 
@@ -714,5 +719,160 @@ Test(cudasim, live_counts_return_to_zero_once_everything_is_released,
     cudasim_live zero;
     memset(&zero, 0, sizeof zero); /* the padding too, as get_live does */
     cudasim_get_live(&live);
+    /* The primary context of device 0 stays for the process's life. */
+    cr_assert_eq(live.contexts, 1);
+    cr_assert_eq(live.context_mask, 1u);
+    cr_assert_eq(live.context_bytes, (size_t)300 << 20);
+    zero.contexts = 1;
+    zero.context_mask = 1u;
+    zero.context_bytes = (size_t)300 << 20;
     cr_assert_arr_eq(&live, &zero, sizeof live, "something is still live");
+}
+
+/* ---- contexts (CUDA 12's rules) ------------------------------------------ */
+
+typedef CUresult (*retain_fn)(CUcontext *, CUdevice);
+typedef CUresult (*push_fn)(CUcontext);
+typedef CUresult (*pop_fn)(CUcontext *);
+typedef CUresult (*current_fn)(CUcontext *);
+
+static void *entry(const char *name)
+{
+    void *fn = NULL;
+    enum cudaDriverEntryPointQueryResult q;
+    CUDA_OK(cudaGetDriverEntryPointByVersion(name, &fn, 12000,
+                                             cudaEnableDefault, &q));
+    cr_assert_eq(q, cudaDriverEntryPointSuccess, "%s", name);
+    cr_assert_not_null(fn, "%s", name);
+    return fn;
+}
+
+static unsigned context_mask(void)
+{
+    cudasim_live lv;
+    cudasim_get_live(&lv);
+    return lv.context_mask;
+}
+
+/* cudaSetDevice creates the device's context at once, with its memory;
+ * queries create none; the first call that needs one on a thread with
+ * none creates the chosen device's (0 unless chosen). */
+Test(cudasim, contexts_come_from_set_device_and_first_use_and_cost_memory,
+     .timeout = TIMEOUT)
+{
+    int n = 0, d = -1;
+    struct cudaDeviceProp prop;
+    CUDA_OK(cudaGetDeviceCount(&n));
+    CUDA_OK(cudaGetDevice(&d));
+    CUDA_OK(cudaGetDeviceProperties(&prop, 1));
+    cr_assert_eq(context_mask(), 0, "queries created a context");
+    CUDA_OK(cudaSetDevice(1));
+    cr_assert_eq(context_mask(), 1u << 1);
+    size_t free_bytes, total;
+    CUDA_OK(cudaMemGetInfo(&free_bytes, &total));
+    cr_assert_eq(total - free_bytes, (size_t)300 << 20, "the context's memory");
+    int on_other = -1;
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, get_device_thread, &on_other), 0);
+    cr_assert_eq(pthread_join(t, NULL), 0);
+    cr_assert_eq(context_mask(), 1u << 1, "cudaGetDevice created one");
+    malloc_job j = {0};
+    cr_assert_eq(pthread_create(&t, NULL, malloc_thread, &j), 0);
+    cr_assert_eq(pthread_join(t, NULL), 0);
+    ASSERT_CUDA(j.rc, cudaSuccess);
+    cr_assert_eq(context_mask(), 3u, "a first cudaMalloc makes device 0's");
+}
+
+/* An exclusive-process GPU another process holds refuses this one's
+ * context, whichever call would create it. */
+Test(cudasim, a_busy_exclusive_device_refuses_a_context, .timeout = TIMEOUT)
+{
+    cudasim_config c;
+    cudasim_get_config(&c);
+    c.exclusive_busy = 1u << 0;
+    cr_assert_eq(cudasim_set_config(&c), 0);
+    void *p = NULL;
+    ASSERT_CUDA(cudaMalloc(&p, 64), cudaErrorDevicesUnavailable);
+    ASSERT_CUDA(cudaSetDevice(0), cudaErrorDevicesUnavailable);
+    retain_fn retain = (retain_fn)entry("cuDevicePrimaryCtxRetain");
+    CUcontext ctx;
+    cr_assert_eq(retain(&ctx, 0), CUDA_ERROR_DEVICE_UNAVAILABLE);
+    CUDA_OK(cudaSetDevice(1));
+    CUDA_OK(cudaMalloc(&p, 64));
+    CUDA_OK(cudaFree(p));
+    cr_assert_eq(context_mask(), 1u << 1);
+}
+
+/* The driver's stack of current contexts, reached through the runtime: a
+ * pushed context is the runtime's device until popped, and the thread is
+ * back where it was (no context at all, here). */
+Test(cudasim, pushed_contexts_are_the_runtimes_until_popped, .timeout = TIMEOUT)
+{
+    retain_fn retain = (retain_fn)entry("cuDevicePrimaryCtxRetain");
+    push_fn push = (push_fn)entry("cuCtxPushCurrent");
+    pop_fn pop = (pop_fn)entry("cuCtxPopCurrent");
+    current_fn current = (current_fn)entry("cuCtxGetCurrent");
+    void *fn = (void *)1;
+    enum cudaDriverEntryPointQueryResult q;
+    CUDA_OK(cudaGetDriverEntryPointByVersion("cuMemAlloc", &fn, 12000,
+                                             cudaEnableDefault, &q));
+    cr_assert_eq(q, cudaDriverEntryPointSymbolNotFound);
+    cr_assert_null(fn);
+
+    CUcontext c1, got;
+    cr_assert_eq(retain(&c1, 1), CUDA_SUCCESS);
+    cr_assert_eq(current(&got), CUDA_SUCCESS);
+    cr_assert_null(got, "retaining made a context current");
+    cr_assert_eq(push(c1), CUDA_SUCCESS);
+    int d = -1;
+    CUDA_OK(cudaGetDevice(&d));
+    cr_assert_eq(d, 1);
+    void *p = NULL;
+    CUDA_OK(cudaMalloc(&p, 64));
+    struct cudaPointerAttributes at;
+    CUDA_OK(cudaPointerGetAttributes(&at, p));
+    cr_assert_eq(at.device, 1);
+    cr_assert_eq(pop(&got), CUDA_SUCCESS);
+    cr_assert_eq(got, c1);
+    cr_assert_eq(current(&got), CUDA_SUCCESS);
+    cr_assert_null(got);
+    CUDA_OK(cudaGetDevice(&d));
+    cr_assert_eq(d, 0);
+    cr_assert_eq(pop(&got), CUDA_ERROR_INVALID_CONTEXT);
+    cr_assert_eq(context_mask(), 1u << 1, "only device 1's context");
+    CUDA_OK(cudaSetDevice(1));
+    CUDA_OK(cudaFree(p));
+}
+
+/* A HostToDevice copy from managed memory prefetched to the device does not
+ * match the direction: a violation; cudaMemcpyDefault is fine. */
+Test(cudasim, managed_memory_on_the_device_is_not_a_host_source,
+     .timeout = TIMEOUT)
+{
+    cudasim_config c;
+    cudasim_get_config(&c);
+    c.abort_on_violation = 0;
+    cr_assert_eq(cudasim_set_config(&c), 0);
+    void *m = NULL, *dev = NULL;
+    cudaStream_t s;
+    CUDA_OK(cudaMallocManaged(&m, N, cudaMemAttachGlobal));
+    CUDA_OK(cudaMalloc(&dev, N));
+    CUDA_OK(cudaStreamCreate(&s));
+    CUDA_OK(cudaMemcpyAsync(dev, m, N, cudaMemcpyHostToDevice, s));
+    cr_assert_eq(cudasim_violations(), 0, "on the host it is a host source");
+#if CUDART_VERSION >= 13000
+    struct cudaMemLocation to_dev = {.type = cudaMemLocationTypeDevice,
+                                     .id = 0};
+    CUDA_OK(cudaMemPrefetchAsync(m, N, to_dev, 0, s));
+#else
+    CUDA_OK(cudaMemPrefetchAsync(m, N, 0, s));
+#endif
+    CUDA_OK(cudaMemcpyAsync(dev, m, N, cudaMemcpyDefault, s));
+    cr_assert_eq(cudasim_violations(), 0);
+    CUDA_OK(cudaMemcpyAsync(dev, m, N, cudaMemcpyHostToDevice, s));
+    cr_assert_eq(cudasim_violations(), 1);
+    CUDA_OK(cudaStreamSynchronize(s));
+    CUDA_OK(cudaStreamDestroy(s));
+    CUDA_OK(cudaFree(dev));
+    CUDA_OK(cudaFree(m));
 }

@@ -1,10 +1,10 @@
 /* The simulated CUDA runtime itself (tests/cudasim), how it orders work:
  * streams run in order on threads of their own and late; copies through
- * pageable memory block; events, stream waits and the legacy default
- * stream order work; host functions run elsewhere and may not call CUDA.
- * Its memory, faults and devices are test_cudasim.c's. Each test runs in a
- * process of its own, so the simulator starts fresh in each. Built only by
- * `make CUDA=sim`. */
+ * pageable memory block; events, stream waits, the legacy default stream
+ * and each thread's per-thread stream order work; host functions run
+ * elsewhere and may not call CUDA. Its memory, faults and devices are
+ * test_cudasim.c's. Each test runs in a process of its own, so the
+ * simulator starts fresh in each. Built only by `make CUDA=sim`. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -504,4 +504,54 @@ Test(cudasim, blocking_streams_wait_for_the_legacy_stream, .timeout = TIMEOUT)
     CUDA_OK(cudaDeviceSynchronize());
     CUDA_OK(cudaStreamDestroy(blocking));
     CUDA_OK(cudaStreamDestroy(nonblocking));
+}
+
+/* cudaStreamPerThread: each host thread's own blocking stream, unordered
+ * with another thread's, ordered with the legacy stream. */
+typedef struct ptds_job {
+    gate *g;
+    cudaError_t rc;
+} ptds_job;
+
+static void *launch_on_own_per_thread_stream(void *arg)
+{
+    ptds_job *j = arg;
+    j->rc = cudasim_launch(cudaStreamPerThread, gate_kernel, j->g, NULL, 0);
+    return NULL;
+}
+
+Test(cudasim, per_thread_streams_are_per_thread_and_wait_for_legacy_only,
+     .timeout = TIMEOUT)
+{
+    gate g = GATE_INIT;
+    ptds_job j = {.g = &g};
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, launch_on_own_per_thread_stream, &j),
+                 0);
+    cr_assert_eq(pthread_join(t, NULL), 0);
+    CUDA_OK(j.rc);
+    gate_wait_entered(&g);
+
+    /* This thread's per-thread stream does not wait for the other's. */
+    observer mine = {.g = &g};
+    CUDA_OK(cudasim_launch(cudaStreamPerThread, observe, &mine, NULL, 0));
+    cr_assert(wait_flag(&mine.ran, 5.0),
+              "a per-thread stream waited for another thread's");
+    cr_assert_eq(atomic_load(&mine.saw_done), 0);
+
+    /* The legacy stream does. */
+    observer legacy = {.g = &g};
+    CUDA_OK(cudasim_launch(NULL, observe, &legacy, NULL, 0));
+    sleep_ms(30);
+    cr_assert_eq(atomic_load(&legacy.ran), 0,
+                 "the legacy stream ran before a per-thread stream's work");
+    gate_open(&g);
+    CUDA_OK(cudaStreamSynchronize(NULL));
+    cr_assert_eq(atomic_load(&legacy.saw_done), 1);
+
+    ASSERT_CUDA(cudaStreamDestroy(cudaStreamPerThread),
+                cudaErrorInvalidResourceHandle);
+    cudasim_live lv;
+    cudasim_get_live(&lv);
+    cr_assert_eq(lv.streams, 0, "per-thread streams are not the program's");
 }

