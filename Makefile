@@ -54,7 +54,11 @@ WARN     += -Werror
 endif
 CFLAGS_ALL := -std=c11 $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden -pthread
 CPPFLAGS_ALL := -D_GNU_SOURCE -Iinclude $(CPPFLAGS) -MMD -MP
-LIBS     := -ljpeg -lm -lpthread
+# PNG and WebP: libspng and libwebp, found by pkg-config where it is (the
+# names it gives, static builds' private ones included), else by name.
+IMAGE_LIBS := $(shell pkg-config --libs --static spng libwebp 2>/dev/null || \
+                echo -lspng -lz -lwebp)
+LIBS     := -ljpeg $(IMAGE_LIBS) -lm -lpthread
 
 ifeq ($(CUDA),sim)
 SIM      := 1
@@ -135,7 +139,8 @@ NVCCFLAGS := -O2 -std=c++17 -Iinclude $(NVCC_GENCODE)
 
 COMMON_SRC  := common/clock.c common/grow.c common/error.c common/log.c \
                common/file.c
-WORKERS_SRC := workers/decode.c workers/resample.c workers/augment.c \
+WORKERS_SRC := workers/decode.c workers/decode_png.c workers/decode_webp.c \
+               workers/resample.c workers/augment.c \
                workers/fileio.c workers/process.c workers/pool.c
 INPUT_SRC   := input/catalog.c input/tar.c input/sidecar.c input/folder.c \
                input/list.c input/shards.c input/input.c
@@ -286,7 +291,7 @@ PC_VERSION = $$(sed -n \
     's/^\#define PL_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)/\2/p' \
     include/pinload/version.h | paste -sd.)
 PC_HEAD = 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' \
-    'Description: pinned-memory JPEG data loader that keeps GPUs fed' \
+    'Description: pinned-memory JPEG, PNG and WebP data loader that keeps GPUs fed' \
     "Version: $(PC_VERSION)" 'Cflags: -I$${includedir}'
 
 # pinload.pc links the shared library; pinload-static.pc the archive,
@@ -556,19 +561,22 @@ $(BUILD)/.deps-bench: tools/install-deps.sh
 	@mkdir -p $(@D) && touch $@
 
 # libFuzzer over the decode and augment path, seeded with ../shared/data's
-# hard cases and photos (each behind an 8-byte configuration header).
+# hard cases and photos and the PNG and WebP fixtures (each behind an
+# 8-byte configuration header): the signature takes inputs to the JPEG,
+# PNG or WebP decoder.
 # Every crash it finds belongs in tests/fuzz/regressions, replayed by
 # test_fuzz in every `make test`.
 FUZZ_SECONDS ?= 60
 FUZZ_DIR := $(BUILD)/fuzz
-FUZZ_SRC := $(COMMON_SRC) workers/decode.c workers/resample.c \
+FUZZ_SRC := $(COMMON_SRC) workers/decode.c workers/decode_png.c \
+            workers/decode_webp.c workers/resample.c \
             workers/augment.c workers/fileio.c workers/process.c
 $(FUZZ_DIR)/fuzz_decode: tests/fuzz/fuzz_decode.c tests/fuzz/harness.h \
                          $(FUZZ_SRC) | $(BUILD)/.deps-fuzz
 	@mkdir -p $(@D)
 	clang -g -O1 -fsanitize=fuzzer,address,undefined \
 	    -fno-sanitize-recover=all -D_GNU_SOURCE -Iinclude -o $@ \
-	    tests/fuzz/fuzz_decode.c $(FUZZ_SRC) -ljpeg -lm
+	    tests/fuzz/fuzz_decode.c $(FUZZ_SRC) -ljpeg $(IMAGE_LIBS) -lm
 $(BUILD)/.deps-fuzz: tools/install-deps.sh
 	@tools/install-deps.sh --$(DEPS_MODE) fuzz
 	@mkdir -p $(@D) && touch $@
@@ -586,7 +594,7 @@ $(FUZZ_DIR)/fuzz_loader: tests/fuzz/fuzz_loader.c tests/fuzz/loader_harness.h \
 	@mkdir -p $(@D)
 	clang -g -O1 -fsanitize=fuzzer,address,undefined \
 	    -fno-sanitize-recover=all -D_GNU_SOURCE -pthread -Iinclude -o $@ \
-	    tests/fuzz/fuzz_loader.c $(FUZZ_LOADER_SRC) -ljpeg -lm
+	    tests/fuzz/fuzz_loader.c $(FUZZ_LOADER_SRC) -ljpeg $(IMAGE_LIBS) -lm
 # libFuzzer over the tar shard indexer (input/tar.c), seeded with
 # tests/fuzz/regressions-tar, which test_fuzz_tar replays.
 FUZZ_TAR_SECONDS ?= 30
@@ -611,6 +619,9 @@ fuzz: $(FUZZ_DIR)/fuzz_decode $(FUZZ_DIR)/fuzz_loader $(FUZZ_DIR)/fuzz_tar
 	            > $(FUZZ_DIR)/seeds/s$$n; done; \
 	    echo "== fuzz: $$n seeds from ../shared/data"; \
 	else echo "== fuzz: ../shared/data is absent: no seeds"; fi
+	@for f in tests/fixtures/formats/*.png tests/fixtures/formats/*.webp; do \
+	    { printf '\002\000\067\077\001\000\007\003'; cat "$$f"; } \
+	        > $(FUZZ_DIR)/seeds/$$(basename "$$f"); done
 	$(FUZZ_DIR)/fuzz_decode -max_total_time=$(FUZZ_SECONDS) \
 	    -max_len=262144 -timeout=10 -rss_limit_mb=2048 \
 	    -artifact_prefix=$(FUZZ_DIR)/ -print_final_stats=1 \

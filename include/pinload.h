@@ -106,8 +106,8 @@ PL_EXPORT unsigned pl_version_number(void);
     XX(EIO, -3, "input/output error")                                          \
     XX(ENODATA, -4, "no images found")                                         \
     XX(ENOTJPEG, -5, "not a JPEG file")                                        \
-    XX(ECORRUPT, -6, "corrupt JPEG data")                                      \
-    XX(EUNSUPPORTED, -7, "unsupported JPEG feature")                           \
+    XX(ECORRUPT, -6, "corrupt image data")                                     \
+    XX(EUNSUPPORTED, -7, "unsupported image feature")                          \
     XX(ELIMIT, -8, "image exceeds a configured limit")                         \
     XX(ECUDA, -9, "CUDA runtime error")                                        \
     XX(ETHREAD, -10, "cannot create thread")                                   \
@@ -120,7 +120,7 @@ typedef enum pl_status {
 #undef PL_STATUS_ENUM_
 } pl_status;
 
-/* A one-line description of a status code ("corrupt JPEG data"), or
+/* A one-line description of a status code ("corrupt image data"), or
  * "unknown status" for a value no version defined. Static storage. */
 PL_EXPORT const char *pl_strerror(int status);
 
@@ -256,7 +256,9 @@ typedef struct pl_state {
 typedef struct pl_config {
     /* ---- The input */
     /* Required. A directory (ImageFolder layout root/<class>/.../x.jpg, or a
-     * flat folder of JPEGs with label 0) or a list file of "path label"
+     * flat folder of images with label 0: .jpg .jpeg .png .webp files, the
+     * format told by the bytes; other image kinds are named in a notice) or
+     * a list file of "path label"
      * lines, paths relative to the list file's folder. Or tar shards in the
      * WebDataset layout: a .tar file, a folder of *.tar, a brace pattern
      * ("train-{000000..000146}.tar") or a list file of shard paths; a
@@ -642,14 +644,17 @@ typedef struct pl_image {
     uint8_t *pixels; /* RGB, [height][width][3], owned by the pl_image */
 } pl_image;
 
-/* Decode the JPEG file at `path` to RGB at its own size (grayscale
- * replicated, CMYK/YCCK converted), with pl_config_default()'s limits.
+/* Decode the JPEG, PNG or WebP file at `path` (the bytes tell which) to
+ * RGB at its own size (grayscale replicated, CMYK/YCCK converted, palettes
+ * expanded, alpha dropped: Pillow's convert("RGB")), with
+ * pl_config_default()'s limits.
  * [out] *img, to be freed with pl_image_free. */
 #define pl_image_load(path, img)                                               \
     pl_image_load_sized((path), (img), sizeof(pl_image))
 PL_EXPORT int pl_image_load_sized(const char *path, pl_image *img, size_t size);
 
-/* The same for the JPEG in buf[0, len) (pl_loader_read_sample's bytes, say). */
+/* The same for the image in buf[0, len) (pl_loader_read_sample's bytes,
+ * say). */
 #define pl_image_decode(buf, len, img)                                         \
     pl_image_decode_sized((buf), (len), (img), sizeof(pl_image))
 PL_EXPORT int pl_image_decode_sized(const void *buf, size_t len, pl_image *img,

@@ -1,7 +1,11 @@
 /* The folder reader: an ImageFolder tree (root/<class>/.../x.jpg, labels
  * by the sorted class folders, as torchvision's ImageFolder) or a flat
- * folder of JPEGs (one class). Each directory, by device and inode, is
- * listed once, so links that loop or share sub-directories end. */
+ * folder of images (one class). Each directory, by device and inode, is
+ * listed once, so links that loop or share sub-directories end. Files
+ * named .jpg, .jpeg, .png or .webp are samples (the decoder tells the
+ * format from the bytes); the other names torchvision's ImageFolder takes
+ * (.bmp .pgm .ppm .tif .tiff) are counted and named in a notice, so that
+ * nothing it would read is left out without a word. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -22,11 +26,66 @@
 
 /* ---- directory entries ---- */
 
-static int is_jpeg_name(const char *name)
+static int is_image_name(const char *name)
 {
     const char *dot = strrchr(name, '.');
     return dot &&
-           (strcasecmp(dot, ".jpg") == 0 || strcasecmp(dot, ".jpeg") == 0);
+           (strcasecmp(dot, ".jpg") == 0 || strcasecmp(dot, ".jpeg") == 0 ||
+            strcasecmp(dot, ".png") == 0 || strcasecmp(dot, ".webp") == 0);
+}
+
+/* ---- image files not read ---- */
+
+/* The extensions torchvision's ImageFolder reads that pinload does not. */
+static const char *const unread_ext[] = {".bmp", ".pgm", ".ppm", ".tif",
+                                         ".tiff"};
+#define UNREAD_KINDS (sizeof unread_ext / sizeof *unread_ext)
+#define UNREAD_NAMED 5 /* names given in the notice, per extension */
+
+typedef struct unread {
+    size_t count[UNREAD_KINDS];
+    char *names[UNREAD_KINDS]; /* "a.tif, b.tif" (the first UNREAD_NAMED) */
+    size_t len[UNREAD_KINDS], cap[UNREAD_KINDS];
+} unread;
+
+static int unread_kind(const char *name)
+{
+    const char *dot = strrchr(name, '.');
+    for (size_t k = 0; dot && k < UNREAD_KINDS; k++)
+        if (strcasecmp(dot, unread_ext[k]) == 0)
+            return (int)k;
+    return -1;
+}
+
+/* Counts the file at `path` (relative to the root) if its extension is
+ * one of unread_ext. PL_ENOMEM. */
+static int unread_add(unread *u, const char *path)
+{
+    const int k = unread_kind(path);
+    if (k < 0 || u->count[k]++ >= UNREAD_NAMED)
+        return 0;
+    const size_t n = strlen(path);
+    if (grow(&u->names[k], &u->cap[k], u->len[k] + n + 3, 1, 64) < 0)
+        return PL_ENOMEM;
+    u->len[k] += (size_t)sprintf(u->names[k] + u->len[k], "%s%s",
+                                 u->len[k] ? ", " : "", path);
+    return 0;
+}
+
+/* One notice per extension met: "root: 12 .tif files not supported ...". */
+static void unread_log(unread *u, logger *lg, const char *root)
+{
+    for (size_t k = 0; k < UNREAD_KINDS; k++) {
+        if (u->count[k])
+            log_msg(lg, PL_LOG_NOTICE,
+                    "%s: %zu %s file%s not supported (JPEG, PNG and WebP "
+                    "are), left out: %s%s",
+                    root, u->count[k], unread_ext[k],
+                    u->count[k] == 1 ? "" : "s", u->names[k],
+                    u->count[k] > UNREAD_NAMED ? ", ..." : "");
+        free(u->names[k]);
+    }
+    memset(u, 0, sizeof *u);
 }
 
 /* A directory's entries, sorted by name (byte order, as Python sorts). */
@@ -159,6 +218,7 @@ typedef struct walk {
     ino_t ino[MAX_DEPTH];
     int depth;
     seen_set seen;       /* every directory listed so far */
+    unread unread;       /* image files of kinds not read */
     char path[PATH_MAX]; /* relative to the root */
 } walk;
 
@@ -199,7 +259,7 @@ static int walk_subdir(walk *w, int dirfd, const char *name, size_t path_len)
     return rc;
 }
 
-/* Adds the JPEGs under w->path (open as dirfd) to the dataset. Directories
+/* Adds the images under w->path (open as dirfd) to the dataset. Directories
  * already on the current path are skipped: that is a symlink loop; so is
  * any directory listed before through another path (each is listed once). */
 static int walk_dir(walk *w, int dirfd, size_t path_len)
@@ -239,10 +299,15 @@ static int walk_dir(walk *w, int dirfd, size_t path_len)
     entries e = {0};
     int rc = read_entries(dirfd, &e);
     for (size_t i = 0; rc == 0 && i < e.n; i++) {
-        if (e.v[i].is_dir || !is_jpeg_name(e.v[i].name))
+        if (e.v[i].is_dir)
+            continue;
+        const int image = is_image_name(e.v[i].name);
+        if (!image && unread_kind(e.v[i].name) < 0)
             continue;
         const size_t len = path_push(w, path_len, e.v[i].name);
-        if (len)
+        if (len && !image)
+            rc = unread_add(&w->unread, w->path);
+        else if (len)
             rc = catalog_add_file(w->cat, w->path, len, w->label);
         else
             log_msg(w->lg, PL_LOG_NOTICE, "%s/%s/%s: path too long, skipped",
@@ -300,7 +365,7 @@ static int walk_class(catalog *cat, walk *w, const char *name, logger *lg)
     if (rc == 0)
         sort_class(cat, first);
     if (rc == 0 && cat->n == first)
-        log_msg(lg, PL_LOG_NOTICE, "%s/%s: class %d has no JPEG files",
+        log_msg(lg, PL_LOG_NOTICE, "%s/%s: class %d has no image files",
                 cat->root, name, w->label);
     return rc;
 }
@@ -317,7 +382,7 @@ static int read_folder(catalog *cat, logger *lg)
     size_t dirs = 0, files = 0;
     for (size_t i = 0; i < e.n; i++) {
         dirs += e.v[i].is_dir;
-        files += !e.v[i].is_dir && is_jpeg_name(e.v[i].name);
+        files += !e.v[i].is_dir && is_image_name(e.v[i].name);
     }
     walk *w = calloc(1, sizeof *w);
     if (!w) {
@@ -342,12 +407,14 @@ static int read_folder(catalog *cat, logger *lg)
         const char *slash = strrchr(cat->root, '/');
         rc = catalog_add_class(cat, slash && slash[1] ? slash + 1 : cat->root);
         for (size_t i = 0; rc == 0 && i < e.n; i++)
-            if (is_jpeg_name(e.v[i].name))
+            if (is_image_name(e.v[i].name))
                 rc = catalog_add_file(cat, e.v[i].name, strlen(e.v[i].name), 0);
+            else if (!e.v[i].is_dir)
+                rc = unread_add(&w->unread, e.v[i].name);
     } else {
         if (files > 0)
             log_msg(lg, PL_LOG_NOTICE,
-                    "%s: %zu JPEG file(s) directly under an ImageFolder root "
+                    "%s: %zu image file(s) directly under an ImageFolder root "
                     "ignored (they belong to no class)",
                     cat->root, files);
         for (size_t i = 0; rc == 0 && i < e.n; i++)
@@ -355,14 +422,15 @@ static int read_folder(catalog *cat, logger *lg)
                 rc = walk_class(cat, w, e.v[i].name, lg);
         if (rc == 0 && cat->n == 0 && files > 0)
             rc = err_set(PL_ENODATA,
-                         "pl_loader_create: %s: no JPEG files in its %zu "
-                         "class folder(s); the %zu JPEG file(s) directly "
+                         "pl_loader_create: %s: no image files in its %zu "
+                         "class folder(s); the %zu image file(s) directly "
                          "under it belong to no class (a folder with "
                          "sub-folders is read as an ImageFolder, "
                          "root/<class>/*.jpg: remove or move the "
                          "sub-folders to read it as one flat class)",
                          cat->root, dirs, files);
     }
+    unread_log(&w->unread, lg, cat->root);
     free(w->seen.v);
     free(w);
     entries_free(&e);

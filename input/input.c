@@ -42,7 +42,8 @@ int input_open(catalog *c, const char *data, logger *lg)
         rc = err_set(PL_ENOMEM, "pl_loader_create: %s: out of memory listing",
                      data);
     if (rc == 0 && catalog_size(c) == 0)
-        rc = err_set(PL_ENODATA, "pl_loader_create: %s: no JPEG files found",
+        rc = err_set(PL_ENODATA,
+                     "pl_loader_create: %s: no JPEG, PNG or WebP files found",
                      data);
     if (rc == 0 && catalog_size(c) >= ((int64_t)1 << 32))
         rc = err_set(PL_EINVAL, "pl_loader_create: %s: more than 2^32 files",

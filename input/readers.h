@@ -11,8 +11,9 @@
 
 #define MAX_CLASSES (1 << 20)
 
-/* An ImageFolder tree, or a flat folder of JPEGs (one class named after
- * it): folder.c. */
+/* An ImageFolder tree, or a flat folder of images (one class named after
+ * it): folder.c. Files named .jpg, .jpeg, .png or .webp are samples; the
+ * other kinds torchvision's ImageFolder reads are named in a notice. */
 int folder_read(catalog *c, const char *dir, logger *lg);
 
 /* A list file of "path label" lines, paths relative to its folder:
@@ -28,8 +29,9 @@ int shards_detect(const char *path, char ***paths, int *n);
 
 /* Index the shards and add their samples: shards in sorted order, members
  * in file order; consecutive members with one key (the path up to the
- * first dot of its last component) make one sample, its image the jpg or
- * jpeg member, its label the cls member (decimal text), 0 without one. */
+ * first dot of its last component) make one sample, its image the jpg,
+ * jpeg, png or webp member (other image members are named in a notice),
+ * its label the cls member (decimal text), 0 without one. */
 int shards_read(catalog *c, char **paths, int n, logger *lg);
 
 #endif

@@ -255,6 +255,45 @@ static void split_key(const char *name, size_t *klen, const char **ext)
     *ext = dot ? dot + 1 : "";
 }
 
+/* A member's extension: one that makes the image of its sample (1), one
+ * of the image kinds torchvision reads that pinload does not (-1), or any
+ * other (0). */
+static int image_ext(const char *ext)
+{
+    static const char *const read[] = {"jpg", "jpeg", "png", "webp"};
+    static const char *const unread[] = {"bmp", "pgm", "ppm", "tif", "tiff"};
+    for (size_t i = 0; i < sizeof read / sizeof *read; i++)
+        if (strcasecmp(ext, read[i]) == 0)
+            return 1;
+    for (size_t i = 0; i < sizeof unread / sizeof *unread; i++)
+        if (strcasecmp(ext, unread[i]) == 0)
+            return -1;
+    return 0;
+}
+
+#define UNREAD_NAMED 5 /* members the notice names */
+
+/* Image members of kinds not read, across every shard: a count and the
+ * first few "shard.tar:member" names. */
+typedef struct unread_members {
+    size_t count;
+    char names[UNREAD_NAMED * 160];
+    size_t len;
+} unread_members;
+
+static void unread_note(unread_members *u, const char *path,
+                        const tar_member *m)
+{
+    if (u->count++ >= UNREAD_NAMED)
+        return;
+    const int n = snprintf(u->names + u->len, sizeof u->names - u->len,
+                           "%s%.80s:%.60s", u->len ? ", " : "", path, m->name);
+    if (n > 0)
+        u->len += (size_t)n < sizeof u->names - u->len
+                      ? (size_t)n
+                      : sizeof u->names - u->len - 1;
+}
+
 /* A .cls member's label: decimal digits, blanks around them. -1 if it is
  * not one (reason says why). */
 static int32_t read_label(const tar_member *m, char *reason, size_t cap)
@@ -290,7 +329,7 @@ static int32_t read_label(const tar_member *m, char *reason, size_t cap)
 
 /* The samples of one shard: its members grouped by key, in file order. */
 static int add_shard(catalog *cat, int s, const char *path, const tar_index *t,
-                     int32_t *max_label)
+                     int32_t *max_label, unread_members *unread)
 {
     for (size_t i = 0; i < t->n;) {
         size_t klen;
@@ -304,11 +343,13 @@ static int add_shard(catalog *cat, int s, const char *path, const tar_index *t,
             split_key(t->m[j].name, &kj, &ej);
             if (kj != klen || strncmp(t->m[j].name, t->m[i].name, klen) != 0)
                 break;
-            if (!image &&
-                (strcasecmp(ej, "jpg") == 0 || strcasecmp(ej, "jpeg") == 0))
+            const int kind = image_ext(ej);
+            if (!image && kind == 1)
                 image = &t->m[j];
             else if (!cls && strcasecmp(ej, "cls") == 0)
                 cls = &t->m[j];
+            else if (kind == -1)
+                unread_note(unread, path, &t->m[j]);
         }
         char reason[PATH_MAX + 128] = "";
         int32_t label = 0;
@@ -316,7 +357,7 @@ static int add_shard(catalog *cat, int s, const char *path, const tar_index *t,
             label = 0;
         if (!image)
             snprintf(reason, sizeof reason,
-                     "key %.*s has no jpg or jpeg member", (int)klen,
+                     "key %.*s has no jpg, jpeg, png or webp member", (int)klen,
                      t->m[i].name);
         /* "shard.tar:member": what failures and warnings name */
         const tar_member *named = image ? image : &t->m[i];
@@ -560,11 +601,12 @@ int shards_read(catalog *cat, char **paths, int n, logger *lg)
     }
     int32_t max_label = 0;
     int sidecars = 0, stale = 0;
+    unread_members unread = {0};
     for (int s = 0; s < n && rc == 0; s++) {
         if (jobs[s].rc < 0)
             rc = err_set(jobs[s].rc, "pl_loader_create: %s", jobs[s].msg);
         else
-            rc = add_shard(cat, s, paths[s], &jobs[s].t, &max_label);
+            rc = add_shard(cat, s, paths[s], &jobs[s].t, &max_label, &unread);
         sidecars += jobs[s].from_sidecar;
         stale += jobs[s].stale && !jobs[s].from_sidecar;
     }
@@ -576,6 +618,12 @@ int shards_read(catalog *cat, char **paths, int n, logger *lg)
                 "%d shard index file(s) (.idx) did not match their shard "
                 "(changed since, or damaged): those shards were read anew",
                 stale);
+    if (rc == 0 && unread.count)
+        log_msg(lg, PL_LOG_NOTICE,
+                "%zu image member(s) of kinds not supported (bmp, pgm, ppm, "
+                "tif, tiff; JPEG, PNG and WebP are) left out: %s%s",
+                unread.count, unread.names,
+                unread.count > UNREAD_NAMED ? ", ..." : "");
     if (rc == 0)
         log_msg(lg, PL_LOG_NOTICE,
                 "%d tar shard(s): %d indexed from their .idx file, %d read", n,

@@ -35,6 +35,9 @@ check_build() {
     command -v objcopy >/dev/null 2>&1 || want binutils
     have_header jpeglib.h || want libjpeg62-turbo-dev
     have_header turbojpeg.h || want libturbojpeg0-dev # bench --baseline
+    have_header spng.h || want libspng-dev            # PNG
+    have_header webp/decode.h || want libwebp-dev     # WebP
+    have_header zlib.h || want zlib1g-dev             # libspng's static link
 }
 check_test() {
     command -v djpeg >/dev/null 2>&1 || want libjpeg-turbo-progs

@@ -1,4 +1,8 @@
-/* JPEG decoding: libjpeg's API wrapped so that an error in any file comes
+/* Decoding by format: the signature picks JPEG (here), PNG (decode_png.c)
+ * or WebP (decode_webp.c); each decoder_* call forks on the open image's
+ * format, JPEG's branch first.
+ *
+ * JPEG decoding: libjpeg's API wrapped so that an error in any file comes
  * back as a status and a reason, never as exit() or a crash. libjpeg reports
  * fatal errors by calling error_exit, which here longjmps back into the
  * decoder function that called libjpeg; each such function sets its own
@@ -16,6 +20,8 @@
 #include "../common/clock.h"
 #include "../common/defaults.h"
 #include "../common/grow.h"
+#include "decode_png.h"
+#include "decode_webp.h"
 #include "pinload.h"
 
 /* libjpeg reports errors and warnings here. */
@@ -47,6 +53,11 @@ struct decoder {
     size_t rows_cap;
     uint8_t *cmyk_rows; /* the same rows as CMYK, when converting */
     size_t cmyk_cap;
+    decode_format format; /* of the open image */
+    int other_width;      /* a PNG or WebP image's size */
+    int other_height;
+    png_dec *png;   /* made at the first PNG, kept */
+    webp_dec *webp; /* made at the first WebP, kept */
 };
 
 void decode_limits_default(decode_limits *lim)
@@ -142,6 +153,8 @@ void decoder_destroy(decoder *d)
         return;
     decoder_close(d);
     jpeg_destroy_decompress(&d->cinfo);
+    png_dec_destroy(d->png);
+    webp_dec_destroy(d->webp);
     free(d->rows);
     free(d->cmyk_rows);
     free(d);
@@ -159,7 +172,14 @@ int decoder_width(const decoder *d)
 
 int decoder_height(const decoder *d)
 {
+    if (d->format != DECODE_JPEG)
+        return d->other_height;
     return (int)d->cinfo.output_height;
+}
+
+int decoder_can_scale(const decoder *d)
+{
+    return d->format == DECODE_JPEG;
 }
 
 const decode_limits *decoder_limits(const decoder *d)
@@ -206,12 +226,10 @@ static void describe_not_jpeg(const uint8_t *b, size_t len, char *reason)
         size_t n;
         const char *what;
     } kinds[] = {
-        {"\x89PNG", 4, "PNG"}, {"GIF8", 4, "GIF"},
-        {"BM", 2, "BMP"},      {"II*\0", 4, "TIFF"},
-        {"MM\0*", 4, "TIFF"},  {"RIFF", 4, "RIFF (WebP?)"},
-        {"P1", 2, "PBM"},      {"P4", 2, "PBM"},
-        {"P2", 2, "PGM"},      {"P5", 2, "PGM"},
-        {"P3", 2, "PPM"},      {"P6", 2, "PPM"},
+        {"\x89PNG", 4, "PNG"}, {"GIF8", 4, "GIF"},   {"BM", 2, "BMP"},
+        {"II*\0", 4, "TIFF"},  {"MM\0*", 4, "TIFF"}, {"RIFF", 4, "RIFF"},
+        {"P1", 2, "PBM"},      {"P4", 2, "PBM"},     {"P2", 2, "PGM"},
+        {"P5", 2, "PGM"},      {"P3", 2, "PPM"},     {"P6", 2, "PPM"},
     };
     if (len == 0) {
         snprintf(reason, DECODE_REASON_MAX, "not a JPEG file (empty)");
@@ -338,19 +356,56 @@ static int renew(decoder *d, char *reason)
     return rc;
 }
 
+/* A PNG or WebP image's header, through its own decoder (made the first
+ * time). */
+static int open_other(decoder *d, decode_format format, const uint8_t *buf,
+                      size_t len, decode_info *info, char *reason)
+{
+    int rc = 0;
+    if (format == DECODE_PNG && !d->png)
+        rc = png_dec_create(&d->png);
+    else if (format == DECODE_WEBP && !d->webp)
+        rc = webp_dec_create(&d->webp);
+    if (rc < 0) {
+        snprintf(reason, DECODE_REASON_MAX, "out of memory for a decoder");
+        return rc;
+    }
+    rc = format == DECODE_PNG
+             ? png_dec_open(d->png, buf, len, &d->limits, d->jerr.deadline_ns,
+                            info, reason)
+             : webp_dec_open(d->webp, buf, len, &d->limits, d->jerr.deadline_ns,
+                             info, reason);
+    if (rc < 0)
+        return rc;
+    d->format = format;
+    d->other_width = info->width;
+    d->other_height = info->height;
+    info->format = format;
+    d->open = 1;
+    return 0;
+}
+
 int decoder_open(decoder *d, const uint8_t *buf, size_t len, decode_info *info,
                  char *reason)
 {
     decoder_close(d);
-    int rc = renew(d, reason);
-    if (rc < 0)
-        return rc;
+    d->format = DECODE_JPEG;
     d->jerr.warnings = 0;
     d->jerr.own_code = 0;
     d->jerr.deadline_ns =
         d->jerr.max_decode_ms > 0
             ? clock_now_ns() + (uint64_t)d->jerr.max_decode_ms * 1000000u
             : 0;
+    if (len >= 2 && buf[0] == 0xFF && buf[1] == 0xD8) {
+        /* JPEG: below */
+    } else if (png_dec_sniff(buf, len)) {
+        return open_other(d, DECODE_PNG, buf, len, info, reason);
+    } else if (webp_dec_sniff(buf, len)) {
+        return open_other(d, DECODE_WEBP, buf, len, info, reason);
+    }
+    int rc = renew(d, reason);
+    if (rc < 0)
+        return rc;
     if (len < 2 || buf[0] != 0xFF || buf[1] != 0xD8) {
         describe_not_jpeg(buf, len, reason);
         return PL_ENOTJPEG;
@@ -361,6 +416,7 @@ int decoder_open(decoder *d, const uint8_t *buf, size_t len, decode_info *info,
     jpeg_mem_src(&d->cinfo, buf, (unsigned long)len);
     jpeg_read_header(&d->cinfo, TRUE);
 
+    info->format = DECODE_JPEG;
     info->width = (int)d->cinfo.image_width;
     info->height = (int)d->cinfo.image_height;
     info->components = d->cinfo.num_components;
@@ -381,6 +437,11 @@ int decoder_open(decoder *d, const uint8_t *buf, size_t len, decode_info *info,
 
 void decoder_scaled_size(const decoder *d, int denom, int *width, int *height)
 {
+    if (d->format != DECODE_JPEG) { /* full size only */
+        *width = d->other_width;
+        *height = d->other_height;
+        return;
+    }
     /* libjpeg rounds scaled sizes up (jdiv_round_up). */
     *width = (int)((d->cinfo.image_width + (unsigned)denom - 1) / denom);
     *height = (int)((d->cinfo.image_height + (unsigned)denom - 1) / denom);
@@ -400,8 +461,46 @@ static void start(decoder *d, int denom, int x0, int w)
     d->width = (int)d->cinfo.output_width; /* the cropped width */
 }
 
+/* A PNG or WebP decoder's failure ends the image here too. */
+static int other_rc(decoder *d, int rc)
+{
+    if (rc < 0) {
+        d->open = 0;
+        d->started = 0;
+    }
+    return rc;
+}
+
+static int start_other(decoder *d, int denom, int x0, int w, char *reason)
+{
+    if (denom != 1 || x0 < 0 || w < 1 || x0 + w > d->other_width) {
+        snprintf(reason, DECODE_REASON_MAX,
+                 "cannot decode columns %d..%d at 1/%d of a %dx%d image", x0,
+                 x0 + w, denom, d->other_width, d->other_height);
+        decoder_close(d);
+        return PL_EINVAL;
+    }
+    if (grow(&d->rows, &d->rows_cap, (size_t)w * 3 * DECODE_CHUNK_ROWS, 1, 0) <
+        0) {
+        snprintf(reason, DECODE_REASON_MAX, "out of memory for %d-px rows", w);
+        decoder_close(d);
+        return PL_ENOMEM;
+    }
+    const int rc = d->format == DECODE_PNG
+                       ? png_dec_start(d->png, x0, w, reason)
+                       : webp_dec_start(d->webp, x0, w, reason);
+    if (rc < 0)
+        return other_rc(d, rc);
+    d->xoff = x0;
+    d->width = w;
+    d->started = 1;
+    return 0;
+}
+
 int decoder_start(decoder *d, int denom, int x0, int w, char *reason)
 {
+    if (d->format != DECODE_JPEG)
+        return start_other(d, denom, x0, w, reason);
     if (setjmp(d->jerr.jump))
         return fail(d, reason);
     start(d, denom, x0, w);
@@ -419,11 +518,24 @@ int decoder_start(decoder *d, int denom, int x0, int w, char *reason)
 
 int decoder_row(const decoder *d)
 {
+    if (d->format == DECODE_PNG)
+        return png_dec_row(d->png);
+    if (d->format == DECODE_WEBP)
+        return webp_dec_row(d->webp);
     return (int)d->cinfo.output_scanline;
 }
 
 int decoder_skip_to(decoder *d, int y, char *reason)
 {
+    if (d->format == DECODE_PNG) {
+        const int at = png_dec_row(d->png);
+        return other_rc(
+            d, y > at ? png_dec_read(d->png, NULL, 0, y - at, reason) : 0);
+    }
+    if (d->format == DECODE_WEBP) {
+        webp_dec_skip_to(d->webp, y);
+        return 0;
+    }
     if (setjmp(d->jerr.jump))
         return fail(d, reason);
     const JDIMENSION at = d->cinfo.output_scanline;
@@ -486,8 +598,27 @@ static int read_chunk(decoder *d)
     return got;
 }
 
+/* The next n rows of a PNG or WebP image into dst; rows below them that a
+ * WebP decode may as well produce in the same pass end at `until`. */
+static int read_other(decoder *d, uint8_t *dst, size_t stride, int n, int until,
+                      char *reason)
+{
+    if (d->format == DECODE_PNG)
+        return other_rc(d, png_dec_read(d->png, dst, stride, n, reason));
+    return other_rc(d, webp_dec_read(d->webp, dst, stride, n, until, reason));
+}
+
 int decoder_read(decoder *d, const uint8_t **rows, int *n, char *reason)
 {
+    if (d->format != DECODE_JPEG) {
+        const int left = d->other_height - decoder_row(d);
+        const int want = left < DECODE_CHUNK_ROWS ? left : DECODE_CHUNK_ROWS;
+        const int rc = read_other(d, d->rows, (size_t)d->width * 3, want,
+                                  d->other_height, reason);
+        *rows = d->rows;
+        *n = want;
+        return rc;
+    }
     if (setjmp(d->jerr.jump))
         return fail(d, reason);
     const int got = read_chunk(d);
@@ -523,6 +654,8 @@ static void read_into(decoder *d, uint8_t *dst, size_t stride, int n)
 int decoder_read_into(decoder *d, uint8_t *dst, size_t stride, int n,
                       char *reason)
 {
+    if (d->format != DECODE_JPEG)
+        return read_other(d, dst, stride, n, decoder_row(d) + n, reason);
     if (setjmp(d->jerr.jump))
         return fail(d, reason);
     read_into(d, dst, stride, n);
@@ -531,7 +664,11 @@ int decoder_read_into(decoder *d, uint8_t *dst, size_t stride, int n,
 
 void decoder_close(decoder *d)
 {
-    if (d->open)
+    if (d->open && d->format == DECODE_PNG)
+        png_dec_close(d->png);
+    else if (d->open && d->format == DECODE_WEBP)
+        webp_dec_close(d->webp);
+    else if (d->open)
         jpeg_abort_decompress(&d->cinfo);
     d->open = 0;
     d->started = 0;

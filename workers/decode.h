@@ -1,6 +1,9 @@
-/* JPEG decoding with libjpeg-turbo's libjpeg API: one decoder per worker,
- * rows pulled in order and always RGB (grayscale replicated, CMYK and YCCK
- * converted), with limits checked from the header before any pixel buffer
+/* Image decoding, one decoder per worker: the format comes from the bytes'
+ * signature (not the file's name), JPEG through libjpeg-turbo's libjpeg
+ * API here, PNG and WebP through decode_png.c and decode_webp.c. Rows are
+ * pulled in order and always RGB (grayscale replicated, CMYK and YCCK
+ * converted, palettes expanded, alpha dropped as Pillow's convert("RGB")
+ * drops it), with limits checked from the header before any pixel buffer
  * is allocated. Functions return 0 or a negative PL_E* code and then write
  * a reason ("Corrupt JPEG data: premature end of data segment") to the
  * caller's buffer of DECODE_REASON_MAX bytes. */
@@ -26,10 +29,17 @@ typedef struct decode_limits {
 /* The limits pl_config_default() implies. */
 void decode_limits_default(decode_limits *lim);
 
+typedef enum decode_format {
+    DECODE_JPEG,
+    DECODE_PNG,
+    DECODE_WEBP,
+} decode_format;
+
 typedef struct decode_info {
+    decode_format format;
     int width, height; /* full scale */
-    int components;    /* in the file: 1, 3 or 4 */
-    int progressive;
+    int components;    /* in the file: 1 to 4 (PNG: grey and alpha is 2) */
+    int progressive;   /* JPEG: several scans; PNG: interlaced */
 } decode_info;
 
 /* One decoder per worker: libjpeg's decompressor, its error manager and
@@ -43,10 +53,14 @@ int decoder_create(decoder **out, const decode_limits *lim);
 /* NULL is a no-op. */
 void decoder_destroy(decoder *d);
 
-/* Read the header of the JPEG in buf[0, len) (which must stay valid until
+/* Read the header of the image in buf[0, len) (which must stay valid until
  * decoder_close) and check it against the limits. [out] *info. */
 int decoder_open(decoder *d, const uint8_t *buf, size_t len, decode_info *info,
                  char *reason);
+
+/* Whether the open image can be decoded at 1/2, 1/4 or 1/8 (JPEG's DCT
+ * scaling); PNG and WebP are decoded at full size only (denom 1). */
+int decoder_can_scale(const decoder *d);
 
 /* The size of the image decoded at 1/denom (1, 2, 4 or 8). */
 void decoder_scaled_size(const decoder *d, int denom, int *width, int *height);

@@ -176,6 +176,8 @@ int process_buffer(process_ctx *c, const augment_params *p, const uint8_t *buf,
     t->ns_decode += t_header - t1; /* the header is decoding too */
     if (rc == 0) {
         augment_plan_make(p, epoch, index, info.width, info.height, &plan);
+        if (!decoder_can_scale(c->dec))
+            plan.denom = 1;
         rc = plan_filters(c, p, &plan, reason);
     }
     const uint64_t t2 = clock_now_ns();

@@ -195,7 +195,7 @@ def _tree_with_a_bad_file(dataset, tmp_path):
         for name in sorted(os.listdir(os.path.join(dataset, cls)))[:4]:
             os.symlink(os.path.join(dataset, cls, name), root / cls / name)
     bad = root / sorted(os.listdir(dataset))[0] / "zz_not_a.jpg"
-    bad.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
+    bad.write_bytes(b"GIF89a" + bytes(64))  # a PNG would be decoded
     return str(root), str(bad)
 
 

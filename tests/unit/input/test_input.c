@@ -202,14 +202,14 @@ Test(dataset, every_file_in_a_folder_mixing_files_and_directories_is_listed)
     tu_rm_rf(root);
 }
 
-Test(dataset, jpeg_extensions_match_case_insensitively_and_others_are_ignored)
+Test(dataset, image_extensions_match_case_insensitively_and_others_are_ignored)
 {
     char root[64];
     tu_tmpdir(root);
     static const char *const files[] = {
-        "c/1.jpg",  "c/2.jpeg", "c/3.JPG",   "c/4.JPEG",
-        "c/5.Jpg",  "c/6.png",  "c/7.txt",   "c/8.jpg.txt",
-        "c/9.jpgx", "c/jpg",    "c/10.JpEg", "c/11.gif",
+        "c/1.jpg",   "c/2.jpeg", "c/3.JPG",     "c/4.JPEG", "c/5.Jpg",
+        "c/6.png",   "c/7.txt",  "c/8.jpg.txt", "c/9.jpgx", "c/jpg",
+        "c/10.JpEg", "c/11.gif", "c/12.WebP",   "c/13.PNG", "c/14.webp.gif",
     };
     for (size_t i = 0; i < sizeof files / sizeof *files; i++)
         touch(root, files[i]);
@@ -217,10 +217,59 @@ Test(dataset, jpeg_extensions_match_case_insensitively_and_others_are_ignored)
     catalog ds;
     cr_assert_eq(open_logged(&ds, root, &rec), 0, "%s", pl_last_error());
     /* strcmp order of the names that count. */
-    static const char *const want[] = {"c/1.jpg", "c/10.JpEg", "c/2.jpeg",
-                                       "c/3.JPG", "c/4.JPEG",  "c/5.Jpg"};
-    static const int32_t labels[6] = {0};
-    assert_paths(&ds, root, want, labels, 6);
+    static const char *const want[] = {"c/1.jpg",  "c/10.JpEg", "c/12.WebP",
+                                       "c/13.PNG", "c/2.jpeg",  "c/3.JPG",
+                                       "c/4.JPEG", "c/5.Jpg",   "c/6.png"};
+    static const int32_t labels[9] = {0};
+    assert_paths(&ds, root, want, labels, 9);
+    /* .gif is no ImageFolder extension: ignored without a notice. */
+    for (int i = 0; i < rec.n; i++)
+        cr_assert_null(strstr(rec.msgs[i], "not supported"), "%s", rec.msgs[i]);
+    catalog_close(&ds);
+    tu_rm_rf(root);
+}
+
+/* Every file torchvision's ImageFolder would read is a sample or named in
+ * a notice with the count of its kind. */
+Test(dataset, unsupported_image_files_are_counted_and_named_in_a_notice)
+{
+    char root[64];
+    tu_tmpdir(root);
+    static const char *const files[] = {
+        "a/1.jpg",  "a/2.tif",  "a/3.TIFF",  "a/4.bmp", "b/5.png",
+        "b/6.tif",  "b/7.tif",  "b/8.tif",   "b/9.tif", "b/x/10.tif",
+        "b/11.ppm", "b/12.pgm", "b/13.webp",
+    };
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++)
+        touch(root, files[i]);
+    log_record rec = {0};
+    catalog ds;
+    cr_assert_eq(open_logged(&ds, root, &rec), 0, "%s", pl_last_error());
+    static const char *const want[] = {"a/1.jpg", "b/13.webp", "b/5.png"};
+    static const int32_t labels[3] = {0, 1, 1};
+    assert_paths(&ds, root, want, labels, 3);
+    char want_tif[256];
+    snprintf(want_tif, sizeof want_tif,
+             "%s: 6 .tif files not supported (JPEG, PNG and WebP are), left "
+             "out: a/2.tif, b/6.tif, b/7.tif, b/8.tif, b/9.tif, ...",
+             root);
+    static const char *const others[] = {
+        ": 1 .tiff file not supported (JPEG, PNG and WebP are), left out: "
+        "a/3.TIFF",
+        ": 1 .bmp file not supported (JPEG, PNG and WebP are), left out: "
+        "a/4.bmp",
+        ": 1 .ppm file not supported (JPEG, PNG and WebP are), left out: "
+        "b/11.ppm",
+        ": 1 .pgm file not supported (JPEG, PNG and WebP are), left out: "
+        "b/12.pgm"};
+    int found = 0;
+    for (int i = 0; i < rec.n; i++) {
+        found += strcmp(rec.msgs[i], want_tif) == 0;
+        for (size_t k = 0; k < 4; k++)
+            found += strstr(rec.msgs[i], others[k]) != NULL;
+    }
+    cr_assert_eq(found, 5, "want 5 notices, got %d; first: %s", found,
+                 rec.n ? rec.msgs[0] : "(none)");
     catalog_close(&ds);
     tu_rm_rf(root);
 }
@@ -293,7 +342,7 @@ Test(dataset,
     cr_assert_eq(rec.n, 1, "one message, got %d", rec.n);
     cr_assert_eq(rec.notices, 1);
     cr_assert_not_null(strstr(rec.msgs[0], root), "%s", rec.msgs[0]);
-    cr_assert_not_null(strstr(rec.msgs[0], "2 JPEG file(s)"), "%s",
+    cr_assert_not_null(strstr(rec.msgs[0], "2 image file(s)"), "%s",
                        rec.msgs[0]);
     catalog_close(&ds);
     tu_rm_rf(root);
@@ -442,7 +491,8 @@ Test(dataset, jpegs_beside_a_subfolder_give_an_error_that_says_why)
     cr_assert_eq(open_logged(&ds, root, &rec), PL_ENODATA);
     const char *e = pl_last_error();
     cr_assert_not_null(strstr(e, root), "%s", e);
-    cr_assert_not_null(strstr(e, "40 JPEG file(s) directly under it"), "%s", e);
+    cr_assert_not_null(strstr(e, "40 image file(s) directly under it"), "%s",
+                       e);
     cr_assert_not_null(strstr(e, "ImageFolder"), "%s", e);
     tu_rm_rf(root);
 }

@@ -247,7 +247,7 @@ Test(shards, bad_members_are_the_samples_errors, .timeout = TIMEOUT)
         const char *reason;
     } bad[] = {
         {6, PL_ELIMIT, "over the limit of 4000"},
-        {7, PL_ENOTJPEG, "key h1 has no jpg or jpeg member"},
+        {7, PL_ENOTJPEG, "key h1 has no jpg, jpeg, png or webp member"},
         {8, PL_ECORRUPT, "h2.cls: \"cat\" is not a label"},
     };
     pl_config c;
@@ -676,5 +676,101 @@ Test(shards, pax_global_headers_and_base_256_sizes, .timeout = TIMEOUT)
     cr_assert(len > 512 && g[156] == 'g', "no global header first");
     free(g);
     free(ref.pixels);
+    tu_rm_rf(dir);
+}
+
+/* ---- PNG and WebP members ---- */
+
+typedef struct kept_log {
+    pthread_mutex_t mu;
+    char text[8192];
+    size_t len;
+} kept_log;
+
+static void keep_log(void *ctx, pl_log_level level, const char *msg)
+{
+    kept_log *k = ctx;
+    (void)level;
+    pthread_mutex_lock(&k->mu);
+    const int w =
+        snprintf(k->text + k->len, sizeof k->text - k->len, "%s\n", msg);
+    if (w > 0 && (size_t)w < sizeof k->text - k->len)
+        k->len += (size_t)w;
+    pthread_mutex_unlock(&k->mu);
+}
+
+static void copy_fixture(const char *name, const char *to)
+{
+    char p[256];
+    snprintf(p, sizeof p, "tests/fixtures/formats/%s", name);
+    size_t len;
+    uint8_t *b = tu_read_file(p, &len);
+    cr_assert_not_null(b, "%s: missing", p);
+    tu_mkdirs_for(to);
+    tu_write_file(to, b, len);
+    free(b);
+}
+
+/* png and webp members are images: a shard of JPEG, PNG and WebP keys
+ * gives the bytes of the same files as a flat folder; a tif member beside
+ * a key's png is named in a notice, and so is the folder's .tif file. */
+Test(shards, png_and_webp_members_are_images_and_others_are_named,
+     .timeout = TIMEOUT)
+{
+    char dir[64], p[512], cmd[512];
+    tu_tmpdir(dir);
+    static const char *const members[][2] = {
+        {"k0.jpg", NULL},          {"k1.png", "p8_trns.png"},
+        {"k2.webp", "lossy.webp"}, {"k3.png", "rgba16_adam7.png"},
+        {"k3.tif", NULL},          {"k4.webp", "lossless_alpha.webp"},
+    };
+    for (size_t i = 0; i < sizeof members / sizeof *members; i++) {
+        snprintf(p, sizeof p, "%s/stage/%s", dir, members[i][0]);
+        if (members[i][1])
+            copy_fixture(members[i][1], p);
+        else if (strstr(p, ".jpg"))
+            tu_write_jpeg(p, 45, 33, 9, NULL);
+        else
+            tu_write_file(p, "II*\0", 4);
+    }
+    snprintf(cmd, sizeof cmd, "cd %s/stage && tar -cf ../s.tar $(ls | sort)",
+             dir);
+    run_cmd(cmd);
+    char tar[128], stage[128];
+    snprintf(tar, sizeof tar, "%s/s.tar", dir);
+    snprintf(stage, sizeof stage, "%s/stage", dir);
+    epoch_bytes from_tar, from_folder;
+    read_epoch(tar, &from_tar, 3);
+    read_epoch(stage, &from_folder, 2);
+    cr_assert_eq(from_tar.n, 5);
+    assert_same_epoch(&from_folder, &from_tar, "png/webp shard");
+    free(from_tar.pixels);
+    free(from_folder.pixels);
+    /* the notices */
+    const char *const data[2] = {tar, stage};
+    for (int k = 0; k < 2; k++) {
+        kept_log lg = {.mu = PTHREAD_MUTEX_INITIALIZER};
+        pl_config c;
+        base_cfg(&c, data[k]);
+        c.log = keep_log;
+        c.log_ctx = &lg;
+        pl_loader *l;
+        cr_assert_eq(pl_loader_create(&c, &l), 0, "%s", pl_last_error());
+        pl_loader_destroy(l);
+        char want[512];
+        if (k == 0)
+            snprintf(want, sizeof want,
+                     "1 image member(s) of kinds not supported (bmp, pgm, "
+                     "ppm, tif, tiff; JPEG, PNG and WebP are) left out: "
+                     "%s:k3.tif",
+                     tar);
+        else
+            snprintf(want, sizeof want,
+                     "%s: 1 .tif file not supported (JPEG, PNG and WebP "
+                     "are), left out: k3.tif",
+                     stage);
+        cr_assert_not_null(strstr(lg.text, want), "want \"%s\" in:\n%s", want,
+                           lg.text);
+    }
     tu_rm_rf(dir);
 }

@@ -525,7 +525,7 @@ Test(augment, failing_samples_are_all_zero_with_their_status)
     snprintf(png, sizeof png, "%s/fake.jpg", e.dir);
     snprintf(missing, sizeof missing, "%s/missing.jpg", e.dir);
     snprintf(cut, sizeof cut, "%s/cut.jpg", e.dir);
-    tu_write_file(png, "\x89PNG\r\n\x1a\n\0\0\0\rIHDR", 16);
+    tu_write_file(png, "GIF89a\1\0\1\0\0\0\0", 13);
     size_t len;
     uint8_t *bytes = tu_read_file(e.path, &len);
     tu_write_file(cut, bytes, len / 2);
@@ -535,7 +535,7 @@ Test(augment, failing_samples_are_all_zero_with_their_status)
         int which, strict, code;
         const char *reason;
     } cases[] = {
-        {0, 0, PL_ENOTJPEG, "not a JPEG file (PNG data)"},
+        {0, 0, PL_ENOTJPEG, "not a JPEG file (GIF data)"},
         {1, 0, PL_EIO, "No such file"},
         {2, 1, PL_ECORRUPT, "(strict)"},
     };

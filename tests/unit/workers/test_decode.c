@@ -339,8 +339,8 @@ Test(decode, decoder_is_reusable_after_each_kind_of_failure)
             want = PL_ECORRUPT;
             break;
         case 2: /* not a JPEG */
-            rc = decode_all(d, (const uint8_t *)"\x89PNG\r\n\x1a\n", 8, &rgb,
-                            &w, &h, reason);
+            rc = decode_all(d, (const uint8_t *)"GIF89a\1\0\1\0", 10, &rgb, &w,
+                            &h, reason);
             want = PL_ENOTJPEG;
             break;
         case 3: /* over the limit */

@@ -1,0 +1,241 @@
+/* PNG through libspng (the choice is argued in docs/ARCHITECTURE.md):
+ * progressive row decoding, so a crop's rows below its bottom are never
+ * inflated, and no setjmp, unlike libpng. 8-bit and smaller images come out
+ * of libspng as RGB8 directly; 16-bit ones in their own layout, reduced here
+ * the way Pillow's convert("RGB") reduces them. An interlaced (Adam7) image
+ * needs every pass before any row is whole, so it is decoded whole, within
+ * the decode memory budget. */
+#include "decode_png.h"
+
+#include <spng.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/clock.h"
+#include "../common/grow.h"
+#include "pinload.h"
+
+struct png_dec {
+    spng_ctx *ctx;
+    struct spng_ihdr ihdr;
+    uint64_t deadline_ns;
+    int64_t max_decode_ms;
+    int fmt;          /* SPNG_FMT_RGB8, or SPNG_FMT_PNG for 16-bit samples */
+    int channels;     /* in the file's own layout */
+    size_t row_bytes; /* one decoded row in fmt */
+    int x0, w;        /* the columns handed out */
+    int y;            /* the next row handed out */
+    uint8_t *row;     /* one decoded row (progressive) */
+    size_t row_cap;
+    uint8_t *image; /* the whole decoded image (interlaced) */
+    size_t image_cap;
+};
+
+static const uint8_t signature[8] = {0x89, 'P',  'N',  'G',
+                                     '\r', '\n', 0x1A, '\n'};
+
+int png_dec_sniff(const uint8_t *buf, size_t len)
+{
+    return len >= sizeof signature &&
+           memcmp(buf, signature, sizeof signature) == 0;
+}
+
+int png_dec_create(png_dec **out)
+{
+    *out = calloc(1, sizeof **out);
+    return *out ? 0 : PL_ENOMEM;
+}
+
+void png_dec_destroy(png_dec *p)
+{
+    if (!p)
+        return;
+    png_dec_close(p);
+    free(p->row);
+    free(p->image);
+    free(p);
+}
+
+void png_dec_close(png_dec *p)
+{
+    spng_ctx_free(p->ctx);
+    p->ctx = NULL;
+}
+
+/* A libspng error as a status and "PNG: <libspng's words>". */
+static int spng_fail(png_dec *p, int err, char *reason)
+{
+    int code = PL_ECORRUPT;
+    if (err == SPNG_EMEM)
+        code = PL_ENOMEM;
+    else if (err == SPNG_ECHUNK_LIMITS)
+        code = PL_ELIMIT;
+    else if (err == SPNG_EFMT || err == SPNG_EFLAGS)
+        code = PL_EUNSUPPORTED;
+    snprintf(reason, DECODE_REASON_MAX, "PNG: %s", spng_strerror(err));
+    png_dec_close(p);
+    return code;
+}
+
+/* The bytes decoding holds beside libspng's few rows: an interlaced image
+ * whole, in the layout it is decoded in. */
+static int64_t image_bytes(const struct spng_ihdr *h, int fmt, int channels)
+{
+    const int64_t px = (int64_t)h->width * h->height;
+    if (h->interlace_method == SPNG_INTERLACE_NONE)
+        return (int64_t)h->width * 8 * 4; /* rows: libspng's and ours */
+    return fmt == SPNG_FMT_RGB8 ? px * 3 : px * channels * 2;
+}
+
+static int check_header(const png_dec *p, const decode_limits *lim,
+                        char *reason)
+{
+    const struct spng_ihdr *h = &p->ihdr;
+    const int64_t pixels = (int64_t)h->width * h->height;
+    if (h->width > (uint32_t)lim->max_width ||
+        h->height > (uint32_t)lim->max_height || pixels > lim->max_pixels) {
+        snprintf(reason, DECODE_REASON_MAX,
+                 "%ux%u exceeds the limits (max %dx%d, %lld pixels)", h->width,
+                 h->height, lim->max_width, lim->max_height,
+                 (long long)lim->max_pixels);
+        return PL_ELIMIT;
+    }
+    const int64_t need = image_bytes(h, p->fmt, p->channels);
+    if (need > lim->max_memory) {
+        snprintf(reason, DECODE_REASON_MAX,
+                 "%ux%u interlaced PNG needs %lld MiB to decode whole, over "
+                 "the decode memory budget of %lld MiB",
+                 h->width, h->height, (long long)((need + (1 << 20) - 1) >> 20),
+                 (long long)(lim->max_memory >> 20));
+        return PL_ELIMIT;
+    }
+    return 0;
+}
+
+int png_dec_open(png_dec *p, const uint8_t *buf, size_t len,
+                 const decode_limits *lim, uint64_t deadline_ns,
+                 decode_info *info, char *reason)
+{
+    png_dec_close(p);
+    p->deadline_ns = deadline_ns;
+    p->max_decode_ms = lim->max_decode_ms;
+    p->ctx = spng_ctx_new(0);
+    if (!p->ctx) {
+        snprintf(reason, DECODE_REASON_MAX, "out of memory for libspng");
+        return PL_ENOMEM;
+    }
+    /* Ancillary chunks (text, ICC profiles) are held in memory by libspng:
+     * bounded by the decode memory budget, each and together. */
+    const size_t cap = lim->max_memory > 0 ? (size_t)lim->max_memory : 0;
+    int err = spng_set_chunk_limits(p->ctx, cap, cap);
+    if (!err)
+        err = spng_set_png_buffer(p->ctx, buf, len);
+    if (!err)
+        err = spng_get_ihdr(p->ctx, &p->ihdr);
+    if (err)
+        return spng_fail(p, err, reason);
+    static const int channels[7] = {1, 0, 3, 1, 2, 0, 4};
+    p->channels = channels[p->ihdr.color_type];
+    p->fmt = p->ihdr.bit_depth == 16 ? SPNG_FMT_PNG : SPNG_FMT_RGB8;
+    info->width = (int)p->ihdr.width;
+    info->height = (int)p->ihdr.height;
+    info->components = p->channels;
+    info->progressive = p->ihdr.interlace_method != SPNG_INTERLACE_NONE;
+    const int rc = check_header(p, lim, reason);
+    if (rc < 0)
+        png_dec_close(p);
+    return rc;
+}
+
+static int over_time(png_dec *p, char *reason)
+{
+    if (!p->deadline_ns || clock_now_ns() <= p->deadline_ns)
+        return 0;
+    snprintf(reason, DECODE_REASON_MAX,
+             "decoding took longer than the limit of %lld ms",
+             (long long)p->max_decode_ms);
+    png_dec_close(p);
+    return PL_ELIMIT;
+}
+
+int png_dec_start(png_dec *p, int x0, int w, char *reason)
+{
+    const int interlaced = p->ihdr.interlace_method != SPNG_INTERLACE_NONE;
+    size_t size;
+    int err = spng_decoded_image_size(p->ctx, p->fmt, &size);
+    if (err)
+        return spng_fail(p, err, reason);
+    p->row_bytes = size / p->ihdr.height;
+    p->x0 = x0;
+    p->w = w;
+    p->y = 0;
+    if (interlaced ? grow_scratch(&p->image, &p->image_cap, size, 1, 0)
+                   : grow(&p->row, &p->row_cap, p->row_bytes, 1, 0)) {
+        snprintf(reason, DECODE_REASON_MAX, "out of memory for the PNG's %s",
+                 interlaced ? "image" : "rows");
+        png_dec_close(p);
+        return PL_ENOMEM;
+    }
+    /* tRNS and gAMA are not applied: Pillow's convert("RGB") ignores
+     * both. */
+    err = interlaced ? spng_decode_image(p->ctx, p->image, size, p->fmt, 0)
+                     : spng_decode_image(p->ctx, NULL, 0, p->fmt,
+                                         SPNG_DECODE_PROGRESSIVE);
+    if (err)
+        return spng_fail(p, err, reason);
+    return interlaced ? over_time(p, reason) : 0;
+}
+
+int png_dec_row(const png_dec *p)
+{
+    return p->y;
+}
+
+/* Columns [x0, x0 + w) of a decoded row as RGB8. Pillow reads 16-bit grey
+ * as a 16-bit integer image, whose conversion to RGB clamps at 255; the
+ * other 16-bit layouts are read as 8-bit by their high bytes. */
+static void to_rgb(const png_dec *p, const uint8_t *row, uint8_t *dst)
+{
+    if (p->fmt == SPNG_FMT_RGB8) {
+        memcpy(dst, row + (size_t)p->x0 * 3, (size_t)p->w * 3);
+        return;
+    }
+    const int ch = p->channels;
+    const uint16_t *s =
+        (const uint16_t *)(const void *)row + (size_t)p->x0 * ch;
+    for (int x = 0; x < p->w; x++, s += ch, dst += 3) {
+        if (ch <= 2) {
+            const unsigned v = ch == 1 ? (s[0] > 255 ? 255 : s[0]) : s[0] >> 8;
+            dst[0] = dst[1] = dst[2] = (uint8_t)v;
+        } else {
+            dst[0] = (uint8_t)(s[0] >> 8);
+            dst[1] = (uint8_t)(s[1] >> 8);
+            dst[2] = (uint8_t)(s[2] >> 8);
+        }
+    }
+}
+
+int png_dec_read(png_dec *p, uint8_t *dst, size_t stride, int n, char *reason)
+{
+    if (!p->ctx) {
+        snprintf(reason, DECODE_REASON_MAX, "PNG: no image open");
+        return PL_EINVAL;
+    }
+    const int whole = p->ihdr.interlace_method != SPNG_INTERLACE_NONE;
+    for (int i = 0; i < n; i++, p->y++) {
+        const uint8_t *row =
+            whole ? p->image + (size_t)p->y * p->row_bytes : p->row;
+        if (!whole) {
+            /* libspng says SPNG_EOI once the last row is decoded. */
+            const int err = spng_decode_row(p->ctx, p->row, p->row_bytes);
+            if (err && err != SPNG_EOI)
+                return spng_fail(p, err, reason);
+            if ((p->y & 15) == 15 && over_time(p, reason) < 0)
+                return PL_ELIMIT;
+        }
+        if (dst)
+            to_rgb(p, row, dst + (size_t)i * stride);
+    }
+    return 0;
+}

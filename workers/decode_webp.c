@@ -1,0 +1,286 @@
+/* WebP through libwebp's advanced decoding API: cropped to the rows and
+ * columns asked for (plus a margin, so that the pixels handed out equal
+ * those of a whole decode: lossy WebP's chroma upsampling treats a crop's
+ * edges as the image's), in RGB, fed to libwebp's incremental decoder a
+ * slice at a time so that the decode's time limit is checked as it goes. */
+#include "decode_webp.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <webp/decode.h>
+
+#include "../common/clock.h"
+#include "../common/grow.h"
+#include "pinload.h"
+
+#define WEBP_MARGIN 8 /* pixels around the rows and columns read */
+#define WEBP_SLICE ((size_t)64 << 10) /* input bytes per incremental step */
+
+struct webp_dec {
+    const uint8_t *buf;
+    size_t len;
+    int open;
+    int width, height;
+    uint64_t deadline_ns;
+    int64_t max_decode_ms;
+    int x0, w; /* the columns handed out */
+    int y;     /* the next row handed out */
+    /* The rectangle decoded into pix: columns [px0, px0 + pw), rows
+     * [py0, py1). */
+    int px0, pw, py0, py1;
+    uint8_t *pix;
+    size_t pix_cap;
+};
+
+int webp_dec_sniff(const uint8_t *buf, size_t len)
+{
+    return len >= 12 && memcmp(buf, "RIFF", 4) == 0 &&
+           memcmp(buf + 8, "WEBP", 4) == 0;
+}
+
+int webp_dec_create(webp_dec **out)
+{
+    *out = calloc(1, sizeof **out);
+    return *out ? 0 : PL_ENOMEM;
+}
+
+void webp_dec_destroy(webp_dec *w)
+{
+    if (!w)
+        return;
+    free(w->pix);
+    free(w);
+}
+
+void webp_dec_close(webp_dec *w)
+{
+    w->open = 0;
+    w->buf = NULL;
+}
+
+static int status_code(VP8StatusCode st)
+{
+    switch (st) {
+    case VP8_STATUS_OUT_OF_MEMORY:
+        return PL_ENOMEM;
+    case VP8_STATUS_UNSUPPORTED_FEATURE:
+        return PL_EUNSUPPORTED;
+    default:
+        return PL_ECORRUPT;
+    }
+}
+
+static const char *status_text(VP8StatusCode st)
+{
+    switch (st) {
+    case VP8_STATUS_OUT_OF_MEMORY:
+        return "out of memory";
+    case VP8_STATUS_INVALID_PARAM:
+        return "invalid parameter";
+    case VP8_STATUS_BITSTREAM_ERROR:
+        return "bitstream error";
+    case VP8_STATUS_UNSUPPORTED_FEATURE:
+        return "unsupported feature";
+    case VP8_STATUS_SUSPENDED:
+    case VP8_STATUS_NOT_ENOUGH_DATA:
+        return "truncated data";
+    default:
+        return "decoding failed";
+    }
+}
+
+static int fail(webp_dec *w, VP8StatusCode st, char *reason)
+{
+    snprintf(reason, DECODE_REASON_MAX, "WebP: %s", status_text(st));
+    webp_dec_close(w);
+    return status_code(st);
+}
+
+/* What libwebp allocates for one image beside the rows handed out: a
+ * lossless image is decoded whole as 32-bit ARGB; a lossy one keeps a few
+ * macroblock rows, and its alpha plane whole. */
+static int64_t decode_bytes(const WebPBitstreamFeatures *f)
+{
+    const int64_t px = (int64_t)f->width * f->height;
+    if (f->format == 2)
+        return px * 4;
+    return (int64_t)f->width * 64 + (f->has_alpha ? px : 0);
+}
+
+static int check_header(const WebPBitstreamFeatures *f,
+                        const decode_limits *lim, char *reason)
+{
+    const int64_t pixels = (int64_t)f->width * f->height;
+    if (f->width > lim->max_width || f->height > lim->max_height ||
+        pixels > lim->max_pixels) {
+        snprintf(reason, DECODE_REASON_MAX,
+                 "%dx%d exceeds the limits (max %dx%d, %lld pixels)", f->width,
+                 f->height, lim->max_width, lim->max_height,
+                 (long long)lim->max_pixels);
+        return PL_ELIMIT;
+    }
+    const int64_t need = decode_bytes(f);
+    if (need > lim->max_memory) {
+        snprintf(reason, DECODE_REASON_MAX,
+                 "%dx%d %s WebP needs %lld MiB to decode, over the decode "
+                 "memory budget of %lld MiB",
+                 f->width, f->height, f->format == 2 ? "lossless" : "lossy",
+                 (long long)((need + (1 << 20) - 1) >> 20),
+                 (long long)(lim->max_memory >> 20));
+        return PL_ELIMIT;
+    }
+    if (f->has_animation) {
+        snprintf(reason, DECODE_REASON_MAX,
+                 "animated WebP is not supported (a still image is)");
+        return PL_EUNSUPPORTED;
+    }
+    return 0;
+}
+
+int webp_dec_open(webp_dec *w, const uint8_t *buf, size_t len,
+                  const decode_limits *lim, uint64_t deadline_ns,
+                  decode_info *info, char *reason)
+{
+    webp_dec_close(w);
+    WebPBitstreamFeatures f;
+    const VP8StatusCode st = WebPGetFeatures(buf, len, &f);
+    if (st != VP8_STATUS_OK)
+        return fail(w, st, reason);
+    const int rc = check_header(&f, lim, reason);
+    if (rc < 0)
+        return rc;
+    *w = (webp_dec){.buf = buf,
+                    .len = len,
+                    .open = 1,
+                    .width = f.width,
+                    .height = f.height,
+                    .deadline_ns = deadline_ns,
+                    .max_decode_ms = lim->max_decode_ms,
+                    .pix = w->pix,
+                    .pix_cap = w->pix_cap};
+    info->width = f.width;
+    info->height = f.height;
+    info->components = f.has_alpha ? 4 : 3;
+    info->progressive = 0;
+    return 0;
+}
+
+int webp_dec_start(webp_dec *w, int x0, int width, char *reason)
+{
+    (void)reason;
+    w->x0 = x0;
+    w->w = width;
+    w->y = 0;
+    w->py0 = w->py1 = 0;
+    return 0;
+}
+
+int webp_dec_row(const webp_dec *w)
+{
+    return w->y;
+}
+
+void webp_dec_skip_to(webp_dec *w, int y)
+{
+    if (y > w->y)
+        w->y = y;
+}
+
+/* Feeds libwebp the input a slice at a time, checking the clock between
+ * slices. */
+static VP8StatusCode decode_slices(webp_dec *w, WebPDecoderConfig *cfg,
+                                   int *late)
+{
+    WebPIDecoder *idec = WebPIDecode(NULL, 0, cfg);
+    if (!idec)
+        return VP8_STATUS_OUT_OF_MEMORY;
+    VP8StatusCode st = VP8_STATUS_SUSPENDED;
+    for (size_t fed = 0; st == VP8_STATUS_SUSPENDED && fed < w->len;) {
+        fed = w->len - fed > WEBP_SLICE ? fed + WEBP_SLICE : w->len;
+        st = WebPIUpdate(idec, w->buf, fed);
+        if (st == VP8_STATUS_SUSPENDED && w->deadline_ns &&
+            clock_now_ns() > w->deadline_ns) {
+            *late = 1;
+            break;
+        }
+    }
+    WebPIDelete(idec);
+    if (!*late && w->deadline_ns && clock_now_ns() > w->deadline_ns)
+        *late = 1;
+    return st;
+}
+
+/* Decode rows [y0, y1) of the columns handed out, with the margin, into
+ * w->pix. */
+static int decode_rect(webp_dec *w, int y0, int y1, char *reason)
+{
+    const int cx0 = (w->x0 - WEBP_MARGIN > 0 ? w->x0 - WEBP_MARGIN : 0) & ~1;
+    const int cx1 = w->x0 + w->w + WEBP_MARGIN < w->width
+                        ? w->x0 + w->w + WEBP_MARGIN
+                        : w->width;
+    const int cy0 = (y0 - WEBP_MARGIN > 0 ? y0 - WEBP_MARGIN : 0) & ~1;
+    const int cy1 = y1 + WEBP_MARGIN < w->height ? y1 + WEBP_MARGIN : w->height;
+    const size_t stride = (size_t)(cx1 - cx0) * 3;
+    if (grow_scratch(&w->pix, &w->pix_cap, stride * (size_t)(cy1 - cy0), 1, 0) <
+        0) {
+        snprintf(reason, DECODE_REASON_MAX, "out of memory for %dx%d pixels",
+                 cx1 - cx0, cy1 - cy0);
+        webp_dec_close(w);
+        return PL_ENOMEM;
+    }
+    WebPDecoderConfig cfg;
+    if (!WebPInitDecoderConfig(&cfg))
+        return fail(w, VP8_STATUS_INVALID_PARAM, reason);
+    cfg.options.use_cropping = 1;
+    cfg.options.crop_left = cx0;
+    cfg.options.crop_top = cy0;
+    cfg.options.crop_width = cx1 - cx0;
+    cfg.options.crop_height = cy1 - cy0;
+    cfg.output.colorspace = MODE_RGB;
+    cfg.output.is_external_memory = 1;
+    cfg.output.u.RGBA.rgba = w->pix;
+    cfg.output.u.RGBA.stride = (int)stride;
+    cfg.output.u.RGBA.size = stride * (size_t)(cy1 - cy0);
+    int late = 0;
+    const VP8StatusCode st = decode_slices(w, &cfg, &late);
+    WebPFreeDecBuffer(&cfg.output);
+    if (late) {
+        snprintf(reason, DECODE_REASON_MAX,
+                 "decoding took longer than the limit of %lld ms",
+                 (long long)w->max_decode_ms);
+        webp_dec_close(w);
+        return PL_ELIMIT;
+    }
+    if (st != VP8_STATUS_OK)
+        return fail(w, st, reason);
+    w->px0 = cx0;
+    w->pw = cx1 - cx0;
+    w->py0 = cy0;
+    w->py1 = cy1;
+    return 0;
+}
+
+int webp_dec_read(webp_dec *w, uint8_t *dst, size_t stride, int n, int until,
+                  char *reason)
+{
+    if (!w->open) {
+        snprintf(reason, DECODE_REASON_MAX, "WebP: no image open");
+        return PL_EINVAL;
+    }
+    if (w->y < w->py0 || w->y + n > w->py1) {
+        const int rc =
+            decode_rect(w, w->y, until > w->y + n ? until : w->y + n, reason);
+        if (rc < 0)
+            return rc;
+    }
+    const size_t src_stride = (size_t)w->pw * 3;
+    const uint8_t *src = w->pix + (size_t)(w->y - w->py0) * src_stride +
+                         (size_t)(w->x0 - w->px0) * 3;
+    for (int i = 0; i < n; i++)
+        memcpy(dst + (size_t)i * stride, src + (size_t)i * src_stride,
+               (size_t)w->w * 3);
+    w->y += n;
+    return 0;
+}
