@@ -129,8 +129,16 @@ assert so.endswith("/_pinload.abi3.so"), so
 ldd = subprocess.run(["ldd", so], capture_output=True, text=True).stdout
 for bad in ("not found", "/usr/local/cuda", "libcudart"):
     assert bad not in ldd, "%s: %s" % (bad, ldd)
-jpeg = [l for l in ldd.splitlines() if "libjpeg" in l]
-assert jpeg and all(".libs/" in l for l in jpeg), ldd
+# Every library beyond the manylinux policy's own comes from the wheel.
+policy = ("linux-vdso", "ld-linux", "libc.so", "libm.so", "libpthread",
+          "libdl.so", "librt.so", "libstdc++", "libgcc_s", "libz.so")
+outside = [l.strip() for l in ldd.splitlines()
+           if "=>" in l and ".libs/" not in l
+           and not any(p in l for p in policy)]
+assert not outside, "libraries outside the wheel: %s" % outside
+for lib in ("libjpeg", "libspng", "libwebp"):
+    assert any(lib in l and ".libs/" in l for l in ldd.splitlines()), \
+        "%s is not vendored: %s" % (lib, ldd)
 loader = pinload.Loader(data, batch_size=4, size=32, seed=1,
                         log=lambda level, msg: print("pinload:", msg))
 n = sum(b.count for b in loader)
