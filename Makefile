@@ -49,7 +49,9 @@ WARN     += -Werror
 endif
 CFLAGS_ALL := -std=c11 $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden -pthread
 CPPFLAGS_ALL := -D_GNU_SOURCE -Iinclude $(CPPFLAGS) -MMD -MP
-LIBS     := -ljpeg -lm -lpthread
+# libcurl (remote shards): pkg-config's flags, or plain -lcurl without it.
+CURL_LIBS := $(shell pkg-config --libs libcurl 2>/dev/null || echo -lcurl)
+LIBS     := -ljpeg $(CURL_LIBS) -lm -lpthread
 
 ifeq ($(CUDA),sim)
 SIM      := 1
@@ -126,7 +128,7 @@ COMMON_SRC  := common/clock.c common/grow.c common/error.c common/log.c \
 WORKERS_SRC := workers/decode.c workers/resample.c workers/augment.c \
                workers/fileio.c workers/process.c workers/pool.c
 INPUT_SRC   := input/catalog.c input/tar.c input/sidecar.c input/folder.c \
-               input/list.c input/shards.c input/input.c
+               input/list.c input/shards.c input/input.c input/remote.c
 DEVICE_SRC  := device/backend.c device/backend_host.c
 ifneq ($(HAVE_CUDA),)
 DEVICE_SRC  += device/backend_cuda.c

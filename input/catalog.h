@@ -31,7 +31,13 @@ typedef struct catalog {
     size_t class_cap;
     /* Open files samples lie in (tar shards), closed by catalog_close. */
     int *source_fd;
+    const location_reader **source_reader; /* [nsources]: a remote source's
+                                              reader, else NULL */
     int nsources, source_cap;
+    /* What the remote sources' readers belong to (input/remote.c), freed
+     * by catalog_close after the sources. */
+    void *owned;
+    void (*owned_free)(void *);
     /* Per sample, made at the first range: its source (-1: a file under
      * the root), and its range; or, for a sample bad by construction, its
      * code in size (negative) and its reason's place in the arena in
@@ -58,6 +64,15 @@ int catalog_add_file(catalog *c, const char *rel, size_t len, int32_t label);
 /* An open file that samples lie in; the catalog closes it. [out] *id, for
  * catalog_add_range. PL_ENOMEM (fd is then closed). */
 int catalog_add_source(catalog *c, int fd, int *id);
+
+/* A source whose bytes come through r (a remote shard): [out] *id, as
+ * catalog_add_source's. r stays the caller's; it must outlive the catalog
+ * (catalog_adopt). PL_ENOMEM. */
+int catalog_add_reader(catalog *c, const location_reader *r, int *id);
+
+/* The catalog takes p, freeing it with free_fn(p) when it closes (after
+ * its sources): what the readers of catalog_add_reader belong to. */
+void catalog_adopt(catalog *c, void *p, void (*free_fn)(void *));
 
 /* A sample that is bytes [offset, offset + size) of source `id`, named
  * `name` (as given: "shard.tar:key.jpg"). PL_ENOMEM. */

@@ -8,6 +8,7 @@
 
 #include "../common/log.h"
 #include "catalog.h"
+#include "tar.h"
 
 #define MAX_CLASSES (1 << 20)
 
@@ -31,5 +32,21 @@ int shards_detect(const char *path, char ***paths, int *n);
  * first dot of its last component) make one sample, its image the jpg or
  * jpeg member, its label the cls member (decimal text), 0 without one. */
 int shards_read(catalog *c, char **paths, int n, logger *lg);
+
+/* The shard reader's parts that remote shards (remote.c) share. */
+
+/* "train-{000000..000146}.tar" (any text around the braces, a URL too):
+ * 1 with the paths, 0 if `path` has no such pattern, or an error. */
+int shards_expand_braces(const char *path, char ***paths, int *n);
+
+/* The samples of one indexed shard, source `s` of the catalog, named
+ * "path:member"; *max_label rises to the largest label seen. */
+int shards_add_indexed(catalog *c, int s, const char *path,
+                       const tar_index *t, int32_t *max_label);
+
+/* The class names: from the file `classes` (one per line, label 0 first;
+ * NULL, "" or absent: none), else the decimal labels 0..max_label. */
+int shards_add_classes(catalog *c, const char *classes, int32_t max_label,
+                       logger *lg);
 
 #endif

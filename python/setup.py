@@ -3,7 +3,7 @@
 By default the library is built from this checkout with its own Makefile
 (`make lib`, in ../build) and linked statically into the extension, so the
 wheel needs nothing but the libraries the C library itself links (libjpeg,
-and libcudart where the CUDA toolkit was found). Environment:
+libcurl, and libcudart where the CUDA toolkit was found). Environment:
 
   PINLOAD_MAKE_ARGS="CUDA=0"   extra arguments for make (CUDA=0: host only)
   PINLOAD_USE_INSTALLED=1      link the installed library instead, found

@@ -35,6 +35,7 @@ check_build() {
     command -v objcopy >/dev/null 2>&1 || want binutils
     have_header jpeglib.h || want libjpeg62-turbo-dev
     have_header turbojpeg.h || want libturbojpeg0-dev # bench --baseline
+    have_header curl/curl.h || want libcurl4-openssl-dev # remote shards
 }
 check_test() {
     command -v djpeg >/dev/null 2>&1 || want libjpeg-turbo-progs
