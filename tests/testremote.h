@@ -141,6 +141,28 @@ static inline int rt_count(const rt_server *s, const char *prefix)
     return n;
 }
 
+/* Distinct ranged requests (path and range) in the log. */
+static inline int rt_distinct_ranges(const rt_server *s)
+{
+    FILE *f = fopen(s->log, "r");
+    if (!f)
+        return 0;
+    char line[512], seen[256][128];
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (!strstr(line, " bytes="))
+            continue;
+        line[strcspn(line, "\n")] = '\0';
+        int dup = 0;
+        for (int i = 0; i < n && !dup; i++)
+            dup = strncmp(seen[i], line, 127) == 0;
+        if (!dup && n < 256)
+            snprintf(seen[n++], 128, "%.127s", line);
+    }
+    fclose(f);
+    return n;
+}
+
 /* "http://127.0.0.1:PORT/shard-{000000..00000N}.tar" into out. */
 static inline void rt_url(const rt_server *s, char *out, size_t cap)
 {

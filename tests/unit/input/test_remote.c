@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "pinload.h"
 #include "testremote.h"
@@ -365,5 +366,177 @@ Test(remote, create_names_the_url_and_status_of_absent_data,
     cr_assert(strstr(pl_last_error(), want_msg), "%s", pl_last_error());
     cr_assert_null(strstr(pl_last_error(), "secret"),
                    "credentials in the error: %s", pl_last_error());
+    fx_down(&f);
+}
+
+/* pipe:COMMAND shards (WebDataset's convention): the command's output is
+ * the shard, fetched whole at create to index it (no index can be asked
+ * for), cached with its index, so the next create runs nothing. A command
+ * that fails names its exit status. */
+Test(remote, pipe_commands_give_the_local_shards_bytes, .timeout = RT_TIMEOUT)
+{
+    fx f;
+    fx_up(&f, NULL);
+    run want[1], got[1];
+    pl_config lc;
+    base_cfg(&lc, f.local);
+    run_loader(&lc, 1, want);
+    char data[512];
+    snprintf(data, sizeof data,
+             "pipe:echo ran >> %s/runs; cat %s/pack/shard-{000000..%06d}.tar",
+             f.dir, f.dir, RT_SHARDS - 1);
+    for (int pass = 0; pass < 2; pass++) {
+        pl_config c;
+        remote_cfg(&f, &c, 2);
+        c.data = data;
+        run_loader(&c, 1, got);
+        assert_same_run(&want[0], &got[0], pass ? "cached" : "through pipes");
+        run_free(&got[0]);
+        char runs[128];
+        snprintf(runs, sizeof runs, "%s/runs", f.dir);
+        char *text = tu_slurp(runs);
+        int lines = 0;
+        for (const char *p = text; (p = strchr(p, '\n')); p++)
+            lines++;
+        free(text);
+        cr_assert_eq(lines, RT_SHARDS, "pass %d: the commands ran %d times",
+                     pass, lines);
+    }
+    snprintf(data, sizeof data, "pipe:cat %s/absent-{0..1}.tar", f.dir);
+    pl_config c;
+    remote_cfg(&f, &c, 1);
+    c.data = data;
+    c.remote_retries = 1;
+    pl_loader *l = NULL;
+    cr_assert_eq(pl_loader_create(&c, &l), PL_EIO);
+    cr_assert(strstr(pl_last_error(), "absent-0.tar: the command exited with "
+                                      "status 1 (after 2 attempts)"),
+              "%s", pl_last_error());
+    run_free(&want[0]);
+    fx_down(&f);
+}
+
+/* A cache_limit below the data: every member read alone with a ranged
+ * request, in the exact order, the epochs complete and equal to the local
+ * ones, nothing cached whole. */
+Test(remote, a_cache_smaller_than_the_data_reads_members_by_range,
+     .timeout = RT_TIMEOUT)
+{
+    fx f;
+    fx_up(&f, NULL);
+    run want[2], got[2];
+    local_run(&f, 2, want);
+    char p[256];
+    snprintf(p, sizeof p, "%s/pack/shard-000000.tar", f.dir);
+    struct stat st;
+    cr_assert_eq(stat(p, &st), 0);
+    pl_config c;
+    remote_cfg(&f, &c, 2);
+    c.cache_limit = st.st_size * 2; /* two of the four shards */
+    rt_log g = {0};
+    c.log = rt_log_fn;
+    c.log_ctx = &g;
+    run_loader(&c, 2, got);
+    for (int e = 0; e < 2; e++) {
+        cr_assert_eq(got[e].n, RT_SAMPLES);
+        assert_same_run(&want[e], &got[e], "ranged reads");
+    }
+    cr_assert(strstr(g.text, "exceed cache_limit"), "%s", g.text);
+    int ranged = 0;
+    for (int s = 0; s < RT_SHARDS; s++) {
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "GET /shard-%06d.tar bytes=", s);
+        ranged += rt_count(&f.srv, prefix);
+        snprintf(prefix, sizeof prefix, "GET /shard-%06d.tar - ", s);
+        cr_assert_eq(rt_count(&f.srv, prefix), 0, "shard %d fetched whole", s);
+    }
+    /* One request per member per epoch, and at most the prefetched
+     * batches of the third epoch (prefetch 2 x batch 5) before destroy. */
+    cr_assert(ranged >= 2 * RT_SAMPLES && ranged <= 2 * RT_SAMPLES + 10,
+              "%d ranged requests for 2 epochs of %d", ranged, RT_SAMPLES);
+    cr_assert_eq(rt_distinct_ranges(&f.srv), RT_SAMPLES,
+                 "each member is one range");
+    cr_assert_eq(cache_files(&f, ".tar"), 0);
+    for (int e = 0; e < 2; e++) {
+        run_free(&want[e]);
+        run_free(&got[e]);
+    }
+    fx_down(&f);
+}
+
+/* FNV-1a of what rank `rank` of `world` delivers in epoch 0 of data. */
+static uint64_t rank_digest(const char *data, const char *cache, int rank,
+                            int world)
+{
+    pl_config c;
+    base_cfg(&c, data);
+    c.cache_dir = cache;
+    c.rank = rank;
+    c.world_size = world;
+    c.num_workers = 1;
+    c.on_error = PL_ON_ERROR_FAIL;
+    pl_loader *l = NULL;
+    if (pl_loader_create(&c, &l) != 0)
+        return 0;
+    uint64_t h = 0xcbf29ce484222325u;
+    const pl_batch *b;
+    int rc, n = 0;
+    while ((rc = pl_loader_next(l, &b)) == 0) {
+        const uint8_t *px = b->host;
+        for (size_t i = 0; i < b->bytes; i++)
+            h = (h ^ px[i]) * 0x100000001b3u;
+        for (int i = 0; i < b->count; i++)
+            h = (h ^ (uint64_t)b->labels[i]) * 0x100000001b3u;
+        n += b->count;
+        pl_loader_release(l, b, NULL);
+    }
+    pl_loader_destroy(l);
+    return rc == PL_EPOCH_END && n > 0 ? h : 0;
+}
+
+/* 8 processes of one node, started together on one cache: each shard and
+ * each index requested exactly once in all, and every rank's bytes those
+ * of the same rank over the local shards. */
+Test(remote, eight_ranks_of_a_node_fetch_each_shard_once, .timeout = RT_TIMEOUT)
+{
+    enum { RANKS = 8 };
+    fx f;
+    fx_up(&f, NULL);
+    int go[2];
+    cr_assert_eq(pipe(go), 0);
+    pid_t pid[RANKS];
+    for (int r = 0; r < RANKS; r++) {
+        pid[r] = fork();
+        cr_assert_geq(pid[r], 0);
+        if (pid[r] == 0) {
+            close(go[1]);
+            char x;
+            (void)!read(go[0], &x, 1); /* all start at once */
+            const uint64_t a = rank_digest(f.url, f.cache, r, RANKS);
+            const uint64_t b = rank_digest(f.local, NULL, r, RANKS);
+            _exit(a != 0 && a == b ? 0 : 1);
+        }
+    }
+    close(go[0]);
+    close(go[1]);
+    for (int r = 0; r < RANKS; r++) {
+        int st = 0;
+        for (int t = 0; t < 6000 && waitpid(pid[r], &st, WNOHANG) == 0; t++)
+            usleep(10000);
+        if (waitpid(pid[r], &st, WNOHANG) == 0) {
+            kill(pid[r], SIGKILL);
+            waitpid(pid[r], &st, 0);
+            cr_assert(0, "rank %d did not finish in 60 s", r);
+        }
+        cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+                  "rank %d: its bytes are not the local shards' (status %d)", r,
+                  st);
+    }
+    assert_each_shard_fetched(&f, 1);
+    for (int s = 0; s < RT_SHARDS; s++) {
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "GET /shard-%06d.tar.idx ", s);
+        cr_assert_eq(rt_count(&f.srv, prefix), 1, "shard %d's index", s);
+    }
     fx_down(&f);
 }
