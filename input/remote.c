@@ -609,14 +609,33 @@ static int by_use(const void *a, const void *b)
     return x->used < y->used ? -1 : x->used > y->used;
 }
 
-static int is_shard_file(const char *name)
+static int ends_with(const char *name, const char *end)
 {
-    const size_t n = strlen(name);
-    return name[0] != '.' && n > 4 && strcmp(name + n - 4, ".tar") == 0;
+    const size_t n = strlen(name), k = strlen(end);
+    return name[0] != '.' && n > k && strcmp(name + n - k, end) == 0;
+}
+
+/* The size of the shard whose index is the file `idx` (under dirfd d),
+ * from its header; 0 if there is none. */
+static int64_t size_from_index(int d, const char *idx)
+{
+    const int fd = openat(d, idx, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    unsigned char b[16];
+    int64_t v = 0;
+    if (pread(fd, b, sizeof b, 0) == (ssize_t)sizeof b)
+        for (int i = 0; i < 8; i++)
+            v |= (int64_t)b[8 + i] << (8 * i);
+    close(fd);
+    return v > 0 ? v : 0;
 }
 
 /* Evict least recently used shards no rank holds until `need` more bytes
- * fit under the limit. 0, or -1 if they cannot be made to fit. */
+ * fit under the limit, counting the downloads under way at their whole
+ * size (from their index). 0, or -1 if they cannot be made to fit. The
+ * caller holds the cache's eviction lock, and creates its own .part before
+ * it lets go, so that two fetchers never count the same room. */
 static int make_room(remote_set *rs, int64_t need)
 {
     if (rs->limit <= 0)
@@ -631,9 +650,18 @@ static int make_room(remote_set *rs, int64_t need)
     int64_t total = 0;
     for (struct dirent *de; (de = readdir(d));) {
         struct stat st;
-        if (!is_shard_file(de->d_name) ||
+        const int part = ends_with(de->d_name, ".tar.part");
+        if ((!part && !ends_with(de->d_name, ".tar")) ||
             fstatat(dirfd(d), de->d_name, &st, 0) != 0 || !S_ISREG(st.st_mode))
             continue;
+        if (part) { /* a download under way: what it will be */
+            char idx[NAME_MAX + 8];
+            snprintf(idx, sizeof idx, "%.*s.idx", (int)(strlen(de->d_name) - 5),
+                     de->d_name);
+            const int64_t whole = size_from_index(dirfd(d), idx);
+            total += whole > st.st_size ? whole : st.st_size;
+            continue;
+        }
         total += st.st_size;
         if (grow(&e, &cap, n + 1, sizeof *e, 64) < 0)
             break;
@@ -684,6 +712,34 @@ static int fetch_locked(rshard *sh, char *err, size_t cap)
     return rc;
 }
 
+/* Room for the shard, and its .part made, under the cache's eviction lock
+ * (dir/.evict.lock). 0, or -1 if it cannot be had. */
+static int reserve(rshard *sh)
+{
+    remote_set *rs = sh->set;
+    if (rs->limit <= 0)
+        return 0;
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/.evict", rs->dir);
+    const int ev = lock_file(path, LOCK_EX);
+    if (ev < 0)
+        return -1;
+    const int rc = make_room(rs, sh->size);
+    if (rc == 0) {
+        char *part = malloc(strlen(sh->cache) + 8);
+        int fd = -1;
+        if (part) {
+            sprintf(part, "%s.part", sh->cache);
+            fd = open(part, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        }
+        if (fd >= 0)
+            close(fd);
+        free(part);
+    }
+    close(ev);
+    return rc;
+}
+
 /* The shard, whole in the node's cache: [out] *fd open and locked shared.
  * Whoever takes the lock first fetches it; the others find it there. */
 static int cache_get(rshard *sh, int *fd, char *err, size_t cap)
@@ -698,7 +754,7 @@ static int cache_get(rshard *sh, int *fd, char *err, size_t cap)
     }
     int rc = 0;
     if ((*fd = open_cached(sh->cache, sh->size)) < 0) {
-        if (make_room(sh->set, sh->size) < 0) {
+        if (reserve(sh) < 0) {
             rc = 1; /* no room: read it member by member */
         } else if ((rc = fetch_locked(sh, err, cap)) == 0 &&
                    (*fd = open_cached(sh->cache, sh->size)) < 0) {

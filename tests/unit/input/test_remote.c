@@ -540,3 +540,109 @@ Test(remote, eight_ranks_of_a_node_fetch_each_shard_once, .timeout = RT_TIMEOUT)
     }
     fx_down(&f);
 }
+
+/* A state saved on the local shards resumes on their URLs (a state moves
+ * with a copy of the data): exactly the rest of the epoch, byte for byte. */
+Test(remote, a_local_state_resumes_on_the_remote_copy, .timeout = RT_TIMEOUT)
+{
+    fx f;
+    fx_up(&f, NULL);
+    run want[1];
+    pl_config lc;
+    base_cfg(&lc, f.local);
+    lc.on_error = PL_ON_ERROR_FAIL;
+    run_loader(&lc, 1, want);
+    pl_loader *l = create(&lc);
+    const pl_batch *b;
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(pl_loader_next(l, &b), 0, "%s", pl_last_error());
+        pl_loader_release(l, b, NULL);
+    }
+    pl_state st;
+    cr_assert_eq(pl_loader_state(l, &st), 0);
+    pl_loader_destroy(l);
+    pl_config c;
+    remote_cfg(&f, &c, 4);
+    c.resume = &st;
+    l = create(&c);
+    run rest;
+    cr_assert_eq(run_batches(l, 0, 2, MAXB, &rest), 1, "no epoch end");
+    pl_loader_destroy(l);
+    const int done = want[0].counts[0] + want[0].counts[1];
+    cr_assert_eq(rest.n, RT_SAMPLES - done);
+    for (int k = 0; k < rest.n; k++) {
+        cr_assert_eq(rest.idx[k], want[0].idx[done + k]);
+        cr_assert_eq(rest.lab[k], want[0].lab[done + k]);
+    }
+    cr_assert_eq(memcmp(rest.bytes, sample_at(&want[0], done),
+                        rest.sample_bytes * (size_t)rest.n),
+                 0, "the resumed samples' pixels differ");
+    run_free(&rest);
+    run_free(&want[0]);
+    fx_down(&f);
+}
+
+/* Two packs through one bounded cache. While a loader reads pack A, pack
+ * B finds no shard it may evict: it reads those members by range (with a
+ * warning), A's shards stay. Once A's loader is gone, B's next loader
+ * evicts A's shards, least recently used first, and caches its own. */
+Test(remote, eviction_never_takes_a_shard_a_loader_reads, .timeout = RT_TIMEOUT)
+{
+    fx f;
+    fx_up(&f, NULL);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "cp -r %s/pack %s/b && mv %s/b %s/pack/b", f.dir,
+             f.dir, f.dir, f.dir);
+    cr_assert_eq(system(cmd), 0);
+    int64_t total = 0;
+    for (int s = 0; s < RT_SHARDS; s++) {
+        char p[256];
+        snprintf(p, sizeof p, "%s/pack/shard-%06d.tar", f.dir, s);
+        struct stat st;
+        cr_assert_eq(stat(p, &st), 0);
+        total += st.st_size;
+    }
+    char url_b[256];
+    snprintf(url_b, sizeof url_b,
+             "http://127.0.0.1:%d/b/shard-{000000..%06d}.tar", f.srv.port,
+             RT_SHARDS - 1);
+    run want[1], got[1];
+    pl_config lc;
+    base_cfg(&lc, f.local);
+    run_loader(&lc, 1, want);
+    pl_config ca;
+    remote_cfg(&f, &ca, 2);
+    ca.cache_limit = total + 4096; /* one pack, not two */
+    pl_loader *a = create(&ca);
+    run ra;
+    run_epoch(a, 0, &ra); /* A's shards all cached, held by a */
+    assert_same_run(&want[0], &ra, "pack A");
+    run_free(&ra);
+    cr_assert_eq(cache_files(&f, ".tar"), RT_SHARDS);
+    rt_log g = {0};
+    pl_config cb;
+    remote_cfg(&f, &cb, 2);
+    cb.data = url_b;
+    cb.cache_limit = ca.cache_limit;
+    cb.log = rt_log_fn;
+    cb.log_ctx = &g;
+    run_loader(&cb, 1, got);
+    assert_same_run(&want[0], &got[0], "pack B beside a reader of A");
+    run_free(&got[0]);
+    cr_assert(strstr(g.text, "read member by member"), "%s", g.text);
+    cr_assert_eq(cache_files(&f, ".tar"), RT_SHARDS, "A's shards evicted");
+    cr_assert_eq(rt_count(&f.srv, "GET /b/shard-000000.tar - "), 0);
+    pl_loader_destroy(a);
+    run_loader(&cb, 1, got);
+    assert_same_run(&want[0], &got[0], "pack B alone");
+    run_free(&got[0]);
+    cr_assert_eq(cache_files(&f, ".tar"), RT_SHARDS, "%d shards cached: %s",
+                 cache_files(&f, ".tar"), tu_slurp(f.srv.log));
+    for (int s = 0; s < RT_SHARDS; s++) {
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "GET /b/shard-%06d.tar - 200", s);
+        cr_assert_eq(rt_count(&f.srv, prefix), 1, "B's shard %d", s);
+    }
+    run_free(&want[0]);
+    fx_down(&f);
+}
