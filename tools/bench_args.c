@@ -14,7 +14,8 @@
 static const char usage[] =
     "usage: pinload-bench --data PATH [--batch B] [--size N] [--augment "
     "none|eval|train]\n"
-    "       [--format u8|f32|f16|bf16] [--gpu-normalize on|off] [--workers LIST]\n"
+    "       [--format u8|f32|f16|bf16] [--gpu-normalize on|off] [--workers "
+    "LIST]\n"
     "       [--prefetch LIST] [--pin LIST]\n"
     "       [--batches N | --seconds S] [--warmup N] [--compute-ms X]\n"
     "       [--device " CLI_DEVICES "] [--csv FILE] [--json FILE]\n"
@@ -211,7 +212,10 @@ void bench_parse(int argc, char **argv, options *o)
         if (o->workers[w] == 0)
             bad("--workers 0 with --baseline: give thread counts, the "
                 "baseline runs as many threads as each row's workers");
-    if (access(o->data, R_OK) != 0)
+    /* Remote shards (URLs, pipe:) are the library's to check. */
+    const int remote =
+        strstr(o->data, "://") || strncmp(o->data, "pipe:", 5) == 0;
+    if (!remote && access(o->data, R_OK) != 0)
         bad("--data: %s: %s", o->data, strerror(errno));
     if (!isatty(2))
         o->quiet = 1; /* no progress line into logs */
