@@ -672,7 +672,8 @@ static int make_room(remote_set *rs, int64_t need)
         if (e[n].name)
             n++;
     }
-    qsort(e, n, sizeof *e, by_use);
+    if (n > 0)
+        qsort(e, n, sizeof *e, by_use);
     for (size_t i = 0; i < n && total + need > rs->limit; i++) {
         const int fd = openat(dirfd(d), e[i].name, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
