@@ -42,7 +42,7 @@
 #define BACKOFF_MAX_MS 5000
 #define FAILED_RETRY_NS (60 * 1000000000LL) /* a failed shard: asked again */
 #define MAX_URLS (1 << 20)
-#define IDX_FETCH_MAX ((int64_t)1 << 30)
+#define INDEX_THREADS 8 /* threads fetching indexes at create */
 
 enum { SH_NONE, SH_FETCHING, SH_READY, SH_FAILED };
 
@@ -860,6 +860,8 @@ static int shard_read(const location_reader *r, int64_t off, int64_t size,
                       void *dst, char *reason, size_t cap)
 {
     rshard *sh = (rshard *)r;
+    if (size == 0) /* nothing to fetch: the decoder says what is wrong */
+        return 0;
     int fd = -1;
     const int rc = sh->set->ranged ? 1 : shard_ready(sh, &fd, reason, cap);
     if (rc == 1)
@@ -1162,33 +1164,76 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Indexing on a few threads: the requests are latency, not CPU. */
+typedef struct index_pool {
+    remote_set *rs;
+    tar_index *t;
+    int *rc;
+    char (*err)[512];
+    int whole; /* 0: the .idx files; 1: the shards without one, whole */
+    atomic_int next;
+} index_pool;
+
+static void *index_main(void *arg)
+{
+    index_pool *p = arg;
+    for (int i; (i = atomic_fetch_add(&p->next, 1)) < p->rs->n;) {
+        rshard *sh = &p->rs->s[i];
+        if (!p->whole)
+            p->rc[i] =
+                index_from_idx(sh, &p->t[i], p->err[i], sizeof p->err[i]);
+        else if (sh->size < 0)
+            p->rc[i] =
+                index_from_shard(sh, &p->t[i], p->err[i], sizeof p->err[i]);
+    }
+    return NULL;
+}
+
+/* One pass of the pool; the first shard's error in order, if any. */
+static int index_pass(index_pool *p)
+{
+    atomic_init(&p->next, 0);
+    pthread_t th[INDEX_THREADS];
+    int started = 0;
+    for (; started < INDEX_THREADS && started < p->rs->n - 1; started++)
+        if (pthread_create(&th[started], NULL, index_main, p) != 0)
+            break;
+    index_main(p);
+    for (int i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < p->rs->n; i++)
+        if (p->rc[i] < 0)
+            return err_set(p->rc[i], "pl_loader_create: %s", p->err[i]);
+    return 0;
+}
+
 /* Every shard's index: from the .idx files first; then, said beforehand,
  * the shards without one fetched whole. */
 static int index_all(remote_set *rs, tar_index *t, logger *lg)
 {
-    char err[1024];
-    int missing = 0;
-    for (int i = 0; i < rs->n; i++) {
-        const int rc = index_from_idx(&rs->s[i], &t[i], err, sizeof err);
-        if (rc < 0)
-            return err_set(rc, "pl_loader_create: %s", err);
-        missing += rc == 0;
-    }
+    index_pool p = {.rs = rs, .t = t};
+    p.rc = calloc((size_t)rs->n, sizeof *p.rc);
+    p.err = calloc((size_t)rs->n, sizeof *p.err);
+    int rc = p.rc && p.err ? index_pass(&p) : PL_ENOMEM;
+    int missing = 0, first = -1;
+    for (int i = 0; rc == 0 && i < rs->n; i++)
+        if (rs->s[i].size < 0 && !missing++)
+            first = i;
     if (missing)
         log_msg(lg, PL_LOG_NOTICE,
                 "%d of %d remote shard(s) have no index beside them "
-                "(SHARD.idx, as a local create of the pack writes it): "
-                "create fetches those %d shard(s) whole into %s to index "
-                "them, first %s",
-                missing, rs->n, missing, rs->dir, rs->s[0].name);
-    for (int i = 0; i < rs->n; i++) {
-        if (rs->s[i].size >= 0)
-            continue;
-        const int rc = index_from_shard(&rs->s[i], &t[i], err, sizeof err);
-        if (rc < 0)
-            return err_set(rc, "pl_loader_create: %s", err);
+                "(SHARD.idx, as pinload-pack writes it): create fetches "
+                "those %d shard(s) whole into %s to index them, first %s",
+                missing, rs->n, missing, rs->dir, rs->s[first].name);
+    if (missing) {
+        p.whole = 1;
+        rc = index_pass(&p);
     }
-    return 0;
+    free(p.rc);
+    free(p.err);
+    if (rc == PL_ENOMEM)
+        return err_set(rc, "pl_loader_create: out of memory");
+    return rc;
 }
 
 /* Whole shards when the cache holds the data, else members by ranged
@@ -1294,11 +1339,22 @@ static int list_of_urls(const char *path, char ***out, int *n)
     FILE *f = fopen(path, "re");
     if (!f)
         return 0;
-    char *line = NULL;
-    size_t lcap = 0, cap = 0;
+    /* Lines of a bounded length: a shard or an image named as data is
+     * not read whole looking for a newline. */
+    char line[8192];
+    size_t cap = 0;
     ssize_t len;
     int rc = 1, lineno = 0;
-    while ((len = getline(&line, &lcap, f)) >= 0) {
+    while (fgets(line, sizeof line, f)) {
+        len = (ssize_t)strlen(line);
+        if (len == (ssize_t)sizeof line - 1 && line[len - 1] != '\n') {
+            rc = *n ? err_set(PL_EINVAL,
+                              "pl_loader_create: %s:%d: a line over %d bytes "
+                              "in a list of URLs",
+                              path, lineno + 1, (int)sizeof line - 2)
+                    : 0;
+            break;
+        }
         lineno++;
         while (len > 0 && isspace((unsigned char)line[len - 1]))
             line[--len] = '\0';
@@ -1324,7 +1380,6 @@ static int list_of_urls(const char *path, char ***out, int *n)
             break;
         rc = 1;
     }
-    free(line);
     fclose(f);
     if (rc <= 0 || *n == 0) {
         urls_free(*out, *n);

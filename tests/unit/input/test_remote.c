@@ -646,3 +646,38 @@ Test(remote, eviction_never_takes_a_shard_a_loader_reads, .timeout = RT_TIMEOUT)
     run_free(&want[0]);
     fx_down(&f);
 }
+
+/* A local list file of URLs (comments and blank lines aside) names the
+ * same shards as the pattern; a line that is no URL after URLs is refused
+ * naming the file and the line. */
+Test(remote, a_list_file_of_urls_names_the_shards, .timeout = RT_TIMEOUT)
+{
+    fx f;
+    fx_up(&f, NULL);
+    char list[128], text[1024];
+    snprintf(list, sizeof list, "%s/urls.txt", f.dir);
+    size_t k = (size_t)snprintf(text, sizeof text, "# the pack\n\n");
+    for (int s = RT_SHARDS - 1; s >= 0; s--) /* taken in sorted order */
+        k += (size_t)snprintf(text + k, sizeof text - k,
+                              "http://127.0.0.1:%d/shard-%06d.tar\n",
+                              f.srv.port, s);
+    tu_write_file(list, text, k);
+    run want[1], got[1];
+    pl_config lc;
+    base_cfg(&lc, f.local);
+    run_loader(&lc, 1, want);
+    pl_config c;
+    remote_cfg(&f, &c, 2);
+    c.data = list;
+    run_loader(&c, 1, got);
+    assert_same_run(&want[0], &got[0], "from a list of URLs");
+    run_free(&want[0]);
+    run_free(&got[0]);
+    k += (size_t)snprintf(text + k, sizeof text - k, "local/shard.tar\n");
+    tu_write_file(list, text, k);
+    pl_loader *l = NULL;
+    cr_assert_eq(pl_loader_create(&c, &l), PL_EINVAL);
+    cr_assert(strstr(pl_last_error(), "urls.txt:7: expected a URL"), "%s",
+              pl_last_error());
+    fx_down(&f);
+}
