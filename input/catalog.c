@@ -161,10 +161,18 @@ int catalog_add_reader(catalog *c, const location_reader *r, int *id)
     return add_source(c, -1, r, id);
 }
 
-void catalog_adopt(catalog *c, void *p, void (*free_fn)(void *))
+void catalog_adopt(catalog *c, void *p, void (*stop_fn)(void *),
+                   void (*free_fn)(void *))
 {
     c->owned = p;
+    c->owned_stop = stop_fn;
     c->owned_free = free_fn;
+}
+
+void catalog_stop(catalog *c)
+{
+    if (c->owned_stop)
+        c->owned_stop(c->owned);
 }
 
 /* Also catalog_add_bad's: source -1, the reason's place and the code. */

@@ -41,8 +41,8 @@ int shards_expand_braces(const char *path, char ***paths, int *n);
 
 /* The samples of one indexed shard, source `s` of the catalog, named
  * "path:member"; *max_label rises to the largest label seen. */
-int shards_add_indexed(catalog *c, int s, const char *path,
-                       const tar_index *t, int32_t *max_label);
+int shards_add_indexed(catalog *c, int s, const char *path, const tar_index *t,
+                       int32_t *max_label);
 
 /* The class names: from the file `classes` (one per line, label 0 first;
  * NULL, "" or absent: none), else the decimal labels 0..max_label. */

@@ -560,7 +560,10 @@ static void fetch_error(const char *url, const attempt *a, int attempts,
 
 /* ---- the cache ---- */
 
-static int lock_file(const char *path, int how)
+/* PATH.lock, locked exclusively: waited for in 20 ms steps, so that a
+ * closing loader does not wait for another process's download. -1 (errno
+ * ECANCELED when closing). */
+static int lock_file(remote_set *rs, const char *path)
 {
     char *lk = malloc(strlen(path) + 8);
     if (!lk)
@@ -570,11 +573,16 @@ static int lock_file(const char *path, int how)
     free(lk);
     if (fd < 0)
         return -1;
-    while (flock(fd, how) != 0) {
-        if (errno != EINTR) {
+    while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        if ((errno != EWOULDBLOCK && errno != EINTR) ||
+            atomic_load(&rs->stop)) {
+            const int err = errno == EWOULDBLOCK ? ECANCELED : errno;
             close(fd);
+            errno = err;
             return -1;
         }
+        const struct timespec ts = {0, 20 * 1000000L};
+        nanosleep(&ts, NULL);
     }
     return fd;
 }
@@ -722,7 +730,7 @@ static int reserve(rshard *sh)
         return 0;
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/.evict", rs->dir);
-    const int ev = lock_file(path, LOCK_EX);
+    const int ev = lock_file(rs, path);
     if (ev < 0)
         return -1;
     const int rc = make_room(rs, sh->size);
@@ -747,7 +755,7 @@ static int cache_get(rshard *sh, int *fd, char *err, size_t cap)
 {
     if ((*fd = open_cached(sh->cache, sh->size)) >= 0)
         return 0;
-    const int lk = lock_file(sh->cache, LOCK_EX);
+    const int lk = lock_file(sh->set, sh->cache);
     if (lk < 0) {
         snprintf(err, cap, "%s: cannot lock it in the cache %s: %s", sh->name,
                  sh->set->dir, strerror(errno));
@@ -894,6 +902,11 @@ static void *fetch_ahead(void *arg)
         shard_ready(&rs->s[i], &fd, why, sizeof why);
     }
     return NULL;
+}
+
+static void set_stop(void *p)
+{
+    atomic_store(&((remote_set *)p)->stop, 1);
 }
 
 static void set_free(void *p)
@@ -1059,7 +1072,7 @@ static int index_from_idx(rshard *sh, tar_index *t, char *err, size_t cap)
         return 1;
     if (is_pipe(sh->url))
         return 0;
-    const int lk = lock_file(sh->cache, LOCK_EX);
+    const int lk = lock_file(sh->set, sh->cache);
     if (lk < 0) {
         snprintf(err, cap, "%s: cannot lock it in the cache %s: %s", sh->name,
                  sh->set->dir, strerror(errno));
@@ -1279,7 +1292,7 @@ int remote_read(catalog *c, char **urls, int n, const remote_opts *o,
         set_free(rs);
         return rc;
     }
-    catalog_adopt(c, rs, set_free);
+    catalog_adopt(c, rs, set_stop, set_free);
     tar_index *t = calloc((size_t)n, sizeof *t);
     if (!t)
         return err_set(PL_ENOMEM, "pl_loader_create: out of memory");

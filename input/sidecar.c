@@ -148,8 +148,7 @@ static int sidecar_load(const char *idx, const struct stat *st, tar_index *t,
             at += 21;
             const size_t sbytes = sl == 255 ? 0 : sl;
             if (nl > PATH_MAX || sbytes > TAR_SMALL_MAX ||
-                at + nl + sbytes > n - 8 ||
-                off + size > size_of_shard) {
+                at + nl + sbytes > n - 8 || off + size > size_of_shard) {
                 ok = 0;
                 break;
             }
@@ -280,8 +279,7 @@ int sidecar_read_any(const char *idx, tar_index *t, int64_t *shard_size)
     return sidecar_load(idx, NULL, t, &stale, shard_size);
 }
 
-int sidecar_write_at(const char *idx, const struct stat *st,
-                     const tar_index *t)
+int sidecar_write_at(const char *idx, const struct stat *st, const tar_index *t)
 {
     return sidecar_save(idx, st, t);
 }

@@ -466,6 +466,7 @@ PL_EXPORT void pl_loader_destroy(pl_loader *l)
     if (l->have_ho)
         handoff_stop(&l->ho);
     prefetch_stop(&l->pf); /* a no-op unless it started */
+    catalog_stop(&l->cat); /* a worker fetching a remote shard gives up */
     pool_destroy(l->pool);
     int saved = 0; /* frees on the loader's device, the caller's kept */
     const int entered = l->be && l->be->ops->enter(l->be, &saved) == 0;

@@ -131,7 +131,8 @@ class Handler(BaseHTTPRequestHandler):
         self.send(data)
 
     def send(self, data):
-        step = 65536
+        rate = self.server.bucket.rate
+        step = 65536 if not rate else max(256, min(65536, int(rate / 50)))
         for i in range(0, len(data), step):
             chunk = data[i:i + step]
             self.server.bucket.take(len(chunk))

@@ -25,7 +25,7 @@ typedef struct fx {
     rt_server srv;
 } fx;
 
-static void fx_up(fx *f, const char *const *faults)
+static void fx_up_at(fx *f, const char *const *faults, double rate)
 {
     tu_tmpdir(f->dir);
     rt_make_pack(f->dir);
@@ -34,8 +34,13 @@ static void fx_up(fx *f, const char *const *faults)
     snprintf(f->cache, sizeof f->cache, "%s/cache", f->dir);
     char root[128];
     snprintf(root, sizeof root, "%s/pack", f->dir);
-    rt_start(&f->srv, f->dir, root, faults, 0);
+    rt_start(&f->srv, f->dir, root, faults, rate);
     rt_url(&f->srv, f->url, sizeof f->url);
+}
+
+static void fx_up(fx *f, const char *const *faults)
+{
+    fx_up_at(f, faults, 0);
 }
 
 static void fx_down(fx *f)
@@ -679,5 +684,26 @@ Test(remote, a_list_file_of_urls_names_the_shards, .timeout = RT_TIMEOUT)
     cr_assert_eq(pl_loader_create(&c, &l), PL_EINVAL);
     cr_assert(strstr(pl_last_error(), "urls.txt:7: expected a URL"), "%s",
               pl_last_error());
+    fx_down(&f);
+}
+
+/* Destroy while the shards come at 4 KB/s (each takes seconds): the
+ * fetcher and the workers give up at once, and no partial shard is left
+ * under a shard's name. */
+Test(remote, destroy_does_not_wait_for_a_slow_download, .timeout = RT_TIMEOUT)
+{
+    fx f;
+    fx_up_at(&f, NULL, 4000);
+    pl_config c;
+    remote_cfg(&f, &c, 2);
+    pl_loader *l = create(&c);
+    usleep(300 * 1000); /* the downloads are under way */
+    const double t0 = tu_seconds();
+    pl_loader_destroy(l);
+    const double took = tu_seconds() - t0;
+    cr_assert_lt(took, 1.0, "destroy took %.2f s", took);
+    cr_assert_eq(cache_files(&f, ".tar"), 0);
+    cr_assert_geq(rt_count(&f.srv, "GET /shard-"), RT_SHARDS + 1,
+                  "no shard download had started");
     fx_down(&f);
 }
