@@ -43,6 +43,7 @@
 #define FAILED_RETRY_NS (60 * 1000000000LL) /* a failed shard: asked again */
 #define MAX_URLS (1 << 20)
 #define INDEX_THREADS 8 /* threads fetching indexes at create */
+#define HANDLES_KEPT 16 /* idle libcurl handles (connections) kept */
 
 enum { SH_NONE, SH_FETCHING, SH_READY, SH_FAILED };
 
@@ -78,6 +79,12 @@ struct remote_set {
     int ahead_started;
     logger *lg;
     atomic_int warned_full;
+    /* Idle transfer handles, kept for their open connections (a ranged
+     * read per sample would otherwise connect, and shake TLS hands, per
+     * sample). handles_mu guards only the stack. */
+    pthread_mutex_t handles_mu;
+    CURL *handles[HANDLES_KEPT];
+    int nhandles;
 };
 
 /* ---- URLs ---- */
@@ -265,6 +272,28 @@ static void curl_start(void)
     curl_ready = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
 }
 
+static CURL *handle_take(remote_set *rs)
+{
+    pthread_mutex_lock(&rs->handles_mu);
+    CURL *h = rs->nhandles ? rs->handles[--rs->nhandles] : NULL;
+    pthread_mutex_unlock(&rs->handles_mu);
+    return h ? h : curl_easy_init();
+}
+
+/* Back to the stack, its options cleared and its connection kept. */
+static void handle_put(remote_set *rs, CURL *h)
+{
+    curl_easy_reset(h);
+    pthread_mutex_lock(&rs->handles_mu);
+    if (rs->nhandles < HANDLES_KEPT) {
+        rs->handles[rs->nhandles++] = h;
+        h = NULL;
+    }
+    pthread_mutex_unlock(&rs->handles_mu);
+    if (h)
+        curl_easy_cleanup(h);
+}
+
 /* The outcome of one attempt. */
 typedef struct attempt {
     int ok;        /* the whole requested body came */
@@ -280,7 +309,7 @@ static void http_get(remote_set *rs, const char *url, int64_t from, int64_t to,
     memset(a, 0, sizeof *a);
     pthread_once(&curl_once, curl_start);
     char *target = request_url(rs, url);
-    CURL *h = curl_ready && target ? curl_easy_init() : NULL;
+    CURL *h = curl_ready && target ? handle_take(rs) : NULL;
     if (!h) {
         snprintf(a->why, sizeof a->why, "%s",
                  target ? "libcurl could not start" : "not a valid URL");
@@ -366,7 +395,7 @@ static void http_get(remote_set *rs, const char *url, int64_t from, int64_t to,
                    cc != CURLE_URL_MALFORMAT && cc != CURLE_WRITE_ERROR;
     }
     curl_slist_free_all(hdr);
-    curl_easy_cleanup(h);
+    handle_put(rs, h);
     free(target);
 }
 
@@ -927,6 +956,9 @@ static void set_free(void *p)
         free(sh->name);
         free(sh->cache);
     }
+    for (int i = 0; i < rs->nhandles; i++)
+        curl_easy_cleanup(rs->handles[i]);
+    pthread_mutex_destroy(&rs->handles_mu);
     free(rs->s);
     free(rs->dir);
     free(rs->s3_endpoint);
@@ -982,6 +1014,7 @@ static remote_set *set_new(char **urls, int n, const remote_opts *o, logger *lg)
     remote_set *rs = calloc(1, sizeof *rs);
     if (!rs)
         return NULL;
+    pthread_mutex_init(&rs->handles_mu, NULL);
     rs->lg = lg;
     rs->limit = o->cache_limit;
     rs->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : DEFAULT_TIMEOUT_MS;

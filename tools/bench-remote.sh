@@ -8,7 +8,8 @@
 # (default 50,200,1000; 0: no limit); BENCH_ARGS go to pinload-bench.
 # Prints, per source, pinload-bench's images/s over one epoch on a cold
 # cache (--warmup 0: the download included), then on the cache it left,
-# and the wall time of pinload-dump's first batch on a cold cache (create,
+# then with --cache-limit 1 (every sample a ranged request, nothing
+# cached), and the wall time of pinload-dump's first batch on a cold cache (create,
 # indexes, the shards its samples lie in, the decode).
 set -eu
 dir=$1
@@ -34,12 +35,17 @@ row() { # $1: label, $2: data; each measure on a cold cache
     warm=$("$build/pinload-bench" --data "$2" $args $extra 2>/dev/null |
         awk '/^(on|off|managed) /{ print $4 }')
     rm -rf "$work/cache"
+    ranged=-
+    [ "$1" = local ] ||
+        ranged=$("$build/pinload-bench" --data "$2" $args $extra \
+            --cache-limit 1 2>/dev/null | awk '/^(on|off|managed) /{ print $4 }')
+    rm -rf "$work/cache"
     t0=$(date +%s.%N)
     "$build/pinload-dump" --data "$2" --out "$work/dump" --limit 64 \
         --batch 64 --quiet >/dev/null 2>&1
     t1=$(date +%s.%N)
-    printf '%-20s cold %7s img/s   cached %7s img/s   first batch %.2f s\n' \
-        "$1" "$rate" "$warm" "$(echo "$t1 - $t0" | bc)"
+    printf '%-18s cold %7s   cached %7s   ranged %7s img/s   first batch %.2f s\n' \
+        "$1" "$rate" "$warm" "$ranged" "$(echo "$t1 - $t0" | bc)"
     rm -rf "$work/cache" "$work/dump"
 }
 

@@ -2,6 +2,7 @@
  * lists and the defaults. */
 #define _DEFAULT_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +21,10 @@ static const char usage[] =
     "       [--batches N | --seconds S] [--warmup N] [--compute-ms X]\n"
     "       [--device " CLI_DEVICES "] [--csv FILE] [--json FILE]\n"
     "       [--plot FILE.png] [--quiet] [--baseline [--baseline-seconds S]]\n"
-    "       [--wide] [--version] [--help]\n"
+    "       [--cache-limit BYTES] [--wide] [--version] [--help]\n"
+    "PATH may be remote shards (http(s)://, s3://, pipe:); --cache-limit is "
+    "then\nconfig.cache_limit (below the data: every sample a ranged "
+    "request).\n"
     "LIST is comma-separated, e.g. --workers 1,2,4 --prefetch 1,2,4 --pin "
     "on,off,managed;\n"
     "--workers 0 is the library's default (this process's share of the "
@@ -142,16 +146,16 @@ void bench_parse(int argc, char **argv, options *o)
 {
     static const char *const augments[] = {"none", "eval", "train"};
     static const char *const onoff[] = {"on", "off"};
-    static const char *const valued[] = {"--data",     "--batch",
-                                         "--size",     "--augment",
-                                         "--format",   "--workers",
-                                         "--prefetch", "--pin",
-                                         "--batches",  "--seconds",
-                                         "--warmup",   "--compute-ms",
-                                         "--device",   "--baseline-seconds",
-                                         "--csv",      "--json",
-                                         "--plot",     "--gpu-normalize",
-                                         NULL};
+    static const char *const valued[] = {"--data",        "--batch",
+                                         "--size",        "--augment",
+                                         "--format",      "--workers",
+                                         "--prefetch",    "--pin",
+                                         "--batches",     "--seconds",
+                                         "--warmup",      "--compute-ms",
+                                         "--device",      "--baseline-seconds",
+                                         "--csv",         "--json",
+                                         "--plot",        "--gpu-normalize",
+                                         "--cache-limit", NULL};
     set_defaults(o);
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];
@@ -195,6 +199,8 @@ void bench_parse(int argc, char **argv, options *o)
             o->compute_ms = parse_double(f, v, 0, 1e5);
         else if (!strcmp(f, "--device"))
             o->device = cli_device("pinload-bench", usage, f, v, &o->want_cuda);
+        else if (!strcmp(f, "--cache-limit"))
+            o->cache_limit = parse_long(f, v, 0, LONG_MAX);
         else if (!strcmp(f, "--baseline-seconds"))
             o->baseline_seconds = parse_double(f, v, 0.1, 3600);
         else if (!strcmp(f, "--csv"))
