@@ -900,7 +900,15 @@ static int shard_read(const location_reader *r, int64_t off, int64_t size,
     if (size == 0) /* nothing to fetch: the decoder says what is wrong */
         return 0;
     int fd = -1;
-    const int rc = sh->set->ranged ? 1 : shard_ready(sh, &fd, reason, cap);
+    int rc;
+    if (sh->set->ranged) { /* whole only if create fetched it to index it */
+        pthread_mutex_lock(&sh->mu);
+        rc = sh->state == SH_READY ? 0 : 1;
+        fd = sh->fd;
+        pthread_mutex_unlock(&sh->mu);
+    } else {
+        rc = shard_ready(sh, &fd, reason, cap);
+    }
     if (rc == 1)
         return ranged_read(sh, off, size, dst, reason, cap);
     if (rc < 0)
