@@ -58,7 +58,9 @@ CPPFLAGS_ALL := -D_GNU_SOURCE -Iinclude $(CPPFLAGS) -MMD -MP
 # names it gives, static builds' private ones included), else by name.
 IMAGE_LIBS := $(shell pkg-config --libs --static spng libwebp 2>/dev/null || \
                 echo -lspng -lz -lwebp)
-LIBS     := -ljpeg $(IMAGE_LIBS) -lm -lpthread
+# libcurl (remote shards): pkg-config's flags, or plain -lcurl without it.
+CURL_LIBS := $(shell pkg-config --libs libcurl 2>/dev/null || echo -lcurl)
+LIBS     := -ljpeg $(IMAGE_LIBS) $(CURL_LIBS) -lm -lpthread
 
 ifeq ($(CUDA),sim)
 SIM      := 1
@@ -143,7 +145,7 @@ WORKERS_SRC := workers/decode.c workers/decode_png.c workers/decode_webp.c \
                workers/resample.c workers/augment.c \
                workers/fileio.c workers/process.c workers/pool.c
 INPUT_SRC   := input/catalog.c input/tar.c input/sidecar.c input/folder.c \
-               input/list.c input/shards.c input/input.c
+               input/list.c input/shards.c input/input.c input/remote.c
 DEVICE_SRC  := device/backend.c device/backend_host.c
 ifneq ($(HAVE_CUDA),)
 DEVICE_SRC  += device/backend_cuda.c
@@ -594,7 +596,7 @@ $(FUZZ_DIR)/fuzz_loader: tests/fuzz/fuzz_loader.c tests/fuzz/loader_harness.h \
 	@mkdir -p $(@D)
 	clang -g -O1 -fsanitize=fuzzer,address,undefined \
 	    -fno-sanitize-recover=all -D_GNU_SOURCE -pthread -Iinclude -o $@ \
-	    tests/fuzz/fuzz_loader.c $(FUZZ_LOADER_SRC) -ljpeg $(IMAGE_LIBS) -lm
+	    tests/fuzz/fuzz_loader.c $(FUZZ_LOADER_SRC) -ljpeg $(IMAGE_LIBS) $(CURL_LIBS) -lm
 # libFuzzer over the tar shard indexer (input/tar.c), seeded with
 # tests/fuzz/regressions-tar, which test_fuzz_tar replays.
 FUZZ_TAR_SECONDS ?= 30

@@ -5,13 +5,26 @@
 #ifndef PINLOAD_LOCATION_H
 #define PINLOAD_LOCATION_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+/* A source whose bytes are not in an open file of ours (a remote shard):
+ * the module that makes it (input/remote.c) reads them on the worker's
+ * thread, fetching or waiting as it must, and says why it could not. Any
+ * thread may call read; it returns 0 with the size bytes at dst, or PL_E*
+ * with reason[cap]. */
+typedef struct location_reader {
+    int (*read)(const struct location_reader *r, int64_t offset, int64_t size,
+                void *dst, char *reason, size_t cap);
+} location_reader;
 
 typedef struct location {
     int fd;           /* the directory path is relative to, or the file */
     const char *path; /* a file under fd; NULL: bytes [offset, offset +
-                         size) of fd */
+                         size) of fd, or of reader */
     int64_t offset, size;
+    const location_reader *reader; /* non-NULL: the range comes from it
+                                      (fd is then -1) */
 } location;
 
 #endif

@@ -383,6 +383,28 @@ typedef struct pl_config {
      * Python binding sets it: batches the caller keeps cost memory, never
      * an error. */
     int32_t max_device_buffers;
+    /* ---- Remote shards: config.data of http(s)://, s3:// or pipe: URLs
+     * (docs/DATA.md) */
+    /* The node's cache of fetched shards, shared by the ranks of a node
+     * (file locks: each shard is fetched once per node). Default NULL:
+     * $PINLOAD_CACHE_DIR, else $XDG_CACHE_HOME/pinload/shards, else
+     * ~/.cache/pinload/shards. The library keeps no pointer after
+     * create. */
+    const char *cache_dir;
+    /* Bytes the cache may hold: 0 (default): no bound. Beyond it the least
+     * recently used shards no rank reads are evicted; when the remote
+     * dataset is larger than the bound, members are read one by one with
+     * ranged requests instead (the exact order needs any member at any
+     * time). */
+    int64_t cache_limit;
+    /* A transfer that moves no byte for this long is cut and retried:
+     * default 30000 ms (also the connect timeout). */
+    int32_t remote_timeout_ms;
+    /* Attempts after the first on a transport error, a short body, a
+     * stall, HTTP 408, 429 or 5xx, with backoff (100 ms doubling, at most
+     * 5 s); a download resumes where it stopped (Range). Default 5; -1:
+     * none. */
+    int32_t remote_retries;
 } pl_config;
 
 /* Fill *cfg with the defaults listed above. */

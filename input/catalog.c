@@ -20,8 +20,12 @@ void catalog_close(catalog *c)
     if (c->dirfd >= 0)
         close(c->dirfd);
     for (int i = 0; i < c->nsources; i++)
-        close(c->source_fd[i]);
+        if (c->source_fd[i] >= 0)
+            close(c->source_fd[i]);
     free(c->source_fd);
+    free(c->source_reader);
+    if (c->owned_free)
+        c->owned_free(c->owned);
     free(c->root);
     free(c->arena);
     free(c->name_off);
@@ -129,18 +133,46 @@ int catalog_add_file(catalog *c, const char *rel, size_t len, int32_t label)
     return rc;
 }
 
-int catalog_add_source(catalog *c, int fd, int *id)
+static int add_source(catalog *c, int fd, const location_reader *r, int *id)
 {
-    size_t cap = (size_t)c->source_cap;
+    size_t cap = (size_t)c->source_cap, cap_r = (size_t)c->source_cap;
     if (grow(&c->source_fd, &cap, (size_t)c->nsources + 1, sizeof *c->source_fd,
-             64) < 0) {
-        close(fd);
+             64) < 0 ||
+        grow(&c->source_reader, &cap_r, (size_t)c->nsources + 1,
+             sizeof *c->source_reader, 64) < 0) {
+        if (fd >= 0)
+            close(fd);
         return PL_ENOMEM;
     }
-    c->source_cap = (int)cap;
+    c->source_cap = (int)(cap < cap_r ? cap : cap_r);
     *id = c->nsources;
+    c->source_reader[c->nsources] = r;
     c->source_fd[c->nsources++] = fd;
     return 0;
+}
+
+int catalog_add_source(catalog *c, int fd, int *id)
+{
+    return add_source(c, fd, NULL, id);
+}
+
+int catalog_add_reader(catalog *c, const location_reader *r, int *id)
+{
+    return add_source(c, -1, r, id);
+}
+
+void catalog_adopt(catalog *c, void *p, void (*stop_fn)(void *),
+                   void (*free_fn)(void *))
+{
+    c->owned = p;
+    c->owned_stop = stop_fn;
+    c->owned_free = free_fn;
+}
+
+void catalog_stop(catalog *c)
+{
+    if (c->owned_stop)
+        c->owned_stop(c->owned);
 }
 
 /* Also catalog_add_bad's: source -1, the reason's place and the code. */
@@ -227,6 +259,7 @@ int catalog_locate(const catalog *c, int64_t i, location *loc,
     }
     *loc = (location){.fd = c->source_fd[c->source[i]],
                       .offset = c->offset[i],
-                      .size = c->size[i]};
+                      .size = c->size[i],
+                      .reader = c->source_reader[c->source[i]]};
     return 0;
 }

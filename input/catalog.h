@@ -31,7 +31,14 @@ typedef struct catalog {
     size_t class_cap;
     /* Open files samples lie in (tar shards), closed by catalog_close. */
     int *source_fd;
+    const location_reader **source_reader; /* [nsources]: a remote source's
+                                              reader, else NULL */
     int nsources, source_cap;
+    /* What the remote sources' readers belong to (input/remote.c), freed
+     * by catalog_close after the sources. */
+    void *owned;
+    void (*owned_stop)(void *);
+    void (*owned_free)(void *);
     /* Per sample, made at the first range: its source (-1: a file under
      * the root), and its range; or, for a sample bad by construction, its
      * code in size (negative) and its reason's place in the arena in
@@ -59,6 +66,17 @@ int catalog_add_file(catalog *c, const char *rel, size_t len, int32_t label);
  * catalog_add_range. PL_ENOMEM (fd is then closed). */
 int catalog_add_source(catalog *c, int fd, int *id);
 
+/* A source whose bytes come through r (a remote shard): [out] *id, as
+ * catalog_add_source's. r stays the caller's; it must outlive the catalog
+ * (catalog_adopt). PL_ENOMEM. */
+int catalog_add_reader(catalog *c, const location_reader *r, int *id);
+
+/* The catalog takes p, freeing it with free_fn(p) when it closes (after
+ * its sources): what the readers of catalog_add_reader belong to;
+ * stop_fn(p) makes them give up what they wait for (catalog_stop). */
+void catalog_adopt(catalog *c, void *p, void (*stop_fn)(void *),
+                   void (*free_fn)(void *));
+
 /* A sample that is bytes [offset, offset + size) of source `id`, named
  * `name` (as given: "shard.tar:key.jpg"). PL_ENOMEM. */
 int catalog_add_range(catalog *c, const char *name, size_t len, int32_t label,
@@ -71,6 +89,12 @@ int catalog_add_bad(catalog *c, const char *name, size_t len, int32_t label,
 
 /* The next class, named `name` (its label is the count before it). */
 int catalog_add_class(catalog *c, const char *name);
+
+/* Before the threads reading the catalog are joined (destroy): readers
+ * of remote sources stop waiting and fetching (a read under way fails at
+ * once), so that no worker keeps destroy waiting on the network. The
+ * catalog stays valid until catalog_close. Safe on any catalog. */
+void catalog_stop(catalog *c);
 
 /* ---- reading ---- */
 

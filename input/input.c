@@ -8,6 +8,7 @@
 
 #include "../common/error.h"
 #include "readers.h"
+#include "remote.h"
 
 static int read_shards(catalog *c, const char *data, logger *lg, int *found)
 {
@@ -24,10 +25,29 @@ static int read_shards(catalog *c, const char *data, logger *lg, int *found)
     return read;
 }
 
-int input_open(catalog *c, const char *data, logger *lg)
+static int read_remote(catalog *c, const char *data, const remote_opts *o,
+                       logger *lg, int *found)
+{
+    char **urls;
+    int n;
+    const int rc = remote_detect(data, &urls, &n);
+    *found = rc > 0;
+    if (rc <= 0)
+        return rc;
+    const int read = remote_read(c, urls, n, o, lg);
+    for (int i = 0; i < n; i++)
+        free(urls[i]);
+    free(urls);
+    return read;
+}
+
+int input_open(catalog *c, const char *data, const remote_opts *remote,
+               logger *lg)
 {
     int shards;
-    int rc = read_shards(c, data, lg, &shards);
+    int rc = read_remote(c, data, remote, lg, &shards);
+    if (rc == 0 && !shards)
+        rc = read_shards(c, data, lg, &shards);
     if (rc == 0 && !shards) {
         struct stat st;
         if (stat(data, &st) < 0)

@@ -6,13 +6,17 @@
 
 #include "../common/log.h"
 #include "catalog.h"
+#include "remote.h"
 
-/* Read `data` into c (catalog_init'ed): tar shards (a .tar, a folder of
+/* Read `data` into c (catalog_init'ed): remote shards (http(s)://,
+ * s3://, pipe: URLs, a pattern or a list of them, read through the cache
+ * `remote` says), tar shards (a .tar, a folder of
  * them, a brace pattern, a list of shard paths), else a folder (ImageFolder
  * tree or flat), else a list file of "path label" lines. Sets
  * pl_last_error and returns PL_ENODATA when nothing is found, PL_EIO /
  * PL_EINVAL / PL_ENOMEM otherwise; on failure c is closed. Notices (ignored
  * files, link loops, shard indexes) go to lg. */
-int input_open(catalog *c, const char *data, logger *lg);
+int input_open(catalog *c, const char *data, const remote_opts *remote,
+               logger *lg);
 
 #endif

@@ -8,6 +8,7 @@
 
 #include "../common/log.h"
 #include "catalog.h"
+#include "tar.h"
 
 #define MAX_CLASSES (1 << 20)
 
@@ -33,5 +34,36 @@ int shards_detect(const char *path, char ***paths, int *n);
  * jpeg, png or webp member (other image members are named in a notice),
  * its label the cls member (decimal text), 0 without one. */
 int shards_read(catalog *c, char **paths, int n, logger *lg);
+
+/* The shard reader's parts that remote shards (remote.c) share. */
+
+/* "train-{000000..000146}.tar" (any text around the braces, a URL too):
+ * 1 with the paths, 0 if `path` has no such pattern, or an error. */
+int shards_expand_braces(const char *path, char ***paths, int *n);
+
+#define SHARDS_UNREAD_NAMED 5 /* members the notice names */
+
+/* Image members of kinds not read (bmp, pgm, ppm, tif, tiff), across
+ * every shard: a count and the first few "shard.tar:member" names, for
+ * one create notice (nothing is left out silently). */
+typedef struct unread_members {
+    size_t count;
+    char names[SHARDS_UNREAD_NAMED * 160];
+    size_t len;
+} unread_members;
+
+/* The samples of one indexed shard, source `s` of the catalog, named
+ * "path:member"; *max_label rises to the largest label seen; image
+ * members of kinds not read are noted in *unread. */
+int shards_add_indexed(catalog *c, int s, const char *path, const tar_index *t,
+                       int32_t *max_label, unread_members *unread);
+
+/* The notice naming the members left out, if there are any. */
+void shards_say_unread(const unread_members *u, logger *lg);
+
+/* The class names: from the file `classes` (one per line, label 0 first;
+ * NULL, "" or absent: none), else the decimal labels 0..max_label. */
+int shards_add_classes(catalog *c, const char *classes, int32_t max_label,
+                       logger *lg);
 
 #endif

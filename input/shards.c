@@ -62,7 +62,7 @@ static char *join(const char *dir, const char *name)
 /* "train-{000000..000146}.tar": the numbers from a to b, zero-padded to
  * a's width when a starts with 0. Returns 1 with the paths, 0 if `path`
  * has no such pattern, or an error. */
-static int expand_braces(const char *path, char ***out, int *n)
+int shards_expand_braces(const char *path, char ***out, int *n)
 {
     const char *open = strchr(path, '{');
     const char *dots = open ? strstr(open, "..") : NULL;
@@ -228,7 +228,7 @@ int shards_detect(const char *path, char ***out, int *n)
     *n = 0;
     struct stat st;
     if (stat(path, &st) < 0)
-        return expand_braces(path, out, n);
+        return shards_expand_braces(path, out, n);
     if (S_ISDIR(st.st_mode))
         return folder_of_shards(path, out, n);
     if (tar_is_name(path)) {
@@ -271,20 +271,10 @@ static int image_ext(const char *ext)
     return 0;
 }
 
-#define UNREAD_NAMED 5 /* members the notice names */
-
-/* Image members of kinds not read, across every shard: a count and the
- * first few "shard.tar:member" names. */
-typedef struct unread_members {
-    size_t count;
-    char names[UNREAD_NAMED * 160];
-    size_t len;
-} unread_members;
-
 static void unread_note(unread_members *u, const char *path,
                         const tar_member *m)
 {
-    if (u->count++ >= UNREAD_NAMED)
+    if (u->count++ >= SHARDS_UNREAD_NAMED)
         return;
     const int n = snprintf(u->names + u->len, sizeof u->names - u->len,
                            "%s%.80s:%.60s", u->len ? ", " : "", path, m->name);
@@ -328,8 +318,9 @@ static int32_t read_label(const tar_member *m, char *reason, size_t cap)
 }
 
 /* The samples of one shard: its members grouped by key, in file order. */
-static int add_shard(catalog *cat, int s, const char *path, const tar_index *t,
-                     int32_t *max_label, unread_members *unread)
+int shards_add_indexed(catalog *cat, int s, const char *path,
+                       const tar_index *t, int32_t *max_label,
+                       unread_members *unread)
 {
     for (size_t i = 0; i < t->n;) {
         size_t klen;
@@ -486,15 +477,9 @@ static int reserve_fds(int n, logger *lg)
  * none (the names are then the decimal labels), 1 once they are all in
  * the catalog; or an error naming the file and the line: an empty or
  * repeated name, or fewer names than the shards' labels need. */
-static int read_classes(catalog *cat, const char *first, int32_t max_label,
+static int read_classes(catalog *cat, const char *path, int32_t max_label,
                         logger *lg)
 {
-    const char *slash = strrchr(first, '/');
-    char path[PATH_MAX];
-    if (snprintf(path, sizeof path, "%.*sclasses.txt",
-                 slash ? (int)(slash - first + 1) : 0,
-                 first) >= (int)sizeof path)
-        return 0;
     const char *why;
     FILE *f = file_open_regular(path, &why);
     if (!f) {
@@ -606,7 +591,8 @@ int shards_read(catalog *cat, char **paths, int n, logger *lg)
         if (jobs[s].rc < 0)
             rc = err_set(jobs[s].rc, "pl_loader_create: %s", jobs[s].msg);
         else
-            rc = add_shard(cat, s, paths[s], &jobs[s].t, &max_label, &unread);
+            rc = shards_add_indexed(cat, s, paths[s], &jobs[s].t, &max_label,
+                                    &unread);
         sidecars += jobs[s].from_sidecar;
         stale += jobs[s].stale && !jobs[s].from_sidecar;
     }
@@ -618,20 +604,42 @@ int shards_read(catalog *cat, char **paths, int n, logger *lg)
                 "%d shard index file(s) (.idx) did not match their shard "
                 "(changed since, or damaged): those shards were read anew",
                 stale);
-    if (rc == 0 && unread.count)
-        log_msg(lg, PL_LOG_NOTICE,
-                "%zu image member(s) of kinds not supported (bmp, pgm, ppm, "
-                "tif, tiff; JPEG, PNG and WebP are) left out: %s%s",
-                unread.count, unread.names,
-                unread.count > UNREAD_NAMED ? ", ..." : "");
+    if (rc == 0)
+        shards_say_unread(&unread, lg);
     if (rc == 0)
         log_msg(lg, PL_LOG_NOTICE,
                 "%d tar shard(s): %d indexed from their .idx file, %d read", n,
                 sidecars, n - sidecars);
+    if (rc == 0 && n > 0) {
+        const char *slash = strrchr(paths[0], '/');
+        char classes[PATH_MAX];
+        if (snprintf(classes, sizeof classes, "%.*sclasses.txt",
+                     slash ? (int)(slash - paths[0] + 1) : 0,
+                     paths[0]) >= (int)sizeof classes)
+            classes[0] = '\0';
+        rc = shards_add_classes(cat, classes, max_label, lg);
+    }
+    return rc;
+}
+
+void shards_say_unread(const unread_members *u, logger *lg)
+{
+    if (u->count)
+        log_msg(lg, PL_LOG_NOTICE,
+                "%zu image member(s) of kinds not supported (bmp, pgm, ppm, "
+                "tif, tiff; JPEG, PNG and WebP are) left out: %s%s",
+                u->count, u->names,
+                u->count > SHARDS_UNREAD_NAMED ? ", ..." : "");
+}
+
+int shards_add_classes(catalog *cat, const char *classes, int32_t max_label,
+                       logger *lg)
+{
     int named = 0;
-    if (rc == 0 && n > 0 && (named = read_classes(cat, paths[0], max_label,
-                                                   lg)) < 0)
-        rc = named;
+    if (classes && classes[0] &&
+        (named = read_classes(cat, classes, max_label, lg)) < 0)
+        return named;
+    int rc = 0;
     for (int32_t c = 0; rc == 0 && !named && c <= max_label; c++) {
         char name[16];
         snprintf(name, sizeof name, "%d", c);

@@ -93,7 +93,7 @@ static int sidecar_path(const char *path, int which, char *out, size_t cap)
  * Something else under the index's name (a folder, a FIFO: opened without
  * blocking) counts as absent. */
 static int sidecar_load(const char *idx, const struct stat *st, tar_index *t,
-                        int *stale)
+                        int *stale, int64_t *shard_size)
 {
     *stale = 0;
     const int fd = open(idx, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
@@ -118,10 +118,18 @@ static int sidecar_load(const char *idx, const struct stat *st, tar_index *t,
         const size_t n = got;
         ok = n == (size_t)is.st_size && memcmp(b, IDX_MAGIC, 8) == 0 &&
              get64(b + n - 8) == fnv(0xcbf29ce484222325u, b, n - 8);
-        if (ok && (get64(b + 8) != (uint64_t)st->st_size ||
-                   (int64_t)get64(b + 16) != (int64_t)st->st_mtim.tv_sec ||
-                   (int64_t)get64(b + 24) != (int64_t)st->st_mtim.tv_nsec))
+        /* st NULL: a remote shard's index, whose size is the shard's to
+         * be (its mtime was the packer's). */
+        const uint64_t size_of_shard = ok ? get64(b + 8) : 0;
+        if (ok && st &&
+            (size_of_shard != (uint64_t)st->st_size ||
+             (int64_t)get64(b + 16) != (int64_t)st->st_mtim.tv_sec ||
+             (int64_t)get64(b + 24) != (int64_t)st->st_mtim.tv_nsec))
             ok = 0, *stale = 1;
+        else if (ok && !st && size_of_shard > (uint64_t)INT64_MAX)
+            ok = 0, *stale = 1;
+        if (ok && shard_size)
+            *shard_size = (int64_t)size_of_shard;
         else if (!ok)
             *stale = 1;
         const uint64_t count = ok ? get64(b + 32) : 0;
@@ -140,8 +148,7 @@ static int sidecar_load(const char *idx, const struct stat *st, tar_index *t,
             at += 21;
             const size_t sbytes = sl == 255 ? 0 : sl;
             if (nl > PATH_MAX || sbytes > TAR_SMALL_MAX ||
-                at + nl + sbytes > n - 8 ||
-                off + size > (uint64_t)st->st_size) {
+                at + nl + sbytes > n - 8 || off + size > size_of_shard) {
                 ok = 0;
                 break;
             }
@@ -246,7 +253,7 @@ int sidecar_find(const char *path, const struct stat *st, tar_index *t,
     for (int which = 0; which < 2; which++) {
         int bad = 0;
         if (sidecar_path(path, which, idx, sizeof idx) == 0 &&
-            sidecar_load(idx, st, t, &bad))
+            sidecar_load(idx, st, t, &bad, NULL))
             return 1;
         *stale |= bad;
     }
@@ -264,4 +271,15 @@ int sidecar_write(const char *path, const struct stat *st, const tar_index *t)
             return 0;
     }
     return -1;
+}
+
+int sidecar_read_any(const char *idx, tar_index *t, int64_t *shard_size)
+{
+    int stale;
+    return sidecar_load(idx, NULL, t, &stale, shard_size);
+}
+
+int sidecar_write_at(const char *idx, const struct stat *st, const tar_index *t)
+{
+    return sidecar_save(idx, st, t);
 }

@@ -31,4 +31,15 @@ int sidecar_find(const char *path, const struct stat *st, tar_index *t,
  * the same). 0 if written. */
 int sidecar_write(const char *path, const struct stat *st, const tar_index *t);
 
+/* A remote shard's index, fetched to the file idx (the shard is not here
+ * yet, so its mtime is not checked): 1 with [out] *t and the size of the
+ * shard it was made from in [out] *shard_size, or 0 if it is absent, damaged
+ * or does not check. */
+int sidecar_read_any(const char *idx, tar_index *t, int64_t *shard_size);
+
+/* Write t as the index file idx of the shard whose fstat is *st (to a
+ * temporary name, then renamed). 0 if written. */
+int sidecar_write_at(const char *idx, const struct stat *st,
+                     const tar_index *t);
+
 #endif

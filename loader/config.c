@@ -178,6 +178,10 @@ static int check_pipeline(const pl_config *c)
         {"max_decode_ms", c->max_decode_ms, -1, 86400000},
         {"max_scans", c->max_scans, 0, 65535},
         {"max_decode_memory", c->max_decode_memory, 0, (int64_t)1 << 40},
+        {"cache_limit", c->cache_limit, 0, LLONG_MAX},
+        /* 0: the default; a day at most */
+        {"remote_timeout_ms", c->remote_timeout_ms, 0, 86400000},
+        {"remote_retries", c->remote_retries, -1, 100},
     };
     const int rc = check_ranges(r, N_(r));
     if (rc)

@@ -411,9 +411,14 @@ static int loader_create(const pl_config *cfg, pl_loader **out)
     const pl_config *c = &l->rc.cfg;
     logger_init(&l->log, c->log, c->log_ctx);
     l->have_log = 1;
-    if ((rc = input_open(&l->cat, c->data, &l->log)) < 0)
+    const remote_opts remote = {.cache_dir = c->cache_dir,
+                                .cache_limit = c->cache_limit,
+                                .timeout_ms = c->remote_timeout_ms,
+                                .retries = c->remote_retries};
+    if ((rc = input_open(&l->cat, c->data, &remote, &l->log)) < 0)
         goto fail;
     l->rc.cfg.data = NULL; /* not kept: the catalog has what it needs */
+    l->rc.cfg.cache_dir = NULL;
     sampler_init(&l->smp, catalog_size(&l->cat), c->seed, c->shuffle,
                  l->rc.rank, l->rc.world, c->shard_mode == PL_SHARD_DROP);
     if ((rc = plan_epoch(l)) < 0 || (rc = plan_start(l)) < 0)
@@ -455,6 +460,7 @@ PL_EXPORT void pl_loader_destroy(pl_loader *l)
     if (l->have_ho)
         handoff_stop(&l->ho);
     prefetch_stop(&l->pf); /* a no-op unless it started */
+    catalog_stop(&l->cat); /* a worker fetching a remote shard gives up */
     pool_destroy(l->pool);
     int saved = 0; /* frees on the loader's device, the caller's kept */
     const int entered = l->be && l->be->ops->enter(l->be, &saved) == 0;

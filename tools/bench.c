@@ -275,6 +275,7 @@ static pl_loader *open_loader(const options *o, bench_log *bl, row *r)
     cfg.memory = (pl_memory)r->pin;
     cfg.device = o->device;
     cfg.gpu_normalize = o->gpu_normalize;
+    cfg.cache_limit = o->cache_limit;
     cfg.log = on_log;
     cfg.log_ctx = bl;
     pl_loader *l;

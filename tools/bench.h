@@ -33,6 +33,7 @@ typedef struct options {
     double base_full[1025], base_eighth[1025]; /* by thread count */
     double memcpy_gbs, memcpy_pageable_gbs;    /* cudaMemcpy's H2D, or 0 */
     int gpu_normalize; /* --gpu-normalize: pl_config.gpu_normalize */
+    long cache_limit;  /* --cache-limit: pl_config.cache_limit */
 } options;
 
 typedef struct row {

@@ -2,6 +2,7 @@
  * lists and the defaults. */
 #define _DEFAULT_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,12 +15,16 @@
 static const char usage[] =
     "usage: pinload-bench --data PATH [--batch B] [--size N] [--augment "
     "none|eval|train]\n"
-    "       [--format u8|f32|f16|bf16] [--gpu-normalize on|off] [--workers LIST]\n"
+    "       [--format u8|f32|f16|bf16] [--gpu-normalize on|off] [--workers "
+    "LIST]\n"
     "       [--prefetch LIST] [--pin LIST]\n"
     "       [--batches N | --seconds S] [--warmup N] [--compute-ms X]\n"
     "       [--device " CLI_DEVICES "] [--csv FILE] [--json FILE]\n"
     "       [--plot FILE.png] [--quiet] [--baseline [--baseline-seconds S]]\n"
-    "       [--wide] [--version] [--help]\n"
+    "       [--cache-limit BYTES] [--wide] [--version] [--help]\n"
+    "PATH may be remote shards (http(s)://, s3://, pipe:); --cache-limit is "
+    "then\nconfig.cache_limit (below the data: every sample a ranged "
+    "request).\n"
     "LIST is comma-separated, e.g. --workers 1,2,4 --prefetch 1,2,4 --pin "
     "on,off,managed;\n"
     "--workers 0 is the library's default (this process's share of the "
@@ -141,16 +146,16 @@ void bench_parse(int argc, char **argv, options *o)
 {
     static const char *const augments[] = {"none", "eval", "train"};
     static const char *const onoff[] = {"on", "off"};
-    static const char *const valued[] = {"--data",     "--batch",
-                                         "--size",     "--augment",
-                                         "--format",   "--workers",
-                                         "--prefetch", "--pin",
-                                         "--batches",  "--seconds",
-                                         "--warmup",   "--compute-ms",
-                                         "--device",   "--baseline-seconds",
-                                         "--csv",      "--json",
-                                         "--plot",     "--gpu-normalize",
-                                         NULL};
+    static const char *const valued[] = {"--data",        "--batch",
+                                         "--size",        "--augment",
+                                         "--format",      "--workers",
+                                         "--prefetch",    "--pin",
+                                         "--batches",     "--seconds",
+                                         "--warmup",      "--compute-ms",
+                                         "--device",      "--baseline-seconds",
+                                         "--csv",         "--json",
+                                         "--plot",        "--gpu-normalize",
+                                         "--cache-limit", NULL};
     set_defaults(o);
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];
@@ -194,6 +199,8 @@ void bench_parse(int argc, char **argv, options *o)
             o->compute_ms = parse_double(f, v, 0, 1e5);
         else if (!strcmp(f, "--device"))
             o->device = cli_device("pinload-bench", usage, f, v, &o->want_cuda);
+        else if (!strcmp(f, "--cache-limit"))
+            o->cache_limit = parse_long(f, v, 0, LONG_MAX);
         else if (!strcmp(f, "--baseline-seconds"))
             o->baseline_seconds = parse_double(f, v, 0.1, 3600);
         else if (!strcmp(f, "--csv"))
@@ -211,7 +218,10 @@ void bench_parse(int argc, char **argv, options *o)
         if (o->workers[w] == 0)
             bad("--workers 0 with --baseline: give thread counts, the "
                 "baseline runs as many threads as each row's workers");
-    if (access(o->data, R_OK) != 0)
+    /* Remote shards (URLs, pipe:) are the library's to check. */
+    const int remote =
+        strstr(o->data, "://") || strncmp(o->data, "pipe:", 5) == 0;
+    if (!remote && access(o->data, R_OK) != 0)
         bad("--data: %s: %s", o->data, strerror(errno));
     if (!isatty(2))
         o->quiet = 1; /* no progress line into logs */

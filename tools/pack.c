@@ -10,7 +10,8 @@
  * CPUs the process may use) and written in order through a bounded window,
  * so the pack is byte for byte the same whatever the thread count. Beside
  * the shards: classes.txt (the class names, label 0 first, which the
- * loader reads back) and sources.tsv (each key's shard and source name).
+ * loader reads back), sources.tsv (each key's shard and source name) and
+ * each shard's sidecar index (SHARD.tar.idx, for remote reads).
  *
  * The pack is written whole or not at all: into a hidden folder beside
  * --out (".NAME.pack-XXXXXX" in --out's parent), every shard synced, the
@@ -56,10 +57,13 @@ static const char usage[] =
     "samples and bytes, and ends with a\n\"# end\" line; samples not packed "
     "are named on stderr and in the manifest,\nand make the exit status "
     "1. DIR/classes.txt holds the class names (the loader\nnames classes "
-    "from it), DIR/sources.tsv each sample's key, shard and source.\n"
+    "from it), DIR/sources.tsv each sample's key, shard and source, and\n"
+    "DIR/NAME-000000.tar.idx... each shard's index (upload them with the "
+    "shards: a\nloader over their URLs then fetches no shard to index "
+    "it).\n"
     "--threads N: samples read and re-encoded on N threads (default: the "
-    "CPUs this\nprocess may use); the pack is the same whatever N.\n"
-    CLI_EXIT_CODES;
+    "CPUs this\nprocess may use); the pack is the same whatever "
+    "N.\n" CLI_EXIT_CODES;
 
 typedef struct options {
     const char *data, *out, *prefix;
@@ -130,8 +134,8 @@ static int64_t parse_size(const char *v)
 static void parse(int argc, char **argv, options *o)
 {
     static const char *const valued[] = {
-        "--data",     "--out",     "--shard-size", "--per-shard",
-        "--max-side", "--quality", "--prefix",     "--threads", NULL};
+        "--data",    "--out",    "--shard-size", "--per-shard", "--max-side",
+        "--quality", "--prefix", "--threads",    NULL};
     o->quality = 90;
     o->prefix = "shard";
     for (int i = 1; i < argc; i++) {
@@ -373,6 +377,32 @@ static void pack_log(void *ctx, pl_log_level level, const char *msg)
             level == PL_LOG_WARNING ? "warning: " : "", msg);
 }
 
+static void drop_notices(void *ctx, pl_log_level level, const char *msg)
+{
+    if (level != PL_LOG_NOTICE)
+        pack_log(ctx, level, msg);
+}
+
+/* Each shard's sidecar index (SHARD.tar.idx) beside it in the stage, as a
+ * loader's first read of the pack writes them: uploaded with the shards,
+ * they let a create over URLs index the pack from small files instead of
+ * fetching every shard. Best effort: a pack without them is whole. */
+static void write_indexes(const pl_config *listing)
+{
+    pl_config cfg = *listing;
+    cfg.data = stage;
+    cfg.log = drop_notices;
+    pl_loader *l;
+    if (pl_loader_create(&cfg, &l) < 0) {
+        fprintf(stderr,
+                "pinload-pack: warning: the shards' indexes (.idx) were not "
+                "written: %s\n",
+                pl_last_error());
+        return;
+    }
+    pl_loader_destroy(l);
+}
+
 /* ---- re-encoding ---- */
 
 /* Shrink rgb (w x h) so that its longer side is `side`, by area averaging:
@@ -441,8 +471,8 @@ typedef struct packed_sample {
     uint8_t *data; /* malloc'd; the writer frees it */
     size_t len;
     int reencoded;
-    int code;       /* 0, or the PL_E* it is not packed for */
-    char why[600];  /* then: the reason, naming the file */
+    int code;      /* 0, or the PL_E* it is not packed for */
+    char why[600]; /* then: the reason, naming the file */
 } packed_sample;
 
 /* Samples are taken in order by the threads and written in order by the
@@ -489,8 +519,8 @@ static void make_sample(packer *p, int64_t i, packed_sample *r)
     }
     /* Stored as KEY.jpg: without --max-side (which decodes every image)
      * the bytes must at least be a JPEG's. */
-    if (!o->max_side && (len < 3 || bytes[0] != 0xff || bytes[1] != 0xd8 ||
-                         bytes[2] != 0xff)) {
+    if (!o->max_side &&
+        (len < 3 || bytes[0] != 0xff || bytes[1] != 0xd8 || bytes[2] != 0xff)) {
         r->code = PL_ENOTJPEG;
         snprintf(r->why, sizeof r->why, "%s: not a JPEG file", name);
         free(bytes);
@@ -533,8 +563,7 @@ static void *pack_thread(void *arg)
     packer *p = arg;
     for (;;) {
         pthread_mutex_lock(&p->mu);
-        while (!p->stop && p->next < p->n &&
-               p->next >= p->written + p->window)
+        while (!p->stop && p->next < p->n && p->next >= p->written + p->window)
             pthread_cond_wait(&p->room_cv, &p->mu);
         if (p->stop || p->next >= p->n) {
             pthread_mutex_unlock(&p->mu);
@@ -671,8 +700,7 @@ int main(int argc, char **argv)
     fprintf(sources, "key\tshard\tsource\n");
 
     const int threads = o.threads ? o.threads : cpus();
-    packer p = {.l = l, .o = &o, .n = info.dataset_size,
-                .window = 4 * threads};
+    packer p = {.l = l, .o = &o, .n = info.dataset_size, .window = 4 * threads};
     pthread_mutex_init(&p.mu, NULL);
     pthread_cond_init(&p.done_cv, NULL);
     pthread_cond_init(&p.room_cv, NULL);
@@ -759,6 +787,8 @@ int main(int argc, char **argv)
     if (fflush(manifest) != 0 || fsync(fileno(manifest)) != 0 ||
         fclose(manifest) != 0)
         die("%s: write failed", path);
+    if (nshards > 0)
+        write_indexes(&cfg);
     publish(&o, replace);
     if (!o.quiet)
         fprintf(

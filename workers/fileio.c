@@ -195,11 +195,36 @@ int fileio_read_at(int fd, int64_t offset, int64_t size, int64_t max_bytes,
     return 0;
 }
 
+/* A range of a remote source, through its reader (which fetches it, or
+ * waits for the node's cache to hold it). */
+static int read_from_reader(const location *loc, int64_t max_bytes,
+                            fileio_buf *b, char *reason, size_t cap)
+{
+    b->process_error = 0;
+    if (loc->size > max_bytes) {
+        snprintf(reason, cap, "%lld bytes, over the limit of %lld",
+                 (long long)loc->size, (long long)max_bytes);
+        return PL_ELIMIT;
+    }
+    if (grow_scratch(&b->data, &b->cap, (size_t)loc->size + 1, 1, 1 << 16) <
+        0) {
+        snprintf(reason, cap, "out of memory for %lld bytes",
+                 (long long)loc->size);
+        return PL_ENOMEM;
+    }
+    const int rc = loc->reader->read(loc->reader, loc->offset, loc->size,
+                                     b->data, reason, cap);
+    b->len = rc == 0 ? (size_t)loc->size : 0;
+    return rc;
+}
+
 int fileio_read_loc(const location *loc, int64_t max_bytes, fileio_buf *b,
                     char *reason, size_t cap)
 {
     if (loc->path)
         return fileio_read(loc->fd, loc->path, max_bytes, b, reason, cap);
+    if (loc->reader)
+        return read_from_reader(loc, max_bytes, b, reason, cap);
     return fileio_read_at(loc->fd, loc->offset, loc->size, max_bytes, b, reason,
                           cap);
 }
@@ -208,7 +233,7 @@ void fileio_hint_loc(const location *loc)
 {
     if (loc->path)
         hint_file(loc->fd, loc->path);
-    else
+    else if (!loc->reader) /* a remote source fetches ahead on its own */
         (void)posix_fadvise(loc->fd, (off_t)loc->offset, (off_t)loc->size,
                             POSIX_FADV_WILLNEED);
 }

@@ -251,7 +251,8 @@ class Loader:
     data            an ImageFolder root, a flat folder of JPEGs, a list
                     file of "path label" lines, or WebDataset tar shards
                     (a .tar, a folder of them, "train-{000..146}.tar", a
-                    list of shard paths)
+                    list of shard paths), local or as http(s)://, s3://
+                    or pipe: URLs
     batch_size      64
     size            224: an int, or (height, width)
     augment         "train" (RandomResizedCrop + flip), "eval" (Resize +
@@ -294,6 +295,12 @@ class Loader:
     layout          "nchw" (float formats' default) or "nhwc": float
                     images interleaved, a channels_last tensor of NCHW
                     shape in torch; u8 is always NHWC
+    cache_dir       None: the node's cache of remote shards (http(s)://,
+                    s3://, pipe: data): $PINLOAD_CACHE_DIR or
+                    ~/.cache/pinload/shards
+    cache_limit     0: bytes the cache may hold (0: no bound)
+    remote_timeout_ms  30000: a stalled transfer is cut and retried
+    remote_retries  5: attempts after the first (-1: none)
     """
 
     defaults = dict(_DEFAULTS)
@@ -330,10 +337,16 @@ class Loader:
                  max_decode_memory: Optional[int] = None,
                  log: Optional[Callable[[int, str], None]] = None,
                  resume: Optional[StateLike] = None,
-                 layout: Optional[str] = None) -> None:
+                 layout: Optional[str] = None,
+                 cache_dir: Optional[PathLike] = None,
+                 cache_limit: Optional[int] = None,
+                 remote_timeout_ms: Optional[int] = None,
+                 remote_retries: Optional[int] = None) -> None:
         if data is None:
             raise ValueError("data: required (a folder or a list file)")
         cfg: Dict[str, Any] = {"data": os.fspath(data)}
+        if cache_dir is not None:
+            cfg["cache_dir"] = os.fspath(cache_dir)
         ints = dict(batch_size=batch_size, seed=seed,
                     first_epoch=first_epoch, num_workers=num_workers,
                     prefetch=prefetch, device_buffers=device_buffers,
@@ -342,7 +355,10 @@ class Loader:
                     max_width=max_width, max_height=max_height,
                     max_pixels=max_pixels, max_file_bytes=max_file_bytes,
                     readahead=readahead, max_decode_ms=max_decode_ms,
-                    max_scans=max_scans, max_decode_memory=max_decode_memory)
+                    max_scans=max_scans, max_decode_memory=max_decode_memory,
+                    cache_limit=cache_limit,
+                    remote_timeout_ms=remote_timeout_ms,
+                    remote_retries=remote_retries)
         for k, v in ints.items():
             if v is not None:
                 if isinstance(v, bool) or not isinstance(v, int):

@@ -55,12 +55,16 @@ static const field fields[] = {
     /* log and log_ctx are the extension's own (the queue). */
     FIELD(channels_last, F_I32),
     FIELD(max_device_buffers, F_I32),
+    FIELD(cache_dir, F_PATH),
+    FIELD(cache_limit, F_I64),
+    FIELD(remote_timeout_ms, F_I32),
+    FIELD(remote_retries, F_I32),
 };
 #undef FIELD
-/* New fields are appended after max_device_buffers, the header's last: one
+/* New fields are appended after remote_retries, the header's last: one
  * must be added above too. (The struct ends with that field and its
  * padding.) */
-_Static_assert(sizeof(pl_config) - offsetof(pl_config, max_device_buffers) -
+_Static_assert(sizeof(pl_config) - offsetof(pl_config, remote_retries) -
                        sizeof(int32_t) <
                    _Alignof(pl_config),
                "pl_config grew: add the new field to python/src/config.c");

@@ -213,6 +213,12 @@ Test(pack, the_pack_is_the_same_whatever_the_thread_count, .timeout = TIMEOUT)
         free(a);
         free(b);
     }
+    /* Each shard's index beside it, for remote reads (input/remote.c). */
+    for (int s = 0; s < 4; s++) {
+        char idx[256];
+        snprintf(idx, sizeof idx, "%s/shard-%06d.tar.idx", out[0], s);
+        cr_assert_eq(access(idx, R_OK), 0, "%s is missing", idx);
+    }
     for (int k = 0; k < 2; k++)
         tu_rm_rf(out[k]);
     fx_done(NULL, root);

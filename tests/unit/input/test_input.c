@@ -70,7 +70,7 @@ static int open_logged(catalog *ds, const char *path, log_record *rec)
     logger lg;
     logger_init(&lg, record_log, rec);
     catalog_init(ds);
-    const int rc = input_open(ds, path, &lg);
+    const int rc = input_open(ds, path, &(remote_opts){0}, &lg);
     logger_fini(&lg);
     return rc;
 }

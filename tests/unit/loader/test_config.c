@@ -208,7 +208,12 @@ Test(config, defaults_with_data_resolve)
     X(max_pixels_zero, c->max_pixels = 0, "max_pixels", NULL)                  \
     X(max_file_bytes_zero, c->max_file_bytes = 0, "max_file_bytes", NULL)      \
     X(max_width_zero, c->max_width = 0, "max_width", "0")                      \
-    X(max_height_negative, c->max_height = -1, "max_height", "-1")
+    X(max_height_negative, c->max_height = -1, "max_height", "-1")             \
+    X(cache_limit_negative, c->cache_limit = -1, "cache_limit", "-1")          \
+    X(remote_timeout_negative, c->remote_timeout_ms = -5, "remote_timeout_ms", \
+      "-5")                                                                    \
+    X(remote_retries_minus_two, c->remote_retries = -2, "remote_retries",      \
+      "-2")
 
 #define SPOIL_FN(name, spoil, field, also)                                     \
     static void spoil_##name(pl_config *c)                                     \
@@ -234,8 +239,9 @@ static const rejection rejections[] = {REJECTIONS(REJECTION_ROW)};
 Test(config, rejects_every_bad_value_naming_the_field)
 {
     const size_t n = sizeof rejections / sizeof rejections[0];
-    cr_assert_eq(n, 40, "the rows of the 22 rejects_* tests it replaced, "
-                        "channels_last and max_device_buffers");
+    cr_assert_eq(n, 43, "the rows of the 22 rejects_* tests it replaced, "
+                        "channels_last, max_device_buffers and the remote "
+                        "fields");
     for (size_t i = 0; i < n; i++) {
         const rejection *row = &rejections[i];
         char label[96];

@@ -1,0 +1,40 @@
+/* Remote shards: config.data of http(s)://, s3:// or pipe: URLs (a brace
+ * pattern of them, or a list file of them), indexed at create from the
+ * sidecar indexes beside them (URL.idx) and read through a node cache that
+ * the ranks of a node share (docs/DATA.md has the rules). */
+#ifndef PINLOAD_REMOTE_H
+#define PINLOAD_REMOTE_H
+
+#include <stdint.h>
+
+#include "../common/log.h"
+#include "catalog.h"
+
+/* The config's remote fields (0 / NULL: their defaults). */
+typedef struct remote_opts {
+    const char *cache_dir;
+    int64_t cache_limit;
+    int32_t timeout_ms;
+    int32_t retries;
+} remote_opts;
+
+/* Whether s is a URL pinload fetches: http://, https://, s3:// or pipe:. */
+int remote_is_url(const char *s);
+
+/* Whether data names remote shards: a URL (with a brace pattern or not),
+ * or a local list file whose first line is one. 1 with [out] the URLs
+ * (the caller frees each and the array), 0 if not, or an error. */
+int remote_detect(const char *data, char ***urls, int *n);
+
+/* Index the remote shards and add their samples to c, as shards_read does
+ * local ones: from each URL.idx, or (saying so first) from the shard
+ * fetched whole. The catalog adopts what the readers need; the next shards
+ * are fetched ahead on a thread of its own until it closes. */
+int remote_read(catalog *c, char **urls, int n, const remote_opts *o,
+                logger *lg);
+
+/* A URL as it may be shown: without user:password@ and without its query
+ * (a presigned URL's signature), into out[cap]. */
+void remote_display(const char *url, char *out, size_t cap);
+
+#endif

@@ -1,0 +1,75 @@
+"""Remote shards from Python: the config's remote keywords reach the
+library (cache_dir, cache_limit, remote_timeout_ms, remote_retries), and
+http:// shards served by tests/remote/httpd.py on 127.0.0.1 (started and
+stopped here) deliver the local shards' batches."""
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import pinload
+
+from conftest import ROOT, tool
+
+
+def batches(loader):
+    """[(images, labels, indices)] of one epoch, copied through NumPy."""
+    return [tuple(np.from_dlpack(a).copy()
+                  for a in (b.images, b.labels, b.indices))
+            for b in loader]
+
+
+@pytest.fixture
+def served(dataset, tmp_path):
+    pack = tmp_path / "pack"
+    subprocess.run([tool("pack"), "--data", dataset, "--out", str(pack),
+                    "--shard-size", "200KB", "--quiet"], check=True)
+    port_file = tmp_path / "port"
+    srv = subprocess.Popen([sys.executable,
+                            os.path.join(ROOT, "tests/remote/httpd.py"),
+                            "--root", str(pack), "--port-file",
+                            str(port_file), "--log", str(tmp_path / "log"),
+                            "--lifetime", "120"])
+    try:
+        for _ in range(1000):
+            if port_file.exists():
+                break
+            time.sleep(0.01)
+        port = int(port_file.read_text())
+        shards = sorted(p for p in os.listdir(pack) if p.endswith(".tar"))
+        url = "http://127.0.0.1:%d/shard-{000000..%06d}.tar" % (
+            port, len(shards) - 1)
+        yield str(pack), url, tmp_path / "log"
+    finally:
+        srv.kill()
+        srv.wait()
+
+
+def test_http_shards_deliver_the_local_batches(served, tmp_path):
+    pack, url, log = served
+    kw = dict(batch_size=6, size=24, seed=3, device="host")
+    local = batches(pinload.Loader(pack, **kw))
+    remote = batches(pinload.Loader(url, cache_dir=tmp_path / "cache",
+                                    remote_timeout_ms=5000,
+                                    remote_retries=2, **kw))
+    assert len(local) == len(remote) == 8
+    for x, y in zip(local, remote):
+        for a, b in zip(x, y):
+            assert a.tobytes() == b.tobytes()
+    lines = log.read_text().splitlines()
+    whole = [ln for ln in lines if ln.split()[1].endswith(".tar")]
+    assert len(whole) == len(set(whole)), "a shard fetched twice"
+    assert os.listdir(tmp_path / "cache")
+
+
+def test_remote_keywords_are_checked_by_the_library(dataset):
+    for kwargs, name in [(dict(cache_limit=-1), "config.cache_limit"),
+                         (dict(remote_retries=-2), "config.remote_retries"),
+                         (dict(remote_timeout_ms=-1),
+                          "config.remote_timeout_ms")]:
+        with pytest.raises(pinload.InvalidArgument) as e:
+            pinload.Loader(dataset, device="host", **kwargs)
+        assert name in e.value.detail, e.value.detail

@@ -1,0 +1,189 @@
+/* The remote suites' fixture: a pack of tar shards with their indexes, and
+ * tests/remote/httpd.py serving it on 127.0.0.1 (started and stopped by
+ * the test, with a lifetime of its own), its request log counted.
+ * Header-only, like testutil.h. */
+#ifndef PINLOAD_TESTREMOTE_H
+#define PINLOAD_TESTREMOTE_H
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pinload.h"
+#include "testloader.h"
+#include "testutil.h"
+
+#define RT_SHARDS 4
+#define RT_PER_SHARD 6
+#define RT_SAMPLES (RT_SHARDS * RT_PER_SHARD)
+
+typedef struct rt_server {
+    pid_t pid;
+    int port;
+    char log[160];
+} rt_server;
+
+/* dir/pack/shard-00000K.tar (RT_SHARDS of RT_PER_SHARD JPEGs of varied
+ * sizes, labels 0-2 as .cls) with classes.txt; then a local create that
+ * writes each shard's .idx beside it, as a user's first local read does. */
+static inline void rt_make_pack(const char *dir)
+{
+    char p[256], cmd[512];
+    for (int s = 0; s < RT_SHARDS; s++) {
+        for (int i = 0; i < RT_PER_SHARD; i++) {
+            const int k = s * RT_PER_SHARD + i;
+            snprintf(p, sizeof p, "%s/stage%d/k%03d.jpg", dir, s, k);
+            tu_mkdirs_for(p);
+            tu_write_jpeg(p, 30 + (k % 7) * 9, 28 + (k % 5) * 13,
+                          (unsigned)k + 11, NULL);
+            snprintf(p, sizeof p, "%s/stage%d/k%03d.cls", dir, s, k);
+            char label[8];
+            snprintf(label, sizeof label, "%d\n", k % 3);
+            tu_write_file(p, label, strlen(label));
+        }
+        snprintf(cmd, sizeof cmd,
+                 "mkdir -p %s/pack && cd %s/stage%d && tar --format=ustar "
+                 "-cf ../pack/shard-%06d.tar $(ls | sort)",
+                 dir, dir, s, s);
+        cr_assert_eq(system(cmd), 0, "%s", cmd);
+    }
+    snprintf(p, sizeof p, "%s/pack/classes.txt", dir);
+    tu_write_file(p, "cat\ndog\nowl\n", 12);
+    /* The first local create writes the indexes beside the shards. */
+    char data[256];
+    snprintf(data, sizeof data, "%s/pack/shard-{000000..%06d}.tar", dir,
+             RT_SHARDS - 1);
+    pl_config c;
+    base_cfg(&c, data);
+    pl_loader *l = create(&c);
+    pl_loader_destroy(l);
+    snprintf(p, sizeof p, "%s/pack/shard-000000.tar.idx", dir);
+    cr_assert_eq(access(p, F_OK), 0, "the local create wrote no index");
+}
+
+/* The server on root, with faults ("KIND:SUBSTR:COUNT", NULL-terminated;
+ * httpd.py says which) and a rate in bytes/s (0: none). */
+static inline void rt_start(rt_server *s, const char *dir, const char *root,
+                            const char *const *faults, double rate)
+{
+    char port_file[160], rate_s[32];
+    snprintf(port_file, sizeof port_file, "%s/port", dir);
+    snprintf(s->log, sizeof s->log, "%s/requests.log", dir);
+    unlink(port_file);
+    unlink(s->log);
+    snprintf(rate_s, sizeof rate_s, "%.0f", rate);
+    const char *argv[32] = {"python3",     "tests/remote/httpd.py",
+                            "--root",      root,
+                            "--port-file", port_file,
+                            "--log",       s->log,
+                            "--lifetime",  "200",
+                            "--rate",      rate_s};
+    int k = 12;
+    for (int i = 0; faults && faults[i] && k < 30; i++) {
+        argv[k++] = "--fault";
+        argv[k++] = faults[i];
+    }
+    argv[k] = NULL;
+    s->pid = fork();
+    cr_assert_geq(s->pid, 0);
+    if (s->pid == 0) {
+        /* Dies with the test, even one that fails an assertion. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        const int null = open("/dev/null", O_WRONLY);
+        if (null >= 0) {
+            dup2(null, 1);
+            close(null);
+        }
+        execvp("python3", (char *const *)argv);
+        _exit(127);
+    }
+    for (int t = 0; t < 1000; t++) { /* 10 s at most */
+        FILE *f = fopen(port_file, "r");
+        if (f) {
+            const int got = fscanf(f, "%d", &s->port);
+            fclose(f);
+            if (got == 1)
+                return;
+        }
+        int st;
+        cr_assert_eq(waitpid(s->pid, &st, WNOHANG), 0,
+                     "tests/remote/httpd.py exited before it listened");
+        usleep(10000);
+    }
+    kill(s->pid, SIGKILL);
+    cr_assert(0, "tests/remote/httpd.py did not listen within 10 s");
+}
+
+static inline void rt_stop(rt_server *s)
+{
+    if (s->pid > 0) {
+        kill(s->pid, SIGTERM);
+        waitpid(s->pid, NULL, 0);
+        s->pid = 0;
+    }
+}
+
+/* Requests logged whose line starts with `prefix` ("GET /shard-000001.tar
+ * " counts that shard's requests, ranged or not). */
+static inline int rt_count(const rt_server *s, const char *prefix)
+{
+    FILE *f = fopen(s->log, "r");
+    if (!f)
+        return 0;
+    char line[512];
+    int n = 0;
+    while (fgets(line, sizeof line, f))
+        n += strncmp(line, prefix, strlen(prefix)) == 0;
+    fclose(f);
+    return n;
+}
+
+/* Distinct ranged requests (path and range) in the log. */
+static inline int rt_distinct_ranges(const rt_server *s)
+{
+    FILE *f = fopen(s->log, "r");
+    if (!f)
+        return 0;
+    char line[512], seen[256][128];
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (!strstr(line, " bytes="))
+            continue;
+        line[strcspn(line, "\n")] = '\0';
+        int dup = 0;
+        for (int i = 0; i < n && !dup; i++)
+            dup = strncmp(seen[i], line, 127) == 0;
+        if (!dup && n < 256)
+            snprintf(seen[n++], 128, "%.127s", line);
+    }
+    fclose(f);
+    return n;
+}
+
+/* "http://127.0.0.1:PORT/shard-{000000..00000N}.tar" into out. */
+static inline void rt_url(const rt_server *s, char *out, size_t cap)
+{
+    snprintf(out, cap, "http://127.0.0.1:%d/shard-{000000..%06d}.tar", s->port,
+             RT_SHARDS - 1);
+}
+
+/* The messages a loader logs, kept for a test to look into. */
+typedef struct rt_log {
+    char text[16384];
+    size_t len;
+} rt_log;
+
+static inline void rt_log_fn(void *ctx, pl_log_level level, const char *msg)
+{
+    (void)level;
+    rt_log *g = ctx;
+    const int k =
+        snprintf(g->text + g->len, sizeof g->text - g->len, "%s\n", msg);
+    if (k > 0 && g->len + (size_t)k < sizeof g->text)
+        g->len += (size_t)k;
+}
+
+#endif
