@@ -29,6 +29,7 @@
 #define MAX_SHARDS (1 << 20)
 #define CLS_MAX TAR_SMALL_MAX /* bytes of a .cls member: a decimal label */
 #define SCAN_THREADS 8        /* threads indexing shards at create */
+#define SCAN_WINDOW 64        /* shards whose indexes live at once */
 #define FD_MARGIN 256 /* descriptors left for everything else (CUDA, files) */
 
 static void paths_free(char **p, int n)
@@ -543,6 +544,79 @@ static int read_classes(catalog *cat, const char *path, int32_t max_label,
     return rc < 0 ? rc : 1;
 }
 
+/* Open every shard (they stay open for the loader's life) and stat it. */
+static int open_shards(catalog *cat, char **paths, int n, scan_job *jobs)
+{
+    for (int s = 0; s < n; s++) {
+        /* Without blocking: a FIFO named like a shard is refused below. */
+        const int fd =
+            open(paths[s], O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0)
+            return err_set(PL_EIO, "pl_loader_create: %s: %s", paths[s],
+                           strerror(errno));
+        int id;
+        const int rc = catalog_add_source(cat, fd, &id);
+        if (rc < 0)
+            return rc;
+        jobs[s] = (scan_job){.path = paths[s], .fd = fd};
+        if (fstat(fd, &jobs[s].st) < 0 || !S_ISREG(jobs[s].st.st_mode))
+            return err_set(PL_EIO, "pl_loader_create: %s: not a regular file",
+                           paths[s]);
+    }
+    return 0;
+}
+
+/* Index jobs[0, n) on a few threads (their headers are small reads, often
+ * over a network file system: latency, not CPU). */
+static void scan_all(scan_job *jobs, int n)
+{
+    scan_pool pool = {.jobs = jobs, .n = n};
+    atomic_init(&pool.next, 0);
+    pthread_t th[SCAN_THREADS];
+    int started = 0;
+    for (; started < SCAN_THREADS && started < n - 1; started++)
+        if (pthread_create(&th[started], NULL, scan_main, &pool) != 0)
+            break;
+    scan_main(&pool);
+    for (int i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+}
+
+/* What indexing the shards met, for create's notices. */
+typedef struct scan_totals {
+    int32_t max_label;
+    int sidecars, stale;
+    unread_members unread;
+} scan_totals;
+
+/* The shards are indexed SCAN_WINDOW at a time, each window's samples
+ * added to the catalog in shard order and its indexes freed before the
+ * next is read: the indexes (about 100 bytes a member while they live)
+ * never all exist at once, so create's peak memory is the catalog's plus
+ * one window's, not twice the catalog's. */
+static int index_shards(catalog *cat, char **paths, int n, scan_job *jobs,
+                        scan_totals *tot)
+{
+    int rc = 0;
+    for (int w = 0; w < n && rc == 0; w += SCAN_WINDOW) {
+        const int k = n - w < SCAN_WINDOW ? n - w : SCAN_WINDOW;
+        scan_all(jobs + w, k);
+        for (int s = w; s < w + k && rc == 0; s++) {
+            if (jobs[s].rc < 0)
+                rc = err_set(jobs[s].rc, "pl_loader_create: %s",
+                             jobs[s].msg);
+            else
+                rc = shards_add_indexed(cat, s, paths[s], &jobs[s].t,
+                                        &tot->max_label, &tot->unread);
+            tot->sidecars += jobs[s].from_sidecar;
+            tot->stale += jobs[s].stale && !jobs[s].from_sidecar;
+        }
+        for (int s = w; s < w + k; s++)
+            tar_index_free(&jobs[s].t);
+    }
+    return rc;
+}
+
 int shards_read(catalog *cat, char **paths, int n, logger *lg)
 {
     qsort(paths, (size_t)n, sizeof *paths, cmp_path);
@@ -552,64 +626,24 @@ int shards_read(catalog *cat, char **paths, int n, logger *lg)
     scan_job *jobs = calloc((size_t)n, sizeof *jobs);
     if (!jobs)
         return PL_ENOMEM;
-    int rc = 0;
-    for (int s = 0; s < n && rc == 0; s++) {
-        /* Without blocking: a FIFO named like a shard is refused below. */
-        const int fd =
-            open(paths[s], O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        if (fd < 0) {
-            rc = err_set(PL_EIO, "pl_loader_create: %s: %s", paths[s],
-                         strerror(errno));
-            break;
-        }
-        int id;
-        if ((rc = catalog_add_source(cat, fd, &id)) < 0)
-            break;
-        jobs[s] = (scan_job){.path = paths[s], .fd = fd};
-        if (fstat(fd, &jobs[s].st) < 0 || !S_ISREG(jobs[s].st.st_mode))
-            rc = err_set(PL_EIO, "pl_loader_create: %s: not a regular file",
-                         paths[s]);
-    }
-    if (rc == 0) {
-        /* Index the shards on a few threads (their headers are small
-         * reads, often over a network file system: latency, not CPU). */
-        scan_pool pool = {.jobs = jobs, .n = n};
-        atomic_init(&pool.next, 0);
-        pthread_t th[SCAN_THREADS];
-        int started = 0;
-        for (; started < SCAN_THREADS && started < n - 1; started++)
-            if (pthread_create(&th[started], NULL, scan_main, &pool) != 0)
-                break;
-        scan_main(&pool);
-        for (int i = 0; i < started; i++)
-            pthread_join(th[i], NULL);
-    }
-    int32_t max_label = 0;
-    int sidecars = 0, stale = 0;
-    unread_members unread = {0};
-    for (int s = 0; s < n && rc == 0; s++) {
-        if (jobs[s].rc < 0)
-            rc = err_set(jobs[s].rc, "pl_loader_create: %s", jobs[s].msg);
-        else
-            rc = shards_add_indexed(cat, s, paths[s], &jobs[s].t, &max_label,
-                                    &unread);
-        sidecars += jobs[s].from_sidecar;
-        stale += jobs[s].stale && !jobs[s].from_sidecar;
-    }
+    scan_totals tot = {0};
+    int rc = open_shards(cat, paths, n, jobs);
+    if (rc == 0)
+        rc = index_shards(cat, paths, n, jobs, &tot);
     for (int s = 0; s < n; s++)
         tar_index_free(&jobs[s].t);
     free(jobs);
-    if (rc == 0 && stale)
+    if (rc == 0 && tot.stale)
         log_msg(lg, PL_LOG_NOTICE,
                 "%d shard index file(s) (.idx) did not match their shard "
                 "(changed since, or damaged): those shards were read anew",
-                stale);
+                tot.stale);
     if (rc == 0)
-        shards_say_unread(&unread, lg);
+        shards_say_unread(&tot.unread, lg);
     if (rc == 0)
         log_msg(lg, PL_LOG_NOTICE,
                 "%d tar shard(s): %d indexed from their .idx file, %d read", n,
-                sidecars, n - sidecars);
+                tot.sidecars, n - tot.sidecars);
     if (rc == 0 && n > 0) {
         const char *slash = strrchr(paths[0], '/');
         char classes[PATH_MAX];
@@ -617,7 +651,7 @@ int shards_read(catalog *cat, char **paths, int n, logger *lg)
                      slash ? (int)(slash - paths[0] + 1) : 0,
                      paths[0]) >= (int)sizeof classes)
             classes[0] = '\0';
-        rc = shards_add_classes(cat, classes, max_label, lg);
+        rc = shards_add_classes(cat, classes, tot.max_label, lg);
     }
     return rc;
 }
