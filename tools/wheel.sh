@@ -131,12 +131,13 @@ for bad in ("not found", "/usr/local/cuda", "libcudart"):
     assert bad not in ldd, "%s: %s" % (bad, ldd)
 # Every library beyond the manylinux policy's own comes from the wheel.
 policy = ("linux-vdso", "ld-linux", "libc.so", "libm.so", "libpthread",
-          "libdl.so", "librt.so", "libstdc++", "libgcc_s", "libz.so")
+          "libdl.so", "librt.so", "libstdc++", "libgcc_s", "libz.so",
+          "libresolv.so", "libnsl.so", "libutil.so")
 outside = [l.strip() for l in ldd.splitlines()
            if "=>" in l and ".libs/" not in l
            and not any(p in l for p in policy)]
 assert not outside, "libraries outside the wheel: %s" % outside
-for lib in ("libjpeg", "libspng", "libwebp"):
+for lib in ("libjpeg", "libspng", "libwebp", "libcurl"):
     assert any(lib in l and ".libs/" in l for l in ldd.splitlines()), \
         "%s is not vendored: %s" % (lib, ldd)
 loader = pinload.Loader(data, batch_size=4, size=32, seed=1,
