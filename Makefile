@@ -145,7 +145,8 @@ WORKERS_SRC := workers/decode.c workers/decode_png.c workers/decode_webp.c \
                workers/resample.c workers/augment.c \
                workers/fileio.c workers/process.c workers/pool.c
 INPUT_SRC   := input/catalog.c input/tar.c input/sidecar.c input/folder.c \
-               input/list.c input/shards.c input/input.c input/remote.c
+               input/list.c input/shards.c input/input.c input/remote.c \
+               input/remote_http.c input/remote_cache.c
 DEVICE_SRC  := device/backend.c device/backend_host.c
 ifneq ($(HAVE_CUDA),)
 DEVICE_SRC  += device/backend_cuda.c

@@ -1,7 +1,9 @@
 /* Remote shards: config.data of http(s)://, s3:// or pipe: URLs (a brace
  * pattern of them, or a list file of them), indexed at create from the
  * sidecar indexes beside them (URL.idx) and read through a node cache that
- * the ranks of a node share (docs/DATA.md has the rules). */
+ * the ranks of a node share (docs/DATA.md has the rules). remote.c is the
+ * set of shards and their readers; remote_cache.h the node cache,
+ * remote_http.h the transfers, both internal to it. */
 #ifndef PINLOAD_REMOTE_H
 #define PINLOAD_REMOTE_H
 
@@ -32,9 +34,5 @@ int remote_detect(const char *data, char ***urls, int *n);
  * are fetched ahead on a thread of its own until it closes. */
 int remote_read(catalog *c, char **urls, int n, const remote_opts *o,
                 logger *lg);
-
-/* A URL as it may be shown: without user:password@ and without its query
- * (a presigned URL's signature), into out[cap]. */
-void remote_display(const char *url, char *out, size_t cap);
 
 #endif

@@ -1,0 +1,668 @@
+/* The node cache of remote shards (remote_cache.h): the folder and its
+ * names, the file locks, downloads through NAME.part renamed into place,
+ * LRU eviction under the limit, each shard's state for the threads that
+ * read it, and the thread that fetches the shards ahead of the workers. */
+#include "remote_cache.h"
+
+#include <assert.h>
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../common/clock.h"
+#include "../common/error.h"
+#include "../common/grow.h"
+#include "sidecar.h"
+
+#define FAILED_RETRY_NS (60 * 1000000000LL) /* a failed shard: asked again */
+
+enum { SH_NONE, SH_FETCHING, SH_READY, SH_FAILED };
+
+struct remote_cache {
+    char *dir;
+    int64_t limit; /* bytes; 0: none */
+    remote_http *http;
+    atomic_int *stop;
+    logger *lg;
+    atomic_int warned_full;
+    cache_shard *s;
+    int n;
+    pthread_t ahead;
+    int ahead_started;
+};
+
+/* ---- names ---- */
+
+static uint64_t fnv(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325u;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3u;
+    return h;
+}
+
+/* The cache's name for `key` (http_cache_key's): a hash, then its last
+ * component made safe for a file name. */
+static char *cache_name(const char *dir, const char *key)
+{
+    const char *base = strrchr(key, '/');
+    base = base ? base + 1 : key;
+    char safe[96];
+    size_t k = 0;
+    for (; *base && k < sizeof safe - 1; base++)
+        safe[k++] = isalnum((unsigned char)*base) || *base == '.' ||
+                            *base == '-' || *base == '_'
+                        ? *base
+                        : '_';
+    safe[k] = '\0';
+    char *p = malloc(strlen(dir) + sizeof safe + 24);
+    if (p)
+        sprintf(p, "%s/%016llx-%s", dir, (unsigned long long)fnv(key), safe);
+    return p;
+}
+
+/* path + suffix, allocated; NULL without memory. */
+static char *with_suffix(const char *path, const char *suffix)
+{
+    char *p = malloc(strlen(path) + strlen(suffix) + 1);
+    if (p)
+        sprintf(p, "%s%s", path, suffix);
+    return p;
+}
+
+static char *default_cache_dir(void)
+{
+    const char *env = getenv("PINLOAD_CACHE_DIR");
+    if (env && *env)
+        return strdup(env);
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    char buf[PATH_MAX];
+    if (xdg && *xdg)
+        snprintf(buf, sizeof buf, "%s/pinload/shards", xdg);
+    else if (home && *home)
+        snprintf(buf, sizeof buf, "%s/.cache/pinload/shards", home);
+    else
+        snprintf(buf, sizeof buf, "/tmp/pinload-%ld/shards", (long)getuid());
+    return strdup(buf);
+}
+
+int cache_make_dir(const remote_cache *c)
+{
+    char p[PATH_MAX];
+    if (snprintf(p, sizeof p, "%s", c->dir) >= (int)sizeof p)
+        return -1;
+    for (char *s = p + 1; *s; s++)
+        if (*s == '/') {
+            *s = '\0';
+            mkdir(p, 0755);
+            *s = '/';
+        }
+    mkdir(p, 0755);
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
+}
+
+const char *cache_dir(const remote_cache *c)
+{
+    return c->dir;
+}
+
+int64_t cache_limit(const remote_cache *c)
+{
+    return c->limit;
+}
+
+cache_shard *cache_shard_at(remote_cache *c, int i)
+{
+    assert(i >= 0 && i < c->n);
+    return &c->s[i];
+}
+
+/* ---- the cache's life ---- */
+
+/* Shard sh of c, for url: its names, its state (none yet). -1 without
+ * memory. */
+static int shard_init(remote_cache *c, cache_shard *sh, const char *url)
+{
+    pthread_mutex_init(&sh->mu, NULL);
+    pthread_cond_init(&sh->cv, NULL);
+    sh->cache = c;
+    sh->fd = -1;
+    sh->size = -1;
+    char shown[2048], key[4200];
+    http_display(url, shown, sizeof shown);
+    http_cache_key(c->http, url, key, sizeof key);
+    sh->url = strdup(url);
+    sh->name = strdup(shown);
+    sh->path = cache_name(c->dir, key);
+    return sh->url && sh->name && sh->path ? 0 : -1;
+}
+
+remote_cache *cache_new(const char *dir, int64_t limit, char **urls, int n,
+                        remote_http *http, atomic_int *stop, logger *lg)
+{
+    remote_cache *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->limit = limit;
+    c->http = http;
+    c->stop = stop;
+    c->lg = lg;
+    c->dir = dir && *dir ? strdup(dir) : default_cache_dir();
+    c->s = calloc((size_t)n, sizeof *c->s);
+    if (!c->dir || !c->s) {
+        cache_free(c);
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) {
+        c->n++; /* its mutex made: cache_free destroys it */
+        if (shard_init(c, &c->s[i], urls[i]) < 0) {
+            cache_free(c);
+            return NULL;
+        }
+    }
+    return c;
+}
+
+void cache_free(remote_cache *c)
+{
+    if (!c)
+        return;
+    assert(!c->ahead_started || atomic_load(c->stop));
+    if (c->ahead_started)
+        pthread_join(c->ahead, NULL);
+    for (int i = 0; i < c->n; i++) {
+        cache_shard *sh = &c->s[i];
+        if (sh->fd >= 0)
+            close(sh->fd);
+        pthread_mutex_destroy(&sh->mu);
+        pthread_cond_destroy(&sh->cv);
+        free(sh->url);
+        free(sh->name);
+        free(sh->path);
+    }
+    free(c->s);
+    free(c->dir);
+    free(c);
+}
+
+/* ---- locks ---- */
+
+/* PATH.lock, locked exclusively: waited for in 20 ms steps, so that a
+ * closing loader does not wait for another process's download. -1 (errno
+ * ECANCELED when closing). */
+static int lock_file(const remote_cache *c, const char *path)
+{
+    char *lk = with_suffix(path, ".lock");
+    if (!lk)
+        return -1;
+    const int fd = open(lk, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    free(lk);
+    if (fd < 0)
+        return -1;
+    while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        if ((errno != EWOULDBLOCK && errno != EINTR) || atomic_load(c->stop)) {
+            const int err = errno == EWOULDBLOCK ? ECANCELED : errno;
+            close(fd);
+            errno = err;
+            return -1;
+        }
+        const struct timespec ts = {0, 20 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return fd;
+}
+
+/* The cached shard at `path`, open and locked shared, if it is there
+ * whole (`size` bytes; -1: any); else -1. Its atime says it was used. */
+static int open_cached(const char *path, int64_t size)
+{
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    if (flock(fd, LOCK_SH) != 0 || fstat(fd, &st) != 0 || st.st_nlink == 0 ||
+        (size >= 0 && st.st_size != size)) {
+        close(fd);
+        return -1;
+    }
+    const struct timespec t[2] = {{0, UTIME_NOW}, {0, UTIME_OMIT}};
+    futimens(fd, t);
+    return fd;
+}
+
+/* ---- eviction ---- */
+
+typedef struct entry {
+    char *name;
+    int64_t size;
+    int64_t used; /* atime, ns */
+} entry;
+
+static int by_use(const void *a, const void *b)
+{
+    const entry *x = a, *y = b;
+    return x->used < y->used ? -1 : x->used > y->used;
+}
+
+static int ends_with(const char *name, const char *end)
+{
+    const size_t n = strlen(name), k = strlen(end);
+    return name[0] != '.' && n > k && strcmp(name + n - k, end) == 0;
+}
+
+/* The size of the shard whose index is the file `idx` (under dirfd d),
+ * from its header; 0 if there is none. */
+static int64_t size_from_index(int d, const char *idx)
+{
+    const int fd = openat(d, idx, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    unsigned char b[16];
+    int64_t v = 0;
+    if (pread(fd, b, sizeof b, 0) == (ssize_t)sizeof b)
+        for (int i = 0; i < 8; i++)
+            v |= (int64_t)b[8 + i] << (8 * i);
+    close(fd);
+    return v > 0 ? v : 0;
+}
+
+/* The cached shards of folder d in [out] *e (the caller frees each name
+ * and the array), least recently used first; their count. [out] *total:
+ * the bytes they hold, and the downloads under way at their whole size
+ * (from their index). */
+static size_t list_shards(DIR *d, entry **e, int64_t *total)
+{
+    size_t n = 0, cap = 0;
+    for (struct dirent *de; (de = readdir(d));) {
+        struct stat st;
+        const int part = ends_with(de->d_name, ".tar.part");
+        if ((!part && !ends_with(de->d_name, ".tar")) ||
+            fstatat(dirfd(d), de->d_name, &st, 0) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (part) { /* a download under way: what it will be */
+            char idx[NAME_MAX + 8];
+            snprintf(idx, sizeof idx, "%.*s.idx", (int)(strlen(de->d_name) - 5),
+                     de->d_name);
+            const int64_t whole = size_from_index(dirfd(d), idx);
+            *total += whole > st.st_size ? whole : st.st_size;
+            continue;
+        }
+        *total += st.st_size;
+        if (grow(e, &cap, n + 1, sizeof **e, 64) < 0)
+            break;
+        (*e)[n].name = strdup(de->d_name);
+        (*e)[n].size = st.st_size;
+        (*e)[n].used =
+            (int64_t)st.st_atim.tv_sec * 1000000000 + st.st_atim.tv_nsec;
+        if ((*e)[n].name)
+            n++;
+    }
+    if (n > 0)
+        qsort(*e, n, sizeof **e, by_use);
+    return n;
+}
+
+/* Evict least recently used shards no rank holds until `need` more bytes
+ * fit under the limit, counting the downloads under way at their whole
+ * size. 0, or -1 if they cannot be made to fit. The caller holds the
+ * cache's eviction lock, and creates its own .part before it lets go, so
+ * that two fetchers never count the same room. */
+static int make_room(const remote_cache *c, int64_t need)
+{
+    if (c->limit <= 0)
+        return 0;
+    if (need > c->limit)
+        return -1;
+    DIR *d = opendir(c->dir);
+    if (!d)
+        return -1;
+    entry *e = NULL;
+    int64_t total = 0;
+    const size_t n = list_shards(d, &e, &total);
+    for (size_t i = 0; i < n && total + need > c->limit; i++) {
+        const int fd = openat(dirfd(d), e[i].name, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+            unlinkat(dirfd(d), e[i].name, 0) == 0)
+            total -= e[i].size;
+        close(fd); /* a rank holding it shared kept it */
+    }
+    for (size_t i = 0; i < n; i++)
+        free(e[i].name);
+    free(e);
+    closedir(d);
+    return total + need <= c->limit ? 0 : -1;
+}
+
+/* Room for the shard, and its .part made, under the cache's eviction lock
+ * (dir/.evict.lock). 0, or -1 if it cannot be had. */
+static int reserve(cache_shard *sh)
+{
+    const remote_cache *c = sh->cache;
+    if (c->limit <= 0)
+        return 0;
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/.evict", c->dir);
+    const int ev = lock_file(c, path);
+    if (ev < 0)
+        return -1;
+    const int rc = make_room(c, sh->size);
+    if (rc == 0) {
+        char *part = with_suffix(sh->path, ".part");
+        const int fd =
+            part ? open(part, O_WRONLY | O_CREAT | O_CLOEXEC, 0644) : -1;
+        if (fd >= 0)
+            close(fd);
+        free(part);
+    }
+    close(ev);
+    return rc;
+}
+
+/* ---- downloads ---- */
+
+/* A whole download `part` renamed to `path`. 0, or PL_EIO with
+ * "URL: why" in err[cap]. */
+static int rename_in(const char *url, const char *part, const char *path,
+                     char *err, size_t cap)
+{
+    if (rename(part, path) == 0)
+        return 0;
+    const int e = errno;
+    char shown[1024];
+    http_display(url, shown, sizeof shown);
+    snprintf(err, cap, "%s: rename into the cache: %s", shown, strerror(e));
+    return PL_EIO;
+}
+
+/* With the shard's lock held: the shard fetched into its cache file
+ * (through NAME.part, renamed once whole). 0, or an error in err. */
+static int fetch_locked(cache_shard *sh, char *err, size_t cap)
+{
+    char *part = with_suffix(sh->path, ".part");
+    if (!part)
+        return PL_ENOMEM;
+    int rc = http_fetch(sh->cache->http, sh->url, part, sh->size, err, cap);
+    if (rc == HTTP_ABSENT)
+        rc = PL_EIO; /* a shard its index names: missing is an error */
+    if (rc == 0)
+        rc = rename_in(sh->url, part, sh->path, err, cap);
+    free(part);
+    return rc;
+}
+
+/* The shard, whole in the node's cache: [out] *fd open and locked shared.
+ * Whoever takes the lock first fetches it; the others find it there. 1 if
+ * the cache has no room for it. */
+static int cache_get(cache_shard *sh, int *fd, char *err, size_t cap)
+{
+    if ((*fd = open_cached(sh->path, sh->size)) >= 0)
+        return 0;
+    const int lk = lock_file(sh->cache, sh->path);
+    if (lk < 0) {
+        snprintf(err, cap, "%s: cannot lock it in the cache %s: %s", sh->name,
+                 sh->cache->dir, strerror(errno));
+        return PL_EIO;
+    }
+    int rc = 0;
+    if ((*fd = open_cached(sh->path, sh->size)) < 0) {
+        if (reserve(sh) < 0) {
+            rc = 1; /* no room: read it member by member */
+        } else if ((rc = fetch_locked(sh, err, cap)) == 0 &&
+                   (*fd = open_cached(sh->path, sh->size)) < 0) {
+            snprintf(err, cap, "%s: evicted from the cache as it came",
+                     sh->name);
+            rc = PL_EIO;
+        }
+    }
+    close(lk);
+    return rc;
+}
+
+/* A small file at url into `path` (tmp + rename), unless it is there
+ * already. 0; 1 if the store has none; or an error naming the URL. */
+static int fetch_small(const remote_cache *c, const char *url, const char *path,
+                       char *err, size_t cap)
+{
+    struct stat st;
+    if (stat(path, &st) == 0)
+        return 0;
+    char part[PATH_MAX + 32];
+    snprintf(part, sizeof part, "%s.part.%ld", path, (long)getpid());
+    unlink(part);
+    int rc = http_fetch(c->http, url, part, -1, err, cap);
+    if (rc == 0)
+        rc = rename_in(url, part, path, err, cap);
+    if (rc != 0)
+        unlink(part);
+    return rc == HTTP_ABSENT ? 1 : rc;
+}
+
+int cache_fetch_file(remote_cache *c, const char *url, char *out, size_t cap,
+                     char *err, size_t ecap)
+{
+    out[0] = '\0';
+    char key[4200];
+    http_cache_key(c->http, url, key, sizeof key);
+    char *path = cache_name(c->dir, key);
+    if (!path)
+        return PL_ENOMEM;
+    const int rc = fetch_small(c, url, path, err, ecap);
+    if (rc == 0)
+        snprintf(out, cap, "%s", path);
+    free(path);
+    return rc;
+}
+
+/* ---- indexes, at create ---- */
+
+/* With the shard's lock held: URL.idx fetched to idx and read. 1 if read,
+ * 0 if the store has none, or an error. */
+static int index_fetch_locked(cache_shard *sh, const char *idx, tar_index *t,
+                              char *err, size_t cap)
+{
+    unlink(idx); /* damaged: fetched anew */
+    char *url = with_suffix(sh->url, ".idx");
+    if (!url)
+        return PL_ENOMEM;
+    int rc = fetch_small(sh->cache, url, idx, err, cap);
+    free(url);
+    if (rc == 0 && !sidecar_read_any(idx, t, &sh->size)) {
+        snprintf(err, cap, "%s.idx: not a pinload shard index", sh->name);
+        rc = PL_ECORRUPT;
+    } else if (rc == 0) {
+        rc = 1;
+    } else if (rc == 1) {
+        rc = 0;
+    }
+    return rc;
+}
+
+int cache_index(cache_shard *sh, tar_index *t, char *err, size_t cap)
+{
+    char idx[PATH_MAX + 16];
+    snprintf(idx, sizeof idx, "%s.idx", sh->path);
+    if (sidecar_read_any(idx, t, &sh->size))
+        return 1;
+    if (http_is_pipe(sh->url))
+        return 0;
+    const int lk = lock_file(sh->cache, sh->path);
+    if (lk < 0) {
+        snprintf(err, cap, "%s: cannot lock it in the cache %s: %s", sh->name,
+                 sh->cache->dir, strerror(errno));
+        return PL_EIO;
+    }
+    int rc = 1;
+    if (!sidecar_read_any(idx, t, &sh->size))
+        rc = index_fetch_locked(sh, idx, t, err, cap);
+    close(lk);
+    return rc;
+}
+
+int cache_index_whole(cache_shard *sh, tar_index *t, char *err, size_t cap)
+{
+    int fd = -1;
+    int rc = cache_get(sh, &fd, err, cap);
+    if (rc == 1) {
+        snprintf(err, cap,
+                 "%s has no index (.idx) and the cache %s has no room to "
+                 "fetch it whole and index it (cache_limit)",
+                 sh->name, sh->cache->dir);
+        return PL_EIO;
+    }
+    if (rc < 0)
+        return rc;
+    struct stat st;
+    rc = fstat(fd, &st) == 0 ? 0 : PL_EIO;
+    if (rc == 0)
+        rc = tar_scan(fd, sh->name, t);
+    if (rc == 0)
+        rc = tar_read_small(fd, sh->name, t);
+    if (rc < 0) {
+        snprintf(err, cap, "%s", pl_last_error());
+        close(fd);
+        return rc;
+    }
+    char idx[PATH_MAX + 16];
+    snprintf(idx, sizeof idx, "%s.idx", sh->path);
+    sidecar_write_at(idx, &st, t);
+    sh->size = st.st_size;
+    pthread_mutex_lock(&sh->mu);
+    sh->fd = fd;
+    sh->state = SH_READY;
+    pthread_mutex_unlock(&sh->mu);
+    return 0;
+}
+
+/* ---- the readers' side ---- */
+
+/* The state a fetch left: ready with fd, no room (read member by member),
+ * or failed with err (kept for FAILED_RETRY_NS); the waiters woken. */
+static void fetched(cache_shard *sh, int rc, int fd, const char *err)
+{
+    pthread_mutex_lock(&sh->mu);
+    if (rc == 0) {
+        sh->fd = fd;
+        sh->state = SH_READY;
+    } else if (rc == 1) {
+        sh->no_room = 1;
+        sh->state = SH_NONE;
+    } else {
+        sh->state = SH_FAILED;
+        sh->err_code = rc;
+        sh->failed_ns = clock_now_ns();
+        snprintf(sh->err, sizeof sh->err, "%s", err);
+    }
+    pthread_cond_broadcast(&sh->cv);
+    pthread_mutex_unlock(&sh->mu);
+}
+
+/* The shard ready to read: fetched (once per loader; the cache makes it
+ * once per node), or its error, kept for FAILED_RETRY_NS. 1: read it
+ * member by member instead. */
+static int shard_ready(cache_shard *sh, int *fd, char *reason, size_t cap)
+{
+    pthread_mutex_lock(&sh->mu);
+    while (sh->state == SH_FETCHING)
+        pthread_cond_wait(&sh->cv, &sh->mu);
+    if (sh->state == SH_FAILED &&
+        clock_now_ns() - sh->failed_ns < FAILED_RETRY_NS) {
+        snprintf(reason, cap, "%s", sh->err);
+        const int code = sh->err_code;
+        pthread_mutex_unlock(&sh->mu);
+        return code;
+    }
+    if (sh->state == SH_READY || sh->no_room) {
+        *fd = sh->fd;
+        const int rc = sh->no_room ? 1 : 0;
+        pthread_mutex_unlock(&sh->mu);
+        return rc;
+    }
+    sh->state = SH_FETCHING;
+    pthread_mutex_unlock(&sh->mu);
+    char err[512] = "";
+    int got = -1;
+    const int rc = cache_get(sh, &got, err, sizeof err);
+    fetched(sh, rc, got, err);
+    remote_cache *c = sh->cache;
+    if (rc == 1 && atomic_exchange(&c->warned_full, 1) == 0)
+        log_msg(c->lg, PL_LOG_WARNING,
+                "the cache %s is full of shards other ranks read: %s and "
+                "any other that does not fit are read member by member",
+                c->dir, sh->name);
+    if (rc < 0)
+        snprintf(reason, cap, "%s", err);
+    *fd = got;
+    return rc;
+}
+
+/* The descriptor of a copy already open (create fetched the shard to
+ * index it), or -1. */
+static int shard_open_fd(cache_shard *sh)
+{
+    pthread_mutex_lock(&sh->mu);
+    const int fd = sh->state == SH_READY ? sh->fd : -1;
+    pthread_mutex_unlock(&sh->mu);
+    return fd;
+}
+
+int cache_read(cache_shard *sh, int fetch, int64_t off, int64_t size, void *dst,
+               char *reason, size_t cap)
+{
+    int fd = -1;
+    int rc;
+    if (!fetch) {
+        fd = shard_open_fd(sh);
+        rc = fd >= 0 ? 0 : 1;
+    } else {
+        rc = shard_ready(sh, &fd, reason, cap);
+    }
+    if (rc != 0)
+        return rc;
+    int64_t got = 0;
+    while (got < size) {
+        const ssize_t n =
+            pread(fd, (uint8_t *)dst + got, (size_t)(size - got), off + got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            snprintf(reason, cap, "%s: the cached copy %s %s", sh->name,
+                     sh->path, n < 0 ? strerror(errno) : "ends early");
+            return PL_EIO;
+        }
+        got += n;
+    }
+    return 0;
+}
+
+/* The thread that fetches the shards ahead of the workers, in order. */
+static void *fetch_ahead(void *arg)
+{
+    remote_cache *c = arg;
+    for (int i = 0; i < c->n && !atomic_load(c->stop); i++) {
+        int fd;
+        char why[512];
+        shard_ready(&c->s[i], &fd, why, sizeof why);
+    }
+    return NULL;
+}
+
+int cache_start_ahead(remote_cache *c)
+{
+    assert(!c->ahead_started);
+    if (pthread_create(&c->ahead, NULL, fetch_ahead, c) != 0)
+        return -1;
+    c->ahead_started = 1;
+    return 0;
+}

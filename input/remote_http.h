@@ -1,0 +1,61 @@
+/* The transfers of remote shards (remote_http.c): one GET of a whole
+ * object into a file, or of a byte range into memory, through libcurl
+ * (http://, https://, and s3:// signed with SigV4 from the AWS_*
+ * environment), or a pipe: command's output; each retried with backoff,
+ * a whole object resumed with Range where the last attempt stopped. It
+ * owns the libcurl handles (kept idle for their connections, reused by
+ * the next transfer) and the S3 settings, and it alone shows URLs in
+ * messages, without their credentials.
+ *
+ * Thread safety: after http_new, any thread may call any function at once
+ * (the settings are read-only; a lock guards the idle handles alone, never
+ * held across a transfer). The stop flag, which the caller owns and sets
+ * when the loader closes, cuts every transfer, backoff and command. */
+#ifndef PINLOAD_REMOTE_HTTP_H
+#define PINLOAD_REMOTE_HTTP_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct remote_http remote_http;
+
+/* http_fetch's answer when the store has no such object (HTTP 404, 410,
+ * or 403, as S3 says it without credentials to list). */
+#define HTTP_ABSENT 1
+
+/* Transfers that give up after timeout_ms without a byte (0: 30 s) and
+ * make 1 + retries attempts (0: 5 retries; -1: none); *stop (the caller's,
+ * which must outlive it) cuts them. NULL without memory. */
+remote_http *http_new(int32_t timeout_ms, int32_t retries, atomic_int *stop);
+
+/* Frees the idle handles and the settings; NULL is accepted. No transfer
+ * may be under way. */
+void http_free(remote_http *h);
+
+/* url whole into the file at `part` (made if need be; what it holds is
+ * resumed with Range) until it holds `expect` bytes (-1: what the server
+ * says the whole is), then synced to disk. 0; HTTP_ABSENT; or PL_E*. On
+ * failure err[cap] says "URL: why (after N attempts)". */
+int http_fetch(remote_http *h, const char *url, const char *part,
+               int64_t expect, char *err, size_t cap);
+
+/* Bytes [off, off + size) of url into dst (an http(s):// or s3:// URL,
+ * whose server must honour Range). 0, or PL_EIO with reason[cap]. */
+int http_range(remote_http *h, const char *url, int64_t off, int64_t size,
+               void *dst, char *reason, size_t cap);
+
+/* A URL as it may be shown: without user:password@ and without its query
+ * (a presigned URL's signature), into out[cap]. */
+void http_display(const char *url, char *out, size_t cap);
+
+/* What names the object at url in a cache (out[cap]): the URL as shown,
+ * plus for s3:// the endpoint or region that resolves the bucket; a pipe:
+ * command as it is. */
+void http_cache_key(const remote_http *h, const char *url, char *out,
+                    size_t cap);
+
+/* Whether url is a pipe: command (no ranges, and nothing beside it). */
+int http_is_pipe(const char *url);
+
+#endif
