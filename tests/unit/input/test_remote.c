@@ -7,6 +7,7 @@
 #include <criterion/criterion.h>
 
 #include <dirent.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -470,8 +471,12 @@ Test(remote, a_cache_smaller_than_the_data_reads_members_by_range,
 }
 
 /* FNV-1a of what rank `rank` of `world` delivers in epoch 0 of data. */
+/* `done`/`hold` (or -1): once its epoch is read the rank writes a byte to
+ * `done` and waits for one from `hold` before it destroys its loader, so
+ * that no rank's destroy cuts a fetch-ahead download another rank needs
+ * (that shard would then be fetched twice: the count this suite checks). */
 static uint64_t rank_digest(const char *data, const char *cache, int rank,
-                            int world)
+                            int world, int done, int hold)
 {
     pl_config c;
     base_cfg(&c, data);
@@ -495,6 +500,11 @@ static uint64_t rank_digest(const char *data, const char *cache, int rank,
         n += b->count;
         pl_loader_release(l, b, NULL);
     }
+    char x = 0;
+    if (done >= 0)
+        (void)!write(done, &x, 1);
+    if (hold >= 0)
+        (void)!read(hold, &x, 1);
     pl_loader_destroy(l);
     return rc == PL_EPOCH_END && n > 0 ? h : 0;
 }
@@ -507,23 +517,46 @@ Test(remote, eight_ranks_of_a_node_fetch_each_shard_once, .timeout = RT_TIMEOUT)
     enum { RANKS = 8 };
     fx f;
     fx_up(&f, NULL);
-    int go[2];
+    int go[2], done[2], hold[2];
     cr_assert_eq(pipe(go), 0);
+    cr_assert_eq(pipe(done), 0);
+    cr_assert_eq(pipe(hold), 0);
     pid_t pid[RANKS];
     for (int r = 0; r < RANKS; r++) {
         pid[r] = fork();
         cr_assert_geq(pid[r], 0);
         if (pid[r] == 0) {
             close(go[1]);
+            close(done[0]);
+            close(hold[1]);
             char x;
             (void)!read(go[0], &x, 1); /* all start at once */
-            const uint64_t a = rank_digest(f.url, f.cache, r, RANKS);
-            const uint64_t b = rank_digest(f.local, NULL, r, RANKS);
+            /* As a job's ranks do, all finish their epoch before any
+             * tears down. */
+            const uint64_t a =
+                rank_digest(f.url, f.cache, r, RANKS, done[1], hold[0]);
+            const uint64_t b = rank_digest(f.local, NULL, r, RANKS, -1, -1);
             _exit(a != 0 && a == b ? 0 : 1);
         }
     }
     close(go[0]);
     close(go[1]);
+    close(done[1]);
+    close(hold[0]);
+    /* Every rank's epoch read (within 60 s: a rank that fails never
+     * says so, and the waits below name it), then all may destroy. */
+    for (int r = 0, waited = 0; r < RANKS && waited < 60000;) {
+        struct pollfd p = {.fd = done[0], .events = POLLIN};
+        char x;
+        if (poll(&p, 1, 100) == 1 && read(done[0], &x, 1) == 1)
+            r++;
+        else
+            waited += 100;
+    }
+    for (int r = 0; r < RANKS; r++)
+        (void)!write(hold[1], "x", 1);
+    close(done[0]);
+    close(hold[1]);
     for (int r = 0; r < RANKS; r++) {
         int st = 0;
         for (int t = 0; t < 6000 && waitpid(pid[r], &st, WNOHANG) == 0; t++)
