@@ -8,7 +8,8 @@
  * again with libjpeg-turbo at --quality (4:2:0, baseline, optimised
  * Huffman tables). Samples are made on --threads threads (default: the
  * CPUs the process may use) and written in order through a bounded window,
- * so the pack is byte for byte the same whatever the thread count. Beside
+ * so the shards and lists are byte for byte the same whatever the thread
+ * count (an .idx holds its shard's mtime, as every sidecar index). Beside
  * the shards: classes.txt (the class names, label 0 first, which the
  * loader reads back), sources.tsv (each key's shard and source name) and
  * each shard's sidecar index (SHARD.tar.idx, for remote reads).
@@ -62,7 +63,7 @@ static const char usage[] =
     "shards: a\nloader over their URLs then fetches no shard to index "
     "it).\n"
     "--threads N: samples read and re-encoded on N threads (default: the "
-    "CPUs this\nprocess may use); the pack is the same whatever "
+    "CPUs this\nprocess may use); the shards and lists are the same whatever "
     "N.\n" CLI_EXIT_CODES;
 
 typedef struct options {
