@@ -1,7 +1,8 @@
 /* pinload-pack: write any dataset pinload reads as tar shards in the
  * WebDataset layout, in its file order: for dataset index i, members
- * KEY.jpg and KEY.cls (the label as decimal text), KEY being i in nine
- * digits. Without --max-side the JPEG bytes are copied unchanged; with it,
+ * KEY.jpg (or KEY.png, KEY.webp: the image's own format, by its bytes) and
+ * KEY.cls (the label as decimal text), KEY being i in nine digits. Without
+ * --max-side the image bytes are copied unchanged; with it,
  * images whose longer side is over S are decoded, shrunk so that it is S
  * (aspect kept) by area averaging (each output pixel the mean of the input
  * area it covers, fractional edges weighted by their coverage), and encoded
@@ -45,15 +46,16 @@ static const char usage[] =
     "[--threads N]\n"
     "                    [--force] [--quiet] [--version] [--help]\n"
     "Writes DIR/NAME-000000.tar, ... (NAME default \"shard\"): every sample "
-    "of PATH (a folder,\na list file or shards) in its file order, as "
-    "KEY.jpg + KEY.cls (KEY: the index in nine\ndigits). A shard closes "
-    "before it would pass SIZE (\"1GB\", \"500MB\", bytes) or at N\n"
-    "samples. --max-side S re-encodes images whose longer side is over S "
-    "pixels,\nshrunk by area averaging to S, at JPEG quality Q (default "
-    "90); other images, and\nall without --max-side, are copied unchanged (a "
-    "file that is not a "
-    "JPEG is\nnot packed). The pack is written whole or not at all: beside "
-    "DIR, then renamed\nonto it. DIR must be missing or empty; --force "
+    "of PATH (a folder,\na list file or shards) in its file order, as KEY.jpg "
+    "(or KEY.png, KEY.webp: the\nimage's own format) + KEY.cls (KEY: the index "
+    "in nine digits). A shard closes\nbefore it would pass SIZE (\"1GB\", "
+    "\"500MB\", bytes) or at N samples. --max-side S\nre-encodes images whose "
+    "longer side is over S pixels, shrunk by area averaging\nto S, as JPEG at "
+    "quality Q (default 90); other images, and all without\n--max-side, are "
+    "copied unchanged (a file that is not a JPEG, PNG or WebP image\nis not "
+    "packed). The pack is written whole or not at all: beside DIR, then "
+    "renamed\n"
+    "onto it. DIR must be missing or empty; --force "
     "replaces a previous pack there.\nDIR/manifest.tsv lists each shard, its "
     "samples and bytes, and ends with a\n\"# end\" line; samples not packed "
     "are named on stderr and in the manifest,\nand make the exit status "
@@ -469,6 +471,7 @@ static uint8_t *shrink(const uint8_t *rgb, int w, int h, int side, int *ow,
  * again), or why it is not packed. */
 typedef struct packed_sample {
     int ready;
+    const char *ext; /* the member's: "jpg", "png" or "webp" */
     uint8_t *data; /* malloc'd; the writer frees it */
     size_t len;
     int reencoded;
@@ -495,6 +498,19 @@ typedef struct packer {
     int stop;
 } packer;
 
+/* The member extension of an image's bytes, by their signature, or NULL
+ * for bytes of none of the formats the loader reads. */
+static const char *image_ext(const uint8_t *b, size_t n)
+{
+    if (n >= 3 && b[0] == 0xff && b[1] == 0xd8 && b[2] == 0xff)
+        return "jpg";
+    if (n >= 8 && memcmp(b, "\x89PNG\r\n\x1a\n", 8) == 0)
+        return "png";
+    if (n >= 12 && memcmp(b, "RIFF", 4) == 0 && memcmp(b + 8, "WEBP", 4) == 0)
+        return "webp";
+    return NULL;
+}
+
 /* Sample i: read, checked, re-encoded if --max-side asks. Any thread. */
 static void make_sample(packer *p, int64_t i, packed_sample *r)
 {
@@ -518,12 +534,14 @@ static void make_sample(packer *p, int64_t i, packed_sample *r)
         free(bytes);
         return;
     }
-    /* Stored as KEY.jpg: without --max-side (which decodes every image)
-     * the bytes must at least be a JPEG's. */
-    if (!o->max_side &&
-        (len < 3 || bytes[0] != 0xff || bytes[1] != 0xd8 || bytes[2] != 0xff)) {
+    /* Stored as KEY.jpg, KEY.png or KEY.webp, by the bytes' signature
+     * (as the loader decodes them), whatever the file's name; any other
+     * bytes are not packed. */
+    r->ext = image_ext(bytes, len);
+    if (!r->ext) {
         r->code = PL_ENOTJPEG;
-        snprintf(r->why, sizeof r->why, "%s: not a JPEG file", name);
+        snprintf(r->why, sizeof r->why,
+                 "%s: not a JPEG, PNG or WebP image", name);
         free(bytes);
         return;
     }
@@ -555,6 +573,7 @@ static void make_sample(packer *p, int64_t i, packed_sample *r)
         r->data = enc; /* jpegenc's buffer is malloc'd */
         r->len = enc_len;
         r->reencoded = 1;
+        r->ext = "jpg";
     }
     pl_image_free(&img);
 }
@@ -747,7 +766,7 @@ int main(int argc, char **argv)
         snprintf(key, sizeof key, "%09lld", (long long)i);
         const int ll = snprintf(label_text, sizeof label_text, "%d", label);
         char member[48];
-        snprintf(member, sizeof member, "%s.jpg", key);
+        snprintf(member, sizeof member, "%s.%s", key, r->ext);
         int bad = put_member(&s, member, r->data, r->len) < 0;
         snprintf(member, sizeof member, "%s.cls", key);
         bad = bad || put_member(&s, member, label_text, (size_t)ll) < 0;

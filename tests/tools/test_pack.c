@@ -168,7 +168,8 @@ Test(pack, samples_that_cannot_be_packed_are_named_and_left_out,
              out);
     cr_assert_eq(pack(root, args, &err), 1, "%s", err);
     cr_assert_not_null(strstr(err, "not packed"), "%s", err);
-    cr_assert_not_null(strstr(err, "not a JPEG file"), "%s", err);
+    cr_assert_not_null(strstr(err, "not a JPEG, PNG or WebP image"), "%s",
+                       err);
     free(err);
     snprintf(p, sizeof p, "%s/manifest.tsv", out);
     char *m = tu_slurp(p);
@@ -282,6 +283,56 @@ Test(pack, class_names_and_sources_survive_the_pack, .timeout = TIMEOUT)
     cr_assert_not_null(strstr(pl_last_error(), "line 3: class \"c0\" is named "
                                                "twice"),
                        "%s", pl_last_error());
+    tu_rm_rf(out);
+    fx_done(NULL, root);
+}
+
+/* PNG and WebP samples are packed as themselves (KEY.png, KEY.webp, by
+ * their bytes, whatever their names) and read back as the folder. */
+Test(pack, png_and_webp_are_packed_as_themselves, .timeout = TIMEOUT)
+{
+    char root[64], out[128], args[512], *err, p[256];
+    pl_config c;
+    fx_flat(root, &c, 3); /* f00.jpg f01.jpg f02.jpg */
+    static const char *const put[][2] = {{"g8.png", "f03.png"},
+                                         {"lossy.webp", "f04.webp"},
+                                         {"rgb8.png", "f05.jpg"}};
+    for (int k = 0; k < 3; k++) {
+        char src[256];
+        snprintf(src, sizeof src, "tests/fixtures/formats/%s", put[k][0]);
+        size_t len;
+        uint8_t *b = tu_read_file(src, &len);
+        snprintf(p, sizeof p, "%s/%s", root, put[k][1]);
+        tu_write_file(p, b, len);
+        free(b);
+    }
+    snprintf(out, sizeof out, "%s-shards", root);
+    snprintf(args, sizeof args, "--data %s --out %s --per-shard 10 --quiet",
+             root, out);
+    cr_assert_eq(pack(root, args, &err), 0, "%s", err);
+    free(err);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "tar tf %s/shard-000000.tar | tr '\\n' ' '",
+             out);
+    FILE *f = popen(cmd, "r");
+    char listing[512] = "";
+    cr_assert_not_null(fgets(listing, sizeof listing, f));
+    pclose(f);
+    cr_assert_str_eq(listing,
+                     "000000000.jpg 000000000.cls 000000001.jpg 000000001.cls "
+                     "000000002.jpg 000000002.cls 000000003.png 000000003.cls "
+                     "000000004.webp 000000004.cls 000000005.png "
+                     "000000005.cls ");
+    int32_t la[64], lb[64];
+    int na, nb;
+    size_t sa, sb;
+    uint8_t *a = epoch_of(root, la, &na, &sa);
+    uint8_t *b = epoch_of(out, lb, &nb, &sb);
+    cr_assert_eq(na, 6);
+    cr_assert_eq(nb, 6);
+    cr_assert(memcmp(a, b, sa * 6) == 0, "pixels differ");
+    free(a);
+    free(b);
     tu_rm_rf(out);
     fx_done(NULL, root);
 }
