@@ -347,21 +347,21 @@ Test(tool_paths, pack_refuses_a_used_out_and_replaces_a_pack_with_force,
     tu_rm_rf(dir);
 }
 
-/* Without --max-side, bytes that are not a JPEG's are not stored as
- * KEY.jpg: named, counted, in the manifest, and the exit status is 1. */
-Test(tool_paths, pack_stores_only_jpegs, .timeout = 60)
+/* Bytes that are not a JPEG's, a PNG's or a WebP's (a GIF here) are not
+ * packed: named, counted, in the manifest, and the exit status is 1. */
+Test(tool_paths, pack_stores_only_images_it_reads, .timeout = 60)
 {
     char dir[64], data[64], args[512], *err, p[256];
     tu_tmpdir(dir);
     pl_config c;
     fx_flat(data, &c, 3);
     snprintf(p, sizeof p, "%s/f01.jpg", data);
-    tu_write_file(p, "\x89PNG\r\n\x1a\n....", 12);
+    tu_write_file(p, "GIF89a\x01\0\x01\0\0\0", 12);
     snprintf(args, sizeof args, "--data %s --out %s/o --per-shard 10", data,
              dir);
     cr_assert_eq(tool(dir, "pinload-pack", args, &err), 1, "%s", err);
     expect_in(err, "not packed: ");
-    expect_in(err, "f01.jpg: not a JPEG file");
+    expect_in(err, "f01.jpg: not a JPEG, PNG or WebP image");
     expect_in(err, "2 samples in 1 shards in");
     expect_in(err, "1 not packed");
     free(err);
