@@ -402,6 +402,17 @@ static int fetch_locked(cache_shard *sh, char *err, size_t cap)
     return rc;
 }
 
+/* The shard's lock file in the cache, held exclusively: its descriptor,
+ * or -1 with err saying why. */
+static int lock_shard(cache_shard *sh, char *err, size_t cap)
+{
+    const int lk = lock_file(sh->cache, sh->path);
+    if (lk < 0)
+        snprintf(err, cap, "%s: cannot lock it in the cache %s: %s", sh->name,
+                 sh->cache->dir, strerror(errno));
+    return lk;
+}
+
 /* The shard, whole in the node's cache: [out] *fd open and locked shared.
  * Whoever takes the lock first fetches it; the others find it there. 1 if
  * the cache has no room for it. */
@@ -409,12 +420,9 @@ static int cache_get(cache_shard *sh, int *fd, char *err, size_t cap)
 {
     if ((*fd = open_cached(sh->path, sh->size)) >= 0)
         return 0;
-    const int lk = lock_file(sh->cache, sh->path);
-    if (lk < 0) {
-        snprintf(err, cap, "%s: cannot lock it in the cache %s: %s", sh->name,
-                 sh->cache->dir, strerror(errno));
+    const int lk = lock_shard(sh, err, cap);
+    if (lk < 0)
         return PL_EIO;
-    }
     int rc = 0;
     if ((*fd = open_cached(sh->path, sh->size)) < 0) {
         if (reserve(sh) < 0) {
@@ -497,12 +505,9 @@ int cache_index(cache_shard *sh, tar_index *t, char *err, size_t cap)
         return 1;
     if (http_is_pipe(sh->url))
         return 0;
-    const int lk = lock_file(sh->cache, sh->path);
-    if (lk < 0) {
-        snprintf(err, cap, "%s: cannot lock it in the cache %s: %s", sh->name,
-                 sh->cache->dir, strerror(errno));
+    const int lk = lock_shard(sh, err, cap);
+    if (lk < 0)
         return PL_EIO;
-    }
     int rc = 1;
     if (!sidecar_read_any(idx, t, &sh->size))
         rc = index_fetch_locked(sh, idx, t, err, cap);

@@ -153,6 +153,7 @@ int handoff_init(handoff *h, const handoff_config *cfg)
             snprintf(why, sizeof why, "%s", pl_last_error());
             return err_set(rc, "pl_loader_create: %s", why);
         }
+        d->id = h->nbufs;
         h->bufs[h->nbufs++] = d;
         h->mirror_bytes_locked += d->mirror_locked;
     }
@@ -261,6 +262,7 @@ static dbuf *grow(handoff *h, int *first)
         snprintf(h->grow_msg, sizeof h->grow_msg, "%s", why);
         return NULL;
     }
+    d->id = h->nbufs;
     h->bufs[h->nbufs++] = d;
     h->mirror_bytes_locked += d->mirror_locked;
     *first = n == h->cfg.nbufs;
@@ -326,10 +328,7 @@ void handoff_queue(handoff *h, dbuf *d)
 {
     pthread_mutex_lock(&h->mu);
     d->state = DBUF_QUEUED;
-    int id = 0;
-    while (h->bufs[id] != d)
-        id++;
-    h->queue[(h->qhead + h->qlen++) % h->cap] = id;
+    h->queue[(h->qhead + h->qlen++) % h->cap] = d->id;
     pthread_cond_broadcast(&h->user_cv);
     pthread_mutex_unlock(&h->mu);
 }

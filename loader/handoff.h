@@ -48,6 +48,7 @@ typedef enum dbuf_state {
 /* One device buffer: its memory, its stream and its state. */
 typedef struct dbuf {
     pl_batch batch; /* first: the caller's pointer is the dbuf's */
+    int id;         /* its place in the hand-off's table */
     dbuf_state state;
     void *dev;
     void *staging; /* normalize: the batch's uint8 pixels on the device */

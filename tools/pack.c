@@ -38,6 +38,7 @@
 
 #include "cli.h"
 #include "jpegenc.h"
+#include "tarwrite.h"
 
 static const char usage[] =
     "usage: pinload-pack --data PATH --out DIR (--shard-size SIZE | "
@@ -184,33 +185,7 @@ static void parse(int argc, char **argv, options *o)
     }
 }
 
-/* ---- tar, ustar format ---- */
-
-static void octal(char *field, size_t len, uint64_t v)
-{
-    snprintf(field, len, "%0*llo", (int)len - 1, (unsigned long long)v);
-}
-
-/* A ustar header for a regular file `name` of `size` bytes. */
-static void tar_header(unsigned char h[512], const char *name, uint64_t size)
-{
-    memset(h, 0, 512);
-    snprintf((char *)h, 100, "%s", name);
-    octal((char *)h + 100, 8, 0644);
-    octal((char *)h + 108, 8, 0);
-    octal((char *)h + 116, 8, 0);
-    octal((char *)h + 124, 12, size);
-    octal((char *)h + 136, 12, 0); /* mtime: packing is reproducible */
-    h[156] = '0';
-    memcpy(h + 257, "ustar", 6);
-    memcpy(h + 263, "00", 2);
-    memset(h + 148, ' ', 8);
-    unsigned sum = 0;
-    for (int i = 0; i < 512; i++)
-        sum += h[i];
-    snprintf((char *)h + 148, 8, "%06o", sum);
-    h[155] = ' ';
-}
+/* ---- tar shards (tools/tarwrite.h) ---- */
 
 typedef struct shard {
     FILE *f;
@@ -220,15 +195,10 @@ typedef struct shard {
 
 static int put_member(shard *s, const char *name, const void *data, size_t len)
 {
-    unsigned char h[512];
-    tar_header(h, name, len);
-    static const unsigned char zero[512];
-    const size_t pad = (512 - len % 512) % 512;
-    if (fwrite(h, 1, 512, s->f) != 512 ||
-        (len && fwrite(data, 1, len, s->f) != len) ||
-        (pad && fwrite(zero, 1, pad, s->f) != pad))
+    const int64_t n = tarw_member(s->f, name, data, len);
+    if (n < 0)
         return -1;
-    s->bytes += 512 + (int64_t)len + (int64_t)pad;
+    s->bytes += n;
     return 0;
 }
 
@@ -253,12 +223,11 @@ static void shard_open(shard *s, const options *o, int index)
 /* End the archive (two zero blocks) and sync it. */
 static void shard_close(shard *s, FILE *manifest)
 {
-    static const unsigned char zero[1024];
-    if (fwrite(zero, 1, sizeof zero, s->f) != sizeof zero || fflush(s->f) ||
+    if (tarw_end(s->f) < 0 || fflush(s->f) ||
         fsync(fileno(s->f)) < 0 || fclose(s->f) != 0)
         die("%s: write failed", s->tmp);
     s->f = NULL;
-    s->bytes += (int64_t)sizeof zero;
+    s->bytes += 1024;
     fprintf(manifest, "%s\t%lld\t%lld\n", s->name, (long long)s->samples,
             (long long)s->bytes);
 }

@@ -10,41 +10,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../tools/tarwrite.h"
 #include "pinload.h"
 #include "testutil.h"
 
 #define SHARDS 500
 #define PER_SHARD 200 /* 100,000 samples */
 
-/* A ustar header for a regular file `name` of `size` bytes. */
-static void header(unsigned char h[512], const char *name, size_t size)
-{
-    memset(h, 0, 512);
-    snprintf((char *)h, 100, "%s", name);
-    snprintf((char *)h + 100, 8, "%07o", 0644);
-    snprintf((char *)h + 108, 8, "%07o", 0);
-    snprintf((char *)h + 116, 8, "%07o", 0);
-    snprintf((char *)h + 124, 12, "%011zo", size);
-    snprintf((char *)h + 136, 12, "%011o", 0);
-    h[156] = '0';
-    memcpy(h + 257, "ustar", 6);
-    memcpy(h + 263, "00", 2);
-    memset(h + 148, ' ', 8);
-    unsigned sum = 0;
-    for (int i = 0; i < 512; i++)
-        sum += h[i];
-    snprintf((char *)h + 148, 8, "%06o", sum);
-}
-
 static void member(FILE *f, const char *name, const void *data, size_t len)
 {
-    static const unsigned char zero[512];
-    unsigned char h[512];
-    header(h, name, len);
-    cr_assert_eq(fwrite(h, 1, 512, f), 512);
-    cr_assert_eq(fwrite(data, 1, len, f), len);
-    const size_t pad = (512 - len % 512) % 512;
-    cr_assert_eq(fwrite(zero, 1, pad, f), pad);
+    cr_assert_gt(tarw_member(f, name, data, len), 0, "%s: write failed", name);
 }
 
 /* SHARDS shards of PER_SHARD samples (one small JPEG, KEY.jpg + KEY.cls)
@@ -70,8 +45,7 @@ static void make_shards(const char *root)
             const int n = snprintf(cls, sizeof cls, "%ld", key % 100);
             member(f, name, cls, (size_t)n);
         }
-        static const unsigned char end[1024];
-        cr_assert_eq(fwrite(end, 1, sizeof end, f), sizeof end);
+        cr_assert_eq(tarw_end(f), 0);
         fclose(f);
     }
     free(jpeg);
