@@ -25,6 +25,9 @@ typedef struct location {
     int64_t offset, size;
     const location_reader *reader; /* non-NULL: the range comes from it
                                       (fd is then -1) */
+    /* Non-NULL: the size bytes are here, in memory (a list file's column
+     * held by the catalog); fd, path and reader are unused. */
+    const void *bytes;
 } location;
 
 #endif

@@ -112,7 +112,8 @@ PL_EXPORT unsigned pl_version_number(void);
     XX(ECUDA, -9, "CUDA runtime error")                                        \
     XX(ETHREAD, -10, "cannot create thread")                                   \
     XX(EBUSY, -11, "every batch is held by the caller")                        \
-    XX(ECLOSED, -12, "the loader is being destroyed")
+    XX(ECLOSED, -12, "the loader is being destroyed")                          \
+    XX(ENOEXTRA, -13, "a sample lacks a requested extra")
 
 typedef enum pl_status {
 #define PL_STATUS_ENUM_(name, value, msg) PL_##name = value,
@@ -405,6 +406,20 @@ typedef struct pl_config {
      * 5 s); a download resumes where it stopped (Range). Default 5; -1:
      * none. */
     int32_t remote_retries;
+    /* ---- Side data delivered with the pixels (pl_batch.extras) */
+    /* The extras each batch carries, per sample, as stored: a comma-
+     * separated list of at most PL_EXTRAS_MAX names ("txt,json"). From tar
+     * shards, a name is a member's extension after the key ("txt" is
+     * KEY.txt, "seg.png" KEY.seg.png; matched as written, case aside); from
+     * a list file, the columns after the label in the order named, the
+     * lines then tab-separated ("path<TAB>label<TAB>caption"; columns
+     * past those named are not read). Folders carry none (PL_EINVAL).
+     * Default NULL: none. The library keeps no pointer after create. */
+    const char *extras;
+    /* What a sample lacking one of them gets. 0 (default): an empty entry
+     * (0 bytes). 1: the sample is bad, PL_ENOEXTRA naming the member, and
+     * on_error decides as for an image that cannot be read. */
+    int32_t extras_required;
 } pl_config;
 
 /* Fill *cfg with the defaults listed above. */
@@ -420,6 +435,17 @@ PL_EXPORT void pl_config_default_sized(pl_config *cfg, size_t size);
  * PL_ECLOSED before anything is freed), but no call may start once destroy
  * has begun. */
 typedef struct pl_loader pl_loader;
+
+/* One extra of a batch (config.extras): sample i's bytes, as stored, are
+ * data[offsets[i], offsets[i + 1]) for i < count (an empty entry: a member
+ * the sample lacks, or a substituted sample's). Host memory, valid as the
+ * batch is; owned by the loader. */
+#define PL_EXTRAS_MAX 8
+typedef struct pl_extra {
+    const char *name;        /* "txt", as config.extras named it */
+    const uint8_t *data;     /* the entries, one after another */
+    const uint64_t *offsets; /* [count + 1], offsets[0] = 0 */
+} pl_extra;
 
 /* One batch, owned by the loader. Every pointer in it is valid from the
  * pl_loader_next() that returned it until pl_loader_release() of it (or
@@ -444,6 +470,9 @@ typedef struct pl_batch {
     /* Recorded on the copy stream after the batch's copy; NULL on the host
      * backend, where data is complete on return. */
     struct CUevent_st *ready;
+    /* config.extras' entries, in the order named (0 and NULL without). */
+    int32_t num_extras;
+    const pl_extra *extras;
 } pl_batch;
 
 /* Create a loader from *cfg: list the data, start the workers and the

@@ -34,6 +34,8 @@ void catalog_close(catalog *c)
     free(c->source);
     free(c->offset);
     free(c->size);
+    free(c->extra_off);
+    free(c->extra_size);
     catalog_init(c);
 }
 
@@ -90,6 +92,18 @@ static int add_sample(catalog *c, size_t off, int32_t label)
         c->range_cap = c1;
         c->source[c->n] = -1;
         c->offset[c->n] = c->size[c->n] = 0;
+    }
+    if (c->nextras) {
+        const size_t k = (size_t)c->nextras, at = (size_t)c->n * k;
+        size_t c1 = c->extra_cap, c2 = c->extra_cap;
+        if (grow(&c->extra_off, &c1, at + k, sizeof *c->extra_off, 1024) < 0 ||
+            grow(&c->extra_size, &c2, at + k, sizeof *c->extra_size, 1024) < 0)
+            return PL_ENOMEM;
+        c->extra_cap = c1 < c2 ? c1 : c2;
+        for (size_t j = at; j < at + k; j++) {
+            c->extra_off[j] = 0;
+            c->extra_size[j] = -1;
+        }
     }
     c->name_off[c->n] = off;
     c->labels[c->n++] = label;
@@ -203,6 +217,30 @@ int catalog_add_bad(catalog *c, const char *name, size_t len, int32_t label,
                : catalog_add_range(c, name, len, label, -1, (int64_t)off, code);
 }
 
+void catalog_set_extras(catalog *c, const char *const *names, int n,
+                        int required)
+{
+    c->extra_names = names;
+    c->nextras = n;
+    c->extras_required = required;
+}
+
+void catalog_set_extra(catalog *c, int k, int64_t offset, int64_t size)
+{
+    const size_t j = (size_t)(c->n - 1) * (size_t)c->nextras + (size_t)k;
+    c->extra_off[j] = offset;
+    c->extra_size[j] = size;
+}
+
+int catalog_set_extra_text(catalog *c, int k, const char *text, size_t len)
+{
+    size_t off;
+    const int rc = arena_add(c, text, len, &off);
+    if (rc == 0)
+        catalog_set_extra(c, k, (int64_t)off, (int64_t)len);
+    return rc;
+}
+
 int catalog_add_class(catalog *c, const char *name)
 {
     if (grow(&c->class_off, &c->class_cap, (size_t)c->num_classes + 1,
@@ -262,4 +300,21 @@ int catalog_locate(const catalog *c, int64_t i, location *loc,
                       .size = c->size[i],
                       .reader = c->source_reader[c->source[i]]};
     return 0;
+}
+
+int catalog_locate_extra(const catalog *c, int64_t i, int k, location *loc)
+{
+    const size_t j = (size_t)i * (size_t)c->nextras + (size_t)k;
+    if (c->extra_size[j] < 0)
+        return 0;
+    if (!c->source || c->source[i] == -1) /* a file's: text in the arena */
+        *loc = (location){.fd = -1,
+                          .bytes = c->arena + c->extra_off[j],
+                          .size = c->extra_size[j]};
+    else
+        *loc = (location){.fd = c->source_fd[c->source[i]],
+                          .offset = c->extra_off[j],
+                          .size = c->extra_size[j],
+                          .reader = c->source_reader[c->source[i]]};
+    return 1;
 }

@@ -16,6 +16,8 @@
 
 #include "../common/location.h"
 
+#define CATALOG_EXTRAS_MAX 8 /* PL_EXTRAS_MAX */
+
 typedef struct catalog {
     int dirfd;       /* the root, open, or -1 (no file samples) */
     char *root;      /* the root as the user named it ("." for none) */
@@ -46,6 +48,14 @@ typedef struct catalog {
     int32_t *source;
     int64_t *offset, *size;
     size_t range_cap;
+    /* The extras (catalog_set_extras): per sample, per extra, where its
+     * bytes lie, [n * nextras]: a range of the sample's source, or of the
+     * arena for a sample that is a file (a list file's column); size -1
+     * where the sample has none. */
+    const char *const *extra_names;
+    int nextras, extras_required;
+    int64_t *extra_off, *extra_size;
+    size_t extra_cap;
 } catalog;
 
 void catalog_init(catalog *c);
@@ -86,6 +96,20 @@ int catalog_add_range(catalog *c, const char *name, size_t len, int32_t label,
  * `reason`, named `name`. PL_ENOMEM. */
 int catalog_add_bad(catalog *c, const char *name, size_t len, int32_t label,
                     int code, const char *reason);
+
+/* Before the first sample: the extras each sample may carry, by name
+ * (names[0 .. n), kept, so they must outlive the catalog); required: a
+ * sample lacking one is bad (the readers add it with catalog_add_bad). */
+void catalog_set_extras(catalog *c, const char *const *names, int n,
+                        int required);
+
+/* The last sample added has extra k at bytes [offset, offset + size) of
+ * its source. */
+void catalog_set_extra(catalog *c, int k, int64_t offset, int64_t size);
+
+/* The last sample added (a file) has extra k's bytes: text[0, len),
+ * copied. PL_ENOMEM. */
+int catalog_set_extra_text(catalog *c, int k, const char *text, size_t len);
 
 /* The next class, named `name` (its label is the count before it). */
 int catalog_add_class(catalog *c, const char *name);
@@ -132,6 +156,15 @@ static inline const char *catalog_class(const catalog *c, int k)
  * a state moves with a copy of the dataset. */
 const char *catalog_rel_name(const catalog *c, int64_t i);
 int64_t catalog_stored_size(const catalog *c, int64_t i);
+
+static inline int catalog_extras(const catalog *c)
+{
+    return c->nextras;
+}
+
+/* Where sample i's extra k lies: 1 with [out] *loc (valid while c is), or
+ * 0 if the sample has none. */
+int catalog_locate_extra(const catalog *c, int64_t i, int k, location *loc);
 
 /* Where sample i's bytes lie ([out] *loc, valid while c is), or the code
  * of a sample bad by construction, with [out] *reason. */

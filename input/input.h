@@ -8,7 +8,7 @@
 #include "catalog.h"
 #include "remote.h"
 
-/* Read `data` into c (catalog_init'ed): remote shards (http(s)://,
+/* Read `data` into c (catalog_init'ed, its extras set): remote shards (http(s)://,
  * s3://, pipe: URLs, a pattern or a list of them, read through the cache
  * `remote` says), tar shards (a .tar, a folder of
  * them, a brace pattern, a list of shard paths), else a folder (ImageFolder

@@ -19,11 +19,70 @@
 
 /* ---- list file ---- */
 
+static int parse_label(const char *text, const char *file, long lineno,
+                       int32_t *label)
+{
+    char *end;
+    errno = 0;
+    const long v = strtol(text, &end, 10);
+    if (end == text || *end != '\0' || errno || v < 0 || v >= MAX_CLASSES)
+        return err_set(PL_EINVAL,
+                       "pl_loader_create: %s:%ld: bad label "
+                       "\"%s\" (want an integer in [0, %d))",
+                       file, lineno, text, MAX_CLASSES);
+    *label = (int32_t)v;
+    return 0;
+}
+
+/* With extras: "path<TAB>label<TAB>extra..." (a CR before the newline
+ * dropped); the columns are the extras in the order named, as they are,
+ * those past them not read, those missing left missing. */
+static int parse_columns(catalog *cat, char *line, const char *file,
+                         long lineno, int32_t *max_label)
+{
+    size_t len = strlen(line);
+    if (len && line[len - 1] == '\r')
+        line[--len] = '\0';
+    if (len == 0 || line[0] == '#')
+        return 0;
+    char *tab = strchr(line, '\t');
+    if (!tab)
+        return err_set(PL_EINVAL,
+                       "pl_loader_create: %s:%ld: expected \"path<TAB>label"
+                       "<TAB>%s...\" (config.extras reads tab-separated "
+                       "columns)",
+                       file, lineno, cat->extra_names[0]);
+    *tab = '\0';
+    char *label_text = tab + 1, *rest = strchr(label_text, '\t');
+    if (rest)
+        *rest++ = '\0';
+    int32_t label;
+    int rc = parse_label(label_text, file, lineno, &label);
+    if (rc == 0)
+        rc = catalog_add_file(cat, line, strlen(line), label);
+    for (int k = 0; rc == 0 && rest && k < cat->nextras; k++) {
+        const size_t n = strcspn(rest, "\t");
+        rc = catalog_set_extra_text(cat, k, rest, n);
+        rest = rest[n] ? rest + n + 1 : NULL;
+    }
+    if (rc == 0 && label > *max_label)
+        *max_label = label;
+    if (rc == 0 && cat->extras_required &&
+        cat->extra_size[(size_t)cat->n * (size_t)cat->nextras - 1] < 0)
+        rc = err_set(PL_EINVAL,
+                     "pl_loader_create: %s:%ld: no %s column (config.extras, "
+                     "required)",
+                     file, lineno, cat->extra_names[cat->nextras - 1]);
+    return rc;
+}
+
 /* One "path<whitespace>label" line; the label is the last field, so paths
  * may contain spaces. */
 static int parse_line(catalog *cat, char *line, const char *file, long lineno,
                       int32_t *max_label)
 {
+    if (cat->nextras)
+        return parse_columns(cat, line, file, lineno, max_label);
     size_t len = strlen(line);
     while (len && isspace((unsigned char)line[len - 1]))
         line[--len] = '\0';
@@ -40,20 +99,16 @@ static int parse_line(catalog *cat, char *line, const char *file, long lineno,
                        "pl_loader_create: %s:%ld: expected "
                        "\"path label\"",
                        file, lineno);
-    char *end;
-    errno = 0;
-    const long label = strtol(sep, &end, 10);
-    if (*end != '\0' || errno || label < 0 || label >= MAX_CLASSES)
-        return err_set(PL_EINVAL,
-                       "pl_loader_create: %s:%ld: bad label "
-                       "\"%s\" (want an integer in [0, %d))",
-                       file, lineno, sep, MAX_CLASSES);
+    int32_t label;
+    const int rc = parse_label(sep, file, lineno, &label);
+    if (rc < 0)
+        return rc;
     char *path_end = sep;
     while (path_end > s && isspace((unsigned char)path_end[-1]))
         path_end--;
     if (label > *max_label)
-        *max_label = (int32_t)label;
-    return catalog_add_file(cat, s, (size_t)(path_end - s), (int32_t)label);
+        *max_label = label;
+    return catalog_add_file(cat, s, (size_t)(path_end - s), label);
 }
 
 /* One line of f, without its newline, into buf (LIST_LINE_MAX + 1 bytes),

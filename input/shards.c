@@ -318,6 +318,36 @@ static int32_t read_label(const tar_member *m, char *reason, size_t cap)
     return (int32_t)v;
 }
 
+/* Which of the catalog's extras `ext` is (the first member of a key with
+ * it counts), or -1. */
+static int extra_of(const catalog *cat, const char *ext,
+                    const tar_member *const *extra)
+{
+    for (int k = 0; k < cat->nextras; k++)
+        if (!extra[k] && strcasecmp(ext, cat->extra_names[k]) == 0)
+            return k;
+    return -1;
+}
+
+/* Why a key is bad by construction, into reason: no image, or (when the
+ * extras are required) no member of an extra. "" if it is not. */
+static void key_reason(const catalog *cat, const tar_member *first,
+                       size_t klen, const tar_member *image,
+                       const tar_member *const *extra, char *reason, size_t cap)
+{
+    if (!image) {
+        snprintf(reason, cap, "key %.*s has no jpg, jpeg, png or webp member",
+                 (int)klen, first->name);
+        return;
+    }
+    for (int k = 0; cat->extras_required && k < cat->nextras; k++)
+        if (!extra[k]) {
+            snprintf(reason, cap, "key %.*s has no %s member (config.extras)",
+                     (int)klen, first->name, cat->extra_names[k]);
+            return;
+        }
+}
+
 /* The samples of one shard: its members grouped by key, in file order. */
 int shards_add_indexed(catalog *cat, int s, const char *path,
                        const tar_index *t, int32_t *max_label,
@@ -328,6 +358,7 @@ int shards_add_indexed(catalog *cat, int s, const char *path,
         const char *ext;
         split_key(t->m[i].name, &klen, &ext);
         const tar_member *image = NULL, *cls = NULL;
+        const tar_member *extra[CATALOG_EXTRAS_MAX] = {NULL};
         size_t j = i;
         for (; j < t->n; j++) {
             size_t kj;
@@ -335,22 +366,27 @@ int shards_add_indexed(catalog *cat, int s, const char *path,
             split_key(t->m[j].name, &kj, &ej);
             if (kj != klen || strncmp(t->m[j].name, t->m[i].name, klen) != 0)
                 break;
-            const int kind = image_ext(ej);
-            if (!image && kind == 1)
-                image = &t->m[j];
-            else if (!cls && strcasecmp(ej, "cls") == 0)
+            const int kind = image_ext(ej), k = extra_of(cat, ej, extra);
+            if (k >= 0) /* an extra (a cls one still gives the label) */
+                extra[k] = &t->m[j];
+            if (!cls && strcasecmp(ej, "cls") == 0)
                 cls = &t->m[j];
-            else if (kind == -1)
+            else if (k < 0 && !image && kind == 1)
+                image = &t->m[j];
+            else if (k < 0 && kind == -1)
                 unread_note(unread, path, &t->m[j]);
         }
         char reason[PATH_MAX + 128] = "";
         int32_t label = 0;
         if (cls && (label = read_label(cls, reason, sizeof reason)) < 0)
             label = 0;
-        if (!image)
-            snprintf(reason, sizeof reason,
-                     "key %.*s has no jpg, jpeg, png or webp member", (int)klen,
-                     t->m[i].name);
+        int code = image ? PL_ECORRUPT : PL_ENOTJPEG;
+        if (!reason[0]) {
+            key_reason(cat, &t->m[i], klen, image, extra, reason,
+                       sizeof reason);
+            if (image && reason[0])
+                code = PL_ENOEXTRA;
+        }
         /* "shard.tar:member": what failures and warnings name */
         const tar_member *named = image ? image : &t->m[i];
         const size_t plen = strlen(path),
@@ -361,14 +397,16 @@ int shards_add_indexed(catalog *cat, int s, const char *path,
         const int flen = sprintf(full, "%s:%.*s", path, (int)nlen, named->name);
         int rc;
         if (reason[0]) /* bad by construction: the reason, kept */
-            rc = catalog_add_bad(cat, full, (size_t)flen, label,
-                                 image ? PL_ECORRUPT : PL_ENOTJPEG, reason);
+            rc = catalog_add_bad(cat, full, (size_t)flen, label, code, reason);
         else
             rc = catalog_add_range(cat, full, (size_t)flen, label, s,
                                    image->offset, image->size);
         free(full);
         if (rc < 0)
             return rc;
+        for (int k = 0; !reason[0] && k < cat->nextras; k++)
+            if (extra[k])
+                catalog_set_extra(cat, k, extra[k]->offset, extra[k]->size);
         /* Every sample's label counts, a bad one's too: under SUBSTITUTE
          * it is delivered (a key without an image keeps its cls label). */
         if (label > *max_label)

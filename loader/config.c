@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "../common/defaults.h"
@@ -150,6 +151,43 @@ static int check_order(const pl_config *c)
     return check_ranges(r, N_(r));
 }
 
+#define EXTRA_CHARS                                                            \
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-."
+
+/* config.extras: up to PL_EXTRAS_MAX distinct names of letters, digits,
+ * '_', '-' and inner dots, split into out->extras. */
+static int split_extras(const pl_config *c, config_resolved *out)
+{
+    const range r[] = {{"extras_required", c->extras_required, 0, 1}};
+    const int rc = check_ranges(r, N_(r));
+    if (rc || !c->extras || !c->extras[0]) /* "": none */
+        return rc;
+    for (const char *p = c->extras;; p++) {
+        const size_t len = strcspn(p, ",");
+        if (out->nextras == PL_EXTRAS_MAX)
+            return BAD("extras", "\"%s\" names more than %d extras",
+                       c->extras, PL_EXTRAS_MAX);
+        if (len == 0 || len > CONFIG_EXTRA_NAME_MAX || p[0] == '.' ||
+            p[len - 1] == '.' || strspn(p, EXTRA_CHARS) < len)
+            return BAD("extras",
+                       "\"%.*s\" in \"%s\" is not an extension (1 to %d "
+                       "letters, digits, '_', '-' or inner dots: \"txt\", "
+                       "\"seg.png\")",
+                       (int)len, p, c->extras, CONFIG_EXTRA_NAME_MAX);
+        char *name = out->extras[out->nextras];
+        memcpy(name, p, len);
+        name[len] = '\0';
+        for (int k = 0; k < out->nextras; k++)
+            if (strcasecmp(out->extras[k], name) == 0)
+                return BAD("extras", "\"%s\" names %s twice", c->extras,
+                           name);
+        out->nextras++;
+        p += len;
+        if (*p == '\0')
+            return 0;
+    }
+}
+
 static int check_pipeline(const pl_config *c)
 {
     const range r[] = {
@@ -264,8 +302,11 @@ int config_resolve(const pl_config *cfg, config_resolved *out)
         rc = check_order(cfg);
     if (!rc)
         rc = check_pipeline(cfg);
+    if (!rc)
+        rc = split_extras(cfg, out);
     if (rc)
         return rc;
+    out->cfg.extras = NULL; /* not kept: out->extras has the names */
 
     if ((rc = resolve_ranks(cfg, out)) != 0)
         return rc;

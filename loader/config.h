@@ -7,6 +7,9 @@
 
 #include "pinload.h"
 
+/* The longest name config.extras may give. */
+#define CONFIG_EXTRA_NAME_MAX 31
+
 /* The settled configuration. */
 typedef struct config_resolved {
     pl_config cfg; /* cfg.data still points at the caller's string */
@@ -17,6 +20,9 @@ typedef struct config_resolved {
     char rank_source[96];
     int num_workers;
     char workers_why[160]; /* "config", or how the default was reached */
+    /* config.extras, split: the names in the order given. */
+    int nextras;
+    char extras[PL_EXTRAS_MAX][CONFIG_EXTRA_NAME_MAX + 1];
 } config_resolved;
 
 /* Check every field of *cfg and settle the automatic ones. On error sets

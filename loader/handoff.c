@@ -1,5 +1,6 @@
 #include "handoff.h"
 
+#include <assert.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -8,6 +9,7 @@
 
 #include "../common/clock.h"
 #include "../common/error.h"
+#include "../common/grow.h"
 
 static void add(_Atomic uint64_t *c, uint64_t v)
 {
@@ -28,6 +30,12 @@ static int init_buffer(handoff *h, dbuf *d)
     d->status = calloc(n, sizeof *d->status);
     if (!d->labels || !d->indices || !d->status)
         return err_set(PL_ENOMEM, "out of memory");
+    for (int k = 0; k < h->cfg.nextras; k++) {
+        if (!(d->extra_off[k] = calloc(n + 1, sizeof *d->extra_off[k])))
+            return err_set(PL_ENOMEM, "out of memory");
+        d->extras[k] = (pl_extra){.name = h->cfg.extra_names[k],
+                                  .offsets = d->extra_off[k]};
+    }
     int rc = be->ops->dev_alloc(be, bytes, &d->dev);
     if (rc == 0 && out->gpu_normalize)
         rc = be->ops->dev_alloc(be, out->ring_sample_bytes * n, &d->staging);
@@ -62,6 +70,25 @@ static int upload_lut(handoff *h)
     return rc;
 }
 
+int handoff_put_extras(handoff *h, dbuf *d, int i, const fileio_buf *src)
+{
+    assert(d->state == DBUF_FILLING);
+    for (int k = 0; k < h->cfg.nextras; k++) {
+        uint64_t *off = d->extra_off[k];
+        const size_t at = (size_t)off[i], len = src[k].len;
+        if (grow(&d->extra_data[k], &d->extra_cap[k], at + len + 1, 1,
+                 4096) < 0)
+            return err_set(PL_ENOMEM,
+                           "out of memory for a batch's %s extras (%zu bytes)",
+                           h->cfg.extra_names[k], at + len);
+        if (len)
+            memcpy(d->extra_data[k] + at, src[k].data, len);
+        off[i + 1] = at + len;
+        d->extras[k].data = d->extra_data[k];
+    }
+    return 0;
+}
+
 /* 1 if the buffer is still in use after `ms` and was left allocated. */
 static int fini_buffer(handoff *h, dbuf *d, int ms)
 {
@@ -88,6 +115,10 @@ static int fini_buffer(handoff *h, dbuf *d, int ms)
     free(d->labels);
     free(d->indices);
     free(d->status);
+    for (int k = 0; k < PL_EXTRAS_MAX; k++) {
+        free(d->extra_data[k]);
+        free(d->extra_off[k]);
+    }
     memset(d, 0, sizeof *d);
     return 0;
 }
@@ -242,7 +273,7 @@ int handoff_fail(handoff *h, int code, const char *fmt, ...)
  * (device allocations take milliseconds). h->mu held; NULL if it could
  * not be had, with h->grow_msg saying why. *first: the pool's first
  * growth, for the caller to say once it has let go of the lock. */
-static dbuf *grow(handoff *h, int *first)
+static dbuf *add_buffer(handoff *h, int *first)
 {
     const int n = h->nbufs;
     pthread_mutex_unlock(&h->mu);
@@ -302,7 +333,7 @@ dbuf *handoff_acquire(handoff *h)
         }
         if (!d && h->grow) {
             h->grow = 0;
-            d = grow(h, &first);
+            d = add_buffer(h, &first);
             pthread_cond_broadcast(&h->user_cv); /* a failure is EBUSY */
             if (!d)
                 continue; /* wait for a release */

@@ -33,6 +33,7 @@
 
 #include "../common/log.h"
 #include "../device/backend.h"
+#include "../workers/fileio.h"
 #include "output.h"
 #include "resume.h"
 
@@ -59,6 +60,13 @@ typedef struct dbuf {
     int64_t *indices;
     int32_t *status;
     int64_t next_pos; /* the epoch position after the batch's last sample */
+    /* The batch's extras (pl_batch.extras points here): each one's entries
+     * in data, grown to the largest batch it held, offsets [batch_size +
+     * 1]. */
+    pl_extra extras[PL_EXTRAS_MAX];
+    uint8_t *extra_data[PL_EXTRAS_MAX];
+    size_t extra_cap[PL_EXTRAS_MAX];
+    uint64_t *extra_off[PL_EXTRAS_MAX];
 } dbuf;
 
 typedef struct handoff_config {
@@ -70,6 +78,8 @@ typedef struct handoff_config {
     int keep_host;          /* a host mirror where device memory is not */
     resume_point start;
     logger *log; /* says once that the pool grew */
+    int nextras;                   /* config.extras */
+    const char *const *extra_names; /* [nextras], outliving the hand-off */
 } handoff_config;
 
 typedef struct handoff_stats {
@@ -139,6 +149,9 @@ const void *handoff_lut(const handoff *h);
  * cfg.max_bufs, lets pl_loader_next report PL_EBUSY). NULL once
  * stopped. */
 dbuf *handoff_acquire(handoff *h);
+/* Entry i of each extra of the FILLING buffer d's batch: src[k]'s bytes,
+ * after entries 0 .. i - 1 (i = 0 starts the batch afresh). PL_ENOMEM. */
+int handoff_put_extras(handoff *h, dbuf *d, int i, const fileio_buf *src);
 /* A FILLING buffer whose batch is complete joins the queue. */
 void handoff_queue(handoff *h, dbuf *d);
 /* The epoch's batches are all queued; `unused` (or NULL), a buffer

@@ -45,6 +45,7 @@ struct pl_loader {
     state_fields print; /* the fingerprint pl_loader_state writes */
     pl_info info;
     pid_t pid; /* the process that created it: its threads live there */
+    const char *extra_names[PL_EXTRAS_MAX]; /* into rc.extras */
 };
 
 /* After fork() the child has none of the loader's threads and may hold its
@@ -103,6 +104,14 @@ static int on_claim(void *ctx, pool_job *job)
     if ((job->preset_status = catalog_locate(&l->cat, idx, &job->loc, &why)))
         snprintf(job->reason, sizeof job->reason, "%s", why);
     job->dst = s->pixels + (size_t)i * l->ring.sample_bytes;
+    const int nx = l->ring.nextras;
+    job->extras.n = nx;
+    job->extras.out = nx ? &s->extras[(size_t)i * (size_t)nx] : NULL;
+    for (int k = 0; k < nx; k++) {
+        job->extras.name[k] = l->extra_names[k];
+        job->extras.has[k] =
+            catalog_locate_extra(&l->cat, idx, k, &job->extras.loc[k]);
+    }
     job->tag = s;
     job->tag_pos = i;
     if (l->rc.cfg.readahead)
@@ -265,6 +274,8 @@ static int start_pipeline(pl_loader *l)
     l->have_ring = 1;
     int rc = ring_init(&l->ring, c->prefetch, &sched, sample_bytes, l->be,
                        c->memory, c->pinned_fallback, &l->log);
+    if (rc == 0 && l->rc.nextras)
+        rc = ring_add_extras(&l->ring, l->rc.nextras);
     if (rc < 0) {
         char why[512]; /* the detail is about to be rewritten */
         snprintf(why, sizeof why, "%s", pl_last_error());
@@ -284,6 +295,8 @@ static int start_pipeline(pl_loader *l)
         .keep_host = c->keep_host,
         .start = l->start,
         .log = &l->log,
+        .nextras = l->rc.nextras,
+        .extra_names = l->extra_names,
     };
     l->have_ho = 1;
     if ((rc = handoff_init(&l->ho, &hc)) < 0)
@@ -415,6 +428,10 @@ static int loader_create(const pl_config *cfg, pl_loader **out)
                                 .cache_limit = c->cache_limit,
                                 .timeout_ms = c->remote_timeout_ms,
                                 .retries = c->remote_retries};
+    for (int k = 0; k < l->rc.nextras; k++)
+        l->extra_names[k] = l->rc.extras[k];
+    catalog_set_extras(&l->cat, l->extra_names, l->rc.nextras,
+                       c->extras_required);
     if ((rc = input_open(&l->cat, c->data, &remote, &l->log)) < 0)
         goto fail;
     l->rc.cfg.data = NULL; /* not kept: the catalog has what it needs */

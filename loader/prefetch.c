@@ -134,6 +134,8 @@ static int queue_batch(prefetch *p, fill *f)
         .indices = d->indices,
         .status = d->status,
         .ready = be->ops->ready_event(d->stream),
+        .num_extras = p->cfg.ho->cfg.nextras,
+        .extras = p->cfg.ho->cfg.nextras ? d->extras : NULL,
     };
     handoff_queue(p->cfg.ho, d);
     f->cur = NULL;
@@ -172,6 +174,12 @@ static int add_position(prefetch *p, fill *f, const ring_slot *s, int i)
     f->cur->labels[f->count] = pos->label;
     f->cur->indices[f->count] = pos->index;
     f->cur->status[f->count] = pos->status;
+    if (s->ring->nextras &&
+        (rc = handoff_put_extras(
+             p->cfg.ho, f->cur, f->count,
+             &s->extras[(size_t)i * (size_t)s->ring->nextras])) < 0)
+        return handoff_fail(p->cfg.ho, rc, "pl_loader_next: %s",
+                            pl_last_error());
     f->placed++;
     f->next_pos = s->first + i + 1;
     if (++f->count == p->cfg.batch_size) {

@@ -85,11 +85,26 @@ int ring_init(ring *r, int nslots, const schedule_config *sched,
     return 0;
 }
 
+int ring_add_extras(ring *r, int nextras)
+{
+    const size_t n = (size_t)r->sched.cfg.batch_size * (size_t)nextras;
+    r->nextras = nextras;
+    for (int i = 0; i < r->nslots; i++)
+        if (!(r->slots[i].extras = calloc(n, sizeof *r->slots[i].extras)))
+            return err_set(PL_ENOMEM, "out of memory for the extras' table");
+    return 0;
+}
+
 void ring_fini(ring *r)
 {
-    if (r->slots)
-        for (int i = 0; i < r->nslots; i++)
-            free(r->slots[i].pos);
+    const size_t per_slot =
+        (size_t)r->sched.cfg.batch_size * (size_t)r->nextras;
+    for (int i = 0; r->slots && i < r->nslots; i++) {
+        for (size_t j = 0; r->slots[i].extras && j < per_slot; j++)
+            fileio_buf_free(&r->slots[i].extras[j]);
+        free(r->slots[i].extras);
+        free(r->slots[i].pos);
+    }
     free(r->slots);
     if (r->mem)
         r->be->ops->host_free(r->be, r->mem, r->mem_bytes, r->kind);

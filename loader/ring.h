@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "../device/backend.h"
+#include "../workers/fileio.h"
 #include "schedule.h"
 
 typedef enum slot_state {
@@ -48,6 +49,9 @@ typedef struct ring_slot {
     int copies;    /* outstanding copy completions while COPYING */
     uint8_t *pixels;
     ring_pos *pos; /* [batch_size] */
+    /* [batch_size * nextras]: position i's extra k at i * nextras + k,
+     * written by the worker as it writes the pixels */
+    fileio_buf *extras;
     struct ring *ring;
 } ring_slot;
 
@@ -59,6 +63,7 @@ typedef struct ring {
     int nslots;
     schedule sched; /* what the next slot holds */
     size_t sample_bytes;
+    int nextras; /* extras per position (ring_add_extras) */
     uint64_t claim_seq; /* batch of the next claim */
     int stop;
     backend *be;
@@ -73,6 +78,11 @@ int ring_init(ring *r, int nslots, const schedule_config *sched,
               size_t sample_bytes, backend *be, pl_memory memory,
               int pinned_fallback, logger *lg);
 void ring_fini(ring *r);
+
+/* Before the workers start: each position gets nextras buffers for its
+ * sample's extras (empty until written; each grows to the largest entry
+ * it held). PL_ENOMEM. */
+int ring_add_extras(ring *r, int nextras);
 
 /* Next position to fill, in order; blocks while its slot is busy. [out]
  * *slot, *pos. Returns 1, or 0 once ring_stop was called. */

@@ -21,6 +21,7 @@ static const char usage[] =
     "[--pin on|off|managed]\n"
     "                    [--batch B] [--limit N] "
     "[--on-error fail|skip|substitute]\n"
+    "                    [--extras txt,json [--extras-required]]\n"
     "                    [--shuffle on|off] [--drop-last on|off]\n"
     "                    [--device " CLI_DEVICES "]\n"
     "                    [--stop-after-batches K] [--save-state FILE] "
@@ -29,7 +30,9 @@ static const char usage[] =
     "Writes DIR/NNNNNN.ppm (P6 RGB) per delivered sample of one epoch, "
     "numbered by\nits place in the epoch, and DIR/index.tsv (position, path, "
     "label, status).\n--raw decodes each file at its own size, without crop "
-    "or resize.\n"
+    "or resize.\n--extras writes each sample's extras beside its PPM "
+    "(NNNNNN.txt, NNNNNN.json), as\nstored; --extras-required makes a "
+    "sample lacking one bad.\n"
     "Rank and world size come from the launcher's variables (torchrun, SLURM, "
     "Open MPI,\nMPICH/PMI). --stop-after-batches delivers K batches, then "
     "stops; --save-state\nwrites where it stopped; --resume-from starts "
@@ -96,6 +99,7 @@ static void parse(int argc, char **argv, options *o)
                                          "--save-state",
                                          "--resume-from",
                                          "--device",
+                                         "--extras",
                                          NULL};
     pl_config_default(&o->cfg);
     o->cfg.augment = PL_AUGMENT_NONE;
@@ -108,6 +112,10 @@ static void parse(int argc, char **argv, options *o)
         const char *f = argv[i];
         if (cli_common("pinload-dump", usage, f, &o->quiet))
             continue;
+        if (strcmp(f, "--extras-required") == 0) {
+            o->cfg.extras_required = 1;
+            continue;
+        }
         if (strcmp(f, "--raw") == 0) {
             o->raw = 1;
             continue;
@@ -152,6 +160,8 @@ static void parse(int argc, char **argv, options *o)
             o->save_state = v;
         else if (strcmp(f, "--resume-from") == 0)
             o->resume_from = v;
+        else if (strcmp(f, "--extras") == 0)
+            o->cfg.extras = v;
         else if (strcmp(f, "--device") == 0) {
             int must_cuda;
             o->cfg.device = cli_device("pinload-dump", usage, f, v, &must_cuda);
@@ -163,6 +173,8 @@ static void parse(int argc, char **argv, options *o)
         die("%s is required", "--out");
     if (o->raw && (o->stop_after >= 0 || o->save_state || o->resume_from))
         die("%s cannot stop, save or resume", "--raw");
+    if (o->raw && o->cfg.extras)
+        die("%s writes pixels only, no extras", "--raw");
     o->cfg.data = o->data;
 }
 
@@ -219,13 +231,14 @@ typedef struct writer {
     int quiet;
 } writer;
 
-/* What an earlier dump leaves in its --out: index.tsv and NNNNNN.ppm. */
+/* What an earlier dump leaves in its --out: index.tsv, NNNNNN.ppm and the
+ * extras beside them (NNNNNN.txt, NNNNNN.seg.png). */
 static int ours(const char *name)
 {
     if (strcmp(name, "index.tsv") == 0)
         return 1;
     size_t digits = strspn(name, "0123456789");
-    return digits >= 6 && strcmp(name + digits, ".ppm") == 0;
+    return digits >= 6 && name[digits] == '.' && name[digits + 1] != '\0';
 }
 
 /* --out made if missing, and a folder; the files of an earlier dump in it
@@ -334,6 +347,30 @@ static int write_ppm(writer *w, long position, const uint8_t *rgb, int width,
     return 0;
 }
 
+/* Sample i's extras of b, each to DIR/NNNNNN.<name>, as stored. */
+static int write_extras(const writer *w, long position, const pl_batch *b,
+                        int i)
+{
+    for (int k = 0; k < b->num_extras; k++) {
+        const pl_extra *x = &b->extras[k];
+        char path[4096], why[128];
+        snprintf(path, sizeof path, "%s/%06ld.%s", w->dir, position, x->name);
+        FILE *f = cli_open_file(path, 1, why, sizeof why);
+        if (!f) {
+            fprintf(stderr, "pinload-dump: %s: %s\n", path, why);
+            return -1;
+        }
+        const size_t n = (size_t)(x->offsets[i + 1] - x->offsets[i]);
+        const int ok = fwrite(x->data + x->offsets[i], 1, n, f) == n;
+        if (fclose(f) != 0 || !ok) {
+            fprintf(stderr, "pinload-dump: %s: %s\n", path, strerror(errno));
+            unlink(path);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* The PPM of a sample whose row could not be written goes too: every PPM
  * has its row. Returns 1, the dump's status. */
 static int drop_ppm(const writer *w, long position)
@@ -422,7 +459,8 @@ static int dump_batches(writer *w, pl_loader *l, const options *o,
             if (write_ppm(w, place,
                           (const uint8_t *)b->host +
                               (size_t)i * info.sample_bytes,
-                          info.width, info.height) < 0)
+                          info.width, info.height) < 0 ||
+                write_extras(w, place, b, i) < 0)
                 return 1;
             row(w, pos, path, b->labels[i],
                 b->status[i] ? pl_err_name(b->status[i]) : "ok");

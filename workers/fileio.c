@@ -218,9 +218,28 @@ static int read_from_reader(const location *loc, int64_t max_bytes,
     return rc;
 }
 
+/* Bytes the catalog holds (a list file's column): copied, so that the
+ * caller finds every source's bytes in b alike. */
+static int read_from_memory(const location *loc, fileio_buf *b, char *reason,
+                            size_t cap)
+{
+    b->process_error = 0;
+    if (grow_scratch(&b->data, &b->cap, (size_t)loc->size + 1, 1, 1 << 16) <
+        0) {
+        snprintf(reason, cap, "out of memory for %lld bytes",
+                 (long long)loc->size);
+        return PL_ENOMEM;
+    }
+    memcpy(b->data, loc->bytes, (size_t)loc->size);
+    b->len = (size_t)loc->size;
+    return 0;
+}
+
 int fileio_read_loc(const location *loc, int64_t max_bytes, fileio_buf *b,
                     char *reason, size_t cap)
 {
+    if (loc->bytes)
+        return read_from_memory(loc, b, reason, cap);
     if (loc->path)
         return fileio_read(loc->fd, loc->path, max_bytes, b, reason, cap);
     if (loc->reader)
@@ -231,6 +250,8 @@ int fileio_read_loc(const location *loc, int64_t max_bytes, fileio_buf *b,
 
 void fileio_hint_loc(const location *loc)
 {
+    if (loc->bytes)
+        return;
     if (loc->path)
         hint_file(loc->fd, loc->path);
     else if (!loc->reader) /* a remote source fetches ahead on its own */

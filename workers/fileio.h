@@ -36,8 +36,8 @@ int fileio_read(int dirfd, const char *path, int64_t max_bytes, fileio_buf *b,
 int fileio_read_at(int fd, int64_t offset, int64_t size, int64_t max_bytes,
                    fileio_buf *b, char *reason, size_t cap);
 
-/* The bytes at *loc: the whole file (fileio_read) or the range
- * (fileio_read_at). */
+/* The bytes at *loc: the whole file (fileio_read), the range
+ * (fileio_read_at, or its remote reader's read), or bytes in memory. */
 int fileio_read_loc(const location *loc, int64_t max_bytes, fileio_buf *b,
                     char *reason, size_t cap);
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/clock.h"
 #include "pinload.h"
 
 typedef struct worker {
@@ -32,6 +33,36 @@ static void add(_Atomic uint64_t *c, uint64_t v)
                           memory_order_relaxed);
 }
 
+/* The job's extras into its buffers, after good pixels: a read that fails
+ * makes the sample bad, naming the extra. */
+static int read_extras(const pool_config *cfg, pool_job *job, process_times *t)
+{
+    int rc = 0;
+    for (int k = 0; k < job->extras.n; k++) {
+        fileio_buf *b = &job->extras.out[k];
+        b->len = 0;
+        if (rc != 0 || !job->extras.has[k])
+            continue;
+        const uint64_t t0 = clock_now_ns();
+        char why[PROCESS_REASON_MAX - 48];
+        rc = fileio_read_loc(&job->extras.loc[k], cfg->max_file_bytes, b, why,
+                             sizeof why);
+        t->ns_read += clock_now_ns() - t0;
+        if (rc < 0) {
+            b->len = 0;
+            snprintf(job->reason, sizeof job->reason, "its %s (config.extras): "
+                     "%s", job->extras.name[k], why);
+            job->process_error = b->process_error;
+        } else {
+            t->bytes_read += b->len;
+        }
+    }
+    if (rc < 0)
+        for (int k = 0; k < job->extras.n; k++)
+            job->extras.out[k].len = 0;
+    return rc;
+}
+
 static void *worker_main(void *arg)
 {
     worker *w = arg;
@@ -53,9 +84,16 @@ static void *worker_main(void *arg)
                                         cfg->max_file_bytes, job.epoch,
                                         job.index, job.dst, &t, job.reason);
         }
+        job.process_error = job.status != 0 && w->ctx.file.process_error;
+        if (job.extras.n) {
+            if (job.status == 0)
+                job.status = read_extras(cfg, &job, &t);
+            else
+                for (int k = 0; k < job.extras.n; k++)
+                    job.extras.out[k].len = 0;
+        }
         add(job.status == 0 ? &w->decoded : &w->failed, 1);
         job.warnings = w->ctx.warnings;
-        job.process_error = job.status != 0 && w->ctx.file.process_error;
         if (job.status == 0 && job.warnings) {
             add(&w->warned, 1);
             snprintf(job.reason, sizeof job.reason, "%s", w->ctx.first_warning);

@@ -6,7 +6,10 @@
 
 #include <stdint.h>
 
+#include "fileio.h"
 #include "process.h"
+
+#define POOL_EXTRAS_MAX 8 /* PL_EXTRAS_MAX */
 
 typedef struct pool pool;
 
@@ -19,6 +22,16 @@ typedef struct pool_job {
      * key with no image); reason holds why. */
     int preset_status;
     void *dst;                       /* augment_sample_bytes() bytes */
+    /* Side data read after the pixels, into out[k] (the source's buffers,
+     * grown as needed): extra k lies at loc[k] if has[k], else it is
+     * empty. A sample that fails gets every entry empty. */
+    struct {
+        int n;
+        int has[POOL_EXTRAS_MAX];
+        location loc[POOL_EXTRAS_MAX];
+        const char *name[POOL_EXTRAS_MAX]; /* for the reason */
+        fileio_buf *out;
+    } extras;
     void *tag;                       /* the source's own */
     int tag_pos;                     /* likewise */
     int worker;                      /* which worker holds the job */

@@ -20,6 +20,7 @@ each batch kept beyond that (in a list, by autograd), up to
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -37,6 +38,7 @@ __all__ = [
     "Loader", "Batch", "View", "Failure", "state_info", "Error", "InvalidArgument", "NoDataError",
     "NotJPEGError", "CorruptError", "UnsupportedError", "LimitError",
     "CudaError", "ThreadError", "BusyError", "ClosedError", "ReadError",
+    "MissingExtraError",
     "OutOfMemory", "library_version", "__version__",
 ]
 
@@ -111,13 +113,18 @@ class ClosedError(Error):
     """PL_ECLOSED: the loader is closed."""
 
 
+class MissingExtraError(Error):
+    """PL_ENOEXTRA: a sample lacks an extra (extras_required, under
+    on_error="fail")."""
+
+
 _CLASSES = {
     "PL_EINVAL": InvalidArgument, "PL_ENOMEM": OutOfMemory,
     "PL_EIO": ReadError, "PL_ENODATA": NoDataError,
     "PL_ENOTJPEG": NotJPEGError, "PL_ECORRUPT": CorruptError,
     "PL_EUNSUPPORTED": UnsupportedError, "PL_ELIMIT": LimitError,
     "PL_ECUDA": CudaError, "PL_ETHREAD": ThreadError, "PL_EBUSY": BusyError,
-    "PL_ECLOSED": ClosedError,
+    "PL_ECLOSED": ClosedError, "PL_ENOEXTRA": MissingExtraError,
 }
 _pinload.register_errors({
     code: _CLASSES.get(name, Error)
@@ -138,6 +145,41 @@ _MEMORY = {"pinned": _C.MEMORY_PINNED, "pageable": _C.MEMORY_PAGEABLE,
 _ON_ERROR = {"fail": _C.ON_ERROR_FAIL, "skip": _C.ON_ERROR_SKIP,
              "substitute": _C.ON_ERROR_SUBSTITUTE}
 _SHARD = {"pad": _C.SHARD_PAD, "drop": _C.SHARD_DROP}
+
+#: How an extra's bytes become what a batch gives (Loader.extras_of).
+ExtraDecoder = Union[str, Callable[[bytes], Any]]
+_DECODERS: Dict[str, Callable[[bytes], Any]] = {
+    "bytes": lambda b: b,
+    "str": lambda b: b.decode("utf-8"),
+    "json": lambda b: json.loads(b) if b else None,
+}
+
+
+def _extras(value: Any) -> Tuple[str, Dict[str, Callable[[bytes], Any]]]:
+    """config.extras and the decoders: from "txt,json", ("txt", "json"), or
+    {"txt": "str", "json": "json", "npy": callable}."""
+    if isinstance(value, str):
+        value = value.split(",") if value else []
+    if isinstance(value, Mapping):
+        items = list(value.items())
+    elif isinstance(value, (list, tuple)):
+        items = [(v, "bytes") for v in value]
+    else:
+        raise ValueError("extras: expected names (\"txt,json\", a list) or "
+                         "a dict of name to \"bytes\", \"str\", \"json\" "
+                         "or a callable, got %r" % (value,))
+    decoders = {}
+    for name, how in items:
+        if not isinstance(name, str) or "," in name:
+            raise ValueError("extras: %r is not an extension name" % (name,))
+        if callable(how):
+            decoders[name] = how
+        elif how in _DECODERS:
+            decoders[name] = _DECODERS[how]
+        else:
+            raise ValueError("extras: %s: expected \"bytes\", \"str\", "
+                             "\"json\" or a callable, got %r" % (name, how))
+    return ",".join(n for n, _ in items), decoders
 
 
 def _name_of(table: Mapping[str, int], value: int) -> Union[str, int]:
@@ -301,6 +343,15 @@ class Loader:
     cache_limit     0: bytes the cache may hold (0: no bound)
     remote_timeout_ms  30000: a stalled transfer is cut and retried
     remote_retries  5: attempts after the first (-1: none)
+    extras          None: side data per sample in each batch (shards'
+                    members by extension, a list file's tab-separated
+                    columns): "txt,json", ("txt", "json"), or
+                    {"txt": "str", "json": "json", "npy": callable};
+                    batch.extras gives bytes, loader.extras_of(batch) them
+                    decoded
+    extras_required False: a sample lacking one gets an empty entry;
+                    True: it is a bad sample (MissingExtraError under
+                    on_error="fail")
     """
 
     defaults = dict(_DEFAULTS)
@@ -341,12 +392,18 @@ class Loader:
                  cache_dir: Optional[PathLike] = None,
                  cache_limit: Optional[int] = None,
                  remote_timeout_ms: Optional[int] = None,
-                 remote_retries: Optional[int] = None) -> None:
+                 remote_retries: Optional[int] = None,
+                 extras: Union[str, Sequence[str],
+                               Mapping[str, ExtraDecoder], None] = None,
+                 extras_required: Optional[bool] = None) -> None:
         if data is None:
             raise ValueError("data: required (a folder or a list file)")
         cfg: Dict[str, Any] = {"data": os.fspath(data)}
         if cache_dir is not None:
             cfg["cache_dir"] = os.fspath(cache_dir)
+        self._decoders: Dict[str, Callable[[bytes], Any]] = {}
+        if extras is not None:
+            cfg["extras"], self._decoders = _extras(extras)
         ints = dict(batch_size=batch_size, seed=seed,
                     first_epoch=first_epoch, num_workers=num_workers,
                     prefetch=prefetch, device_buffers=device_buffers,
@@ -368,7 +425,8 @@ class Loader:
         flags = dict(shuffle=shuffle, drop_last=drop_last,
                      pinned_fallback=pinned_fallback, keep_host=keep_host,
                      strict=strict, dct_scaling=dct_scaling,
-                     gpu_normalize=gpu_normalize, pin_workers=pin_workers)
+                     gpu_normalize=gpu_normalize, pin_workers=pin_workers,
+                     extras_required=extras_required)
         for k, v in flags.items():
             if v is not None:
                 cfg[k] = _flag(k, v)
@@ -560,6 +618,20 @@ class Loader:
     def stats(self) -> Dict[str, int]:
         """pl_stats as a dict (counters since create; times in ns)."""
         return self._c.stats()
+
+    @property
+    def extras(self) -> Tuple[str, ...]:
+        """The extras each batch carries (extras=), in order."""
+        return tuple(self._decoders)
+
+    def extras_of(self, batch: Batch) -> Dict[str, List[Any]]:
+        """batch.extras decoded as extras= asked: {name: [one per
+        sample]} (bytes, str, JSON values (None for an empty entry), or
+        what the callable returns). Read it before the batch is
+        released."""
+        raw = batch.extras
+        return {name: [dec(b) for b in raw[name]]
+                for name, dec in self._decoders.items()}
 
     @property
     def classes(self) -> List[str]:

@@ -53,6 +53,7 @@ class Batch:
     labels: View
     indices: View
     status: View
+    extras: Dict[str, List[bytes]]
     count: int
     epoch: int
     index: int

@@ -26,9 +26,9 @@ import torch
 
 import pinload
 
-#: What one step yields: (images, labels), or a dict (output_map).
-TensorBatch = Union[Tuple[torch.Tensor, torch.Tensor],
-                    Dict[str, torch.Tensor]]
+#: What one step yields: (images, labels), or a dict (output_map; an
+#: extra's value is a list, one entry per sample).
+TensorBatch = Union[Tuple[torch.Tensor, torch.Tensor], Dict[str, Any]]
 
 __all__ = ["Loader", "to_nchw"]
 
@@ -114,15 +114,11 @@ class Loader(pinload.Loader, torch.utils.data.IterableDataset):
                  output_map: Optional[Sequence[str]] = None,
                  **kwargs: Any) -> None:
         """output_map: None for (images, labels) tuples, or a sequence of
-        names from OUTPUTS for dict batches with those keys, as DALI's
-        iterators give ({"images": ..., "labels": ..., "indices": ...})."""
-        if output_map is not None:
-            output_map = tuple(output_map)
-            bad = [n for n in output_map if n not in self.OUTPUTS]
-            if bad or not output_map or len(set(output_map)) != len(output_map):
-                raise ValueError("output_map: expected distinct names from "
-                                 "%s, got %r" % (self.OUTPUTS, output_map))
-        self._output_map: Optional[Tuple[str, ...]] = output_map
+        names from OUTPUTS and the extras for dict batches with those keys,
+        as DALI's iterators give ({"images": ..., "labels": ...,
+        "indices": ..., "txt": [...]}). With extras= and no output_map,
+        dict batches of images, labels and every extra (decoded as extras=
+        says: lists, one entry per sample)."""
         if device is None:
             device = _default_device()
         if kwargs.get("rank") is None and kwargs.get("world_size") is None:
@@ -142,6 +138,17 @@ class Loader(pinload.Loader, torch.utils.data.IterableDataset):
                 "train_dataloader() (the process group is up by then and "
                 "gives the rank), or pass rank= and world_size="
                 % e.detail) from None
+        names = self.OUTPUTS + self.extras
+        if output_map is not None:
+            output_map = tuple(output_map)
+            bad = [n for n in output_map if n not in names]
+            if bad or not output_map or len(set(output_map)) != len(output_map):
+                self.close()
+                raise ValueError("output_map: expected distinct names from "
+                                 "%s, got %r" % (names, output_map))
+        elif self.extras:
+            output_map = ("images", "labels") + self.extras
+        self._output_map: Optional[Tuple[str, ...]] = output_map
 
     def __iter__(self) -> Iterator[TensorBatch]:  # type: ignore[override]
         """One epoch of (images, labels), as pinload.Loader.__iter__;
@@ -150,10 +157,11 @@ class Loader(pinload.Loader, torch.utils.data.IterableDataset):
 
     def _tensors_of(self, batch: pinload.Batch) -> TensorBatch:
         names = self._output_map
+        extras = self.extras_of(batch) if names and self.extras else {}
         images, labels = self.tensors(batch)
         if names is None:
             return images, labels  # only `images` holds the buffer now
-        got = {"images": images, "labels": labels}
+        got: Dict[str, Any] = {"images": images, "labels": labels, **extras}
         if "indices" in names:
             got["indices"] = torch.from_dlpack(batch.indices).to(
                 labels.device, non_blocking=True)

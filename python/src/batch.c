@@ -106,6 +106,35 @@ static PyObject *Batch_get(BatchObject *s, void *closure)
     }
 }
 
+/* {name: [bytes per sample]}: config.extras' entries, copied out (so they
+ * outlive the batch); {} without extras. */
+static PyObject *Batch_extras(BatchObject *self, void *closure)
+{
+    (void)closure;
+    const pl_batch *b = self->b;
+    if (self->released)
+        return PyErr_Format(PyExc_ValueError,
+                            "batch %lld of epoch %lld was released: read its "
+                            "extras before",
+                            (long long)b->index, (long long)b->epoch);
+    PyObject *d = PyDict_New();
+    for (int k = 0; d && k < b->num_extras; k++) {
+        const pl_extra *x = &b->extras[k];
+        PyObject *list = PyList_New(b->count);
+        for (int i = 0; list && i < b->count; i++) {
+            PyObject *e = PyBytes_FromStringAndSize(
+                (const char *)x->data + x->offsets[i],
+                (Py_ssize_t)(x->offsets[i + 1] - x->offsets[i]));
+            if (!e || PyList_SetItem(list, i, e) < 0)
+                Py_CLEAR(list);
+        }
+        if (!list || PyDict_SetItemString(d, x->name, list) < 0)
+            Py_CLEAR(d);
+        Py_XDECREF(list);
+    }
+    return d;
+}
+
 static PyMethodDef Batch_methods[] = {
     {"release", (PyCFunction)Batch_release, METH_NOARGS,
      "give the batch back now (BufferError while tensors made from it are "
@@ -125,6 +154,8 @@ static PyGetSetDef Batch_getset[] = {
      "int64 dataset indices (DLPack, host)", (void *)(intptr_t)V_INDICES},
     {"status", (getter)batch_view, NULL,
      "int32 per-sample status (DLPack, host)", (void *)(intptr_t)V_STATUS},
+    {"extras", (getter)Batch_extras, NULL,
+     "{extra: [bytes of each sample]} (config.extras), copied", NULL},
     {"count", (getter)Batch_get, NULL, "samples in the batch",
      (void *)(intptr_t)B_COUNT},
     {"epoch", (getter)Batch_get, NULL, "its epoch", (void *)(intptr_t)B_EPOCH},

@@ -722,3 +722,71 @@ Test(dump, a_signal_stops_after_whole_samples_and_a_whole_index, .timeout = 120)
     free(err);
     tu_rm_rf(dir);
 }
+
+/* --extras: NNNNNN.txt and NNNNNN.json beside each NNNNNN.ppm, the sample's
+ * members byte for byte (index.tsv names the member each place holds); a
+ * key without a txt member gets an empty file, or, with
+ * --extras-required and --on-error fail, the dump stops naming it. */
+Test(dump, extras_are_written_beside_each_ppm, .timeout = 120)
+{
+    char dir[64], p[512], cmd[1024];
+    tu_tmpdir(dir);
+    for (int i = 0; i < 7; i++) {
+        snprintf(p, sizeof p, "%s/stage/k%d.jpg", dir, i);
+        tu_write_jpeg(p, 24 + i, 20, (unsigned)i, NULL);
+        char text[64];
+        const int n = snprintf(text, sizeof text, "caption of key %d", i);
+        if (i != 5) {
+            snprintf(p, sizeof p, "%s/stage/k%d.txt", dir, i);
+            tu_write_file(p, text, (size_t)n);
+        }
+        const int m = snprintf(text, sizeof text, "{\"key\": %d}", i);
+        snprintf(p, sizeof p, "%s/stage/k%d.json", dir, i);
+        tu_write_file(p, text, (size_t)m);
+    }
+    snprintf(cmd, sizeof cmd, "cd %s/stage && tar -cf ../s.tar $(ls | sort)",
+             dir);
+    cr_assert_eq(system(cmd), 0);
+    char args[1024];
+    snprintf(args, sizeof args,
+             "--data %s/s.tar --out %s/out --size 16 --batch 3 --seed 4 "
+             "--extras txt,json --device host --quiet",
+             dir, dir);
+    result r = dump(dir, args);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    int rows;
+    snprintf(p, sizeof p, "%s/out", dir);
+    tu_row *row = tu_read_index(p, &rows);
+    cr_assert_eq(rows, 7);
+    for (int k = 0; k < rows; k++) {
+        const char *key = strstr(row[k].path, "s.tar:k");
+        cr_assert_not_null(key, "%s", row[k].path);
+        const int i = atoi(key + 7);
+        char want[512], got[512];
+        const char *ext[] = {"txt", "json"};
+        for (int e = 0; e < 2; e++) {
+            snprintf(want, sizeof want, "%s/stage/k%d.%s", dir, i, ext[e]);
+            snprintf(got, sizeof got, "%s/out/%06d.%s", dir, k, ext[e]);
+            if (access(want, F_OK) == 0) {
+                assert_same_file(want, got);
+            } else {
+                size_t len;
+                free(tu_read_file(got, &len));
+                cr_assert_eq(len, 0, "%s: %zu bytes", got, len);
+            }
+        }
+    }
+    free(row);
+    result_free(&r);
+
+    snprintf(args, sizeof args,
+             "--data %s/s.tar --out %s/out --size 16 --batch 3 --shuffle off "
+             "--extras txt --extras-required --device host --quiet",
+             dir, dir);
+    r = dump(dir, args);
+    cr_assert_neq(r.status, 0);
+    cr_assert_not_null(strstr(r.err, "s.tar:k5.jpg"), "%s", r.err);
+    cr_assert_not_null(strstr(r.err, "has no txt member"), "%s", r.err);
+    result_free(&r);
+    tu_rm_rf(dir);
+}

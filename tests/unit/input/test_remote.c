@@ -740,3 +740,43 @@ Test(remote, destroy_does_not_wait_for_a_slow_download, .timeout = RT_TIMEOUT)
                   "no shard download had started");
     fx_down(&f);
 }
+
+/* config.extras through the remote readers: the cls member of every key,
+ * as stored ("k % 3\n"), whether the shards are cached whole or read by
+ * range (a cache too small for them). */
+Test(remote, extras_come_through_whole_and_ranged_reads, .timeout = RT_TIMEOUT)
+{
+    fx f;
+    fx_up(&f, NULL);
+    for (int ranged = 0; ranged < 2; ranged++) {
+        pl_config c;
+        remote_cfg(&f, &c, 2);
+        c.extras = "cls";
+        c.cache_limit = ranged; /* one byte: nothing fits */
+        pl_loader *l = create(&c);
+        const pl_batch *b;
+        int n = 0, rc;
+        while ((rc = pl_loader_next(l, &b)) == 0) {
+            cr_assert_eq(b->num_extras, 1);
+            cr_assert_str_eq(b->extras[0].name, "cls");
+            for (int i = 0; i < b->count; i++, n++) {
+                const char *path;
+                cr_assert_eq(pl_loader_sample(l, b->indices[i], &path, NULL),
+                             0);
+                const int k = atoi(strstr(path, ":k") + 2);
+                char want[8];
+                snprintf(want, sizeof want, "%d\n", k % 3);
+                const uint64_t *o = b->extras[0].offsets;
+                cr_assert_eq(o[i + 1] - o[i], strlen(want), "%s", path);
+                cr_assert(memcmp(b->extras[0].data + o[i], want,
+                                 strlen(want)) == 0,
+                          "%s", path);
+            }
+            pl_loader_release(l, b, NULL);
+        }
+        cr_assert_eq(rc, PL_EPOCH_END, "%s", pl_last_error());
+        cr_assert_eq(n, RT_SAMPLES);
+        pl_loader_destroy(l);
+    }
+    fx_down(&f);
+}
