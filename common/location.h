@@ -28,6 +28,10 @@ typedef struct location {
     /* Non-NULL: the size bytes are here, in memory (a list file's column
      * held by the catalog); fd, path and reader are unused. */
     const void *bytes;
+    /* Non-NULL (with path): not path itself but the file beside it with
+     * this extension in place of path's ("x.jpg" and "txt": "x.txt"), a
+     * folder sample's sidecar; its absence is PL_ENOEXTRA. */
+    const char *sibling;
 } location;
 
 #endif

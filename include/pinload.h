@@ -413,8 +413,10 @@ typedef struct pl_config {
      * KEY.txt, "seg.png" KEY.seg.png; matched as written, case aside); from
      * a list file, the columns after the label in the order named, the
      * lines then tab-separated ("path<TAB>label<TAB>caption"; columns
-     * past those named are not read). Folders carry none (PL_EINVAL).
-     * Default NULL: none. The library keeps no pointer after create. */
+     * past those named are not read); from a folder, the file beside each
+     * image with the name's extension in place of its own (x.jpg's "txt"
+     * is x.txt). Default NULL: none. The library keeps no pointer after
+     * create. */
     const char *extras;
     /* What a sample lacking one of them gets. 0 (default): an empty entry
      * (0 bytes). 1: the sample is bad, PL_ENOEXTRA naming the member, and
@@ -599,6 +601,14 @@ PL_EXPORT int pl_loader_sample(const pl_loader *l, int64_t index,
  * PL_ENOTJPEG (a tar key without an image) name the file. */
 PL_EXPORT int pl_loader_read_sample(const pl_loader *l, int64_t index,
                                     void *buf, size_t cap, size_t *len);
+
+/* The bytes of extra `extra` (config.extras' k-th name) of dataset index
+ * `index`, read now, as pl_loader_read_sample reads the image: into
+ * buf[0, cap), [out] *len. PL_ENOEXTRA (with *len 0) if the sample has
+ * none; PL_EINVAL for an extra outside [0, pl_batch.num_extras). */
+PL_EXPORT int pl_loader_read_extra(const pl_loader *l, int64_t index,
+                                   int32_t extra, void *buf, size_t cap,
+                                   size_t *len);
 
 /* This rank's dataset indices for `epoch`, in delivery order when no sample
  * is skipped. [out] order[0 .. samples_per_epoch); n must be

@@ -93,7 +93,7 @@ static int add_sample(catalog *c, size_t off, int32_t label)
         c->source[c->n] = -1;
         c->offset[c->n] = c->size[c->n] = 0;
     }
-    if (c->nextras) {
+    if (c->nextras && !c->extras_beside) {
         const size_t k = (size_t)c->nextras, at = (size_t)c->n * k;
         size_t c1 = c->extra_cap, c2 = c->extra_cap;
         if (grow(&c->extra_off, &c1, at + k, sizeof *c->extra_off, 1024) < 0 ||
@@ -225,6 +225,11 @@ void catalog_set_extras(catalog *c, const char *const *names, int n,
     c->extras_required = required;
 }
 
+void catalog_extras_beside(catalog *c)
+{
+    c->extras_beside = 1;
+}
+
 void catalog_set_extra(catalog *c, int k, int64_t offset, int64_t size)
 {
     const size_t j = (size_t)(c->n - 1) * (size_t)c->nextras + (size_t)k;
@@ -304,6 +309,12 @@ int catalog_locate(const catalog *c, int64_t i, location *loc,
 
 int catalog_locate_extra(const catalog *c, int64_t i, int k, location *loc)
 {
+    if (c->extras_beside) {
+        *loc = (location){.fd = c->dirfd,
+                          .path = open_path(c, i),
+                          .sibling = c->extra_names[k]};
+        return 1;
+    }
     const size_t j = (size_t)i * (size_t)c->nextras + (size_t)k;
     if (c->extra_size[j] < 0)
         return 0;

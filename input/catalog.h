@@ -54,6 +54,7 @@ typedef struct catalog {
      * where the sample has none. */
     const char *const *extra_names;
     int nextras, extras_required;
+    int extras_beside; /* a folder's: each file's sidecars, by name */
     int64_t *extra_off, *extra_size;
     size_t extra_cap;
 } catalog;
@@ -102,6 +103,10 @@ int catalog_add_bad(catalog *c, const char *name, size_t len, int32_t label,
  * sample lacking one is bad (the readers add it with catalog_add_bad). */
 void catalog_set_extras(catalog *c, const char *const *names, int n,
                         int required);
+
+/* The files added from now on have their extras beside them, found by
+ * name when read ("x.jpg"'s txt is "x.txt"): nothing is kept per sample. */
+void catalog_extras_beside(catalog *c);
 
 /* The last sample added has extra k at bytes [offset, offset + size) of
  * its source. */
@@ -163,7 +168,8 @@ static inline int catalog_extras(const catalog *c)
 }
 
 /* Where sample i's extra k lies: 1 with [out] *loc (valid while c is), or
- * 0 if the sample has none. */
+ * 0 if the sample has none (a file beside a folder's sample may be missing
+ * still: its read says so). */
 int catalog_locate_extra(const catalog *c, int64_t i, int k, location *loc);
 
 /* Where sample i's bytes lie ([out] *loc, valid while c is), or the code

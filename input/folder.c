@@ -439,6 +439,8 @@ static int read_folder(catalog *cat, logger *lg)
 
 int folder_read(catalog *cat, const char *dir, logger *lg)
 {
+    if (catalog_extras(cat))
+        catalog_extras_beside(cat);
     size_t len = strlen(dir);
     while (len > 1 && dir[len - 1] == '/')
         len--;

@@ -53,12 +53,6 @@ int input_open(catalog *c, const char *data, const remote_opts *remote,
         if (stat(data, &st) < 0)
             rc = err_set(PL_EIO, "pl_loader_create: config.data: %s: %s", data,
                          strerror(errno));
-        else if (S_ISDIR(st.st_mode) && catalog_extras(c))
-            rc = err_set(PL_EINVAL,
-                         "pl_loader_create: config.extras: %s is a folder of "
-                         "images, which carries no extras (tar shards and "
-                         "list files do)",
-                         data);
         else if (S_ISDIR(st.st_mode))
             rc = folder_read(c, data, lg);
         else

@@ -106,6 +106,7 @@ static int on_claim(void *ctx, pool_job *job)
     job->dst = s->pixels + (size_t)i * l->ring.sample_bytes;
     const int nx = l->ring.nextras;
     job->extras.n = nx;
+    job->extras.required = l->rc.cfg.extras_required;
     job->extras.out = nx ? &s->extras[(size_t)i * (size_t)nx] : NULL;
     for (int k = 0; k < nx; k++) {
         job->extras.name[k] = l->extra_names[k];
@@ -602,41 +603,79 @@ PL_EXPORT int pl_loader_sample(const pl_loader *l, int64_t index,
     return 0;
 }
 
-PL_EXPORT int pl_loader_read_sample(const pl_loader *l, int64_t index,
-                                    void *buf, size_t cap, size_t *len)
+/* The bytes at *loc into buf[0, cap) for fn (pl_loader_read_sample or
+ * _extra): *len the bytes there are, PL_EINVAL when buf cannot hold them,
+ * or the read's error naming `what`. */
+static int read_to_buffer(const pl_loader *l, const char *fn,
+                          const char *what, const location *loc, void *buf,
+                          size_t cap, size_t *len)
 {
-    if (!l || !len)
-        return err_set(PL_EINVAL, "pl_loader_read_sample: NULL argument");
-    *len = 0;
-    if (index < 0 || index >= catalog_size(&l->cat))
-        return err_set(PL_EINVAL,
-                       "pl_loader_read_sample: index %lld outside [0, %lld)",
-                       (long long)index, (long long)catalog_size(&l->cat));
-    const char *path = catalog_name(&l->cat, index);
     fileio_buf fb = {0};
     char reason[PROCESS_REASON_MAX];
-    location loc;
-    const char *why;
-    int rc = catalog_locate(&l->cat, index, &loc, &why);
-    if (rc < 0)
-        snprintf(reason, sizeof reason, "%s", why);
-    else
-        rc = fileio_read_loc(&loc, l->rc.cfg.max_file_bytes, &fb, reason,
+    int rc = fileio_read_loc(loc, l->rc.cfg.max_file_bytes, &fb, reason,
                              sizeof reason);
     if (rc == 0) {
         *len = fb.len;
         if (fb.len > cap || (!buf && fb.len))
-            rc = err_set(PL_EINVAL,
-                         "pl_loader_read_sample: %s: %zu bytes, the buffer "
-                         "holds %zu",
-                         path, fb.len, buf ? cap : 0);
+            rc = err_set(PL_EINVAL, "%s: %s: %zu bytes, the buffer holds %zu",
+                         fn, what, fb.len, buf ? cap : 0);
         else if (fb.len)
             memcpy(buf, fb.data, fb.len);
     } else {
-        rc = err_set(rc, "pl_loader_read_sample: %s: %s", path, reason);
+        rc = err_set(rc, "%s: %s: %s", fn, what, reason);
     }
     fileio_buf_free(&fb);
     return rc;
+}
+
+static int check_index(const pl_loader *l, const char *fn, int64_t index)
+{
+    if (index < 0 || index >= catalog_size(&l->cat))
+        return err_set(PL_EINVAL, "%s: index %lld outside [0, %lld)", fn,
+                       (long long)index, (long long)catalog_size(&l->cat));
+    return 0;
+}
+
+PL_EXPORT int pl_loader_read_sample(const pl_loader *l, int64_t index,
+                                    void *buf, size_t cap, size_t *len)
+{
+    static const char fn[] = "pl_loader_read_sample";
+    if (!l || !len)
+        return err_set(PL_EINVAL, "%s: NULL argument", fn);
+    *len = 0;
+    int rc = check_index(l, fn, index);
+    if (rc < 0)
+        return rc;
+    const char *path = catalog_name(&l->cat, index);
+    location loc;
+    const char *why;
+    if ((rc = catalog_locate(&l->cat, index, &loc, &why)) < 0)
+        return err_set(rc, "%s: %s: %s", fn, path, why);
+    return read_to_buffer(l, fn, path, &loc, buf, cap, len);
+}
+
+PL_EXPORT int pl_loader_read_extra(const pl_loader *l, int64_t index,
+                                   int32_t extra, void *buf, size_t cap,
+                                   size_t *len)
+{
+    static const char fn[] = "pl_loader_read_extra";
+    if (!l || !len)
+        return err_set(PL_EINVAL, "%s: NULL argument", fn);
+    *len = 0;
+    int rc = check_index(l, fn, index);
+    if (rc < 0)
+        return rc;
+    if (extra < 0 || extra >= l->rc.nextras)
+        return err_set(PL_EINVAL, "%s: extra %d outside [0, %d) (config.extras)",
+                       fn, (int)extra, l->rc.nextras);
+    const char *path = catalog_name(&l->cat, index);
+    location loc;
+    if (!catalog_locate_extra(&l->cat, index, extra, &loc))
+        return err_set(PL_ENOEXTRA, "%s: %s: no %s extra", fn, path,
+                       l->extra_names[extra]);
+    char what[PATH_MAX + 64];
+    snprintf(what, sizeof what, "%s's %s", path, l->extra_names[extra]);
+    return read_to_buffer(l, fn, what, &loc, buf, cap, len);
 }
 
 PL_EXPORT int pl_loader_epoch_order(const pl_loader *l, int64_t epoch,

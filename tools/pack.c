@@ -45,7 +45,8 @@ static const char usage[] =
     "--per-shard N)\n"
     "                    [--max-side S [--quality Q]] [--prefix NAME] "
     "[--threads N]\n"
-    "                    [--force] [--quiet] [--version] [--help]\n"
+    "                    [--extras txt,json] [--force] [--quiet] [--version] "
+    "[--help]\n"
     "Writes DIR/NAME-000000.tar, ... (NAME default \"shard\"): every sample "
     "of PATH (a folder,\na list file or shards) in its file order, as KEY.jpg "
     "(or KEY.png, KEY.webp: the\nimage's own format) + KEY.cls (KEY: the index "
@@ -67,10 +68,17 @@ static const char usage[] =
     "it).\n"
     "--threads N: samples read and re-encoded on N threads (default: the "
     "CPUs this\nprocess may use); the shards and lists are the same whatever "
-    "N.\n" CLI_EXIT_CODES;
+    "N.\n"
+    "--extras txt,json: each sample's extras (a shard's members, a list "
+    "file's columns\nafter the label, the files beside a folder's images: "
+    "x.txt beside x.jpg) packed\nas KEY.txt, KEY.json, as stored; a sample "
+    "without one has no such member.\n" CLI_EXIT_CODES;
 
 typedef struct options {
     const char *data, *out, *prefix;
+    const char *extras; /* config.extras */
+    int nextras;
+    char extra_name[PL_EXTRAS_MAX][32];
     int64_t shard_bytes, per_shard;
     int max_side, quality, quiet, force;
     int threads; /* 0: the CPUs this process may use */
@@ -135,11 +143,32 @@ static int64_t parse_size(const char *v)
     return (int64_t)(n * mult);
 }
 
+/* --extras' names (the loader checks their form), none of them a member
+ * the pack writes itself. */
+static void split_extras(options *o)
+{
+    static const char *const own[] = {"jpg", "jpeg", "png", "webp", "cls"};
+    for (const char *p = o->extras; p && *p && o->nextras < PL_EXTRAS_MAX;) {
+        const size_t len = strcspn(p, ",");
+        char *name = o->extra_name[o->nextras++];
+        snprintf(name, sizeof o->extra_name[0], "%.*s", (int)len, p);
+        for (size_t k = 0; k < sizeof own / sizeof *own; k++)
+            if (strcasecmp(name, own[k]) == 0) {
+                fprintf(stderr,
+                        "pinload-pack: --extras: \"%s\" is a member the pack "
+                        "writes itself (the image, KEY.cls)\n%s",
+                        name, usage);
+                exit(2);
+            }
+        p += len + (p[len] == ',');
+    }
+}
+
 static void parse(int argc, char **argv, options *o)
 {
     static const char *const valued[] = {
         "--data",    "--out",    "--shard-size", "--per-shard", "--max-side",
-        "--quality", "--prefix", "--threads",    NULL};
+        "--quality", "--prefix", "--threads",    "--extras",  NULL};
     o->quality = 90;
     o->prefix = "shard";
     for (int i = 1; i < argc; i++) {
@@ -168,6 +197,8 @@ static void parse(int argc, char **argv, options *o)
             o->prefix = v;
         else if (strcmp(f, "--threads") == 0)
             o->threads = (int)cli_long("pinload-pack", usage, f, v, 1, 1024);
+        else if (strcmp(f, "--extras") == 0)
+            o->extras = v;
     }
     const char *missing = !o->data  ? "--data"
                           : !o->out ? "--out"
@@ -183,6 +214,7 @@ static void parse(int argc, char **argv, options *o)
                 o->prefix, usage);
         exit(2);
     }
+    split_extras(o);
 }
 
 /* ---- tar shards (tools/tarwrite.h) ---- */
@@ -443,6 +475,9 @@ typedef struct packed_sample {
     const char *ext; /* the member's: "jpg", "png" or "webp" */
     uint8_t *data; /* malloc'd; the writer frees it */
     size_t len;
+    /* --extras: each one's bytes (malloc'd), or NULL where it has none */
+    uint8_t *extra[PL_EXTRAS_MAX];
+    size_t extra_len[PL_EXTRAS_MAX];
     int reencoded;
     int code;      /* 0, or the PL_E* it is not packed for */
     char why[600]; /* then: the reason, naming the file */
@@ -478,6 +513,38 @@ static const char *image_ext(const uint8_t *b, size_t n)
     if (n >= 12 && memcmp(b, "RIFF", 4) == 0 && memcmp(b + 8, "WEBP", 4) == 0)
         return "webp";
     return NULL;
+}
+
+static void free_sample(packed_sample *r)
+{
+    free(r->data);
+    r->data = NULL;
+    for (int k = 0; k < PL_EXTRAS_MAX; k++) {
+        free(r->extra[k]);
+        r->extra[k] = NULL;
+    }
+}
+
+/* Sample i's extras into r (PL_ENOEXTRA: it has none of that name);
+ * 0, or the error that keeps it out of the pack. */
+static int read_extras(packer *p, int64_t i, packed_sample *r)
+{
+    for (int k = 0; k < p->o->nextras; k++) {
+        size_t len = 0;
+        int rc = pl_loader_read_extra(p->l, i, k, NULL, 0, &len);
+        if (rc == PL_ENOEXTRA)
+            continue;
+        if (rc < 0 && !(rc == PL_EINVAL && len > 0))
+            return rc;
+        /* one spare byte: an empty extra is a member too, not "none" */
+        if (!(r->extra[k] = malloc(len + 1)))
+            die("%s", "out of memory");
+        if (len && (rc = pl_loader_read_extra(p->l, i, k, r->extra[k], len,
+                                              &len)) < 0)
+            return rc;
+        r->extra_len[k] = len;
+    }
+    return 0;
 }
 
 /* Sample i: read, checked, re-encoded if --max-side asks. Any thread. */
@@ -516,14 +583,19 @@ static void make_sample(packer *p, int64_t i, packed_sample *r)
     }
     r->data = bytes;
     r->len = len;
+    if ((rc = read_extras(p, i, r)) < 0) {
+        r->code = rc;
+        snprintf(r->why, sizeof r->why, "%s", pl_last_error());
+        free_sample(r);
+        return;
+    }
     if (!o->max_side)
         return;
     pl_image img;
     if (pl_image_decode(bytes, len, &img) < 0) {
         r->code = PL_ECORRUPT;
         snprintf(r->why, sizeof r->why, "%s", pl_last_error());
-        free(bytes);
-        r->data = NULL;
+        free_sample(r);
         return;
     }
     if (img.width > o->max_side || img.height > o->max_side) {
@@ -593,8 +665,7 @@ static packed_sample *wait_sample(packer *p, int64_t i)
 /* The writer is done with sample i: its slot is free for i + window. */
 static void took_sample(packer *p, packed_sample *r)
 {
-    free(r->data);
-    r->data = NULL;
+    free_sample(r);
     pthread_mutex_lock(&p->mu);
     r->ready = 0;
     p->written++;
@@ -611,7 +682,7 @@ static void stop_threads(packer *p, pthread_t *th, int n)
     for (int t = 0; t < n; t++)
         pthread_join(th[t], NULL);
     for (int k = 0; k < p->window; k++)
-        free(p->slots[k].data);
+        free_sample(&p->slots[k]);
     free(p->slots);
 }
 
@@ -667,6 +738,7 @@ int main(int argc, char **argv)
     cfg.rank = 0;
     cfg.log = pack_log;
     cfg.log_ctx = &o;
+    cfg.extras = o.extras;
     pl_loader *l;
     if (pl_loader_create(&cfg, &l) < 0)
         die("%s", pl_last_error());
@@ -725,7 +797,10 @@ int main(int argc, char **argv)
             continue;
         }
         reencoded += r->reencoded;
-        const int64_t add = sample_bytes(r->len);
+        int64_t add = sample_bytes(r->len);
+        for (int k = 0; k < o.nextras; k++)
+            if (r->extra[k])
+                add += 512 + ((int64_t)r->extra_len[k] + 511) / 512 * 512;
         if (s.f && ((o.per_shard && s.samples >= o.per_shard) ||
                     (o.shard_bytes && s.bytes + add + 1024 > o.shard_bytes)))
             shard_close(&s, manifest);
@@ -739,6 +814,12 @@ int main(int argc, char **argv)
         int bad = put_member(&s, member, r->data, r->len) < 0;
         snprintf(member, sizeof member, "%s.cls", key);
         bad = bad || put_member(&s, member, label_text, (size_t)ll) < 0;
+        for (int k = 0; k < o.nextras && !bad; k++) {
+            if (!r->extra[k])
+                continue;
+            snprintf(member, sizeof member, "%s.%s", key, o.extra_name[k]);
+            bad = put_member(&s, member, r->extra[k], r->extra_len[k]) < 0;
+        }
         bad = bad || fprintf(sources, "%s\t%s\t%s\n", key, s.name, name) < 0;
         took_sample(&p, r);
         if (bad)

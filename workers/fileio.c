@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +90,7 @@ int fileio_read(int dirfd, const char *path, int64_t max_bytes, fileio_buf *b,
 {
     b->process_error = 0;
     const int fd = open_file(dirfd, path);
+    b->missing = fd < 0 && errno == ENOENT;
     if (fd < 0) {
         const int err = errno;
         if (process_wide(err)) {
@@ -235,11 +237,36 @@ static int read_from_memory(const location *loc, fileio_buf *b, char *reason,
     return 0;
 }
 
+/* The file beside loc->path named with loc->sibling's extension in place
+ * of its own: PL_ENOEXTRA if there is none. */
+static int read_sibling(const location *loc, int64_t max_bytes, fileio_buf *b,
+                        char *reason, size_t cap)
+{
+    const char *base = strrchr(loc->path, '/');
+    const char *dot = strrchr(base ? base + 1 : loc->path, '.');
+    const size_t stem = dot ? (size_t)(dot - loc->path) : strlen(loc->path);
+    char path[PATH_MAX];
+    if ((size_t)snprintf(path, sizeof path, "%.*s.%s", (int)stem, loc->path,
+                         loc->sibling) >= sizeof path) {
+        snprintf(reason, cap, "%s: path too long", loc->sibling);
+        return PL_EIO;
+    }
+    const int rc = fileio_read(loc->fd, path, max_bytes, b, reason, cap);
+    if (rc < 0 && b->missing) {
+        const char *shown = strrchr(path, '/');
+        snprintf(reason, cap, "no file %s beside it", shown ? shown + 1 : path);
+        return PL_ENOEXTRA;
+    }
+    return rc;
+}
+
 int fileio_read_loc(const location *loc, int64_t max_bytes, fileio_buf *b,
                     char *reason, size_t cap)
 {
     if (loc->bytes)
         return read_from_memory(loc, b, reason, cap);
+    if (loc->sibling)
+        return read_sibling(loc, max_bytes, b, reason, cap);
     if (loc->path)
         return fileio_read(loc->fd, loc->path, max_bytes, b, reason, cap);
     if (loc->reader)
@@ -250,7 +277,7 @@ int fileio_read_loc(const location *loc, int64_t max_bytes, fileio_buf *b,
 
 void fileio_hint_loc(const location *loc)
 {
-    if (loc->bytes)
+    if (loc->bytes || loc->sibling)
         return;
     if (loc->path)
         hint_file(loc->fd, loc->path);

@@ -17,6 +17,7 @@ typedef struct fileio_buf {
     size_t cap;
     int process_error; /* the last read failed for the process's reason
                           (out of descriptors or memory), not the file's */
+    int missing;       /* the last read found no such file (ENOENT) */
 } fileio_buf;
 
 /* Read `path` (relative to the directory dirfd, or absolute) into b,

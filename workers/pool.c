@@ -48,6 +48,8 @@ static int read_extras(const pool_config *cfg, pool_job *job, process_times *t)
         rc = fileio_read_loc(&job->extras.loc[k], cfg->max_file_bytes, b, why,
                              sizeof why);
         t->ns_read += clock_now_ns() - t0;
+        if (rc == PL_ENOEXTRA && !job->extras.required)
+            rc = 0, b->len = 0; /* a sidecar file not there: empty */
         if (rc < 0) {
             b->len = 0;
             snprintf(job->reason, sizeof job->reason, "its %s (config.extras): "

@@ -30,6 +30,7 @@ typedef struct pool_job {
         int has[POOL_EXTRAS_MAX];
         location loc[POOL_EXTRAS_MAX];
         const char *name[POOL_EXTRAS_MAX]; /* for the reason */
+        int required; /* a read's PL_ENOEXTRA fails the sample */
         fileio_buf *out;
     } extras;
     void *tag;                       /* the source's own */

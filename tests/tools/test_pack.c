@@ -336,3 +336,88 @@ Test(pack, png_and_webp_are_packed_as_themselves, .timeout = TIMEOUT)
     tu_rm_rf(out);
     fx_done(NULL, root);
 }
+
+/* --extras carries a source's side data into the shards: a list file's
+ * caption column as KEY.caption, a folder's sidecar x.txt as KEY.txt; a
+ * sample without one has no such member (the loader then gives an empty
+ * entry); the shards are the same for 1 and 3 threads. */
+Test(pack, extras_are_carried_into_the_shards, .timeout = TIMEOUT)
+{
+    char dir[64], p[512];
+    tu_tmpdir(dir);
+    snprintf(p, sizeof p, "%s/list.tsv", dir);
+    FILE *f = fopen(p, "w");
+    cr_assert_not_null(f);
+    for (int i = 0; i < 9; i++) {
+        char img[512];
+        snprintf(img, sizeof img, "%s/img/i%d.jpg", dir, i);
+        tu_mkdirs_for(img);
+        tu_write_jpeg(img, 20 + i, 20, (unsigned)i, NULL);
+        if (i == 4)
+            fprintf(f, "img/i%d.jpg\t%d\n", i, i % 2);
+        else
+            fprintf(f, "img/i%d.jpg\t%d\tcaption %d %.*s\n", i, i % 2, i, i,
+                    "+++++++++");
+        if (i != 6) { /* the folder's sidecars */
+            char txt[512], text[32];
+            snprintf(txt, sizeof txt, "%s/img/i%d.txt", dir, i);
+            const int n = snprintf(text, sizeof text, "side %d", i);
+            tu_write_file(txt, text, (size_t)n);
+        }
+    }
+    fclose(f);
+    char args[1024], *err;
+    const char *source[] = {"list.tsv", "img"};
+    const char *name[] = {"caption", "txt"};
+    for (int s = 0; s < 2; s++) {
+        for (int t = 0; t < 2; t++) {
+            snprintf(args, sizeof args,
+                     "--data %s/%s --out %s/pack%d%d --per-shard 4 --extras %s "
+                     "--threads %d --quiet",
+                     dir, source[s], dir, s, t, name[s], t ? 3 : 1);
+            cr_assert_eq(pack(dir, args, &err), 0, "%s", err);
+            free(err);
+        }
+        for (int k = 0; k < 3; k++) {
+            char a[512], b[512];
+            snprintf(a, sizeof a, "%s/pack%d0/shard-%06d.tar", dir, s, k);
+            snprintf(b, sizeof b, "%s/pack%d1/shard-%06d.tar", dir, s, k);
+            size_t la, lb;
+            uint8_t *x = tu_read_file(a, &la), *y = tu_read_file(b, &lb);
+            cr_assert(la == lb && memcmp(x, y, la) == 0, "%s differs", b);
+            free(x);
+            free(y);
+        }
+        char data[256];
+        snprintf(data, sizeof data, "%s/pack%d0", dir, s);
+        pl_config c;
+        base_cfg(&c, data);
+        c.extras = name[s];
+        pl_loader *l = create(&c);
+        for (int i = 0; i < 9; i++) {
+            char want[64] = "", got[64];
+            if (s == 0 && i != 4)
+                snprintf(want, sizeof want, "caption %d %.*s", i, i,
+                         "+++++++++");
+            if (s == 1 && i != 6)
+                snprintf(want, sizeof want, "side %d", i);
+            size_t len = 0;
+            const int rc = pl_loader_read_extra(l, i, 0, got, sizeof got, &len);
+            const int none = (s == 0 && i == 4) || (s == 1 && i == 6);
+            cr_assert_eq(rc, none ? PL_ENOEXTRA : 0, "%s sample %d: %s",
+                         source[s], i, pl_last_error());
+            cr_assert_eq(len, strlen(want), "%s sample %d", source[s], i);
+            cr_assert(memcmp(got, want, len) == 0, "%s sample %d", source[s],
+                      i);
+        }
+        pl_loader_destroy(l);
+    }
+    snprintf(args, sizeof args,
+             "--data %s/img --out %s/bad --per-shard 4 --extras txt,cls", dir,
+             dir);
+    cr_assert_eq(pack(dir, args, &err), 2);
+    cr_assert_not_null(strstr(err, "\"cls\" is a member the pack writes"),
+                       "%s", err);
+    free(err);
+    tu_rm_rf(dir);
+}

@@ -2,8 +2,9 @@
  * each extra is a member's bytes (KEY.txt, KEY.json), in the batch's order,
  * whatever the worker count and across a resume; a missing member is an
  * empty entry, or the sample's PL_ENOEXTRA when required. From a list file,
- * the tab-separated columns after the label. Bad names are refused naming
- * the field, and a folder carries none. */
+ * the tab-separated columns after the label; from a folder, the files
+ * beside each image (x.jpg's txt is x.txt). Bad names are refused naming
+ * the field. */
 #include <criterion/criterion.h>
 
 #include <stdio.h>
@@ -328,8 +329,7 @@ Test(extras, list_file_columns_are_the_extras, .timeout = TIMEOUT)
     tu_rm_rf(dir);
 }
 
-Test(extras, bad_names_and_folders_are_refused_naming_the_field,
-     .timeout = TIMEOUT)
+Test(extras, bad_names_are_refused_naming_the_field, .timeout = TIMEOUT)
 {
     char root[64];
     tu_make_tree(root, 3, 1);
@@ -348,15 +348,103 @@ Test(extras, bad_names_and_folders_are_refused_naming_the_field,
     }
     pl_config c;
     base_cfg(&c, root);
-    c.extras = "txt";
     pl_loader *l = NULL;
-    cr_assert_eq(pl_loader_create(&c, &l), PL_EINVAL);
-    cr_assert_not_null(strstr(pl_last_error(), "is a folder of images"), "%s",
-                       pl_last_error());
     c.extras = "txt";
     c.extras_required = 2;
     cr_assert_eq(pl_loader_create(&c, &l), PL_EINVAL);
     cr_assert_not_null(strstr(pl_last_error(), "config.extras_required"), "%s",
                        pl_last_error());
     tu_rm_rf(root);
+}
+
+/* A folder's sidecars: x.jpg's txt is x.txt beside it, in an ImageFolder
+ * tree and in a flat folder; one that is not there is an empty entry, or
+ * with extras_required the sample's PL_ENOEXTRA naming the file. */
+Test(extras, folder_sidecar_files_are_the_extras, .timeout = TIMEOUT)
+{
+    char root[64];
+    tu_make_tree(root, 12, 3);
+    pl_config c;
+    base_cfg(&c, root);
+    c.shuffle = 0;
+    pl_loader *l = create(&c);
+    const pl_info in = info_of(l);
+    char p[512], text[64];
+    for (int64_t i = 0; i < in.dataset_size; i++) {
+        const char *path;
+        pl_loader_sample(l, i, &path, NULL);
+        if (i % 4 == 1)
+            continue; /* no sidecar */
+        snprintf(p, sizeof p, "%.*s.txt", (int)(strlen(path) - 4), path);
+        const int n = snprintf(text, sizeof text, "caption %lld", (long long)i);
+        tu_write_file(p, text, (size_t)n);
+    }
+    pl_loader_destroy(l);
+    c.extras = "txt";
+    c.batch_size = 12;
+    l = create(&c);
+    got g = {0};
+    cr_assert_eq(take(l, &g, -1, 1), PL_EPOCH_END, "%s", pl_last_error());
+    cr_assert_eq(g.n, 12);
+    for (int i = 0; i < 12; i++) {
+        cr_assert_eq(g.idx[i], i);
+        if (i % 4 == 1)
+            text[0] = '\0';
+        else
+            snprintf(text, sizeof text, "caption %d", i);
+        cr_assert_str_eq(g.extra[i][0], text, "sample %d", i);
+        size_t len;
+        const int rc = pl_loader_read_extra(l, i, 0, NULL, 0, &len);
+        cr_assert_eq(rc, i % 4 == 1 ? PL_ENOEXTRA : PL_EINVAL, "%d", i);
+        cr_assert_eq(len, strlen(text));
+    }
+    pl_loader_destroy(l);
+    got_free(&g);
+
+    c.extras_required = 1;
+    c.on_error = PL_ON_ERROR_SUBSTITUTE;
+    l = create(&c);
+    got h = {0};
+    cr_assert_eq(take(l, &h, -1, 1), PL_EPOCH_END, "%s", pl_last_error());
+    for (int i = 0; i < 12; i++)
+        cr_assert_eq(h.status[i], i % 4 == 1 ? PL_ENOEXTRA : 0, "sample %d", i);
+    pl_failure f;
+    size_t n;
+    cr_assert_eq(pl_loader_failures(l, 0, &f, 1, &n), 0);
+    cr_assert_eq(n, 1);
+    cr_assert_not_null(strstr(f.reason, ".txt beside it"), "%s", f.reason);
+    pl_loader_destroy(l);
+    got_free(&h);
+    tu_rm_rf(root);
+}
+
+/* pl_loader_read_extra: a shard member's bytes as stored, PL_ENOEXTRA for
+ * a key without it, PL_EINVAL for an extra not asked for. */
+Test(extras, read_extra_gives_a_members_bytes, .timeout = TIMEOUT)
+{
+    char dir[64], data[160];
+    tu_tmpdir(dir);
+    make_shards(dir, data);
+    pl_config c;
+    shard_cfg(&c, data, 1);
+    pl_loader *l = create(&c);
+    for (int64_t i = 0; i < KEYS; i++) {
+        const int key = key_of(l, i);
+        char want[512], got_[512];
+        const int n = caption_of(key, want, sizeof want);
+        size_t len = 99;
+        const int rc = pl_loader_read_extra(l, i, 0, got_, sizeof got_, &len);
+        if (n < 0) {
+            cr_assert_eq(rc, PL_ENOEXTRA, "key %d", key);
+            cr_assert_eq(len, 0);
+        } else {
+            cr_assert_eq(rc, 0, "key %d: %s", key, pl_last_error());
+            cr_assert_eq(len, (size_t)n);
+            cr_assert(memcmp(got_, want, len) == 0, "key %d", key);
+        }
+    }
+    size_t len;
+    cr_assert_eq(pl_loader_read_extra(l, 0, 2, NULL, 0, &len), PL_EINVAL);
+    pl_loader_destroy(l);
+    tu_rm_rf(dir);
 }
