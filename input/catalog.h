@@ -46,6 +46,12 @@ typedef struct catalog {
     int32_t *source;
     int64_t *offset, *size;
     size_t range_cap;
+    /* Tar shards: shard k's samples are [shard_first[k], shard_first[k+1])
+     * (the last one's end is n); none for files. What PL_ORDER_SHARDS
+     * deals out: O(shards), the same for a shard read locally or remotely,
+     * and its bad-by-construction samples included. */
+    int64_t *shard_first;
+    int nshards, shard_cap;
 } catalog;
 
 void catalog_init(catalog *c);
@@ -87,6 +93,10 @@ int catalog_add_range(catalog *c, const char *name, size_t len, int32_t label,
 int catalog_add_bad(catalog *c, const char *name, size_t len, int32_t label,
                     int code, const char *reason);
 
+/* The samples added from now on, up to the next call, are one shard's
+ * (shards_add_indexed, for local and remote shards alike). PL_ENOMEM. */
+int catalog_begin_shard(catalog *c);
+
 /* The next class, named `name` (its label is the count before it). */
 int catalog_add_class(catalog *c, const char *name);
 
@@ -101,6 +111,18 @@ void catalog_stop(catalog *c);
 static inline int64_t catalog_size(const catalog *c)
 {
     return c->n;
+}
+
+/* Tar shards in the catalog (0: the samples are files). */
+static inline int catalog_shards(const catalog *c)
+{
+    return c->nshards;
+}
+
+/* Shard k's first sample, 0 <= k <= catalog_shards(c) (k == shards: n). */
+static inline int64_t catalog_shard_first(const catalog *c, int k)
+{
+    return k == c->nshards ? c->n : c->shard_first[k];
 }
 
 static inline int catalog_classes(const catalog *c)
