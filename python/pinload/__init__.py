@@ -138,6 +138,7 @@ _MEMORY = {"pinned": _C.MEMORY_PINNED, "pageable": _C.MEMORY_PAGEABLE,
 _ON_ERROR = {"fail": _C.ON_ERROR_FAIL, "skip": _C.ON_ERROR_SKIP,
              "substitute": _C.ON_ERROR_SUBSTITUTE}
 _SHARD = {"pad": _C.SHARD_PAD, "drop": _C.SHARD_DROP}
+_ORDER = {"global": _C.ORDER_GLOBAL, "shards": _C.ORDER_SHARDS}
 
 
 def _name_of(table: Mapping[str, int], value: int) -> Union[str, int]:
@@ -266,6 +267,10 @@ class Loader:
     first_epoch     0
     rank, world_size   None: from the launcher (torchrun, SLURM, MPI)
     shard_mode      "pad" or "drop" (DistributedSampler's drop_last)
+    order           "global" (the exact global shuffle) or "shards" (tar
+                    shards only: a permutation of the shards dealt to the
+                    ranks, read in sequence, shuffled within windows)
+    shuffle_window  0: 4096 positions ("shards" only)
     num_workers     0: the CPUs this process may use, shared among the
                     node's ranks
     prefetch        2: batch slots in the host ring
@@ -341,7 +346,9 @@ class Loader:
                  cache_dir: Optional[PathLike] = None,
                  cache_limit: Optional[int] = None,
                  remote_timeout_ms: Optional[int] = None,
-                 remote_retries: Optional[int] = None) -> None:
+                 remote_retries: Optional[int] = None,
+                 order: Optional[str] = None,
+                 shuffle_window: Optional[int] = None) -> None:
         if data is None:
             raise ValueError("data: required (a folder or a list file)")
         cfg: Dict[str, Any] = {"data": os.fspath(data)}
@@ -358,7 +365,8 @@ class Loader:
                     max_scans=max_scans, max_decode_memory=max_decode_memory,
                     cache_limit=cache_limit,
                     remote_timeout_ms=remote_timeout_ms,
-                    remote_retries=remote_retries)
+                    remote_retries=remote_retries,
+                    shuffle_window=shuffle_window)
         for k, v in ints.items():
             if v is not None:
                 if isinstance(v, bool) or not isinstance(v, int):
@@ -392,6 +400,8 @@ class Loader:
             cfg["on_error"] = _choice("on_error", on_error, _ON_ERROR)
         if shard_mode is not None:
             cfg["shard_mode"] = _choice("shard_mode", shard_mode, _SHARD)
+        if order is not None:
+            cfg["order"] = _choice("order", order, _ORDER)
         if layout is not None:
             cfg["channels_last"] = _choice("layout", layout,
                                            {"nchw": 0, "nhwc": 1})

@@ -59,12 +59,14 @@ static const field fields[] = {
     FIELD(cache_limit, F_I64),
     FIELD(remote_timeout_ms, F_I32),
     FIELD(remote_retries, F_I32),
+    FIELD(order, F_I32),
+    FIELD(shuffle_window, F_I32),
 };
 #undef FIELD
-/* New fields are appended after remote_retries, the header's last: one
+/* New fields are appended after shuffle_window, the header's last: one
  * must be added above too. (The struct ends with that field and its
  * padding.) */
-_Static_assert(sizeof(pl_config) - offsetof(pl_config, remote_retries) -
+_Static_assert(sizeof(pl_config) - offsetof(pl_config, shuffle_window) -
                        sizeof(int32_t) <
                    _Alignof(pl_config),
                "pl_config grew: add the new field to python/src/config.c");
