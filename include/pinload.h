@@ -299,7 +299,8 @@ typedef struct pl_config {
 
     /* ---- The order: which samples, in which epoch, on which rank */
     uint64_t seed;      /* order and augmentation; default 0 */
-    int32_t shuffle;    /* 1: permute each epoch; 0: file order; default 1 */
+    int32_t shuffle;    /* 1: permute each epoch; 0: file order; default 1
+                           (PL_ORDER_SHARDS: the shards and the windows) */
     int32_t drop_last;  /* 1: no short last batch; default 0 */
     int32_t rank;       /* this process's shard; default PL_FROM_ENV */
     int32_t world_size; /* number of shards; default PL_FROM_ENV */

@@ -81,10 +81,10 @@ static uint32_t keyed_round(uint64_t seed, uint32_t domain, int64_t epoch,
                             uint64_t tweak, int round, uint32_t x)
 {
     const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
-    const uint32_t ctr[4] = {
-        x, (uint32_t)tweak, (uint32_t)epoch,
-        domain ^ ((uint32_t)round << 24) ^ (uint32_t)(tweak >> 32) ^
-            ((uint32_t)((uint64_t)epoch >> 32) << 8)};
+    const uint32_t ctr[4] = {x, (uint32_t)tweak, (uint32_t)epoch,
+                             domain ^ ((uint32_t)round << 24) ^
+                                 (uint32_t)(tweak >> 32) ^
+                                 ((uint32_t)((uint64_t)epoch >> 32) << 8)};
     uint32_t out[4];
     philox4x32_10(ctr, key, out);
     return out[0];
@@ -106,8 +106,8 @@ int64_t sampler_bijection(uint64_t seed, uint32_t domain, int64_t epoch,
         uint32_t right = (uint32_t)v & mask;
         for (int r = 0; r < FEISTEL_ROUNDS; r++) {
             const uint32_t next =
-                left ^ (keyed_round(seed, domain, epoch, tweak, r, right) &
-                        mask);
+                left ^
+                (keyed_round(seed, domain, epoch, tweak, r, right) & mask);
             left = right;
             right = next;
         }
@@ -191,10 +191,10 @@ static void build_table(const sampler *s, epoch_table *t, int64_t epoch)
     int64_t at = 0;
     for (int k = 0; k < s->nshards; k++) {
         const int32_t sh =
-            s->shuffle ? (int32_t)sampler_bijection(s->seed,
-                                                    PHILOX_DOMAIN_SHARDS,
-                                                    epoch, 0, s->nshards, k)
-                       : k;
+            s->shuffle
+                ? (int32_t)sampler_bijection(s->seed, PHILOX_DOMAIN_SHARDS,
+                                             epoch, 0, s->nshards, k)
+                : k;
         t->perm[k] = sh;
         t->start[k] = at;
         at += s->first[sh + 1] - s->first[sh];

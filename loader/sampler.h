@@ -46,8 +46,8 @@ typedef struct sampler {
     /* PL_ORDER_SHARDS (sampler_use_shards), else nshards 0 */
     int nshards;
     int64_t window;
-    int64_t *first;          /* [nshards + 1]: each shard's first sample */
-    sampler_tables *tables;  /* a few epochs' shard orders, locked */
+    int64_t *first;         /* [nshards + 1]: each shard's first sample */
+    sampler_tables *tables; /* a few epochs' shard orders, locked */
 } sampler;
 
 /* drop: PL_SHARD_DROP semantics (cut instead of pad). n >= 1, world >= 1,

@@ -62,8 +62,8 @@ void state_fingerprint(state_fields *f, const catalog *cat, const pl_config *c,
                          (c->shard_mode == PL_SHARD_DROP ? 4 : 0) |
                          (shards ? ORDER_SHARDS_BIT : 0));
     if (shards)
-        f->window = c->shuffle_window ? c->shuffle_window
-                                      : SAMPLER_DEFAULT_WINDOW;
+        f->window =
+            c->shuffle_window ? c->shuffle_window : SAMPLER_DEFAULT_WINDOW;
     f->seed = c->seed;
     uint64_t h = FNV_START;
     for (int64_t i = 0; i < catalog_size(cat); i++) {
@@ -233,7 +233,8 @@ const char *state_mismatch(const state_fields *s, const state_fields *n,
                  (unsigned long long)s->seed, (unsigned long long)n->seed);
     else if ((s->order & ORDER_SHARDS_BIT) != (n->order & ORDER_SHARDS_BIT) ||
              s->window != n->window)
-        snprintf(buf, cap, "the state was saved with order %s; this loader has %s",
+        snprintf(buf, cap,
+                 "the state was saved with order %s; this loader has %s",
                  order_name(s, sa, sizeof sa), order_name(n, na, sizeof na));
     else if (s->order != n->order)
         snprintf(buf, cap,

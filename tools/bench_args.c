@@ -151,17 +151,28 @@ void bench_parse(int argc, char **argv, options *o)
 {
     static const char *const augments[] = {"none", "eval", "train"};
     static const char *const onoff[] = {"on", "off"};
-    static const char *const valued[] = {"--data",        "--batch",
-                                         "--size",        "--augment",
-                                         "--format",      "--workers",
-                                         "--prefetch",    "--pin",
-                                         "--batches",     "--seconds",
-                                         "--warmup",      "--compute-ms",
-                                         "--device",      "--baseline-seconds",
-                                         "--csv",         "--json",
-                                         "--plot",        "--gpu-normalize",
-                                         "--cache-limit", "--order",
-                                         "--shuffle-window", NULL};
+    static const char *const valued[] = {"--data",
+                                         "--batch",
+                                         "--size",
+                                         "--augment",
+                                         "--format",
+                                         "--workers",
+                                         "--prefetch",
+                                         "--pin",
+                                         "--batches",
+                                         "--seconds",
+                                         "--warmup",
+                                         "--compute-ms",
+                                         "--device",
+                                         "--baseline-seconds",
+                                         "--csv",
+                                         "--json",
+                                         "--plot",
+                                         "--gpu-normalize",
+                                         "--cache-limit",
+                                         "--order",
+                                         "--shuffle-window",
+                                         NULL};
     set_defaults(o);
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];

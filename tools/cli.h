@@ -219,8 +219,8 @@ static inline pl_order cli_order(const char *prog, const char *usage,
         return PL_ORDER_GLOBAL;
     if (strcmp(v, "shards") == 0)
         return PL_ORDER_SHARDS;
-    fprintf(stderr, "%s: %s: unknown value \"%s\" (global or shards)\n%s",
-            prog, flag, v, usage);
+    fprintf(stderr, "%s: %s: unknown value \"%s\" (global or shards)\n%s", prog,
+            flag, v, usage);
     exit(2);
 }
 

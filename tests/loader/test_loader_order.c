@@ -104,7 +104,8 @@ Test(order_shards, equal_steps_on_every_rank_with_unequal_shards_and_bad_ones,
                          (long long)e, r.nb);
             cr_assert_eq(r.n, 8, "rank %d: %d samples", rank, r.n);
             for (int k = 0; k < r.n; k++) {
-                cr_assert(!is_bad(&f, r.idx[k]), "bad sample %lld delivered", (long long)r.idx[k]);
+                cr_assert(!is_bad(&f, r.idx[k]), "bad sample %lld delivered",
+                          (long long)r.idx[k]);
                 cr_assert_eq(r.st[k], 0);
                 cr_assert_eq(r.lab[k], shard_of(&f, r.idx[k]));
             }

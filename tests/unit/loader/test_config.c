@@ -217,9 +217,9 @@ Test(config, defaults_with_data_resolve)
     X(remote_retries_minus_two, c->remote_retries = -2, "remote_retries",      \
       "-2")                                                                    \
     X(unknown_order, c->order = 2, "order", "2")                               \
-    X(shuffle_window_negative, (c->order = PL_ORDER_SHARDS,                    \
-                                c->shuffle_window = -1),                       \
-      "shuffle_window", "-1")                                                  \
+    X(shuffle_window_negative,                                                 \
+      (c->order = PL_ORDER_SHARDS, c->shuffle_window = -1), "shuffle_window",  \
+      "-1")                                                                    \
     X(shuffle_window_with_the_global_order, c->shuffle_window = 64,            \
       "shuffle_window", "PL_ORDER_SHARDS only")
 
@@ -247,9 +247,10 @@ static const rejection rejections[] = {REJECTIONS(REJECTION_ROW)};
 Test(config, rejects_every_bad_value_naming_the_field)
 {
     const size_t n = sizeof rejections / sizeof rejections[0];
-    cr_assert_eq(n, 46, "the rows of the 22 rejects_* tests it replaced, "
-                        "channels_last, max_device_buffers, the remote "
-                        "fields, order and shuffle_window");
+    cr_assert_eq(n, 46,
+                 "the rows of the 22 rejects_* tests it replaced, "
+                 "channels_last, max_device_buffers, the remote "
+                 "fields, order and shuffle_window");
     for (size_t i = 0; i < n; i++) {
         const rejection *row = &rejections[i];
         char label[96];

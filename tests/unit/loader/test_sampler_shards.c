@@ -72,8 +72,8 @@ static void dataset_make(dataset *d, const int64_t *counts, int nshards)
 
 /* Rank r's whole epoch, by the definition: malloc'd, [out] *per. */
 static int64_t *ref_epoch(const dataset *d, uint64_t seed, int shuffle,
-                          int64_t e, int r, int world, int drop,
-                          int64_t window, int64_t *per)
+                          int64_t e, int r, int world, int drop, int64_t window,
+                          int64_t *per)
 {
     int64_t *stream = malloc((size_t)d->n * sizeof *stream);
     int64_t at = 0;
@@ -91,10 +91,10 @@ static int64_t *ref_epoch(const dataset *d, uint64_t seed, int shuffle,
         const int64_t b = j / window, start = b * window;
         const int64_t len = *per - start < window ? *per - start : window;
         const int64_t from = (int64_t)r * *per + start;
-        const int64_t in =
-            shuffle ? ref_bijection(seed, PHILOX_DOMAIN_WINDOW, e,
-                                    (uint64_t)from, len, j - start)
-                    : j - start;
+        const int64_t in = shuffle
+                               ? ref_bijection(seed, PHILOX_DOMAIN_WINDOW, e,
+                                               (uint64_t)from, len, j - start)
+                               : j - start;
         out[j] = stream[(from + in) % d->n];
     }
     free(stream);
