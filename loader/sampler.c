@@ -125,9 +125,10 @@ typedef struct epoch_table {
     int64_t *start;
 } epoch_table;
 
-/* Epochs overlap in the ring (the next one starts while this one ends),
- * and pl_loader_epoch_order may ask for any: three tables are enough for
- * the pipeline never to rebuild one within an epoch. */
+/* Two epochs overlap in the ring (the next one starts while this one
+ * ends), and pl_loader_epoch_order may ask for any: three tables hold
+ * those without a rebuild. A rebuild (O(S) bijections, under the lock) is
+ * once per epoch and table, not per sample. */
 #define TABLES 3
 
 struct sampler_tables {
