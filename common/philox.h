@@ -11,6 +11,8 @@
 enum {
     PHILOX_DOMAIN_PERMUTE = 0x5045524d, /* "PERM": epoch order */
     PHILOX_DOMAIN_AUGMENT = 0x41554746, /* "AUGF": crop and flip */
+    PHILOX_DOMAIN_SHARDS = 0x53485244,  /* "SHRD": PL_ORDER_SHARDS' shards */
+    PHILOX_DOMAIN_WINDOW = 0x57494e44,  /* "WIND": and its windows */
 };
 
 static inline void philox_round(uint32_t c[4], const uint32_t k[2])

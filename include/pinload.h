@@ -201,6 +201,22 @@ typedef enum pl_shard_mode {
     PL_SHARD_DROP = 1,
 } pl_shard_mode;
 
+typedef enum pl_order {
+    /* The exact global order: each epoch a seeded permutation of every
+     * sample, dealt to the ranks as DistributedSampler deals it (any
+     * sample may come next: random reads over the whole dataset). */
+    PL_ORDER_GLOBAL = 0,
+    /* Tar shards only, for streaming: each epoch a seeded permutation of
+     * the shards, their samples laid end to end and cut into world_size
+     * equal contiguous ranges (padded or cut as shard_mode says), so each
+     * rank reads whole shards in sequence, plus parts of at most two at its
+     * ends; within the rank's range the samples are shuffled inside
+     * windows of shuffle_window consecutive positions. Reads stay within a
+     * window's few shards, at the cost of a weaker shuffle (docs/DATA.md
+     * gives the exact definition). */
+    PL_ORDER_SHARDS = 1,
+} pl_order;
+
 typedef enum pl_backend {
     PL_BACKEND_HOST = 0, /* "device" buffers in host memory, memcpy copies */
     PL_BACKEND_CUDA = 1,
@@ -284,7 +300,8 @@ typedef struct pl_config {
 
     /* ---- The order: which samples, in which epoch, on which rank */
     uint64_t seed;      /* order and augmentation; default 0 */
-    int32_t shuffle;    /* 1: permute each epoch; 0: file order; default 1 */
+    int32_t shuffle;    /* 1: permute each epoch; 0: file order; default 1
+                           (PL_ORDER_SHARDS: the shards and the windows) */
     int32_t drop_last;  /* 1: no short last batch; default 0 */
     int32_t rank;       /* this process's shard; default PL_FROM_ENV */
     int32_t world_size; /* number of shards; default PL_FROM_ENV */
@@ -406,6 +423,16 @@ typedef struct pl_config {
      * 5 s); a download resumes where it stopped (Range). Default 5; -1:
      * none. */
     int32_t remote_retries;
+    /* ---- The order, continued */
+    /* A pl_order; default PL_ORDER_GLOBAL. PL_ORDER_SHARDS needs tar
+     * shards (local or remote): a folder or list file is refused,
+     * PL_EINVAL naming config.order. */
+    int32_t order;
+    /* PL_ORDER_SHARDS: the samples of this many consecutive positions of a
+     * rank's epoch are shuffled among themselves (with shuffle 1); 1: none,
+     * the shards' samples in file order. 0 (default): 4096. Set with
+     * PL_ORDER_GLOBAL it is refused (PL_EINVAL): it would do nothing. */
+    int32_t shuffle_window;
     /* ---- Side data delivered with the pixels (pl_batch.extras) */
     /* The extras each batch carries, per sample, as stored: a comma-
      * separated list of at most PL_EXTRAS_MAX names ("txt,json"). From tar

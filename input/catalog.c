@@ -36,6 +36,7 @@ void catalog_close(catalog *c)
     free(c->size);
     free(c->extra_off);
     free(c->extra_size);
+    free(c->shard_first);
     catalog_init(c);
 }
 
@@ -187,6 +188,17 @@ void catalog_stop(catalog *c)
 {
     if (c->owned_stop)
         c->owned_stop(c->owned);
+}
+
+int catalog_begin_shard(catalog *c)
+{
+    size_t cap = (size_t)c->shard_cap;
+    if (grow(&c->shard_first, &cap, (size_t)c->nshards + 1,
+             sizeof *c->shard_first, 64) < 0)
+        return PL_ENOMEM;
+    c->shard_cap = (int)cap;
+    c->shard_first[c->nshards++] = c->n;
+    return 0;
 }
 
 /* Also catalog_add_bad's: source -1, the reason's place and the code. */

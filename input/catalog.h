@@ -57,6 +57,12 @@ typedef struct catalog {
     int extras_beside; /* a folder's: each file's sidecars, by name */
     int64_t *extra_off, *extra_size;
     size_t extra_cap;
+    /* Tar shards: shard k's samples are [shard_first[k], shard_first[k+1])
+     * (the last one's end is n); none for files. What PL_ORDER_SHARDS
+     * deals out: O(shards), the same for a shard read locally or remotely,
+     * and its bad-by-construction samples included. */
+    int64_t *shard_first;
+    int nshards, shard_cap;
 } catalog;
 
 void catalog_init(catalog *c);
@@ -116,6 +122,10 @@ void catalog_set_extra(catalog *c, int k, int64_t offset, int64_t size);
  * copied. PL_ENOMEM. */
 int catalog_set_extra_text(catalog *c, int k, const char *text, size_t len);
 
+/* The samples added from now on, up to the next call, are one shard's
+ * (shards_add_indexed, for local and remote shards alike). PL_ENOMEM. */
+int catalog_begin_shard(catalog *c);
+
 /* The next class, named `name` (its label is the count before it). */
 int catalog_add_class(catalog *c, const char *name);
 
@@ -130,6 +140,18 @@ void catalog_stop(catalog *c);
 static inline int64_t catalog_size(const catalog *c)
 {
     return c->n;
+}
+
+/* Tar shards in the catalog (0: the samples are files). */
+static inline int catalog_shards(const catalog *c)
+{
+    return c->nshards;
+}
+
+/* Shard k's first sample, 0 <= k <= catalog_shards(c) (k == shards: n). */
+static inline int64_t catalog_shard_first(const catalog *c, int k)
+{
+    return k == c->nshards ? c->n : c->shard_first[k];
 }
 
 static inline int catalog_classes(const catalog *c)

@@ -353,6 +353,9 @@ int shards_add_indexed(catalog *cat, int s, const char *path,
                        const tar_index *t, int32_t *max_label,
                        unread_members *unread)
 {
+    const int began = catalog_begin_shard(cat);
+    if (began < 0)
+        return began;
     for (size_t i = 0; i < t->n;) {
         size_t klen;
         const char *ext;

@@ -36,6 +36,8 @@ static void config_default(pl_config *cfg)
     cfg->rank = PL_FROM_ENV;
     cfg->world_size = PL_FROM_ENV;
     cfg->shard_mode = PL_SHARD_PAD;
+    cfg->order = PL_ORDER_GLOBAL;
+    cfg->shuffle_window = 0; /* PL_ORDER_SHARDS: SAMPLER_DEFAULT_WINDOW */
     cfg->num_workers = 0;
     cfg->prefetch = 2;
     cfg->memory = PL_MEMORY_PINNED;
@@ -147,8 +149,19 @@ static int check_order(const pl_config *c)
         {"shard_mode", (int)c->shard_mode, 0, PL_SHARD_DROP},
         {"rank", c->rank, 0, 1 << 20, c->rank == PL_FROM_ENV},
         {"world_size", c->world_size, 1, 1 << 20, c->world_size == PL_FROM_ENV},
+        {"order", (int)c->order, 0, PL_ORDER_SHARDS},
+        {"shuffle_window", c->shuffle_window, 0, INT32_MAX},
     };
-    return check_ranges(r, N_(r));
+    const int rc = check_ranges(r, N_(r));
+    if (rc)
+        return rc;
+    if (c->shuffle_window && c->order != PL_ORDER_SHARDS)
+        return BAD("shuffle_window",
+                   "%d applies to order PL_ORDER_SHARDS only (order is "
+                   "PL_ORDER_GLOBAL, whose shuffle is over the whole "
+                   "dataset): leave it 0",
+                   (int)c->shuffle_window);
+    return 0;
 }
 
 #define EXTRA_CHARS                                                            \

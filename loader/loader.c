@@ -185,6 +185,39 @@ static int plan_epoch(pl_loader *l)
     return 0;
 }
 
+/* PL_ORDER_SHARDS: the sampler deals the catalog's shards (the catalog
+ * knows each shard's first sample; the sampler keeps a copy, O(shards)). */
+static int plan_order(pl_loader *l, const char *data)
+{
+    const pl_config *c = &l->rc.cfg;
+    if (c->order != PL_ORDER_SHARDS)
+        return 0;
+    const int ns = catalog_shards(&l->cat);
+    if (ns == 0)
+        return err_set(PL_EINVAL,
+                       "pl_loader_create: config.order: PL_ORDER_SHARDS "
+                       "deals tar shards to the ranks, and %s is a folder or "
+                       "a list file of images (use PL_ORDER_GLOBAL, or pack "
+                       "it into shards with pinload-pack)",
+                       data);
+    int64_t *first = malloc(((size_t)ns + 1) * sizeof *first);
+    if (!first)
+        return err_set(PL_ENOMEM, "pl_loader_create: out of memory");
+    for (int k = 0; k <= ns; k++)
+        first[k] = catalog_shard_first(&l->cat, k);
+    const int64_t window =
+        c->shuffle_window ? c->shuffle_window : SAMPLER_DEFAULT_WINDOW;
+    const int rc = sampler_use_shards(&l->smp, first, ns, window);
+    free(first);
+    if (rc < 0)
+        return err_set(rc, "pl_loader_create: out of memory");
+    log_msg(&l->log, PL_LOG_NOTICE,
+            "order: %d shard(s) dealt to %d rank(s), %lld samples each, "
+            "shuffled within windows of %lld",
+            ns, l->rc.world, (long long)l->smp.per_rank, (long long)window);
+    return 0;
+}
+
 /* Where the first epoch starts: first_epoch, or config.resume's state,
  * checked against this loader's fingerprint. */
 static int plan_start(pl_loader *l)
@@ -435,10 +468,12 @@ static int loader_create(const pl_config *cfg, pl_loader **out)
                        c->extras_required);
     if ((rc = input_open(&l->cat, c->data, &remote, &l->log)) < 0)
         goto fail;
-    l->rc.cfg.data = NULL; /* not kept: the catalog has what it needs */
-    l->rc.cfg.cache_dir = NULL;
     sampler_init(&l->smp, catalog_size(&l->cat), c->seed, c->shuffle,
                  l->rc.rank, l->rc.world, c->shard_mode == PL_SHARD_DROP);
+    if ((rc = plan_order(l, c->data)) < 0)
+        goto fail;
+    l->rc.cfg.data = NULL; /* not kept: the catalog has what it needs */
+    l->rc.cfg.cache_dir = NULL;
     if ((rc = plan_epoch(l)) < 0 || (rc = plan_start(l)) < 0)
         goto fail;
     failures_init(&l->fails, catalog_size(&l->cat));
@@ -503,6 +538,7 @@ PL_EXPORT void pl_loader_destroy(pl_loader *l)
     backend_close(l->be);
     if (l->have_fails)
         failures_fini(&l->fails);
+    sampler_fini(&l->smp);
     catalog_close(&l->cat);
     if (l->have_log)
         logger_fini(&l->log);

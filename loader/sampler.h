@@ -11,6 +11,30 @@
 
 #include <stdint.h>
 
+/* The shard order (PL_ORDER_SHARDS, sampler_use_shards) keeps O(shards)
+ * memory and no per-sample array; its definition, for epoch e, seed, rank
+ * r of W, n samples in S shards (shard k holding first[k] to
+ * first[k+1] - 1), window w:
+ *  1. The shards are laid out in the order pi(0), pi(1), ..., pi(S - 1),
+ *     pi = bijection(SHARDS, tweak 0) over [0, S) (the identity with
+ *     shuffle 0), their samples in file order: a stream of n samples.
+ *  2. Rank r takes stream positions r * per_rank + j, j in [0, per_rank),
+ *     each modulo n (per_rank as in the global order: padding wraps to
+ *     the stream's start, PL_SHARD_DROP cuts its tail).
+ *  3. Rank position j is taken from the rank's position
+ *     b * w + sigma_b(j - b * w), b = j / w, sigma_b = bijection(WINDOW,
+ *     tweak r * per_rank + b * w) over the window's length (w, the last
+ *     window shorter; the identity with shuffle 0).
+ * bijection(domain, tweak) over [0, m) is the Feistel network above, on
+ * the smallest power of four >= max(m, 2), cycle walking, its round
+ * function philox(key = seed, counter = (x, tweak mod 2^32, e mod 2^32,
+ * domain ^ round << 24 ^ tweak >> 32 ^ (e >> 32) << 8)) masked to the half
+ * width. */
+
+#define SAMPLER_DEFAULT_WINDOW 4096
+
+typedef struct sampler_tables sampler_tables;
+
 typedef struct sampler {
     int64_t n; /* dataset size */
     uint64_t seed;
@@ -19,17 +43,39 @@ typedef struct sampler {
     int64_t per_rank; /* positions per epoch on each rank */
     int half_bits;    /* Feistel half width */
     uint32_t half_mask;
+    /* PL_ORDER_SHARDS (sampler_use_shards), else nshards 0 */
+    int nshards;
+    int64_t window;
+    int64_t *first;         /* [nshards + 1]: each shard's first sample */
+    sampler_tables *tables; /* a few epochs' shard orders, locked */
 } sampler;
 
 /* drop: PL_SHARD_DROP semantics (cut instead of pad). n >= 1, world >= 1,
- * 0 <= rank < world. */
+ * 0 <= rank < world. The global order, which holds no memory. */
 void sampler_init(sampler *s, int64_t n, uint64_t seed, int shuffle, int rank,
                   int world, int drop);
+
+/* After sampler_init: the shard order instead, for shards whose samples
+ * are [first[k], first[k + 1]), k < nshards (first[0] == 0,
+ * first[nshards] == n, nondecreasing; copied), window >= 1 positions.
+ * PL_ENOMEM. sampler_index is then safe from any thread (a lock guards
+ * the epochs' shard orders, built on first use: O(S) each). */
+int sampler_use_shards(sampler *s, const int64_t *first, int nshards,
+                       int64_t window);
+
+/* Frees what sampler_use_shards made; safe on any initialised sampler and
+ * on a zeroed one. */
+void sampler_fini(sampler *s);
+
+/* The shard order's keyed bijection of [0, m) at x (defined above). */
+int64_t sampler_bijection(uint64_t seed, uint32_t domain, int64_t epoch,
+                          uint64_t tweak, int64_t m, int64_t x);
 
 /* The epoch's permutation of [0, n) at position p (0 <= p < n). */
 int64_t sampler_permute(const sampler *s, int64_t epoch, int64_t p);
 
-/* Dataset index at this rank's position j (0 <= j < per_rank). */
+/* Dataset index at this rank's position j (0 <= j < per_rank), in the
+ * global order or, after sampler_use_shards, the shard order. */
 int64_t sampler_index(const sampler *s, int64_t epoch, int64_t j);
 
 /* The batches of batch_size that n positions make: the last one short, or,

@@ -5,11 +5,17 @@
 
 #include "../common/defaults.h"
 #include "../common/error.h"
+#include "sampler.h"
 
 #define STATE_MAGIC "PLST"
 /* 2: the list hash of relative names (1: of full paths; still read). */
 #define STATE_VERSION 2
 #define CHECKSUM_AT (PL_STATE_BYTES - 8)
+/* In the order byte: the states of PL_ORDER_SHARDS (whose window is at
+ * byte 88; both 0 in states saved before it existed, which so stay valid
+ * and of the global order, and a pinload without it refuses such a state
+ * for its other order settings). */
+#define ORDER_SHARDS_BIT 8
 
 /* FNV-1a, 64 bits: enough to tell one file list or configuration from
  * another, and the same on every machine. */
@@ -51,8 +57,13 @@ void state_fingerprint(state_fields *f, const catalog *cat, const pl_config *c,
     f->format = (uint8_t)c->format;
     f->augment = (uint8_t)c->augment;
     f->on_error = (uint8_t)c->on_error;
+    const int shards = c->order == PL_ORDER_SHARDS;
     f->order = (uint8_t)((c->shuffle ? 1 : 0) | (c->drop_last ? 2 : 0) |
-                         (c->shard_mode == PL_SHARD_DROP ? 4 : 0));
+                         (c->shard_mode == PL_SHARD_DROP ? 4 : 0) |
+                         (shards ? ORDER_SHARDS_BIT : 0));
+    if (shards)
+        f->window =
+            c->shuffle_window ? c->shuffle_window : SAMPLER_DEFAULT_WINDOW;
     f->seed = c->seed;
     uint64_t h = FNV_START;
     for (int64_t i = 0; i < catalog_size(cat); i++) {
@@ -136,6 +147,7 @@ void state_encode(const state_fields *f, pl_state *out)
     put(b, 64, f->seed, 8);
     put(b, 72, f->list_hash, 8);
     put(b, 80, f->pixels_hash, 8);
+    put(b, 88, (uint32_t)f->window, 4);
     put(b, CHECKSUM_AT, fnv(FNV_START, b, CHECKSUM_AT), 8);
 }
 
@@ -171,15 +183,26 @@ int state_decode(const pl_state *in, state_fields *f, const char *who)
     f->seed = get(b, 64, 8);
     f->list_hash = get(b, 72, 8);
     f->pixels_hash = get(b, 80, 8);
+    f->window = (int32_t)get(b, 88, 4);
     if (f->epoch < 0 || f->batch < 0 || f->position < 0 || f->world < 1 ||
         f->rank < 0 || f->rank >= f->world)
         return err_set(PL_EINVAL, "%s: the state is damaged (fields)", who);
     return 0;
 }
 
+/* "global", or "shards (shuffle_window 4096)". */
+static const char *order_name(const state_fields *f, char *buf, size_t cap)
+{
+    if (!(f->order & ORDER_SHARDS_BIT))
+        return "global";
+    snprintf(buf, cap, "shards (shuffle_window %d)", (int)f->window);
+    return buf;
+}
+
 const char *state_mismatch(const state_fields *s, const state_fields *n,
                            char *buf, size_t cap)
 {
+    char sa[48], na[48];
     if (s->dataset_size != n->dataset_size)
         snprintf(buf, cap,
                  "the state was saved for %lld files; this loader lists %lld",
@@ -208,6 +231,11 @@ const char *state_mismatch(const state_fields *s, const state_fields *n,
                  "the state was saved with seed %llu; this loader "
                  "has %llu",
                  (unsigned long long)s->seed, (unsigned long long)n->seed);
+    else if ((s->order & ORDER_SHARDS_BIT) != (n->order & ORDER_SHARDS_BIT) ||
+             s->window != n->window)
+        snprintf(buf, cap,
+                 "the state was saved with order %s; this loader has %s",
+                 order_name(s, sa, sizeof sa), order_name(n, na, sizeof na));
     else if (s->order != n->order)
         snprintf(buf, cap,
                  "the state was saved with other shuffle, drop_last "

@@ -19,7 +19,10 @@ typedef struct state_fields {
     int64_t dataset_size;
     int32_t batch_size, width, height;
     uint8_t format, augment, on_error, order; /* order: shuffle, drop_last,
-                                                 shard_mode as bits */
+                                                 shard_mode, PL_ORDER_SHARDS
+                                                 as bits */
+    int32_t window; /* PL_ORDER_SHARDS' window; 0 with the global order (as
+                       in states saved before it existed) */
     uint64_t seed;
     /* Every sample's name relative to the data root (catalog_rel_name),
      * stored size where known, and label, in order: so a state moves with

@@ -276,6 +276,8 @@ static pl_loader *open_loader(const options *o, bench_log *bl, row *r)
     cfg.device = o->device;
     cfg.gpu_normalize = o->gpu_normalize;
     cfg.cache_limit = o->cache_limit;
+    cfg.order = o->order;
+    cfg.shuffle_window = o->shuffle_window;
     cfg.log = on_log;
     cfg.log_ctx = bl;
     pl_loader *l;
@@ -470,13 +472,14 @@ int main(int argc, char **argv)
     else
         snprintf(span, sizeof span, "%ld batches", o.batches);
     printf("pinload-bench: %s, %dx%d %s %s%s, batch %d, %s after %d warm-up, "
-           "compute %g ms\n",
+           "compute %g ms%s\n",
            o.data, o.size, o.size, augment_name(o.augment),
            cli_format_name(o.format),
            o.format == PL_FORMAT_U8_NHWC ? ""
            : o.gpu_normalize             ? " (gpu-normalize on)"
                                          : " (gpu-normalize off)",
-           o.batch, span, o.warmup, o.compute_ms);
+           o.batch, span, o.warmup, o.compute_ms,
+           o.order == PL_ORDER_SHARDS ? ", order shards" : "");
     printf("machine: %s\n", mach);
     if (o.baseline && measure_baselines(&o) < 0)
         status = 1;

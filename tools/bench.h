@@ -32,8 +32,10 @@ typedef struct options {
     int row_at, rows; /* the row being measured (1-based), of how many */
     double base_full[1025], base_eighth[1025]; /* by thread count */
     double memcpy_gbs, memcpy_pageable_gbs;    /* cudaMemcpy's H2D, or 0 */
-    int gpu_normalize; /* --gpu-normalize: pl_config.gpu_normalize */
-    long cache_limit;  /* --cache-limit: pl_config.cache_limit */
+    int gpu_normalize;  /* --gpu-normalize: pl_config.gpu_normalize */
+    long cache_limit;   /* --cache-limit: pl_config.cache_limit */
+    int order;          /* --order: pl_config.order */
+    int shuffle_window; /* --shuffle-window: pl_config.shuffle_window */
 } options;
 
 typedef struct row {

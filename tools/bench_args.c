@@ -21,7 +21,8 @@ static const char usage[] =
     "       [--batches N | --seconds S] [--warmup N] [--compute-ms X]\n"
     "       [--device " CLI_DEVICES "] [--csv FILE] [--json FILE]\n"
     "       [--plot FILE.png] [--quiet] [--baseline [--baseline-seconds S]]\n"
-    "       [--cache-limit BYTES] [--wide] [--version] [--help]\n"
+    "       [--cache-limit BYTES] " CLI_ORDER_USAGE "\n"
+    "       [--wide] [--version] [--help]\n"
     "PATH may be remote shards (http(s)://, s3://, pipe:); --cache-limit is "
     "then\nconfig.cache_limit (below the data: every sample a ranged "
     "request).\n"
@@ -39,7 +40,11 @@ static const char usage[] =
     "(as the CSV and JSON do).\n"
     "--gpu-normalize off makes the CPU normalise float formats on CUDA (on, "
     "the\n"
-    "default, copies uint8 and normalises on the GPU).\n" CLI_EXIT_CODES;
+    "default, copies uint8 and normalises on the GPU).\n"
+    "--order shards (tar shards only) deals a permutation of the shards to "
+    "the\nranks, each read in sequence and shuffled within --shuffle-window "
+    "positions\n(default 4096); global, the default, is the exact global "
+    "shuffle.\n" CLI_EXIT_CODES;
 
 /* ---- arguments ---- */
 
@@ -146,16 +151,28 @@ void bench_parse(int argc, char **argv, options *o)
 {
     static const char *const augments[] = {"none", "eval", "train"};
     static const char *const onoff[] = {"on", "off"};
-    static const char *const valued[] = {"--data",        "--batch",
-                                         "--size",        "--augment",
-                                         "--format",      "--workers",
-                                         "--prefetch",    "--pin",
-                                         "--batches",     "--seconds",
-                                         "--warmup",      "--compute-ms",
-                                         "--device",      "--baseline-seconds",
-                                         "--csv",         "--json",
-                                         "--plot",        "--gpu-normalize",
-                                         "--cache-limit", NULL};
+    static const char *const valued[] = {"--data",
+                                         "--batch",
+                                         "--size",
+                                         "--augment",
+                                         "--format",
+                                         "--workers",
+                                         "--prefetch",
+                                         "--pin",
+                                         "--batches",
+                                         "--seconds",
+                                         "--warmup",
+                                         "--compute-ms",
+                                         "--device",
+                                         "--baseline-seconds",
+                                         "--csv",
+                                         "--json",
+                                         "--plot",
+                                         "--gpu-normalize",
+                                         "--cache-limit",
+                                         "--order",
+                                         "--shuffle-window",
+                                         NULL};
     set_defaults(o);
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];
@@ -201,6 +218,10 @@ void bench_parse(int argc, char **argv, options *o)
             o->device = cli_device("pinload-bench", usage, f, v, &o->want_cuda);
         else if (!strcmp(f, "--cache-limit"))
             o->cache_limit = parse_long(f, v, 0, LONG_MAX);
+        else if (!strcmp(f, "--order"))
+            o->order = cli_order("pinload-bench", usage, f, v);
+        else if (!strcmp(f, "--shuffle-window"))
+            o->shuffle_window = (int)parse_long(f, v, 1, INT_MAX);
         else if (!strcmp(f, "--baseline-seconds"))
             o->baseline_seconds = parse_double(f, v, 0.1, 3600);
         else if (!strcmp(f, "--csv"))

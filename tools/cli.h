@@ -211,6 +211,22 @@ static inline pl_format cli_format(const char *prog, const char *usage,
     exit(2);
 }
 
+/* --order: global or shards (pl_config.order). */
+static inline pl_order cli_order(const char *prog, const char *usage,
+                                 const char *flag, const char *v)
+{
+    if (strcmp(v, "global") == 0)
+        return PL_ORDER_GLOBAL;
+    if (strcmp(v, "shards") == 0)
+        return PL_ORDER_SHARDS;
+    fprintf(stderr, "%s: %s: unknown value \"%s\" (global or shards)\n%s", prog,
+            flag, v, usage);
+    exit(2);
+}
+
+/* The options --order and --shuffle-window (usage text). */
+#define CLI_ORDER_USAGE "[--order global|shards] [--shuffle-window N]"
+
 static inline const char *cli_format_name(pl_format f)
 {
     return f == PL_FORMAT_F32_NCHW    ? "f32"

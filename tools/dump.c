@@ -23,6 +23,7 @@ static const char usage[] =
     "[--on-error fail|skip|substitute]\n"
     "                    [--extras txt,json [--extras-required]]\n"
     "                    [--shuffle on|off] [--drop-last on|off]\n"
+    "                    " CLI_ORDER_USAGE "\n"
     "                    [--device " CLI_DEVICES "]\n"
     "                    [--stop-after-batches K] [--save-state FILE] "
     "[--resume-from FILE]\n"
@@ -99,6 +100,8 @@ static void parse(int argc, char **argv, options *o)
                                          "--save-state",
                                          "--resume-from",
                                          "--device",
+                                         "--order",
+                                         "--shuffle-window",
                                          "--extras",
                                          NULL};
     pl_config_default(&o->cfg);
@@ -154,6 +157,10 @@ static void parse(int argc, char **argv, options *o)
             o->cfg.shuffle = parse_choice(f, v, onoff, 2);
         else if (strcmp(f, "--drop-last") == 0)
             o->cfg.drop_last = parse_choice(f, v, onoff, 2);
+        else if (strcmp(f, "--order") == 0)
+            o->cfg.order = cli_order("pinload-dump", usage, f, v);
+        else if (strcmp(f, "--shuffle-window") == 0)
+            o->cfg.shuffle_window = (int)parse_long(f, v, 1, __INT_MAX__);
         else if (strcmp(f, "--stop-after-batches") == 0)
             o->stop_after = parse_long(f, v, 0, __LONG_MAX__);
         else if (strcmp(f, "--save-state") == 0)

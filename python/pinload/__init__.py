@@ -145,6 +145,7 @@ _MEMORY = {"pinned": _C.MEMORY_PINNED, "pageable": _C.MEMORY_PAGEABLE,
 _ON_ERROR = {"fail": _C.ON_ERROR_FAIL, "skip": _C.ON_ERROR_SKIP,
              "substitute": _C.ON_ERROR_SUBSTITUTE}
 _SHARD = {"pad": _C.SHARD_PAD, "drop": _C.SHARD_DROP}
+_ORDER = {"global": _C.ORDER_GLOBAL, "shards": _C.ORDER_SHARDS}
 
 #: How an extra's bytes become what a batch gives (Loader.extras_of).
 ExtraDecoder = Union[str, Callable[[bytes], Any]]
@@ -308,6 +309,10 @@ class Loader:
     first_epoch     0
     rank, world_size   None: from the launcher (torchrun, SLURM, MPI)
     shard_mode      "pad" or "drop" (DistributedSampler's drop_last)
+    order           "global" (the exact global shuffle) or "shards" (tar
+                    shards only: a permutation of the shards dealt to the
+                    ranks, read in sequence, shuffled within windows)
+    shuffle_window  0: 4096 positions ("shards" only)
     num_workers     0: the CPUs this process may use, shared among the
                     node's ranks
     prefetch        2: batch slots in the host ring
@@ -393,6 +398,8 @@ class Loader:
                  cache_limit: Optional[int] = None,
                  remote_timeout_ms: Optional[int] = None,
                  remote_retries: Optional[int] = None,
+                 order: Optional[str] = None,
+                 shuffle_window: Optional[int] = None,
                  extras: Union[str, Sequence[str],
                                Mapping[str, ExtraDecoder], None] = None,
                  extras_required: Optional[bool] = None) -> None:
@@ -415,7 +422,8 @@ class Loader:
                     max_scans=max_scans, max_decode_memory=max_decode_memory,
                     cache_limit=cache_limit,
                     remote_timeout_ms=remote_timeout_ms,
-                    remote_retries=remote_retries)
+                    remote_retries=remote_retries,
+                    shuffle_window=shuffle_window)
         for k, v in ints.items():
             if v is not None:
                 if isinstance(v, bool) or not isinstance(v, int):
@@ -450,6 +458,8 @@ class Loader:
             cfg["on_error"] = _choice("on_error", on_error, _ON_ERROR)
         if shard_mode is not None:
             cfg["shard_mode"] = _choice("shard_mode", shard_mode, _SHARD)
+        if order is not None:
+            cfg["order"] = _choice("order", order, _ORDER)
         if layout is not None:
             cfg["channels_last"] = _choice("layout", layout,
                                            {"nchw": 0, "nhwc": 1})

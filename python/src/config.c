@@ -59,6 +59,8 @@ static const field fields[] = {
     FIELD(cache_limit, F_I64),
     FIELD(remote_timeout_ms, F_I32),
     FIELD(remote_retries, F_I32),
+    FIELD(order, F_I32),
+    FIELD(shuffle_window, F_I32),
     FIELD(extras, F_PATH),
     FIELD(extras_required, F_I32),
 };

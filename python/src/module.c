@@ -149,6 +149,8 @@ static int module_exec(PyObject *m)
         {"ON_ERROR_SUBSTITUTE", PL_ON_ERROR_SUBSTITUTE},
         {"SHARD_PAD", PL_SHARD_PAD},
         {"SHARD_DROP", PL_SHARD_DROP},
+        {"ORDER_GLOBAL", PL_ORDER_GLOBAL},
+        {"ORDER_SHARDS", PL_ORDER_SHARDS},
         {"BACKEND_HOST", PL_BACKEND_HOST},
         {"BACKEND_CUDA", PL_BACKEND_CUDA},
         {"LOG_NOTICE", PL_LOG_NOTICE},

@@ -73,3 +73,31 @@ def test_remote_keywords_are_checked_by_the_library(dataset):
         with pytest.raises(pinload.InvalidArgument) as e:
             pinload.Loader(dataset, device="host", **kwargs)
         assert name in e.value.detail, e.value.detail
+
+
+def test_shard_order_is_the_same_over_http(served, tmp_path):
+    """order="shards": rank 1 of 2 reads the same samples, bytes and all,
+    from the local pack and over http://, each window's worth of shards
+    in sequence."""
+    pack, url, log = served
+    kw = dict(batch_size=6, size=24, seed=3, device="host", order="shards",
+              shuffle_window=5, rank=1, world_size=2)
+    loader = pinload.Loader(pack, **kw)
+    order = loader.epoch_order(0)
+    local = batches(loader)
+    remote = batches(pinload.Loader(url, cache_dir=tmp_path / "cache", **kw))
+    assert len(local) == len(remote) == 4
+    assert [i for _, _, idx in local for i in idx.tolist()] == order
+    for x, y in zip(local, remote):
+        for a, b in zip(x, y):
+            assert a.tobytes() == b.tobytes()
+
+
+def test_order_keywords_are_checked(dataset):
+    with pytest.raises(ValueError):
+        pinload.Loader(dataset, device="host", order="random")
+    for kwargs, name in [(dict(order="shards"), "config.order"),
+                         (dict(shuffle_window=8), "config.shuffle_window")]:
+        with pytest.raises(pinload.InvalidArgument) as e:
+            pinload.Loader(dataset, device="host", **kwargs)
+        assert name in e.value.detail, e.value.detail

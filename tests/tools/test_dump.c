@@ -611,6 +611,59 @@ Test(dump, bad_choice_values_are_usage_errors)
 {
     assert_usage_error("--data /tmp --out /tmp/pinload-never --pin maybe");
     assert_usage_error("--data /tmp --out /tmp/pinload-never --augment flip");
+    assert_usage_error("--data /tmp --out /tmp/pinload-never --order random");
+    assert_usage_error("--data /tmp --out /tmp/pinload-never --order shards "
+                       "--shuffle-window 0");
+}
+
+/* --order shards: two shards, rank 1 of 2 by the launcher's variables,
+ * unshuffled: the second half of the file order, in index.tsv; on a
+ * folder, exit 1 with the library's reason naming config.order. */
+Test(dump, order_shards_writes_the_ranks_range_and_refuses_a_folder,
+     .timeout = 120)
+{
+    char root[64], p[256], cmd[1024], args[1024];
+    tu_tmpdir(root);
+    for (int i = 0; i < 6; i++) {
+        snprintf(p, sizeof p, "%s/stage/k%d.jpg", root, i);
+        tu_mkdirs_for(p);
+        tu_write_jpeg(p, 20, 16, (unsigned)i + 1, NULL);
+    }
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p %s/pack && cd %s/stage && tar -cf ../pack/a.tar k0.jpg "
+             "k1.jpg && tar -cf ../pack/b.tar k2.jpg k3.jpg k4.jpg k5.jpg",
+             root, root);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    snprintf(args, sizeof args,
+             "--data '%s/pack' --out '%s/out' --size 8 --device host --order "
+             "shards --shuffle off",
+             root, root);
+    setenv("RANK", "1", 1);
+    setenv("WORLD_SIZE", "2", 1);
+    result r = dump(root, args);
+    unsetenv("RANK");
+    unsetenv("WORLD_SIZE");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    result_free(&r);
+    int n;
+    snprintf(p, sizeof p, "%s/out", root);
+    tu_row *rows = tu_read_index(p, &n);
+    cr_assert_eq(n, 3);
+    for (int k = 0; k < 3; k++) {
+        char want[64];
+        snprintf(want, sizeof want, "b.tar:k%d.jpg", 3 + k);
+        cr_assert_not_null(strstr(rows[k].path, want), "row %d: %s", k,
+                           rows[k].path);
+    }
+    free(rows);
+    snprintf(args, sizeof args,
+             "--data '%s/stage' --out '%s/out2' --device host --order shards",
+             root, root);
+    r = dump(root, args);
+    cr_assert_eq(r.status, 1, "%s", r.err);
+    cr_assert_not_null(strstr(r.err, "config.order"), "%s", r.err);
+    result_free(&r);
+    tu_rm_rf(root);
 }
 
 Test(dump, help_prints_usage_and_exits_zero)

@@ -103,6 +103,8 @@ Test(config, defaults_are_the_documented_values)
     cr_assert_eq(c.rank, PL_FROM_ENV);
     cr_assert_eq(c.world_size, PL_FROM_ENV);
     cr_assert_eq(c.shard_mode, PL_SHARD_PAD);
+    cr_assert_eq(c.order, PL_ORDER_GLOBAL);
+    cr_assert_eq(c.shuffle_window, 0);
     cr_assert_eq(c.num_workers, 0);
     cr_assert_eq(c.prefetch, 2);
     cr_assert_eq(c.memory, PL_MEMORY_PINNED);
@@ -213,7 +215,13 @@ Test(config, defaults_with_data_resolve)
     X(remote_timeout_negative, c->remote_timeout_ms = -5, "remote_timeout_ms", \
       "-5")                                                                    \
     X(remote_retries_minus_two, c->remote_retries = -2, "remote_retries",      \
-      "-2")
+      "-2")                                                                    \
+    X(unknown_order, c->order = 2, "order", "2")                               \
+    X(shuffle_window_negative,                                                 \
+      (c->order = PL_ORDER_SHARDS, c->shuffle_window = -1), "shuffle_window",  \
+      "-1")                                                                    \
+    X(shuffle_window_with_the_global_order, c->shuffle_window = 64,            \
+      "shuffle_window", "PL_ORDER_SHARDS only")
 
 #define SPOIL_FN(name, spoil, field, also)                                     \
     static void spoil_##name(pl_config *c)                                     \
@@ -239,9 +247,10 @@ static const rejection rejections[] = {REJECTIONS(REJECTION_ROW)};
 Test(config, rejects_every_bad_value_naming_the_field)
 {
     const size_t n = sizeof rejections / sizeof rejections[0];
-    cr_assert_eq(n, 43, "the rows of the 22 rejects_* tests it replaced, "
-                        "channels_last, max_device_buffers and the remote "
-                        "fields");
+    cr_assert_eq(n, 46,
+                 "the rows of the 22 rejects_* tests it replaced, "
+                 "channels_last, max_device_buffers, the remote "
+                 "fields, order and shuffle_window");
     for (size_t i = 0; i < n; i++) {
         const rejection *row = &rejections[i];
         char label[96];
