@@ -29,9 +29,9 @@ enum {
     K_CATALOG_RANGE,    /* catalog arrays, a sample in a shard */
     K_CATALOG_FILE,     /* catalog arrays, a file sample (folder, list) */
     K_SAMPLE_EXTRA,     /* measured, a sample, beyond arrays and names */
-    K_PEAK_FIXED,       /* measured, create's peak beyond the per-shard */
     K_MEMBER_INDEX,     /* a tar_member and its name, while an index lives */
     K_MEMBERS,          /* members a sample: KEY.jpg + KEY.cls */
+    K_SCAN_WINDOW,      /* local shards whose indexes live at once */
     K_SHARD_LOCAL,      /* per local shard, resident */
     K_SHARD_REMOTE,     /* per remote shard, resident */
     K_SCAN_JOB,         /* per local shard, during create */
@@ -59,20 +59,19 @@ static const plan_const plan_k[K_COUNT] = {
     [K_CATALOG_FILE] = {"catalog_bytes_per_file_sample", 12, "B",
                         "derived: input/catalog.h, name_off 8 + labels 4 "
                         "(no range tables)"},
-    [K_SAMPLE_EXTRA] = {"extra_bytes_per_sample", 5.28, "B",
+    [K_SAMPLE_EXTRA] = {"extra_bytes_per_sample", 2.64, "B",
                         "measured: machine A, 2026-11-26, peak RSS at the "
-                        "first batch at 500k and 2M samples (docs/SCALE.md, "
-                        "\"Measured\"): the slope beyond arrays and names"},
-    [K_PEAK_FIXED] = {"create_peak_fixed", 869632, "B",
-                      "measured: the same two runs, the intercept (what a "
-                      "window of 64 indexes adds at create's peak; the "
-                      "window itself is up to 64 x 96 B a member)"},
+                        "first batch over 2M samples in 4,000 shards "
+                        "(docs/SCALE.md, \"Measured\"), less every derived "
+                        "term, a sample"},
     [K_MEMBER_INDEX] = {"index_bytes_per_member", 96, "B",
                         "derived: input/tar.h, sizeof(tar_member) 64 + its "
                         "name's malloc chunk 32"},
     [K_MEMBERS] = {"members_per_sample", 2, "",
                    "derived: WebDataset KEY.jpg + KEY.cls, as pinload-pack "
                    "writes"},
+    [K_SCAN_WINDOW] = {"scan_window_shards", 64, "shards",
+                       "derived: input/shards.c, SCAN_WINDOW"},
     [K_SHARD_LOCAL] = {"bytes_per_local_shard", 12, "B",
                        "derived: input/catalog.h, source_fd 4 + "
                        "source_reader 8 (and a descriptor)"},
@@ -152,12 +151,14 @@ static void global_memory(const plan_job *j, int remote, plan_row *r)
     const double shard_state =
         s * (remote ? K(K_SHARD_REMOTE) : K(K_SHARD_LOCAL));
     r->resident = catalog + shard_state + r->ring;
-    /* Create's transient: local shards are indexed a window at a time
-     * (measured as K_PEAK_FIXED) beside a scan_job per shard; remote
-     * shards' indexes all live at once (input/remote.c, remote_read). */
-    const double transient =
-        remote ? n * K(K_MEMBERS) * K(K_MEMBER_INDEX) : s * K(K_SCAN_JOB);
-    r->peak = r->resident + transient + K(K_PEAK_FIXED);
+    /* Create's transient: local shards are indexed K_SCAN_WINDOW at a
+     * time beside a scan_job per shard; remote shards' indexes all live
+     * at once (input/remote.c, remote_read). */
+    const double live = remote                    ? s
+                        : s < K(K_SCAN_WINDOW) ? s
+                                               : K(K_SCAN_WINDOW);
+    const double indexes = live * (n / s) * K(K_MEMBERS) * K(K_MEMBER_INDEX);
+    r->peak = r->resident + indexes + (remote ? 0 : s * K(K_SCAN_JOB));
     r->create_idx = n * K(K_CREATE_IDX);
     r->create_headers = n * K(K_CREATE_HEADERS);
     if (remote) { /* every .idx fetched, K_INDEX_THREADS at a time */
@@ -369,43 +370,44 @@ static void print_table(const plan_job *j, const plan_row *r, int n)
            "%.3g MB a shard)\n",
            j->samples, j->shards, j->bytes / GB, j->bytes / j->samples,
            j->bytes / j->shards / 1e6);
-    printf("job: %.0f node(s) x %.0f ranks, batch %.0f, %.0f epoch(s), "
-           "%s, cache_limit %s\n",
-           j->nodes, j->ranks_per_node, j->batch, j->epochs,
-           remote ? "remote shards" : "local shards",
-           j->cache_limit > 0 ? "set" : "none");
+    printf("job: %.0f node(s) x %.0f ranks, batch %.0f, %.0f epoch(s), ",
+           j->nodes, j->ranks_per_node, j->batch, j->epochs);
     if (remote)
-        printf("bandwidth: %.3g GB/s a node; cache_limit %.3g GB\n",
+        printf("remote at %.4g GB/s a node, cache_limit %.4g GB\n",
                j->bandwidth / GB, j->cache_limit / GB);
-    printf("%-7s %-6s %11s %11s %11s %9s %9s", "order", "mode", "rank MiB",
-           "peak MiB", "node MiB", "create s", "no .idx s");
+    else
+        printf("local shards\n");
+    /* 100 columns at most, as the sweep's table */
+    printf("%-6s %-6s %9s %9s %8s %8s", "order", "mode", "rank MiB",
+           "peak MiB", "node GiB", "create s");
     if (remote)
-        printf(" %10s %10s %10s %7s %9s", "cache GB", "fetch1 GB",
-               "fetch GB", "hit", "epoch s");
+        printf(" %8s %9s %8s %7s %8s", "cache GB", "fetch1 GB", "fetch GB",
+               "hit", "epoch s");
+    else
+        printf(" %9s", "no .idx s");
     printf("\n");
     for (int i = 0; i < n; i++) {
-        char noidx[32];
-        if (r[i].create_headers < 0)
-            snprintf(noidx, sizeof noidx, "-");
-        else
-            snprintf(noidx, sizeof noidx, "%.3g", r[i].create_headers);
-        printf("%-7s %-6s %11.1f %11.1f %11.1f %9.3g %9s", r[i].order,
-               r[i].mode, r[i].resident / MIB, r[i].peak / MIB,
-               r[i].peak * j->ranks_per_node / MIB, r[i].create_idx, noidx);
+        printf("%-6s %-6s %9.1f %9.1f %8.1f %8.3g", r[i].order, r[i].mode,
+               r[i].resident / MIB, r[i].peak / MIB,
+               r[i].peak * j->ranks_per_node / (1024 * MIB), r[i].create_idx);
         if (remote)
-            printf(" %10.3g %10.3g %10.3g %6.2f%% %9.3g", r[i].cache_need / GB,
-                   r[i].fetch_first / GB, r[i].fetch_mean / GB,
-                   100 * r[i].hit, r[i].epoch_mean_s);
+            printf(" %8.3g %9.3g %8.3g %6.2f%% %8.3g", r[i].cache_need / GB,
+                   r[i].fetch_first / GB, r[i].fetch_mean / GB, 100 * r[i].hit,
+                   r[i].epoch_mean_s);
+        else
+            printf(" %9.3g", r[i].create_headers);
         printf("\n");
     }
     if (j->shards > K(K_MAX_SHARDS))
         printf("warning: %.0f shards: create refuses more than %.0f\n",
                j->shards, K(K_MAX_SHARDS));
     printf("rank MiB: resident after create; peak: create's; node: peak x "
-           "ranks a node.\nfetch1: the first epoch's bytes a node; fetch: "
-           "the mean over the epochs; hit: 1 - fetches/reads;\nepoch s: "
-           "fetch / bandwidth. Formulas: docs/SCALE.md; constants: "
-           "--plan --constants.\n");
+           "ranks a node.\n");
+    if (remote)
+        printf("fetch1: the first epoch's bytes a node; fetch: the mean over "
+               "the epochs;\nhit: 1 - fetches/reads; epoch s: fetch / "
+               "bandwidth.\n");
+    printf("Formulas: docs/SCALE.md; constants: --plan --constants.\n");
 }
 
 static void print_json(const plan_job *j, const plan_row *r, int n)
