@@ -38,6 +38,8 @@ enum {
     K_IDX_MEMBER,       /* bytes of a member in a .idx file */
     K_CREATE_IDX,       /* create time a sample, .idx files present */
     K_CREATE_HEADERS,   /* create time a sample, headers read (no .idx) */
+    K_CREATE_SHARD_IDX, /* create time a shard, .idx read */
+    K_CREATE_SHARD_HEADERS, /* create time a shard, headers, .idx written */
     K_INDEX_THREADS,    /* remote .idx requests in flight at create */
     K_LATENCY,          /* a request's first byte from the store */
     K_RANGE_OVERHEAD,   /* bytes of a ranged request beyond the member */
@@ -84,13 +86,23 @@ static const plan_const plan_k[K_COUNT] = {
     [K_IDX_MEMBER] = {"idx_bytes_per_member", 36, "B",
                       "derived: input/sidecar.h, offset 8 + size 8 + name "
                       "length 2 + small length 1 + name ~14 + small ~3"},
-    [K_CREATE_IDX] = {"create_seconds_per_sample_idx", 0.72e-6, "s",
+    /* Two packs of 2M samples, in 4,000 and in 1,000 shards: t = N * a +
+     * S * b through both (docs/SCALE.md, "Measured"). */
+    [K_CREATE_IDX] = {"create_seconds_per_sample_idx", 0.667e-6, "s",
                       "measured: machine A, 2026-11-26, pinload-dump's "
-                      "create and first batch over 2M samples in 4,000 "
-                      "shards with .idx files: 1.46 s less 0.02 s"},
-    [K_CREATE_HEADERS] = {"create_seconds_per_sample_headers", 2.28e-6, "s",
+                      "create and first batch over 2M samples in 4,000 and "
+                      "1,000 shards with .idx files: 1.44 and 1.36 s"},
+    [K_CREATE_HEADERS] = {"create_seconds_per_sample_headers", 1.89e-6, "s",
                           "measured: the same without .idx (a fresh "
-                          "PINLOAD_INDEX_DIR): 4.58 s (the faster of two)"},
+                          "PINLOAD_INDEX_DIR): 4.56 and 3.98 s (the faster "
+                          "of two runs)"},
+    [K_CREATE_SHARD_IDX] = {"create_seconds_per_shard_idx", 26.7e-6, "s",
+                            "measured: the same two runs, a shard's open, "
+                            "fstat and .idx read"},
+    [K_CREATE_SHARD_HEADERS] = {"create_seconds_per_shard_headers", 193e-6,
+                                "s",
+                                "measured: the same without .idx, a shard's "
+                                "open, fstat and .idx written"},
     [K_INDEX_THREADS] = {"index_requests_in_flight", 8, "",
                          "derived: input/remote.c, INDEX_THREADS"},
     [K_LATENCY] = {"request_latency", 0.02, "s",
@@ -159,8 +171,9 @@ static void global_memory(const plan_job *j, int remote, plan_row *r)
                                                : K(K_SCAN_WINDOW);
     const double indexes = live * (n / s) * K(K_MEMBERS) * K(K_MEMBER_INDEX);
     r->peak = r->resident + indexes + (remote ? 0 : s * K(K_SCAN_JOB));
-    r->create_idx = n * K(K_CREATE_IDX);
-    r->create_headers = n * K(K_CREATE_HEADERS);
+    r->create_idx = n * K(K_CREATE_IDX) + s * K(K_CREATE_SHARD_IDX);
+    r->create_headers =
+        n * K(K_CREATE_HEADERS) + s * K(K_CREATE_SHARD_HEADERS);
     if (remote) { /* every .idx fetched, K_INDEX_THREADS at a time */
         const double idx_bytes = n * K(K_MEMBERS) * K(K_IDX_MEMBER);
         r->create_idx += s / K(K_INDEX_THREADS) * K(K_LATENCY) +

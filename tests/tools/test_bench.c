@@ -610,6 +610,7 @@ Test(bench, plan_values_follow_the_documented_formulas)
     free(err);
     const double extra = plan_const(tab, "extra_bytes_per_sample"),
                  t_idx = plan_const(tab, "create_seconds_per_sample_idx"),
+                 t_shard = plan_const(tab, "create_seconds_per_shard_idx"),
                  latency = plan_const(tab, "request_latency"),
                  per_shard = plan_const(tab, "shards_order_bytes_per_shard");
     cr_assert_eq(plan_const(tab, "catalog_bytes_per_sample"), 32);
@@ -637,9 +638,12 @@ Test(bench, plan_values_follow_the_documented_formulas)
                 resident + 1000 * 2 * 96, "peak");
     assert_near(json_num(out, g, "node_peak_bytes"),
                 4 * (resident + 1000 * 2 * 96), "node peak");
-    /* create: the samples, 100 .idx requests 8 at a time, their bytes */
+    /* create: the samples and shards, 100 .idx requests 8 at a time,
+     * their bytes (36 a member) at 1 MB/s */
     assert_near(json_num(out, g, "create_s") * 1e6,
-                (1000 * t_idx + 100 / 8.0 * latency + 2000 * 36 / 1e6) * 1e6,
+                (1000 * t_idx + 100 * t_shard + 100 / 8.0 * latency +
+                 2000 * 36 / 1e6) *
+                    1e6,
                 "create");
     /* no cache_limit: whole shards, the data once a node (1 MB, 1 s) */
     cr_assert_not_null(strstr(out, "\"mode\": \"whole\""), "%s", out);
