@@ -40,14 +40,14 @@ enum {
     K_CREATE_HEADERS,   /* create time a sample, headers read (no .idx) */
     K_CREATE_SHARD_IDX, /* create time a shard, .idx read */
     K_CREATE_SHARD_HEADERS, /* create time a shard, headers, .idx written */
-    K_INDEX_THREADS,    /* remote .idx requests in flight at create */
-    K_LATENCY,          /* a request's first byte from the store */
-    K_RANGE_OVERHEAD,   /* bytes of a ranged request beyond the member */
-    K_NAME,             /* bytes of a sample's name, by default */
-    K_MAX_SHARDS,       /* create refuses more shards */
-    K_SHARDS_PER_SHARD, /* --order shards: resident per shard */
-    K_SHARDS_IN_HAND,   /* --order shards: shards a rank holds at once */
-    K_SHARDS_CREATE,    /* --order shards: create time over the global's */
+    K_INDEX_THREADS,        /* remote .idx requests in flight at create */
+    K_LATENCY,              /* a request's first byte from the store */
+    K_RANGE_OVERHEAD,       /* bytes of a ranged request beyond the member */
+    K_NAME,                 /* bytes of a sample's name, by default */
+    K_MAX_SHARDS,           /* create refuses more shards */
+    K_SHARDS_PER_SHARD,     /* --order shards: resident per shard */
+    K_SHARDS_IN_HAND,       /* --order shards: shards a rank holds at once */
+    K_SHARDS_CREATE,        /* --order shards: create time over the global's */
     K_COUNT
 };
 
@@ -99,8 +99,7 @@ static const plan_const plan_k[K_COUNT] = {
     [K_CREATE_SHARD_IDX] = {"create_seconds_per_shard_idx", 26.7e-6, "s",
                             "measured: the same two runs, a shard's open, "
                             "fstat and .idx read"},
-    [K_CREATE_SHARD_HEADERS] = {"create_seconds_per_shard_headers", 193e-6,
-                                "s",
+    [K_CREATE_SHARD_HEADERS] = {"create_seconds_per_shard_headers", 193e-6, "s",
                                 "measured: the same without .idx, a shard's "
                                 "open, fstat and .idx written"},
     [K_INDEX_THREADS] = {"index_requests_in_flight", 8, "",
@@ -144,12 +143,12 @@ typedef struct plan_job {
 
 typedef struct plan_row {
     const char *order, *mode;
-    double resident, peak, ring; /* bytes a rank */
-    double create_idx, create_headers; /* seconds */
-    double cache_need;                 /* bytes a node */
-    double fetch_first, fetch_mean;    /* bytes a node an epoch */
-    double requests_mean;              /* requests a node an epoch */
-    double hit;                        /* 1 - fetches / reads */
+    double resident, peak, ring;        /* bytes a rank */
+    double create_idx, create_headers;  /* seconds */
+    double cache_need;                  /* bytes a node */
+    double fetch_first, fetch_mean;     /* bytes a node an epoch */
+    double requests_mean;               /* requests a node an epoch */
+    double hit;                         /* 1 - fetches / reads */
     double epoch_first_s, epoch_mean_s; /* bandwidth-bound */
 } plan_row;
 
@@ -166,18 +165,17 @@ static void global_memory(const plan_job *j, int remote, plan_row *r)
     /* Create's transient: local shards are indexed K_SCAN_WINDOW at a
      * time beside a scan_job per shard; remote shards' indexes all live
      * at once (input/remote.c, remote_read). */
-    const double live = remote                    ? s
+    const double live = remote                 ? s
                         : s < K(K_SCAN_WINDOW) ? s
                                                : K(K_SCAN_WINDOW);
     const double indexes = live * (n / s) * K(K_MEMBERS) * K(K_MEMBER_INDEX);
     r->peak = r->resident + indexes + (remote ? 0 : s * K(K_SCAN_JOB));
     r->create_idx = n * K(K_CREATE_IDX) + s * K(K_CREATE_SHARD_IDX);
-    r->create_headers =
-        n * K(K_CREATE_HEADERS) + s * K(K_CREATE_SHARD_HEADERS);
+    r->create_headers = n * K(K_CREATE_HEADERS) + s * K(K_CREATE_SHARD_HEADERS);
     if (remote) { /* every .idx fetched, K_INDEX_THREADS at a time */
         const double idx_bytes = n * K(K_MEMBERS) * K(K_IDX_MEMBER);
-        r->create_idx += s / K(K_INDEX_THREADS) * K(K_LATENCY) +
-                         idx_bytes / j->bandwidth;
+        r->create_idx +=
+            s / K(K_INDEX_THREADS) * K(K_LATENCY) + idx_bytes / j->bandwidth;
         r->create_headers = -1; /* remote shards without .idx: not modelled */
     }
 }
@@ -195,7 +193,7 @@ static void global_fetch(const plan_job *j, plan_row *r)
         r->fetch_first = j->bytes;
         r->fetch_mean = j->bytes / e;
         r->requests_mean = s / e;
-        r->hit = 1 - s / (e * reads);
+        r->hit = s < e * reads ? 1 - s / (e * reads) : 0;
     } else {
         r->mode = "ranged";
         r->cache_need = 0;
@@ -234,9 +232,8 @@ static void shards_fetch(const plan_job *j, plan_row *r)
     r->cache_need = j->ranks_per_node * K(K_SHARDS_IN_HAND) * shard;
     if (r->cache_need > d)
         r->cache_need = d;
-    const double cap = j->cache_limit > 0 && j->cache_limit < d
-                           ? j->cache_limit
-                           : d;
+    const double cap =
+        j->cache_limit > 0 && j->cache_limit < d ? j->cache_limit : d;
     double fetched = 0, requests = 0;
     const int epochs = (int)j->epochs;
     for (int e = 1; e <= epochs; e++) {
@@ -286,22 +283,49 @@ static double plan_number(const char *flag, const char *v, double lo)
 {
     const double x = cli_size("pinload-bench", bench_usage, flag, v);
     if (x < lo)
-        cli_usage_error("pinload-bench", bench_usage,
-                        "%s: \"%s\" is below %g", flag, v, lo);
+        cli_usage_error("pinload-bench", bench_usage, "%s: \"%s\" is below %g",
+                        flag, v, lo);
     return x;
+}
+
+/* What the job must hold together; a usage error naming the option. */
+static void plan_check(const plan_job *j)
+{
+    const char *missing = !j->samples  ? "--samples"
+                          : !j->shards ? "--shards"
+                          : !j->bytes  ? "--bytes"
+                                       : NULL;
+    if (missing)
+        cli_usage_error("pinload-bench", bench_usage, "--plan: %s is required",
+                        missing);
+    if (j->shards > j->samples)
+        cli_usage_error("pinload-bench", bench_usage,
+                        "--shards: %.0f shards for %.0f samples: a shard "
+                        "holds at least one",
+                        j->shards, j->samples);
+    if (j->bytes < j->samples)
+        cli_usage_error("pinload-bench", bench_usage,
+                        "--bytes: %.0f bytes for %.0f samples: a sample "
+                        "is at least a byte",
+                        j->bytes, j->samples);
 }
 
 static void plan_parse(int argc, char **argv, plan_job *j)
 {
     static const char *const valued[] = {
-        "--samples",     "--shards",    "--bytes",  "--nodes",
-        "--ranks-per-node", "--batch",  "--epochs", "--cache-limit",
-        "--bandwidth",   "--order",     "--name-bytes", "--size",
-        "--prefetch",    NULL};
+        "--samples",        "--shards", "--bytes",      "--nodes",
+        "--ranks-per-node", "--batch",  "--epochs",     "--cache-limit",
+        "--bandwidth",      "--order",  "--name-bytes", "--size",
+        "--prefetch",       NULL};
     static const char *const orders[] = {"global", "shards", NULL};
-    *j = (plan_job){.nodes = 1, .ranks_per_node = 8, .batch = 256,
-                    .epochs = 1, .name_bytes = K(K_NAME), .size = 224,
-                    .prefetch = 2, .order = -1};
+    *j = (plan_job){.nodes = 1,
+                    .ranks_per_node = 8,
+                    .batch = 256,
+                    .epochs = 1,
+                    .name_bytes = K(K_NAME),
+                    .size = 224,
+                    .prefetch = 2,
+                    .order = -1};
     int quiet = 0;
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];
@@ -327,8 +351,8 @@ static void plan_parse(int argc, char **argv, plan_job *j)
         else if (!strcmp(f, "--batch"))
             j->batch = plan_number(f, v, 1);
         else if (!strcmp(f, "--epochs"))
-            j->epochs = (double)cli_long("pinload-bench", bench_usage, f, v, 1,
-                                         100000);
+            j->epochs =
+                (double)cli_long("pinload-bench", bench_usage, f, v, 1, 100000);
         else if (!strcmp(f, "--cache-limit"))
             j->cache_limit = plan_number(f, v, 0);
         else if (!strcmp(f, "--bandwidth"))
@@ -342,25 +366,8 @@ static void plan_parse(int argc, char **argv, plan_job *j)
         else if (!strcmp(f, "--prefetch"))
             j->prefetch = plan_number(f, v, 1);
     }
-    if (j->constants)
-        return;
-    const char *missing = !j->samples  ? "--samples"
-                          : !j->shards ? "--shards"
-                          : !j->bytes  ? "--bytes"
-                                       : NULL;
-    if (missing)
-        cli_usage_error("pinload-bench", bench_usage,
-                        "--plan: %s is required", missing);
-    if (j->shards > j->samples)
-        cli_usage_error("pinload-bench", bench_usage,
-                        "--shards: %.0f shards for %.0f samples: a shard "
-                        "holds at least one",
-                        j->shards, j->samples);
-    if (j->bytes < j->samples)
-        cli_usage_error("pinload-bench", bench_usage,
-                        "--bytes: %.0f bytes for %.0f samples: a sample "
-                        "is at least a byte",
-                        j->bytes, j->samples);
+    if (!j->constants)
+        plan_check(j);
 }
 
 /* ---- the report ---- */
@@ -391,8 +398,8 @@ static void print_table(const plan_job *j, const plan_row *r, int n)
     else
         printf("local shards\n");
     /* 100 columns at most, as the sweep's table */
-    printf("%-6s %-6s %9s %9s %8s %8s", "order", "mode", "rank MiB",
-           "peak MiB", "node GiB", "create s");
+    printf("%-6s %-6s %9s %9s %8s %8s", "order", "mode", "rank MiB", "peak MiB",
+           "node GiB", "create s");
     if (remote)
         printf(" %8s %9s %8s %7s %8s", "cache GB", "fetch1 GB", "fetch GB",
                "hit", "epoch s");
@@ -411,6 +418,13 @@ static void print_table(const plan_job *j, const plan_row *r, int n)
             printf(" %9.3g", r[i].create_headers);
         printf("\n");
     }
+    for (int i = 0; i < n && remote; i++)
+        if (!strcmp(r[i].mode, "shards") && j->cache_limit > 0 &&
+            j->cache_limit < r[i].cache_need)
+            printf("warning: cache_limit is below the shard order's %.0f "
+                   "shards in hand a node (%.3g GB)\n",
+                   j->ranks_per_node * K(K_SHARDS_IN_HAND),
+                   r[i].cache_need / GB);
     if (j->shards > K(K_MAX_SHARDS))
         printf("warning: %.0f shards: create refuses more than %.0f\n",
                j->shards, K(K_MAX_SHARDS));
