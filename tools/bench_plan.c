@@ -428,8 +428,8 @@ static void print_table(const plan_job *j, const plan_row *r, int n)
     if (j->shards > K(K_MAX_SHARDS))
         printf("warning: %.0f shards: create refuses more than %.0f\n",
                j->shards, K(K_MAX_SHARDS));
-    printf("rank MiB: resident after create; peak: create's; node: peak x "
-           "ranks a node.\n");
+    printf("rank MiB: private, resident after create; peak: create's; node: "
+           "peak x ranks a node.\n");
     if (remote)
         printf("fetch1: the first epoch's bytes a node; fetch: the mean over "
                "the epochs;\nhit: 1 - fetches/reads; epoch s: fetch / "
