@@ -611,6 +611,9 @@ Test(bench, plan_values_follow_the_documented_formulas)
     const double extra = plan_const(tab, "extra_bytes_per_sample"),
                  t_idx = plan_const(tab, "create_seconds_per_sample_idx"),
                  t_shard = plan_const(tab, "create_seconds_per_shard_idx"),
+                 t_hdr = plan_const(tab, "create_seconds_per_sample_headers"),
+                 t_hdr_shard =
+                     plan_const(tab, "create_seconds_per_shard_headers"),
                  latency = plan_const(tab, "request_latency"),
                  per_shard = plan_const(tab, "shards_order_bytes_per_shard");
     cr_assert_eq(plan_const(tab, "catalog_bytes_per_sample"), 32);
@@ -619,6 +622,9 @@ Test(bench, plan_values_follow_the_documented_formulas)
     cr_assert_eq(plan_const(tab, "idx_bytes_per_member"), 36);
     cr_assert_eq(plan_const(tab, "shards_order_shards_in_hand"), 3);
     cr_assert_eq(plan_const(tab, "index_requests_in_flight"), 8);
+    cr_assert_eq(plan_const(tab, "scan_window_shards"), 64);
+    cr_assert_eq(plan_const(tab, "scan_job_bytes_per_shard"), 1224);
+    cr_assert_eq(plan_const(tab, "bytes_per_local_shard"), 12);
     free(tab);
     cr_assert_eq(run_tool("--plan --samples 1K --shards 100 --bytes 1M "
                           "--nodes 2 --ranks-per-node 4 --batch 8 --epochs 2 "
@@ -665,6 +671,22 @@ Test(bench, plan_values_follow_the_documented_formulas)
     assert_near(json_num(out, s, "requests_mean") * 1e3, 37.5e3, "requests");
     assert_near(json_num(out, s, "hit_rate") * 1e6, (1 - 75 / 1000.0) * 1e6,
                 "hit");
+    free(out);
+    free(err);
+    /* local shards (no --bandwidth): 12 B a shard; create's peak adds a
+     * scan_job (1,224 B) a shard and the indexes of 64 shards at a time */
+    cr_assert_eq(run_tool("--plan --samples 12800 --shards 128 --bytes 1G "
+                          "--ranks-per-node 2 --batch 8 --size 10 "
+                          "--name-bytes 20 --order global --json",
+                          &out, &err),
+                 0, "%s", err);
+    const double local = 12800 * (32 + 20 + 1 + extra) + 128 * 12 + ring;
+    assert_near(json_num(out, g, "rank_resident_bytes"), local, "local");
+    assert_near(json_num(out, g, "rank_peak_bytes"),
+                local + 128 * 1224 + 64 * 100 * 2 * 96, "local peak");
+    assert_near(json_num(out, g, "create_no_idx_s") * 1e6,
+                (12800 * t_hdr + 128 * t_hdr_shard) * 1e6, "no .idx");
+    assert_near(json_num(out, g, "hit_rate"), 1, "local hit");
     free(out);
     free(err);
     /* a cache_limit below the data: ranged reads, 500 a node an epoch,
