@@ -343,9 +343,11 @@ BENCH_CUDA_OBJ :=
 BENCH_NO_CUDA := -DPL_BENCH_NO_CUDA
 endif
 # (bench_baseline.o comes from the objects' pattern rule, with its own .d.)
-# (bench_args.o and bench_report.o likewise: the command line, the report.)
+# (bench_args.o, bench_report.o and bench_plan.o likewise: the command line,
+# the report, the --plan model.)
 BENCH_PARTS := $(BUILD)/obj/tools/bench_baseline.o \
-               $(BUILD)/obj/tools/bench_args.o $(BUILD)/obj/tools/bench_report.o
+               $(BUILD)/obj/tools/bench_args.o $(BUILD)/obj/tools/bench_report.o \
+               $(BUILD)/obj/tools/bench_plan.o
 $(BUILD)/pinload-bench: tools/bench.c $(BENCH_PARTS) \
                         $(BENCH_CUDA_OBJ) $(BUILD)/libpinload.a $(CUDASIM)
 	$(CC) -Iinclude -MMD -MP $(BENCH_NO_CUDA) $(CFLAGS_ALL) $(LDFLAGS) \

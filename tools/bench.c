@@ -453,6 +453,8 @@ static int check_output(const char *flag, const char *path)
 
 int main(int argc, char **argv)
 {
+    if (bench_wants_plan(argc, argv))
+        return bench_plan_main(argc, argv);
     options o;
     bench_parse(argc, argv, &o);
     cli_catch_signals("pinload-bench");

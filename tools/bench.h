@@ -52,6 +52,9 @@ typedef struct row {
 
 /* ---- bench_args.c ---- */
 
+/* The usage, for --help and every usage error (bench_plan.c's too). */
+extern const char bench_usage[];
+
 /* The command line into *o; prints the reason and the usage and exits 2
  * on a usage error, prints the usage and exits 0 for --help. */
 void bench_parse(int argc, char **argv, options *o);
@@ -80,5 +83,13 @@ int write_json(const char *path, const options *o, const char *mach,
 int write_plot(const char *path, const options *o, const char *mach,
                const char *backend, const row *rows, int n, char *why,
                size_t whylen);
+
+/* ---- bench_plan.c ---- */
+
+/* Whether the command line asks for --plan. */
+int bench_wants_plan(int argc, char **argv);
+/* --plan: the job's costs computed (docs/SCALE.md), printed; the exit
+ * status (usage errors exit 2 there). */
+int bench_plan_main(int argc, char **argv);
 
 #endif

@@ -12,7 +12,7 @@
 #include "bench.h"
 #include "cli.h"
 
-static const char usage[] =
+const char bench_usage[] =
     "usage: pinload-bench --data PATH [--batch B] [--size N] [--augment "
     "none|eval|train]\n"
     "       [--format u8|f32|f16|bf16] [--gpu-normalize on|off] [--workers "
@@ -23,6 +23,10 @@ static const char usage[] =
     "       [--plot FILE.png] [--quiet] [--baseline [--baseline-seconds S]]\n"
     "       [--cache-limit BYTES] " CLI_ORDER_USAGE "\n"
     "       [--wide] [--version] [--help]\n"
+    "       pinload-bench --plan --samples N --shards S --bytes B [--nodes K]\n"
+    "       [--ranks-per-node R] [--batch B] [--epochs E] [--cache-limit X]\n"
+    "       [--bandwidth Y] [--order global|shards] [--name-bytes L] [--size N]\n"
+    "       [--prefetch P] [--json] | pinload-bench --plan --constants\n"
     "PATH may be remote shards (http(s)://, s3://, pipe:); --cache-limit is "
     "then\nconfig.cache_limit (below the data: every sample a ranged "
     "request).\n"
@@ -44,7 +48,17 @@ static const char usage[] =
     "--order shards (tar shards only) deals a permutation of the shards to "
     "the\nranks, each read in sequence and shuffled within --shuffle-window "
     "positions\n(default 4096); global, the default, is the exact global "
-    "shuffle.\n" CLI_EXIT_CODES;
+    "shuffle.\n"
+    "--plan reads no image: it computes, for a dataset of S tar shards of "
+    "N samples\nand B bytes and a job of K nodes of R ranks (default 1 x 8), "
+    "each rank's memory\nand create time, and with --bandwidth Y (bytes/s a "
+    "node from the store: remote\nshards) the node cache's size, the bytes "
+    "each node fetches an epoch, the cache's\nhit rate and the epoch's "
+    "bandwidth bound, for the global order and the shard\norder (--order "
+    "picks one). Sizes and counts take K, M, G, T (1e3 ... 1e12).\n"
+    "--cache-limit X is config.cache_limit a node (0: none); --name-bytes "
+    "L a\nsample's name (default 48). --constants lists the model's "
+    "numbers and where\neach came from; docs/SCALE.md gives the formulas.\n" CLI_EXIT_CODES;
 
 /* ---- arguments ---- */
 
@@ -54,14 +68,14 @@ static void bad(const char *fmt, ...)
     va_start(ap, fmt);
     fprintf(stderr, "pinload-bench: ");
     vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n%s", usage);
+    fprintf(stderr, "\n%s", bench_usage);
     va_end(ap);
     exit(2);
 }
 
 static long parse_long(const char *flag, const char *v, long lo, long hi)
 {
-    return cli_long("pinload-bench", usage, flag, v, lo, hi);
+    return cli_long("pinload-bench", bench_usage, flag, v, lo, hi);
 }
 
 static double parse_double(const char *flag, const char *v, double lo,
@@ -176,7 +190,7 @@ void bench_parse(int argc, char **argv, options *o)
     set_defaults(o);
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];
-        if (cli_common("pinload-bench", usage, f, &o->quiet))
+        if (cli_common("pinload-bench", bench_usage, f, &o->quiet))
             continue;
         if (!strcmp(f, "--wide")) {
             o->wide = 1;
@@ -187,7 +201,7 @@ void bench_parse(int argc, char **argv, options *o)
             continue;
         }
         const char *v =
-            cli_value("pinload-bench", usage, valued, argc, argv, &i);
+            cli_value("pinload-bench", bench_usage, valued, argc, argv, &i);
         if (!strcmp(f, "--data"))
             o->data = v;
         else if (!strcmp(f, "--batch"))
@@ -197,7 +211,7 @@ void bench_parse(int argc, char **argv, options *o)
         else if (!strcmp(f, "--augment"))
             o->augment = (pl_augment)choice(f, v, augments, 3);
         else if (!strcmp(f, "--format"))
-            o->format = cli_format("pinload-bench", usage, f, v);
+            o->format = cli_format("pinload-bench", bench_usage, f, v);
         else if (!strcmp(f, "--gpu-normalize"))
             o->gpu_normalize = choice(f, v, onoff, 2) == 0;
         else if (!strcmp(f, "--workers"))
@@ -215,7 +229,7 @@ void bench_parse(int argc, char **argv, options *o)
         else if (!strcmp(f, "--compute-ms"))
             o->compute_ms = parse_double(f, v, 0, 1e5);
         else if (!strcmp(f, "--device"))
-            o->device = cli_device("pinload-bench", usage, f, v, &o->want_cuda);
+            o->device = cli_device("pinload-bench", bench_usage, f, v, &o->want_cuda);
         else if (!strcmp(f, "--cache-limit"))
             o->cache_limit = parse_long(f, v, 0, LONG_MAX);
         else if (!strcmp(f, "--order"))

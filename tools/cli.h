@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -89,6 +90,32 @@ static inline uint64_t cli_u64(const char *prog, const char *usage,
         exit(2);
     }
     return (uint64_t)n;
+}
+
+/* A size or a count: a number (a fraction allowed) with an optional
+ * decimal suffix K, M, G or T (1e3 to 1e12; KB, MB, GB, TB and either
+ * case too), at least 0 and at most 1e18: "1GB", "500M", "5G" samples.
+ * Otherwise print "PROG: FLAG: ... is not a size" and the usage to stderr
+ * and exit 2. */
+static inline double cli_size(const char *prog, const char *usage,
+                              const char *flag, const char *v)
+{
+    static const char *const suffix[] = {"k", "m", "g", "t"};
+    char *end;
+    errno = 0;
+    const double n = strtod(v, &end);
+    double mult = *end ? -1 : 1;
+    for (int i = 0; i < 4 && *end; i++)
+        if (!strncasecmp(end, suffix[i], 1) &&
+            (!end[1] || (!strcasecmp(end + 1, "b"))))
+            mult = i == 0 ? 1e3 : i == 1 ? 1e6 : i == 2 ? 1e9 : 1e12;
+    if (errno || end == v || mult < 0 || !(n >= 0) || n * mult > 1e18) {
+        fprintf(stderr,
+                "%s: %s: \"%s\" is not a size (1GB, 500MB, 5G, bytes)\n%s",
+                prog, flag, v, usage);
+        exit(2);
+    }
+    return n * mult;
 }
 
 /* The index of v in `names` (NULL-terminated); otherwise print "PROG: FLAG:

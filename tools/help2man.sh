@@ -14,7 +14,7 @@ version=$(sed -n 's/^#define PL_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)/\2/p'
 # roff: a leading dot or quote would be a request; backslashes escape.
 esc() { sed -e 's/\\/\\e/g' -e "s/^\\([.']\\)/\\\\\\&\\1/"; }
 case $name in
-pinload-bench) summary="measure the loader's throughput over a sweep of settings" ;;
+pinload-bench) summary="measure the loader's throughput over a sweep of settings, or plan a job (--plan)" ;;
 pinload-dump) summary="write what the loader delivers as images and an index" ;;
 pinload-mkdata) summary="generate a dataset of photo-like JPEGs in class folders" ;;
 *) summary="a pinload tool" ;;

@@ -119,28 +119,18 @@ static void die(const char *fmt, const char *arg)
     exit(1);
 }
 
+/* --shard-size: cli_size's sizes, above 0 and at most 1e15. */
 static int64_t parse_size(const char *v)
 {
-    char *end;
-    errno = 0;
-    const double n = strtod(v, &end);
-    double mult = 1;
-    if (strcasecmp(end, "kb") == 0 || strcasecmp(end, "k") == 0)
-        mult = 1e3;
-    else if (strcasecmp(end, "mb") == 0 || strcasecmp(end, "m") == 0)
-        mult = 1e6;
-    else if (strcasecmp(end, "gb") == 0 || strcasecmp(end, "g") == 0)
-        mult = 1e9;
-    else if (*end)
-        mult = -1;
-    if (errno || end == v || mult < 0 || n <= 0 || n * mult > 1e15) {
+    const double n = cli_size("pinload-pack", usage, "--shard-size", v);
+    if (n < 1 || n > 1e15) {
         fprintf(stderr,
                 "pinload-pack: --shard-size: \"%s\" is not a size (1GB, 500MB, "
                 "bytes)\n%s",
                 v, usage);
         exit(2);
     }
-    return (int64_t)(n * mult);
+    return (int64_t)n;
 }
 
 /* --extras' names (the loader checks their form), none of them a member
