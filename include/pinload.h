@@ -373,7 +373,9 @@ typedef struct pl_config {
      * any of the loader's threads). */
     void *log_ctx;
 
-    /* ---- Added after 0.1's grouping (fields are appended here) */
+    /* ---- Added after 0.1's grouping (fields are appended here; each,
+     * with its comment, is a Python keyword once tools/config-fields.py
+     * has run) */
     /* 1: float formats channels-last, [count][height][width][3] (the
      * values of the NCHW layout, interleaved as u8 is; PyTorch's
      * channels_last). 0 (default): NCHW. u8 is always NHWC. */

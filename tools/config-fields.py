@@ -38,14 +38,17 @@ import re
 import sys
 import textwrap
 
+SCRIPT = "tools/config-fields.py"
 HEADER = "include/pinload.h"
 C_TABLE = "python/src/config_fields.h"
 OPTIONS = "python/pinload/_options.py"
 INIT = "python/pinload/__init__.py"
 DOCS = "docs/python.md"
 
-INIT_HEAD = "Keywords (written from include/pinload.h by tools/config-fields.py):"
-DOCS_BEGIN = "<!-- tools/config-fields.py writes the lines below: do not edit -->"
+INIT_HEAD = ("Keywords (written from include/pinload.h by "
+             "tools/config-fields.py):")
+DOCS_BEGIN = ("<!-- tools/config-fields.py writes the lines below: do not "
+              "edit -->")
 DOCS_END = "<!-- tools/config-fields.py: end -->"
 
 
@@ -209,13 +212,13 @@ def parse(text):
         raise Failure("%s: no `typedef struct pl_config {...} pl_config;`"
                       % HEADER)
     body, base = m.group(1), text.count("\n", 0, m.start(1)) + 1
-    fields, pending, last_end = [], [], None
+    fields, pending, last_line = [], [], None
     for tok in re.finditer(r"/\*.*?\*/|[^;/]+;|\s+|.", body, re.S):
         s = tok.group(0)
         line = base + body.count("\n", 0, tok.start())
         if s.startswith("/*"):
             text_ = comment_text(s)
-            if last_end is not None and last_end[1] == line and fields:
+            if line == last_line:
                 f = fields[-1]       # it ends the field's own line
                 f.doc = (f.doc + " " + text_).strip()
             elif text_.startswith("----"):
@@ -238,7 +241,7 @@ def parse(text):
             ctype += "[%s]" % dim
         end = base + body.count("\n", 0, tok.end())
         fields.append(Field(name, ctype, " ".join(pending), end))
-        pending, last_end = [], (name, end)
+        pending, last_line = [], end
     return fields
 
 
@@ -254,7 +257,7 @@ def plan(fields):
         for f in k.fields:
             if f not in names:
                 raise Failure("%s: PYTHON names pl_config.%s, which %s has "
-                              "not" % (sys.argv[0], f, HEADER))
+                              "not" % (SCRIPT, f, HEADER))
     keywords, seen = [], set()
     for f in fields:
         if not f.doc:
@@ -266,13 +269,13 @@ def plan(fields):
                 raise Failure(
                     "%s:%d: pl_config.%s is a %s, which has no Python "
                     "keyword as it is: say what it is in PYTHON, in %s"
-                    % (HEADER, f.line, f.name, f.ctype, sys.argv[0]))
-            enum = re.match(r"an? (pl_\w+)", f.doc)
+                    % (HEADER, f.line, f.name, f.ctype, SCRIPT))
+            enum = re.search(r"\b[Aa]n? (pl_\w+)", f.doc)
             if enum:
                 raise Failure(
                     "%s:%d: pl_config.%s holds a %s: give its values names "
                     "in PYTHON (a choice line), in %s"
-                    % (HEADER, f.line, f.name, enum.group(1), sys.argv[0]))
+                    % (HEADER, f.line, f.name, enum.group(1), SCRIPT))
             _, kind, pytype = AS_IS[f.ctype]
             k = Keyword(f.name, [f.name], kind, pytype)
         if k.keyword is None or id(k) in seen:
@@ -283,11 +286,13 @@ def plan(fields):
     return keywords
 
 
-
 def c_table(fields):
-    out = ["/* tools/config-fields.py wrote this file from include/pinload.h's",
-           " * pl_config: do not edit (`make config-fields`). Each field a dict",
-           " * may set, and how (python/src/config.c); log and log_ctx are the",
+    out = ["/* tools/config-fields.py wrote this file from "
+           "include/pinload.h's",
+           " * pl_config: do not edit (`make config-fields`). Each field a "
+           "dict",
+           " * may set, and how (python/src/config.c); log and log_ctx are "
+           "the",
            " * extension's own. */",
            "#ifndef PINLOAD_PY_CONFIG_FIELDS_H",
            "#define PINLOAD_PY_CONFIG_FIELDS_H",
@@ -338,9 +343,12 @@ def annotation(k):
 
 
 def options(keywords):
-    out = ['"""pinload.Loader\'s keywords. tools/config-fields.py wrote this file',
-           "from include/pinload.h's pl_config (the docs are its comments) and",
-           "its own table of the keywords that are not a field as it is: do not",
+    out = ['"""pinload.Loader\'s keywords. tools/config-fields.py wrote '
+           "this file",
+           "from include/pinload.h's pl_config (the docs are its comments) "
+           "and",
+           "its own table of the keywords that are not a field as it is: do "
+           "not",
            'edit (`make config-fields`)."""',
            "",
            "import os",
@@ -370,8 +378,8 @@ def options(keywords):
         lines[-1] += '"""'
         out += [literal(l) for l in lines]
     out += ["", "",
-            "#: keyword: (kind, the pl_config fields it sets, the fields' value "
-            "when",
+            "#: keyword: (kind, the pl_config fields it sets, the fields' "
+            "value when",
             "#: it is None or left out: None for the C default)",
             "KEYWORDS: Dict[str, Tuple[str, Tuple[str, ...], Optional[int]]] "
             "= {"]

@@ -42,7 +42,8 @@ def append_field(root, text):
     path = root / HEADER
     h = path.read_text()
     assert h.count("\n} pl_config;") == 1
-    path.write_text(h.replace("\n} pl_config;", "\n" + text + "\n} pl_config;"))
+    path.write_text(h.replace("\n} pl_config;",
+                              "\n" + text + "\n} pl_config;"))
 
 
 def test_the_checkout_s_files_are_up_to_date():
@@ -97,7 +98,7 @@ def test_an_appended_field_is_a_keyword_with_no_hand_edit(tree):
 @pytest.mark.parametrize("field,says", [
     ("    void *user; /* the caller's */", "pl_config.user is a void *"),
     ("    pl_log_fn trace; /* traces */", "pl_config.trace is a pl_log_fn"),
-    ("    int32_t order; /* a pl_order; default PL_ORDER_EPOCH */",
+    ("    int32_t order; /* The order: a pl_order; default PL_ORDER_EPOCH */",
      "pl_config.order holds a pl_order: give its values names"),
     ("    int32_t bare;", "pl_config.bare has no comment"),
     ("    double ratio; /* a ratio */", "pl_config.ratio is a double"),
