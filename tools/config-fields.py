@@ -323,7 +323,9 @@ def literal(line):
 
 
 def python_words(kind, doc):
-    """A flag's comment in Python's words: 1 and 0 are True and False."""
+    """A comment in Python's words: NULL is None, and a flag's 1 and 0 are
+    True and False."""
+    doc = re.sub(r"\bNULL\b", "None", doc)
     if kind != "flag":
         return doc
     doc = re.sub(r"(^|[;.] )1: ", r"\1True: ", doc)

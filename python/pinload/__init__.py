@@ -471,7 +471,7 @@ class Loader:
                     then BusyError; 0: device_buffers
     cache_dir       The node's cache of fetched shards, shared by the ranks
                     of a node (file locks: each shard is fetched once per
-                    node). Default NULL: $PINLOAD_CACHE_DIR, else
+                    node). Default None: $PINLOAD_CACHE_DIR, else
                     $XDG_CACHE_HOME/pinload/shards, else
                     ~/.cache/pinload/shards. The library keeps no pointer
                     after create.

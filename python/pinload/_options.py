@@ -135,7 +135,7 @@ class LoaderOptions(TypedDict, total=False):
     device_buffers: at most N buffers, then BusyError; 0: device_buffers"""
     cache_dir: Optional[PathLike]
     """The node's cache of fetched shards, shared by the ranks of a node
-    (file locks: each shard is fetched once per node). Default NULL:
+    (file locks: each shard is fetched once per node). Default None:
     $PINLOAD_CACHE_DIR, else $XDG_CACHE_HOME/pinload/shards, else
     ~/.cache/pinload/shards. The library keeps no pointer after create."""
     cache_limit: Optional[int]
