@@ -359,10 +359,10 @@ class Loader:
 
     Every argument but `data` is keyword-only (LoaderOptions) and defaults
     to the C library's default (pl_config_default; see `Loader.defaults`).
-    Each is the pl_config field of its name, its doc that field's comment in
-    pinload.h, unless it is one of the binding's own: a flag takes True or
-    False, size sets width and height, layout channels_last, and format,
-    augment, memory, on_error, shard_mode and device take names.
+    Each is the pl_config field of its name, and its doc that field's
+    comment in pinload.h, unless it is one of the binding's own: size for
+    width and height, layout for channels_last, names for an enum's values,
+    True or False for a flag (docs/python.md has their table).
 
     Keywords (written from include/pinload.h by tools/config-fields.py):
 
