@@ -27,6 +27,8 @@
 #                         `make test` runs them too, after the host suites)
 #   make deps-check       every #include against the dependency rule of
 #                         docs/ARCHITECTURE.md (make test runs it first)
+#   make config-fields    the Python binding's files written from pl_config
+#                         (make config-check, in make test: none is stale)
 #
 # CUDA is found at $(CUDA_HOME) (default /usr/local/cuda); without it the
 # library builds host-only with the same API. Plain `make` only checks the
@@ -214,7 +216,7 @@ DEPS_MODE ?= check
         install uninstall clean test-install man abi-check \
         sdist wheel test-package \
         print-build print-libs test-python test-gpu-session \
-        format deps deps-test deps-check FORCE
+        format deps deps-test deps-check config-fields config-check FORCE
 all: lib tools samples examples
 # A build made before the suites moved has their old paths
 # (tests/test_x.c) in its .d files: they need no rule.
@@ -491,6 +493,8 @@ test: $(TEST_BIN) $(STRESS) $(TOOLS) $(SAMPLES) $(EXAMPLES) \
 ifeq ($(SANITIZE),)
 	@echo "== exported symbols against include/pinload.sym"
 	@$(MAKE) --no-print-directory abi-check
+	@echo "== the files written from pl_config (tools/config-fields.py)"
+	@$(MAKE) --no-print-directory config-check
 	@echo "== install into two prefixes, out-of-tree C and C++ builds"
 	@$(MAKE) --no-print-directory test-install
 	@echo "== the Python package (pip install ./python, pytest)"
@@ -737,6 +741,14 @@ uninstall:
 abi-check: lib
 	tools/abi-check.sh include/pinload.sym $(BUILD)/libpinload.so \
 	    $(BUILD)/libpinload.a
+
+# pl_config's fields, listed once in include/pinload.h: the Python
+# binding's table, keywords, types and docs are written from it
+# (tools/config-fields.py). config-check names each stale file.
+config-fields:
+	@tools/config-fields.py
+config-check:
+	@tools/config-fields.py --check
 
 # Every #include against the dependency rule (docs/ARCHITECTURE.md).
 deps-check:

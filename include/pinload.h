@@ -289,8 +289,11 @@ typedef struct pl_config {
     int32_t height;     /* output height in pixels; default 224 */
     int32_t format;     /* a pl_format; default PL_FORMAT_U8_NHWC */
     int32_t augment;    /* a pl_augment; default PL_AUGMENT_TRAIN */
-    float mean[3];      /* float formats' normalisation; default ImageNet's */
-    float std[3];       /* 0.485 0.456 0.406 / 0.229 0.224 0.225 */
+    /* Float formats' normalisation, (x / 255 - mean) / std per channel:
+     * mean, default ImageNet's 0.485 0.456 0.406; std, default ImageNet's
+     * 0.229 0.224 0.225. */
+    float mean[3];
+    float std[3]; /* see mean; default 0.229 0.224 0.225 */
     /* 1: decode at 1/2, 1/4 or 1/8 scale (libjpeg's DCT scaling, as
      * Pillow's draft mode) whenever the crop still has at least as many
      * pixels as the resize needs: much faster, pixels slightly different.
@@ -359,10 +362,11 @@ typedef struct pl_config {
     /* 1: libjpeg warnings (corrupt data, premature end) anywhere in the
      * file make the sample bad, whatever the crop; default 0. */
     int32_t strict;
-    int32_t max_width;      /* default 32768 */
-    int32_t max_height;     /* default 32768 */
-    int64_t max_pixels;     /* default 178956970, as Pillow's bomb limit */
-    int64_t max_file_bytes; /* default 256 MiB */
+    int32_t max_width;      /* an image's width; default 32768 */
+    int32_t max_height;     /* an image's height; default 32768 */
+    int64_t max_pixels;     /* its width x height; default 178956970, as
+                             * Pillow's bomb limit */
+    int64_t max_file_bytes; /* its file's bytes; default 256 MiB */
     /* Wall-clock time of one decode, from the header to the last row:
      * default 5000 ms (the slowest real photo of the test data takes
      * 0.2 s); -1: none. It also bounds how long pl_loader_destroy waits for
@@ -387,7 +391,9 @@ typedef struct pl_config {
      * any of the loader's threads). */
     void *log_ctx;
 
-    /* ---- Added after 0.1's grouping (fields are appended here) */
+    /* ---- Added after 0.1's grouping (fields are appended here; each,
+     * with its comment, is a Python keyword once tools/config-fields.py
+     * has run) */
     /* 1: float formats channels-last, [count][height][width][3] (the
      * values of the NCHW layout, interleaved as u8 is; PyTorch's
      * channels_last). 0 (default): NCHW. u8 is always NHWC. */

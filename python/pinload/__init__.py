@@ -24,22 +24,21 @@ import json
 import logging
 import os
 import threading
+import difflib
+import inspect
 from typing import (Any, Callable, Dict, Iterator, List, Mapping, NamedTuple,
-                    Optional, Sequence, Tuple, Union)
+                    Optional, Tuple, Union, Unpack, get_type_hints)
 
-from . import _pinload
-
-#: What a path may be (os.fspath takes it).
-PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
-#: A saved state: a state_dict(), or the 128 bytes (state()).
-StateLike = Union[Mapping[str, Any], bytes, bytearray, memoryview, str]
+from . import _options, _pinload
+# The keywords' types (tools/config-fields.py writes them from pinload.h).
+from ._options import ExtraDecoder, LoaderOptions, PathLike, StateLike
 
 __all__ = [
     "Loader", "Batch", "View", "Failure", "state_info", "Error", "InvalidArgument", "NoDataError",
     "NotJPEGError", "CorruptError", "UnsupportedError", "LimitError",
     "CudaError", "ThreadError", "BusyError", "ClosedError", "ReadError",
     "MissingExtraError",
-    "OutOfMemory", "library_version", "__version__",
+    "OutOfMemory", "library_version", "__version__", "LoaderOptions",
 ]
 
 library_version = _pinload.library_version
@@ -136,51 +135,13 @@ _pinload.register_errors({
 # Names for the C enums
 
 _C = _pinload
-_FORMATS = {"u8": _C.FORMAT_U8_NHWC, "f32": _C.FORMAT_F32_NCHW,
-            "f16": _C.FORMAT_F16_NCHW, "bf16": _C.FORMAT_BF16_NCHW}
-_AUGMENTS = {"none": _C.AUGMENT_NONE, "eval": _C.AUGMENT_EVAL,
-             "train": _C.AUGMENT_TRAIN}
-_MEMORY = {"pinned": _C.MEMORY_PINNED, "pageable": _C.MEMORY_PAGEABLE,
-           "managed": _C.MEMORY_MANAGED}
-_ON_ERROR = {"fail": _C.ON_ERROR_FAIL, "skip": _C.ON_ERROR_SKIP,
-             "substitute": _C.ON_ERROR_SUBSTITUTE}
-_SHARD = {"pad": _C.SHARD_PAD, "drop": _C.SHARD_DROP}
-_ORDER = {"global": _C.ORDER_GLOBAL, "shards": _C.ORDER_SHARDS}
-
-#: How an extra's bytes become what a batch gives (Loader.extras_of).
-ExtraDecoder = Union[str, Callable[[bytes], Any]]
-_DECODERS: Dict[str, Callable[[bytes], Any]] = {
-    "bytes": lambda b: b,
-    "str": lambda b: b.decode("utf-8"),
-    "json": lambda b: json.loads(b) if b else None,
-}
-
-
-def _extras(value: Any) -> Tuple[str, Dict[str, Callable[[bytes], Any]]]:
-    """config.extras and the decoders: from "txt,json", ("txt", "json"), or
-    {"txt": "str", "json": "json", "npy": callable}."""
-    if isinstance(value, str):
-        value = value.split(",") if value else []
-    if isinstance(value, Mapping):
-        items = list(value.items())
-    elif isinstance(value, (list, tuple)):
-        items = [(v, "bytes") for v in value]
-    else:
-        raise ValueError("extras: expected names (\"txt,json\", a list) or "
-                         "a dict of name to \"bytes\", \"str\", \"json\" "
-                         "or a callable, got %r" % (value,))
-    decoders = {}
-    for name, how in items:
-        if not isinstance(name, str) or "," in name:
-            raise ValueError("extras: %r is not an extension name" % (name,))
-        if callable(how):
-            decoders[name] = how
-        elif how in _DECODERS:
-            decoders[name] = _DECODERS[how]
-        else:
-            raise ValueError("extras: %s: expected \"bytes\", \"str\", "
-                             "\"json\" or a callable, got %r" % (name, how))
-    return ",".join(n for n, _ in items), decoders
+# Each name-valued keyword's names (_options.CHOICES), as the C values.
+_CHOICES: Dict[str, Dict[str, int]] = {
+    k: {name: getattr(_C, const) for name, const in names.items()}
+    for k, names in _options.CHOICES.items()}
+_FORMATS = _CHOICES["format"]
+_MEMORY = _CHOICES["memory"]
+_LAYOUTS = {"nchw": 0, "nhwc": 1}
 
 
 def _name_of(table: Mapping[str, int], value: int) -> Union[str, int]:
@@ -285,230 +246,329 @@ class _Epoch:
         return b
 
 
+def _unknown(name: str) -> TypeError:
+    near = difflib.get_close_matches(name, _options.KEYWORDS, 1)
+    return TypeError("Loader() got an unexpected keyword argument %r%s"
+                     % (name, " (did you mean %r?)" % near[0] if near
+                        else ""))
+
+
+def _size(value: Any) -> Tuple[Any, Any]:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value, value
+    try:
+        h, w = value  # (a bool fails here)
+    except (TypeError, ValueError):
+        raise ValueError("size: expected an int or (height, width), got %r"
+                         % (value,)) from None
+    return h, w
+
+
+def _floats(arg: str, seq: Any) -> Tuple[float, ...]:
+    try:
+        t = tuple(float(x) for x in seq)
+    except (TypeError, ValueError):
+        t = ()
+    if len(t) != 3 or isinstance(seq, (str, bytes)):
+        raise ValueError("%s: expected 3 numbers (one per channel), got %r"
+                         % (arg, seq))
+    return t
+
+
+def _ranks(rank: object, world_size: object) -> Dict[str, Any]:
+    if (rank is None) != (world_size is None):
+        raise ValueError("rank and world_size: give both, or neither "
+                         "(then the launcher's are used)")
+    if rank is None:
+        return {}
+    for k, v, lo in (("rank", rank, 0), ("world_size", world_size, 1)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+            raise ValueError("%s: expected an integer >= %d, got %r "
+                             "(None takes it from the launcher)"
+                             % (k, lo, v))
+    return {"rank": rank, "world_size": world_size}
+
+
+_DECODERS: Dict[str, Callable[[bytes], Any]] = {
+    "bytes": lambda b: b,
+    "str": lambda b: b.decode("utf-8"),
+    "json": lambda b: json.loads(b) if b else None,
+}
+
+
+def _extras(value: Any) -> Tuple[str, Dict[str, Callable[[bytes], Any]]]:
+    """config.extras and the decoders: from "txt,json", ("txt", "json"), or
+    {"txt": "str", "json": "json", "npy": callable}."""
+    if isinstance(value, str):
+        value = value.split(",") if value else []
+    if isinstance(value, Mapping):
+        items = list(value.items())
+    elif isinstance(value, (list, tuple)):
+        items = [(v, "bytes") for v in value]
+    else:
+        raise ValueError("extras: expected names (\"txt,json\", a list) or "
+                         "a dict of name to \"bytes\", \"str\", \"json\" "
+                         "or a callable, got %r" % (value,))
+    decoders = {}
+    for name, how in items:
+        if not isinstance(name, str) or "," in name:
+            raise ValueError("extras: %r is not an extension name" % (name,))
+        if callable(how):
+            decoders[name] = how
+        elif how in _DECODERS:
+            decoders[name] = _DECODERS[how]
+        else:
+            raise ValueError("extras: %s: expected \"bytes\", \"str\", "
+                             "\"json\" or a callable, got %r" % (name, how))
+    return ",".join(n for n, _ in items), decoders
+
+
+def _value(name: str, kind: str, value: Any, cfg: Mapping[str, Any]) -> Any:
+    """A keyword's value as its pl_config field takes it (_pinload.Loader's
+    dict), by the kind _options.KEYWORDS gives it."""
+    if kind == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError("%s: expected an integer, got %r"
+                             % (name, value))
+        return value
+    if kind == "flag":
+        return _flag(name, value)
+    if kind == "choice":
+        return _choice(name, value, _CHOICES[name])
+    if kind == "floats":
+        return _floats(name, value)
+    if kind == "str":
+        if not isinstance(value, str):
+            raise ValueError("%s: expected a string, got %r"
+                             % (name, value))
+        return value
+    if kind == "path":
+        return os.fspath(value)
+    if kind == "extras":
+        return _extras(value)[0]
+    if kind == "device":
+        return _device(value)
+    if kind == "state":
+        return _state_bytes(value)
+    if kind == "layout":
+        v = _choice(name, value, _LAYOUTS)
+        if (value == "nchw" and cfg.get("format", _DEFAULTS["format"]) ==
+                _C.FORMAT_U8_NHWC):
+            raise ValueError("layout: 'nchw' needs a float format; u8 is "
+                             "NHWC (pinload.torch.to_nchw views it as NCHW)")
+        return v
+    raise AssertionError("pinload: keyword %s of unknown kind %s"
+                         % (name, kind))
+
+
+def _config(data: PathLike, options: Mapping[str, Any]) -> Tuple[
+        Dict[str, Any], Callable[[int, str], None]]:
+    """Loader's keywords as _pinload.Loader's dict of pl_config fields, and
+    the log callback."""
+    for name in options:
+        if name not in _options.KEYWORDS:
+            raise _unknown(name)
+    cfg: Dict[str, Any] = {"data": os.fspath(data)}
+    for name, (kind, fields, unset) in _options.KEYWORDS.items():
+        value = options.get(name)
+        if kind in ("log", "rank"):
+            continue
+        if value is None:
+            if unset is not None:
+                cfg[fields[0]] = unset
+        elif kind == "size":
+            cfg[fields[1]], cfg[fields[0]] = _size(value)
+        else:
+            cfg[fields[0]] = _value(name, kind, value, cfg)
+    cfg.update(_ranks(options.get("rank"), options.get("world_size")))
+    return cfg, _log_of(options.get("log"))
+
+
+def _log_of(log: Any) -> Callable[[int, str], None]:
+    if log is None:
+        return _python_log(logging.getLogger("pinload"))
+    if not callable(log):
+        raise ValueError("log: expected a callable(level, message)")
+    user = log
+
+    def relay(level: int, text: str) -> None:
+        user(logging.WARNING if level == _C.LOG_WARNING else logging.INFO,
+             text)
+    return relay
+
+
 class Loader:
     """A pinload loader: `for batch in loader` yields one epoch's batches.
 
-    Every argument but `data` is keyword-only and defaults to the C
-    library's default (pl_config_default; see `Loader.defaults`):
+    Every argument but `data` is keyword-only (LoaderOptions) and defaults
+    to the C library's default (pl_config_default; see `Loader.defaults`).
+    Each is the pl_config field of its name, and its doc that field's
+    comment in pinload.h, unless it is one of the binding's own: size for
+    width and height, layout for channels_last, names for an enum's values,
+    True or False for a flag (docs/python.md has their table).
 
-    data            an ImageFolder root, a flat folder of JPEGs, a list
-                    file of "path label" lines, or WebDataset tar shards
-                    (a .tar, a folder of them, "train-{000..146}.tar", a
-                    list of shard paths), local or as http(s)://, s3://
-                    or pipe: URLs
-    batch_size      64
-    size            224: an int, or (height, width)
-    augment         "train" (RandomResizedCrop + flip), "eval" (Resize +
-                    CenterCrop), "none" (resize to size)
-    format          "u8" (uint8 NHWC), "f32", "f16" or "bf16" (normalised
-                    NCHW)
-    mean, std       ImageNet's (float formats)
-    seed            0: order and augmentation
-    shuffle         True
-    drop_last       False
-    first_epoch     0
-    rank, world_size   None: from the launcher (torchrun, SLURM, MPI)
-    shard_mode      "pad" or "drop" (DistributedSampler's drop_last)
-    order           "global" (the exact global shuffle) or "shards" (tar
-                    shards only: a permutation of the shards dealt to the
-                    ranks, read in sequence, shuffled within windows)
-    shuffle_window  0: 4096 positions ("shards" only)
-    num_workers     0: the CPUs this process may use, shared among the
-                    node's ranks
-    prefetch        2: batch slots in the host ring
-    memory          "pinned", "pageable" or "managed"
-    pinned_fallback True: pageable memory (with a notice) if pinned fails
-    device          "auto" (the current CUDA device, else host), "host",
-                    "local_rank", "cuda:N", N, or a torch.device
-    device_buffers  2: buffers recycled while batches are dropped in time
-    max_device_buffers  None: a batch kept alive while the next is asked for
-                    adds a buffer, without bound (memory, never an error);
-                    N: at most N buffers, then BusyError; 0: device_buffers
-    keep_host       False: batch.host_images on the CUDA backend too
-    on_error        "skip", "fail" or "substitute"
-    strict          False: libjpeg warnings make a sample bad
-    max_width, max_height, max_pixels, max_file_bytes   limits per file
-    dct_scaling     True: decode at 1/2, 1/4, 1/8 scale when enough
-    gpu_normalize   True: float formats normalised on the GPU
-    pin_workers     False: worker i on the i-th allowed CPU
-    readahead       0: posix_fadvise N samples ahead
-    max_decode_ms   5000: one sample's decode time (-1: none)
-    max_scans       256: progressive scans per file
-    max_decode_memory  512 MiB: libjpeg's memory for one image
-    log             None: the "pinload" logger (notices at INFO, warnings
-                    at WARNING); or a callable(level, message) with
+    Keywords (written from include/pinload.h by tools/config-fields.py):
+
+    data            an ImageFolder root, a flat folder of images, a list
+                    file of "path label" lines, or WebDataset tar shards (a
+                    .tar, a folder of them, "train-{000..146}.tar", a list
+                    of shard paths), local or as http(s)://, s3:// or pipe:
+                    URLs; the one positional argument
+    batch_size      samples per batch; default 64
+    size            the output's height and width in pixels: an int for
+                    both, or (height, width); default 224
+    format          "u8" (uint8 NHWC, the default), "f32", "f16" or "bf16"
+                    (normalised NCHW; bf16 a torch.bfloat16 tensor)
+    augment         "train" (RandomResizedCrop + flip, the default), "eval"
+                    (Resize + CenterCrop) or "none" (resize to size)
+    mean            Float formats' normalisation, (x / 255 - mean) / std per
+                    channel: mean, default ImageNet's 0.485 0.456 0.406;
+                    std, default ImageNet's 0.229 0.224 0.225.
+    std             see mean; default 0.229 0.224 0.225
+    dct_scaling     True: decode at 1/2, 1/4 or 1/8 scale (libjpeg's DCT
+                    scaling, as Pillow's draft mode) whenever the crop still
+                    has at least as many pixels as the resize needs: much
+                    faster, pixels slightly different. False: decode at full
+                    size, pixels within 1 level of Pillow/torchvision.
+                    Default True.
+    seed            order and augmentation; default 0
+    shuffle         True: permute each epoch; False: file order; default
+                    True (PL_ORDER_SHARDS: the shards and the windows)
+    drop_last       True: no short last batch; default False
+    rank            this process's shard: None (default) takes rank and
+                    world_size from the launcher (torchrun, SLURM, MPI);
+                    give both or neither
+    world_size      the number of shards: with rank, or neither
+    shard_mode      "pad" (the default) or "drop": DistributedSampler's
+                    drop_last
+    first_epoch     the first epoch's number; default 0
+    resume          None (default): start at first_epoch; else go on from a
+                    state of state_dict() or state(), with exactly the
+                    batches the saved loader would have delivered next
+    num_workers     Decode threads. 0 (default): the CPUs this process may
+                    run on (its affinity mask, and a cgroup CPU quota where
+                    one is set) shared among the launcher's ranks on this
+                    node, at least 1; the create notice says how many and
+                    why.
+    pin_workers     True: worker i runs on the i-th CPU the process may use
+                    (modulo their number), so a worker's caches stay its
+                    own. Default False.
+    readahead       N > 0: ask the kernel (posix_fadvise WILLNEED) to start
+                    reading the file N samples ahead of the one being
+                    claimed, for storage where files are not in the page
+                    cache. Default 0 (off).
+    prefetch        batch slots in the host ring; default 2
+    memory          the host ring's memory: "pinned" (the default),
+                    "pageable" or "managed"
+    pinned_fallback True: if pinned memory cannot be had (cudaHostAlloc
+                    fails, mlock is not permitted), use pageable memory and
+                    say why in a notice; False: fail pl_loader_create with
+                    the reason. Default True.
+    device          "auto" (the default: the current CUDA device, else the
+                    host), "host"/"cpu", "local_rank", "cuda", "cuda:N", N,
+                    or a torch.device
+    device_buffers  Device buffers, each with its copy stream; default 2.
+    keep_host       True: pl_batch.host holds the batch in page-locked host
+                    memory too, at the cost of one host copy per batch on
+                    the CUDA backend. On the host backend pl_batch.host is
+                    always set. Default False.
+    gpu_normalize   True: on the CUDA backend, float formats cross the bus
+                    as uint8 (a quarter of float32's bytes) and are
+                    normalised on the GPU, on the copy stream, into exactly
+                    the bytes the host path would make. Needs a build with
+                    nvcc, and keep_host 0. Default True.
+    on_error        what a bad file does: "skip" (the default), "fail" or
+                    "substitute" (zeros, with its status)
+    strict          True: libjpeg warnings (corrupt data, premature end)
+                    anywhere in the file make the sample bad, whatever the
+                    crop; default False.
+    max_width       an image's width; default 32768
+    max_height      an image's height; default 32768
+    max_pixels      its width x height; default 178956970, as Pillow's bomb
+                    limit
+    max_file_bytes  its file's bytes; default 256 MiB
+    max_decode_ms   Wall-clock time of one decode, from the header to the
+                    last row: default 5000 ms (the slowest real photo of the
+                    test data takes 0.2 s); -1: none. It also bounds how
+                    long pl_loader_destroy waits for a worker.
+    max_scans       Scans of a progressive file: default 256 (real files
+                    have about 10; each scan costs a pass over the whole
+                    image).
+    max_decode_memory  Bytes libjpeg may allocate for one image: checked
+                    from the header before anything is decoded (a
+                    progressive file keeps all of its DCT coefficients, 128
+                    bytes per 8x8 block per component), then enforced as
+                    libjpeg's max_memory_to_use. Default 512 MiB: a
+                    progressive 4:4:4 image of 85 megapixels, 4:2:0 of 170;
+                    baseline images need a few rows whatever their size. At
+                    least 1 MiB.
+    log             None (default): the "pinload" logger (notices at INFO,
+                    warnings at WARNING); or a callable(level, message) with
                     logging's levels
-    resume          None, or a state from state_dict()/state()
-    layout          "nchw" (float formats' default) or "nhwc": float
-                    images interleaved, a channels_last tensor of NCHW
-                    shape in torch; u8 is always NHWC
-    cache_dir       None: the node's cache of remote shards (http(s)://,
-                    s3://, pipe: data): $PINLOAD_CACHE_DIR or
-                    ~/.cache/pinload/shards
-    cache_limit     0: bytes the cache may hold (0: no bound)
-    remote_timeout_ms  30000: a stalled transfer is cut and retried
-    remote_retries  5: attempts after the first (-1: none)
-    extras          None: side data per sample in each batch (shards'
-                    members by extension, a list file's tab-separated
-                    columns): "txt,json", ("txt", "json"), or
-                    {"txt": "str", "json": "json", "npy": callable};
-                    batch.extras gives bytes, loader.extras_of(batch) them
-                    decoded
-    extras_required False: a sample lacking one gets an empty entry;
-                    True: it is a bad sample (MissingExtraError under
-                    on_error="fail")
+    layout          "nchw" (float formats' default) or "nhwc": float images
+                    interleaved, a channels_last tensor of NCHW shape in
+                    torch; u8 is always NHWC
+    max_device_buffers  None (default): a batch kept alive while the next is
+                    asked for adds a device buffer, without bound (memory,
+                    never an error); N > device_buffers: at most N buffers,
+                    then BusyError; 0: device_buffers
+    cache_dir       The node's cache of fetched shards, shared by the ranks
+                    of a node (file locks: each shard is fetched once per
+                    node). Default None: $PINLOAD_CACHE_DIR, else
+                    $XDG_CACHE_HOME/pinload/shards, else
+                    ~/.cache/pinload/shards. The library keeps no pointer
+                    after create.
+    cache_limit     Bytes the cache may hold: 0 (default): no bound. Beyond
+                    it the least recently used shards no rank reads are
+                    evicted; when the remote dataset is larger than the
+                    bound, members are read one by one with ranged requests
+                    instead (the exact order needs any member at any time).
+    remote_timeout_ms  A transfer that moves no byte for this long is cut
+                    and retried: default 30000 ms (also the connect
+                    timeout).
+    remote_retries  Attempts after the first on a transport error, a short
+                    body, a stall, HTTP 408, 429 or 5xx, with backoff (100
+                    ms doubling, at most 5 s); a download resumes where it
+                    stopped (Range). Default 5; -1: none.
+    order           "global" (the default: the exact global shuffle) or
+                    "shards" (tar shards only: a seeded order of the shards
+                    dealt to the ranks in equal ranges, each read in
+                    sequence, shuffled within windows of shuffle_window
+                    positions)
+    shuffle_window  PL_ORDER_SHARDS: the samples of this many consecutive
+                    positions of a rank's epoch are shuffled among
+                    themselves (with shuffle 1); 1: none, the shards'
+                    samples in file order. 0 (default): 4096. Set with
+                    PL_ORDER_GLOBAL it is refused (PL_EINVAL): it would do
+                    nothing.
+    extras          side data each batch carries per sample: shard members
+                    by extension, a list file's tab-separated columns after
+                    the label, or the files beside a folder's images (x.txt
+                    beside x.jpg): "txt,json", ("txt", "json"), or {"txt":
+                    "str", "json": "json", "npy": callable}; batch.extras
+                    gives the bytes, loader.extras_of(batch) them decoded;
+                    default None: none
+    extras_required What a sample lacking one of them gets. 0 (default): an
+                    empty entry (0 bytes). True: the sample is bad,
+                    PL_ENOEXTRA naming the member, and on_error decides as
+                    for an image that cannot be read.
     """
 
     defaults = dict(_DEFAULTS)
 
-    def __init__(self, data: PathLike, *,
-                 batch_size: Optional[int] = None,
-                 size: Union[int, Tuple[int, int], None] = None,
-                 augment: Optional[str] = None, format: Optional[str] = None,
-                 mean: Optional[Sequence[float]] = None,
-                 std: Optional[Sequence[float]] = None,
-                 seed: Optional[int] = None, shuffle: Optional[bool] = None,
-                 drop_last: Optional[bool] = None,
-                 first_epoch: Optional[int] = None,
-                 rank: Optional[int] = None, world_size: Optional[int] = None,
-                 shard_mode: Optional[str] = None,
-                 num_workers: Optional[int] = None,
-                 prefetch: Optional[int] = None, memory: Optional[str] = None,
-                 pinned_fallback: Optional[bool] = None,
-                 device: Any = None, device_buffers: Optional[int] = None,
-                 max_device_buffers: Optional[int] = None,
-                 keep_host: Optional[bool] = None,
-                 on_error: Optional[str] = None,
-                 strict: Optional[bool] = None,
-                 max_width: Optional[int] = None,
-                 max_height: Optional[int] = None,
-                 max_pixels: Optional[int] = None,
-                 max_file_bytes: Optional[int] = None,
-                 dct_scaling: Optional[bool] = None,
-                 gpu_normalize: Optional[bool] = None,
-                 pin_workers: Optional[bool] = None,
-                 readahead: Optional[int] = None,
-                 max_decode_ms: Optional[int] = None,
-                 max_scans: Optional[int] = None,
-                 max_decode_memory: Optional[int] = None,
-                 log: Optional[Callable[[int, str], None]] = None,
-                 resume: Optional[StateLike] = None,
-                 layout: Optional[str] = None,
-                 cache_dir: Optional[PathLike] = None,
-                 cache_limit: Optional[int] = None,
-                 remote_timeout_ms: Optional[int] = None,
-                 remote_retries: Optional[int] = None,
-                 order: Optional[str] = None,
-                 shuffle_window: Optional[int] = None,
-                 extras: Union[str, Sequence[str],
-                               Mapping[str, ExtraDecoder], None] = None,
-                 extras_required: Optional[bool] = None) -> None:
+    def __init__(self, data: PathLike,
+                 **options: Unpack[LoaderOptions]) -> None:
         if data is None:
             raise ValueError("data: required (a folder or a list file)")
-        cfg: Dict[str, Any] = {"data": os.fspath(data)}
-        if cache_dir is not None:
-            cfg["cache_dir"] = os.fspath(cache_dir)
-        self._decoders: Dict[str, Callable[[bytes], Any]] = {}
-        if extras is not None:
-            cfg["extras"], self._decoders = _extras(extras)
-        ints = dict(batch_size=batch_size, seed=seed,
-                    first_epoch=first_epoch, num_workers=num_workers,
-                    prefetch=prefetch, device_buffers=device_buffers,
-                    max_device_buffers=(-1 if max_device_buffers is None
-                                        else max_device_buffers),
-                    max_width=max_width, max_height=max_height,
-                    max_pixels=max_pixels, max_file_bytes=max_file_bytes,
-                    readahead=readahead, max_decode_ms=max_decode_ms,
-                    max_scans=max_scans, max_decode_memory=max_decode_memory,
-                    cache_limit=cache_limit,
-                    remote_timeout_ms=remote_timeout_ms,
-                    remote_retries=remote_retries,
-                    shuffle_window=shuffle_window)
-        for k, v in ints.items():
-            if v is not None:
-                if isinstance(v, bool) or not isinstance(v, int):
-                    raise ValueError("%s: expected an integer, got %r"
-                                     % (k, v))
-                cfg[k] = v
-        flags = dict(shuffle=shuffle, drop_last=drop_last,
-                     pinned_fallback=pinned_fallback, keep_host=keep_host,
-                     strict=strict, dct_scaling=dct_scaling,
-                     gpu_normalize=gpu_normalize, pin_workers=pin_workers,
-                     extras_required=extras_required)
-        for k, v in flags.items():
-            if v is not None:
-                cfg[k] = _flag(k, v)
-        if size is not None:
-            if isinstance(size, int) and not isinstance(size, bool):
-                cfg["height"] = cfg["width"] = size
-            else:
-                try:
-                    h, w = size  # type: ignore[misc]  # (a bool fails here)
-                except (TypeError, ValueError):
-                    raise ValueError("size: expected an int or (height, "
-                                     "width), got %r" % (size,)) from None
-                cfg["height"], cfg["width"] = h, w
-        if augment is not None:
-            cfg["augment"] = _choice("augment", augment, _AUGMENTS)
-        if format is not None:
-            cfg["format"] = _choice("format", format, _FORMATS)
-        if memory is not None:
-            cfg["memory"] = _choice("memory", memory, _MEMORY)
-        if on_error is not None:
-            cfg["on_error"] = _choice("on_error", on_error, _ON_ERROR)
-        if shard_mode is not None:
-            cfg["shard_mode"] = _choice("shard_mode", shard_mode, _SHARD)
-        if order is not None:
-            cfg["order"] = _choice("order", order, _ORDER)
-        if layout is not None:
-            cfg["channels_last"] = _choice("layout", layout,
-                                           {"nchw": 0, "nhwc": 1})
-            if (layout == "nchw" and
-                    cfg.get("format", self.defaults["format"]) ==
-                    _C.FORMAT_U8_NHWC):
-                raise ValueError("layout: 'nchw' needs a float format; u8 "
-                                 "is NHWC (pinload.torch.to_nchw views it "
-                                 "as NCHW)")
-        if device is not None:
-            cfg["device"] = _device(device)
-        for k, seq in (("mean", mean), ("std", std)):
-            if seq is not None:
-                try:
-                    t = tuple(float(x) for x in seq)
-                except (TypeError, ValueError):
-                    t = ()
-                if len(t) != 3 or isinstance(seq, (str, bytes)):
-                    raise ValueError("%s: expected 3 numbers (one per "
-                                     "channel), got %r" % (k, seq))
-                cfg[k] = t
-        if (rank is None) != (world_size is None):
-            raise ValueError("rank and world_size: give both, or neither "
-                             "(then the launcher's are used)")
-        if rank is not None:
-            for k, v, lo in (("rank", rank, 0), ("world_size", world_size, 1)):
-                if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-                    raise ValueError("%s: expected an integer >= %d, got %r "
-                                     "(None takes it from the launcher)"
-                                     % (k, lo, v))
-            cfg["rank"], cfg["world_size"] = rank, world_size
-        if resume is not None:
-            cfg["resume"] = _state_bytes(resume)
-        if log is None:
-            log = _python_log(logging.getLogger("pinload"))
-        elif not callable(log):
-            raise ValueError("log: expected a callable(level, message)")
-        else:
-            user = log
-
-            def log(level: int, text: str) -> None:
-                user(logging.WARNING if level == _C.LOG_WARNING
-                     else logging.INFO, text)
+        cfg, log = _config(data, options)
+        extras = options.get("extras")
+        self._decoders = {} if extras is None else _extras(extras)[1]
         self._config = cfg
         self._log = log
         self._c = _pinload.Loader(cfg, log)
         self._info = self._c.info()
         # The first iter() after resume=/load_state_dict goes on mid-epoch.
-        self._resuming = resume is not None
+        self._resuming = options.get("resume") is not None
 
     # -- construction again (set_epoch, load_state_dict) --
     def _recreate(self, **changes: Any) -> None:
@@ -690,6 +750,22 @@ class Loader:
                          i["batches_per_epoch"], i["batch_size"], i["height"],
                          i["width"], _name_of(_FORMATS, i["format"]),
                          i["backend_name"]))
+
+
+def _signature() -> inspect.Signature:
+    """Loader.__init__'s keywords one by one, for help() and inspect
+    (type checkers read LoaderOptions)."""
+    hints = get_type_hints(LoaderOptions)
+    pos = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    return inspect.Signature(
+        [inspect.Parameter("self", pos),
+         inspect.Parameter("data", pos, annotation="PathLike")] +
+        [inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=None,
+                           annotation=hints[k]) for k in _options.KEYWORDS],
+        return_annotation=None)
+
+
+setattr(Loader.__init__, "__signature__", _signature())
 
 
 def _state_bytes(state: object) -> bytes:

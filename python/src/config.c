@@ -1,7 +1,9 @@
-/* pinload._pinload: every pl_config field by its Python name (the keywords
- * of pinload.Loader), a dict into a pl_config, and the defaults as a dict
- * (pinload_py.h). */
+/* pinload._pinload: every pl_config field by its name (config_fields.h,
+ * which tools/config-fields.py writes from pinload.h), a dict into a
+ * pl_config, and the defaults as a dict (pinload_py.h). */
 #include "pinload_py.h"
+
+#include "config_fields.h"
 
 /* One pl_config field as a Python name. */
 typedef enum { F_I32, F_I64, F_U64, F_FLOAT3, F_PATH, F_STATE } ftype;
@@ -11,67 +13,19 @@ typedef struct {
     ftype type;
 } field;
 
-/* clang-format off */
-#define FIELD(n, t) {#n, offsetof(pl_config, n), t}
-/* clang-format on */
-/* In the header's order and groups. */
-static const field fields[] = {
-    FIELD(data, F_PATH),
-    FIELD(batch_size, F_I32),
-    FIELD(width, F_I32),
-    FIELD(height, F_I32),
-    FIELD(format, F_I32),
-    FIELD(augment, F_I32),
-    FIELD(mean, F_FLOAT3),
-    FIELD(std, F_FLOAT3),
-    FIELD(dct_scaling, F_I32),
-    FIELD(seed, F_U64),
-    FIELD(shuffle, F_I32),
-    FIELD(drop_last, F_I32),
-    FIELD(rank, F_I32),
-    FIELD(world_size, F_I32),
-    FIELD(shard_mode, F_I32),
-    FIELD(first_epoch, F_I64),
-    FIELD(resume, F_STATE),
-    FIELD(num_workers, F_I32),
-    FIELD(pin_workers, F_I32),
-    FIELD(readahead, F_I32),
-    FIELD(prefetch, F_I32),
-    FIELD(memory, F_I32),
-    FIELD(pinned_fallback, F_I32),
-    FIELD(device, F_I32),
-    FIELD(device_buffers, F_I32),
-    FIELD(keep_host, F_I32),
-    FIELD(gpu_normalize, F_I32),
-    FIELD(on_error, F_I32),
-    FIELD(strict, F_I32),
-    FIELD(max_width, F_I32),
-    FIELD(max_height, F_I32),
-    FIELD(max_pixels, F_I64),
-    FIELD(max_file_bytes, F_I64),
-    FIELD(max_decode_ms, F_I32),
-    FIELD(max_scans, F_I32),
-    FIELD(max_decode_memory, F_I64),
-    /* log and log_ctx are the extension's own (the queue). */
-    FIELD(channels_last, F_I32),
-    FIELD(max_device_buffers, F_I32),
-    FIELD(cache_dir, F_PATH),
-    FIELD(cache_limit, F_I64),
-    FIELD(remote_timeout_ms, F_I32),
-    FIELD(remote_retries, F_I32),
-    FIELD(order, F_I32),
-    FIELD(shuffle_window, F_I32),
-    FIELD(extras, F_PATH),
-    FIELD(extras_required, F_I32),
-};
+#define FIELD(n, t) {#n, offsetof(pl_config, n), t},
+/* In the header's order (config_fields.h, written from pinload.h). */
+static const field fields[] = {PL_CONFIG_FIELDS(FIELD)};
 #undef FIELD
-/* New fields are appended after extras_required, the header's last: one
- * must be added above too. (The struct ends with that field and its
- * padding.) */
-_Static_assert(sizeof(pl_config) - offsetof(pl_config, extras_required) -
-                       sizeof(int32_t) <
+/* tools/config-fields.py wrote the table from the header as it was: a field
+ * appended since (pl_config ends with the last field and its padding)
+ * needs it run again. */
+#define LAST_SIZE sizeof(((pl_config *)0)->PL_CONFIG_LAST_FIELD)
+_Static_assert(sizeof(pl_config) - offsetof(pl_config, PL_CONFIG_LAST_FIELD) -
+                       LAST_SIZE <
                    _Alignof(pl_config),
-               "pl_config grew: add the new field to python/src/config.c");
+               "pl_config grew: run tools/config-fields.py");
+#undef LAST_SIZE
 
 static const field *field_find(const char *name)
 {

@@ -1,0 +1,263 @@
+"""pinload.Loader's keywords. tools/config-fields.py wrote this file
+from include/pinload.h's pl_config (the docs are its comments) and
+its own table of the keywords that are not a field as it is: do not
+edit (`make config-fields`)."""
+
+import os
+from typing import (Any, Callable, Dict, Mapping, Optional, Sequence, Tuple,
+                    TypedDict, Union)
+
+#: What a path may be (os.fspath takes it).
+PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
+#: A saved state: a state_dict(), or the 128 bytes (state()).
+StateLike = Union[Mapping[str, Any], bytes, bytearray, memoryview, str]
+#: How an extra's bytes become what extras_of gives: "bytes", "str",
+#: "json", or a callable.
+ExtraDecoder = Union[str, Callable[[bytes], Any]]
+
+
+class LoaderOptions(TypedDict, total=False):
+    """pinload.Loader's keywords, each optional (None: the default,
+    pinload.Loader.defaults)."""
+
+    batch_size: Optional[int]
+    """samples per batch; default 64"""
+    size: Optional[Union[int, Tuple[int, int]]]
+    """the output's height and width in pixels: an int for both, or
+    (height, width); default 224"""
+    format: Optional[str]
+    """"u8" (uint8 NHWC, the default), "f32", "f16" or "bf16" (normalised
+    NCHW; bf16 a torch.bfloat16 tensor)"""
+    augment: Optional[str]
+    """"train" (RandomResizedCrop + flip, the default), "eval" (Resize +
+    CenterCrop) or "none" (resize to size)"""
+    mean: Optional[Sequence[float]]
+    """Float formats' normalisation, (x / 255 - mean) / std per channel:
+    mean, default ImageNet's 0.485 0.456 0.406; std, default ImageNet's
+    0.229 0.224 0.225."""
+    std: Optional[Sequence[float]]
+    """see mean; default 0.229 0.224 0.225"""
+    dct_scaling: Optional[bool]
+    """True: decode at 1/2, 1/4 or 1/8 scale (libjpeg's DCT scaling, as
+    Pillow's draft mode) whenever the crop still has at least as many
+    pixels as the resize needs: much faster, pixels slightly different.
+    False: decode at full size, pixels within 1 level of
+    Pillow/torchvision. Default True."""
+    seed: Optional[int]
+    """order and augmentation; default 0"""
+    shuffle: Optional[bool]
+    """True: permute each epoch; False: file order; default True
+    (PL_ORDER_SHARDS: the shards and the windows)"""
+    drop_last: Optional[bool]
+    """True: no short last batch; default False"""
+    rank: Optional[int]
+    """this process's shard: None (default) takes rank and world_size from
+    the launcher (torchrun, SLURM, MPI); give both or neither"""
+    world_size: Optional[int]
+    """the number of shards: with rank, or neither"""
+    shard_mode: Optional[str]
+    """"pad" (the default) or "drop": DistributedSampler's drop_last"""
+    first_epoch: Optional[int]
+    """the first epoch's number; default 0"""
+    resume: Optional[StateLike]
+    """None (default): start at first_epoch; else go on from a state of
+    state_dict() or state(), with exactly the batches the saved loader
+    would have delivered next"""
+    num_workers: Optional[int]
+    """Decode threads. 0 (default): the CPUs this process may run on (its
+    affinity mask, and a cgroup CPU quota where one is set) shared among
+    the launcher's ranks on this node, at least 1; the create notice
+    says how many and why."""
+    pin_workers: Optional[bool]
+    """True: worker i runs on the i-th CPU the process may use (modulo
+    their number), so a worker's caches stay its own. Default False."""
+    readahead: Optional[int]
+    """N > 0: ask the kernel (posix_fadvise WILLNEED) to start reading the
+    file N samples ahead of the one being claimed, for storage where
+    files are not in the page cache. Default 0 (off)."""
+    prefetch: Optional[int]
+    """batch slots in the host ring; default 2"""
+    memory: Optional[str]
+    """the host ring's memory: "pinned" (the default), "pageable" or
+    "managed\""""
+    pinned_fallback: Optional[bool]
+    """True: if pinned memory cannot be had (cudaHostAlloc fails, mlock is
+    not permitted), use pageable memory and say why in a notice; False:
+    fail pl_loader_create with the reason. Default True."""
+    device: Any
+    """"auto" (the default: the current CUDA device, else the host),
+    "host"/"cpu", "local_rank", "cuda", "cuda:N", N, or a torch.device"""
+    device_buffers: Optional[int]
+    """Device buffers, each with its copy stream; default 2."""
+    keep_host: Optional[bool]
+    """True: pl_batch.host holds the batch in page-locked host memory too,
+    at the cost of one host copy per batch on the CUDA backend. On the
+    host backend pl_batch.host is always set. Default False."""
+    gpu_normalize: Optional[bool]
+    """True: on the CUDA backend, float formats cross the bus as uint8 (a
+    quarter of float32's bytes) and are normalised on the GPU, on the
+    copy stream, into exactly the bytes the host path would make. Needs
+    a build with nvcc, and keep_host 0. Default True."""
+    on_error: Optional[str]
+    """what a bad file does: "skip" (the default), "fail" or "substitute"
+    (zeros, with its status)"""
+    strict: Optional[bool]
+    """True: libjpeg warnings (corrupt data, premature end) anywhere in the
+    file make the sample bad, whatever the crop; default False."""
+    max_width: Optional[int]
+    """an image's width; default 32768"""
+    max_height: Optional[int]
+    """an image's height; default 32768"""
+    max_pixels: Optional[int]
+    """its width x height; default 178956970, as Pillow's bomb limit"""
+    max_file_bytes: Optional[int]
+    """its file's bytes; default 256 MiB"""
+    max_decode_ms: Optional[int]
+    """Wall-clock time of one decode, from the header to the last row:
+    default 5000 ms (the slowest real photo of the test data takes 0.2
+    s); -1: none. It also bounds how long pl_loader_destroy waits for a
+    worker."""
+    max_scans: Optional[int]
+    """Scans of a progressive file: default 256 (real files have about 10;
+    each scan costs a pass over the whole image)."""
+    max_decode_memory: Optional[int]
+    """Bytes libjpeg may allocate for one image: checked from the header
+    before anything is decoded (a progressive file keeps all of its DCT
+    coefficients, 128 bytes per 8x8 block per component), then enforced
+    as libjpeg's max_memory_to_use. Default 512 MiB: a progressive 4:4:4
+    image of 85 megapixels, 4:2:0 of 170; baseline images need a few
+    rows whatever their size. At least 1 MiB."""
+    log: Optional[Callable[[int, str], None]]
+    """None (default): the "pinload" logger (notices at INFO, warnings at
+    WARNING); or a callable(level, message) with logging's levels"""
+    layout: Optional[str]
+    """"nchw" (float formats' default) or "nhwc": float images interleaved,
+    a channels_last tensor of NCHW shape in torch; u8 is always NHWC"""
+    max_device_buffers: Optional[int]
+    """None (default): a batch kept alive while the next is asked for adds
+    a device buffer, without bound (memory, never an error); N >
+    device_buffers: at most N buffers, then BusyError; 0: device_buffers"""
+    cache_dir: Optional[PathLike]
+    """The node's cache of fetched shards, shared by the ranks of a node
+    (file locks: each shard is fetched once per node). Default None:
+    $PINLOAD_CACHE_DIR, else $XDG_CACHE_HOME/pinload/shards, else
+    ~/.cache/pinload/shards. The library keeps no pointer after create."""
+    cache_limit: Optional[int]
+    """Bytes the cache may hold: 0 (default): no bound. Beyond it the least
+    recently used shards no rank reads are evicted; when the remote
+    dataset is larger than the bound, members are read one by one with
+    ranged requests instead (the exact order needs any member at any
+    time)."""
+    remote_timeout_ms: Optional[int]
+    """A transfer that moves no byte for this long is cut and retried:
+    default 30000 ms (also the connect timeout)."""
+    remote_retries: Optional[int]
+    """Attempts after the first on a transport error, a short body, a
+    stall, HTTP 408, 429 or 5xx, with backoff (100 ms doubling, at most
+    5 s); a download resumes where it stopped (Range). Default 5; -1:
+    none."""
+    order: Optional[str]
+    """"global" (the default: the exact global shuffle) or "shards" (tar
+    shards only: a seeded order of the shards dealt to the ranks in
+    equal ranges, each read in sequence, shuffled within windows of
+    shuffle_window positions)"""
+    shuffle_window: Optional[int]
+    """PL_ORDER_SHARDS: the samples of this many consecutive positions of a
+    rank's epoch are shuffled among themselves (with shuffle 1); 1:
+    none, the shards' samples in file order. 0 (default): 4096. Set with
+    PL_ORDER_GLOBAL it is refused (PL_EINVAL): it would do nothing."""
+    extras: Optional[Union[str, Sequence[str], Mapping[str, ExtraDecoder]]]
+    """side data each batch carries per sample: shard members by extension,
+    a list file's tab-separated columns after the label, or the files
+    beside a folder's images (x.txt beside x.jpg): "txt,json", ("txt",
+    "json"), or {"txt": "str", "json": "json", "npy": callable};
+    batch.extras gives the bytes, loader.extras_of(batch) them decoded;
+    default None: none"""
+    extras_required: Optional[bool]
+    """What a sample lacking one of them gets. 0 (default): an empty entry
+    (0 bytes). True: the sample is bad, PL_ENOEXTRA naming the member,
+    and on_error decides as for an image that cannot be read."""
+
+
+#: keyword: (kind, the pl_config fields it sets, the fields' value when
+#: it is None or left out: None for the C default)
+KEYWORDS: Dict[str, Tuple[str, Tuple[str, ...], Optional[int]]] = {
+    "batch_size": ("int", ("batch_size",), None),
+    "size": ("size", ("width", "height"), None),
+    "format": ("choice", ("format",), None),
+    "augment": ("choice", ("augment",), None),
+    "mean": ("floats", ("mean",), None),
+    "std": ("floats", ("std",), None),
+    "dct_scaling": ("flag", ("dct_scaling",), None),
+    "seed": ("int", ("seed",), None),
+    "shuffle": ("flag", ("shuffle",), None),
+    "drop_last": ("flag", ("drop_last",), None),
+    "rank": ("rank", ("rank",), None),
+    "world_size": ("rank", ("world_size",), None),
+    "shard_mode": ("choice", ("shard_mode",), None),
+    "first_epoch": ("int", ("first_epoch",), None),
+    "resume": ("state", ("resume",), None),
+    "num_workers": ("int", ("num_workers",), None),
+    "pin_workers": ("flag", ("pin_workers",), None),
+    "readahead": ("int", ("readahead",), None),
+    "prefetch": ("int", ("prefetch",), None),
+    "memory": ("choice", ("memory",), None),
+    "pinned_fallback": ("flag", ("pinned_fallback",), None),
+    "device": ("device", ("device",), None),
+    "device_buffers": ("int", ("device_buffers",), None),
+    "keep_host": ("flag", ("keep_host",), None),
+    "gpu_normalize": ("flag", ("gpu_normalize",), None),
+    "on_error": ("choice", ("on_error",), None),
+    "strict": ("flag", ("strict",), None),
+    "max_width": ("int", ("max_width",), None),
+    "max_height": ("int", ("max_height",), None),
+    "max_pixels": ("int", ("max_pixels",), None),
+    "max_file_bytes": ("int", ("max_file_bytes",), None),
+    "max_decode_ms": ("int", ("max_decode_ms",), None),
+    "max_scans": ("int", ("max_scans",), None),
+    "max_decode_memory": ("int", ("max_decode_memory",), None),
+    "log": ("log", ("log",), None),
+    "layout": ("layout", ("channels_last",), None),
+    "max_device_buffers": ("int", ("max_device_buffers",), -1),
+    "cache_dir": ("path", ("cache_dir",), None),
+    "cache_limit": ("int", ("cache_limit",), None),
+    "remote_timeout_ms": ("int", ("remote_timeout_ms",), None),
+    "remote_retries": ("int", ("remote_retries",), None),
+    "order": ("choice", ("order",), None),
+    "shuffle_window": ("int", ("shuffle_window",), None),
+    "extras": ("extras", ("extras",), None),
+    "extras_required": ("flag", ("extras_required",), None),
+}
+
+#: a name-valued keyword's names, and the _pinload constants they stand for
+CHOICES: Dict[str, Dict[str, str]] = {
+    "format": {
+        "u8": "FORMAT_U8_NHWC",
+        "f32": "FORMAT_F32_NCHW",
+        "f16": "FORMAT_F16_NCHW",
+        "bf16": "FORMAT_BF16_NCHW",
+    },
+    "augment": {
+        "none": "AUGMENT_NONE",
+        "eval": "AUGMENT_EVAL",
+        "train": "AUGMENT_TRAIN",
+    },
+    "shard_mode": {
+        "pad": "SHARD_PAD",
+        "drop": "SHARD_DROP",
+    },
+    "memory": {
+        "pinned": "MEMORY_PINNED",
+        "pageable": "MEMORY_PAGEABLE",
+        "managed": "MEMORY_MANAGED",
+    },
+    "on_error": {
+        "fail": "ON_ERROR_FAIL",
+        "skip": "ON_ERROR_SKIP",
+        "substitute": "ON_ERROR_SUBSTITUTE",
+    },
+    "order": {
+        "global": "ORDER_GLOBAL",
+        "shards": "ORDER_SHARDS",
+    },
+}
