@@ -492,17 +492,18 @@ int catalog_locate_extra(const catalog *c, int64_t i, int k, location *loc)
         const int src = c->shard_source[sh];
         if (s.extra[k] < 0)
             return 0;
-        *loc = (location){
-            .fd = c->source_fd[src],
-            .offset = shard_member_offset(&c->tables[sh], s.extra[k]),
-            .size = shard_member_size(&c->tables[sh], s.extra[k]),
-            .reader = c->source_reader[src]};
+        *loc = (location){.fd = c->source_fd[src],
+                          .offset =
+                              shard_member_offset(&c->tables[sh], s.extra[k]),
+                          .size = shard_member_size(&c->tables[sh], s.extra[k]),
+                          .reader = c->source_reader[src]};
         return 1;
     }
     const size_t j = (size_t)i * (size_t)c->nextras + (size_t)k;
     if (c->extra_size[j] < 0)
         return 0;
-    *loc = (location){
-        .fd = -1, .bytes = c->arena + c->extra_off[j], .size = c->extra_size[j]};
+    *loc = (location){.fd = -1,
+                      .bytes = c->arena + c->extra_off[j],
+                      .size = c->extra_size[j]};
     return 1;
 }

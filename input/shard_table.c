@@ -158,8 +158,9 @@ static int measure(const tar_index *t, size_t *keys, uint64_t *names)
         *names += strlen(t->m[i].name) + 1 +
                   (t->m[i].small_len > 0 ? (size_t)t->m[i].small_len : 0);
     if (t->n > UINT32_MAX || *names > UINT32_MAX)
-        return err_set(PL_EINVAL, "a shard of %zu members and %llu bytes of "
-                                  "names is over the index's bounds",
+        return err_set(PL_EINVAL,
+                       "a shard of %zu members and %llu bytes of "
+                       "names is over the index's bounds",
                        t->n, (unsigned long long)*names);
     return 0;
 }
@@ -302,8 +303,7 @@ int shard_table_members(const shard_table *tab, tar_index *t)
         const unsigned sl = shard_member_at(tab, i)[20];
         tar_member *mm = &t->m[t->n - 1];
         if (sl != NO_SMALL) {
-            memcpy(mm->small,
-                   shard_member_name(tab, i) + strlen(name) + 1, sl);
+            memcpy(mm->small, shard_member_name(tab, i) + strlen(name) + 1, sl);
             mm->small_len = (int)sl;
         }
     }

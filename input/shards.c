@@ -27,10 +27,9 @@
 #include "tar.h"
 
 #define MAX_SHARDS (1 << 20)
-#define SCAN_THREADS 8        /* threads indexing shards at create */
-#define SCAN_WINDOW 64        /* shards whose indexes live at once */
-#define FD_MARGIN 256 /* descriptors left for everything else (CUDA, files) */
-
+#define SCAN_THREADS 8 /* threads indexing shards at create */
+#define SCAN_WINDOW 64 /* shards whose indexes live at once */
+#define FD_MARGIN 256  /* descriptors left for everything else (CUDA, files) */
 
 static void paths_free(char **p, int n)
 {
@@ -245,8 +244,7 @@ static int cmp_path(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void unread_note(unread_members *u, const char *path,
-                        const char *member)
+static void unread_note(unread_members *u, const char *path, const char *member)
 {
     if (u->count++ >= SHARDS_UNREAD_NAMED)
         return;
@@ -493,7 +491,8 @@ static int open_shards(catalog *cat, char **paths, int n, scan_job *jobs)
         const int rc = catalog_add_source(cat, fd, &id);
         if (rc < 0)
             return rc;
-        jobs[s] = (scan_job){.path = paths[s], .fd = fd, .in_heap = s >= SHARDS_MAPPED_MAX};
+        jobs[s] = (scan_job){
+            .path = paths[s], .fd = fd, .in_heap = s >= SHARDS_MAPPED_MAX};
         if (fstat(fd, &jobs[s].st) < 0 || !S_ISREG(jobs[s].st.st_mode))
             return err_set(PL_EIO, "pl_loader_create: %s: not a regular file",
                            paths[s]);
@@ -538,8 +537,7 @@ static int index_shards(catalog *cat, char **paths, int n, scan_job *jobs,
         scan_all(jobs + w, k);
         for (int s = w; s < w + k && rc == 0; s++) {
             if (jobs[s].rc < 0)
-                rc = err_set(jobs[s].rc, "pl_loader_create: %s",
-                             jobs[s].msg);
+                rc = err_set(jobs[s].rc, "pl_loader_create: %s", jobs[s].msg);
             else
                 rc = shards_add_indexed(cat, s, paths[s], &jobs[s].tab,
                                         &tot->max_label, &tot->unread);

@@ -69,8 +69,7 @@ static int sidecar_path(const char *path, int which, char *out, size_t cap)
 /* The whole of file idx, opened without blocking, in the heap or mapped
  * read-only: 0 with [out] *p and *len, or -1 if it is absent, not a
  * regular file, or over IDX_MAX_BYTES. */
-static int file_bytes(const char *idx, int map, unsigned char **p,
-                      size_t *len)
+static int file_bytes(const char *idx, int map, unsigned char **p, size_t *len)
 {
     const int fd = open(idx, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0)
@@ -142,9 +141,9 @@ static int v1_members(const unsigned char *b, size_t n, uint64_t size_of_shard,
             break;
         }
         const uint64_t off = get64(b + at), size = get64(b + at + 8);
-        const uint32_t nl =
-            (uint32_t)b[at + 16] | (uint32_t)b[at + 17] << 8 |
-            (uint32_t)b[at + 18] << 16 | (uint32_t)b[at + 19] << 24;
+        const uint32_t nl = (uint32_t)b[at + 16] | (uint32_t)b[at + 17] << 8 |
+                            (uint32_t)b[at + 18] << 16 |
+                            (uint32_t)b[at + 19] << 24;
         const unsigned sl = b[at + 20];
         at += 21;
         const size_t sbytes = sl == 255 ? 0 : sl;
@@ -244,10 +243,9 @@ static int sidecar_save(const char *idx, const unsigned char *b, size_t n)
 static int build(const tar_index *t, const struct stat *st, int64_t size,
                  unsigned char **b, size_t *n)
 {
-    return shard_table_build(
-        t, st ? (uint64_t)st->st_size : (uint64_t)size,
-        st ? (int64_t)st->st_mtim.tv_sec : 0,
-        st ? (int64_t)st->st_mtim.tv_nsec : 0, b, n);
+    return shard_table_build(t, st ? (uint64_t)st->st_size : (uint64_t)size,
+                             st ? (int64_t)st->st_mtim.tv_sec : 0,
+                             st ? (int64_t)st->st_mtim.tv_nsec : 0, b, n);
 }
 
 /* mkdir -p of the folder holding `file`. */
