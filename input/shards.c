@@ -477,8 +477,9 @@ static int read_classes(catalog *cat, const char *path, int32_t max_label,
     return rc < 0 ? rc : 1;
 }
 
-/* Open every shard (they stay open for the loader's life) and stat it. */
-static int open_shards(catalog *cat, char **paths, int n, scan_job *jobs)
+/* Open every shard (they stay open for the loader's life): [out]
+ * fds[0, n). */
+static int open_shards(catalog *cat, char **paths, int n, int *fds)
 {
     for (int s = 0; s < n; s++) {
         /* Without blocking: a FIFO named like a shard is refused below. */
@@ -491,9 +492,9 @@ static int open_shards(catalog *cat, char **paths, int n, scan_job *jobs)
         const int rc = catalog_add_source(cat, fd, &id);
         if (rc < 0)
             return rc;
-        jobs[s] = (scan_job){
-            .path = paths[s], .fd = fd, .in_heap = s >= SHARDS_MAPPED_MAX};
-        if (fstat(fd, &jobs[s].st) < 0 || !S_ISREG(jobs[s].st.st_mode))
+        fds[s] = fd;
+        struct stat st;
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
             return err_set(PL_EIO, "pl_loader_create: %s: not a regular file",
                            paths[s]);
     }
@@ -527,26 +528,42 @@ typedef struct scan_totals {
  * added to the catalog in shard order and its indexes freed before the
  * next is read: the indexes (about 100 bytes a member while they live)
  * never all exist at once, so create's peak memory is the catalog's plus
- * one window's, not twice the catalog's. */
-static int index_shards(catalog *cat, char **paths, int n, scan_job *jobs,
+ * one window's, not twice the catalog's. The jobs are one window's too:
+ * an array of them for every shard (a kilobyte each) outlived create as
+ * the allocator's, several bytes a sample. */
+static int index_shards(catalog *cat, char **paths, int n, const int *fds,
                         scan_totals *tot)
 {
+    scan_job *jobs = calloc(SCAN_WINDOW, sizeof *jobs);
+    if (!jobs)
+        return PL_ENOMEM;
     int rc = 0;
     for (int w = 0; w < n && rc == 0; w += SCAN_WINDOW) {
         const int k = n - w < SCAN_WINDOW ? n - w : SCAN_WINDOW;
-        scan_all(jobs + w, k);
-        for (int s = w; s < w + k && rc == 0; s++) {
-            if (jobs[s].rc < 0)
-                rc = err_set(jobs[s].rc, "pl_loader_create: %s", jobs[s].msg);
-            else
-                rc = shards_add_indexed(cat, s, paths[s], &jobs[s].tab,
-                                        &tot->max_label, &tot->unread);
-            tot->sidecars += jobs[s].from_sidecar;
-            tot->stale += jobs[s].stale && !jobs[s].from_sidecar;
+        for (int i = 0; i < k && rc == 0; i++) {
+            jobs[i] = (scan_job){.path = paths[w + i],
+                                 .fd = fds[w + i],
+                                 .in_heap = w + i >= SHARDS_MAPPED_MAX};
+            if (fstat(jobs[i].fd, &jobs[i].st) < 0)
+                rc = err_set(PL_EIO, "pl_loader_create: %s: %s", paths[w + i],
+                             strerror(errno));
         }
-        for (int s = w; s < w + k; s++)
-            shard_table_close(&jobs[s].tab); /* those not taken */
+        if (rc < 0)
+            break;
+        scan_all(jobs, k);
+        for (int i = 0; i < k && rc == 0; i++) {
+            if (jobs[i].rc < 0)
+                rc = err_set(jobs[i].rc, "pl_loader_create: %s", jobs[i].msg);
+            else
+                rc = shards_add_indexed(cat, w + i, paths[w + i], &jobs[i].tab,
+                                        &tot->max_label, &tot->unread);
+            tot->sidecars += jobs[i].from_sidecar;
+            tot->stale += jobs[i].stale && !jobs[i].from_sidecar;
+        }
+        for (int i = 0; i < k; i++)
+            shard_table_close(&jobs[i].tab); /* those not taken */
     }
+    free(jobs);
     return rc;
 }
 
@@ -556,16 +573,14 @@ int shards_read(catalog *cat, char **paths, int n, logger *lg)
     const int reserved = reserve_fds(n, lg);
     if (reserved < 0)
         return reserved;
-    scan_job *jobs = calloc((size_t)n, sizeof *jobs);
-    if (!jobs)
+    int *fds = malloc((size_t)n * sizeof *fds);
+    if (!fds)
         return PL_ENOMEM;
     scan_totals tot = {0};
-    int rc = open_shards(cat, paths, n, jobs);
+    int rc = open_shards(cat, paths, n, fds);
     if (rc == 0)
-        rc = index_shards(cat, paths, n, jobs, &tot);
-    for (int s = 0; s < n; s++)
-        shard_table_close(&jobs[s].tab);
-    free(jobs);
+        rc = index_shards(cat, paths, n, fds, &tot);
+    free(fds);
     if (rc == 0 && tot.stale)
         log_msg(lg, PL_LOG_NOTICE,
                 "%d shard index file(s) (.idx) did not match their shard "
