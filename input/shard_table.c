@@ -241,8 +241,13 @@ static int records_check(const shard_table *t, uint64_t nnames)
     uint64_t next = 0;
     for (uint32_t k = 0; k < t->nkeys; k++) {
         const unsigned char *r = t->keys + (size_t)k * SHARD_TABLE_KEY;
-        const uint32_t first = get32(r), count = get32(r + 4);
-        if (first != next || count == 0 || count > t->nmembers - first)
+        const uint32_t first = get32(r), count = get32(r + 4),
+                       label = get32(r + 8), flags = get32(r + 12);
+        /* A label as read_label gives them: what the class table is sized
+         * by, so never trusted past that. */
+        if (first != next || count == 0 || count > t->nmembers - first ||
+            label >= (1u << 20) || (flags & ~SHARD_CLS_BAD) ||
+            ((flags & SHARD_CLS_BAD) && label != 0))
             return -1;
         next = (uint64_t)first + count;
     }
@@ -352,7 +357,8 @@ void shard_table_sample(const shard_table *tab, int64_t k,
     for (int e = 0; x->required && e < x->n && missing < 0; e++)
         if (s->extra[e] < 0)
             missing = e;
-    if (flags & SHARD_CLS_BAD)
+    const int cls_bad = (flags & SHARD_CLS_BAD) && s->cls >= 0;
+    if (cls_bad)
         s->code = s->image >= 0 ? PL_ECORRUPT : PL_ENOTJPEG;
     else if (s->image < 0)
         s->code = PL_ENOTJPEG;
@@ -368,7 +374,7 @@ void shard_table_sample(const shard_table *tab, int64_t k,
     size_t klen;
     const char *ext, *key = shard_member_name(tab, first);
     shard_split_key(key, &klen, &ext);
-    if (flags & SHARD_CLS_BAD) {
+    if (cls_bad) {
         const unsigned char *m = shard_member_at(tab, s->cls);
         const char *name = shard_member_name(tab, s->cls);
         read_label(name, shard_member_size(tab, s->cls),
