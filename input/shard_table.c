@@ -124,27 +124,34 @@ static size_t key_end(const tar_index *t, size_t i)
     return j;
 }
 
-/* Key [i, j)'s record: its members, and its cls member's label. */
+/* Key [i, j)'s record: its members, its cls member's label, and its image
+ * when no extras are configured (the first member of an image kind pinload
+ * reads), so that a sample of the common configuration is found without
+ * reading its members' names. */
 static void put_key(unsigned char *k, const tar_index *t, size_t i, size_t j)
 {
     int32_t label = 0;
-    uint32_t flags = 0;
+    uint32_t flags = 0, image = 0;
+    int cls = 0;
     for (size_t m = i; m < j; m++) {
         size_t kl;
         const char *ext;
         shard_split_key(t->m[m].name, &kl, &ext);
-        if (strcasecmp(ext, "cls") != 0)
+        if (!image && shard_image_ext(ext) == 1)
+            image = m - i + 1 < SHARD_IMAGE_SCAN ? (uint32_t)(m - i + 1)
+                                                 : SHARD_IMAGE_SCAN;
+        if (cls || strcasecmp(ext, "cls") != 0)
             continue;
         const tar_member *c = &t->m[m];
+        cls = 1;
         label = read_label(c->name, c->size, c->small, c->small_len, NULL, 0);
         if (label < 0)
             label = 0, flags = SHARD_CLS_BAD;
-        break;
     }
     put32(k, (uint32_t)i);
     put32(k + 4, (uint32_t)(j - i));
     put32(k + 8, (uint32_t)label);
-    put32(k + 12, flags);
+    put32(k + 12, flags | image << 8);
 }
 
 /* The keys of t and the bytes of its name block. */
@@ -246,8 +253,9 @@ static int records_check(const shard_table *t, uint64_t nnames)
         /* A label as read_label gives them: what the class table is sized
          * by, so never trusted past that. */
         if (first != next || count == 0 || count > t->nmembers - first ||
-            label >= (1u << 20) || (flags & ~SHARD_CLS_BAD) ||
-            ((flags & SHARD_CLS_BAD) && label != 0))
+            label >= (1u << 20) || (flags & 0xfeu) ||
+            ((flags & SHARD_CLS_BAD) && label != 0) ||
+            (flags >> 8 != SHARD_IMAGE_SCAN && flags >> 8 > count))
             return -1;
         next = (uint64_t)first + count;
     }
@@ -339,6 +347,18 @@ void shard_table_sample(const shard_table *tab, int64_t k,
     for (int e = 0; e < SHARD_TABLE_EXTRAS; e++)
         s->extra[e] = -1;
     s->label = (int32_t)get32(r + 8);
+    const uint32_t image = flags >> 8;
+    if (x->n == 0 && !(flags & SHARD_CLS_BAD) && image != SHARD_IMAGE_SCAN) {
+        /* The common case: the image as the record has it, no names read */
+        s->image = image ? first + image - 1 : -1;
+        s->code = image ? 0 : PL_ENOTJPEG;
+        if (reason && image) {
+            reason[0] = '\0';
+            return;
+        }
+        if (!reason)
+            return;
+    }
     for (int64_t j = first; j < end; j++) {
         size_t kl;
         const char *ext;

@@ -20,7 +20,9 @@
  *       (3 bytes)
  *       K keys of 16 bytes: first member (u32), members (u32), label
  *       (i32: the cls member's, 0 without one or when it is not a label),
- *       flags (u32: 1 the cls member is not a label)
+ *       flags (u32: bit 0 set: the cls member is not a label; bits 8 to
+ *       31: 0 no image member, else the key's first member of an image
+ *       kind read, 1 for its first member, 2^24 - 1 for one past that)
  *       the name block (N bytes, zero-padded to 8)
  *   end the FNV-1a 64 of everything before. */
 #ifndef PINLOAD_SHARD_TABLE_H
@@ -40,8 +42,9 @@
 #define SHARD_TABLE_HEAD 64
 #define SHARD_TABLE_MEMBER 24
 #define SHARD_TABLE_KEY 16
-#define SHARD_TABLE_EXTRAS 8 /* PL_EXTRAS_MAX */
-#define SHARD_CLS_BAD 1u     /* a key flag */
+#define SHARD_TABLE_EXTRAS 8       /* PL_EXTRAS_MAX */
+#define SHARD_CLS_BAD 1u           /* a key flag */
+#define SHARD_IMAGE_SCAN 0xffffffu /* a key's image: found by its members */
 
 typedef struct shard_table {
     const unsigned char *base; /* the whole table */

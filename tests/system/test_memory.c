@@ -229,9 +229,9 @@ static void make_files(const char *root, int shards)
     fclose(l);
 }
 
-/* Measured on machine B at 100,000 samples in 500 shards: 1.0 to 1.8
+/* Measured on machine B at 100,000 samples in 500 shards: 0.9 to 2.1
  * private (anonymous) bytes a sample in either order once the indexes
- * exist, 7.7 to 8.2 on the create that writes them (its window
+ * exist, 7.7 to 8.7 on the create that writes them (its window
  * of member indexes, freed, stays the allocator's); the heap catalog kept
  * about 100 (a name, a range and a label per sample). The issue's goal
  * is at most 16 a sample; the bounds hold it with a margin for allocator

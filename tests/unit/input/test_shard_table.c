@@ -192,3 +192,39 @@ Test(shard_table, records_out_of_bounds_are_refused)
     shard_table_close(&tab);
     tar_index_free(&t);
 }
+
+/* Without extras a key's image comes from its record, its members' names
+ * unread: the same member the scan under an extra no key has finds, for
+ * every key (images after other members, keys without one, a bad cls). */
+Test(shard_table, the_recorded_image_is_the_scanned_one)
+{
+    tar_index t;
+    index_of_four(&t);
+    add(&t, "k4.txt", 4096, 1, "a");
+    add(&t, "k4.cls", 4608, 1, "1");
+    add(&t, "k4.webp", 5120, 9, NULL);
+    add(&t, "k4.jpg", 5632, 9, NULL);
+    size_t len;
+    unsigned char *b = built(&t, &len);
+    shard_table tab;
+    cr_assert_eq(shard_table_open(&tab, b, len, 0), 0);
+    static const char *const names[] = {"zzz"};
+    const shard_extras none = {0}, absent = {.names = names, .n = 1};
+    for (uint32_t k = 0; k < tab.nkeys; k++) {
+        shard_sample fast, scanned;
+        char why_fast[256], why_scanned[256];
+        shard_table_sample(&tab, k, &none, &fast, why_fast, sizeof why_fast);
+        shard_table_sample(&tab, k, &absent, &scanned, why_scanned,
+                           sizeof why_scanned);
+        cr_assert_eq(fast.image, scanned.image, "key %u", k);
+        cr_assert_eq(fast.code, scanned.code, "key %u", k);
+        cr_assert_eq(fast.label, scanned.label, "key %u", k);
+        cr_assert_str_eq(why_fast, why_scanned, "key %u", k);
+    }
+    shard_sample s;
+    shard_table_sample(&tab, 4, &none, &s, NULL, 0);
+    cr_assert_eq(s.image, 9, "k4's webp, its first image member");
+    cr_assert_eq(s.label, 1);
+    shard_table_close(&tab);
+    tar_index_free(&t);
+}
