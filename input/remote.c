@@ -23,8 +23,8 @@
 #include "../common/grow.h"
 #include "readers.h"
 #include "remote_cache.h"
-#include "sidecar.h"
 #include "remote_http.h"
+#include "sidecar.h"
 #include "tar.h"
 
 #define MAX_URLS (1 << 20)

@@ -256,8 +256,8 @@ static void unread_note(unread_members *u, const char *path, const char *member)
                       : sizeof u->names - u->len - 1;
 }
 
-/* The image members of kinds not read in key k's members [first, end)
- * (those that are not one of the configured extras), into *u. */
+/* The image members of kinds not read among one key's members [first,
+ * end) (those that are not one of the configured extras), into *u. */
 static void note_unread(const catalog *cat, const shard_table *tab,
                         const char *path, int64_t first, int64_t end,
                         unread_members *u)
