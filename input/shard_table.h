@@ -21,8 +21,10 @@
  *       K keys of 16 bytes: first member (u32), members (u32), label
  *       (i32: the cls member's, 0 without one or when it is not a label),
  *       flags (u32: bit 0 set: the cls member is not a label; bits 8 to
- *       31: 0 no image member, else the key's first member of an image
- *       kind read, 1 for its first member, 2^24 - 1 for one past that)
+ *       31: the key's first member of a kind pinload reads (jpg, jpeg,
+ *       png, webp), 1 + its place in the key; 0: none; 2^24 - 1: too far
+ *       in, found by reading the names), the image when no extras are
+ *       configured
  *       the name block (N bytes, zero-padded to 8)
  *   end the FNV-1a 64 of everything before. */
 #ifndef PINLOAD_SHARD_TABLE_H
