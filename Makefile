@@ -146,7 +146,8 @@ COMMON_SRC  := common/clock.c common/grow.c common/error.c common/log.c \
 WORKERS_SRC := workers/decode.c workers/decode_png.c workers/decode_webp.c \
                workers/resample.c workers/augment.c \
                workers/fileio.c workers/process.c workers/pool.c
-INPUT_SRC   := input/catalog.c input/tar.c input/sidecar.c input/folder.c \
+INPUT_SRC   := input/catalog.c input/tar.c input/sidecar.c input/shard_table.c \
+               input/folder.c \
                input/list.c input/shards.c input/input.c input/remote.c \
                input/remote_http.c input/remote_cache.c
 DEVICE_SRC  := device/backend.c device/backend_host.c

@@ -623,7 +623,11 @@ PL_EXPORT int pl_loader_class_name(const pl_loader *l, int32_t label,
                                    const char **name);
 
 /* The file and label of dataset index `index`. [out] *path (may be NULL),
- * valid until pl_loader_destroy; [out] *label (may be NULL). */
+ * valid until pl_loader_destroy; [out] *label (may be NULL). A tar shard
+ * sample's path ("shard.tar:member") is made the first time it is asked
+ * for and kept until destroy, so the loader's memory grows with the
+ * distinct indexes asked for (about the path's length each); PL_ENOMEM if
+ * it cannot be made. Any thread. */
 PL_EXPORT int pl_loader_sample(const pl_loader *l, int64_t index,
                                const char **path, int32_t *label);
 

@@ -2,12 +2,104 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "../common/error.h"
 #include "../common/grow.h"
+
+/* The shard samples' names catalog_name made: an open-addressed table
+ * from index to name, the names in blocks that never move, so that a
+ * name stays valid while more are added. Under its own lock: catalog_name
+ * is called from any thread on a catalog otherwise read-only. */
+typedef struct kept_block {
+    struct kept_block *next;
+    size_t used, cap;
+    char bytes[];
+} kept_block;
+
+struct catalog_kept {
+    pthread_mutex_t mu;
+    int64_t *index; /* [cap], -1: empty */
+    const char **name;
+    size_t n, cap;
+    kept_block *blocks;
+};
+
+static void kept_free(struct catalog_kept *k)
+{
+    if (!k)
+        return;
+    for (kept_block *b = k->blocks, *next; b; b = next) {
+        next = b->next;
+        free(b);
+    }
+    free(k->index);
+    free(k->name);
+    pthread_mutex_destroy(&k->mu);
+    free(k);
+}
+
+static size_t kept_slot(const struct catalog_kept *k, int64_t i)
+{
+    size_t h = (size_t)((uint64_t)i * 0x9e3779b97f4a7c15u) & (k->cap - 1);
+    while (k->index[h] != -1 && k->index[h] != i)
+        h = (h + 1) & (k->cap - 1);
+    return h;
+}
+
+/* Room for one more entry: the table at most half full. */
+static int kept_grow(struct catalog_kept *k)
+{
+    if (2 * (k->n + 1) <= k->cap)
+        return 0;
+    const size_t cap = k->cap ? 2 * k->cap : 64;
+    struct catalog_kept old = *k;
+    k->index = malloc(cap * sizeof *k->index);
+    k->name = malloc(cap * sizeof *k->name);
+    if (!k->index || !k->name) {
+        free(k->index);
+        free(k->name);
+        k->index = old.index;
+        k->name = old.name;
+        return PL_ENOMEM;
+    }
+    k->cap = cap;
+    for (size_t j = 0; j < cap; j++)
+        k->index[j] = -1;
+    for (size_t j = 0; j < old.cap; j++)
+        if (old.index[j] != -1) {
+            const size_t h = kept_slot(k, old.index[j]);
+            k->index[h] = old.index[j];
+            k->name[h] = old.name[j];
+        }
+    free(old.index);
+    free(old.name);
+    return 0;
+}
+
+/* A copy of s[0, len) that stays where it is until kept_free. */
+static const char *kept_copy(struct catalog_kept *k, const char *s, size_t len)
+{
+    kept_block *b = k->blocks;
+    if (!b || b->cap - b->used < len + 1) {
+        const size_t cap = len + 1 > 16384 ? len + 1 : 16384;
+        if (!(b = malloc(sizeof *b + cap)))
+            return NULL;
+        b->used = 0;
+        b->cap = cap;
+        b->next = k->blocks;
+        k->blocks = b;
+    }
+    char *p = b->bytes + b->used;
+    memcpy(p, s, len);
+    p[len] = '\0';
+    b->used += len + 1;
+    return p;
+}
 
 void catalog_init(catalog *c)
 {
@@ -31,12 +123,15 @@ void catalog_close(catalog *c)
     free(c->name_off);
     free(c->labels);
     free(c->class_off);
-    free(c->source);
-    free(c->offset);
-    free(c->size);
     free(c->extra_off);
     free(c->extra_size);
     free(c->shard_first);
+    for (int k = 0; k < c->nshards; k++)
+        shard_table_close(&c->tables[k]);
+    free(c->tables);
+    free(c->shard_name);
+    free(c->shard_source);
+    kept_free(c->kept);
     catalog_init(c);
 }
 
@@ -74,8 +169,7 @@ int catalog_set_root(catalog *c, const char *root, size_t len)
     return 0;
 }
 
-/* A sample named by arena string `off`: the tables grow by one. The range
- * tables, once made, keep the capacity of the others. */
+/* A file named by arena string `off`: the tables grow by one. */
 static int add_sample(catalog *c, size_t off, int32_t label)
 {
     const size_t need = (size_t)c->n + 1;
@@ -84,16 +178,6 @@ static int add_sample(catalog *c, size_t off, int32_t label)
         grow(&c->labels, &cap_label, need, sizeof *c->labels, 1024) < 0)
         return PL_ENOMEM;
     c->cap = cap_label;
-    if (c->source) {
-        size_t c1 = c->range_cap, c2 = c->range_cap, c3 = c->range_cap;
-        if (grow(&c->source, &c1, need, sizeof *c->source, 1024) < 0 ||
-            grow(&c->offset, &c2, need, sizeof *c->offset, 1024) < 0 ||
-            grow(&c->size, &c3, need, sizeof *c->size, 1024) < 0)
-            return PL_ENOMEM;
-        c->range_cap = c1;
-        c->source[c->n] = -1;
-        c->offset[c->n] = c->size[c->n] = 0;
-    }
     if (c->nextras && !c->extras_beside) {
         const size_t k = (size_t)c->nextras, at = (size_t)c->n * k;
         size_t c1 = c->extra_cap, c2 = c->extra_cap;
@@ -108,24 +192,6 @@ static int add_sample(catalog *c, size_t off, int32_t label)
     }
     c->name_off[c->n] = off;
     c->labels[c->n++] = label;
-    return 0;
-}
-
-/* The first range: the tables say where every sample so far lies (under
- * the root). */
-static int make_ranges(catalog *c)
-{
-    if (c->source)
-        return 0;
-    const size_t cap = (size_t)c->n + 1024;
-    c->source = malloc(cap * sizeof *c->source);
-    c->offset = calloc(cap, sizeof *c->offset);
-    c->size = calloc(cap, sizeof *c->size);
-    if (!c->source || !c->offset || !c->size)
-        return PL_ENOMEM;
-    for (int64_t i = 0; i < c->n; i++)
-        c->source[i] = -1;
-    c->range_cap = cap;
     return 0;
 }
 
@@ -190,43 +256,46 @@ void catalog_stop(catalog *c)
         c->owned_stop(c->owned);
 }
 
-int catalog_begin_shard(catalog *c)
+/* Room for shard nshards in the per-shard tables. */
+static int shard_room(catalog *c)
 {
-    size_t cap = (size_t)c->shard_cap;
-    if (grow(&c->shard_first, &cap, (size_t)c->nshards + 1,
-             sizeof *c->shard_first, 64) < 0)
+    size_t c1 = (size_t)c->shard_cap, c2 = c1, c3 = c1, c4 = c1;
+    const size_t need = (size_t)c->nshards + 1;
+    if (grow(&c->shard_first, &c1, need, sizeof *c->shard_first, 64) < 0 ||
+        grow(&c->tables, &c2, need, sizeof *c->tables, 64) < 0 ||
+        grow(&c->shard_name, &c3, need, sizeof *c->shard_name, 64) < 0 ||
+        grow(&c->shard_source, &c4, need, sizeof *c->shard_source, 64) < 0)
         return PL_ENOMEM;
-    c->shard_cap = (int)cap;
-    c->shard_first[c->nshards++] = c->n;
+    c1 = c1 < c2 ? c1 : c2;
+    c3 = c3 < c4 ? c3 : c4;
+    c->shard_cap = (int)(c1 < c3 ? c1 : c3);
+    if (!c->kept) {
+        if (!(c->kept = calloc(1, sizeof *c->kept)))
+            return PL_ENOMEM;
+        pthread_mutex_init(&c->kept->mu, NULL);
+    }
     return 0;
 }
 
-/* Also catalog_add_bad's: source -1, the reason's place and the code. */
-int catalog_add_range(catalog *c, const char *name, size_t len, int32_t label,
-                      int id, int64_t offset, int64_t size)
+int catalog_add_shard(catalog *c, const char *name, int id, shard_table *tab)
 {
     size_t off;
-    int rc = make_ranges(c);
+    int rc = shard_room(c);
     if (rc == 0)
-        rc = arena_add(c, name, len, &off);
-    if (rc == 0)
-        rc = add_sample(c, off, label);
-    if (rc < 0)
+        rc = arena_add(c, name, strlen(name), &off);
+    if (rc < 0) {
+        shard_table_close(tab);
         return rc;
-    c->source[c->n - 1] = id;
-    c->offset[c->n - 1] = offset;
-    c->size[c->n - 1] = size;
+    }
+    const int k = c->nshards++;
+    c->tables[k] = *tab;
+    c->shard_first[k] = c->n;
+    c->shard_name[k] = off;
+    c->shard_source[k] = id;
+    c->heap_tables += !tab->mapped;
+    c->n += tab->nkeys;
+    memset(tab, 0, sizeof *tab);
     return 0;
-}
-
-int catalog_add_bad(catalog *c, const char *name, size_t len, int32_t label,
-                    int code, const char *reason)
-{
-    size_t off;
-    const int rc = arena_add(c, reason, strlen(reason), &off);
-    return rc < 0
-               ? rc
-               : catalog_add_range(c, name, len, label, -1, (int64_t)off, code);
 }
 
 void catalog_set_extras(catalog *c, const char *const *names, int n,
@@ -242,7 +311,7 @@ void catalog_extras_beside(catalog *c)
     c->extras_beside = 1;
 }
 
-void catalog_set_extra(catalog *c, int k, int64_t offset, int64_t size)
+static void set_extra(catalog *c, int k, int64_t offset, int64_t size)
 {
     const size_t j = (size_t)(c->n - 1) * (size_t)c->nextras + (size_t)k;
     c->extra_off[j] = offset;
@@ -254,7 +323,7 @@ int catalog_set_extra_text(catalog *c, int k, const char *text, size_t len)
     size_t off;
     const int rc = arena_add(c, text, len, &off);
     if (rc == 0)
-        catalog_set_extra(c, k, (int64_t)off, (int64_t)len);
+        set_extra(c, k, (int64_t)off, (int64_t)len);
     return rc;
 }
 
@@ -268,54 +337,143 @@ int catalog_add_class(catalog *c, const char *name)
 
 /* ---- reading ---- */
 
+/* The shard sample i lies in: the last whose first sample is at most i. */
+static int shard_of(const catalog *c, int64_t i)
+{
+    int lo = 0, hi = c->nshards - 1;
+    while (lo < hi) {
+        const int mid = lo + (hi - lo + 1) / 2;
+        if (c->shard_first[mid] <= i)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+/* Sample i of a shard catalog: its shard, its key there, and what it is
+ * under the configured extras (reason as shard_table_sample's). */
+static int shard_sample_of(const catalog *c, int64_t i, shard_sample *s,
+                           int64_t *key, char *reason, size_t cap)
+{
+    const int k = shard_of(c, i);
+    const shard_extras x = {.names = c->extra_names,
+                            .n = c->nextras,
+                            .required = c->extras_required};
+    *key = i - c->shard_first[k];
+    shard_table_sample(&c->tables[k], *key, &x, s, reason, cap);
+    return k;
+}
+
+int32_t catalog_label(const catalog *c, int64_t i)
+{
+    if (!c->nshards)
+        return c->labels[i];
+    const int k = shard_of(c, i);
+    return shard_key_label(&c->tables[k], i - c->shard_first[k]);
+}
+
+/* A shard sample's name into buf: "shard.tar:member", or from the shard's
+ * own name on when `rel` (a bad-by-construction sample's stays whole: so
+ * resume states have fingerprinted it since they began). Its length (cut
+ * short to cap - 1). */
+static size_t shard_name(const catalog *c, int64_t i, int rel, char *buf,
+                         size_t cap)
+{
+    shard_sample s;
+    int64_t key;
+    const int k = shard_sample_of(c, i, &s, &key, NULL, 0);
+    size_t len;
+    const char *member = shard_table_sample_name(&c->tables[k], key, &s, &len);
+    const char *shard = c->arena + c->shard_name[k];
+    if (rel && !s.code) {
+        const char *slash = strrchr(shard, '/');
+        shard = slash ? slash + 1 : shard;
+    }
+    const int n = snprintf(buf, cap, "%s:%.*s", shard, (int)len, member);
+    return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
+const char *catalog_name_into(const catalog *c, int64_t i, char *buf,
+                              size_t cap)
+{
+    if (!c->nshards)
+        return c->arena + c->name_off[i];
+    shard_name(c, i, 0, buf, cap);
+    return buf;
+}
+
+const char *catalog_name(const catalog *c, int64_t i)
+{
+    if (!c->nshards)
+        return c->arena + c->name_off[i];
+    struct catalog_kept *k = c->kept;
+    char buf[CATALOG_NAME_MAX];
+    pthread_mutex_lock(&k->mu);
+    const char *name = NULL;
+    if (k->cap && k->index[kept_slot(k, i)] == i) {
+        name = k->name[kept_slot(k, i)];
+    } else if (kept_grow(k) == 0) {
+        const size_t len = shard_name(c, i, 0, buf, sizeof buf);
+        if ((name = kept_copy(k, buf, len))) {
+            const size_t h = kept_slot(k, i);
+            k->index[h] = i;
+            k->name[h] = name;
+            k->n++;
+        }
+    }
+    pthread_mutex_unlock(&k->mu);
+    return name;
+}
+
 /* A file's name for openat(c->dirfd, ...): relative to the root when it
  * lies under it, so that renaming or leaving the root's parent directory
  * after create changes nothing; as given for an absolute list entry. */
 static const char *open_path(const catalog *c, int64_t i)
 {
-    const char *p = catalog_name(c, i);
+    const char *p = c->arena + c->name_off[i];
     const size_t n = c->rel_skip;
     if (n && strncmp(p, c->root, n - 1) == 0 && p[n - 1] == '/')
         return p + n;
     return p;
 }
 
-const char *catalog_rel_name(const catalog *c, int64_t i)
+const char *catalog_rel_name_into(const catalog *c, int64_t i, char *buf,
+                                  size_t cap)
 {
-    if (!c->source || c->source[i] == -1)
+    if (!c->nshards)
         return open_path(c, i);
-    /* "dir/x.tar:member": from the shard's own name on. */
-    const char *p = catalog_name(c, i);
-    const char *colon = strstr(p, ".tar:");
-    const char *base = p;
-    for (const char *q = p; colon && q < colon; q++)
-        if (*q == '/')
-            base = q + 1;
-    return base;
+    shard_name(c, i, 1, buf, cap); /* "dir/x.tar:member": from x.tar on */
+    return buf;
 }
 
 int64_t catalog_stored_size(const catalog *c, int64_t i)
 {
-    if (!c->source || c->source[i] == -1 || c->size[i] < 0)
+    if (!c->nshards)
         return -1;
-    return c->size[i];
+    shard_sample s;
+    int64_t key;
+    const int k = shard_sample_of(c, i, &s, &key, NULL, 0);
+    return s.code ? -1 : shard_member_size(&c->tables[k], s.image);
 }
 
-int catalog_locate(const catalog *c, int64_t i, location *loc,
-                   const char **reason)
+int catalog_locate(const catalog *c, int64_t i, location *loc, char *reason,
+                   size_t cap)
 {
-    if (!c->source || c->source[i] == -1) {
-        if (c->source && c->size[i] < 0) { /* bad by construction */
-            *reason = c->arena + c->offset[i];
-            return (int)c->size[i];
-        }
+    if (!c->nshards) {
         *loc = (location){.fd = c->dirfd, .path = open_path(c, i)};
         return 0;
     }
-    *loc = (location){.fd = c->source_fd[c->source[i]],
-                      .offset = c->offset[i],
-                      .size = c->size[i],
-                      .reader = c->source_reader[c->source[i]]};
+    shard_sample s;
+    int64_t key;
+    const int k = shard_sample_of(c, i, &s, &key, reason, cap);
+    if (s.code) /* bad by construction */
+        return s.code;
+    const int src = c->shard_source[k];
+    *loc = (location){.fd = c->source_fd[src],
+                      .offset = shard_member_offset(&c->tables[k], s.image),
+                      .size = shard_member_size(&c->tables[k], s.image),
+                      .reader = c->source_reader[src]};
     return 0;
 }
 
@@ -327,17 +485,25 @@ int catalog_locate_extra(const catalog *c, int64_t i, int k, location *loc)
                           .sibling = c->extra_names[k]};
         return 1;
     }
+    if (c->nshards) {
+        shard_sample s;
+        int64_t key;
+        const int sh = shard_sample_of(c, i, &s, &key, NULL, 0);
+        const int src = c->shard_source[sh];
+        if (s.extra[k] < 0)
+            return 0;
+        *loc = (location){.fd = c->source_fd[src],
+                          .offset =
+                              shard_member_offset(&c->tables[sh], s.extra[k]),
+                          .size = shard_member_size(&c->tables[sh], s.extra[k]),
+                          .reader = c->source_reader[src]};
+        return 1;
+    }
     const size_t j = (size_t)i * (size_t)c->nextras + (size_t)k;
     if (c->extra_size[j] < 0)
         return 0;
-    if (!c->source || c->source[i] == -1) /* a file's: text in the arena */
-        *loc = (location){.fd = -1,
-                          .bytes = c->arena + c->extra_off[j],
-                          .size = c->extra_size[j]};
-    else
-        *loc = (location){.fd = c->source_fd[c->source[i]],
-                          .offset = c->extra_off[j],
-                          .size = c->extra_size[j],
-                          .reader = c->source_reader[c->source[i]]};
+    *loc = (location){.fd = -1,
+                      .bytes = c->arena + c->extra_off[j],
+                      .size = c->extra_size[j]};
     return 1;
 }

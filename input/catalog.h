@@ -1,13 +1,18 @@
 /* The sample catalog: every sample's name (its path as the user would
  * write it), label and location, and the class names, built once at create
  * time by the readers above it (folder.c, list.c, shards.c) and read by the
- * loader after. Names live in one arena, so a million samples cost few
- * allocations. A sample is either a file, opened relative to a descriptor
- * of the data root (so a later chdir() changes nothing), or a range of an
- * open file the catalog holds (a tar member of its shard), or bad by
- * construction (a shard key without an image), with the reason kept.
- * Not thread-safe while it is built; read-only, and so safe from any
- * thread, after. */
+ * loader after. Files (folders, list files) are kept per sample in the
+ * heap: a name in one arena (a million samples cost few allocations) and a
+ * label, opened relative to a descriptor of the data root (so a later
+ * chdir() changes nothing). Tar shards are kept per shard: the shard's
+ * sample table (shard_table.h), mapped read-only from its sidecar index
+ * so that the page cache, not each rank, holds it, its first sample and
+ * its name; a sample is found by a binary search over the shards' first
+ * samples, then read from its shard's fixed-width records: a range of the
+ * open shard, or bad by construction (a key without an image), with the
+ * reason made when asked. Not thread-safe while it is built; read-only,
+ * and so safe from any thread, after (catalog_name's keep has its own
+ * lock). */
 #ifndef PINLOAD_CATALOG_H
 #define PINLOAD_CATALOG_H
 
@@ -15,8 +20,14 @@
 #include <stdint.h>
 
 #include "../common/location.h"
+#include "shard_table.h"
 
-#define CATALOG_EXTRAS_MAX 8 /* PL_EXTRAS_MAX */
+#define CATALOG_EXTRAS_MAX SHARD_TABLE_EXTRAS /* PL_EXTRAS_MAX */
+/* Room for any sample's name (catalog_name_into): a shard's path, ':' and
+ * a member's name, or a file's path. */
+#define CATALOG_NAME_MAX (2 * 4096 + 2)
+
+struct catalog_kept;
 
 typedef struct catalog {
     int dirfd;       /* the root, open, or -1 (no file samples) */
@@ -41,17 +52,9 @@ typedef struct catalog {
     void *owned;
     void (*owned_stop)(void *);
     void (*owned_free)(void *);
-    /* Per sample, made at the first range: its source (-1: a file under
-     * the root), and its range; or, for a sample bad by construction, its
-     * code in size (negative) and its reason's place in the arena in
-     * offset. */
-    int32_t *source;
-    int64_t *offset, *size;
-    size_t range_cap;
-    /* The extras (catalog_set_extras): per sample, per extra, where its
-     * bytes lie, [n * nextras]: a range of the sample's source, or of the
-     * arena for a sample that is a file (a list file's column); size -1
-     * where the sample has none. */
+    /* The extras (catalog_set_extras): for files from a list, per sample,
+     * per extra, its text's place in the arena, [n * nextras] (size -1
+     * where the sample has none); a shard's are found in its table. */
     const char *const *extra_names;
     int nextras, extras_required;
     int extras_beside; /* a folder's: each file's sidecars, by name */
@@ -63,6 +66,15 @@ typedef struct catalog {
      * and its bad-by-construction samples included. */
     int64_t *shard_first;
     int nshards, shard_cap;
+    /* Per shard: its sample table (mapped, or in the heap), its name as
+     * given (in the arena) and its source. Nothing per sample. */
+    shard_table *tables;
+    size_t *shard_name;
+    int *shard_source;
+    int heap_tables; /* shards whose table is in the heap */
+    /* The names catalog_name returned for shard samples, kept until
+     * catalog_close. */
+    struct catalog_kept *kept;
 } catalog;
 
 void catalog_init(catalog *c);
@@ -80,7 +92,7 @@ int catalog_set_root(catalog *c, const char *root, size_t len);
 int catalog_add_file(catalog *c, const char *rel, size_t len, int32_t label);
 
 /* An open file that samples lie in; the catalog closes it. [out] *id, for
- * catalog_add_range. PL_ENOMEM (fd is then closed). */
+ * catalog_add_shard. PL_ENOMEM (fd is then closed). */
 int catalog_add_source(catalog *c, int fd, int *id);
 
 /* A source whose bytes come through r (a remote shard): [out] *id, as
@@ -94,19 +106,15 @@ int catalog_add_reader(catalog *c, const location_reader *r, int *id);
 void catalog_adopt(catalog *c, void *p, void (*stop_fn)(void *),
                    void (*free_fn)(void *));
 
-/* A sample that is bytes [offset, offset + size) of source `id`, named
- * `name` (as given: "shard.tar:key.jpg"). PL_ENOMEM. */
-int catalog_add_range(catalog *c, const char *name, size_t len, int32_t label,
-                      int id, int64_t offset, int64_t size);
-
-/* A sample that is bad before any byte is read: `code` (PL_E*) with
- * `reason`, named `name`. PL_ENOMEM. */
-int catalog_add_bad(catalog *c, const char *name, size_t len, int32_t label,
-                    int code, const char *reason);
+/* The samples of one tar shard, source `id`, named `name` (as given:
+ * "dir/shard.tar"; its samples are "dir/shard.tar:member"): the table's
+ * keys, in order. The catalog takes tab (closed on failure too).
+ * PL_ENOMEM. */
+int catalog_add_shard(catalog *c, const char *name, int id, shard_table *tab);
 
 /* Before the first sample: the extras each sample may carry, by name
  * (names[0 .. n), kept, so they must outlive the catalog); required: a
- * sample lacking one is bad (the readers add it with catalog_add_bad). */
+ * sample lacking one is bad by construction (PL_ENOEXTRA). */
 void catalog_set_extras(catalog *c, const char *const *names, int n,
                         int required);
 
@@ -114,17 +122,9 @@ void catalog_set_extras(catalog *c, const char *const *names, int n,
  * name when read ("x.jpg"'s txt is "x.txt"): nothing is kept per sample. */
 void catalog_extras_beside(catalog *c);
 
-/* The last sample added has extra k at bytes [offset, offset + size) of
- * its source. */
-void catalog_set_extra(catalog *c, int k, int64_t offset, int64_t size);
-
 /* The last sample added (a file) has extra k's bytes: text[0, len),
  * copied. PL_ENOMEM. */
 int catalog_set_extra_text(catalog *c, int k, const char *text, size_t len);
-
-/* The samples added from now on, up to the next call, are one shard's
- * (shards_add_indexed, for local and remote shards alike). PL_ENOMEM. */
-int catalog_begin_shard(catalog *c);
 
 /* The next class, named `name` (its label is the count before it). */
 int catalog_add_class(catalog *c, const char *name);
@@ -160,16 +160,19 @@ static inline int catalog_classes(const catalog *c)
 }
 
 /* Sample i's name as the user would write it: the file's path under the
- * root as given, or "shard.tar:member". */
-static inline const char *catalog_name(const catalog *c, int64_t i)
-{
-    return c->arena + c->name_off[i];
-}
+ * root as given, or "shard.tar:member", valid until catalog_close. A
+ * shard sample's name is made and kept the first time it is asked for
+ * (the keep grows only with the names asked for: pl_loader_sample's);
+ * NULL if it cannot be (out of memory). Any thread. */
+const char *catalog_name(const catalog *c, int64_t i);
 
-static inline int32_t catalog_label(const catalog *c, int64_t i)
-{
-    return c->labels[i];
-}
+/* The same name, into buf[0, cap) when it must be made (a shard
+ * sample's; cut short past cap): what messages use, with no allocation.
+ * The result is buf or the catalog's own. */
+const char *catalog_name_into(const catalog *c, int64_t i, char *buf,
+                              size_t cap);
+
+int32_t catalog_label(const catalog *c, int64_t i);
 
 static inline const char *catalog_class(const catalog *c, int k)
 {
@@ -181,7 +184,8 @@ static inline const char *catalog_class(const catalog *c, int k)
  * without the shard's folder; and its stored size where the catalog knows
  * it (a tar member's), else -1. What a resume state fingerprints, so that
  * a state moves with a copy of the dataset. */
-const char *catalog_rel_name(const catalog *c, int64_t i);
+const char *catalog_rel_name_into(const catalog *c, int64_t i, char *buf,
+                                  size_t cap);
 int64_t catalog_stored_size(const catalog *c, int64_t i);
 
 static inline int catalog_extras(const catalog *c)
@@ -195,8 +199,9 @@ static inline int catalog_extras(const catalog *c)
 int catalog_locate_extra(const catalog *c, int64_t i, int k, location *loc);
 
 /* Where sample i's bytes lie ([out] *loc, valid while c is), or the code
- * of a sample bad by construction, with [out] *reason. */
-int catalog_locate(const catalog *c, int64_t i, location *loc,
-                   const char **reason);
+ * of a sample bad by construction, with its reason in reason[0, cap)
+ * (reason may be NULL). */
+int catalog_locate(const catalog *c, int64_t i, location *loc, char *reason,
+                   size_t cap);
 
 #endif

@@ -41,6 +41,12 @@ int shards_read(catalog *c, char **paths, int n, logger *lg);
  * 1 with the paths, 0 if `path` has no such pattern, or an error. */
 int shards_expand_braces(const char *path, char ***paths, int *n);
 
+/* Shards whose tables are mapped: each mapping is one of the process's
+ * vm.max_map_count areas (65,530 by default), which the allocator, the
+ * libraries and the threads' stacks need too. Past it they are read into
+ * the heap. */
+#define SHARDS_MAPPED_MAX 32768
+
 #define SHARDS_UNREAD_NAMED 5 /* members the notice names */
 
 /* Image members of kinds not read (bmp, pgm, ppm, tif, tiff), across
@@ -53,10 +59,15 @@ typedef struct unread_members {
 } unread_members;
 
 /* The samples of one indexed shard, source `s` of the catalog, named
- * "path:member"; *max_label rises to the largest label seen; image
- * members of kinds not read are noted in *unread. */
-int shards_add_indexed(catalog *c, int s, const char *path, const tar_index *t,
+ * "path:member", from its table (the catalog takes it, on failure too);
+ * *max_label rises to the largest label seen; image members of kinds not
+ * read are noted in *unread. */
+int shards_add_indexed(catalog *c, int s, const char *path, shard_table *tab,
                        int32_t *max_label, unread_members *unread);
+
+/* The notice naming how many shards' tables are in the heap, not mapped
+ * from an index file, if any are. */
+void shards_say_heap(const catalog *c, logger *lg);
 
 /* The notice naming the members left out, if there are any. */
 void shards_say_unread(const unread_members *u, logger *lg);

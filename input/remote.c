@@ -24,6 +24,7 @@
 #include "readers.h"
 #include "remote_cache.h"
 #include "remote_http.h"
+#include "sidecar.h"
 #include "tar.h"
 
 #define MAX_URLS (1 << 20)
@@ -250,6 +251,23 @@ static int choose_mode(remote_set *rs, logger *lg)
     return 0;
 }
 
+/* A remote shard's table, kept as its index file in the cache (version 2,
+ * whatever the store's was) and mapped from there, so that the node's
+ * ranks share it; in the heap where it cannot be written. */
+static int table_of(const cache_shard *sh, const tar_index *t, int in_heap,
+                    shard_table *tab)
+{
+    char idx[PATH_MAX + 16];
+    snprintf(idx, sizeof idx, "%s.idx", sh->path);
+    const int rc = sidecar_keep_at(idx, sh->size, t, in_heap, tab);
+    if (rc == PL_ENOMEM)
+        return err_set(rc, "pl_loader_create: out of memory");
+    if (rc < 0)
+        return err_set(rc, "pl_loader_create: %s: %s", sh->name,
+                       pl_last_error());
+    return 0;
+}
+
 /* Each shard a source of the catalog, its indexed members its samples;
  * then the classes. */
 static int add_shards(catalog *c, remote_set *rs, const tar_index *t,
@@ -260,13 +278,18 @@ static int add_shards(catalog *c, remote_set *rs, const tar_index *t,
     unread_members unread = {0};
     for (int i = 0; i < rs->n && rc == 0; i++) {
         int id;
+        shard_table tab = {0};
         rc = catalog_add_reader(c, &rs->s[i].reader, &id);
         if (rc == 0)
-            rc = shards_add_indexed(c, id, rs->s[i].c->name, &t[i], &max_label,
+            rc = table_of(rs->s[i].c, &t[i], i >= SHARDS_MAPPED_MAX, &tab);
+        if (rc == 0)
+            rc = shards_add_indexed(c, id, rs->s[i].c->name, &tab, &max_label,
                                     &unread);
     }
     if (rc == 0)
         shards_say_unread(&unread, lg);
+    if (rc == 0)
+        shards_say_heap(c, lg);
     char classes[PATH_MAX + 64];
     if (rc == 0)
         rc = fetch_classes(rs, first, classes, sizeof classes);

@@ -27,10 +27,9 @@
 #include "tar.h"
 
 #define MAX_SHARDS (1 << 20)
-#define CLS_MAX TAR_SMALL_MAX /* bytes of a .cls member: a decimal label */
-#define SCAN_THREADS 8        /* threads indexing shards at create */
-#define SCAN_WINDOW 64        /* shards whose indexes live at once */
-#define FD_MARGIN 256 /* descriptors left for everything else (CUDA, files) */
+#define SCAN_THREADS 8 /* threads indexing shards at create */
+#define SCAN_WINDOW 64 /* shards whose indexes live at once */
+#define FD_MARGIN 256  /* descriptors left for everything else (CUDA, files) */
 
 static void paths_free(char **p, int n)
 {
@@ -245,178 +244,58 @@ static int cmp_path(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The key of a member (its path up to the first dot of its last
- * component) has length *klen; its extension starts at *ext ("" if none). */
-static void split_key(const char *name, size_t *klen, const char **ext)
-{
-    const char *base = strrchr(name, '/');
-    base = base ? base + 1 : name;
-    const char *dot = strchr(base, '.');
-    *klen = dot ? (size_t)(dot - name) : strlen(name);
-    *ext = dot ? dot + 1 : "";
-}
-
-/* A member's extension: one that makes the image of its sample (1), one
- * of the image kinds torchvision reads that pinload does not (-1), or any
- * other (0). */
-static int image_ext(const char *ext)
-{
-    static const char *const read[] = {"jpg", "jpeg", "png", "webp"};
-    static const char *const unread[] = {"bmp", "pgm", "ppm", "tif", "tiff"};
-    for (size_t i = 0; i < sizeof read / sizeof *read; i++)
-        if (strcasecmp(ext, read[i]) == 0)
-            return 1;
-    for (size_t i = 0; i < sizeof unread / sizeof *unread; i++)
-        if (strcasecmp(ext, unread[i]) == 0)
-            return -1;
-    return 0;
-}
-
-static void unread_note(unread_members *u, const char *path,
-                        const tar_member *m)
+static void unread_note(unread_members *u, const char *path, const char *member)
 {
     if (u->count++ >= SHARDS_UNREAD_NAMED)
         return;
     const int n = snprintf(u->names + u->len, sizeof u->names - u->len,
-                           "%s%.80s:%.60s", u->len ? ", " : "", path, m->name);
+                           "%s%.80s:%.60s", u->len ? ", " : "", path, member);
     if (n > 0)
         u->len += (size_t)n < sizeof u->names - u->len
                       ? (size_t)n
                       : sizeof u->names - u->len - 1;
 }
 
-/* A .cls member's label: decimal digits, blanks around them. -1 if it is
- * not one (reason says why). */
-static int32_t read_label(const tar_member *m, char *reason, size_t cap)
+/* The image members of kinds not read among one key's members [first,
+ * end) (those that are not one of the configured extras), into *u. */
+static void note_unread(const catalog *cat, const shard_table *tab,
+                        const char *path, int64_t first, int64_t end,
+                        unread_members *u)
 {
-    char text[CLS_MAX + 1];
-    if (m->size > CLS_MAX) {
-        snprintf(reason, cap, "%s: %lld bytes, not a decimal label", m->name,
-                 (long long)m->size);
-        return -1;
+    int taken[CATALOG_EXTRAS_MAX] = {0};
+    for (int64_t j = first; j < end; j++) {
+        size_t kl;
+        const char *ext, *name = shard_member_name(tab, j);
+        shard_split_key(name, &kl, &ext);
+        int k = 0;
+        while (k < cat->nextras &&
+               (taken[k] || strcasecmp(ext, cat->extra_names[k]) != 0))
+            k++;
+        if (k < cat->nextras)
+            taken[k] = 1;
+        else if (shard_image_ext(ext) == -1)
+            unread_note(u, path, name);
     }
-    /* tar_read_small (or the sidecar) holds every member this small */
-    const size_t got = (size_t)m->small_len;
-    memcpy(text, m->small, got);
-    text[got] = '\0';
-    const char *p = text;
-    while (isspace((unsigned char)*p))
-        p++;
-    long long v = 0;
-    int digits = 0;
-    for (; isdigit((unsigned char)*p) && v <= INT32_MAX; p++, digits++)
-        v = v * 10 + (*p - '0');
-    while (isspace((unsigned char)*p))
-        p++;
-    if (!digits || *p || v >= (1 << 20)) {
-        snprintf(reason, cap,
-                 "%s: \"%.*s\" is not a label (a decimal number below "
-                 "2^20)",
-                 m->name, (int)strcspn(text, "\r\n"), text);
-        return -1;
-    }
-    return (int32_t)v;
 }
 
-/* Which of the catalog's extras `ext` is (the first member of a key with
- * it counts), or -1. */
-static int extra_of(const catalog *cat, const char *ext,
-                    const tar_member *const *extra)
+/* The samples of one shard: its keys, as its table has them (the catalog
+ * takes the table). */
+int shards_add_indexed(catalog *cat, int s, const char *path, shard_table *tab,
+                       int32_t *max_label, unread_members *unread)
 {
-    for (int k = 0; k < cat->nextras; k++)
-        if (!extra[k] && strcasecmp(ext, cat->extra_names[k]) == 0)
-            return k;
-    return -1;
-}
-
-/* Why a key is bad by construction, into reason: no image, or (when the
- * extras are required) no member of an extra. "" if it is not. */
-static void key_reason(const catalog *cat, const tar_member *first,
-                       size_t klen, const tar_member *image,
-                       const tar_member *const *extra, char *reason, size_t cap)
-{
-    if (!image) {
-        snprintf(reason, cap, "key %.*s has no jpg, jpeg, png or webp member",
-                 (int)klen, first->name);
-        return;
-    }
-    for (int k = 0; cat->extras_required && k < cat->nextras; k++)
-        if (!extra[k]) {
-            snprintf(reason, cap, "key %.*s has no %s member (config.extras)",
-                     (int)klen, first->name, cat->extra_names[k]);
-            return;
-        }
-}
-
-/* The samples of one shard: its members grouped by key, in file order. */
-int shards_add_indexed(catalog *cat, int s, const char *path,
-                       const tar_index *t, int32_t *max_label,
-                       unread_members *unread)
-{
-    const int began = catalog_begin_shard(cat);
-    if (began < 0)
-        return began;
-    for (size_t i = 0; i < t->n;) {
-        size_t klen;
-        const char *ext;
-        split_key(t->m[i].name, &klen, &ext);
-        const tar_member *image = NULL, *cls = NULL;
-        const tar_member *extra[CATALOG_EXTRAS_MAX] = {NULL};
-        size_t j = i;
-        for (; j < t->n; j++) {
-            size_t kj;
-            const char *ej;
-            split_key(t->m[j].name, &kj, &ej);
-            if (kj != klen || strncmp(t->m[j].name, t->m[i].name, klen) != 0)
-                break;
-            const int kind = image_ext(ej), k = extra_of(cat, ej, extra);
-            if (k >= 0) /* an extra (a cls one still gives the label) */
-                extra[k] = &t->m[j];
-            if (!cls && strcasecmp(ej, "cls") == 0)
-                cls = &t->m[j];
-            else if (k < 0 && !image && kind == 1)
-                image = &t->m[j];
-            else if (k < 0 && kind == -1)
-                unread_note(unread, path, &t->m[j]);
-        }
-        char reason[PATH_MAX + 128] = "";
-        int32_t label = 0;
-        if (cls && (label = read_label(cls, reason, sizeof reason)) < 0)
-            label = 0;
-        int code = image ? PL_ECORRUPT : PL_ENOTJPEG;
-        if (!reason[0]) {
-            key_reason(cat, &t->m[i], klen, image, extra, reason,
-                       sizeof reason);
-            if (image && reason[0])
-                code = PL_ENOEXTRA;
-        }
-        /* "shard.tar:member": what failures and warnings name */
-        const tar_member *named = image ? image : &t->m[i];
-        const size_t plen = strlen(path),
-                     nlen = image ? strlen(named->name) : klen;
-        char *full = malloc(plen + nlen + 2);
-        if (!full)
-            return PL_ENOMEM;
-        const int flen = sprintf(full, "%s:%.*s", path, (int)nlen, named->name);
-        int rc;
-        if (reason[0]) /* bad by construction: the reason, kept */
-            rc = catalog_add_bad(cat, full, (size_t)flen, label, code, reason);
-        else
-            rc = catalog_add_range(cat, full, (size_t)flen, label, s,
-                                   image->offset, image->size);
-        free(full);
-        if (rc < 0)
-            return rc;
-        for (int k = 0; !reason[0] && k < cat->nextras; k++)
-            if (extra[k])
-                catalog_set_extra(cat, k, extra[k]->offset, extra[k]->size);
+    for (uint32_t k = 0; k < tab->nkeys; k++) {
+        const unsigned char *r = tab->keys + (size_t)k * SHARD_TABLE_KEY;
+        uint32_t first, count;
+        memcpy(&first, r, 4);
+        memcpy(&count, r + 4, 4);
+        note_unread(cat, tab, path, first, (int64_t)first + count, unread);
         /* Every sample's label counts, a bad one's too: under SUBSTITUTE
          * it is delivered (a key without an image keeps its cls label). */
+        const int32_t label = shard_key_label(tab, k);
         if (label > *max_label)
             *max_label = label;
-        i = j;
     }
-    return 0;
+    return catalog_add_shard(cat, path, s, tab);
 }
 
 /* ---- indexing the shards, in parallel ---- */
@@ -425,7 +304,8 @@ typedef struct scan_job {
     const char *path;
     int fd;
     struct stat st;
-    tar_index t;
+    shard_table tab;
+    int in_heap; /* past SHARDS_MAPPED_MAX: the table read into the heap */
     int rc;
     char msg[1024]; /* the error, read in the scanning thread */
     int from_sidecar, stale;
@@ -437,22 +317,34 @@ typedef struct scan_pool {
     atomic_int next;
 } scan_pool;
 
+/* The shard's table: its version-2 sidecar mapped; else its members from
+ * a version-1 sidecar or from its headers, kept as a version-2 sidecar
+ * and mapped from there (or held in the heap where none can be
+ * written). */
 static void scan_one(scan_job *j)
 {
-    int stale;
-    if (sidecar_find(j->path, &j->st, &j->t, &stale)) {
+    int stale, old;
+    if (sidecar_table(j->path, &j->st, j->in_heap, &j->tab, &stale)) {
         j->from_sidecar = 1;
         return;
     }
-    j->stale = stale;
-    j->rc = tar_scan(j->fd, j->path, &j->t);
-    if (j->rc == 0)
-        j->rc = tar_read_small(j->fd, j->path, &j->t);
-    if (j->rc < 0) {
-        snprintf(j->msg, sizeof j->msg, "%s", pl_last_error());
-        return;
+    tar_index t = {0};
+    if (sidecar_find(j->path, &j->st, &t, &old)) {
+        j->from_sidecar = 1;
+    } else {
+        j->stale = stale | old;
+        j->rc = tar_scan(j->fd, j->path, &t);
+        if (j->rc == 0)
+            j->rc = tar_read_small(j->fd, j->path, &t);
     }
-    sidecar_write(j->path, &j->st, &j->t);
+    if (j->rc == 0)
+        j->rc = sidecar_keep(j->path, &j->st, &t, j->in_heap, &j->tab);
+    if (j->rc > 0)
+        j->rc = 0;
+    if (j->rc < 0)
+        snprintf(j->msg, sizeof j->msg, "%s",
+                 j->rc == PL_ENOMEM ? "out of memory" : pl_last_error());
+    tar_index_free(&t);
 }
 
 static void *scan_main(void *arg)
@@ -585,8 +477,9 @@ static int read_classes(catalog *cat, const char *path, int32_t max_label,
     return rc < 0 ? rc : 1;
 }
 
-/* Open every shard (they stay open for the loader's life) and stat it. */
-static int open_shards(catalog *cat, char **paths, int n, scan_job *jobs)
+/* Open every shard (they stay open for the loader's life): [out]
+ * fds[0, n). */
+static int open_shards(catalog *cat, char **paths, int n, int *fds)
 {
     for (int s = 0; s < n; s++) {
         /* Without blocking: a FIFO named like a shard is refused below. */
@@ -599,8 +492,9 @@ static int open_shards(catalog *cat, char **paths, int n, scan_job *jobs)
         const int rc = catalog_add_source(cat, fd, &id);
         if (rc < 0)
             return rc;
-        jobs[s] = (scan_job){.path = paths[s], .fd = fd};
-        if (fstat(fd, &jobs[s].st) < 0 || !S_ISREG(jobs[s].st.st_mode))
+        fds[s] = fd;
+        struct stat st;
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
             return err_set(PL_EIO, "pl_loader_create: %s: not a regular file",
                            paths[s]);
     }
@@ -634,27 +528,42 @@ typedef struct scan_totals {
  * added to the catalog in shard order and its indexes freed before the
  * next is read: the indexes (about 100 bytes a member while they live)
  * never all exist at once, so create's peak memory is the catalog's plus
- * one window's, not twice the catalog's. */
-static int index_shards(catalog *cat, char **paths, int n, scan_job *jobs,
+ * one window's, not twice the catalog's. The jobs are one window's too:
+ * an array of them for every shard (a kilobyte each) outlived create as
+ * the allocator's, several bytes a sample. */
+static int index_shards(catalog *cat, char **paths, int n, const int *fds,
                         scan_totals *tot)
 {
+    scan_job *jobs = calloc(SCAN_WINDOW, sizeof *jobs);
+    if (!jobs)
+        return PL_ENOMEM;
     int rc = 0;
     for (int w = 0; w < n && rc == 0; w += SCAN_WINDOW) {
         const int k = n - w < SCAN_WINDOW ? n - w : SCAN_WINDOW;
-        scan_all(jobs + w, k);
-        for (int s = w; s < w + k && rc == 0; s++) {
-            if (jobs[s].rc < 0)
-                rc = err_set(jobs[s].rc, "pl_loader_create: %s",
-                             jobs[s].msg);
-            else
-                rc = shards_add_indexed(cat, s, paths[s], &jobs[s].t,
-                                        &tot->max_label, &tot->unread);
-            tot->sidecars += jobs[s].from_sidecar;
-            tot->stale += jobs[s].stale && !jobs[s].from_sidecar;
+        for (int i = 0; i < k && rc == 0; i++) {
+            jobs[i] = (scan_job){.path = paths[w + i],
+                                 .fd = fds[w + i],
+                                 .in_heap = w + i >= SHARDS_MAPPED_MAX};
+            if (fstat(jobs[i].fd, &jobs[i].st) < 0)
+                rc = err_set(PL_EIO, "pl_loader_create: %s: %s", paths[w + i],
+                             strerror(errno));
         }
-        for (int s = w; s < w + k; s++)
-            tar_index_free(&jobs[s].t);
+        if (rc < 0)
+            break;
+        scan_all(jobs, k);
+        for (int i = 0; i < k && rc == 0; i++) {
+            if (jobs[i].rc < 0)
+                rc = err_set(jobs[i].rc, "pl_loader_create: %s", jobs[i].msg);
+            else
+                rc = shards_add_indexed(cat, w + i, paths[w + i], &jobs[i].tab,
+                                        &tot->max_label, &tot->unread);
+            tot->sidecars += jobs[i].from_sidecar;
+            tot->stale += jobs[i].stale && !jobs[i].from_sidecar;
+        }
+        for (int i = 0; i < k; i++)
+            shard_table_close(&jobs[i].tab); /* those not taken */
     }
+    free(jobs);
     return rc;
 }
 
@@ -664,16 +573,14 @@ int shards_read(catalog *cat, char **paths, int n, logger *lg)
     const int reserved = reserve_fds(n, lg);
     if (reserved < 0)
         return reserved;
-    scan_job *jobs = calloc((size_t)n, sizeof *jobs);
-    if (!jobs)
+    int *fds = malloc((size_t)n * sizeof *fds);
+    if (!fds)
         return PL_ENOMEM;
     scan_totals tot = {0};
-    int rc = open_shards(cat, paths, n, jobs);
+    int rc = open_shards(cat, paths, n, fds);
     if (rc == 0)
-        rc = index_shards(cat, paths, n, jobs, &tot);
-    for (int s = 0; s < n; s++)
-        tar_index_free(&jobs[s].t);
-    free(jobs);
+        rc = index_shards(cat, paths, n, fds, &tot);
+    free(fds);
     if (rc == 0 && tot.stale)
         log_msg(lg, PL_LOG_NOTICE,
                 "%d shard index file(s) (.idx) did not match their shard "
@@ -685,6 +592,8 @@ int shards_read(catalog *cat, char **paths, int n, logger *lg)
         log_msg(lg, PL_LOG_NOTICE,
                 "%d tar shard(s): %d indexed from their .idx file, %d read", n,
                 tot.sidecars, n - tot.sidecars);
+    if (rc == 0)
+        shards_say_heap(cat, lg);
     if (rc == 0 && n > 0) {
         const char *slash = strrchr(paths[0], '/');
         char classes[PATH_MAX];
@@ -695,6 +604,18 @@ int shards_read(catalog *cat, char **paths, int n, logger *lg)
         rc = shards_add_classes(cat, classes, tot.max_label, lg);
     }
     return rc;
+}
+
+void shards_say_heap(const catalog *cat, logger *lg)
+{
+    if (cat->heap_tables)
+        log_msg(lg, PL_LOG_NOTICE,
+                "%d of %d shard(s) have no index file mapped (none could be "
+                "written beside them or in the cache folder, or over %d "
+                "shards): their sample tables are held in this process's "
+                "memory instead of the page cache, about 50 bytes a sample "
+                "(set PINLOAD_INDEX_DIR to a writable folder)",
+                cat->heap_tables, cat->nshards, SHARDS_MAPPED_MAX);
 }
 
 void shards_say_unread(const unread_members *u, logger *lg)

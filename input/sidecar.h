@@ -1,11 +1,15 @@
 /* The sidecar index of a tar shard (shard.tar.idx): what a scan of its
  * headers found, so that the next create reads one small file per shard
- * instead of every header.
+ * instead of every header, and the catalog reads each sample from it
+ * mapped read-only (shard_table.h): the page cache holds one copy for
+ * every rank of a node, and no rank keeps a per-sample table of its own.
  *
- * The format: "PLTARIX1", the shard's size and mtime (s, ns), the member
- * count, then per member its offset, size, name length, small length (255:
- * none), name and small bytes, all little-endian; an FNV-1a checksum of
- * everything before closes it. Written next to the shard (to a temporary
+ * The format is version 2, "PLTARIX2" (shard_table.h has its layout):
+ * the shard's size and mtime, fixed-width member and key (sample)
+ * records and the names, checked by an FNV-1a checksum. Version 1,
+ * "PLTARIX1" (the size and mtime, then per member its offset, size, name
+ * length, small length and bytes), is still read, and written anew as
+ * version 2 where it was found. Written next to the shard (to a temporary
  * name, then renamed), or where that folder cannot be written in
  * $XDG_CACHE_HOME/pinload or ~/.cache/pinload, named by a hash of the
  * shard's absolute path; with $PINLOAD_INDEX_DIR set, only there. One whose
@@ -16,15 +20,41 @@
 
 #include <sys/stat.h>
 
+#include "shard_table.h"
 #include "tar.h"
 
-/* The index of the shard at `path` (whose fstat is *st) from its sidecar:
- * 1 with [out] *t, or 0 if there is none usable; [out] *stale: one was
- * found but did not match the shard or did not check. Something other than
- * a file under the index's name (a folder, a FIFO: opened without
- * blocking) counts as none. */
+/* The members of the shard at `path` (whose fstat is *st) from its
+ * sidecar of either version: 1 with [out] *t, or 0 if there is none
+ * usable; [out] *stale: one was found but did not match the shard or did
+ * not check. Something other than a file under the index's name (a
+ * folder, a FIFO: opened without blocking) counts as none. */
 int sidecar_find(const char *path, const struct stat *st, tar_index *t,
                  int *stale);
+
+/* The table of the shard at `path` from a version-2 sidecar that matches
+ * *st: 1 with [out] *tab, mapped read-only (read into the heap when
+ * in_heap), or 0 if there is none (a version-1 one is not stale: it is
+ * read with sidecar_find, then kept as version 2); [out] *stale as
+ * sidecar_find's. */
+int sidecar_table(const char *path, const struct stat *st, int in_heap,
+                  shard_table *tab, int *stale);
+
+/* The same for the index file idx of a shard of `size` bytes (any when
+ * st is NULL and size < 0) or whose fstat is *st. */
+int sidecar_table_at(const char *idx, const struct stat *st, int64_t size,
+                     int in_heap, shard_table *tab, int *stale);
+
+/* t written as the version-2 sidecar of the shard at `path`, in the first
+ * place that takes it, and [out] *tab mapped from there (1); where no
+ * place takes it, *tab holds the same bytes in the heap (0). PL_ENOMEM,
+ * or PL_EINVAL for a shard past the format's bounds. */
+int sidecar_keep(const char *path, const struct stat *st, const tar_index *t,
+                 int in_heap, shard_table *tab);
+
+/* The same at the index file idx of a remote shard of `size` bytes (a
+ * version-2 file there that holds it is mapped as it is). */
+int sidecar_keep_at(const char *idx, int64_t size, const tar_index *t,
+                    int in_heap, shard_table *tab);
 
 /* Write t as the sidecar of the shard at `path`, in the first place that
  * takes it (best effort: a shard on a read-only file system is read all

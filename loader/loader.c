@@ -74,8 +74,7 @@ static void hint_ahead(pl_loader *l, const ring_slot *s, int64_t j)
         return;
     const int64_t idx = sampler_index(&l->smp, s->epoch, ahead);
     location loc;
-    const char *why;
-    if (catalog_locate(&l->cat, idx, &loc, &why) == 0)
+    if (catalog_locate(&l->cat, idx, &loc, NULL, 0) == 0)
         fileio_hint_loc(&loc);
 }
 
@@ -100,9 +99,8 @@ static int on_claim(void *ctx, pool_job *job)
     pos->status = 0;
     job->epoch = s->epoch;
     job->index = idx;
-    const char *why;
-    if ((job->preset_status = catalog_locate(&l->cat, idx, &job->loc, &why)))
-        snprintf(job->reason, sizeof job->reason, "%s", why);
+    job->preset_status = catalog_locate(&l->cat, idx, &job->loc, job->reason,
+                                        sizeof job->reason);
     job->dst = s->pixels + (size_t)i * l->ring.sample_bytes;
     const int nx = l->ring.nextras;
     job->extras.n = nx;
@@ -122,7 +120,9 @@ static int on_claim(void *ctx, pool_job *job)
 
 static void note_failure(pl_loader *l, const pool_job *job)
 {
-    const char *path = catalog_name(&l->cat, job->index);
+    char name[CATALOG_NAME_MAX];
+    const char *path =
+        catalog_name_into(&l->cat, job->index, name, sizeof name);
     const int first = failures_record(&l->fails, job->index, job->status, path,
                                       job->reason, job->warnings);
     if (first == 1 && job->status == 0) {
@@ -144,12 +144,14 @@ static void on_finish(void *ctx, pool_job *job)
     pl_loader *l = ctx;
     ring_slot *s = job->tag;
     s->pos[job->tag_pos].status = job->status;
+    char name[CATALOG_NAME_MAX];
     if (job->process_error)
         /* Not the file's failure: it is not recorded as bad, and no policy
          * hides it (skipping would drop good files at random). The loader
          * fails, after the batches already queued. */
         handoff_fail(&l->ho, job->status, "pl_loader_next: %s: %s",
-                     catalog_name(&l->cat, job->index), job->reason);
+                     catalog_name_into(&l->cat, job->index, name, sizeof name),
+                     job->reason);
     else if (job->status != 0 || job->warnings)
         note_failure(l, job);
     ring_finish(&l->ring, s, job->status == 0);
@@ -632,8 +634,8 @@ PL_EXPORT int pl_loader_sample(const pl_loader *l, int64_t index,
                        "pl_loader_sample: index %lld outside "
                        "[0, %lld)",
                        (long long)index, (long long)catalog_size(&l->cat));
-    if (path)
-        *path = catalog_name(&l->cat, index);
+    if (path && !(*path = catalog_name(&l->cat, index)))
+        return err_set(PL_ENOMEM, "pl_loader_sample: out of memory");
     if (label)
         *label = catalog_label(&l->cat, index);
     return 0;
@@ -682,10 +684,10 @@ PL_EXPORT int pl_loader_read_sample(const pl_loader *l, int64_t index,
     int rc = check_index(l, fn, index);
     if (rc < 0)
         return rc;
-    const char *path = catalog_name(&l->cat, index);
+    char name[CATALOG_NAME_MAX], why[PROCESS_REASON_MAX];
+    const char *path = catalog_name_into(&l->cat, index, name, sizeof name);
     location loc;
-    const char *why;
-    if ((rc = catalog_locate(&l->cat, index, &loc, &why)) < 0)
+    if ((rc = catalog_locate(&l->cat, index, &loc, why, sizeof why)) < 0)
         return err_set(rc, "%s: %s: %s", fn, path, why);
     return read_to_buffer(l, fn, path, &loc, buf, cap, len);
 }
@@ -704,7 +706,8 @@ PL_EXPORT int pl_loader_read_extra(const pl_loader *l, int64_t index,
     if (extra < 0 || extra >= l->rc.nextras)
         return err_set(PL_EINVAL, "%s: extra %d outside [0, %d) (config.extras)",
                        fn, (int)extra, l->rc.nextras);
-    const char *path = catalog_name(&l->cat, index);
+    char name[CATALOG_NAME_MAX];
+    const char *path = catalog_name_into(&l->cat, index, name, sizeof name);
     location loc;
     if (!catalog_locate_extra(&l->cat, index, extra, &loc))
         return err_set(PL_ENOEXTRA, "%s: %s: no %s extra", fn, path,

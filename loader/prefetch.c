@@ -149,8 +149,10 @@ static int fail_on_sample(prefetch *p, const ring_pos *pos)
     char reason[512] = "reason not recorded (out of memory)";
     int code;
     failures_find(p->cfg.fails, pos->index, &code, reason, sizeof reason);
-    return handoff_fail(p->cfg.ho, pos->status, "pl_loader_next: %s: %s",
-                        catalog_name(p->cfg.cat, pos->index), reason);
+    char name[CATALOG_NAME_MAX];
+    return handoff_fail(
+        p->cfg.ho, pos->status, "pl_loader_next: %s: %s",
+        catalog_name_into(p->cfg.cat, pos->index, name, sizeof name), reason);
 }
 
 /* Whether position pos goes into a batch: good samples do, and bad ones

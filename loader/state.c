@@ -66,8 +66,9 @@ void state_fingerprint(state_fields *f, const catalog *cat, const pl_config *c,
             c->shuffle_window ? c->shuffle_window : SAMPLER_DEFAULT_WINDOW;
     f->seed = c->seed;
     uint64_t h = FNV_START;
+    char buf[CATALOG_NAME_MAX];
     for (int64_t i = 0; i < catalog_size(cat); i++) {
-        const char *rel = catalog_rel_name(cat, i);
+        const char *rel = catalog_rel_name_into(cat, i, buf, sizeof buf);
         h = fnv(h, rel, strlen(rel) + 1);
         h = fnv_u64(h, (uint64_t)catalog_stored_size(cat, i));
         h = fnv_u64(h, (uint64_t)(uint32_t)catalog_label(cat, i));
@@ -116,8 +117,9 @@ static uint64_t get(const uint8_t *b, size_t at, int n)
 uint64_t state_list_hash_v1(const catalog *cat)
 {
     uint64_t h = FNV_START;
+    char buf[CATALOG_NAME_MAX];
     for (int64_t i = 0; i < catalog_size(cat); i++) {
-        const char *p = catalog_name(cat, i);
+        const char *p = catalog_name_into(cat, i, buf, sizeof buf);
         h = fnv(h, p, strlen(p) + 1);
         h = fnv_u64(h, (uint64_t)(uint32_t)catalog_label(cat, i));
     }

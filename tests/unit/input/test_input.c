@@ -58,8 +58,7 @@ static void mkdir_at(const char *root, const char *rel)
 static const char *open_path(const catalog *ds, int64_t i)
 {
     location loc;
-    const char *why;
-    cr_assert_eq(catalog_locate(ds, i, &loc, &why), 0);
+    cr_assert_eq(catalog_locate(ds, i, &loc, NULL, 0), 0);
     cr_assert_eq(loc.fd, ds->dirfd);
     cr_assert_not_null(loc.path);
     return loc.path;
@@ -773,6 +772,49 @@ Test(dataset, list_file_with_a_utf8_bom_keeps_its_first_entry)
     static const char *const want[] = {"a.jpg", "b.jpg"};
     static const int32_t labels[] = {0, 1};
     assert_paths(&ds, root, want, labels, 2);
+    catalog_close(&ds);
+    tu_rm_rf(root);
+}
+
+/* What a resume state fingerprints of each shard sample (loader/state.c):
+ * a good one's name from its shard's name on and its member's stored
+ * size; a bad-by-construction one's whole name and -1, as the heap
+ * catalog gave them, so that states saved before the mapped index still
+ * resume. And its label, from the mapped record. */
+Test(dataset, shard_samples_fingerprint_as_before)
+{
+    char root[64], cmd[512], p[256];
+    tu_tmpdir(root);
+    snprintf(p, sizeof p, "%s/stage/d/k0.jpg", root);
+    tu_write_file(p, "0123456789", 10);
+    snprintf(p, sizeof p, "%s/stage/d/k0.cls", root);
+    tu_write_file(p, "3", 1);
+    snprintf(p, sizeof p, "%s/stage/k1.cls", root);
+    tu_write_file(p, "2", 1);
+    snprintf(cmd, sizeof cmd,
+             "cd %s/stage && tar -cf ../s.tar d/k0.jpg d/k0.cls k1.cls", root);
+    cr_assert_eq(system(cmd), 0);
+    snprintf(p, sizeof p, "%s/s.tar", root);
+    log_record rec = {0};
+    catalog ds;
+    cr_assert_eq(open_logged(&ds, p, &rec), 0, "%s", pl_last_error());
+    cr_assert_eq(catalog_size(&ds), 2);
+    char buf[CATALOG_NAME_MAX], want[256];
+    cr_assert_str_eq(catalog_rel_name_into(&ds, 0, buf, sizeof buf),
+                     "s.tar:d/k0.jpg");
+    cr_assert_eq(catalog_stored_size(&ds, 0), 10);
+    cr_assert_eq(catalog_label(&ds, 0), 3);
+    snprintf(want, sizeof want, "%s/s.tar:k1", root);
+    cr_assert_str_eq(catalog_rel_name_into(&ds, 1, buf, sizeof buf), want);
+    cr_assert_eq(catalog_stored_size(&ds, 1), -1);
+    cr_assert_eq(catalog_label(&ds, 1), 2);
+    location loc;
+    char why[256];
+    cr_assert_eq(catalog_locate(&ds, 1, &loc, why, sizeof why), PL_ENOTJPEG);
+    cr_assert_str_eq(why, "key k1 has no jpg, jpeg, png or webp member");
+    cr_assert_eq(catalog_locate(&ds, 0, &loc, why, sizeof why), 0);
+    cr_assert_eq(loc.size, 10);
+    cr_assert_eq(loc.offset, 512); /* after its header */
     catalog_close(&ds);
     tu_rm_rf(root);
 }

@@ -774,3 +774,225 @@ Test(shards, png_and_webp_members_are_images_and_others_are_named,
     }
     tu_rm_rf(dir);
 }
+
+/* ---- the sidecar index, version 2, mapped ---- */
+
+static void le(uint8_t **p, uint64_t v, int n)
+{
+    for (int i = 0; i < n; i++)
+        *(*p)++ = (uint8_t)(v >> (8 * i));
+}
+
+/* A version-1 index ("PLTARIX1") of the shard at `shard`: k0.jpg as
+ * `jpeg_size` bytes at 512, and a k0.cls member the shard does not hold
+ * whose small bytes say `label`, so that a sample labelled so shows that
+ * the index was read, not the headers. */
+static void write_v1_index(const char *shard, int64_t jpeg_size,
+                           const char *label)
+{
+    struct stat st;
+    cr_assert_eq(stat(shard, &st), 0);
+    uint8_t b[512], *p = b;
+    memcpy(p, "PLTARIX1", 8);
+    p += 8;
+    le(&p, (uint64_t)st.st_size, 8);
+    le(&p, (uint64_t)st.st_mtim.tv_sec, 8);
+    le(&p, (uint64_t)st.st_mtim.tv_nsec, 8);
+    le(&p, 2, 8);
+    le(&p, 512, 8); /* k0.jpg */
+    le(&p, (uint64_t)jpeg_size, 8);
+    le(&p, 6, 4);
+    *p++ = 255;
+    memcpy(p, "k0.jpg", 6);
+    p += 6;
+    le(&p, 0, 8); /* k0.cls */
+    le(&p, strlen(label), 8);
+    le(&p, 6, 4);
+    *p++ = (uint8_t)strlen(label);
+    memcpy(p, "k0.cls", 6);
+    p += 6;
+    memcpy(p, label, strlen(label));
+    p += strlen(label);
+    uint64_t h = 0xcbf29ce484222325u;
+    for (const uint8_t *q = b; q < p; q++)
+        h = (h ^ *q) * 0x100000001b3u;
+    le(&p, h, 8);
+    char idx[256];
+    snprintf(idx, sizeof idx, "%s.idx", shard);
+    tu_write_file(idx, b, (size_t)(p - b));
+}
+
+/* The first 8 bytes of the shard's index: its version's magic. */
+static void index_magic(const char *shard, char *magic)
+{
+    char idx[256];
+    snprintf(idx, sizeof idx, "%s.idx", shard);
+    size_t len;
+    uint8_t *b = tu_read_file(idx, &len);
+    cr_assert_geq(len, 8);
+    memcpy(magic, b, 8);
+    magic[8] = '\0';
+    free(b);
+}
+
+static int32_t first_label(const char *data)
+{
+    pl_config c;
+    base_cfg(&c, data);
+    pl_loader *l;
+    cr_assert_eq(pl_loader_create(&c, &l), 0, "%s", pl_last_error());
+    int32_t label = -1;
+    cr_assert_eq(pl_loader_sample(l, 0, NULL, &label), 0);
+    pl_loader_destroy(l);
+    return label;
+}
+
+/* An index of version 1, as earlier releases and packs wrote them, is
+ * still read (its label, which the shard lacks, is the sample's), then
+ * written anew as version 2, which the next create maps: same label. */
+Test(shards, a_version_1_index_is_read_and_kept_as_version_2,
+     .timeout = TIMEOUT)
+{
+    char dir[64], cmd[512], p[256], data[128], magic[9];
+    tu_tmpdir(dir);
+    snprintf(p, sizeof p, "%s/stage/k0.jpg", dir);
+    tu_write_jpeg(p, 20, 20, 1, NULL);
+    size_t jlen;
+    free(tu_read_file(p, &jlen));
+    snprintf(cmd, sizeof cmd, "cd %s/stage && tar -cf ../s.tar k0.jpg", dir);
+    run_cmd(cmd);
+    snprintf(data, sizeof data, "%s/s.tar", dir);
+    write_v1_index(data, (int64_t)jlen, "7");
+    cr_assert_eq(first_label(data), 7, "the version-1 index was not read");
+    index_magic(data, magic);
+    cr_assert_str_eq(magic, "PLTARIX2");
+    cr_assert_eq(first_label(data), 7, "the version-2 index lost the label");
+    tu_rm_rf(dir);
+}
+
+/* A version-2 index that does not check (a byte flipped) is stale: the
+ * shard is read anew, and the index written again. */
+Test(shards, a_damaged_version_2_index_is_written_anew, .timeout = TIMEOUT)
+{
+    char dir[64], cmd[512], p[256], data[128], idx[160], magic[9];
+    tu_tmpdir(dir);
+    snprintf(p, sizeof p, "%s/stage/k0.jpg", dir);
+    tu_write_jpeg(p, 20, 20, 1, NULL);
+    snprintf(p, sizeof p, "%s/stage/k0.cls", dir);
+    tu_write_file(p, "4", 1);
+    snprintf(cmd, sizeof cmd, "cd %s/stage && tar -cf ../s.tar k0.jpg k0.cls",
+             dir);
+    run_cmd(cmd);
+    snprintf(data, sizeof data, "%s/s.tar", dir);
+    snprintf(idx, sizeof idx, "%s.idx", data);
+    cr_assert_eq(first_label(data), 4);
+    size_t len;
+    uint8_t *b = tu_read_file(idx, &len);
+    b[len - 20] ^= 0x01;
+    tu_write_file(idx, b, len);
+    kept_log n = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    pl_config c;
+    base_cfg(&c, data);
+    c.log = keep_log;
+    c.log_ctx = &n;
+    pl_loader *l;
+    cr_assert_eq(pl_loader_create(&c, &l), 0, "%s", pl_last_error());
+    pl_loader_destroy(l);
+    cr_assert_not_null(strstr(n.text, "did not match their shard"), "%s",
+                       n.text);
+    uint8_t *again = tu_read_file(idx, &len);
+    b[len - 20] ^= 0x01;
+    cr_assert_eq(memcmp(b, again, len), 0, "the index was not written anew");
+    index_magic(data, magic);
+    cr_assert_str_eq(magic, "PLTARIX2");
+    free(b);
+    free(again);
+    tu_rm_rf(dir);
+}
+
+/* Where no index can be written (PINLOAD_INDEX_DIR under a file), the
+ * shards' tables are held in memory instead, with a notice, and the
+ * samples are the same bytes. */
+Test(shards, without_a_writable_index_place_the_tables_live_in_memory,
+     .timeout = TIMEOUT)
+{
+    char dir[64], data[128], nowhere[160];
+    tu_tmpdir(dir);
+    tar_of_jpegs(dir, 4, 24, 0, data);
+    epoch_bytes a, b;
+    read_epoch(data, &a, 1); /* indexed beside the shard */
+    char idx[160];
+    snprintf(idx, sizeof idx, "%s.idx", data);
+    cr_assert_eq(unlink(idx), 0);
+    snprintf(nowhere, sizeof nowhere, "%s/file/sub", dir);
+    snprintf(idx, sizeof idx, "%s/file", dir);
+    tu_write_file(idx, "", 0);
+    setenv("PINLOAD_INDEX_DIR", nowhere, 1);
+    kept_log n = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    pl_config c;
+    base_cfg(&c, data);
+    c.log = keep_log;
+    c.log_ctx = &n;
+    pl_loader *l;
+    cr_assert_eq(pl_loader_create(&c, &l), 0, "%s", pl_last_error());
+    pl_loader_destroy(l);
+    cr_assert_not_null(strstr(n.text, "1 of 1 shard(s) have no index file "
+                                      "mapped"),
+                       "%s", n.text);
+    read_epoch(data, &b, 2);
+    assert_same_epoch(&a, &b, "tables in memory");
+    unsetenv("PINLOAD_INDEX_DIR");
+    free(a.pixels);
+    free(b.pixels);
+    tu_rm_rf(dir);
+}
+
+/* A shard sample's name is made when asked for and kept until destroy:
+ * the same pointer each time, still valid after many others were made;
+ * a key without an image is named by its key. */
+Test(shards, sample_names_are_made_once_and_kept_until_destroy,
+     .timeout = TIMEOUT)
+{
+    char dir[64], cmd[512], p[256], data[128], want[256];
+    tu_tmpdir(dir);
+    for (int i = 0; i < 300; i++) {
+        snprintf(p, sizeof p, "%s/stage/d/k%03d.jpg", dir, i);
+        if (i == 0)
+            tu_write_jpeg(p, 16, 16, 1, NULL);
+        else
+            tu_write_file(p, "x", 1); /* names matter here, not bytes */
+    }
+    snprintf(p, sizeof p, "%s/stage/d/k300.cls", dir);
+    tu_write_file(p, "0", 1);
+    snprintf(cmd, sizeof cmd,
+             "cd %s/stage && tar -cf ../s.tar $(find d -type f | sort)", dir);
+    run_cmd(cmd);
+    snprintf(data, sizeof data, "%s/s.tar", dir);
+    pl_config c;
+    base_cfg(&c, data);
+    c.on_error = PL_ON_ERROR_SKIP;
+    pl_loader *l;
+    cr_assert_eq(pl_loader_create(&c, &l), 0, "%s", pl_last_error());
+    const char *first, *again, *last;
+    cr_assert_eq(pl_loader_sample(l, 0, &first, NULL), 0);
+    snprintf(want, sizeof want, "%s:d/k000.jpg", data);
+    cr_assert_str_eq(first, want, "%s against %s", first, want);
+    for (int64_t i = 1; i < 301; i++) {
+        const char *name;
+        cr_assert_eq(pl_loader_sample(l, i, &name, NULL), 0);
+        if (i < 300)
+            snprintf(want, sizeof want, "%s:d/k%03d.jpg", data, (int)i);
+        else
+            snprintf(want, sizeof want, "%s:d/k300", data);
+        cr_assert_str_eq(name, want);
+        last = name;
+    }
+    cr_assert_eq(pl_loader_sample(l, 0, &again, NULL), 0);
+    cr_assert_eq(again, first, "a name asked twice was made twice");
+    snprintf(want, sizeof want, "%s:d/k000.jpg", data);
+    cr_assert_str_eq(first, want, "a kept name moved");
+    snprintf(want, sizeof want, "%s:d/k300", data);
+    cr_assert_str_eq(last, want);
+    pl_loader_destroy(l);
+    tu_rm_rf(dir);
+}
