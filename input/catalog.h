@@ -41,6 +41,7 @@ typedef struct catalog {
     void *owned;
     void (*owned_stop)(void *);
     void (*owned_free)(void *);
+    void (*owned_order)(void *, const int32_t *, int); /* or NULL */
     /* Per sample, made at the first range: its source (-1: a file under
      * the root), and its range; or, for a sample bad by construction, its
      * code in size (negative) and its reason's place in the arena in
@@ -94,6 +95,12 @@ int catalog_add_reader(catalog *c, const location_reader *r, int *id);
 void catalog_adopt(catalog *c, void *p, void (*stop_fn)(void *),
                    void (*free_fn)(void *));
 
+/* What owns the remote sources (catalog_adopt) wants to know the order
+ * the shards are read in: order_fn(p, ...) receives catalog_hint_order's
+ * arguments. */
+void catalog_adopt_order(catalog *c,
+                         void (*order_fn)(void *, const int32_t *, int));
+
 /* A sample that is bytes [offset, offset + size) of source `id`, named
  * `name` (as given: "shard.tar:key.jpg"). PL_ENOMEM. */
 int catalog_add_range(catalog *c, const char *name, size_t len, int32_t label,
@@ -134,6 +141,21 @@ int catalog_add_class(catalog *c, const char *name);
  * once), so that no worker keeps destroy waiting on the network. The
  * catalog stays valid until catalog_close. Safe on any catalog. */
 void catalog_stop(catalog *c);
+
+/* PL_ORDER_SHARDS: the shards (0 .. catalog_shards) this rank reads from
+ * now on, shards[0 .. n) in the order it reaches them (the loader's
+ * sampler_shard_sequence), told at create and at each epoch's start, so
+ * that remote sources fetch them whole in that order (remote.h); copied.
+ * Nothing for local shards. Safe from any thread, one call at a time. */
+void catalog_hint_order(catalog *c, const int32_t *shards, int n);
+
+/* Whether catalog_hint_order does anything (the sources are remote and
+ * read in the shard order), so that the loader computes no sequence in
+ * vain. */
+static inline int catalog_takes_order(const catalog *c)
+{
+    return c->owned_order != NULL;
+}
 
 /* ---- reading ---- */
 
