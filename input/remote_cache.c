@@ -589,7 +589,8 @@ static void fetched(cache_shard *sh, int rc, int fd, const char *err, int how)
         sh->readers += how & READY_USE;
         atomic_fetch_add(&sh->cache->open, 1);
     } else if (rc == 1) {
-        sh->no_room = !(how & READY_TRY);
+        /* The stream lets go of shards as the reads move: tried again. */
+        sh->no_room = !(how & READY_TRY) && !sh->cache->streaming;
         sh->state = SH_NONE;
     } else {
         sh->state = SH_FAILED;
@@ -691,16 +692,51 @@ static void shard_release(cache_shard *sh)
     pthread_mutex_unlock(&sh->mu);
 }
 
+/* Whether the shard's first place in the sequence is in [base, end). */
+static int in_band(cache_shard *sh, int base, int end)
+{
+    const int p = atomic_load(&sh->seq_pos);
+    return p >= base && p < end;
+}
+
+/* A new sequence: every open shard outside its first band (the previous
+ * sequence's, and any a late read opened again) let go; a read of the
+ * previous one still under way keeps its shard until it is done, and one
+ * that comes later opens it again. O(shards), once per sequence. */
+static void release_outside(remote_cache *c, int base, int end)
+{
+    for (int i = 0; i < c->n; i++)
+        if (!in_band(&c->s[i], base, end))
+            shard_release(&c->s[i]);
+}
+
+/* The stream's band when reads have reached place `reached` of the
+ * sequence: [*base, *base + hold), the span behind it included. */
+static int band_base(const remote_cache *c, int reached)
+{
+    return reached > c->span ? reached - c->span : 0;
+}
+
 /* A read of the shard: if it lies further in the stream than any read
- * before, the fetch-ahead thread moves on (once per shard, not per
- * read). */
+ * before, and within the band (a read the previous sequence still makes
+ * may name a shard far into this one, which says nothing of where the
+ * reads are), the fetch-ahead thread moves on: once per shard, not per
+ * read. */
 static void note_reached(remote_cache *c, const cache_shard *sh)
 {
     const int p = atomic_load(&sh->seq_pos);
-    if (p <= atomic_load(&c->reached))
+    const int r = atomic_load(&c->reached);
+    if (p <= r || p >= band_base(c, r) + c->hold)
         return;
     pthread_mutex_lock(&c->smu);
-    if (p > atomic_load(&c->reached)) {
+    const int was = atomic_load(&c->reached);
+    if (p > was) {
+        /* The shards the band leaves behind are let go here, by the read
+         * that moves it, so that the next shard finds their room. */
+        const int base = band_base(c, p), end = base + c->hold;
+        for (int k = band_base(c, was); k < base && k < c->nseq; k++)
+            if (!in_band(&c->s[c->seq[k]], base, end))
+                shard_release(&c->s[c->seq[k]]);
         atomic_store(&c->reached, p);
         pthread_cond_broadcast(&c->scv);
     }
@@ -753,23 +789,6 @@ static void *fetch_ahead(void *arg)
 
 /* ---- the stream (PL_ORDER_SHARDS) ---- */
 
-/* Whether the shard's first place in the sequence is in [base, end). */
-static int in_band(cache_shard *sh, int base, int end)
-{
-    const int p = atomic_load(&sh->seq_pos);
-    return p >= base && p < end;
-}
-
-/* A new sequence's first read: every open shard outside its band (the
- * previous sequence's, and any a late read opened) let go. O(shards),
- * once per sequence. */
-static void release_outside(remote_cache *c, int base, int end)
-{
-    for (int i = 0; i < c->n; i++)
-        if (!in_band(&c->s[i], base, end))
-            shard_release(&c->s[i]);
-}
-
 /* The band's shards not open yet, fetched in order while fewer than hold
  * are open. 1 if the sequence or the reads moved on meanwhile (the caller
  * looks again at once), else 0. */
@@ -819,13 +838,13 @@ static void stream_wait(remote_cache *c, uint64_t gen, int reached)
 }
 
 /* The stream's fetch-ahead thread: the band of the sequence around the
- * furthest shard read, [reached - span, reached - span + hold), open;
- * the shards behind it let go as the reads pass them. */
+ * furthest shard read, [reached - span, reached - span + hold), open (the
+ * reads let go of the shards behind it as they pass them). */
 static void *stream_ahead(void *arg)
 {
     remote_cache *c = arg;
     int32_t *seq = malloc(((size_t)c->n + 1) * sizeof *seq);
-    int n = 0, released = 0, fresh = 0;
+    int n = 0;
     uint64_t gen = 0;
     while (seq && !atomic_load(c->stop)) {
         pthread_mutex_lock(&c->smu);
@@ -833,21 +852,11 @@ static void *stream_ahead(void *arg)
             gen = c->gen;
             n = c->nseq;
             memcpy(seq, c->seq, (size_t)n * sizeof *seq);
-            released = 0;
-            fresh = 1;
         }
         const int reached = atomic_load(&c->reached);
         pthread_mutex_unlock(&c->smu);
-        const int base = reached > c->span ? reached - c->span : 0;
+        const int base = band_base(c, reached);
         const int end = base + c->hold < n ? base + c->hold : n;
-        if (fresh && reached >= 0) {
-            release_outside(c, base, end);
-            fresh = 0;
-            released = base;
-        }
-        for (; !fresh && released < base; released++)
-            if (!in_band(&c->s[seq[released]], base, end))
-                shard_release(&c->s[seq[released]]);
         if (!fetch_band(c, seq, base, end, gen, reached))
             stream_wait(c, gen, reached);
     }
@@ -879,6 +888,7 @@ void cache_stream_order(remote_cache *c, const int32_t *seq, int n)
         atomic_store(&c->s[seq[k]].seq_pos, k);
     c->gen++;
     atomic_store(&c->reached, -1);
+    release_outside(c, 0, c->hold);
     pthread_cond_broadcast(&c->scv);
     pthread_mutex_unlock(&c->smu);
     /* A shard a read found no room for gets its chance again. */
