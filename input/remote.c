@@ -248,7 +248,8 @@ static int window_span(const catalog *c, int n, int64_t w)
         return n;
     int m = 0;
     for (int k = 0; k < n; k++) {
-        const int64_t l = catalog_shard_first(c, k + 1) - catalog_shard_first(c, k);
+        const int64_t l =
+            catalog_shard_first(c, k + 1) - catalog_shard_first(c, k);
         if (l > 0)
             len[m++] = l;
     }
@@ -281,8 +282,8 @@ static int64_t largest_bytes(const remote_set *rs, int hold)
  * holds what every rank of the node keeps open at once, whatever the
  * data's size. 1 if streamed, 0 if not (said why, when the data exceeds
  * the cache). */
-static int choose_stream(remote_set *rs, const catalog *c,
-                         const remote_opts *o, int64_t total, logger *lg)
+static int choose_stream(remote_set *rs, const catalog *c, const remote_opts *o,
+                         int64_t total, logger *lg)
 {
     if (o->stream_window <= 0)
         return 0;

@@ -634,7 +634,8 @@ static int shard_ready(cache_shard *sh, int *fd, char *reason, size_t cap,
     const int rc = cache_get(sh, &got, err, sizeof err);
     fetched(sh, rc, got, err, how);
     remote_cache *c = sh->cache;
-    if (rc == 1 && !(how & READY_TRY) && atomic_exchange(&c->warned_full, 1) == 0)
+    if (rc == 1 && !(how & READY_TRY) &&
+        atomic_exchange(&c->warned_full, 1) == 0)
         log_msg(c->lg, PL_LOG_WARNING,
                 "the cache %s is full of shards other ranks read: %s and "
                 "any other that does not fit are read member by member",
@@ -717,15 +718,21 @@ static int band_base(const remote_cache *c, int reached)
     return reached > c->span ? reached - c->span : 0;
 }
 
-/* A read of the shard: if it lies further in the stream than any read
- * before, and within the band (a read the previous sequence still makes
+/* A read of the shard, done: if it lies further in the stream than any
+ * read before, and within the band (a read the previous sequence still makes
  * may name a shard far into this one, which says nothing of where the
  * reads are), the fetch-ahead thread moves on: once per shard, not per
  * read. */
-static void note_reached(remote_cache *c, const cache_shard *sh)
+static void note_reached(remote_cache *c, cache_shard *sh)
 {
     const int p = atomic_load(&sh->seq_pos);
     const int r = atomic_load(&c->reached);
+    if (p < band_base(c, r)) {
+        /* A late read behind the band, or of a shard of no sequence (the
+         * previous epoch's last ones): let go again at once. */
+        shard_release(sh);
+        return;
+    }
     if (p <= r || p >= band_base(c, r) + c->hold)
         return;
     pthread_mutex_lock(&c->smu);
@@ -809,8 +816,7 @@ static int fetch_band(remote_cache *c, const int32_t *seq, int base, int end,
         if (shard_ready(sh, &fd, why, sizeof why, READY_TRY) == 1)
             return 0; /* no room yet: the reads free some as they go */
         pthread_mutex_lock(&c->smu);
-        const int moved =
-            c->gen != gen || atomic_load(&c->reached) != reached;
+        const int moved = c->gen != gen || atomic_load(&c->reached) != reached;
         pthread_mutex_unlock(&c->smu);
         if (moved)
             return 1;

@@ -498,16 +498,18 @@ static int loader_create(const pl_config *cfg, pl_loader **out)
     const pl_config *c = &l->rc.cfg;
     logger_init(&l->log, c->log, c->log_ctx);
     l->have_log = 1;
-    const int64_t window =
-        c->shuffle_window ? c->shuffle_window : SAMPLER_DEFAULT_WINDOW;
-    const int shards = c->order == PL_ORDER_SHARDS;
+    /* The shard order streams remote shards: the positions a window
+     * shuffles say how many shards the reads want at once. */
+    int64_t window = 0;
+    if (c->order == PL_ORDER_SHARDS && !c->shuffle)
+        window = 1;
+    else if (c->order == PL_ORDER_SHARDS)
+        window = c->shuffle_window ? c->shuffle_window : SAMPLER_DEFAULT_WINDOW;
     const remote_opts remote = {.cache_dir = c->cache_dir,
                                 .cache_limit = c->cache_limit,
                                 .timeout_ms = c->remote_timeout_ms,
                                 .retries = c->remote_retries,
-                                .stream_window = !shards   ? 0
-                                                 : c->shuffle ? window
-                                                              : 1,
+                                .stream_window = window,
                                 .ranks = l->rc.local_world};
     for (int k = 0; k < l->rc.nextras; k++)
         l->extra_names[k] = l->rc.extras[k];

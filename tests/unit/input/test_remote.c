@@ -674,6 +674,73 @@ Test(remote, a_cache_too_small_for_the_stream_falls_back_to_ranges,
     fx_down(&f);
 }
 
+/* The first shard request in the server's log: its shard's number, or -1. */
+static int first_shard_fetched(const fx *f)
+{
+    FILE *log = fopen(f->srv.log, "r");
+    char line[512];
+    int s = -1;
+    while (log && s < 0 && fgets(line, sizeof line, log))
+        if (sscanf(line, "GET /shard-%d.tar -", &s) != 1 ||
+            strstr(line, ".idx"))
+            s = -1;
+    if (log)
+        fclose(log);
+    return s;
+}
+
+/* A state saved mid-epoch on the local shards, resumed on their URLs in
+ * the shard order through a cache of three shards: the rest of the epoch
+ * byte for byte, no ranged request, and the stream starts at the shard
+ * the resumed position reads, not at the epoch's first. */
+Test(remote, a_resumed_shard_order_streams_from_the_resumed_shard,
+     .timeout = RT_TIMEOUT)
+{
+    fx f;
+    fx_up(&f, NULL);
+    run want[1];
+    pl_config lc;
+    base_cfg(&lc, f.local);
+    shards_cfg(&lc, f.local, 1);
+    lc.on_error = PL_ON_ERROR_FAIL;
+    run_loader(&lc, 1, want);
+    pl_loader *l = create(&lc);
+    const pl_batch *b;
+    for (int i = 0; i < 3; i++) { /* 15 of 24: into the third shard */
+        cr_assert_eq(pl_loader_next(l, &b), 0, "%s", pl_last_error());
+        pl_loader_release(l, b, NULL);
+    }
+    pl_state st;
+    cr_assert_eq(pl_loader_state(l, &st), 0);
+    pl_loader_destroy(l);
+    pl_config c;
+    remote_cfg(&f, &c, 2);
+    shards_cfg(&c, f.url, 1);
+    c.cache_limit = largest_shards(&f, 3);
+    c.resume = &st;
+    l = create(&c);
+    run rest;
+    cr_assert_eq(run_batches(l, 0, 3, MAXB, &rest), 1, "no epoch end");
+    pl_loader_destroy(l);
+    const int done = 15;
+    cr_assert_eq(rest.n, RT_SAMPLES - done);
+    for (int k = 0; k < rest.n; k++)
+        cr_assert_eq(rest.idx[k], want[0].idx[done + k]);
+    cr_assert_eq(memcmp(rest.bytes, sample_at(&want[0], done),
+                        rest.sample_bytes * (size_t)rest.n),
+                 0, "the resumed samples' pixels differ");
+    cr_assert_eq(first_shard_fetched(&f),
+                 (int)(want[0].idx[done] / RT_PER_SHARD));
+    for (int s = 0; s < RT_SHARDS; s++) {
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "GET /shard-%06d.tar bytes=", s);
+        cr_assert_eq(rt_count(&f.srv, prefix), 0, "shard %d read by range", s);
+    }
+    run_free(&rest);
+    run_free(&want[0]);
+    fx_down(&f);
+}
+
 /* FNV-1a of what rank `rank` of `world` delivers in epoch 0 of data. */
 /* `done`/`hold` (or -1): once its epoch is read the rank writes a byte to
  * `done` and waits for one from `hold` before it destroys its loader, so
@@ -989,9 +1056,9 @@ Test(remote, extras_come_through_whole_and_ranged_reads, .timeout = RT_TIMEOUT)
                 snprintf(want, sizeof want, "%d\n", k % 3);
                 const uint64_t *o = b->extras[0].offsets;
                 cr_assert_eq(o[i + 1] - o[i], strlen(want), "%s", path);
-                cr_assert(memcmp(b->extras[0].data + o[i], want,
-                                 strlen(want)) == 0,
-                          "%s", path);
+                cr_assert(
+                    memcmp(b->extras[0].data + o[i], want, strlen(want)) == 0,
+                    "%s", path);
             }
             pl_loader_release(l, b, NULL);
         }

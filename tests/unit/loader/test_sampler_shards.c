@@ -444,7 +444,8 @@ Test(sampler_shards, shard_sequence_is_the_shards_the_rank_reaches_in_order)
                             if (m == 0 || want[m - 1] != k)
                                 want[m++] = k;
                         }
-                        cr_assert_eq(n, m, "world %d rank %d w %lld mode %d "
+                        cr_assert_eq(n, m,
+                                     "world %d rank %d w %lld mode %d "
                                      "from %lld: %d shards, want %d",
                                      world, r, (long long)windows[w], mode,
                                      (long long)from, n, m);
