@@ -233,7 +233,7 @@ void bench_parse(int argc, char **argv, options *o)
         else if (!strcmp(f, "--cache-limit"))
             o->cache_limit = parse_long(f, v, 0, LONG_MAX);
         else if (!strcmp(f, "--order"))
-            o->order = cli_order("pinload-bench", usage, f, v);
+            o->order = cli_order("pinload-bench", bench_usage, f, v);
         else if (!strcmp(f, "--shuffle-window"))
             o->shuffle_window = (int)parse_long(f, v, 1, INT_MAX);
         else if (!strcmp(f, "--baseline-seconds"))
