@@ -1011,12 +1011,14 @@ Test(remote, a_list_file_of_urls_names_the_shards, .timeout = RT_TIMEOUT)
 /* Destroy while the shards come at 4 KB/s (each takes seconds): the
  * fetcher and the workers give up at once, and no partial shard is left
  * under a shard's name. */
-Test(remote, destroy_does_not_wait_for_a_slow_download, .timeout = RT_TIMEOUT)
+static void destroy_during_slow_downloads(int order)
 {
     fx f;
     fx_up_at(&f, NULL, 4000);
     pl_config c;
     remote_cfg(&f, &c, 2);
+    if (order == PL_ORDER_SHARDS)
+        shards_cfg(&c, f.url, 1);
     pl_loader *l = create(&c);
     usleep(300 * 1000); /* the downloads are under way */
     const double t0 = tu_seconds();
@@ -1027,6 +1029,18 @@ Test(remote, destroy_does_not_wait_for_a_slow_download, .timeout = RT_TIMEOUT)
     cr_assert_geq(rt_count(&f.srv, "GET /shard-"), RT_SHARDS + 1,
                   "no shard download had started");
     fx_down(&f);
+}
+
+Test(remote, destroy_does_not_wait_for_a_slow_download, .timeout = RT_TIMEOUT)
+{
+    destroy_during_slow_downloads(PL_ORDER_GLOBAL);
+}
+
+/* The same with the shard order's stream thread waiting on its band. */
+Test(remote, destroy_does_not_wait_for_a_slow_streamed_shard,
+     .timeout = RT_TIMEOUT)
+{
+    destroy_during_slow_downloads(PL_ORDER_SHARDS);
 }
 
 /* config.extras through the remote readers: the cls member of every key,
