@@ -711,18 +711,19 @@ static void release_outside(remote_cache *c, int base, int end)
             shard_release(&c->s[i]);
 }
 
-/* The stream's band when reads have reached place `reached` of the
- * sequence: [*base, *base + hold), the span behind it included. */
+/* Where the stream's band starts when the reads have reached place
+ * `reached` of the sequence (-1: none yet): the band is [base, base +
+ * hold), the span behind `reached` included. */
 static int band_base(const remote_cache *c, int reached)
 {
     return reached > c->span ? reached - c->span : 0;
 }
 
 /* A read of the shard, done: if it lies further in the stream than any
- * read before, and within the band (a read the previous sequence still makes
- * may name a shard far into this one, which says nothing of where the
- * reads are), the fetch-ahead thread moves on: once per shard, not per
- * read. */
+ * read before, and within the band (a read the previous sequence still
+ * makes may name a shard far into this one, which says nothing of where
+ * the reads are), the band moves on: once per shard, not per read. A
+ * shard named twice in a sequence counts at its first place. */
 static void note_reached(remote_cache *c, cache_shard *sh)
 {
     const int p = atomic_load(&sh->seq_pos);
@@ -897,12 +898,6 @@ void cache_stream_order(remote_cache *c, const int32_t *seq, int n)
     release_outside(c, 0, c->hold);
     pthread_cond_broadcast(&c->scv);
     pthread_mutex_unlock(&c->smu);
-    /* A shard a read found no room for gets its chance again. */
-    for (int i = 0; i < c->n; i++) {
-        pthread_mutex_lock(&c->s[i].mu);
-        c->s[i].no_room = 0;
-        pthread_mutex_unlock(&c->s[i].mu);
-    }
 }
 
 int cache_start_ahead(remote_cache *c)

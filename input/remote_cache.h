@@ -6,7 +6,9 @@
  * resumed by the next holder of the lock if its fetcher died). A loader
  * holds a shared lock on every cached shard it has open; eviction, under
  * cache_limit, takes the least recently used shard (atime, set on every
- * open) that it can lock exclusively, so never one a rank reads.
+ * open) that it can lock exclusively, so never one a rank reads. In the
+ * shard order (cache_stream) a loader lets go of the shards its reads
+ * have passed, so that a cache far smaller than the data streams them.
  *
  * It owns the files it makes there, each shard's state and open
  * descriptor (until cache_free), and the fetch-ahead thread (from
