@@ -250,6 +250,18 @@ void catalog_adopt(catalog *c, void *p, void (*stop_fn)(void *),
     c->owned_free = free_fn;
 }
 
+void catalog_adopt_order(catalog *c,
+                         void (*order_fn)(void *, const int32_t *, int))
+{
+    c->owned_order = order_fn;
+}
+
+void catalog_hint_order(catalog *c, const int32_t *shards, int n)
+{
+    if (c->owned_order)
+        c->owned_order(c->owned, shards, n);
+}
+
 void catalog_stop(catalog *c)
 {
     if (c->owned_stop)

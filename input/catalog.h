@@ -52,6 +52,7 @@ typedef struct catalog {
     void *owned;
     void (*owned_stop)(void *);
     void (*owned_free)(void *);
+    void (*owned_order)(void *, const int32_t *, int); /* or NULL */
     /* The extras (catalog_set_extras): for files from a list, per sample,
      * per extra, its text's place in the arena, [n * nextras] (size -1
      * where the sample has none); a shard's are found in its table. */
@@ -112,6 +113,12 @@ void catalog_adopt(catalog *c, void *p, void (*stop_fn)(void *),
  * PL_ENOMEM. */
 int catalog_add_shard(catalog *c, const char *name, int id, shard_table *tab);
 
+/* What owns the remote sources (catalog_adopt) wants to know the order
+ * the shards are read in: order_fn(p, ...) receives catalog_hint_order's
+ * arguments. */
+void catalog_adopt_order(catalog *c,
+                         void (*order_fn)(void *, const int32_t *, int));
+
 /* Before the first sample: the extras each sample may carry, by name
  * (names[0 .. n), kept, so they must outlive the catalog); required: a
  * sample lacking one is bad by construction (PL_ENOEXTRA). */
@@ -134,6 +141,21 @@ int catalog_add_class(catalog *c, const char *name);
  * once), so that no worker keeps destroy waiting on the network. The
  * catalog stays valid until catalog_close. Safe on any catalog. */
 void catalog_stop(catalog *c);
+
+/* PL_ORDER_SHARDS: the shards (0 .. catalog_shards) this rank reads from
+ * now on, shards[0 .. n) in the order it reaches them (the loader's
+ * sampler_shard_sequence), told at create and at each epoch's start, so
+ * that remote sources fetch them whole in that order (remote.h); copied.
+ * Nothing for local shards. Safe from any thread, one call at a time. */
+void catalog_hint_order(catalog *c, const int32_t *shards, int n);
+
+/* Whether catalog_hint_order does anything (the sources are remote and
+ * read in the shard order), so that the loader computes no sequence in
+ * vain. */
+static inline int catalog_takes_order(const catalog *c)
+{
+    return c->owned_order != NULL;
+}
 
 /* ---- reading ---- */
 

@@ -29,6 +29,9 @@
 
 #define MAX_URLS (1 << 20)
 #define INDEX_THREADS 8 /* threads fetching indexes at create */
+/* The stream's shards open beyond those a window's reads may still want
+ * (the span behind the furthest shard read and the span from it on). */
+#define STREAM_AHEAD 1
 
 typedef struct remote_set remote_set;
 
@@ -42,6 +45,7 @@ struct remote_set {
     rshard *s;
     int n;
     int ranged; /* the data is larger than the cache: ranged reads */
+    int stream; /* PL_ORDER_SHARDS: whole shards in the rank's order */
     /* Set once, when the catalog stops: every transfer, backoff and wait
      * for a lock gives up. */
     atomic_int stop;
@@ -84,6 +88,12 @@ static int shard_read(const location_reader *r, int64_t off, int64_t size,
 static void set_stop(void *p)
 {
     atomic_store(&((remote_set *)p)->stop, 1);
+}
+
+static void set_order(void *p, const int32_t *shards, int n)
+{
+    remote_set *rs = p;
+    cache_stream_order(rs->cache, shards, n);
 }
 
 static void set_free(void *p)
@@ -222,9 +232,100 @@ static int index_all(remote_set *rs, tar_index *t, logger *lg)
     return rc;
 }
 
-/* Whole shards when the cache holds the data, else members by ranged
- * requests (the exact order reads any member at any time). */
-static int choose_mode(remote_set *rs, logger *lg)
+static int cmp_i64(const void *a, const void *b)
+{
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The most shards a window of w stream positions touches, whatever the
+ * epoch's shard order: one partly at each end and, between them, whole
+ * shards of at most w - 2 samples together, at most as many as the
+ * smallest ones fit (empty shards are never in a rank's sequence). */
+static int window_span(const catalog *c, int n, int64_t w)
+{
+    int64_t *len = malloc((size_t)n * sizeof *len);
+    if (!len)
+        return n;
+    int m = 0;
+    for (int k = 0; k < n; k++) {
+        const int64_t l =
+            catalog_shard_first(c, k + 1) - catalog_shard_first(c, k);
+        if (l > 0)
+            len[m++] = l;
+    }
+    qsort(len, (size_t)m, sizeof *len, cmp_i64);
+    int span = w > 1 ? 2 : 1;
+    for (int64_t sum = 0, k = 0; w > 2 && k < m && sum + len[k] <= w - 2; k++) {
+        sum += len[k];
+        span++;
+    }
+    free(len);
+    return span < m ? span : m > 0 ? m : 1;
+}
+
+/* The bytes of the `hold` largest shards. */
+static int64_t largest_bytes(const remote_set *rs, int hold)
+{
+    int64_t *b = malloc((size_t)rs->n * sizeof *b), sum = 0;
+    if (!b)
+        return INT64_MAX;
+    for (int i = 0; i < rs->n; i++)
+        b[i] = rs->s[i].c->size;
+    qsort(b, (size_t)rs->n, sizeof *b, cmp_i64);
+    for (int i = rs->n - 1; i >= 0 && i >= rs->n - hold; i--)
+        sum += b[i];
+    free(b);
+    return sum;
+}
+
+/* PL_ORDER_SHARDS: whole shards streamed in the rank's order if the cache
+ * holds what every rank of the node keeps open at once, whatever the
+ * data's size. 1 if streamed, 0 if not (said why, when the data exceeds
+ * the cache). */
+static int choose_stream(remote_set *rs, const catalog *c, const remote_opts *o,
+                         int64_t total, logger *lg)
+{
+    if (o->stream_window <= 0)
+        return 0;
+    const int64_t limit = cache_limit(rs->cache);
+    const int span = window_span(c, rs->n, o->stream_window);
+    int hold = 2 * span + STREAM_AHEAD;
+    hold = hold < rs->n ? hold : rs->n;
+    const int ranks = o->ranks > 0 ? o->ranks : 1;
+    const int64_t need = largest_bytes(rs, hold) * ranks;
+    const int over = limit > 0 && total > limit;
+    if (over && need > limit) {
+        log_msg(lg, PL_LOG_NOTICE,
+                "the shard order streams remote shards whole, %d at once per "
+                "rank (a window spans up to %d; that many behind the "
+                "furthest one read, from it on, and %d ahead), and %d "
+                "rank(s) of this node need up to %lld bytes of cache for "
+                "them: more than cache_limit (%lld bytes), so they are not "
+                "streamed",
+                hold, span, STREAM_AHEAD, ranks, (long long)need,
+                (long long)limit);
+        return 0;
+    }
+    if (cache_stream(rs->cache, span, hold) < 0)
+        return 0;
+    if (over)
+        log_msg(lg, PL_LOG_NOTICE,
+                "the %d remote shards (%lld bytes) exceed cache_limit (%lld "
+                "bytes): in the shard order each rank fetches its own whole, "
+                "in the order it reads them, %d open at once (%lld bytes "
+                "for %d rank(s) of this node), and lets go of those it has "
+                "read",
+                rs->n, (long long)total, (long long)limit, hold,
+                (long long)need, ranks);
+    return 1;
+}
+
+/* Whole shards when the cache holds the data, or streamed in the shard
+ * order; else members by ranged requests (the exact order reads any
+ * member at any time). */
+static int choose_mode(remote_set *rs, const catalog *c, const remote_opts *o,
+                       logger *lg)
 {
     const int64_t limit = cache_limit(rs->cache);
     int64_t total = 0;
@@ -233,6 +334,8 @@ static int choose_mode(remote_set *rs, logger *lg)
         total += rs->s[i].c->size;
         pipes += http_is_pipe(rs->s[i].c->url);
     }
+    if ((rs->stream = choose_stream(rs, c, o, total, lg)))
+        return 0;
     if (limit <= 0 || total <= limit)
         return 0;
     if (pipes)
@@ -317,17 +420,21 @@ int remote_read(catalog *c, char **urls, int n, const remote_opts *o,
     tar_index *t = calloc((size_t)n, sizeof *t);
     if (!t)
         return err_set(PL_ENOMEM, "pl_loader_create: out of memory");
+    /* The remote shards are the catalog's only ones (remote_detect: all
+     * of config.data), so catalog shard k is rs->s[k]. */
     int rc = index_all(rs, t, lg);
     if (rc == 0)
-        rc = choose_mode(rs, lg);
-    if (rc == 0)
         rc = add_shards(c, rs, t, urls[0], lg);
+    if (rc == 0)
+        rc = choose_mode(rs, c, o, lg);
     for (int i = 0; i < n; i++)
         tar_index_free(&t[i]);
     free(t);
     if (rc == 0)
         log_msg(lg, PL_LOG_NOTICE, "%d remote shard(s) through the cache %s", n,
                 cache_dir(rs->cache));
+    if (rc == 0 && rs->stream)
+        catalog_adopt_order(c, set_order);
     if (rc == 0 && !rs->ranged)
         cache_start_ahead(rs->cache);
     return rc;

@@ -18,6 +18,12 @@ typedef struct remote_opts {
     int64_t cache_limit;
     int32_t timeout_ms;
     int32_t retries;
+    /* PL_ORDER_SHARDS: the positions a window shuffles (1: none), and the
+     * ranks of this node sharing the cache; 0: the global order. The
+     * shards are then streamed: fetched whole in the order
+     * catalog_hint_order gives, a few at a time (docs/DATA.md). */
+    int64_t stream_window;
+    int32_t ranks;
 } remote_opts;
 
 /* Whether s is a URL pinload fetches: http://, https://, s3:// or pipe:. */

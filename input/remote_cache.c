@@ -38,6 +38,17 @@ struct remote_cache {
     int n;
     pthread_t ahead;
     int ahead_started;
+    atomic_int open; /* shards open (SH_READY) now */
+    /* The shard order (cache_stream): the sequence, under smu, copied by
+     * the fetch-ahead thread at each new gen; reached, the furthest place
+     * in it a read has got to (-1: none yet). */
+    int streaming, span, hold;
+    pthread_mutex_t smu;
+    pthread_cond_t scv;
+    int32_t *seq;
+    int nseq;
+    uint64_t gen;
+    atomic_int reached;
 };
 
 /* ---- names ---- */
@@ -138,6 +149,7 @@ static int shard_init(remote_cache *c, cache_shard *sh, const char *url)
     sh->cache = c;
     sh->fd = -1;
     sh->size = -1;
+    atomic_init(&sh->seq_pos, -1);
     char shown[2048], key[4200];
     http_display(url, shown, sizeof shown);
     http_cache_key(c->http, url, key, sizeof key);
@@ -153,6 +165,10 @@ remote_cache *cache_new(const char *dir, int64_t limit, char **urls, int n,
     remote_cache *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
+    pthread_mutex_init(&c->smu, NULL);
+    pthread_cond_init(&c->scv, NULL);
+    atomic_init(&c->open, 0);
+    atomic_init(&c->reached, -1);
     c->limit = limit;
     c->http = http;
     c->stop = stop;
@@ -191,7 +207,10 @@ void cache_free(remote_cache *c)
         free(sh->path);
     }
     free(c->s);
+    free(c->seq);
     free(c->dir);
+    pthread_mutex_destroy(&c->smu);
+    pthread_cond_destroy(&c->scv);
     free(c);
 }
 
@@ -546,22 +565,32 @@ int cache_index_whole(cache_shard *sh, tar_index *t, char *err, size_t cap)
     pthread_mutex_lock(&sh->mu);
     sh->fd = fd;
     sh->state = SH_READY;
+    atomic_fetch_add(&sh->cache->open, 1);
     pthread_mutex_unlock(&sh->mu);
     return 0;
 }
 
 /* ---- the readers' side ---- */
 
-/* The state a fetch left: ready with fd, no room (read member by member),
- * or failed with err (kept for FAILED_RETRY_NS); the waiters woken. */
-static void fetched(cache_shard *sh, int rc, int fd, const char *err)
+/* How shard_ready is asked: for a read (which then holds the descriptor
+ * until shard_done), and whether a want of room is only this time's (the
+ * stream's fetch-ahead, which tries again when a shard is let go). */
+enum { READY_USE = 1, READY_TRY = 2 };
+
+/* The state a fetch left: ready with fd, no room (read member by member,
+ * unless READY_TRY), or failed with err (kept for FAILED_RETRY_NS); the
+ * waiters woken. */
+static void fetched(cache_shard *sh, int rc, int fd, const char *err, int how)
 {
     pthread_mutex_lock(&sh->mu);
     if (rc == 0) {
         sh->fd = fd;
         sh->state = SH_READY;
+        sh->readers += how & READY_USE;
+        atomic_fetch_add(&sh->cache->open, 1);
     } else if (rc == 1) {
-        sh->no_room = 1;
+        /* The stream lets go of shards as the reads move: tried again. */
+        sh->no_room = !(how & READY_TRY) && !sh->cache->streaming;
         sh->state = SH_NONE;
     } else {
         sh->state = SH_FAILED;
@@ -575,8 +604,10 @@ static void fetched(cache_shard *sh, int rc, int fd, const char *err)
 
 /* The shard ready to read: fetched (once per loader; the cache makes it
  * once per node), or its error, kept for FAILED_RETRY_NS. 1: read it
- * member by member instead. */
-static int shard_ready(cache_shard *sh, int *fd, char *reason, size_t cap)
+ * member by member instead. With READY_USE the caller holds fd until
+ * shard_done. */
+static int shard_ready(cache_shard *sh, int *fd, char *reason, size_t cap,
+                       int how)
 {
     pthread_mutex_lock(&sh->mu);
     while (sh->state == SH_FETCHING)
@@ -590,7 +621,9 @@ static int shard_ready(cache_shard *sh, int *fd, char *reason, size_t cap)
     }
     if (sh->state == SH_READY || sh->no_room) {
         *fd = sh->fd;
-        const int rc = sh->no_room ? 1 : 0;
+        const int rc = sh->state == SH_READY ? 0 : 1;
+        if (rc == 0)
+            sh->readers += how & READY_USE;
         pthread_mutex_unlock(&sh->mu);
         return rc;
     }
@@ -599,9 +632,10 @@ static int shard_ready(cache_shard *sh, int *fd, char *reason, size_t cap)
     char err[512] = "";
     int got = -1;
     const int rc = cache_get(sh, &got, err, sizeof err);
-    fetched(sh, rc, got, err);
+    fetched(sh, rc, got, err, how);
     remote_cache *c = sh->cache;
-    if (rc == 1 && atomic_exchange(&c->warned_full, 1) == 0)
+    if (rc == 1 && !(how & READY_TRY) &&
+        atomic_exchange(&c->warned_full, 1) == 0)
         log_msg(c->lg, PL_LOG_WARNING,
                 "the cache %s is full of shards other ranks read: %s and "
                 "any other that does not fit are read member by member",
@@ -613,13 +647,108 @@ static int shard_ready(cache_shard *sh, int *fd, char *reason, size_t cap)
 }
 
 /* The descriptor of a copy already open (create fetched the shard to
- * index it), or -1. */
+ * index it), held until shard_done, or -1. */
 static int shard_open_fd(cache_shard *sh)
 {
     pthread_mutex_lock(&sh->mu);
     const int fd = sh->state == SH_READY ? sh->fd : -1;
+    if (fd >= 0)
+        sh->readers++;
     pthread_mutex_unlock(&sh->mu);
     return fd;
+}
+
+/* Under sh->mu: the open copy closed (its shared lock let go, so that
+ * eviction may take it); the next read opens it again. */
+static void shard_close_locked(cache_shard *sh)
+{
+    assert(sh->state == SH_READY && sh->readers == 0);
+    close(sh->fd);
+    sh->fd = -1;
+    sh->state = SH_NONE;
+    sh->release = 0;
+    atomic_fetch_sub(&sh->cache->open, 1);
+}
+
+/* A read is done with the descriptor shard_ready or shard_open_fd gave. */
+static void shard_done(cache_shard *sh)
+{
+    pthread_mutex_lock(&sh->mu);
+    assert(sh->readers > 0);
+    if (--sh->readers == 0 && sh->release)
+        shard_close_locked(sh);
+    pthread_mutex_unlock(&sh->mu);
+}
+
+/* The stream has passed the shard: closed now, or by its last reader. */
+static void shard_release(cache_shard *sh)
+{
+    pthread_mutex_lock(&sh->mu);
+    if (sh->state == SH_READY) {
+        if (sh->readers > 0)
+            sh->release = 1;
+        else
+            shard_close_locked(sh);
+    }
+    pthread_mutex_unlock(&sh->mu);
+}
+
+/* Whether the shard's first place in the sequence is in [base, end). */
+static int in_band(cache_shard *sh, int base, int end)
+{
+    const int p = atomic_load(&sh->seq_pos);
+    return p >= base && p < end;
+}
+
+/* A new sequence: every open shard outside its first band (the previous
+ * sequence's, and any a late read opened again) let go; a read of the
+ * previous one still under way keeps its shard until it is done, and one
+ * that comes later opens it again. O(shards), once per sequence. */
+static void release_outside(remote_cache *c, int base, int end)
+{
+    for (int i = 0; i < c->n; i++)
+        if (!in_band(&c->s[i], base, end))
+            shard_release(&c->s[i]);
+}
+
+/* Where the stream's band starts when the reads have reached place
+ * `reached` of the sequence (-1: none yet): the band is [base, base +
+ * hold), the span behind `reached` included. */
+static int band_base(const remote_cache *c, int reached)
+{
+    return reached > c->span ? reached - c->span : 0;
+}
+
+/* A read of the shard, done: if it lies further in the stream than any
+ * read before, and within the band (a read the previous sequence still
+ * makes may name a shard far into this one, which says nothing of where
+ * the reads are), the band moves on: once per shard, not per read. A
+ * shard named twice in a sequence counts at its first place. */
+static void note_reached(remote_cache *c, cache_shard *sh)
+{
+    const int p = atomic_load(&sh->seq_pos);
+    const int r = atomic_load(&c->reached);
+    if (p < band_base(c, r)) {
+        /* A late read behind the band, or of a shard of no sequence (the
+         * previous epoch's last ones): let go again at once. */
+        shard_release(sh);
+        return;
+    }
+    if (p <= r || p >= band_base(c, r) + c->hold)
+        return;
+    pthread_mutex_lock(&c->smu);
+    const int was = atomic_load(&c->reached);
+    if (p > was) {
+        /* The shards the band leaves behind are let go here, by the read
+         * that moves it, so that the next shard finds their room. */
+        const int base = band_base(c, p), end = base + c->hold;
+        for (int k = band_base(c, was); k < base && k < c->nseq; k++)
+            if (!in_band(&c->s[c->seq[k]], base, end))
+                shard_release(&c->s[c->seq[k]]);
+        atomic_store(&c->reached, p);
+        pthread_cond_broadcast(&c->scv);
+    }
+    pthread_mutex_unlock(&c->smu);
 }
 
 int cache_read(cache_shard *sh, int fetch, int64_t off, int64_t size, void *dst,
@@ -631,12 +760,12 @@ int cache_read(cache_shard *sh, int fetch, int64_t off, int64_t size, void *dst,
         fd = shard_open_fd(sh);
         rc = fd >= 0 ? 0 : 1;
     } else {
-        rc = shard_ready(sh, &fd, reason, cap);
+        rc = shard_ready(sh, &fd, reason, cap, READY_USE);
     }
     if (rc != 0)
         return rc;
     int64_t got = 0;
-    while (got < size) {
+    while (got < size && rc == 0) {
         const ssize_t n =
             pread(fd, (uint8_t *)dst + got, (size_t)(size - got), off + got);
         if (n < 0 && errno == EINTR)
@@ -644,11 +773,14 @@ int cache_read(cache_shard *sh, int fetch, int64_t off, int64_t size, void *dst,
         if (n <= 0) {
             snprintf(reason, cap, "%s: the cached copy %s %s", sh->name,
                      sh->path, n < 0 ? strerror(errno) : "ends early");
-            return PL_EIO;
+            rc = PL_EIO;
         }
         got += n;
     }
-    return 0;
+    shard_done(sh);
+    if (rc == 0 && sh->cache->streaming)
+        note_reached(sh->cache, sh);
+    return rc;
 }
 
 /* The thread that fetches the shards ahead of the workers, in order. */
@@ -658,15 +790,121 @@ static void *fetch_ahead(void *arg)
     for (int i = 0; i < c->n && !atomic_load(c->stop); i++) {
         int fd;
         char why[512];
-        shard_ready(&c->s[i], &fd, why, sizeof why);
+        shard_ready(&c->s[i], &fd, why, sizeof why, 0);
     }
     return NULL;
+}
+
+/* ---- the stream (PL_ORDER_SHARDS) ---- */
+
+/* The band's shards not open yet, fetched in order while fewer than hold
+ * are open. 1 if the sequence or the reads moved on meanwhile (the caller
+ * looks again at once), else 0. */
+static int fetch_band(remote_cache *c, const int32_t *seq, int base, int end,
+                      uint64_t gen, int reached)
+{
+    for (int k = base; k < end && !atomic_load(c->stop); k++) {
+        cache_shard *sh = &c->s[seq[k]];
+        pthread_mutex_lock(&sh->mu);
+        const int ready = sh->state == SH_READY;
+        pthread_mutex_unlock(&sh->mu);
+        if (ready)
+            continue;
+        if (atomic_load(&c->open) >= c->hold)
+            return 0;
+        int fd;
+        char why[512];
+        if (shard_ready(sh, &fd, why, sizeof why, READY_TRY) == 1)
+            return 0; /* no room yet: the reads free some as they go */
+        pthread_mutex_lock(&c->smu);
+        const int moved = c->gen != gen || atomic_load(&c->reached) != reached;
+        pthread_mutex_unlock(&c->smu);
+        if (moved)
+            return 1;
+    }
+    return 0;
+}
+
+/* Until the sequence or the reads move on, a shard is let go, or the
+ * cache stops (checked every 50 ms: the stop flag has no condition). */
+static void stream_wait(remote_cache *c, uint64_t gen, int reached)
+{
+    pthread_mutex_lock(&c->smu);
+    if (!atomic_load(c->stop) && c->gen == gen &&
+        atomic_load(&c->reached) == reached) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 50 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&c->scv, &c->smu, &ts);
+    }
+    pthread_mutex_unlock(&c->smu);
+}
+
+/* The stream's fetch-ahead thread: the band of the sequence around the
+ * furthest shard read, [reached - span, reached - span + hold), open (the
+ * reads let go of the shards behind it as they pass them). */
+static void *stream_ahead(void *arg)
+{
+    remote_cache *c = arg;
+    int32_t *seq = malloc(((size_t)c->n + 1) * sizeof *seq);
+    int n = 0;
+    uint64_t gen = 0;
+    while (seq && !atomic_load(c->stop)) {
+        pthread_mutex_lock(&c->smu);
+        if (c->gen != gen) {
+            gen = c->gen;
+            n = c->nseq;
+            memcpy(seq, c->seq, (size_t)n * sizeof *seq);
+        }
+        const int reached = atomic_load(&c->reached);
+        pthread_mutex_unlock(&c->smu);
+        const int base = band_base(c, reached);
+        const int end = base + c->hold < n ? base + c->hold : n;
+        if (!fetch_band(c, seq, base, end, gen, reached))
+            stream_wait(c, gen, reached);
+    }
+    free(seq);
+    return NULL;
+}
+
+int cache_stream(remote_cache *c, int span, int hold)
+{
+    assert(!c->ahead_started && span >= 1 && hold >= span);
+    c->seq = malloc(((size_t)c->n + 1) * sizeof *c->seq);
+    if (!c->seq)
+        return -1;
+    c->streaming = 1;
+    c->span = span;
+    c->hold = hold;
+    return 0;
+}
+
+void cache_stream_order(remote_cache *c, const int32_t *seq, int n)
+{
+    assert(c->streaming && n <= c->n + 1);
+    pthread_mutex_lock(&c->smu);
+    for (int k = 0; k < c->nseq; k++)
+        atomic_store(&c->s[c->seq[k]].seq_pos, -1);
+    memcpy(c->seq, seq, (size_t)n * sizeof *seq);
+    c->nseq = n;
+    for (int k = n - 1; k >= 0; k--) /* a shard named twice: its first */
+        atomic_store(&c->s[seq[k]].seq_pos, k);
+    c->gen++;
+    atomic_store(&c->reached, -1);
+    release_outside(c, 0, c->hold);
+    pthread_cond_broadcast(&c->scv);
+    pthread_mutex_unlock(&c->smu);
 }
 
 int cache_start_ahead(remote_cache *c)
 {
     assert(!c->ahead_started);
-    if (pthread_create(&c->ahead, NULL, fetch_ahead, c) != 0)
+    if (pthread_create(&c->ahead, NULL,
+                       c->streaming ? stream_ahead : fetch_ahead, c) != 0)
         return -1;
     c->ahead_started = 1;
     return 0;

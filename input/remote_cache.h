@@ -6,7 +6,9 @@
  * resumed by the next holder of the lock if its fetcher died). A loader
  * holds a shared lock on every cached shard it has open; eviction, under
  * cache_limit, takes the least recently used shard (atime, set on every
- * open) that it can lock exclusively, so never one a rank reads.
+ * open) that it can lock exclusively, so never one a rank reads. In the
+ * shard order (cache_stream) a loader lets go of the shards its reads
+ * have passed, so that a cache far smaller than the data streams them.
  *
  * It owns the files it makes there, each shard's state and open
  * descriptor (until cache_free), and the fetch-ahead thread (from
@@ -46,10 +48,15 @@ typedef struct cache_shard {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int state, fd; /* open, locked shared, once the shard is here */
+    int readers;   /* cache_reads using fd now */
+    int release;   /* close fd when the last of them is done */
     int no_room;   /* read member by member: the cache has no room */
     int err_code;
     char err[512];
     int64_t failed_ns;
+    /* The shard order (cache_stream): its first place in the rank's
+     * sequence, or -1; set by cache_stream_order, read by the readers. */
+    atomic_int seq_pos;
 } cache_shard;
 
 /* The cache in dir (NULL or "": $PINLOAD_CACHE_DIR, else
@@ -97,9 +104,25 @@ int cache_fetch_file(remote_cache *c, const char *url, char *out, size_t cap,
 int cache_read(cache_shard *sh, int fetch, int64_t off, int64_t size, void *dst,
                char *reason, size_t cap);
 
-/* A thread that fetches the shards in order, ahead of the workers, until
- * the stop flag is set. 0, or -1 if it cannot be started (the workers
+/* A thread that fetches the shards ahead of the workers until the stop
+ * flag is set: in sorted order, or, after cache_stream, in the order
+ * cache_stream_order gives. 0, or -1 if it cannot be started (the workers
  * then fetch every shard themselves). */
 int cache_start_ahead(remote_cache *c);
+
+/* Before cache_start_ahead: the shards are streamed (PL_ORDER_SHARDS).
+ * The thread fetches them whole in the order cache_stream_order gives,
+ * keeping at most `hold` of them open (locked shared) at once: the
+ * furthest one a read has reached, the `span` before it (the reads of its
+ * window, and the last of the window before, may still come) and those
+ * after it up to `hold`. The shards behind are closed, so that eviction
+ * may take them (a late read opens one again, or fetches it anew). 0,
+ * or -1 without memory. */
+int cache_stream(remote_cache *c, int span, int hold);
+
+/* The shards (indexes) this rank reads from now on, seq[0 .. n) in that
+ * order (copied): the shards of the previous sequence stay open until a
+ * read reaches one of these. Safe from any thread. */
+void cache_stream_order(remote_cache *c, const int32_t *seq, int n);
 
 #endif

@@ -2,6 +2,7 @@
  * backend, the ring, the prefetcher and the worker pool, wires the pool to
  * the ring (which sample goes where), and answers the caller's queries. */
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,9 @@ struct pl_loader {
     state_fields print; /* the fingerprint pl_loader_state writes */
     pl_info info;
     pid_t pid; /* the process that created it: its threads live there */
+    /* PL_ORDER_SHARDS over remote shards: the last epoch whose shard
+     * sequence the catalog was told (hint_order). */
+    _Atomic int64_t hinted;
     const char *extra_names[PL_EXTRAS_MAX]; /* into rc.extras */
 };
 
@@ -78,6 +82,30 @@ static void hint_ahead(pl_loader *l, const ring_slot *s, int64_t j)
         fileio_hint_loc(&loc);
 }
 
+/* PL_ORDER_SHARDS: the shards this rank reads in `epoch` from position
+ * `from` on, told to the catalog (remote shards are fetched in that
+ * order). Once per epoch: O(shards). */
+static void hint_order(pl_loader *l, int64_t epoch, int64_t from)
+{
+    int32_t *seq = malloc(((size_t)l->smp.nshards + 1) * sizeof *seq);
+    if (!seq)
+        return; /* the workers fetch the shards as they meet them */
+    const int n = sampler_shard_sequence(&l->smp, epoch, from, seq);
+    catalog_hint_order(&l->cat, seq, n);
+    free(seq);
+}
+
+/* A claim in an epoch no sequence was told for yet: its first. */
+static void hint_epoch(pl_loader *l, int64_t epoch)
+{
+    int64_t was = atomic_load(&l->hinted);
+    while (epoch > was)
+        if (atomic_compare_exchange_weak(&l->hinted, &was, epoch)) {
+            hint_order(l, epoch, 0);
+            return;
+        }
+}
+
 /* Epoch position j: past the rank's order (a top-up), the order again. */
 static int64_t position_index(const pl_loader *l, int64_t epoch, int64_t j)
 {
@@ -92,6 +120,8 @@ static int on_claim(void *ctx, pool_job *job)
     if (!ring_claim(&l->ring, &s, &i))
         return 0;
     const int64_t j = s->first + i;
+    if (l->smp.nshards && catalog_takes_order(&l->cat))
+        hint_epoch(l, s->epoch);
     const int64_t idx = position_index(l, s->epoch, j);
     ring_pos *pos = &s->pos[i];
     pos->index = idx;
@@ -262,6 +292,16 @@ static int plan_start(pl_loader *l)
     l->start.position = st.position;
     l->start.done = st.batch * c->batch_size >= l->samples;
     return 0;
+}
+
+/* The first epoch's shard sequence, from where it starts (a resumed
+ * position included), told before the workers start. */
+static void plan_stream(pl_loader *l)
+{
+    const int64_t epoch = l->start.epoch + (l->start.done ? 1 : 0);
+    atomic_init(&l->hinted, epoch);
+    if (l->smp.nshards && catalog_takes_order(&l->cat))
+        hint_order(l, epoch, l->start.done ? 0 : l->start.position);
 }
 
 static void fill_info(pl_loader *l)
@@ -460,10 +500,19 @@ static int loader_create(const pl_config *cfg, pl_loader **out)
     const pl_config *c = &l->rc.cfg;
     logger_init(&l->log, c->log, c->log_ctx);
     l->have_log = 1;
+    /* The shard order streams remote shards: the positions a window
+     * shuffles say how many shards the reads want at once. */
+    int64_t window = 0;
+    if (c->order == PL_ORDER_SHARDS && !c->shuffle)
+        window = 1;
+    else if (c->order == PL_ORDER_SHARDS)
+        window = c->shuffle_window ? c->shuffle_window : SAMPLER_DEFAULT_WINDOW;
     const remote_opts remote = {.cache_dir = c->cache_dir,
                                 .cache_limit = c->cache_limit,
                                 .timeout_ms = c->remote_timeout_ms,
-                                .retries = c->remote_retries};
+                                .retries = c->remote_retries,
+                                .stream_window = window,
+                                .ranks = l->rc.local_world};
     for (int k = 0; k < l->rc.nextras; k++)
         l->extra_names[k] = l->rc.extras[k];
     catalog_set_extras(&l->cat, l->extra_names, l->rc.nextras,
@@ -478,6 +527,7 @@ static int loader_create(const pl_config *cfg, pl_loader **out)
     l->rc.cfg.cache_dir = NULL;
     if ((rc = plan_epoch(l)) < 0 || (rc = plan_start(l)) < 0)
         goto fail;
+    plan_stream(l);
     failures_init(&l->fails, catalog_size(&l->cat));
     l->have_fails = 1;
     if ((rc = backend_open(&l->be, c->device, l->rc.local_rank, &l->log)) < 0)

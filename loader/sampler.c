@@ -249,6 +249,41 @@ static int64_t shards_index(const sampler *s, int64_t epoch, int64_t j)
     return stream_at(s, epoch, (from + in) % s->n);
 }
 
+/* The shards of stream positions [lo, hi) in stream order, appended to
+ * out[*n] (the last one not repeated). */
+static void sequence_part(const sampler *s, int64_t epoch, int64_t lo,
+                          int64_t hi, int32_t *out, int *n)
+{
+    int64_t at = 0;
+    for (int k = 0; k < s->nshards && at < hi; k++) {
+        const int32_t sh =
+            s->shuffle
+                ? (int32_t)sampler_bijection(s->seed, PHILOX_DOMAIN_SHARDS,
+                                             epoch, 0, s->nshards, k)
+                : k;
+        const int64_t len = s->first[sh + 1] - s->first[sh];
+        if (len > 0 && at + len > lo && (*n == 0 || out[*n - 1] != sh))
+            out[(*n)++] = sh;
+        at += len;
+    }
+}
+
+int sampler_shard_sequence(const sampler *s, int64_t epoch, int64_t from,
+                           int32_t *out)
+{
+    if (!s->nshards || from >= s->per_rank)
+        return 0;
+    from -= from % s->window;
+    /* The range is per_rank - from <= n positions from q, wrapping once. */
+    const int64_t q = ((int64_t)s->rank * s->per_rank + from) % s->n;
+    const int64_t end = q + (s->per_rank - from);
+    int n = 0;
+    sequence_part(s, epoch, q, end < s->n ? end : s->n, out, &n);
+    if (end > s->n)
+        sequence_part(s, epoch, 0, end - s->n, out, &n);
+    return n;
+}
+
 int64_t sampler_index(const sampler *s, int64_t epoch, int64_t j)
 {
     if (s->nshards)

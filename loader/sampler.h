@@ -78,6 +78,16 @@ int64_t sampler_permute(const sampler *s, int64_t epoch, int64_t p);
  * global order or, after sampler_use_shards, the shard order. */
 int64_t sampler_index(const sampler *s, int64_t epoch, int64_t j);
 
+/* PL_ORDER_SHARDS: the shards this rank reads in epoch e from its position
+ * `from` on (rounded down to its window's start, whose samples it may
+ * read), in the order it reaches them: the shards its stream range (step
+ * 2) overlaps, in stream order, empty ones passed over and a shard met
+ * twice in a row (a range wrapping onto itself) named once. [out]
+ * out[0 .. count), out holding nshards + 1; the count. O(shards) time, no
+ * memory; safe from any thread. */
+int sampler_shard_sequence(const sampler *s, int64_t epoch, int64_t from,
+                           int32_t *out);
+
 /* The batches of batch_size that n positions make: the last one short, or,
  * with drop_last, left out. The one definition behind both
  * pl_info.batches_per_epoch (n: the samples an epoch delivers) and the

@@ -119,9 +119,11 @@ static const plan_const plan_k[K_COUNT] = {
     [K_SHARDS_PER_SHARD] = {"shards_order_bytes_per_shard", 1024, "B",
                             "assumed until --order shards is measured: a "
                             "shard's name, sample count and state"},
-    [K_SHARDS_IN_HAND] = {"shards_order_shards_in_hand", 3, "shards",
-                          "assumed until measured: the shard read, the "
-                          "window's next, the one fetched ahead"},
+    [K_SHARDS_IN_HAND] = {"shards_order_shards_in_hand", 5, "shards",
+                          "derived: input/remote.c, choose_stream: 2 x "
+                          "span + STREAM_AHEAD 1, span 2 for a window "
+                          "(shuffle_window, default 4096) smaller than "
+                          "every shard (more for smaller shards)"},
     [K_SHARDS_CREATE] = {"shards_order_create_fraction", 1.0, "",
                          "assumed until measured: create still reads every "
                          "index to count the samples"},

@@ -522,7 +522,10 @@ class Loader:
                     it the least recently used shards no rank reads are
                     evicted; when the remote dataset is larger than the
                     bound, members are read one by one with ranged requests
-                    instead (the exact order needs any member at any time).
+                    instead (the exact order needs any member at any time),
+                    except in PL_ORDER_SHARDS, where each rank streams its
+                    own shards whole, a few at a time, if the bound holds
+                    those of the node's ranks (docs/DATA.md).
     remote_timeout_ms  A transfer that moves no byte for this long is cut
                     and retried: default 30000 ms (also the connect
                     timeout).

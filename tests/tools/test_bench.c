@@ -620,7 +620,7 @@ Test(bench, plan_values_follow_the_documented_formulas)
     cr_assert_eq(plan_const(tab, "bytes_per_remote_shard"), 900);
     cr_assert_eq(plan_const(tab, "index_bytes_per_member"), 96);
     cr_assert_eq(plan_const(tab, "idx_bytes_per_member"), 36);
-    cr_assert_eq(plan_const(tab, "shards_order_shards_in_hand"), 3);
+    cr_assert_eq(plan_const(tab, "shards_order_shards_in_hand"), 5);
     cr_assert_eq(plan_const(tab, "index_requests_in_flight"), 8);
     cr_assert_eq(plan_const(tab, "scan_window_shards"), 64);
     cr_assert_eq(plan_const(tab, "scan_job_bytes_per_shard"), 1224);
@@ -659,12 +659,12 @@ Test(bench, plan_values_follow_the_documented_formulas)
     /* 100 fetches for 2 epochs x 500 samples read a node */
     assert_near(json_num(out, g, "hit_rate") * 1e6, 0.9e6, "hit");
     assert_near(json_num(out, g, "epoch_first_s") * 1e6, 1e6, "epoch1 s");
-    /* shards: 1,024 B a shard and 3 shards' indexes in hand (10 samples
+    /* shards: 1,024 B a shard and 5 shards' indexes in hand (10 samples
      * each); a node reads half the shards an epoch: 500 kB, then half of
      * those again (it saw half the data in epoch 1, and keeps it). */
     assert_near(json_num(out, s, "rank_resident_bytes"),
-                100 * per_shard + 3 * 10 * 2 * 96 + ring, "shards resident");
-    assert_near(json_num(out, s, "cache_need_bytes"), 4 * 3 * 1e4, "cache");
+                100 * per_shard + 5 * 10 * 2 * 96 + ring, "shards resident");
+    assert_near(json_num(out, s, "cache_need_bytes"), 4 * 5 * 1e4, "cache");
     assert_near(json_num(out, s, "fetch_first_bytes"), 5e5, "fetch1");
     assert_near(json_num(out, s, "fetch_mean_bytes"), (5e5 + 2.5e5) / 2,
                 "fetch");

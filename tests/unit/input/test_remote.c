@@ -470,16 +470,290 @@ Test(remote, a_cache_smaller_than_the_data_reads_members_by_range,
     fx_down(&f);
 }
 
+/* ---- the shard order: whole shards streamed in the rank's order ---- */
+
+/* The bytes of the cache's shards, whole and under way. */
+static int64_t cache_bytes(const fx *f)
+{
+    DIR *d = opendir(f->cache);
+    int64_t n = 0;
+    for (struct dirent *e; d && (e = readdir(d));) {
+        const size_t a = strlen(e->d_name);
+        struct stat st;
+        char p[512];
+        snprintf(p, sizeof p, "%s/%s", f->cache, e->d_name);
+        if ((strstr(e->d_name, ".tar.part") ||
+             (a > 4 && strcmp(e->d_name + a - 4, ".tar") == 0)) &&
+            stat(p, &st) == 0)
+            n += st.st_size;
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* The bytes of the k largest shards of the pack. */
+static int64_t largest_shards(const fx *f, int k)
+{
+    int64_t size[RT_SHARDS], sum = 0;
+    for (int s = 0; s < RT_SHARDS; s++) {
+        char p[256];
+        snprintf(p, sizeof p, "%s/pack/shard-%06d.tar", f->dir, s);
+        struct stat st;
+        cr_assert_eq(stat(p, &st), 0);
+        size[s] = st.st_size;
+    }
+    for (int i = 0; i < k; i++) { /* k passes of a selection */
+        int m = i;
+        for (int j = i + 1; j < RT_SHARDS; j++)
+            if (size[j] > size[m])
+                m = j;
+        const int64_t t = size[i];
+        size[i] = size[m];
+        size[m] = t;
+        sum += size[i];
+    }
+    return sum;
+}
+
+static void shards_cfg(pl_config *c, const char *data, int64_t window)
+{
+    c->data = data;
+    c->order = PL_ORDER_SHARDS;
+    c->shuffle_window = (int32_t)window;
+}
+
+/* PL_ORDER_SHARDS with a cache of three shards of the four (window 1: a
+ * window spans one shard, and a rank holds the one it reads, the one
+ * before and the one after): the local shards' bytes and order, every
+ * shard fetched whole (no ranged request), at most once per epoch (and
+ * the third epoch's first shards, claimed before destroy), and the cache
+ * within its limit at the end. */
+Test(remote, the_shard_order_streams_whole_shards_through_a_small_cache,
+     .timeout = RT_TIMEOUT)
+{
+    fx f;
+    fx_up(&f, NULL);
+    run want[2], got[2];
+    pl_config c;
+    base_cfg(&c, f.local);
+    shards_cfg(&c, f.local, 1);
+    run_loader(&c, 2, want);
+    remote_cfg(&f, &c, 2);
+    shards_cfg(&c, f.url, 1);
+    c.cache_limit = largest_shards(&f, 3);
+    rt_log g = {0};
+    c.log = rt_log_fn;
+    c.log_ctx = &g;
+    run_loader(&c, 2, got);
+    for (int e = 0; e < 2; e++) {
+        cr_assert_eq(got[e].n, RT_SAMPLES);
+        assert_same_run(&want[e], &got[e], "streamed shards");
+    }
+    cr_assert(strstr(g.text, "exceed cache_limit"), "%s", g.text);
+    cr_assert(strstr(g.text, "in the shard order each rank fetches its own "
+                             "whole"),
+              "%s", g.text);
+    int whole = 0;
+    for (int s = 0; s < RT_SHARDS; s++) {
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "GET /shard-%06d.tar bytes=", s);
+        cr_assert_eq(rt_count(&f.srv, prefix), 0, "shard %d read by range", s);
+        snprintf(prefix, sizeof prefix, "GET /shard-%06d.tar - 200", s);
+        const int n = rt_count(&f.srv, prefix);
+        cr_assert(n >= 1 && n <= 3, "shard %d fetched %d times", s, n);
+        whole += n;
+    }
+    cr_assert_leq(whole, 2 * RT_SHARDS + 3, "%d whole fetches", whole);
+    cr_assert_leq(cache_files(&f, ".tar"), 3);
+    cr_assert_leq(cache_bytes(&f), c.cache_limit, "%lld bytes in the cache",
+                  (long long)cache_bytes(&f));
+    for (int e = 0; e < 2; e++) {
+        run_free(&want[e]);
+        run_free(&got[e]);
+    }
+    fx_down(&f);
+}
+
+/* PL_ORDER_SHARDS with a cache that holds the data, shuffled windows of
+ * 4: each shard fetched once for both epochs (those the stream lets go
+ * stay until room is wanted), and the local shards' bytes. */
+Test(remote, the_shard_order_fetches_each_shard_once_when_the_cache_holds_it,
+     .timeout = RT_TIMEOUT)
+{
+    fx f;
+    fx_up(&f, NULL);
+    run want[2], got[2];
+    pl_config c;
+    base_cfg(&c, f.local);
+    shards_cfg(&c, f.local, 4);
+    run_loader(&c, 2, want);
+    remote_cfg(&f, &c, 2);
+    shards_cfg(&c, f.url, 4);
+    c.cache_limit = largest_shards(&f, RT_SHARDS);
+    run_loader(&c, 2, got);
+    for (int e = 0; e < 2; e++) {
+        assert_same_run(&want[e], &got[e], "streamed shards");
+        run_free(&want[e]);
+        run_free(&got[e]);
+    }
+    assert_each_shard_fetched(&f, 1);
+    fx_down(&f);
+}
+
+/* Rank 1 of 4 reads one whole shard an epoch (6 samples, window 1): it
+ * fetches that one, and at most the next epoch's (claimed before
+ * destroy), not every shard as the global order's fetch-ahead does. */
+Test(remote, a_rank_of_the_shard_order_fetches_its_own_shards,
+     .timeout = RT_TIMEOUT)
+{
+    fx f;
+    fx_up(&f, NULL);
+    run want[1], got[1];
+    pl_config c;
+    base_cfg(&c, f.local);
+    shards_cfg(&c, f.local, 1);
+    c.rank = 1;
+    c.world_size = 4;
+    run_loader(&c, 1, want);
+    remote_cfg(&f, &c, 2);
+    shards_cfg(&c, f.url, 1);
+    c.rank = 1;
+    c.world_size = 4;
+    run_loader(&c, 1, got);
+    assert_same_run(&want[0], &got[0], "rank 1 of 4");
+    cr_assert_eq(got[0].n, RT_PER_SHARD);
+    const int mine = (int)(got[0].idx[0] / RT_PER_SHARD);
+    for (int k = 0; k < got[0].n; k++)
+        cr_assert_eq(got[0].idx[k] / RT_PER_SHARD, mine, "one shard");
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "GET /shard-%06d.tar - 200", mine);
+    cr_assert_eq(rt_count(&f.srv, prefix), 1, "its shard %d", mine);
+    const int all = rt_count(&f.srv, "GET /shard-") -
+                    rt_count(&f.srv, "GET /shard-000000.tar.idx") -
+                    rt_count(&f.srv, "GET /shard-000001.tar.idx") -
+                    rt_count(&f.srv, "GET /shard-000002.tar.idx") -
+                    rt_count(&f.srv, "GET /shard-000003.tar.idx");
+    cr_assert_leq(all, 2, "%d shard requests for one shard an epoch", all);
+    run_free(&want[0]);
+    run_free(&got[0]);
+    fx_down(&f);
+}
+
+/* PL_ORDER_SHARDS with a cache of two shards, fewer than the three a rank
+ * holds at once: create says so, and every member is read by range, as
+ * in the global order; the same bytes. */
+Test(remote, a_cache_too_small_for_the_stream_falls_back_to_ranges,
+     .timeout = RT_TIMEOUT)
+{
+    fx f;
+    fx_up(&f, NULL);
+    run want[1], got[1];
+    pl_config c;
+    base_cfg(&c, f.local);
+    shards_cfg(&c, f.local, 1);
+    run_loader(&c, 1, want);
+    remote_cfg(&f, &c, 2);
+    shards_cfg(&c, f.url, 1);
+    c.cache_limit = largest_shards(&f, 2);
+    rt_log g = {0};
+    c.log = rt_log_fn;
+    c.log_ctx = &g;
+    run_loader(&c, 1, got);
+    assert_same_run(&want[0], &got[0], "ranged reads");
+    cr_assert(strstr(g.text, "so they are not streamed"), "%s", g.text);
+    cr_assert(strstr(g.text, "each member is read alone"), "%s", g.text);
+    for (int s = 0; s < RT_SHARDS; s++) {
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "GET /shard-%06d.tar - ", s);
+        cr_assert_eq(rt_count(&f.srv, prefix), 0, "shard %d fetched whole", s);
+    }
+    cr_assert_eq(cache_files(&f, ".tar"), 0);
+    run_free(&want[0]);
+    run_free(&got[0]);
+    fx_down(&f);
+}
+
+/* The first shard request in the server's log: its shard's number, or -1. */
+static int first_shard_fetched(const fx *f)
+{
+    FILE *log = fopen(f->srv.log, "r");
+    char line[512];
+    int s = -1;
+    while (log && s < 0 && fgets(line, sizeof line, log))
+        if (sscanf(line, "GET /shard-%d.tar -", &s) != 1 ||
+            strstr(line, ".idx"))
+            s = -1;
+    if (log)
+        fclose(log);
+    return s;
+}
+
+/* A state saved mid-epoch on the local shards, resumed on their URLs in
+ * the shard order through a cache of three shards: the rest of the epoch
+ * byte for byte, no ranged request, and the stream starts at the shard
+ * the resumed position reads, not at the epoch's first. */
+Test(remote, a_resumed_shard_order_streams_from_the_resumed_shard,
+     .timeout = RT_TIMEOUT)
+{
+    fx f;
+    fx_up(&f, NULL);
+    run want[1];
+    pl_config lc;
+    base_cfg(&lc, f.local);
+    shards_cfg(&lc, f.local, 1);
+    lc.on_error = PL_ON_ERROR_FAIL;
+    run_loader(&lc, 1, want);
+    pl_loader *l = create(&lc);
+    const pl_batch *b;
+    for (int i = 0; i < 3; i++) { /* 15 of 24: into the third shard */
+        cr_assert_eq(pl_loader_next(l, &b), 0, "%s", pl_last_error());
+        pl_loader_release(l, b, NULL);
+    }
+    pl_state st;
+    cr_assert_eq(pl_loader_state(l, &st), 0);
+    pl_loader_destroy(l);
+    pl_config c;
+    remote_cfg(&f, &c, 2);
+    shards_cfg(&c, f.url, 1);
+    c.cache_limit = largest_shards(&f, 3);
+    c.resume = &st;
+    l = create(&c);
+    run rest;
+    cr_assert_eq(run_batches(l, 0, 3, MAXB, &rest), 1, "no epoch end");
+    pl_loader_destroy(l);
+    const int done = 15;
+    cr_assert_eq(rest.n, RT_SAMPLES - done);
+    for (int k = 0; k < rest.n; k++)
+        cr_assert_eq(rest.idx[k], want[0].idx[done + k]);
+    cr_assert_eq(memcmp(rest.bytes, sample_at(&want[0], done),
+                        rest.sample_bytes * (size_t)rest.n),
+                 0, "the resumed samples' pixels differ");
+    cr_assert_eq(first_shard_fetched(&f),
+                 (int)(want[0].idx[done] / RT_PER_SHARD));
+    for (int s = 0; s < RT_SHARDS; s++) {
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "GET /shard-%06d.tar bytes=", s);
+        cr_assert_eq(rt_count(&f.srv, prefix), 0, "shard %d read by range", s);
+    }
+    run_free(&rest);
+    run_free(&want[0]);
+    fx_down(&f);
+}
+
 /* FNV-1a of what rank `rank` of `world` delivers in epoch 0 of data. */
 /* `done`/`hold` (or -1): once its epoch is read the rank writes a byte to
  * `done` and waits for one from `hold` before it destroys its loader, so
  * that no rank's destroy cuts a fetch-ahead download another rank needs
  * (that shard would then be fetched twice: the count this suite checks). */
 static uint64_t rank_digest(const char *data, const char *cache, int rank,
-                            int world, int done, int hold)
+                            int world, int order, int done, int hold)
 {
     pl_config c;
     base_cfg(&c, data);
+    c.order = order;
+    if (order == PL_ORDER_SHARDS)
+        c.shuffle_window = 1;
     c.cache_dir = cache;
     c.rank = rank;
     c.world_size = world;
@@ -509,20 +783,20 @@ static uint64_t rank_digest(const char *data, const char *cache, int rank,
     return rc == PL_EPOCH_END && n > 0 ? h : 0;
 }
 
-/* 8 processes of one node, started together on one cache: each shard and
- * each index requested exactly once in all, and every rank's bytes those
- * of the same rank over the local shards. */
-Test(remote, eight_ranks_of_a_node_fetch_each_shard_once, .timeout = RT_TIMEOUT)
+/* ranks processes of one node, started together on one cache, in `order`:
+ * each shard and each index requested exactly once in all, and every
+ * rank's bytes those of the same rank over the local shards. */
+static void ranks_of_a_node(int ranks, int order)
 {
-    enum { RANKS = 8 };
     fx f;
     fx_up(&f, NULL);
     int go[2], done[2], hold[2];
     cr_assert_eq(pipe(go), 0);
     cr_assert_eq(pipe(done), 0);
     cr_assert_eq(pipe(hold), 0);
-    pid_t pid[RANKS];
-    for (int r = 0; r < RANKS; r++) {
+    pid_t pid[8];
+    cr_assert_leq(ranks, 8);
+    for (int r = 0; r < ranks; r++) {
         pid[r] = fork();
         cr_assert_geq(pid[r], 0);
         if (pid[r] == 0) {
@@ -534,8 +808,9 @@ Test(remote, eight_ranks_of_a_node_fetch_each_shard_once, .timeout = RT_TIMEOUT)
             /* As a job's ranks do, all finish their epoch before any
              * tears down. */
             const uint64_t a =
-                rank_digest(f.url, f.cache, r, RANKS, done[1], hold[0]);
-            const uint64_t b = rank_digest(f.local, NULL, r, RANKS, -1, -1);
+                rank_digest(f.url, f.cache, r, ranks, order, done[1], hold[0]);
+            const uint64_t b =
+                rank_digest(f.local, NULL, r, ranks, order, -1, -1);
             _exit(a != 0 && a == b ? 0 : 1);
         }
     }
@@ -545,7 +820,7 @@ Test(remote, eight_ranks_of_a_node_fetch_each_shard_once, .timeout = RT_TIMEOUT)
     close(hold[0]);
     /* Every rank's epoch read (within 60 s: a rank that fails never
      * says so, and the waits below name it), then all may destroy. */
-    for (int r = 0, waited = 0; r < RANKS && waited < 60000;) {
+    for (int r = 0, waited = 0; r < ranks && waited < 60000;) {
         struct pollfd p = {.fd = done[0], .events = POLLIN};
         char x;
         if (poll(&p, 1, 100) == 1 && read(done[0], &x, 1) == 1)
@@ -553,11 +828,11 @@ Test(remote, eight_ranks_of_a_node_fetch_each_shard_once, .timeout = RT_TIMEOUT)
         else
             waited += 100;
     }
-    for (int r = 0; r < RANKS; r++)
+    for (int r = 0; r < ranks; r++)
         (void)!write(hold[1], "x", 1);
     close(done[0]);
     close(hold[1]);
-    for (int r = 0; r < RANKS; r++) {
+    for (int r = 0; r < ranks; r++) {
         int st = 0;
         for (int t = 0; t < 6000 && waitpid(pid[r], &st, WNOHANG) == 0; t++)
             usleep(10000);
@@ -577,6 +852,19 @@ Test(remote, eight_ranks_of_a_node_fetch_each_shard_once, .timeout = RT_TIMEOUT)
         cr_assert_eq(rt_count(&f.srv, prefix), 1, "shard %d's index", s);
     }
     fx_down(&f);
+}
+
+Test(remote, eight_ranks_of_a_node_fetch_each_shard_once, .timeout = RT_TIMEOUT)
+{
+    ranks_of_a_node(8, PL_ORDER_GLOBAL);
+}
+
+/* In the shard order each of two ranks reads two whole shards (24 samples,
+ * window 1): each streams its own, and the node fetches each once. */
+Test(remote, two_ranks_of_the_shard_order_fetch_each_shard_once,
+     .timeout = RT_TIMEOUT)
+{
+    ranks_of_a_node(2, PL_ORDER_SHARDS);
 }
 
 /* A state saved on the local shards resumes on their URLs (a state moves
@@ -723,12 +1011,14 @@ Test(remote, a_list_file_of_urls_names_the_shards, .timeout = RT_TIMEOUT)
 /* Destroy while the shards come at 4 KB/s (each takes seconds): the
  * fetcher and the workers give up at once, and no partial shard is left
  * under a shard's name. */
-Test(remote, destroy_does_not_wait_for_a_slow_download, .timeout = RT_TIMEOUT)
+static void destroy_during_slow_downloads(int order)
 {
     fx f;
     fx_up_at(&f, NULL, 4000);
     pl_config c;
     remote_cfg(&f, &c, 2);
+    if (order == PL_ORDER_SHARDS)
+        shards_cfg(&c, f.url, 1);
     pl_loader *l = create(&c);
     usleep(300 * 1000); /* the downloads are under way */
     const double t0 = tu_seconds();
@@ -739,6 +1029,18 @@ Test(remote, destroy_does_not_wait_for_a_slow_download, .timeout = RT_TIMEOUT)
     cr_assert_geq(rt_count(&f.srv, "GET /shard-"), RT_SHARDS + 1,
                   "no shard download had started");
     fx_down(&f);
+}
+
+Test(remote, destroy_does_not_wait_for_a_slow_download, .timeout = RT_TIMEOUT)
+{
+    destroy_during_slow_downloads(PL_ORDER_GLOBAL);
+}
+
+/* The same with the shard order's stream thread waiting on its band. */
+Test(remote, destroy_does_not_wait_for_a_slow_streamed_shard,
+     .timeout = RT_TIMEOUT)
+{
+    destroy_during_slow_downloads(PL_ORDER_SHARDS);
 }
 
 /* config.extras through the remote readers: the cls member of every key,
@@ -768,9 +1070,9 @@ Test(remote, extras_come_through_whole_and_ranged_reads, .timeout = RT_TIMEOUT)
                 snprintf(want, sizeof want, "%d\n", k % 3);
                 const uint64_t *o = b->extras[0].offsets;
                 cr_assert_eq(o[i + 1] - o[i], strlen(want), "%s", path);
-                cr_assert(memcmp(b->extras[0].data + o[i], want,
-                                 strlen(want)) == 0,
-                          "%s", path);
+                cr_assert(
+                    memcmp(b->extras[0].data + o[i], want, strlen(want)) == 0,
+                    "%s", path);
             }
             pl_loader_release(l, b, NULL);
         }

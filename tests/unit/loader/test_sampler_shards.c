@@ -413,3 +413,56 @@ Test(sampler_shards, fini_is_safe_on_a_global_or_zeroed_sampler)
     sampler z = {0};
     sampler_fini(&z);
 }
+
+/* The shards a rank reaches, in order (what remote shards are fetched
+ * by): those of its stream range from the window holding `from` on, each
+ * run of one shard named once, empty shards never; every shard a position
+ * from `from` on reads is among them. The stream range is read with
+ * window 1 (the same shard layout, no shuffle within windows). */
+Test(sampler_shards, shard_sequence_is_the_shards_the_rank_reaches_in_order)
+{
+    dataset d;
+    dataset_make(&d, COUNTS, NCOUNTS);
+    const int64_t windows[] = {1, 4, 16};
+    for (int world = 1; world <= 5; world++)
+        for (int r = 0; r < world; r++)
+            for (int w = 0; w < 3; w++)
+                for (int mode = 0; mode < 4; mode++) {
+                    const int shuffle = mode & 1, drop = mode >> 1;
+                    sampler s, one;
+                    shards_sampler(&s, &d, 13, shuffle, r, world, drop,
+                                   windows[w]);
+                    shards_sampler(&one, &d, 13, shuffle, r, world, drop, 1);
+                    for (int64_t from = 0; from < s.per_rank; from += 5) {
+                        int32_t seq[NCOUNTS + 1], want[NCOUNTS + 1];
+                        const int n = sampler_shard_sequence(&s, 2, from, seq);
+                        int m = 0;
+                        for (int64_t j = from - from % windows[w];
+                             j < s.per_rank; j++) {
+                            const int k =
+                                shard_of(&d, sampler_index(&one, 2, j));
+                            if (m == 0 || want[m - 1] != k)
+                                want[m++] = k;
+                        }
+                        cr_assert_eq(n, m,
+                                     "world %d rank %d w %lld mode %d "
+                                     "from %lld: %d shards, want %d",
+                                     world, r, (long long)windows[w], mode,
+                                     (long long)from, n, m);
+                        for (int k = 0; k < n; k++) {
+                            cr_assert_eq(seq[k], want[k], "entry %d", k);
+                            cr_assert_gt(COUNTS[seq[k]], 0, "an empty shard");
+                        }
+                        for (int64_t j = from; j < s.per_rank; j++) {
+                            const int k = shard_of(&d, sampler_index(&s, 2, j));
+                            int in = 0;
+                            for (int q = 0; q < n && !in; q++)
+                                in = seq[q] == k;
+                            cr_assert(in, "position %lld's shard %d missing",
+                                      (long long)j, k);
+                        }
+                    }
+                    sampler_fini(&s);
+                    sampler_fini(&one);
+                }
+}
