@@ -62,7 +62,9 @@ IMAGE_LIBS := $(shell pkg-config --libs --static spng libwebp 2>/dev/null || \
                 echo -lspng -lz -lwebp)
 # libcurl (remote shards): pkg-config's flags, or plain -lcurl without it.
 CURL_LIBS := $(shell pkg-config --libs libcurl 2>/dev/null || echo -lcurl)
-LIBS     := -ljpeg $(IMAGE_LIBS) $(CURL_LIBS) -lm -lpthread
+# json-c (config.label_field): likewise.
+JSON_LIBS := $(shell pkg-config --libs json-c 2>/dev/null || echo -ljson-c)
+LIBS     := -ljpeg $(IMAGE_LIBS) $(CURL_LIBS) $(JSON_LIBS) -lm -lpthread
 
 ifeq ($(CUDA),sim)
 SIM      := 1
@@ -148,7 +150,7 @@ WORKERS_SRC := workers/decode.c workers/decode_png.c workers/decode_webp.c \
                workers/fileio.c workers/process.c workers/pool.c
 INPUT_SRC   := input/catalog.c input/tar.c input/sidecar.c input/shard_table.c \
                input/folder.c \
-               input/list.c input/shards.c input/input.c input/remote.c \
+               input/list.c input/shards.c input/json_label.c input/input.c input/remote.c \
                input/remote_http.c input/remote_cache.c
 DEVICE_SRC  := device/backend.c device/backend_host.c
 ifneq ($(HAVE_CUDA),)

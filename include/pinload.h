@@ -457,6 +457,15 @@ typedef struct pl_config {
      * (0 bytes). 1: the sample is bad, PL_ENOEXTRA naming the member, and
      * on_error decides as for an image that cannot be read. */
     int32_t extras_required;
+    /* Tar shards: each sample's label from this top-level field of its
+     * JSON member (KEY.json), an integer in [0, 2^20), instead of its cls
+     * member. Every json member is read at create (one read a sample, once
+     * a create). A key whose label cannot be had so (no json member, not
+     * JSON, no such field, not such an integer) is bad by construction,
+     * PL_ECORRUPT saying why. Local shards only: remote ones, folders and
+     * list files are PL_EINVAL. Default NULL: the cls member. The library
+     * keeps no pointer after create. */
+    const char *label_field;
 } pl_config;
 
 /* Fill *cfg with the defaults listed above. */

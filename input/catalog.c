@@ -132,6 +132,8 @@ void catalog_close(catalog *c)
     free(c->shard_name);
     free(c->shard_source);
     kept_free(c->kept);
+    free(c->label_field);
+    free(c->json_label);
     catalog_init(c);
 }
 
@@ -339,6 +341,39 @@ int catalog_set_extra_text(catalog *c, int k, const char *text, size_t len)
     return rc;
 }
 
+int catalog_set_label_field(catalog *c, const char *field)
+{
+    free(c->label_field);
+    c->label_field = strdup(field);
+    return c->label_field ? 0 : PL_ENOMEM;
+}
+
+int catalog_set_json_labels(catalog *c, int64_t first, const int32_t *labels,
+                            int64_t n)
+{
+    if (grow(&c->json_label, &c->json_cap, (size_t)(first + n),
+             sizeof *c->json_label, 1024) < 0)
+        return PL_ENOMEM;
+    memcpy(c->json_label + first, labels, (size_t)n * sizeof *labels);
+    return 0;
+}
+
+/* Why sample i has no label from its JSON member, into reason. */
+static void json_label_reason(const catalog *c, int64_t i, char *reason,
+                              size_t cap)
+{
+    static const char *const why[] = {
+        "no json member", "its json member is not JSON",
+        "its json has no field \"%s\"",
+        "its json's \"%s\" is not a label (an integer in [0, 2^20))",
+        "its json member could not be read"};
+    const int code = -c->json_label[i] - 1;
+    char fmt[96];
+    snprintf(fmt, sizeof fmt, "%s (config.label_field)",
+             why[code >= 0 && code < 5 ? code : 4]);
+    snprintf(reason, cap, fmt, c->label_field);
+}
+
 int catalog_add_class(catalog *c, const char *name)
 {
     if (grow(&c->class_off, &c->class_cap, (size_t)c->num_classes + 1,
@@ -379,6 +414,8 @@ static int shard_sample_of(const catalog *c, int64_t i, shard_sample *s,
 
 int32_t catalog_label(const catalog *c, int64_t i)
 {
+    if (c->json_label)
+        return c->json_label[i] < 0 ? 0 : c->json_label[i];
     if (!c->nshards)
         return c->labels[i];
     const int k = shard_of(c, i);
@@ -481,6 +518,11 @@ int catalog_locate(const catalog *c, int64_t i, location *loc, char *reason,
     const int k = shard_sample_of(c, i, &s, &key, reason, cap);
     if (s.code) /* bad by construction */
         return s.code;
+    if (c->json_label && c->json_label[i] < 0) {
+        if (reason)
+            json_label_reason(c, i, reason, cap);
+        return PL_ECORRUPT;
+    }
     const int src = c->shard_source[k];
     *loc = (location){.fd = c->source_fd[src],
                       .offset = shard_member_offset(&c->tables[k], s.image),

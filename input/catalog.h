@@ -76,7 +76,21 @@ typedef struct catalog {
     /* The names catalog_name returned for shard samples, kept until
      * catalog_close. */
     struct catalog_kept *kept;
+    /* config.label_field (catalog_set_label_field): the field, and each
+     * shard sample's label from it, [n], or a JSON_LABEL_* code (< 0). */
+    char *label_field;
+    int32_t *json_label;
+    size_t json_cap;
 } catalog;
+
+/* Why a sample has no label from its JSON member (catalog.json_label). */
+enum {
+    JSON_LABEL_NO_MEMBER = -1,
+    JSON_LABEL_NOT_JSON = -2,
+    JSON_LABEL_NO_FIELD = -3,
+    JSON_LABEL_NOT_LABEL = -4,
+    JSON_LABEL_UNREAD = -5,
+};
 
 void catalog_init(catalog *c);
 /* Closes the root and every source, frees everything; safe after a failed
@@ -132,6 +146,16 @@ void catalog_extras_beside(catalog *c);
 /* The last sample added (a file) has extra k's bytes: text[0, len),
  * copied. PL_ENOMEM. */
 int catalog_set_extra_text(catalog *c, int k, const char *text, size_t len);
+
+/* Before the first shard: labels come from `field` of each sample's JSON
+ * member (copied), which the shard reader fills in with
+ * catalog_set_json_labels. PL_ENOMEM. */
+int catalog_set_label_field(catalog *c, const char *field);
+
+/* The labels (or JSON_LABEL_* codes) of the samples [first, first + n):
+ * PL_ENOMEM. */
+int catalog_set_json_labels(catalog *c, int64_t first, const int32_t *labels,
+                            int64_t n);
 
 /* The next class, named `name` (its label is the count before it). */
 int catalog_add_class(catalog *c, const char *name);

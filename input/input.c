@@ -48,6 +48,12 @@ int input_open(catalog *c, const char *data, const remote_opts *remote,
     int rc = read_remote(c, data, remote, lg, &shards);
     if (rc == 0 && !shards)
         rc = read_shards(c, data, lg, &shards);
+    if (rc == 0 && !shards && c->label_field)
+        rc = err_set(PL_EINVAL,
+                     "pl_loader_create: config.label_field: %s is not tar "
+                     "shards (labels from a JSON member are read from "
+                     "shards' KEY.json members)",
+                     data);
     if (rc == 0 && !shards) {
         struct stat st;
         if (stat(data, &st) < 0)

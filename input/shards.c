@@ -22,6 +22,7 @@
 #include "../common/error.h"
 #include "../common/file.h"
 #include "../common/grow.h"
+#include "json_label.h"
 #include "readers.h"
 #include "sidecar.h"
 #include "tar.h"
@@ -29,6 +30,8 @@
 #define MAX_SHARDS (1 << 20)
 #define SCAN_THREADS 8 /* threads indexing shards at create */
 #define SCAN_WINDOW 64 /* shards whose indexes live at once */
+/* A json member larger than this gives no label (JSON_LABEL_UNREAD). */
+#define JSON_LABEL_MAX_BYTES ((int64_t)16 << 20)
 #define FD_MARGIN 256  /* descriptors left for everything else (CUDA, files) */
 
 static void paths_free(char **p, int n)
@@ -278,11 +281,82 @@ static void note_unread(const catalog *cat, const shard_table *tab,
     }
 }
 
+/* Key k's label from its json member's field (config.label_field), read
+ * from the shard at fd now; or a JSON_LABEL_* code. */
+static int32_t json_label_at(const catalog *cat, const shard_table *tab,
+                             uint32_t first, uint32_t count, int fd,
+                             char **buf, size_t *cap)
+{
+    for (uint32_t m = first; m < first + count; m++) {
+        size_t klen;
+        const char *ext;
+        shard_split_key(shard_member_name(tab, m), &klen, &ext);
+        if (strcasecmp(ext, "json") != 0)
+            continue;
+        const int64_t off = shard_member_offset(tab, m);
+        const int64_t size = shard_member_size(tab, m);
+        if (size > JSON_LABEL_MAX_BYTES ||
+            grow(buf, cap, (size_t)size + 1, 1, 4096) < 0)
+            return JSON_LABEL_UNREAD;
+        for (int64_t got = 0; got < size;) {
+            const ssize_t n = pread(fd, *buf + got, (size_t)(size - got),
+                                    (off_t)(off + got));
+            if (n <= 0 && !(n < 0 && errno == EINTR))
+                return JSON_LABEL_UNREAD;
+            got += n > 0 ? n : 0;
+        }
+        return json_label_of(*buf, (size_t)size, cat->label_field,
+                             MAX_CLASSES);
+    }
+    return JSON_LABEL_NO_MEMBER;
+}
+
+/* The labels of a shard's keys from their json members, into the catalog
+ * from sample `first` on; *max_label rises to the largest. */
+static int add_json_labels(catalog *cat, int s, const char *path,
+                           const shard_table *tab, int64_t first,
+                           int32_t *max_label)
+{
+    if (cat->source_reader[s])
+        return err_set(PL_EINVAL,
+                       "pl_loader_create: config.label_field: %s is a remote "
+                       "shard; labels from JSON members are read at create, "
+                       "from local shards only (pinload-pack can store them "
+                       "as cls members)",
+                       path);
+    int32_t *labels = malloc((tab->nkeys ? tab->nkeys : 1) * sizeof *labels);
+    char *buf = NULL;
+    size_t cap = 0;
+    if (!labels)
+        return PL_ENOMEM;
+    for (uint32_t k = 0; k < tab->nkeys; k++) {
+        const unsigned char *r = tab->keys + (size_t)k * SHARD_TABLE_KEY;
+        uint32_t m0, count;
+        memcpy(&m0, r, 4);
+        memcpy(&count, r + 4, 4);
+        labels[k] = json_label_at(cat, tab, m0, count, cat->source_fd[s], &buf,
+                                  &cap);
+        if (labels[k] > *max_label)
+            *max_label = labels[k];
+    }
+    const int rc = catalog_set_json_labels(cat, first, labels, tab->nkeys);
+    free(labels);
+    free(buf);
+    return rc;
+}
+
 /* The samples of one shard: its keys, as its table has them (the catalog
  * takes the table). */
 int shards_add_indexed(catalog *cat, int s, const char *path, shard_table *tab,
                        int32_t *max_label, unread_members *unread)
 {
+    if (cat->label_field) {
+        const int rc = add_json_labels(cat, s, path, tab, cat->n, max_label);
+        if (rc < 0) {
+            shard_table_close(tab);
+            return rc;
+        }
+    }
     for (uint32_t k = 0; k < tab->nkeys; k++) {
         const unsigned char *r = tab->keys + (size_t)k * SHARD_TABLE_KEY;
         uint32_t first, count;
@@ -292,7 +366,7 @@ int shards_add_indexed(catalog *cat, int s, const char *path, shard_table *tab,
         /* Every sample's label counts, a bad one's too: under SUBSTITUTE
          * it is delivered (a key without an image keeps its cls label). */
         const int32_t label = shard_key_label(tab, k);
-        if (label > *max_label)
+        if (!cat->label_field && label > *max_label)
             *max_label = label;
     }
     return catalog_add_shard(cat, path, s, tab);

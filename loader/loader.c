@@ -517,8 +517,12 @@ static int loader_create(const pl_config *cfg, pl_loader **out)
         l->extra_names[k] = l->rc.extras[k];
     catalog_set_extras(&l->cat, l->extra_names, l->rc.nextras,
                        c->extras_required);
+    if (c->label_field && c->label_field[0] &&
+        (rc = catalog_set_label_field(&l->cat, c->label_field)) < 0)
+        goto fail;
     if ((rc = input_open(&l->cat, c->data, &remote, &l->log)) < 0)
         goto fail;
+    l->rc.cfg.label_field = NULL; /* the catalog has a copy */
     sampler_init(&l->smp, catalog_size(&l->cat), c->seed, c->shuffle,
                  l->rc.rank, l->rc.world, c->shard_mode == PL_SHARD_DROP);
     if ((rc = plan_order(l, c->data)) < 0)

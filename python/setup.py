@@ -2,8 +2,9 @@
 
 By default the library is built with its own Makefile (`make lib`) and
 linked statically into the extension, so the wheel needs nothing but the
-libraries the C library itself links (libjpeg, libspng, libwebp and
-libcurl, and libcudart where the CUDA toolkit was found; none with CUDART=static). The C sources are the
+libraries the C library itself links (libjpeg, libspng, libwebp, libcurl
+and json-c, and libcudart where the CUDA toolkit was found; none with
+CUDART=static). The C sources are the
 checkout's (this folder's parent), or, in an sdist (tools/wheel.sh), its
 own csrc/ folder: the sdist builds from itself alone. A missing Debian
 package is named by the Makefile's check. Environment:

@@ -39,6 +39,7 @@ check_build() {
     have_header webp/decode.h || want libwebp-dev     # WebP
     have_header zlib.h || want zlib1g-dev             # libspng's static link
     have_header curl/curl.h || want libcurl4-openssl-dev # remote shards
+    have_header json-c/json.h || want libjson-c-dev   # config.label_field
 }
 check_test() {
     command -v djpeg >/dev/null 2>&1 || want libjpeg-turbo-progs

@@ -137,7 +137,7 @@ outside = [l.strip() for l in ldd.splitlines()
            if "=>" in l and ".libs/" not in l
            and not any(p in l for p in policy)]
 assert not outside, "libraries outside the wheel: %s" % outside
-for lib in ("libjpeg", "libspng", "libwebp", "libcurl"):
+for lib in ("libjpeg", "libspng", "libwebp", "libcurl", "libjson-c"):
     assert any(lib in l and ".libs/" in l for l in ldd.splitlines()), \
         "%s is not vendored: %s" % (lib, ldd)
 loader = pinload.Loader(data, batch_size=4, size=32, seed=1,

@@ -179,6 +179,15 @@ class LoaderOptions(TypedDict, total=False):
     """What a sample lacking one of them gets. 0 (default): an empty entry
     (0 bytes). True: the sample is bad, PL_ENOEXTRA naming the member,
     and on_error decides as for an image that cannot be read."""
+    label_field: Optional[str]
+    """Tar shards: each sample's label from this top-level field of its
+    JSON member (KEY.json), an integer in [0, 2^20), instead of its cls
+    member. Every json member is read at create (one read a sample, once
+    a create). A key whose label cannot be had so (no json member, not
+    JSON, no such field, not such an integer) is bad by construction,
+    PL_ECORRUPT saying why. Local shards only: remote ones, folders and
+    list files are PL_EINVAL. Default None: the cls member. The library
+    keeps no pointer after create."""
 
 
 #: keyword: (kind, the pl_config fields it sets, the fields' value when
@@ -229,6 +238,7 @@ KEYWORDS: Dict[str, Tuple[str, Tuple[str, ...], Optional[int]]] = {
     "shuffle_window": ("int", ("shuffle_window",), None),
     "extras": ("extras", ("extras",), None),
     "extras_required": ("flag", ("extras_required",), None),
+    "label_field": ("str", ("label_field",), None),
 }
 
 #: a name-valued keyword's names, and the _pinload constants they stand for

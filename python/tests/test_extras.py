@@ -122,3 +122,13 @@ def test_torch_dict_batches_carry_the_extras(shards):
         pt.Loader(shards, device="cpu", extras="txt", output_map=("json",))
     loader.close()
     only.close()
+
+
+def test_labels_from_a_json_field(shards):
+    with pinload.Loader(shards, batch_size=10, size=16, device="host",
+                        label_field="i") as loader:
+        assert loader.info["num_classes"] == 20
+        for batch in loader:
+            labels = np.from_dlpack(batch.labels).tolist()
+            indices = np.from_dlpack(batch.indices).tolist()
+            assert labels == [key_of(loader, i) for i in indices]

@@ -448,3 +448,92 @@ Test(extras, read_extra_gives_a_members_bytes, .timeout = TIMEOUT)
     pl_loader_destroy(l);
     tu_rm_rf(dir);
 }
+
+/* config.label_field: each sample's label from its json member's field,
+ * read at create: the key numbers here ({"i": i, ...}), the class count
+ * from the largest; keys whose json gives none are bad by construction,
+ * naming why; folders and list files are refused. */
+Test(extras, labels_from_a_json_field, .timeout = TIMEOUT)
+{
+    char dir[64], data[160];
+    tu_tmpdir(dir);
+    make_shards(dir, data);
+    pl_config c;
+    shard_cfg(&c, data, 2);
+    c.extras = NULL;
+    c.label_field = "i";
+    pl_loader *l = create(&c);
+    cr_assert_eq(info_of(l).num_classes, KEYS);
+    got g = {0};
+    cr_assert_eq(take(l, &g, -1, 0), PL_EPOCH_END, "%s", pl_last_error());
+    cr_assert_eq(g.n, KEYS);
+    for (int i = 0; i < g.n; i++)
+        cr_assert_eq(g.label[i], key_of(l, g.idx[i]), "sample %d", i);
+    pl_loader_destroy(l);
+
+    /* A shard of keys whose json gives no label, one each way. */
+    static const struct {
+        const char *json; /* NULL: no json member */
+        const char *why;
+    } bad[] = {
+        {"{\"i\": 3}", NULL},
+        {NULL, "no json member"},
+        {"{\"i\": 3", "not JSON"},
+        {"{\"j\": 3}", "has no field \"i\""},
+        {"{\"i\": \"3\"}", "is not a label"},
+        {"{\"i\": -1}", "is not a label"},
+        {"[3]", "not JSON"},
+    };
+    const int nbad = (int)(sizeof bad / sizeof *bad);
+    char p[256], cmd[512];
+    for (int i = 0; i < nbad; i++) {
+        snprintf(p, sizeof p, "%s/odd/k%d.jpg", dir, i);
+        tu_mkdirs_for(p);
+        tu_write_jpeg(p, 20, 20, (unsigned)i, NULL);
+        if (bad[i].json) {
+            snprintf(p, sizeof p, "%s/odd/k%d.json", dir, i);
+            tu_write_file(p, bad[i].json, strlen(bad[i].json));
+        }
+    }
+    snprintf(cmd, sizeof cmd, "cd %s/odd && tar -cf ../odd.tar $(ls | sort)",
+             dir);
+    cr_assert_eq(system(cmd), 0);
+    char odd[160];
+    snprintf(odd, sizeof odd, "%s/odd.tar", dir);
+    shard_cfg(&c, odd, 1);
+    c.extras = NULL;
+    c.label_field = "i";
+    c.shuffle = 0;
+    c.on_error = PL_ON_ERROR_SUBSTITUTE;
+    l = create(&c);
+    got h = {0};
+    cr_assert_eq(take(l, &h, -1, 0), PL_EPOCH_END, "%s", pl_last_error());
+    cr_assert_eq(h.n, nbad);
+    for (int i = 0; i < nbad; i++) {
+        cr_assert_eq(h.status[i], bad[i].why ? PL_ECORRUPT : 0, "key %d", i);
+        cr_assert_eq(h.label[i], bad[i].why ? 0 : 3, "key %d", i);
+    }
+    pl_failure f[8];
+    size_t n;
+    cr_assert_eq(pl_loader_failures(l, 0, f, 8, &n), 0);
+    cr_assert_eq(n, (size_t)nbad - 1);
+    for (size_t k = 0; k < n; k++) {
+        const int key = atoi(strstr(f[k].path, ":k") + 2);
+        cr_assert_not_null(strstr(f[k].reason, bad[key].why), "key %d: %s",
+                           key, f[k].reason);
+        cr_assert_not_null(strstr(f[k].reason, "config.label_field"), "%s",
+                           f[k].reason);
+    }
+    pl_loader_destroy(l);
+
+    char root[64];
+    tu_make_tree(root, 3, 1);
+    base_cfg(&c, root);
+    c.label_field = "i";
+    pl_loader *none = NULL;
+    cr_assert_eq(pl_loader_create(&c, &none), PL_EINVAL);
+    cr_assert_not_null(strstr(pl_last_error(), "config.label_field"), "%s",
+                       pl_last_error());
+    tu_rm_rf(root);
+    tu_rm_rf(dir);
+}

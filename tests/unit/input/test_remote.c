@@ -1082,3 +1082,23 @@ Test(remote, extras_come_through_whole_and_ranged_reads, .timeout = RT_TIMEOUT)
     }
     fx_down(&f);
 }
+
+/* config.label_field reads every json member at create: local shards only,
+ * remote ones refused naming the field and the shard. */
+Test(remote, labels_from_json_are_refused_for_remote_shards,
+     .timeout = RT_TIMEOUT)
+{
+    fx f;
+    fx_up(&f, NULL);
+    pl_config c;
+    remote_cfg(&f, &c, 1);
+    c.label_field = "label";
+    pl_loader *l = NULL;
+    cr_assert_eq(pl_loader_create(&c, &l), PL_EINVAL);
+    cr_assert_null(l);
+    cr_assert_not_null(strstr(pl_last_error(), "config.label_field"), "%s",
+                       pl_last_error());
+    cr_assert_not_null(strstr(pl_last_error(), "remote shard"), "%s",
+                       pl_last_error());
+    fx_down(&f);
+}
