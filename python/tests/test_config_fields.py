@@ -66,9 +66,11 @@ def test_a_stale_file_fails_the_check_naming_it(tree):
 
 
 def test_an_appended_field_is_a_keyword_with_no_hand_edit(tree):
+    before = (tree / "python/src/config_fields.h").read_text()
+    last = re.findall(r"^    X\((\w+), (\w+)\)", before, re.M)[-1]
     append_field(tree, "    /* Samples shuffled together; default 0. */\n"
                  "    int32_t mix_window;\n"
-                 "    const char *label_field; /* the label's member; "
+                 "    const char *note_field; /* the label's member; "
                  "default NULL: cls */\n"
                  "    int64_t budget; /* bytes; default 0 */")
     rc, out = run(tree, "--check")
@@ -79,16 +81,15 @@ def test_an_appended_field_is_a_keyword_with_no_hand_edit(tree):
     assert run(tree)[0] == 0
     table = (tree / "python/src/config_fields.h").read_text()
     rows = re.findall(r"^    X\((\w+), (\w+)\)", table, re.M)
-    assert rows[-4:] == [("extras_required", "F_I32"),
-                         ("mix_window", "F_I32"),
-                         ("label_field", "F_PATH"), ("budget", "F_I64")]
+    assert rows[-4:] == [last, ("mix_window", "F_I32"),
+                         ("note_field", "F_PATH"), ("budget", "F_I64")]
     assert table.count("\\\n") == len(rows)
     assert "#define PL_CONFIG_LAST_FIELD budget\n" in table
     opts = (tree / "python/pinload/_options.py").read_text()
     assert ('    mix_window: Optional[int]\n'
             '    """Samples shuffled together; default 0."""\n') in opts
-    assert '    label_field: Optional[str]\n' in opts
-    assert '"label_field": ("str", ("label_field",), None),' in opts
+    assert '    note_field: Optional[str]\n' in opts
+    assert '"note_field": ("str", ("note_field",), None),' in opts
     assert '"budget": ("int", ("budget",), None),' in opts
     doc = (tree / "python/pinload/__init__.py").read_text()
     assert "    mix_window      Samples shuffled together; default 0.\n" in doc
