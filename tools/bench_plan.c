@@ -86,7 +86,8 @@ static const plan_const plan_k[K_COUNT] = {
                           "+0 KiB (noise about 100 KiB: under 0.1 B)"},
     [K_SAMPLER_SHARD] = {"shards_order_bytes_per_shard", 44, "B",
                          "derived: loader/sampler.c, first 8 + TABLES 3 x "
-                         "(perm 4 + start 8); measured +5 B (noise 30)"},
+                         "(perm 4 + start 8); measured within the noise "
+                         "(about 30 B a shard)"},
     [K_SCAN_WINDOW] = {"scan_window_shards", 64, "shards",
                        "derived: input/shards.c, SCAN_WINDOW"},
     [K_SCAN_SAMPLE] = {"scan_bytes_per_window_sample", 44, "B",
