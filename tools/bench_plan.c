@@ -110,16 +110,16 @@ static const plan_const plan_k[K_COUNT] = {
     [K_CREATE_IDX] = {"create_seconds_per_sample_idx", 0.245e-6, "s",
                       "measured: machine B, 2026-11-26, create and a batch "
                       "over 2M samples in 4,000 and 1,000 shards, .idx "
-                      "mapped: 0.635 and 0.530 s"},
+                      "mapped: 0.635 and 0.530 s (the fastest of three)"},
     [K_CREATE_SHARD_IDX] = {"create_seconds_per_shard_idx", 35e-6, "s",
                             "measured: the same two runs, a shard's open, "
                             "fstat, mapping and checksum"},
     [K_CREATE_HEADERS] = {"create_seconds_per_sample_headers", 1.49e-6, "s",
                           "measured: the same without .idx (a fresh "
                           "PINLOAD_INDEX_DIR): 3.75 and 3.17 s (the "
-                          "fastest of three and of two)"},
-    [K_CREATE_SHARD_HEADERS] = {"create_seconds_per_shard_headers", 194e-6,
-                                "s",
+                          "fastest of five and of four: disk-bound, up to "
+                          "7.9 and 6.2 s)"},
+    [K_CREATE_SHARD_HEADERS] = {"create_seconds_per_shard_headers", 194e-6, "s",
                                 "measured: the same without .idx, a shard's "
                                 "headers read and its .idx written"},
     [K_SHARDS_CREATE] = {"shards_order_create_fraction", 1.0, "",
@@ -174,8 +174,7 @@ typedef struct plan_row {
  * "Memory"): nothing per sample is private; each shard's table is its
  * index file mapped, the page cache's, once a node, for the first
  * K_MAPPED_MAX shards, and in each rank's heap past them. */
-static void rank_memory(const plan_job *j, int remote, int order,
-                        plan_row *r)
+static void rank_memory(const plan_job *j, int remote, int order, plan_row *r)
 {
     const double n = j->samples, s = j->shards, per = n / s;
     const double mapped = s < K(K_MAPPED_MAX) ? s : K(K_MAPPED_MAX);

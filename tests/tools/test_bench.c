@@ -619,7 +619,8 @@ Test(bench, plan_values_follow_the_documented_formulas)
                  t_hdr_shard =
                      plan_const(tab, "create_seconds_per_shard_headers"),
                  latency = plan_const(tab, "request_latency"),
-                 shards_create = plan_const(tab, "shards_order_create_fraction");
+                 shards_create =
+                     plan_const(tab, "shards_order_create_fraction");
     cr_assert_eq(plan_const(tab, "table_bytes_per_heap_shard"), 72);
     cr_assert_eq(plan_const(tab, "mapped_shards_max"), 32768);
     cr_assert_eq(plan_const(tab, "shards_order_bytes_per_shard"), 44);
@@ -647,8 +648,8 @@ Test(bench, plan_values_follow_the_documented_formulas)
      * sample) */
     const double resident = 100 * (shard + 900) + 1000 * sample + ring;
     assert_near(json_num(out, g, "rank_resident_bytes"), resident, "resident");
-    assert_near(json_num(out, g, "rank_peak_bytes"),
-                resident + 1000 * 2 * 96, "peak");
+    assert_near(json_num(out, g, "rank_peak_bytes"), resident + 1000 * 2 * 96,
+                "peak");
     assert_near(json_num(out, g, "node_peak_bytes"),
                 4 * (resident + 1000 * 2 * 96) + shared, "node peak");
     /* create: the samples and shards, 100 .idx requests 8 at a time,
