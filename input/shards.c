@@ -687,7 +687,7 @@ void shards_say_heap(const catalog *cat, logger *lg)
                 "%d of %d shard(s) have no index file mapped (none could be "
                 "written beside them or in the cache folder, or over %d "
                 "shards): their sample tables are held in this process's "
-                "memory instead of the page cache, about 50 bytes a sample "
+                "memory instead of the page cache, about 96 bytes a sample "
                 "(set PINLOAD_INDEX_DIR to a writable folder)",
                 cat->heap_tables, cat->nshards, SHARDS_MAPPED_MAX);
 }

@@ -57,8 +57,9 @@ const char bench_usage[] =
     "bandwidth bound, for the global order and the shard\norder (--order "
     "picks one). Sizes and counts take K, M, G, T (1e3 ... 1e12).\n"
     "--cache-limit X is config.cache_limit a node (0: none); --name-bytes "
-    "L a\nsample's name (default 48). --constants lists the model's "
-    "numbers and where\neach came from; docs/SCALE.md gives the formulas.\n" CLI_EXIT_CODES;
+    "L is\nread but changes nothing now (no name is kept a shard sample). "
+    "--constants lists\nthe model's numbers and where each came from; "
+    "docs/SCALE.md gives the formulas.\n" CLI_EXIT_CODES;
 
 /* ---- arguments ---- */
 

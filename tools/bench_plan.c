@@ -26,82 +26,106 @@ typedef struct plan_const {
 } plan_const;
 
 enum {
-    K_CATALOG_RANGE,    /* catalog arrays, a sample in a shard */
-    K_CATALOG_FILE,     /* catalog arrays, a file sample (folder, list) */
-    K_SAMPLE_EXTRA,     /* measured, a sample, beyond arrays and names */
+    K_TABLE_SAMPLE,     /* a sample's records and names in its shard's table */
+    K_TABLE_SHARD,      /* a mapped table's bytes beyond its samples' */
+    K_TABLE_HEAD,       /* a table's head and checksum */
+    K_MAPPED_MAX,       /* shards whose tables are mapped; the rest: heap */
+    K_PRIVATE_SHARD,    /* private bytes a shard, resident (either order) */
+    K_PRIVATE_SAMPLE,   /* private bytes a sample, resident (either order) */
+    K_SAMPLER_SHARD,    /* --order shards: the sampler's bytes a shard */
+    K_SCAN_WINDOW,      /* local shards indexed at once */
+    K_SCAN_SAMPLE,      /* private bytes a window's sample, indexes written */
+    K_SHARD_REMOTE,     /* private bytes a remote shard beyond a local one */
     K_MEMBER_INDEX,     /* a tar_member and its name, while an index lives */
     K_MEMBERS,          /* members a sample: KEY.jpg + KEY.cls */
-    K_SCAN_WINDOW,      /* local shards whose indexes live at once */
-    K_SHARD_LOCAL,      /* per local shard, resident */
-    K_SHARD_REMOTE,     /* per remote shard, resident */
-    K_SCAN_JOB,         /* per local shard, during create */
-    K_IDX_MEMBER,       /* bytes of a member in a .idx file */
     K_CREATE_IDX,       /* create time a sample, .idx files present */
+    K_CREATE_SHARD_IDX, /* create time a shard, .idx mapped */
     K_CREATE_HEADERS,   /* create time a sample, headers read (no .idx) */
-    K_CREATE_SHARD_IDX, /* create time a shard, .idx read */
     K_CREATE_SHARD_HEADERS, /* create time a shard, headers, .idx written */
+    K_SHARDS_CREATE,        /* --order shards: create time over the global's */
     K_INDEX_THREADS,        /* remote .idx requests in flight at create */
     K_LATENCY,              /* a request's first byte from the store */
     K_RANGE_OVERHEAD,       /* bytes of a ranged request beyond the member */
-    K_NAME,                 /* bytes of a sample's name, by default */
     K_MAX_SHARDS,           /* create refuses more shards */
-    K_SHARDS_PER_SHARD,     /* --order shards: resident per shard */
-    K_SHARDS_IN_HAND,       /* --order shards: shards a rank holds at once */
-    K_SHARDS_CREATE,        /* --order shards: create time over the global's */
+    K_SHARDS_IN_HAND,       /* --order shards: shards a rank fetches at once */
     K_COUNT
 };
 
-/* Machine A: the 2-core development VM of docs/BENCHMARKS.md. Figures
- * per sample are at 500 samples a shard (pinload-pack --per-shard 500 of
- * one 699-byte JPEG, label in KEY.cls). */
+/* Machine B: the 2-core Intel development VM of docs/BENCHMARKS.md
+ * ("2026-11-26, machine B: the model re-measured, the shard index
+ * mapped"). Figures per sample are at 500 samples a shard (pinload-pack
+ * --per-shard 500 of one 699-byte JPEG, label in KEY.cls), measured by a
+ * program that creates a loader, takes a batch (host, 64 at 16x16, 2
+ * workers) and reads /proc/self/status (RssAnon: private; RssFile: the
+ * mapped indexes), each create a process of its own. */
 static const plan_const plan_k[K_COUNT] = {
-    [K_CATALOG_RANGE] = {"catalog_bytes_per_sample", 32, "B",
-                         "derived: input/catalog.h, name_off 8 + labels 4 + "
-                         "source 4 + offset 8 + size 8"},
-    [K_CATALOG_FILE] = {"catalog_bytes_per_file_sample", 12, "B",
-                        "derived: input/catalog.h, name_off 8 + labels 4 "
-                        "(no range tables)"},
-    [K_SAMPLE_EXTRA] = {"extra_bytes_per_sample", 2.64, "B",
-                        "measured: machine B, 2026-11-26, peak RSS at the "
-                        "first batch over 2M samples in 4,000 shards "
-                        "(docs/SCALE.md, \"Measured\"), less every derived "
-                        "term, a sample"},
+    [K_TABLE_SAMPLE] = {"table_bytes_per_sample", 94, "B",
+                        "derived: input/shard_table.h, 2 member records of "
+                        "24 + a key's 16 + names 2 x 14 (KEY.jpg, KEY.cls, "
+                        "NULs) + the cls text ~2; pinload-pack's .idx: "
+                        "47,024 B a 500-sample shard"},
+    [K_TABLE_SHARD] = {"table_bytes_per_mapped_shard", 2120, "B",
+                       "measured: machine B, 2026-11-26, RssFile over 1,000 "
+                       "and 4,000 shards of 500, less the records: head and "
+                       "checksum 72 + the last page's rest (2,048 on "
+                       "average)"},
+    [K_TABLE_HEAD] = {"table_bytes_per_heap_shard", 72, "B",
+                      "derived: input/shard_table.h, SHARD_TABLE_HEAD 64 + "
+                      "the checksum 8"},
+    [K_MAPPED_MAX] = {"mapped_shards_max", 32768, "shards",
+                      "derived: input/readers.h, SHARDS_MAPPED_MAX: past it "
+                      "a table is read into each rank's heap"},
+    [K_PRIVATE_SHARD] = {"private_bytes_per_shard", 212, "B",
+                         "measured: machine B, 2026-11-26, RssAnon after "
+                         "create and a batch over 4,000 shards against 1,000 "
+                         "(2M and 500k samples; 2M in 1,000 shards the "
+                         "same as 500k): catalog, source, name"},
+    [K_PRIVATE_SAMPLE] = {"private_bytes_per_sample", 0, "B",
+                          "measured: machine B, 2026-11-26, RssAnon over 2M "
+                          "samples in 1,000 shards against 500k in 1,000: "
+                          "+0 KiB (noise about 100 KiB: under 0.1 B)"},
+    [K_SAMPLER_SHARD] = {"shards_order_bytes_per_shard", 44, "B",
+                         "derived: loader/sampler.c, first 8 + TABLES 3 x "
+                         "(perm 4 + start 8); measured within the noise "
+                         "(about 30 B a shard)"},
+    [K_SCAN_WINDOW] = {"scan_window_shards", 64, "shards",
+                       "derived: input/shards.c, SCAN_WINDOW"},
+    [K_SCAN_SAMPLE] = {"scan_bytes_per_window_sample", 44, "B",
+                       "measured: machine B, 2026-11-26, peak RssAnon of the "
+                       "create that writes the indexes over the one that "
+                       "maps them, a window's sample (42-46 at 500 and "
+                       "2,000 a shard); kept by the allocator after"},
+    [K_SHARD_REMOTE] = {"bytes_per_remote_shard", 900, "B",
+                        "derived: input/remote_cache.h, cache_shard ~680 "
+                        "(err[512]) + url, name, path ~200 + rshard 24"},
     [K_MEMBER_INDEX] = {"index_bytes_per_member", 96, "B",
                         "derived: input/tar.h, sizeof(tar_member) 64 + its "
                         "name's malloc chunk 32"},
     [K_MEMBERS] = {"members_per_sample", 2, "",
                    "derived: WebDataset KEY.jpg + KEY.cls, as pinload-pack "
                    "writes"},
-    [K_SCAN_WINDOW] = {"scan_window_shards", 64, "shards",
-                       "derived: input/shards.c, SCAN_WINDOW"},
-    [K_SHARD_LOCAL] = {"bytes_per_local_shard", 12, "B",
-                       "derived: input/catalog.h, source_fd 4 + "
-                       "source_reader 8 (and a descriptor)"},
-    [K_SHARD_REMOTE] = {"bytes_per_remote_shard", 900, "B",
-                        "derived: input/remote_cache.h, cache_shard ~680 "
-                        "(err[512]) + url, name, path ~200 + rshard 24"},
-    [K_SCAN_JOB] = {"scan_job_bytes_per_shard", 1224, "B",
-                    "derived: input/shards.c, sizeof(scan_job), calloc'd "
-                    "for every shard during create"},
-    [K_IDX_MEMBER] = {"idx_bytes_per_member", 36, "B",
-                      "derived: input/sidecar.h, offset 8 + size 8 + name "
-                      "length 2 + small length 1 + name ~14 + small ~3"},
     /* Two packs of 2M samples, in 4,000 and in 1,000 shards: t = N * a +
-     * S * b through both (docs/SCALE.md, "Measured"). */
-    [K_CREATE_IDX] = {"create_seconds_per_sample_idx", 0.667e-6, "s",
-                      "measured: machine B, 2026-11-26, pinload-dump's "
-                      "create and first batch over 2M samples in 4,000 and "
-                      "1,000 shards with .idx files: 1.44 and 1.36 s"},
-    [K_CREATE_HEADERS] = {"create_seconds_per_sample_headers", 1.89e-6, "s",
-                          "measured: the same without .idx (a fresh "
-                          "PINLOAD_INDEX_DIR): 4.56 and 3.98 s (the faster "
-                          "of two runs)"},
-    [K_CREATE_SHARD_IDX] = {"create_seconds_per_shard_idx", 26.7e-6, "s",
+     * S * b through both, the fastest of three runs (docs/SCALE.md,
+     * "Measured"). */
+    [K_CREATE_IDX] = {"create_seconds_per_sample_idx", 0.245e-6, "s",
+                      "measured: machine B, 2026-11-26, create and a batch "
+                      "over 2M samples in 4,000 and 1,000 shards, .idx "
+                      "mapped: 0.635 and 0.530 s (the fastest of three)"},
+    [K_CREATE_SHARD_IDX] = {"create_seconds_per_shard_idx", 35e-6, "s",
                             "measured: the same two runs, a shard's open, "
-                            "fstat and .idx read"},
-    [K_CREATE_SHARD_HEADERS] = {"create_seconds_per_shard_headers", 193e-6, "s",
+                            "fstat, mapping and checksum"},
+    [K_CREATE_HEADERS] = {"create_seconds_per_sample_headers", 1.49e-6, "s",
+                          "measured: the same without .idx (a fresh "
+                          "PINLOAD_INDEX_DIR): 3.75 and 3.17 s (the "
+                          "fastest of five and of four: disk-bound, up to "
+                          "7.9 and 6.2 s)"},
+    [K_CREATE_SHARD_HEADERS] = {"create_seconds_per_shard_headers", 194e-6, "s",
                                 "measured: the same without .idx, a shard's "
-                                "open, fstat and .idx written"},
+                                "headers read and its .idx written"},
+    [K_SHARDS_CREATE] = {"shards_order_create_fraction", 1.0, "",
+                         "measured: machine B, 2026-11-26, the shard order's "
+                         "create over the global's at 2M samples: 0.529 / "
+                         "0.530 s (1,000 shards), 0.647 / 0.635 (4,000)"},
     [K_INDEX_THREADS] = {"index_requests_in_flight", 8, "",
                          "derived: input/remote.c, INDEX_THREADS"},
     [K_LATENCY] = {"request_latency", 0.02, "s",
@@ -110,23 +134,14 @@ static const plan_const plan_k[K_COUNT] = {
     [K_RANGE_OVERHEAD] = {"range_request_overhead", 600, "B",
                           "assumed: HTTP request and response headers of "
                           "one ranged GET"},
-    [K_NAME] = {"name_bytes", 48, "B",
-                "assumed: \"/data/train/shard-000000.tar:000000000.jpg\" is "
-                "41, a URL's longer; --name-bytes sets it"},
     [K_MAX_SHARDS] = {"max_shards", 1 << 20, "shards",
                       "derived: input/shards.c and input/remote.c, "
                       "MAX_SHARDS and MAX_URLS"},
-    [K_SHARDS_PER_SHARD] = {"shards_order_bytes_per_shard", 1024, "B",
-                            "assumed until --order shards is measured: a "
-                            "shard's name, sample count and state"},
     [K_SHARDS_IN_HAND] = {"shards_order_shards_in_hand", 5, "shards",
                           "derived: input/remote.c, choose_stream: 2 x "
                           "span + STREAM_AHEAD 1, span 2 for a window "
                           "(shuffle_window, default 4096) smaller than "
                           "every shard (more for smaller shards)"},
-    [K_SHARDS_CREATE] = {"shards_order_create_fraction", 1.0, "",
-                         "assumed until measured: create still reads every "
-                         "index to count the samples"},
 };
 
 #define K(i) (plan_k[i].value)
@@ -138,14 +153,16 @@ typedef struct plan_job {
     double nodes, ranks_per_node, batch, epochs;
     double cache_limit; /* bytes a node; 0: no bound */
     double bandwidth;   /* bytes/s a node from the store; 0: local shards */
-    double name_bytes, size, prefetch;
+    double size, prefetch;
     int order; /* -1 both, 0 global, 1 shards */
     int json, constants;
 } plan_job;
 
 typedef struct plan_row {
     const char *order, *mode;
-    double resident, peak, ring;        /* bytes a rank */
+    double resident, peak, ring;        /* private bytes a rank */
+    double shared;                      /* bytes a node: the mapped tables */
+    double heap_tables;                 /* of resident: tables in the heap */
     double create_idx, create_headers;  /* seconds */
     double cache_need;                  /* bytes a node */
     double fetch_first, fetch_mean;     /* bytes a node an epoch */
@@ -154,31 +171,42 @@ typedef struct plan_row {
     double epoch_first_s, epoch_mean_s; /* bandwidth-bound */
 } plan_row;
 
-/* Memory and create time of the global order: every rank holds the whole
- * catalog (docs/SCALE.md, "Memory"). */
-static void global_memory(const plan_job *j, int remote, plan_row *r)
+/* A rank's memory and create time, either order (docs/SCALE.md,
+ * "Memory"): nothing per sample is private; each shard's table is its
+ * index file mapped, the page cache's, once a node, for the first
+ * K_MAPPED_MAX shards, and in each rank's heap past them. */
+static void rank_memory(const plan_job *j, int remote, int order, plan_row *r)
 {
-    const double n = j->samples, s = j->shards;
-    const double catalog =
-        n * (K(K_CATALOG_RANGE) + j->name_bytes + 1 + K(K_SAMPLE_EXTRA));
-    const double shard_state =
-        s * (remote ? K(K_SHARD_REMOTE) : K(K_SHARD_LOCAL));
-    r->resident = catalog + shard_state + r->ring;
+    const double n = j->samples, s = j->shards, per = n / s;
+    const double mapped = s < K(K_MAPPED_MAX) ? s : K(K_MAPPED_MAX);
+    const double heap = s - mapped;
+    r->shared = mapped * (per * K(K_TABLE_SAMPLE) + K(K_TABLE_SHARD));
+    r->heap_tables = heap * (per * K(K_TABLE_SAMPLE) + K(K_TABLE_HEAD));
+    r->resident = s * K(K_PRIVATE_SHARD) + n * K(K_PRIVATE_SAMPLE) +
+                  r->heap_tables + r->ring;
+    if (remote)
+        r->resident += s * K(K_SHARD_REMOTE);
+    if (order)
+        r->resident += s * K(K_SAMPLER_SHARD);
     /* Create's transient: local shards are indexed K_SCAN_WINDOW at a
-     * time beside a scan_job per shard; remote shards' indexes all live
-     * at once (input/remote.c, remote_read). */
-    const double live = remote                 ? s
-                        : s < K(K_SCAN_WINDOW) ? s
-                                               : K(K_SCAN_WINDOW);
-    const double indexes = live * (n / s) * K(K_MEMBERS) * K(K_MEMBER_INDEX);
-    r->peak = r->resident + indexes + (remote ? 0 : s * K(K_SCAN_JOB));
+     * time (the peak of the create that writes the indexes; mapping them
+     * adds nothing); remote shards' indexes all live at once
+     * (input/remote.c, remote_read). */
+    const double window = s < K(K_SCAN_WINDOW) ? s : K(K_SCAN_WINDOW);
+    r->peak = r->resident + (remote ? n * K(K_MEMBERS) * K(K_MEMBER_INDEX)
+                                    : window * per * K(K_SCAN_SAMPLE));
     r->create_idx = n * K(K_CREATE_IDX) + s * K(K_CREATE_SHARD_IDX);
     r->create_headers = n * K(K_CREATE_HEADERS) + s * K(K_CREATE_SHARD_HEADERS);
     if (remote) { /* every .idx fetched, K_INDEX_THREADS at a time */
-        const double idx_bytes = n * K(K_MEMBERS) * K(K_IDX_MEMBER);
+        const double idx_bytes = n * K(K_TABLE_SAMPLE) + s * K(K_TABLE_HEAD);
         r->create_idx +=
             s / K(K_INDEX_THREADS) * K(K_LATENCY) + idx_bytes / j->bandwidth;
         r->create_headers = -1; /* remote shards without .idx: not modelled */
+    }
+    if (order) {
+        r->create_idx *= K(K_SHARDS_CREATE);
+        if (r->create_headers >= 0)
+            r->create_headers *= K(K_SHARDS_CREATE);
     }
 }
 
@@ -206,26 +234,12 @@ static void global_fetch(const plan_job *j, plan_row *r)
     }
 }
 
-/* The shard order: a rank holds its shards' state, not the samples'. */
-static void shards_memory(const plan_job *j, int remote, plan_row *r)
-{
-    const double n = j->samples, s = j->shards;
-    const double in_hand =
-        K(K_SHARDS_IN_HAND) * (n / s) * K(K_MEMBERS) * K(K_MEMBER_INDEX);
-    r->resident = s * K(K_SHARDS_PER_SHARD) + in_hand + r->ring;
-    r->peak = r->resident;
-    plan_row g = *r;
-    global_memory(j, remote, &g);
-    r->create_idx = g.create_idx * K(K_SHARDS_CREATE);
-    r->create_headers =
-        g.create_headers < 0 ? -1 : g.create_headers * K(K_SHARDS_CREATE);
-}
-
 /* The node cache under the shard order: each epoch a node reads 1/nodes
- * of the shards, whole and in sequence. A shard it read in an earlier
- * epoch may still be cached: with a permutation drawn anew each epoch, a
- * node has seen the fraction 1 - (1 - 1/nodes)^(e-1) of the data before
- * epoch e, and keeps min(cache, seen) of it. */
+ * of the shards, whole and in sequence (the fetch being added for
+ * --order shards; not measured). A shard it read in an earlier epoch may
+ * still be cached: with a permutation drawn anew each epoch, a node has
+ * seen the fraction 1 - (1 - 1/nodes)^(e-1) of the data before epoch e,
+ * and keeps min(cache, seen) of it. */
 static void shards_fetch(const plan_job *j, plan_row *r)
 {
     const double d = j->bytes, k = j->nodes, s = j->shards;
@@ -259,13 +273,11 @@ static void plan_compute(const plan_job *j, int order, plan_row *r)
     r->ring = j->prefetch * j->batch * j->size * j->size * 3;
     r->order = order ? "shards" : "global";
     r->mode = "local";
-    if (order == 0) {
-        global_memory(j, remote, r);
-        if (remote)
+    rank_memory(j, remote, order, r);
+    if (remote) {
+        if (order == 0)
             global_fetch(j, r);
-    } else {
-        shards_memory(j, remote, r);
-        if (remote)
+        else
             shards_fetch(j, r);
     }
     if (!remote)
@@ -324,7 +336,6 @@ static void plan_parse(int argc, char **argv, plan_job *j)
                     .ranks_per_node = 8,
                     .batch = 256,
                     .epochs = 1,
-                    .name_bytes = K(K_NAME),
                     .size = 224,
                     .prefetch = 2,
                     .order = -1};
@@ -361,8 +372,8 @@ static void plan_parse(int argc, char **argv, plan_job *j)
             j->bandwidth = plan_number(f, v, 0);
         else if (!strcmp(f, "--order"))
             j->order = cli_choice("pinload-bench", bench_usage, f, v, orders);
-        else if (!strcmp(f, "--name-bytes"))
-            j->name_bytes = plan_number(f, v, 1);
+        else if (!strcmp(f, "--name-bytes")) /* no name is kept a sample */
+            (void)plan_number(f, v, 1);
         else if (!strcmp(f, "--size"))
             j->size = plan_number(f, v, 1);
         else if (!strcmp(f, "--prefetch"))
@@ -385,6 +396,13 @@ static void print_constants(void)
                plan_k[i].unit, plan_k[i].source);
 }
 
+/* MiB in 8 columns: one decimal below 100,000. */
+static void print_mib(double bytes)
+{
+    const double m = bytes / MIB;
+    printf(m < 1e5 ? " %8.1f" : " %8.0f", m);
+}
+
 static void print_table(const plan_job *j, const plan_row *r, int n)
 {
     const int remote = j->bandwidth > 0;
@@ -400,20 +418,23 @@ static void print_table(const plan_job *j, const plan_row *r, int n)
     else
         printf("local shards\n");
     /* 100 columns at most, as the sweep's table */
-    printf("%-6s %-6s %9s %9s %8s %8s", "order", "mode", "rank MiB", "peak MiB",
-           "node GiB", "create s");
+    printf("%-6s %-6s %8s %8s %7s %8s %8s", "order", "mode", "rank MiB",
+           "peak MiB", "shr GiB", "node GiB", "create s");
     if (remote)
-        printf(" %8s %9s %8s %7s %8s", "cache GB", "fetch1 GB", "fetch GB",
+        printf(" %8s %8s %8s %7s %7s", "cache GB", "fetch1GB", "fetch GB",
                "hit", "epoch s");
     else
         printf(" %9s", "no .idx s");
     printf("\n");
     for (int i = 0; i < n; i++) {
-        printf("%-6s %-6s %9.1f %9.1f %8.1f %8.3g", r[i].order, r[i].mode,
-               r[i].resident / MIB, r[i].peak / MIB,
-               r[i].peak * j->ranks_per_node / (1024 * MIB), r[i].create_idx);
+        printf("%-6s %-6s", r[i].order, r[i].mode);
+        print_mib(r[i].resident);
+        print_mib(r[i].peak);
+        printf(" %7.1f %8.1f %8.3g", r[i].shared / (1024 * MIB),
+               (r[i].peak * j->ranks_per_node + r[i].shared) / (1024 * MIB),
+               r[i].create_idx);
         if (remote)
-            printf(" %8.3g %9.3g %8.3g %6.2f%% %8.3g", r[i].cache_need / GB,
+            printf(" %8.3g %8.3g %8.3g %6.2f%% %7.3g", r[i].cache_need / GB,
                    r[i].fetch_first / GB, r[i].fetch_mean / GB, 100 * r[i].hit,
                    r[i].epoch_mean_s);
         else
@@ -427,11 +448,18 @@ static void print_table(const plan_job *j, const plan_row *r, int n)
                    "shards in hand a node (%.3g GB)\n",
                    j->ranks_per_node * K(K_SHARDS_IN_HAND),
                    r[i].cache_need / GB);
+    if (n > 0 && r[0].heap_tables > 0)
+        printf("warning: past %.0f shards the tables are read into each "
+               "rank's heap: %.0f shards,\n%.1f GiB a rank "
+               "(input/readers.h, SHARDS_MAPPED_MAX)\n",
+               K(K_MAPPED_MAX), j->shards - K(K_MAPPED_MAX),
+               r[0].heap_tables / (1024 * MIB));
     if (j->shards > K(K_MAX_SHARDS))
         printf("warning: %.0f shards: create refuses more than %.0f\n",
                j->shards, K(K_MAX_SHARDS));
-    printf("rank MiB: private, resident after create; peak: create's; node: "
-           "peak x ranks a node.\n");
+    printf("rank MiB: private (heap), resident after create; peak: create's "
+           "(indexes written);\nshr: the mapped indexes, page cache shared "
+           "by a node's ranks; node: peak x ranks + shr.\n");
     if (remote)
         printf("fetch1: the first epoch's bytes a node; fetch: the mean over "
                "the epochs;\nhit: 1 - fetches/reads; epoch s: fetch / "
@@ -450,14 +478,17 @@ static void print_json(const plan_job *j, const plan_row *r, int n)
     for (int i = 0; i < n; i++)
         printf("%s\n  {\"order\": \"%s\", \"mode\": \"%s\", "
                "\"rank_resident_bytes\": %.0f, \"rank_peak_bytes\": %.0f, "
-               "\"ring_bytes\": %.0f, \"node_peak_bytes\": %.0f, "
+               "\"rank_heap_table_bytes\": %.0f, "
+               "\"ring_bytes\": %.0f, \"node_shared_bytes\": %.0f, "
+               "\"node_peak_bytes\": %.0f, "
                "\"create_s\": %.6g, \"create_no_idx_s\": %.6g, "
                "\"cache_need_bytes\": %.0f, \"fetch_first_bytes\": %.0f, "
                "\"fetch_mean_bytes\": %.0f, \"requests_mean\": %.6g, "
                "\"hit_rate\": %.6f, \"epoch_first_s\": %.6g, "
                "\"epoch_mean_s\": %.6g}",
                i ? "," : "", r[i].order, r[i].mode, r[i].resident, r[i].peak,
-               r[i].ring, r[i].peak * j->ranks_per_node, r[i].create_idx,
+               r[i].heap_tables, r[i].ring, r[i].shared,
+               r[i].peak * j->ranks_per_node + r[i].shared, r[i].create_idx,
                r[i].create_headers, r[i].cache_need, r[i].fetch_first,
                r[i].fetch_mean, r[i].requests_mean, r[i].hit,
                r[i].epoch_first_s, r[i].epoch_mean_s);
