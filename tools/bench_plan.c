@@ -31,7 +31,7 @@ enum {
     K_SAMPLE_EXTRA,     /* measured, a sample, beyond arrays and names */
     K_MEMBER_INDEX,     /* a tar_member and its name, while an index lives */
     K_MEMBERS,          /* members a sample: KEY.jpg + KEY.cls */
-    K_SCAN_WINDOW,      /* local shards whose indexes live at once */
+    K_SCAN_WINDOW,      /* shards whose indexes live at once */
     K_SHARD_LOCAL,      /* per local shard, resident */
     K_SHARD_REMOTE,     /* per remote shard, resident */
     K_SCAN_JOB,         /* per local shard, during create */
@@ -73,7 +73,8 @@ static const plan_const plan_k[K_COUNT] = {
                    "derived: WebDataset KEY.jpg + KEY.cls, as pinload-pack "
                    "writes"},
     [K_SCAN_WINDOW] = {"scan_window_shards", 64, "shards",
-                       "derived: input/shards.c, SCAN_WINDOW"},
+                       "derived: input/shards.c, SCAN_WINDOW, and "
+                       "input/remote.c, INDEX_WINDOW"},
     [K_SHARD_LOCAL] = {"bytes_per_local_shard", 12, "B",
                        "derived: input/catalog.h, source_fd 4 + "
                        "source_reader 8 (and a descriptor)"},
@@ -164,12 +165,10 @@ static void global_memory(const plan_job *j, int remote, plan_row *r)
     const double shard_state =
         s * (remote ? K(K_SHARD_REMOTE) : K(K_SHARD_LOCAL));
     r->resident = catalog + shard_state + r->ring;
-    /* Create's transient: local shards are indexed K_SCAN_WINDOW at a
-     * time beside a scan_job per shard; remote shards' indexes all live
-     * at once (input/remote.c, remote_read). */
-    const double live = remote                 ? s
-                        : s < K(K_SCAN_WINDOW) ? s
-                                               : K(K_SCAN_WINDOW);
+    /* Create's transient: shards are indexed K_SCAN_WINDOW at a time,
+     * local ones beside a scan_job per shard (input/shards.c, index_shards;
+     * input/remote.c, index_all). */
+    const double live = s < K(K_SCAN_WINDOW) ? s : K(K_SCAN_WINDOW);
     const double indexes = live * (n / s) * K(K_MEMBERS) * K(K_MEMBER_INDEX);
     r->peak = r->resident + indexes + (remote ? 0 : s * K(K_SCAN_JOB));
     r->create_idx = n * K(K_CREATE_IDX) + s * K(K_CREATE_SHARD_IDX);

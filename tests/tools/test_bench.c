@@ -636,14 +636,15 @@ Test(bench, plan_values_follow_the_documented_formulas)
     const double ring = 2 * 8 * 10 * 10 * 3; /* slots x batch x 10x10 RGB */
     assert_near(json_num(out, g, "ring_bytes"), 4800, "ring");
     /* global: every rank the whole catalog (32 B + name + NUL + extra a
-     * sample), 900 B a remote shard, the ring; create's peak adds every
-     * shard's index (2 members of 96 B a sample). */
+     * sample), 900 B a remote shard, the ring; create's peak adds the
+     * indexes of 64 shards at a time (10 samples each, 2 members of 96 B
+     * a sample). */
     const double resident = 1000 * (32 + 20 + 1 + extra) + 100 * 900 + ring;
     assert_near(json_num(out, g, "rank_resident_bytes"), resident, "resident");
     assert_near(json_num(out, g, "rank_peak_bytes"),
-                resident + 1000 * 2 * 96, "peak");
+                resident + 64 * 10 * 2 * 96, "peak");
     assert_near(json_num(out, g, "node_peak_bytes"),
-                4 * (resident + 1000 * 2 * 96), "node peak");
+                4 * (resident + 64 * 10 * 2 * 96), "node peak");
     /* create: the samples and shards, 100 .idx requests 8 at a time,
      * their bytes (36 a member) at 1 MB/s */
     assert_near(json_num(out, g, "create_s") * 1e6,
