@@ -261,8 +261,8 @@ static int add_shard(catalog *c, remote_set *rs, int i, const tar_index *t,
     if (rc == 0)
         rc = table_of(rs->s[i].c, t, i >= SHARDS_MAPPED_MAX, &tab);
     if (rc == 0)
-        rc = shards_add_indexed(c, id, rs->s[i].c->name, &tab,
-                                &tot->max_label, &tot->unread);
+        rc = shards_add_indexed(c, id, rs->s[i].c->name, &tab, &tot->max_label,
+                                &tot->unread);
     return rc;
 }
 
@@ -287,8 +287,8 @@ static int index_fetched(catalog *c, remote_set *rs, index_pool *p,
         for (int i = w; i < to && rc == 0; i++) {
             if (p->rc[i - w] == 0)
                 ++*missing;
-            else if (!*missing && (rc = add_shard(c, rs, i, &p->t[i - w],
-                                                  tot)) == 0)
+            else if (!*missing &&
+                     (rc = add_shard(c, rs, i, &p->t[i - w], tot)) == 0)
                 ++*added;
         }
         window_free(p);
@@ -460,8 +460,7 @@ static int choose_mode(remote_set *rs, const catalog *c, const remote_opts *o,
 }
 
 /* The shards' samples, then the classes. */
-static int add_shards(catalog *c, remote_set *rs, const char *first,
-                      logger *lg)
+static int add_shards(catalog *c, remote_set *rs, const char *first, logger *lg)
 {
     add_totals tot = {0};
     int rc = index_all(c, rs, &tot, lg);

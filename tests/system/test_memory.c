@@ -408,8 +408,9 @@ Test(memory, remote_create_peak_is_a_window_of_indexes, .timeout = 120)
     private_kib_in_child(dir, PL_ORDER_GLOBAL);
     rt_server srv;
     rt_start(&srv, root, root, NULL, 0);
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/big/shard-{000000..%06d}.tar",
-             srv.port, SHARDS - 1);
+    snprintf(url, sizeof url,
+             "http://127.0.0.1:%d/big/shard-{000000..%06d}.tar", srv.port,
+             SHARDS - 1);
     snprintf(cache, sizeof cache, "%s/cache-big", root);
     const remote_peak big = remote_peak_in_child(url, cache);
     snprintf(url, sizeof url, "http://127.0.0.1:%d/one/shard-000000.tar",

@@ -1188,8 +1188,7 @@ Test(remote, indexes_a_window_at_a_time_keep_the_order_and_one_notice,
     snprintf(notice, sizeof notice,
              "3 of %d remote shard(s) have no index beside them", WIN_SHARDS);
     cr_assert(strstr(g.text, notice), "no notice: %s", g.text);
-    cr_assert_eq(occurrences(g.text, "have no index beside"), 1, "%s",
-                 g.text);
+    cr_assert_eq(occurrences(g.text, "have no index beside"), 1, "%s", g.text);
     cr_assert(strstr(g.text, "first http://127.0.0.1:"), "%s", g.text);
     cr_assert(strstr(g.text, "/shard-000070.tar\n"), "%s", g.text);
     for (int s = 0; s < WIN_SHARDS; s++) {
