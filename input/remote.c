@@ -212,6 +212,8 @@ static int index_pass(index_pool *p, int from, int to)
     p->from = from;
     p->to = to;
     memset(p->rc, 0, sizeof p->rc);
+    for (int j = 0; j < INDEX_WINDOW; j++)
+        p->err[j][0] = '\0';
     atomic_init(&p->next, 0);
     pthread_t th[INDEX_THREADS];
     int started = 0;
@@ -221,9 +223,12 @@ static int index_pass(index_pool *p, int from, int to)
     index_main(p);
     for (int i = 0; i < started; i++)
         pthread_join(th[i], NULL);
-    for (int j = 0; j < to - from; j++)
+    for (int j = 0; j < to - from; j++) {
+        if (p->rc[j] == PL_ENOMEM)
+            return err_set(PL_ENOMEM, "pl_loader_create: out of memory");
         if (p->rc[j] < 0)
             return err_set(p->rc[j], "pl_loader_create: %s", p->err[j]);
+    }
     return 0;
 }
 
