@@ -9,6 +9,7 @@
  * freeing it when it closes. */
 #include "remote.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -29,6 +30,7 @@
 
 #define MAX_URLS (1 << 20)
 #define INDEX_THREADS 8 /* threads fetching indexes at create */
+#define INDEX_WINDOW 64 /* shards whose member indexes live at once */
 /* The stream's shards open beyond those a window's reads may still want
  * (the span behind the furthest shard read and the span from it on). */
 #define STREAM_AHEAD 1
@@ -160,75 +162,183 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Indexing on a few threads: the requests are latency, not CPU. */
+/* Indexing on a few threads: the requests are latency, not CPU. The
+ * shards are indexed a window at a time, each window's member indexes
+ * (about 100 bytes a member while they live) made into mapped tables the
+ * catalog takes, and freed, before the next window's are fetched: create's
+ * peak is the catalog's plus one window's, not every shard's indexes at
+ * once (hundreds of bytes a sample, as input/shards.c found for local
+ * shards). */
 typedef struct index_pool {
     remote_set *rs;
-    tar_index *t;
-    int *rc;
-    char (*err)[512];
-    int whole; /* 0: the .idx files; 1: the shards without one, whole */
+    int from, to; /* the window: shards [from, to) */
+    int whole;    /* 0: the .idx files; 1: the shards without one, whole */
     atomic_int next;
+    tar_index t[INDEX_WINDOW];
+    int rc[INDEX_WINDOW];
+    char err[INDEX_WINDOW][512];
 } index_pool;
 
 static void *index_main(void *arg)
 {
     index_pool *p = arg;
-    for (int i; (i = atomic_fetch_add(&p->next, 1)) < p->rs->n;) {
+    for (int i; (i = p->from + atomic_fetch_add(&p->next, 1)) < p->to;) {
         cache_shard *sh = p->rs->s[i].c;
-        if (!p->whole)
-            p->rc[i] = cache_index(sh, &p->t[i], p->err[i], sizeof p->err[i]);
-        else if (sh->size < 0)
-            p->rc[i] =
-                cache_index_whole(sh, &p->t[i], p->err[i], sizeof p->err[i]);
+        const int j = i - p->from;
+        int rc;
+        if (p->whole && sh->size < 0) {
+            rc = cache_index_whole(sh, &p->t[j], p->err[j], sizeof p->err[j]);
+            rc = rc == 0 ? 1 : rc;
+        } else { /* the .idx: fetched once per node, then the cache's copy */
+            rc = cache_index(sh, &p->t[j], p->err[j], sizeof p->err[j]);
+        }
+        if (p->whole && rc == 0) {
+            snprintf(p->err[j], sizeof p->err[j],
+                     "%s.idx: gone from the cache and the store while "
+                     "indexing",
+                     sh->name);
+            rc = PL_EIO;
+        }
+        p->rc[j] = rc; /* 1: indexed; 0: no index (the .idx pass) */
     }
     return NULL;
 }
 
-/* One pass of the pool; the first shard's error in order, if any. */
-static int index_pass(index_pool *p)
+/* One pass of the pool over the shards [from, to); the first shard's
+ * error in order, if any. */
+static int index_pass(index_pool *p, int from, int to)
 {
+    assert(to - from <= INDEX_WINDOW);
+    p->from = from;
+    p->to = to;
+    memset(p->rc, 0, sizeof p->rc);
+    for (int j = 0; j < INDEX_WINDOW; j++)
+        p->err[j][0] = '\0';
     atomic_init(&p->next, 0);
     pthread_t th[INDEX_THREADS];
     int started = 0;
-    for (; started < INDEX_THREADS && started < p->rs->n - 1; started++)
+    for (; started < INDEX_THREADS && started < to - from - 1; started++)
         if (pthread_create(&th[started], NULL, index_main, p) != 0)
             break;
     index_main(p);
     for (int i = 0; i < started; i++)
         pthread_join(th[i], NULL);
-    for (int i = 0; i < p->rs->n; i++)
-        if (p->rc[i] < 0)
-            return err_set(p->rc[i], "pl_loader_create: %s", p->err[i]);
+    for (int j = 0; j < to - from; j++) {
+        if (p->rc[j] == PL_ENOMEM)
+            return err_set(PL_ENOMEM, "pl_loader_create: out of memory");
+        if (p->rc[j] < 0)
+            return err_set(p->rc[j], "pl_loader_create: %s", p->err[j]);
+    }
     return 0;
 }
 
-/* Every shard's index: from the .idx files first; then, said beforehand,
- * the shards without one fetched whole. */
-static int index_all(remote_set *rs, tar_index *t, logger *lg)
+/* A remote shard's table, kept as its index file in the cache (version 2,
+ * whatever the store's was) and mapped from there, so that the node's
+ * ranks share it; in the heap where it cannot be written. */
+static int table_of(const cache_shard *sh, const tar_index *t, int in_heap,
+                    shard_table *tab)
 {
-    index_pool p = {.rs = rs, .t = t};
-    p.rc = calloc((size_t)rs->n, sizeof *p.rc);
-    p.err = calloc((size_t)rs->n, sizeof *p.err);
-    int rc = p.rc && p.err ? index_pass(&p) : PL_ENOMEM;
-    int missing = 0, first = -1;
-    for (int i = 0; rc == 0 && i < rs->n; i++)
-        if (rs->s[i].c->size < 0 && !missing++)
-            first = i;
-    if (missing)
+    char idx[PATH_MAX + 16];
+    snprintf(idx, sizeof idx, "%s.idx", sh->path);
+    const int rc = sidecar_keep_at(idx, sh->size, t, in_heap, tab);
+    if (rc == PL_ENOMEM)
+        return err_set(rc, "pl_loader_create: out of memory");
+    if (rc < 0)
+        return err_set(rc, "pl_loader_create: %s: %s", sh->name,
+                       pl_last_error());
+    return 0;
+}
+
+/* What adding the shards met, for create's notices and the classes. */
+typedef struct add_totals {
+    int32_t max_label;
+    unread_members unread;
+} add_totals;
+
+/* Shard i, the catalog's next source, its indexed members its samples. */
+static int add_shard(catalog *c, remote_set *rs, int i, const tar_index *t,
+                     add_totals *tot)
+{
+    int id;
+    shard_table tab = {0};
+    int rc = catalog_add_reader(c, &rs->s[i].reader, &id);
+    assert(rc < 0 || id == i);
+    if (rc == 0)
+        rc = table_of(rs->s[i].c, t, i >= SHARDS_MAPPED_MAX, &tab);
+    if (rc == 0)
+        rc = shards_add_indexed(c, id, rs->s[i].c->name, &tab, &tot->max_label,
+                                &tot->unread);
+    return rc;
+}
+
+/* The window's indexes, freed: the catalog has what it needs of them. */
+static void window_free(index_pool *p)
+{
+    for (int j = 0; j < INDEX_WINDOW; j++)
+        tar_index_free(&p->t[j]);
+}
+
+/* The .idx files, a window at a time, each shard added while no shard
+ * before it lacks one: [out] *added shards added, *missing those without
+ * an index (the first of them at *added). */
+static int index_fetched(catalog *c, remote_set *rs, index_pool *p,
+                         add_totals *tot, int *added, int *missing)
+{
+    int rc = 0;
+    p->whole = 0;
+    for (int w = 0; w < rs->n && rc == 0; w += INDEX_WINDOW) {
+        const int to = rs->n - w < INDEX_WINDOW ? rs->n : w + INDEX_WINDOW;
+        rc = index_pass(p, w, to);
+        for (int i = w; i < to && rc == 0; i++) {
+            if (p->rc[i - w] == 0)
+                ++*missing;
+            else if (!*missing &&
+                     (rc = add_shard(c, rs, i, &p->t[i - w], tot)) == 0)
+                ++*added;
+        }
+        window_free(p);
+    }
+    return rc;
+}
+
+/* The shards from `from` on, a window at a time, those without an index
+ * fetched whole and indexed from their headers, the others from their
+ * .idx in the cache (fetched by index_fetched: no request). */
+static int index_whole(catalog *c, remote_set *rs, index_pool *p, int from,
+                       add_totals *tot)
+{
+    int rc = 0;
+    p->whole = 1;
+    for (int w = from; w < rs->n && rc == 0; w += INDEX_WINDOW) {
+        const int to = rs->n - w < INDEX_WINDOW ? rs->n : w + INDEX_WINDOW;
+        rc = index_pass(p, w, to);
+        for (int i = w; i < to && rc == 0; i++)
+            rc = add_shard(c, rs, i, &p->t[i - w], tot);
+        window_free(p);
+    }
+    return rc;
+}
+
+/* Every shard's index, into the catalog in order: from the .idx files
+ * first; then, said beforehand, the shards without one fetched whole. */
+static int index_all(catalog *c, remote_set *rs, add_totals *tot, logger *lg)
+{
+    index_pool *p = calloc(1, sizeof *p);
+    if (!p)
+        return err_set(PL_ENOMEM, "pl_loader_create: out of memory");
+    p->rs = rs;
+    int added = 0, missing = 0;
+    int rc = index_fetched(c, rs, p, tot, &added, &missing);
+    if (rc == 0 && missing)
         log_msg(lg, PL_LOG_NOTICE,
                 "%d of %d remote shard(s) have no index beside them "
                 "(SHARD.idx, as pinload-pack writes it): create fetches "
                 "those %d shard(s) whole into %s to index them, first %s",
                 missing, rs->n, missing, cache_dir(rs->cache),
-                rs->s[first].c->name);
-    if (missing) {
-        p.whole = 1;
-        rc = index_pass(&p);
-    }
-    free(p.rc);
-    free(p.err);
-    if (rc == PL_ENOMEM)
-        return err_set(rc, "pl_loader_create: out of memory");
+                rs->s[added].c->name);
+    if (rc == 0 && missing)
+        rc = index_whole(c, rs, p, added, tot);
+    free(p);
     return rc;
 }
 
@@ -354,50 +464,20 @@ static int choose_mode(remote_set *rs, const catalog *c, const remote_opts *o,
     return 0;
 }
 
-/* A remote shard's table, kept as its index file in the cache (version 2,
- * whatever the store's was) and mapped from there, so that the node's
- * ranks share it; in the heap where it cannot be written. */
-static int table_of(const cache_shard *sh, const tar_index *t, int in_heap,
-                    shard_table *tab)
+/* The shards' samples, then the classes. */
+static int add_shards(catalog *c, remote_set *rs, const char *first, logger *lg)
 {
-    char idx[PATH_MAX + 16];
-    snprintf(idx, sizeof idx, "%s.idx", sh->path);
-    const int rc = sidecar_keep_at(idx, sh->size, t, in_heap, tab);
-    if (rc == PL_ENOMEM)
-        return err_set(rc, "pl_loader_create: out of memory");
-    if (rc < 0)
-        return err_set(rc, "pl_loader_create: %s: %s", sh->name,
-                       pl_last_error());
-    return 0;
-}
-
-/* Each shard a source of the catalog, its indexed members its samples;
- * then the classes. */
-static int add_shards(catalog *c, remote_set *rs, const tar_index *t,
-                      const char *first, logger *lg)
-{
-    int rc = 0;
-    int32_t max_label = 0;
-    unread_members unread = {0};
-    for (int i = 0; i < rs->n && rc == 0; i++) {
-        int id;
-        shard_table tab = {0};
-        rc = catalog_add_reader(c, &rs->s[i].reader, &id);
-        if (rc == 0)
-            rc = table_of(rs->s[i].c, &t[i], i >= SHARDS_MAPPED_MAX, &tab);
-        if (rc == 0)
-            rc = shards_add_indexed(c, id, rs->s[i].c->name, &tab, &max_label,
-                                    &unread);
-    }
+    add_totals tot = {0};
+    int rc = index_all(c, rs, &tot, lg);
     if (rc == 0)
-        shards_say_unread(&unread, lg);
+        shards_say_unread(&tot.unread, lg);
     if (rc == 0)
         shards_say_heap(c, lg);
     char classes[PATH_MAX + 64];
     if (rc == 0)
         rc = fetch_classes(rs, first, classes, sizeof classes);
     if (rc == 0)
-        rc = shards_add_classes(c, classes, max_label, lg);
+        rc = shards_add_classes(c, classes, tot.max_label, lg);
     return rc;
 }
 
@@ -417,19 +497,12 @@ int remote_read(catalog *c, char **urls, int n, const remote_opts *o,
         return rc;
     }
     catalog_adopt(c, rs, set_stop, set_free);
-    tar_index *t = calloc((size_t)n, sizeof *t);
-    if (!t)
-        return err_set(PL_ENOMEM, "pl_loader_create: out of memory");
     /* The remote shards are the catalog's only ones (remote_detect: all
-     * of config.data), so catalog shard k is rs->s[k]. */
-    int rc = index_all(rs, t, lg);
-    if (rc == 0)
-        rc = add_shards(c, rs, t, urls[0], lg);
+     * of config.data), so catalog shard k is rs->s[k]. The mode needs
+     * every shard's size and samples: chosen once all are added. */
+    int rc = add_shards(c, rs, urls[0], lg);
     if (rc == 0)
         rc = choose_mode(rs, c, o, lg);
-    for (int i = 0; i < n; i++)
-        tar_index_free(&t[i]);
-    free(t);
     if (rc == 0)
         log_msg(lg, PL_LOG_NOTICE, "%d remote shard(s) through the cache %s", n,
                 cache_dir(rs->cache));

@@ -89,7 +89,8 @@ static const plan_const plan_k[K_COUNT] = {
                          "(perm 4 + start 8); measured within the noise "
                          "(about 30 B a shard)"},
     [K_SCAN_WINDOW] = {"scan_window_shards", 64, "shards",
-                       "derived: input/shards.c, SCAN_WINDOW"},
+                       "derived: input/shards.c, SCAN_WINDOW, and "
+                       "input/remote.c, INDEX_WINDOW"},
     [K_SCAN_SAMPLE] = {"scan_bytes_per_window_sample", 44, "B",
                        "measured: machine B, 2026-11-26, peak RssAnon of the "
                        "create that writes the indexes over the one that "
@@ -190,11 +191,12 @@ static void rank_memory(const plan_job *j, int remote, int order, plan_row *r)
         r->resident += s * K(K_SAMPLER_SHARD);
     /* Create's transient: local shards are indexed K_SCAN_WINDOW at a
      * time (the peak of the create that writes the indexes; mapping them
-     * adds nothing); remote shards' indexes all live at once
-     * (input/remote.c, remote_read). */
+     * adds nothing); remote shards' member indexes, a window of them
+     * (input/remote.c, INDEX_WINDOW), until each becomes its table. */
     const double window = s < K(K_SCAN_WINDOW) ? s : K(K_SCAN_WINDOW);
-    r->peak = r->resident + (remote ? n * K(K_MEMBERS) * K(K_MEMBER_INDEX)
-                                    : window * per * K(K_SCAN_SAMPLE));
+    r->peak = r->resident +
+              window * per *
+                  (remote ? K(K_MEMBERS) * K(K_MEMBER_INDEX) : K(K_SCAN_SAMPLE));
     r->create_idx = n * K(K_CREATE_IDX) + s * K(K_CREATE_SHARD_IDX);
     r->create_headers = n * K(K_CREATE_HEADERS) + s * K(K_CREATE_SHARD_HEADERS);
     if (remote) { /* every .idx fetched, K_INDEX_THREADS at a time */
