@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "pinload.h"
@@ -1032,17 +1033,11 @@ static void create_logged(const char *data, kept_log *n)
     pl_loader_destroy(l);
 }
 
-/* Past the mapped-table limit (lowered to 16 by the test hook
- * PINLOAD_MAPPED_MAX), 40 shards' tables come from one dataset table file
- * in PINLOAD_INDEX_DIR, mapped once: the same epoch as below the limit,
- * in either order; the file is found and reused by the next create
- * (same inode and mtime); a shard changed since, or a byte of the file
- * flipped, makes it written anew, never trusted. */
-Test(shards, past_the_mapping_limit_tables_come_from_one_file,
-     .timeout = TIMEOUT)
+/* dir/data/t-000.tar .. t-039.tar: 40 shards of 2 samples (KEY.jpg and
+ * KEY.cls, labels 0, 1, 2 in turn). */
+static void make_forty_shards(const char *dir)
 {
-    char dir[64], cmd[1024], data[128], idx[128], file[512];
-    tu_tmpdir(dir);
+    char cmd[1024];
     for (int i = 0; i < 80; i++) {
         char p[256];
         snprintf(p, sizeof p, "%s/stage/k%03d.jpg", dir, i);
@@ -1059,6 +1054,20 @@ Test(shards, past_the_mapping_limit_tables_come_from_one_file,
              "$b.jpg $b.cls; done",
              dir);
     run_cmd(cmd);
+}
+
+/* Past the mapped-table limit (lowered to 16 by the test hook
+ * PINLOAD_MAPPED_MAX), 40 shards' tables come from one dataset table file
+ * in PINLOAD_INDEX_DIR, mapped once: the same epoch as below the limit,
+ * in either order; the file is found and reused by the next create
+ * (same inode and mtime); a shard changed since, or a byte of the file
+ * flipped, makes it written anew, never trusted. */
+Test(shards, past_the_mapping_limit_tables_come_from_one_file,
+     .timeout = TIMEOUT)
+{
+    char dir[64], data[128], idx[128], file[512];
+    tu_tmpdir(dir);
+    make_forty_shards(dir);
     snprintf(data, sizeof data, "%s/data", dir);
     snprintf(idx, sizeof idx, "%s/below", dir);
     setenv("PINLOAD_INDEX_DIR", idx, 1);
@@ -1136,5 +1145,55 @@ Test(shards, past_the_mapping_limit_tables_come_from_one_file,
     unsetenv("PINLOAD_INDEX_DIR");
     free(ref.pixels);
     free(ref_shards.pixels);
+    tu_rm_rf(dir);
+}
+
+/* Ranks racing to write the dataset table file (four processes creating
+ * at once, none there yet): each create succeeds with every sample, one
+ * file is left (the last rename's; each is whole), no temporary one. */
+Test(shards, ranks_racing_to_write_the_table_file_all_succeed,
+     .timeout = TIMEOUT)
+{
+    char dir[64], data[128], idx[128], file[512], cmd[600];
+    tu_tmpdir(dir);
+    make_forty_shards(dir);
+    snprintf(data, sizeof data, "%s/data", dir);
+    snprintf(idx, sizeof idx, "%s/idx", dir);
+    setenv("PINLOAD_INDEX_DIR", idx, 1);
+    setenv("PINLOAD_MAPPED_MAX", "16", 1);
+    pid_t pid[4];
+    for (int r = 0; r < 4; r++) {
+        pid[r] = fork();
+        cr_assert_geq(pid[r], 0);
+        if (pid[r] == 0) {
+            pl_config c;
+            base_cfg(&c, data);
+            pl_loader *l;
+            int ok = pl_loader_create(&c, &l) == 0;
+            if (ok) {
+                pl_info info;
+                pl_loader_info(l, &info);
+                ok = info.dataset_size == 80;
+                pl_loader_destroy(l);
+            }
+            _exit(ok ? 0 : 1);
+        }
+    }
+    for (int r = 0; r < 4; r++) {
+        int status;
+        cr_assert_eq(waitpid(pid[r], &status, 0), pid[r]);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "rank %d failed", r);
+    }
+    struct stat st;
+    table_file_at(idx, file, &st);
+    snprintf(cmd, sizeof cmd, "ls %s | grep -c tmp", idx);
+    FILE *f = popen(cmd, "r");
+    char count[16] = "";
+    cr_assert_not_null(fgets(count, sizeof count, f));
+    pclose(f);
+    cr_assert_str_eq(count, "0\n", "temporary files left in %s", idx);
+    unsetenv("PINLOAD_MAPPED_MAX");
+    unsetenv("PINLOAD_INDEX_DIR");
     tu_rm_rf(dir);
 }
