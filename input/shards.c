@@ -621,13 +621,14 @@ static int index_shards(catalog *cat, char **paths, int n, const int *fds,
     scan_job *jobs = calloc(SCAN_WINDOW, sizeof *jobs);
     if (!jobs)
         return PL_ENOMEM;
+    const int mapped = mapped_max();
     int rc = 0;
     for (int w = 0; w < n && rc == 0; w += SCAN_WINDOW) {
         const int k = n - w < SCAN_WINDOW ? n - w : SCAN_WINDOW;
         for (int i = 0; i < k && rc == 0; i++) {
             jobs[i] = (scan_job){.path = paths[w + i],
                                  .fd = fds[w + i],
-                                 .in_heap = w + i >= mapped_max()};
+                                 .in_heap = w + i >= mapped};
             if (fstat(jobs[i].fd, &jobs[i].st) < 0)
                 rc = err_set(PL_EIO, "pl_loader_create: %s: %s", paths[w + i],
                              strerror(errno));
