@@ -706,6 +706,39 @@ static int add_joined(catalog *cat, char **paths, int n, shard_table *tabs,
     return rc;
 }
 
+/* How the dataset table file came to be mapped (index_joined's notice). */
+enum { JOINED_FOUND, JOINED_WRITTEN, JOINED_REWRITTEN };
+
+/* The dataset table file for shards e[0, n) mapped into tabs ([out]
+ * *map, *len): found valid, or written now under its lock (another
+ * process may have written it while this one waited). 1 with [out]
+ * *how, 0 if it could not be written or mapped, or an error of the
+ * shards'. */
+static int map_joined(const char *file, char **paths, int n, const int *fds,
+                      table_file_entry *e, shard_table *tabs, void **map,
+                      size_t *len, scan_totals *tot, int *how)
+{
+    int stale, again;
+    *how = JOINED_FOUND;
+    if (table_file_map(file, e, n, tabs, map, len, &stale))
+        return 1;
+    const int lock = table_file_lock(file);
+    if (table_file_map(file, e, n, tabs, map, len, &again)) {
+        table_file_unlock(lock);
+        return 1;
+    }
+    table_file_writer wr;
+    int ok = 0, rc = 0;
+    if (table_file_begin(&wr, file, n) == 0) {
+        rc = write_tables(&wr, paths, n, fds, e, tot, &ok);
+        if (table_file_end(&wr, e, n, rc == 0 && ok) == 0 && rc == 0)
+            rc = table_file_map(file, e, n, tabs, map, len, &again);
+    }
+    table_file_unlock(lock);
+    *how = stale ? JOINED_REWRITTEN : JOINED_WRITTEN;
+    return rc < 0 ? rc : rc == 1;
+}
+
 /* Past mapped_max() shards: every table from one dataset table file
  * (table_file.h), found valid or written now (streaming, a window of
  * tables at a time), and mapped once, the catalog owning the mapping. 1
@@ -714,12 +747,16 @@ static int add_joined(catalog *cat, char **paths, int n, shard_table *tabs,
 static int index_joined(catalog *cat, char **paths, int n, const int *fds,
                         scan_totals *tot, logger *lg)
 {
+    static const char *const said[] = {
+        [JOINED_FOUND] = "found",
+        [JOINED_WRITTEN] = "written now",
+        [JOINED_REWRITTEN] = "written anew: it was stale or damaged"};
     table_file_entry *e = calloc((size_t)n, sizeof *e);
     shard_table *tabs = calloc((size_t)n, sizeof *tabs);
     char file[PATH_MAX];
     void *map = NULL;
     size_t len = 0;
-    int stale = 0, found = 0;
+    int how = JOINED_FOUND;
     int rc = e && tabs ? 0 : PL_ENOMEM;
     for (int i = 0; i < n && rc == 0; i++) {
         struct stat st;
@@ -729,34 +766,19 @@ static int index_joined(catalog *cat, char **paths, int n, const int *fds,
         else
             table_file_identify(&e[i], paths[i], &st);
     }
-    if (rc < 0 || table_file_path(e, n, file, sizeof file) < 0)
-        goto done;
-    found = table_file_map(file, e, n, tabs, &map, &len, &stale);
-    if (found) {
-        tot->sidecars = n;
-    } else {
-        table_file_writer wr;
-        int ok = 0;
-        if (table_file_begin(&wr, file, n) < 0)
-            goto done;
-        rc = write_tables(&wr, paths, n, fds, e, tot, &ok);
-        if (table_file_end(&wr, e, n, rc == 0 && ok) < 0 || rc < 0)
-            goto done;
-        int again;
-        if (!table_file_map(file, e, n, tabs, &map, &len, &again))
-            goto done; /* replaced by one for other shards: unlikely */
+    if (rc == 0 && table_file_path(e, n, file, sizeof file) == 0)
+        rc = map_joined(file, paths, n, fds, e, tabs, &map, &len, tot, &how);
+    if (rc == 1) {
+        if (how == JOINED_FOUND)
+            tot->sidecars = n;
+        catalog_adopt_map(cat, map, len);
+        log_msg(lg, PL_LOG_NOTICE,
+                "%d tar shards (over %d): their tables are mapped from one "
+                "file, %s (%s)",
+                n, mapped_max(), file, said[how]);
+        rc = add_joined(cat, paths, n, tabs, tot);
+        rc = rc < 0 ? rc : 1;
     }
-    catalog_adopt_map(cat, map, len);
-    log_msg(lg, PL_LOG_NOTICE,
-            "%d tar shards (over %d): their tables are mapped from one file, "
-            "%s (%s)",
-            n, mapped_max(), file,
-            found   ? "found"
-            : stale ? "written anew: it was stale or damaged"
-                    : "written now");
-    rc = add_joined(cat, paths, n, tabs, tot);
-    rc = rc < 0 ? rc : 1;
-done:
     free(e);
     free(tabs);
     return rc;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -207,4 +208,30 @@ int table_file_end(table_file_writer *w, const table_file_entry *e, int n,
         return 0;
     unlink(w->tmp);
     return -1;
+}
+
+int table_file_lock(const char *path)
+{
+    char lock[PATH_MAX + 8];
+    if (snprintf(lock, sizeof lock, "%s.lock", path) >= (int)sizeof lock)
+        return -1;
+    sidecar_make_folder_of(path);
+    const int fd =
+        open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0644);
+    if (fd < 0)
+        return -1;
+    int rc;
+    while ((rc = flock(fd, LOCK_EX)) < 0 && errno == EINTR)
+        ;
+    if (rc < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+void table_file_unlock(int fd)
+{
+    if (fd >= 0)
+        close(fd); /* and the lock with it */
 }

@@ -7,10 +7,11 @@
  *
  * It lives in the index folder (sidecar_dir: $PINLOAD_INDEX_DIR, else the
  * user's cache folder), named by a hash of the shards' absolute paths
- * ("<hash>-<n>.tables"), written to a temporary name then renamed (ranks
- * racing each write a whole one; the last rename wins, and either is
- * valid). A shard that changed (its size, mtime or inode) makes it stale:
- * it is written anew under the same name.
+ * ("<hash>-<n>.tables"), written to a temporary name then renamed, by
+ * one process while the others creating over the same shards wait on
+ * its lock (where there is no lock, each writes a whole one; the last
+ * rename wins, and either is valid). A shard that changed (its size, mtime or
+ * inode) makes it stale: it is written anew under the same name.
  *
  * The layout, little-endian, 8-byte aligned:
  *   0   "PLTABLES"
@@ -59,6 +60,16 @@ int table_file_path(const table_file_entry *e, int n, char *out, size_t cap);
  * tables; else 0 (absent: *stale 0; damaged or for other shards: 1). */
 int table_file_map(const char *path, const table_file_entry *e, int n,
                    shard_table *tabs, void **map, size_t *len, int *stale);
+
+/* The lock that makes one process of those creating over the same shards
+ * at once (a node's ranks) write the file while the others wait, then
+ * map it: `path`.lock (made, and kept), locked with flock. Its
+ * descriptor, or -1 where it cannot be had (each then writes its own:
+ * still correct, only slower). */
+int table_file_lock(const char *path);
+
+/* Safe with -1. */
+void table_file_unlock(int fd);
 
 /* Writing one: begin, a table for each shard in order, end. */
 typedef struct table_file_writer {
