@@ -149,6 +149,7 @@ WORKERS_SRC := workers/decode.c workers/decode_png.c workers/decode_webp.c \
                workers/resample.c workers/augment.c \
                workers/fileio.c workers/process.c workers/pool.c
 INPUT_SRC   := input/catalog.c input/tar.c input/sidecar.c input/shard_table.c \
+               input/table_file.c \
                input/folder.c \
                input/list.c input/shards.c input/json_label.c input/input.c input/remote.c \
                input/remote_http.c input/remote_cache.c

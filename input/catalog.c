@@ -1,11 +1,13 @@
 #include "catalog.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "../common/error.h"
@@ -129,6 +131,8 @@ void catalog_close(catalog *c)
     for (int k = 0; k < c->nshards; k++)
         shard_table_close(&c->tables[k]);
     free(c->tables);
+    if (c->table_map)
+        munmap(c->table_map, c->table_map_len);
     free(c->shard_name);
     free(c->shard_source);
     kept_free(c->kept);
@@ -291,6 +295,13 @@ static int shard_room(catalog *c)
     return 0;
 }
 
+void catalog_adopt_map(catalog *c, void *p, size_t len)
+{
+    assert(!c->table_map);
+    c->table_map = p;
+    c->table_map_len = len;
+}
+
 int catalog_add_shard(catalog *c, const char *name, int id, shard_table *tab)
 {
     size_t off;
@@ -306,7 +317,7 @@ int catalog_add_shard(catalog *c, const char *name, int id, shard_table *tab)
     c->shard_first[k] = c->n;
     c->shard_name[k] = off;
     c->shard_source[k] = id;
-    c->heap_tables += !tab->mapped;
+    c->heap_tables += tab->mapped == SHARD_TABLE_HEAP;
     c->n += tab->nkeys;
     memset(tab, 0, sizeof *tab);
     return 0;

@@ -73,6 +73,10 @@ typedef struct catalog {
     size_t *shard_name;
     int *shard_source;
     int heap_tables; /* shards whose table is in the heap */
+    /* The dataset table file (table_file.h) the tables are slices of
+     * (SHARD_TABLE_PART), mapped once, or NULL. */
+    void *table_map;
+    size_t table_map_len;
     /* The names catalog_name returned for shard samples, kept until
      * catalog_close. */
     struct catalog_kept *kept;
@@ -120,6 +124,10 @@ int catalog_add_reader(catalog *c, const location_reader *r, int *id);
  * stop_fn(p) makes them give up what they wait for (catalog_stop). */
 void catalog_adopt(catalog *c, void *p, void (*stop_fn)(void *),
                    void (*free_fn)(void *));
+
+/* The catalog takes the mapping p[0, len) (munmap'd at catalog_close,
+ * after the tables that are slices of it). */
+void catalog_adopt_map(catalog *c, void *p, size_t len);
 
 /* The samples of one tar shard, source `id`, named `name` (as given:
  * "dir/shard.tar"; its samples are "dir/shard.tar:member"): the table's

@@ -41,10 +41,13 @@ int shards_read(catalog *c, char **paths, int n, logger *lg);
  * 1 with the paths, 0 if `path` has no such pattern, or an error. */
 int shards_expand_braces(const char *path, char ***paths, int *n);
 
-/* Shards whose tables are mapped: each mapping is one of the process's
- * vm.max_map_count areas (65,530 by default), which the allocator, the
- * libraries and the threads' stacks need too. Past it they are read into
- * the heap. */
+/* Shards whose tables are mapped a file each: each mapping is one of the
+ * process's vm.max_map_count areas (65,530 by default), which the
+ * allocator, the libraries and the threads' stacks need too. Past it
+ * local shards' tables come from one dataset table file, mapped once
+ * (table_file.h), and remote shards' are read into the heap. The
+ * environment variable PINLOAD_MAPPED_MAX lowers it (a hook for tests
+ * only, so that a few dozen shards take that path). */
 #define SHARDS_MAPPED_MAX 32768
 
 #define SHARDS_UNREAD_NAMED 5 /* members the notice names */

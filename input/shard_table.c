@@ -296,9 +296,9 @@ int shard_table_open(shard_table *tab, const unsigned char *p, size_t len,
 
 void shard_table_close(shard_table *tab)
 {
-    if (tab->base && tab->mapped)
+    if (tab->base && tab->mapped == SHARD_TABLE_MAPPED)
         munmap((void *)tab->base, tab->len);
-    else
+    else if (tab->mapped == SHARD_TABLE_HEAP)
         free((void *)tab->base);
     memset(tab, 0, sizeof *tab);
 }

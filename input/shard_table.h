@@ -48,10 +48,17 @@
 #define SHARD_CLS_BAD 1u           /* a key flag */
 #define SHARD_IMAGE_SCAN 0xffffffu /* a key's image: found by its members */
 
+/* How a table's bytes are held (shard_table.mapped). */
+#define SHARD_TABLE_HEAP 0   /* malloc'd: freed at close */
+#define SHARD_TABLE_MAPPED 1 /* its own mapping: unmapped at close */
+#define SHARD_TABLE_PART                                                       \
+    2 /* a slice of a mapping another owns (the                                \
+         catalog's dataset table file): left alone */
+
 typedef struct shard_table {
     const unsigned char *base; /* the whole table */
     size_t len;
-    int mapped; /* 1: munmap at close; 0: free */
+    int mapped; /* SHARD_TABLE_* : how close lets it go */
     uint64_t shard_size;
     int64_t mtime_s, mtime_ns;
     uint32_t nmembers, nkeys;
@@ -86,8 +93,9 @@ int shard_table_build(const tar_index *t, uint64_t shard_size, int64_t mtime_s,
 int shard_table_is(const unsigned char *p, size_t len);
 
 /* *tab over p[0, len) if it checks (checksum, every record in bounds and
- * the keys covering the members in order): 0, and tab owns p (unmapped at
- * close when `mapped`, else freed); -1, and p stays the caller's. */
+ * the keys covering the members in order): 0, and tab holds p as `mapped`
+ * says (SHARD_TABLE_*: freed, unmapped or left alone at close); -1, and p
+ * stays the caller's. */
 int shard_table_open(shard_table *tab, const unsigned char *p, size_t len,
                      int mapped);
 

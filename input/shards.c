@@ -25,6 +25,7 @@
 #include "json_label.h"
 #include "readers.h"
 #include "sidecar.h"
+#include "table_file.h"
 #include "tar.h"
 
 #define MAX_SHARDS (1 << 20)
@@ -32,7 +33,7 @@
 #define SCAN_WINDOW 64 /* shards whose indexes live at once */
 /* A json member larger than this gives no label (JSON_LABEL_UNREAD). */
 #define JSON_LABEL_MAX_BYTES ((int64_t)16 << 20)
-#define FD_MARGIN 256  /* descriptors left for everything else (CUDA, files) */
+#define FD_MARGIN 256 /* descriptors left for everything else (CUDA, files) */
 
 static void paths_free(char **p, int n)
 {
@@ -284,8 +285,8 @@ static void note_unread(const catalog *cat, const shard_table *tab,
 /* Key k's label from its json member's field (config.label_field), read
  * from the shard at fd now; or a JSON_LABEL_* code. */
 static int32_t json_label_at(const catalog *cat, const shard_table *tab,
-                             uint32_t first, uint32_t count, int fd,
-                             char **buf, size_t *cap)
+                             uint32_t first, uint32_t count, int fd, char **buf,
+                             size_t *cap)
 {
     for (uint32_t m = first; m < first + count; m++) {
         size_t klen;
@@ -299,14 +300,13 @@ static int32_t json_label_at(const catalog *cat, const shard_table *tab,
             grow(buf, cap, (size_t)size + 1, 1, 4096) < 0)
             return JSON_LABEL_UNREAD;
         for (int64_t got = 0; got < size;) {
-            const ssize_t n = pread(fd, *buf + got, (size_t)(size - got),
-                                    (off_t)(off + got));
+            const ssize_t n =
+                pread(fd, *buf + got, (size_t)(size - got), (off_t)(off + got));
             if (n <= 0 && !(n < 0 && errno == EINTR))
                 return JSON_LABEL_UNREAD;
             got += n > 0 ? n : 0;
         }
-        return json_label_of(*buf, (size_t)size, cat->label_field,
-                             MAX_CLASSES);
+        return json_label_of(*buf, (size_t)size, cat->label_field, MAX_CLASSES);
     }
     return JSON_LABEL_NO_MEMBER;
 }
@@ -334,8 +334,8 @@ static int add_json_labels(catalog *cat, int s, const char *path,
         uint32_t m0, count;
         memcpy(&m0, r, 4);
         memcpy(&count, r + 4, 4);
-        labels[k] = json_label_at(cat, tab, m0, count, cat->source_fd[s], &buf,
-                                  &cap);
+        labels[k] =
+            json_label_at(cat, tab, m0, count, cat->source_fd[s], &buf, &cap);
         if (labels[k] > *max_label)
             *max_label = labels[k];
     }
@@ -379,7 +379,7 @@ typedef struct scan_job {
     int fd;
     struct stat st;
     shard_table tab;
-    int in_heap; /* past SHARDS_MAPPED_MAX: the table read into the heap */
+    int in_heap; /* the table read into the heap, not mapped */
     int rc;
     char msg[1024]; /* the error, read in the scanning thread */
     int from_sidecar, stale;
@@ -591,6 +591,16 @@ static void scan_all(scan_job *jobs, int n)
         pthread_join(th[i], NULL);
 }
 
+/* Shards past which the tables come from one dataset table file:
+ * SHARDS_MAPPED_MAX, or $PINLOAD_MAPPED_MAX, a hook for tests only (so
+ * that a few dozen shards take that path). */
+static int mapped_max(void)
+{
+    const char *v = getenv("PINLOAD_MAPPED_MAX");
+    const long k = v && *v ? strtol(v, NULL, 10) : 0;
+    return k > 0 && k < SHARDS_MAPPED_MAX ? (int)k : SHARDS_MAPPED_MAX;
+}
+
 /* What indexing the shards met, for create's notices. */
 typedef struct scan_totals {
     int32_t max_label;
@@ -611,13 +621,14 @@ static int index_shards(catalog *cat, char **paths, int n, const int *fds,
     scan_job *jobs = calloc(SCAN_WINDOW, sizeof *jobs);
     if (!jobs)
         return PL_ENOMEM;
+    const int mapped = mapped_max();
     int rc = 0;
     for (int w = 0; w < n && rc == 0; w += SCAN_WINDOW) {
         const int k = n - w < SCAN_WINDOW ? n - w : SCAN_WINDOW;
         for (int i = 0; i < k && rc == 0; i++) {
             jobs[i] = (scan_job){.path = paths[w + i],
                                  .fd = fds[w + i],
-                                 .in_heap = w + i >= SHARDS_MAPPED_MAX};
+                                 .in_heap = w + i >= mapped};
             if (fstat(jobs[i].fd, &jobs[i].st) < 0)
                 rc = err_set(PL_EIO, "pl_loader_create: %s: %s", paths[w + i],
                              strerror(errno));
@@ -641,6 +652,138 @@ static int index_shards(catalog *cat, char **paths, int n, const int *fds,
     return rc;
 }
 
+/* The shards' tables, a window at a time (each read into the heap from its
+ * sidecar or its headers, as index_shards reads them), appended to the
+ * writer: 0, or an error of the shards' own; *ok 0 if the file could not
+ * be written (the shards are then indexed as usual). */
+static int write_tables(table_file_writer *wr, char **paths, int n,
+                        const int *fds, table_file_entry *e, scan_totals *tot,
+                        int *ok)
+{
+    scan_job *jobs = calloc(SCAN_WINDOW, sizeof *jobs);
+    if (!jobs)
+        return PL_ENOMEM;
+    int rc = 0;
+    *ok = 1;
+    for (int w = 0; w < n && rc == 0 && *ok; w += SCAN_WINDOW) {
+        const int k = n - w < SCAN_WINDOW ? n - w : SCAN_WINDOW;
+        for (int i = 0; i < k; i++)
+            jobs[i] = (scan_job){
+                .path = paths[w + i], .fd = fds[w + i], .in_heap = 1};
+        for (int i = 0; i < k && rc == 0; i++)
+            if (fstat(jobs[i].fd, &jobs[i].st) < 0)
+                rc = err_set(PL_EIO, "pl_loader_create: %s: %s", paths[w + i],
+                             strerror(errno));
+        if (rc == 0)
+            scan_all(jobs, k);
+        for (int i = 0; i < k && rc == 0; i++) {
+            if (jobs[i].rc < 0)
+                rc = err_set(jobs[i].rc, "pl_loader_create: %s", jobs[i].msg);
+            else if (*ok)
+                *ok = table_file_add(wr, &jobs[i].tab, &e[w + i]) == 0;
+            tot->sidecars += jobs[i].from_sidecar;
+            tot->stale += jobs[i].stale && !jobs[i].from_sidecar;
+        }
+        for (int i = 0; i < k; i++)
+            shard_table_close(&jobs[i].tab);
+    }
+    free(jobs);
+    return rc;
+}
+
+/* The samples of tabs[0, n), slices of the catalog's mapping. */
+static int add_joined(catalog *cat, char **paths, int n, shard_table *tabs,
+                      scan_totals *tot)
+{
+    int rc = 0;
+    for (int i = 0; i < n; i++) {
+        if (rc == 0)
+            rc = shards_add_indexed(cat, i, paths[i], &tabs[i], &tot->max_label,
+                                    &tot->unread);
+        else
+            shard_table_close(&tabs[i]);
+    }
+    return rc;
+}
+
+/* How the dataset table file came to be mapped (index_joined's notice). */
+enum { JOINED_FOUND, JOINED_WRITTEN, JOINED_REWRITTEN };
+
+/* The dataset table file for shards e[0, n) mapped into tabs ([out]
+ * *map, *len): found valid, or written now under its lock (another
+ * process may have written it while this one waited). 1 with [out]
+ * *how, 0 if it could not be written or mapped, or an error of the
+ * shards'. */
+static int map_joined(const char *file, char **paths, int n, const int *fds,
+                      table_file_entry *e, shard_table *tabs, void **map,
+                      size_t *len, scan_totals *tot, int *how)
+{
+    int stale, again;
+    *how = JOINED_FOUND;
+    if (table_file_map(file, e, n, tabs, map, len, &stale))
+        return 1;
+    const int lock = table_file_lock(file);
+    if (table_file_map(file, e, n, tabs, map, len, &again)) {
+        table_file_unlock(lock);
+        return 1;
+    }
+    table_file_writer wr;
+    int ok = 0, rc = 0;
+    if (table_file_begin(&wr, file, n) == 0) {
+        rc = write_tables(&wr, paths, n, fds, e, tot, &ok);
+        if (table_file_end(&wr, e, n, rc == 0 && ok) == 0 && rc == 0)
+            rc = table_file_map(file, e, n, tabs, map, len, &again);
+    }
+    table_file_unlock(lock);
+    *how = stale ? JOINED_REWRITTEN : JOINED_WRITTEN;
+    return rc < 0 ? rc : rc == 1;
+}
+
+/* Past mapped_max() shards: every table from one dataset table file
+ * (table_file.h), found valid or written now (streaming, a window of
+ * tables at a time), and mapped once, the catalog owning the mapping. 1
+ * if the shards were added so; 0 if no file could be written or mapped
+ * (the caller holds the tables in the heap); or an error. */
+static int index_joined(catalog *cat, char **paths, int n, const int *fds,
+                        scan_totals *tot, logger *lg)
+{
+    static const char *const said[] = {
+        [JOINED_FOUND] = "found",
+        [JOINED_WRITTEN] = "written now",
+        [JOINED_REWRITTEN] = "written anew: it was stale or damaged"};
+    table_file_entry *e = calloc((size_t)n, sizeof *e);
+    shard_table *tabs = calloc((size_t)n, sizeof *tabs);
+    char file[PATH_MAX];
+    void *map = NULL;
+    size_t len = 0;
+    int how = JOINED_FOUND;
+    int rc = e && tabs ? 0 : PL_ENOMEM;
+    for (int i = 0; i < n && rc == 0; i++) {
+        struct stat st;
+        if (fstat(fds[i], &st) < 0)
+            rc = err_set(PL_EIO, "pl_loader_create: %s: %s", paths[i],
+                         strerror(errno));
+        else
+            table_file_identify(&e[i], paths[i], &st);
+    }
+    if (rc == 0 && table_file_path(e, n, file, sizeof file) == 0)
+        rc = map_joined(file, paths, n, fds, e, tabs, &map, &len, tot, &how);
+    if (rc == 1) {
+        if (how == JOINED_FOUND)
+            tot->sidecars = n;
+        catalog_adopt_map(cat, map, len);
+        log_msg(lg, PL_LOG_NOTICE,
+                "%d tar shards (over %d): their tables are mapped from one "
+                "file, %s (%s)",
+                n, mapped_max(), file, said[how]);
+        rc = add_joined(cat, paths, n, tabs, tot);
+        rc = rc < 0 ? rc : 1;
+    }
+    free(e);
+    free(tabs);
+    return rc;
+}
+
 int shards_read(catalog *cat, char **paths, int n, logger *lg)
 {
     qsort(paths, (size_t)n, sizeof *paths, cmp_path);
@@ -652,8 +795,14 @@ int shards_read(catalog *cat, char **paths, int n, logger *lg)
         return PL_ENOMEM;
     scan_totals tot = {0};
     int rc = open_shards(cat, paths, n, fds);
-    if (rc == 0)
+    if (rc == 0 && n > mapped_max())
+        rc = index_joined(cat, paths, n, fds, &tot, lg);
+    if (rc == 0) { /* or no dataset table file could be written */
+        tot = (scan_totals){0};
         rc = index_shards(cat, paths, n, fds, &tot);
+    } else if (rc == 1) {
+        rc = 0;
+    }
     free(fds);
     if (rc == 0 && tot.stale)
         log_msg(lg, PL_LOG_NOTICE,
@@ -686,7 +835,8 @@ void shards_say_heap(const catalog *cat, logger *lg)
         log_msg(lg, PL_LOG_NOTICE,
                 "%d of %d shard(s) have no index file mapped (none could be "
                 "written beside them or in the cache folder, or over %d "
-                "shards): their sample tables are held in this process's "
+                "shards, no dataset table file): their sample tables are held "
+                "in this process's "
                 "memory instead of the page cache, about 96 bytes a sample "
                 "(set PINLOAD_INDEX_DIR to a writable folder)",
                 cat->heap_tables, cat->nshards, SHARDS_MAPPED_MAX);

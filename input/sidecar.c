@@ -32,31 +32,35 @@ static uint64_t get64(const unsigned char *p)
     return v;
 }
 
+int sidecar_dir(char *out, size_t cap)
+{
+    const char *dir = getenv("PINLOAD_INDEX_DIR");
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    int n;
+    if (dir && *dir)
+        n = snprintf(out, cap, "%s", dir);
+    else if (xdg && *xdg)
+        n = snprintf(out, cap, "%s/pinload", xdg);
+    else if (home && *home)
+        n = snprintf(out, cap, "%s/.cache/pinload", home);
+    else
+        return -1;
+    return n < (int)cap ? 0 : -1;
+}
+
 /* Where the sidecar of `path` may be, in order (which = 0, 1): with
  * $PINLOAD_INDEX_DIR set, there only; otherwise next to the shard, then in
  * the user's cache folder. -1 when `which` has no place. */
 static int sidecar_path(const char *path, int which, char *out, size_t cap)
 {
-    const char *dir = getenv("PINLOAD_INDEX_DIR");
-    const int fixed = dir && *dir;
-    if (which == 0 && !fixed)
+    const char *fixed = getenv("PINLOAD_INDEX_DIR");
+    if (which == 0 && !(fixed && *fixed))
         return snprintf(out, cap, "%s.idx", path) < (int)cap ? 0 : -1;
-    if (which == 1 && fixed)
+    if (which == 1 && fixed && *fixed)
         return -1;
-    char abs[PATH_MAX];
-    if (!realpath(path, abs))
+    char abs[PATH_MAX], dir[PATH_MAX];
+    if (!realpath(path, abs) || sidecar_dir(dir, sizeof dir) < 0)
         return -1;
-    char buf[PATH_MAX];
-    if (!fixed) {
-        const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-        if (xdg && *xdg)
-            snprintf(buf, sizeof buf, "%s/pinload", xdg);
-        else if (home && *home)
-            snprintf(buf, sizeof buf, "%s/.cache/pinload", home);
-        else
-            return -1;
-        dir = buf;
-    }
     const char *base = strrchr(abs, '/');
     return snprintf(
                out, cap, "%s/%016llx-%s.idx", dir,
@@ -248,8 +252,7 @@ static int build(const tar_index *t, const struct stat *st, int64_t size,
                              st ? (int64_t)st->st_mtim.tv_nsec : 0, b, n);
 }
 
-/* mkdir -p of the folder holding `file`. */
-static void make_folder_of(const char *file)
+void sidecar_make_folder_of(const char *file)
 {
     char dir[PATH_MAX + 64];
     snprintf(dir, sizeof dir, "%s", file);
@@ -343,7 +346,7 @@ int sidecar_keep(const char *path, const struct stat *st, const tar_index *t,
     for (int which = 0; which < 2; which++) {
         if (sidecar_path(path, which, idx, sizeof idx) < 0)
             continue;
-        make_folder_of(idx);
+        sidecar_make_folder_of(idx);
         int stale;
         if (sidecar_save(idx, b, n) == 0 &&
             sidecar_table_at(idx, st, -1, in_heap, tab, &stale)) {
@@ -386,7 +389,7 @@ int sidecar_write(const char *path, const struct stat *st, const tar_index *t)
     for (int which = 0; which < 2 && rc < 0; which++) {
         if (sidecar_path(path, which, idx, sizeof idx) < 0)
             continue;
-        make_folder_of(idx);
+        sidecar_make_folder_of(idx);
         rc = sidecar_save(idx, b, n);
     }
     free(b);

@@ -72,4 +72,13 @@ int sidecar_read_any(const char *idx, tar_index *t, int64_t *shard_size);
 int sidecar_write_at(const char *idx, const struct stat *st,
                      const tar_index *t);
 
+/* The folder index files go to when not beside their shard (and the
+ * dataset table file, table_file.h, always): $PINLOAD_INDEX_DIR if set,
+ * else $XDG_CACHE_HOME/pinload, else ~/.cache/pinload. 0 with out[0, cap),
+ * or -1 if there is none (or it does not fit). */
+int sidecar_dir(char *out, size_t cap);
+
+/* mkdir -p of the folder holding `file` (best effort). */
+void sidecar_make_folder_of(const char *file);
+
 #endif

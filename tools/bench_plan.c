@@ -74,7 +74,9 @@ static const plan_const plan_k[K_COUNT] = {
                       "the checksum 8"},
     [K_MAPPED_MAX] = {"mapped_shards_max", 32768, "shards",
                       "derived: input/readers.h, SHARDS_MAPPED_MAX: past it "
-                      "a table is read into each rank's heap"},
+                      "local shards' tables come from one dataset table "
+                      "file (input/table_file.h), remote ones' are read "
+                      "into each rank's heap"},
     [K_PRIVATE_SHARD] = {"private_bytes_per_shard", 212, "B",
                          "measured: machine B, 2026-11-26, RssAnon after "
                          "create and a batch over 4,000 shards against 1,000 "
@@ -175,13 +177,18 @@ typedef struct plan_row {
 /* A rank's memory and create time, either order (docs/SCALE.md,
  * "Memory"): nothing per sample is private; each shard's table is its
  * index file mapped, the page cache's, once a node, for the first
- * K_MAPPED_MAX shards, and in each rank's heap past them. */
+ * K_MAPPED_MAX shards. Past them local shards' tables are slices of one
+ * mapped dataset table file, shared too (a table's head and checksum and
+ * a 64-byte directory entry each, no page's rest); remote shards' are in
+ * each rank's heap. */
 static void rank_memory(const plan_job *j, int remote, int order, plan_row *r)
 {
     const double n = j->samples, s = j->shards, per = n / s;
     const double mapped = s < K(K_MAPPED_MAX) ? s : K(K_MAPPED_MAX);
-    const double heap = s - mapped;
-    r->shared = mapped * (per * K(K_TABLE_SAMPLE) + K(K_TABLE_SHARD));
+    const double heap = remote ? s - mapped : 0;
+    const double joined = s - mapped - heap;
+    r->shared = mapped * (per * K(K_TABLE_SAMPLE) + K(K_TABLE_SHARD)) +
+                joined * (per * K(K_TABLE_SAMPLE) + K(K_TABLE_HEAD) + 64);
     r->heap_tables = heap * (per * K(K_TABLE_SAMPLE) + K(K_TABLE_HEAD));
     r->resident = s * K(K_PRIVATE_SHARD) + n * K(K_PRIVATE_SAMPLE) +
                   r->heap_tables + r->ring;
@@ -451,8 +458,8 @@ static void print_table(const plan_job *j, const plan_row *r, int n)
                    j->ranks_per_node * K(K_SHARDS_IN_HAND),
                    r[i].cache_need / GB);
     if (n > 0 && r[0].heap_tables > 0)
-        printf("warning: past %.0f shards the tables are read into each "
-               "rank's heap: %.0f shards,\n%.1f GiB a rank "
+        printf("warning: past %.0f remote shards the tables are read into "
+               "each rank's heap: %.0f shards,\n%.1f GiB a rank "
                "(input/readers.h, SHARDS_MAPPED_MAX)\n",
                K(K_MAPPED_MAX), j->shards - K(K_MAPPED_MAX),
                r[0].heap_tables / (1024 * MIB));

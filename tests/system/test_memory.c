@@ -266,6 +266,61 @@ Test(memory, shard_samples_cost_at_most_16_private_bytes_in_either_order,
     tu_rm_rf(root);
 }
 
+/* Past the mapped-table limit (SHARDS_MAPPED_MAX, lowered to 16 by the
+ * test hook PINLOAD_MAPPED_MAX) the tables come from one dataset table
+ * file, mapped once: the private bytes a sample stay those of the mapped
+ * tables, where holding them in the heap (what every shard past the
+ * limit cost before, and still costs where no index folder is writable)
+ * is about 96. Measured on machine B at 100,000 samples in 500 shards:
+ * see docs/BENCHMARKS.md. */
+Test(memory, past_the_mapping_limit_shard_samples_stay_shared, .timeout = 600)
+{
+    if (TU_SANITIZED)
+        cr_skip_test("a sanitizer's shadow memory and redzones are not the "
+                     "loader's: measured in plain builds");
+    size_from_env();
+    char root[64], one[64], idx[64], nowhere[128];
+    tu_tmpdir(root);
+    tu_tmpdir(one);
+    tu_tmpdir(idx);
+    make_shards(root);
+    make_n_shards(one, 1);
+    setenv("PINLOAD_MAPPED_MAX", "16", 1);
+    setenv("PINLOAD_INDEX_DIR", idx, 1);
+    const double first = slope(private_kib_in_child(root, PL_ORDER_GLOBAL),
+                               private_kib_in_child(one, PL_ORDER_GLOBAL));
+    cr_log_info("one table file, first create (writing it): %.1f private "
+                "bytes a sample",
+                first);
+    cr_assert_lt(first, 16, "writing: %.1f private bytes a sample", first);
+    const pl_order orders[] = {PL_ORDER_GLOBAL, PL_ORDER_SHARDS};
+    for (int o = 0; o < 2; o++) {
+        const double k = slope(private_kib_in_child(root, orders[o]),
+                               private_kib_in_child(one, orders[o]));
+        cr_log_info("one table file, %s order: %.1f private bytes a sample",
+                    o ? "shard" : "exact", k);
+        cr_assert_lt(k, 4, "%s order: %.1f private bytes a sample",
+                     o ? "shard" : "exact", k);
+    }
+    /* No index folder takes a file (it lies under a file): the tables in
+     * the heap, what this costs without the table file. */
+    snprintf(nowhere, sizeof nowhere, "%s/file", idx);
+    tu_write_file(nowhere, "", 0);
+    snprintf(nowhere, sizeof nowhere, "%s/file/sub", idx);
+    setenv("PINLOAD_INDEX_DIR", nowhere, 1);
+    const double heap = slope(private_kib_in_child(root, PL_ORDER_GLOBAL),
+                              private_kib_in_child(one, PL_ORDER_GLOBAL));
+    cr_log_info("tables in the heap (no index folder): %.1f private bytes a "
+                "sample",
+                heap);
+    cr_assert_gt(heap, 32, "the heap tables: %.1f bytes a sample", heap);
+    unsetenv("PINLOAD_INDEX_DIR");
+    tu_rm_rf(idx);
+    unsetenv("PINLOAD_MAPPED_MAX");
+    tu_rm_rf(one);
+    tu_rm_rf(root);
+}
+
 /* Folders and list files keep their catalog per sample: each name, as the
  * user would write it (its folder included), and a label. Measured on
  * machine B at 100,000 samples with 43-character names: 58.0 private

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "pinload.h"
@@ -72,11 +74,14 @@ typedef struct epoch_bytes {
     size_t sample_bytes;
 } epoch_bytes;
 
-/* One epoch of `data` (shuffled, seed 5, train augment), whole. */
-static void read_epoch(const char *data, epoch_bytes *out, int workers)
+/* One epoch of `data` (shuffled, seed 5, train augment) in `order`,
+ * whole. */
+static void read_epoch_in(const char *data, epoch_bytes *out, int workers,
+                          int32_t order)
 {
     pl_config c;
     base_cfg(&c, data);
+    c.order = order;
     c.batch_size = 7;
     c.width = c.height = 24;
     c.seed = 5;
@@ -100,6 +105,11 @@ static void read_epoch(const char *data, epoch_bytes *out, int workers)
     }
     cr_assert_eq(rc, PL_EPOCH_END, "%s: %s", data, pl_last_error());
     pl_loader_destroy(l);
+}
+
+static void read_epoch(const char *data, epoch_bytes *out, int workers)
+{
+    read_epoch_in(data, out, workers, PL_ORDER_GLOBAL);
 }
 
 static void assert_same_epoch(const epoch_bytes *a, const epoch_bytes *b,
@@ -994,5 +1004,206 @@ Test(shards, sample_names_are_made_once_and_kept_until_destroy,
     snprintf(want, sizeof want, "%s:d/k300", data);
     cr_assert_str_eq(last, want);
     pl_loader_destroy(l);
+    tu_rm_rf(dir);
+}
+
+/* The dataset table file of folder idx: its path, and [out] *st. */
+static void table_file_at(const char *idx, char path[512], struct stat *st)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "ls %s/*.tables", idx);
+    FILE *f = popen(cmd, "r");
+    path[0] = '\0';
+    cr_assert_not_null(fgets(path, 512, f), "no .tables file in %s", idx);
+    cr_assert_null(fgets(cmd, sizeof cmd, f), "two .tables files in %s", idx);
+    pclose(f);
+    path[strcspn(path, "\n")] = '\0';
+    cr_assert_eq(stat(path, st), 0, "%s", path);
+}
+
+/* One create of data with its notices in *n. */
+static void create_logged(const char *data, kept_log *n)
+{
+    pl_config c;
+    base_cfg(&c, data);
+    c.log = keep_log;
+    c.log_ctx = n;
+    pl_loader *l;
+    cr_assert_eq(pl_loader_create(&c, &l), 0, "%s", pl_last_error());
+    pl_loader_destroy(l);
+}
+
+/* dir/data/t-000.tar .. t-039.tar: 40 shards of 2 samples (KEY.jpg and
+ * KEY.cls, labels 0, 1, 2 in turn). */
+static void make_forty_shards(const char *dir)
+{
+    char cmd[1024];
+    for (int i = 0; i < 80; i++) {
+        char p[256];
+        snprintf(p, sizeof p, "%s/stage/k%03d.jpg", dir, i);
+        tu_write_jpeg(p, 20 + i % 7, 22, (unsigned)i, NULL);
+        snprintf(p, sizeof p, "%s/stage/k%03d.cls", dir, i);
+        char label[8];
+        snprintf(label, sizeof label, "%d\n", i % 3);
+        tu_write_file(p, label, strlen(label));
+    }
+    snprintf(cmd, sizeof cmd,
+             "cd %s/stage && mkdir ../data && for s in $(seq 0 39); do "
+             "a=$(printf k%%03d $((2 * s))); b=$(printf k%%03d $((2 * s + "
+             "1))); tar -cf ../data/t-$(printf %%03d $s).tar $a.jpg $a.cls "
+             "$b.jpg $b.cls; done",
+             dir);
+    run_cmd(cmd);
+}
+
+/* Past the mapped-table limit (lowered to 16 by the test hook
+ * PINLOAD_MAPPED_MAX), 40 shards' tables come from one dataset table file
+ * in PINLOAD_INDEX_DIR, mapped once: the same epoch as below the limit,
+ * in either order; the file is found and reused by the next create
+ * (same inode and mtime); a shard changed since, or a byte of the file
+ * flipped, makes it written anew, never trusted. */
+Test(shards, past_the_mapping_limit_tables_come_from_one_file,
+     .timeout = TIMEOUT)
+{
+    char dir[64], data[128], idx[128], file[512];
+    tu_tmpdir(dir);
+    make_forty_shards(dir);
+    snprintf(data, sizeof data, "%s/data", dir);
+    snprintf(idx, sizeof idx, "%s/below", dir);
+    setenv("PINLOAD_INDEX_DIR", idx, 1);
+    epoch_bytes ref, ref_shards, e;
+    read_epoch(data, &ref, 2);
+    read_epoch_in(data, &ref_shards, 2, PL_ORDER_SHARDS);
+    cr_assert_eq(ref.n, 80);
+
+    snprintf(idx, sizeof idx, "%s/idx", dir);
+    setenv("PINLOAD_INDEX_DIR", idx, 1);
+    setenv("PINLOAD_MAPPED_MAX", "16", 1);
+    kept_log n = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    create_logged(data, &n);
+    cr_assert_not_null(strstr(n.text, "40 tar shards (over 16): their tables "
+                                      "are mapped from one file"),
+                       "%s", n.text);
+    cr_assert_not_null(strstr(n.text, "(written now)"), "%s", n.text);
+    cr_assert_null(strstr(n.text, "no index file mapped"), "%s", n.text);
+    struct stat first, st;
+    table_file_at(idx, file, &first);
+
+    read_epoch(data, &e, 1);
+    assert_same_epoch(&ref, &e, "tables from one file");
+    free(e.pixels);
+    read_epoch_in(data, &e, 2, PL_ORDER_SHARDS);
+    assert_same_epoch(&ref_shards, &e, "PL_ORDER_SHARDS from one file");
+    free(e.pixels);
+    table_file_at(idx, file, &st);
+    cr_assert_eq(st.st_ino, first.st_ino, "the file was written again");
+    cr_assert_eq(st.st_mtim.tv_nsec, first.st_mtim.tv_nsec);
+    cr_assert_eq(st.st_mtim.tv_sec, first.st_mtim.tv_sec);
+    n = (kept_log){.mu = PTHREAD_MUTEX_INITIALIZER};
+    create_logged(data, &n);
+    cr_assert_not_null(strstr(n.text, "(found)"), "%s", n.text);
+
+    /* A shard touched since: its identity differs, the file is stale. */
+    char shard[256];
+    snprintf(shard, sizeof shard, "%s/t-007.tar", data);
+    const struct timespec when[2] = {{.tv_sec = 1000000000},
+                                     {.tv_sec = 1000000000}};
+    cr_assert_eq(utimensat(AT_FDCWD, shard, when, 0), 0);
+    n = (kept_log){.mu = PTHREAD_MUTEX_INITIALIZER};
+    create_logged(data, &n);
+    cr_assert_not_null(strstr(n.text, "written anew"), "%s", n.text);
+    table_file_at(idx, file, &st);
+    cr_assert_neq(st.st_ino, first.st_ino, "a stale file was kept");
+    read_epoch(data, &e, 2);
+    assert_same_epoch(&ref, &e, "after a shard was touched");
+    free(e.pixels);
+
+    /* A byte flipped in the last table, then in the directory. */
+    for (int at = 0; at < 2; at++) {
+        FILE *f = fopen(file, "r+b");
+        cr_assert_not_null(f);
+        cr_assert_eq(fseek(f, at == 0 ? -20 : 32 + 5 * 64 + 16,
+                           at == 0 ? SEEK_END : SEEK_SET),
+                     0);
+        const int c = fgetc(f);
+        cr_assert_eq(fseek(f, -1, SEEK_CUR), 0);
+        fputc(c ^ 0x55, f);
+        fclose(f);
+        struct stat flipped;
+        cr_assert_eq(stat(file, &flipped), 0);
+        n = (kept_log){.mu = PTHREAD_MUTEX_INITIALIZER};
+        create_logged(data, &n);
+        cr_assert_not_null(strstr(n.text, "written anew"), "%d: %s", at,
+                           n.text);
+        table_file_at(idx, file, &st);
+        cr_assert_neq(st.st_ino, flipped.st_ino, "%d: a damaged file kept", at);
+        read_epoch(data, &e, 2);
+        assert_same_epoch(&ref, &e, "after a damaged file");
+        free(e.pixels);
+    }
+    unsetenv("PINLOAD_MAPPED_MAX");
+    unsetenv("PINLOAD_INDEX_DIR");
+    free(ref.pixels);
+    free(ref_shards.pixels);
+    tu_rm_rf(dir);
+}
+
+/* Ranks racing to write the dataset table file (four processes creating
+ * at once, none there yet): one writes it while the others wait on its
+ * lock, then they map it; each create succeeds with every sample, and
+ * one file is left, no temporary one. */
+Test(shards, ranks_racing_to_write_the_table_file_all_succeed,
+     .timeout = TIMEOUT)
+{
+    char dir[64], data[128], idx[128], file[512], cmd[600];
+    tu_tmpdir(dir);
+    make_forty_shards(dir);
+    snprintf(data, sizeof data, "%s/data", dir);
+    snprintf(idx, sizeof idx, "%s/idx", dir);
+    setenv("PINLOAD_INDEX_DIR", idx, 1);
+    setenv("PINLOAD_MAPPED_MAX", "16", 1);
+    pid_t pid[4];
+    for (int r = 0; r < 4; r++) {
+        pid[r] = fork();
+        cr_assert_geq(pid[r], 0);
+        if (pid[r] == 0) {
+            kept_log n = {.mu = PTHREAD_MUTEX_INITIALIZER};
+            pl_config c;
+            base_cfg(&c, data);
+            c.log = keep_log;
+            c.log_ctx = &n;
+            pl_loader *l;
+            int code = 1;
+            if (pl_loader_create(&c, &l) == 0) {
+                pl_info info;
+                pl_loader_info(l, &info);
+                if (info.dataset_size == 80)
+                    code = strstr(n.text, "(written now)") ? 10
+                           : strstr(n.text, "(found)")     ? 11
+                                                           : 2;
+                pl_loader_destroy(l);
+            }
+            _exit(code);
+        }
+    }
+    int wrote = 0;
+    for (int r = 0; r < 4; r++) {
+        int status;
+        cr_assert_eq(waitpid(pid[r], &status, 0), pid[r]);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) >= 10,
+                  "rank %d failed (%d)", r, WEXITSTATUS(status));
+        wrote += WEXITSTATUS(status) == 10;
+    }
+    cr_assert_eq(wrote, 1, "%d ranks wrote the table file", wrote);
+    struct stat st;
+    table_file_at(idx, file, &st);
+    snprintf(cmd, sizeof cmd, "ls %s | grep -c tmp", idx);
+    FILE *f = popen(cmd, "r");
+    char count[16] = "";
+    cr_assert_not_null(fgets(count, sizeof count, f));
+    pclose(f);
+    cr_assert_str_eq(count, "0\n", "temporary files left in %s", idx);
+    unsetenv("PINLOAD_MAPPED_MAX");
+    unsetenv("PINLOAD_INDEX_DIR");
     tu_rm_rf(dir);
 }

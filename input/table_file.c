@@ -1,0 +1,237 @@
+/* The dataset table file: its name, checking and mapping it, writing it a
+ * table at a time (table_file.h has the layout). */
+#include "table_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "sidecar.h"
+
+#define FNV_SEED 0xcbf29ce484222325u
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ ((const unsigned char *)p)[i]) * 0x100000001b3u;
+    return h;
+}
+
+static uint64_t get64(const unsigned char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+static void put64(unsigned char *p, uint64_t v)
+{
+    memcpy(p, &v, 8);
+}
+
+void table_file_identify(table_file_entry *e, const char *path,
+                         const struct stat *st)
+{
+    memset(e, 0, sizeof *e);
+    e->size = (uint64_t)st->st_size;
+    e->mtime_s = (int64_t)st->st_mtim.tv_sec;
+    e->mtime_ns = (int64_t)st->st_mtim.tv_nsec;
+    e->ino = (uint64_t)st->st_ino;
+    uint64_t h = FNV_SEED;
+    char cwd[PATH_MAX];
+    if (path[0] != '/' && getcwd(cwd, sizeof cwd)) {
+        h = fnv(h, cwd, strlen(cwd));
+        h = fnv(h, "/", 1);
+    }
+    e->path_hash = fnv(h, path, strlen(path));
+}
+
+int table_file_path(const table_file_entry *e, int n, char *out, size_t cap)
+{
+    char dir[PATH_MAX];
+    if (sidecar_dir(dir, sizeof dir) < 0)
+        return -1;
+    uint64_t h = FNV_SEED;
+    for (int i = 0; i < n; i++)
+        h = fnv(h, &e[i].path_hash, 8);
+    return snprintf(out, cap, "%s/%016llx-%d.tables", dir,
+                    (unsigned long long)h, n) < (int)cap
+               ? 0
+               : -1;
+}
+
+/* Directory entry i of the file as bytes, at d. */
+static void entry_put(unsigned char *d, const table_file_entry *e)
+{
+    put64(d, e->offset);
+    put64(d + 8, e->len);
+    put64(d + 16, e->size);
+    put64(d + 24, (uint64_t)e->mtime_s);
+    put64(d + 32, (uint64_t)e->mtime_ns);
+    put64(d + 40, e->ino);
+    put64(d + 48, e->path_hash);
+    put64(d + 56, 0);
+}
+
+/* The header and directory's checksum: bytes [0, 24) and the entries. */
+static uint64_t head_sum(const unsigned char *p, int n)
+{
+    const uint64_t h = fnv(FNV_SEED, p, 24);
+    return fnv(h, p + TABLE_FILE_HEAD, (size_t)n * TABLE_FILE_ENTRY);
+}
+
+/* Whether directory entry d is shard e's, its table in bounds of a file
+ * of `size` bytes past the directory. */
+static int entry_fits(const unsigned char *d, const table_file_entry *e,
+                      uint64_t dir_end, uint64_t size)
+{
+    const uint64_t off = get64(d), len = get64(d + 8);
+    return get64(d + 16) == e->size && (int64_t)get64(d + 24) == e->mtime_s &&
+           (int64_t)get64(d + 32) == e->mtime_ns && get64(d + 40) == e->ino &&
+           get64(d + 48) == e->path_hash && off % 8 == 0 && off >= dir_end &&
+           off <= size && len <= size - off;
+}
+
+/* The tables of the file p[0, size) for shards e[0, n), into tabs: 0, or
+ * -1 (and none is left open) if anything does not check. */
+static int open_tables(const unsigned char *p, uint64_t size,
+                       const table_file_entry *e, int n, shard_table *tabs)
+{
+    const uint64_t dir_end = TABLE_FILE_HEAD + (uint64_t)n * TABLE_FILE_ENTRY;
+    if (size < dir_end || memcmp(p, TABLE_FILE_MAGIC, 8) != 0 ||
+        get64(p + 8) != (uint64_t)n || get64(p + 16) != 0 ||
+        get64(p + 24) != head_sum(p, n))
+        return -1;
+    for (int i = 0; i < n; i++) {
+        const unsigned char *d =
+            p + TABLE_FILE_HEAD + (size_t)i * TABLE_FILE_ENTRY;
+        shard_table *t = &tabs[i];
+        if (!entry_fits(d, &e[i], dir_end, size) ||
+            shard_table_open(t, p + get64(d), (size_t)get64(d + 8),
+                             SHARD_TABLE_PART) < 0 ||
+            t->shard_size != e[i].size || t->mtime_s != e[i].mtime_s ||
+            t->mtime_ns != e[i].mtime_ns) {
+            memset(tabs, 0, (size_t)n * sizeof *tabs); /* slices: no close */
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int table_file_map(const char *path, const table_file_entry *e, int n,
+                   shard_table *tabs, void **map, size_t *len, int *stale)
+{
+    *stale = 0;
+    const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0)
+        return 0;
+    struct stat st;
+    void *m = MAP_FAILED;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+        st.st_size >= TABLE_FILE_HEAD)
+        m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED ||
+        open_tables(m, (uint64_t)st.st_size, e, n, tabs) < 0) {
+        if (m != MAP_FAILED)
+            munmap(m, (size_t)st.st_size);
+        *stale = 1;
+        return 0;
+    }
+    *map = m;
+    *len = (size_t)st.st_size;
+    return 1;
+}
+
+int table_file_begin(table_file_writer *w, const char *path, int n)
+{
+    memset(w, 0, sizeof *w);
+    snprintf(w->path, sizeof w->path, "%s", path);
+    /* The pid and the writer's address: two loaders of one process too
+     * write apart. */
+    snprintf(w->tmp, sizeof w->tmp, "%s.tmp.%ld.%lx", path, (long)getpid(),
+             (unsigned long)(uintptr_t)w);
+    sidecar_make_folder_of(path);
+    w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NONBLOCK | O_CLOEXEC,
+                 0644);
+    w->at = TABLE_FILE_HEAD + (uint64_t)n * TABLE_FILE_ENTRY;
+    return w->fd < 0 ? -1 : 0;
+}
+
+static int write_at(int fd, const unsigned char *p, size_t n, uint64_t at)
+{
+    for (size_t done = 0; done < n;) {
+        const ssize_t k = pwrite(fd, p + done, n - done, (off_t)(at + done));
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return -1;
+        done += (size_t)k;
+    }
+    return 0;
+}
+
+int table_file_add(table_file_writer *w, const shard_table *tab,
+                   table_file_entry *e)
+{
+    e->offset = w->at;
+    e->len = tab->len;
+    if (write_at(w->fd, tab->base, tab->len, w->at) < 0)
+        return -1;
+    w->at += tab->len; /* a table's length is a multiple of 8 */
+    return 0;
+}
+
+int table_file_end(table_file_writer *w, const table_file_entry *e, int n,
+                   int ok)
+{
+    const size_t dir_end = TABLE_FILE_HEAD + (size_t)n * TABLE_FILE_ENTRY;
+    unsigned char *h = ok ? calloc(1, dir_end) : NULL;
+    if (h) {
+        memcpy(h, TABLE_FILE_MAGIC, 8);
+        put64(h + 8, (uint64_t)n);
+        for (int i = 0; i < n; i++)
+            entry_put(h + TABLE_FILE_HEAD + (size_t)i * TABLE_FILE_ENTRY,
+                      &e[i]);
+        put64(h + 24, head_sum(h, n));
+    }
+    ok = h && write_at(w->fd, h, dir_end, 0) == 0 && fsync(w->fd) == 0;
+    free(h);
+    if (close(w->fd) != 0)
+        ok = 0;
+    if (ok && rename(w->tmp, w->path) == 0)
+        return 0;
+    unlink(w->tmp);
+    return -1;
+}
+
+int table_file_lock(const char *path)
+{
+    char lock[PATH_MAX + 8];
+    if (snprintf(lock, sizeof lock, "%s.lock", path) >= (int)sizeof lock)
+        return -1;
+    sidecar_make_folder_of(path);
+    const int fd =
+        open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0644);
+    if (fd < 0)
+        return -1;
+    int rc;
+    while ((rc = flock(fd, LOCK_EX)) < 0 && errno == EINTR)
+        ;
+    if (rc < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+void table_file_unlock(int fd)
+{
+    if (fd >= 0)
+        close(fd); /* and the lock with it */
+}
