@@ -137,6 +137,19 @@ struct sampler_tables {
     epoch_table t[TABLES];
 };
 
+/* The shard layouts and counts, freed (their mutex is the caller's). */
+static void free_tables(sampler *s)
+{
+    for (int i = 0; s->tables && i < TABLES; i++) {
+        free(s->tables->t[i].perm);
+        free(s->tables->t[i].start);
+    }
+    free(s->tables);
+    free(s->first);
+    s->tables = NULL;
+    s->first = NULL;
+}
+
 int sampler_use_shards(sampler *s, const int64_t *first, int nshards,
                        int64_t window)
 {
@@ -159,15 +172,7 @@ int sampler_use_shards(sampler *s, const int64_t *first, int nshards,
     s->window = window;
     return 0;
 fail:
-    if (s->tables)
-        for (int i = 0; i < TABLES; i++) {
-            free(s->tables->t[i].perm);
-            free(s->tables->t[i].start);
-        }
-    free(s->tables);
-    free(s->first);
-    s->tables = NULL;
-    s->first = NULL;
+    free_tables(s);
     return PL_ENOMEM;
 }
 
@@ -176,14 +181,7 @@ void sampler_fini(sampler *s)
     if (!s->tables)
         return;
     pthread_mutex_destroy(&s->tables->mu);
-    for (int i = 0; i < TABLES; i++) {
-        free(s->tables->t[i].perm);
-        free(s->tables->t[i].start);
-    }
-    free(s->tables);
-    free(s->first);
-    s->tables = NULL;
-    s->first = NULL;
+    free_tables(s);
     s->nshards = 0;
 }
 

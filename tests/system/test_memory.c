@@ -236,6 +236,22 @@ static void make_files(const char *root, int shards)
  * is at most 16 a sample; the bounds hold it with a margin for allocator
  * noise. The rest of what is resident is the mapped indexes' pages: the
  * page cache's, one copy for a node's ranks. */
+/* Both orders' private bytes a sample over root's shards (less one's),
+ * each below `bound`; `what` starts the log lines. */
+static void assert_orders_private_below(const char *root, const char *one,
+                                        const char *what, double bound)
+{
+    const pl_order orders[] = {PL_ORDER_GLOBAL, PL_ORDER_SHARDS};
+    for (int o = 0; o < 2; o++) {
+        const double k = slope(private_kib_in_child(root, orders[o]),
+                               private_kib_in_child(one, orders[o]));
+        cr_log_info("%s%s order: %.1f private bytes a sample", what,
+                    o ? "shard" : "exact", k);
+        cr_assert_lt(k, bound, "%s%s order: %.1f private bytes a sample",
+                     what, o ? "shard" : "exact", k);
+    }
+}
+
 Test(memory, shard_samples_cost_at_most_16_private_bytes_in_either_order,
      .timeout = 600)
 {
@@ -253,15 +269,7 @@ Test(memory, shard_samples_cost_at_most_16_private_bytes_in_either_order,
                                private_kib_in_child(one, PL_ORDER_GLOBAL));
     cr_log_info("first create (indexing): %.1f private bytes a sample", first);
     cr_assert_lt(first, 16, "indexing: %.1f private bytes a sample", first);
-    const pl_order orders[] = {PL_ORDER_GLOBAL, PL_ORDER_SHARDS};
-    for (int o = 0; o < 2; o++) {
-        const double k = slope(private_kib_in_child(root, orders[o]),
-                               private_kib_in_child(one, orders[o]));
-        cr_log_info("%s order: %.1f private bytes a sample",
-                    o ? "shard" : "exact", k);
-        cr_assert_lt(k, 4, "%s order: %.1f private bytes a sample",
-                     o ? "shard" : "exact", k);
-    }
+    assert_orders_private_below(root, one, "", 4);
     tu_rm_rf(one);
     tu_rm_rf(root);
 }
@@ -293,15 +301,7 @@ Test(memory, past_the_mapping_limit_shard_samples_stay_shared, .timeout = 600)
                 "bytes a sample",
                 first);
     cr_assert_lt(first, 16, "writing: %.1f private bytes a sample", first);
-    const pl_order orders[] = {PL_ORDER_GLOBAL, PL_ORDER_SHARDS};
-    for (int o = 0; o < 2; o++) {
-        const double k = slope(private_kib_in_child(root, orders[o]),
-                               private_kib_in_child(one, orders[o]));
-        cr_log_info("one table file, %s order: %.1f private bytes a sample",
-                    o ? "shard" : "exact", k);
-        cr_assert_lt(k, 4, "%s order: %.1f private bytes a sample",
-                     o ? "shard" : "exact", k);
-    }
+    assert_orders_private_below(root, one, "one table file, ", 4);
     /* No index folder takes a file (it lies under a file): the tables in
      * the heap, what this costs without the table file. */
     snprintf(nowhere, sizeof nowhere, "%s/file", idx);
