@@ -37,7 +37,7 @@ static void make_shards(shards_fx *f)
                 tu_write_jpeg(p, 24 + (i % 4) * 7, 20 + (k % 3) * 9,
                               (unsigned)(k * 31 + i), NULL);
             snprintf(p, sizeof p, "%s/stage%d/s%d_%02d.cls", f->dir, k, k, i);
-            char label[8];
+            char label[16];
             snprintf(label, sizeof label, "%d\n", k);
             tu_write_file(p, label, strlen(label));
         }

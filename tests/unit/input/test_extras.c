@@ -245,7 +245,7 @@ Test(extras, a_required_extra_missing_is_the_samples_error, .timeout = TIMEOUT)
     int bad = 0;
     for (int i = 0; i < g.n; i++) {
         const int key = key_of(l, g.idx[i]);
-        char cls[8];
+        char cls[16];
         snprintf(cls, sizeof cls, "%d", key % 3);
         cr_assert_eq(g.label[i], key % 3);
         if (key % 5 == 4) {
@@ -311,7 +311,7 @@ Test(extras, list_file_columns_are_the_extras, .timeout = TIMEOUT)
     cr_assert_eq(take(l, &g, -1, 2), PL_EPOCH_END, "%s", pl_last_error());
     cr_assert_eq(g.n, 5);
     for (int i = 0; i < 5; i++) {
-        char tag[8] = "";
+        char tag[16] = "";
         if (caption[i])
             snprintf(tag, sizeof tag, "t%d", i);
         cr_assert_eq(g.idx[i], i);

@@ -1067,7 +1067,7 @@ Test(remote, extras_come_through_whole_and_ranged_reads, .timeout = RT_TIMEOUT)
                 cr_assert_eq(pl_loader_sample(l, b->indices[i], &path, NULL),
                              0);
                 const int k = atoi(strstr(path, ":k") + 2);
-                char want[8];
+                char want[16];
                 snprintf(want, sizeof want, "%d\n", k % 3);
                 const uint64_t *o = b->extras[0].offsets;
                 cr_assert_eq(o[i + 1] - o[i], strlen(want), "%s", path);

@@ -1043,7 +1043,7 @@ static void make_forty_shards(const char *dir)
         snprintf(p, sizeof p, "%s/stage/k%03d.jpg", dir, i);
         tu_write_jpeg(p, 20 + i % 7, 22, (unsigned)i, NULL);
         snprintf(p, sizeof p, "%s/stage/k%03d.cls", dir, i);
-        char label[8];
+        char label[16];
         snprintf(label, sizeof label, "%d\n", i % 3);
         tu_write_file(p, label, strlen(label));
     }
