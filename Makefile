@@ -607,7 +607,7 @@ $(FUZZ_DIR)/fuzz_loader: tests/fuzz/fuzz_loader.c tests/fuzz/loader_harness.h \
 	@mkdir -p $(@D)
 	clang -g -O1 -fsanitize=fuzzer,address,undefined \
 	    -fno-sanitize-recover=all -D_GNU_SOURCE -pthread -Iinclude -o $@ \
-	    tests/fuzz/fuzz_loader.c $(FUZZ_LOADER_SRC) -ljpeg $(IMAGE_LIBS) $(CURL_LIBS) -lm
+	    tests/fuzz/fuzz_loader.c $(FUZZ_LOADER_SRC) -ljpeg $(IMAGE_LIBS) $(CURL_LIBS) $(JSON_LIBS) -lm
 # libFuzzer over the tar shard indexer (input/tar.c), seeded with
 # tests/fuzz/regressions-tar, which test_fuzz_tar replays.
 FUZZ_TAR_SECONDS ?= 30
