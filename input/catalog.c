@@ -542,26 +542,14 @@ int catalog_locate(const catalog *c, int64_t i, location *loc, char *reason,
     return 0;
 }
 
-int catalog_locate_extra(const catalog *c, int64_t i, int k, location *loc)
+/* Extra k of a sample lying in the catalog's arena or beside its file. */
+static int locate_file_extra(const catalog *c, int64_t i, int k,
+                             location *loc)
 {
     if (c->extras_beside) {
         *loc = (location){.fd = c->dirfd,
                           .path = open_path(c, i),
                           .sibling = c->extra_names[k]};
-        return 1;
-    }
-    if (c->nshards) {
-        shard_sample s;
-        int64_t key;
-        const int sh = shard_sample_of(c, i, &s, &key, NULL, 0);
-        const int src = c->shard_source[sh];
-        if (s.extra[k] < 0)
-            return 0;
-        *loc = (location){.fd = c->source_fd[src],
-                          .offset =
-                              shard_member_offset(&c->tables[sh], s.extra[k]),
-                          .size = shard_member_size(&c->tables[sh], s.extra[k]),
-                          .reader = c->source_reader[src]};
         return 1;
     }
     const size_t j = (size_t)i * (size_t)c->nextras + (size_t)k;
@@ -571,4 +559,28 @@ int catalog_locate_extra(const catalog *c, int64_t i, int k, location *loc)
                       .bytes = c->arena + c->extra_off[j],
                       .size = c->extra_size[j]};
     return 1;
+}
+
+void catalog_locate_extras(const catalog *c, int64_t i, location *loc,
+                           int *has)
+{
+    if (!c->nshards) {
+        for (int k = 0; k < c->nextras; k++)
+            has[k] = locate_file_extra(c, i, k, &loc[k]);
+        return;
+    }
+    /* A shard sample's key is read once for all of its extras. */
+    shard_sample s;
+    int64_t key;
+    const int sh = shard_sample_of(c, i, &s, &key, NULL, 0);
+    const int src = c->shard_source[sh];
+    for (int k = 0; k < c->nextras; k++) {
+        if (!(has[k] = s.extra[k] >= 0))
+            continue;
+        loc[k] = (location){.fd = c->source_fd[src],
+                            .offset =
+                                shard_member_offset(&c->tables[sh], s.extra[k]),
+                            .size = shard_member_size(&c->tables[sh], s.extra[k]),
+                            .reader = c->source_reader[src]};
+    }
 }

@@ -247,10 +247,12 @@ static inline int catalog_extras(const catalog *c)
     return c->nextras;
 }
 
-/* Where sample i's extra k lies: 1 with [out] *loc (valid while c is), or
- * 0 if the sample has none (a file beside a folder's sample may be missing
- * still: its read says so). */
-int catalog_locate_extra(const catalog *c, int64_t i, int k, location *loc);
+/* Where each of sample i's extras lies: for k < catalog_extras(c), [out]
+ * has[k] 1 with loc[k] (valid while c is), or 0 if the sample has none (a
+ * file beside a folder's sample may be missing still: its read says so).
+ * A shard sample's key is read once for them all. */
+void catalog_locate_extras(const catalog *c, int64_t i, location *loc,
+                           int *has);
 
 /* Where sample i's bytes lie ([out] *loc, valid while c is), or the code
  * of a sample bad by construction, with its reason in reason[0, cap)

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/bytes.h"
 #include "../common/clock.h"
 #include "../common/error.h"
 #include "../common/grow.h"
@@ -55,10 +56,7 @@ struct remote_cache {
 
 static uint64_t fnv(const char *s)
 {
-    uint64_t h = 0xcbf29ce484222325u;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 0x100000001b3u;
-    return h;
+    return fnv1a(FNV_SEED, s, strlen(s));
 }
 
 /* The cache's name for `key` (http_cache_key's): a hash, then its last

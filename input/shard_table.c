@@ -10,41 +10,11 @@
 #include <strings.h>
 #include <sys/mman.h>
 
+#include "../common/bytes.h"
 #include "../common/error.h"
 
 #define CLS_MAX TAR_SMALL_MAX /* bytes of a .cls member: a decimal label */
 #define NO_SMALL 255
-
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ ((const unsigned char *)p)[i]) * 0x100000001b3u;
-    return h;
-}
-
-static void put64(unsigned char *p, uint64_t v)
-{
-    memcpy(p, &v, 8);
-}
-
-static void put32(unsigned char *p, uint32_t v)
-{
-    memcpy(p, &v, 4);
-}
-
-static uint64_t get64(const unsigned char *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
 
 void shard_split_key(const char *name, size_t *klen, const char **ext)
 {
@@ -148,10 +118,10 @@ static void put_key(unsigned char *k, const tar_index *t, size_t i, size_t j)
         if (label < 0)
             label = 0, flags = SHARD_CLS_BAD;
     }
-    put32(k, (uint32_t)i);
-    put32(k + 4, (uint32_t)(j - i));
-    put32(k + 8, (uint32_t)label);
-    put32(k + 12, flags | image << 8);
+    le_put32(k, (uint32_t)i);
+    le_put32(k + 4, (uint32_t)(j - i));
+    le_put32(k + 8, (uint32_t)label);
+    le_put32(k + 12, flags | image << 8);
 }
 
 /* The keys of t and the bytes of its name block. */
@@ -188,20 +158,20 @@ int shard_table_build(const tar_index *t, uint64_t shard_size, int64_t mtime_s,
     if (!b)
         return PL_ENOMEM;
     memcpy(b, SHARD_TABLE_MAGIC, 8);
-    put64(b + 8, shard_size);
-    put64(b + 16, (uint64_t)mtime_s);
-    put64(b + 24, (uint64_t)mtime_ns);
-    put64(b + 32, t->n);
-    put64(b + 40, nkeys);
-    put64(b + 48, nnames);
+    le_put64(b + 8, shard_size);
+    le_put64(b + 16, (uint64_t)mtime_s);
+    le_put64(b + 24, (uint64_t)mtime_ns);
+    le_put64(b + 32, t->n);
+    le_put64(b + 40, nkeys);
+    le_put64(b + 48, nnames);
     size_t name = 0;
     for (size_t i = 0; i < t->n; i++) {
         const tar_member *m = &t->m[i];
         unsigned char *r = b + at_m + i * SHARD_TABLE_MEMBER;
         const size_t nl = strlen(m->name);
-        put64(r, (uint64_t)m->offset);
-        put64(r + 8, (uint64_t)m->size);
-        put32(r + 16, (uint32_t)name);
+        le_put64(r, (uint64_t)m->offset);
+        le_put64(r + 8, (uint64_t)m->size);
+        le_put32(r + 16, (uint32_t)name);
         r[20] = m->small_len < 0 ? NO_SMALL : (unsigned char)m->small_len;
         memcpy(b + at_n + name, m->name, nl + 1);
         name += nl + 1;
@@ -215,7 +185,7 @@ int shard_table_build(const tar_index *t, uint64_t shard_size, int64_t mtime_s,
         j = key_end(t, i);
         put_key(b + at_k + k * SHARD_TABLE_KEY, t, i, j);
     }
-    put64(b + end, fnv(0xcbf29ce484222325u, b, end));
+    le_put64(b + end, fnv1a(FNV_SEED, b, end));
     *out = b;
     *len = end + 8;
     return 0;
@@ -235,7 +205,7 @@ static int records_check(const shard_table *t, uint64_t nnames)
 {
     for (uint32_t i = 0; i < t->nmembers; i++) {
         const unsigned char *r = shard_member_at(t, i);
-        const uint64_t off = get64(r), size = get64(r + 8), at = get32(r + 16);
+        const uint64_t off = le_get64(r), size = le_get64(r + 8), at = le_get32(r + 16);
         const unsigned sl = r[20];
         if (at >= nnames || (sl != NO_SMALL && sl > TAR_SMALL_MAX) ||
             off > t->shard_size || size > t->shard_size - off)
@@ -248,8 +218,8 @@ static int records_check(const shard_table *t, uint64_t nnames)
     uint64_t next = 0;
     for (uint32_t k = 0; k < t->nkeys; k++) {
         const unsigned char *r = t->keys + (size_t)k * SHARD_TABLE_KEY;
-        const uint32_t first = get32(r), count = get32(r + 4),
-                       label = get32(r + 8), flags = get32(r + 12);
+        const uint32_t first = le_get32(r), count = le_get32(r + 4),
+                       label = le_get32(r + 8), flags = le_get32(r + 12);
         /* A label as read_label gives them: what the class table is sized
          * by, so never trusted past that. */
         if (first != next || count == 0 || count > t->nmembers - first ||
@@ -267,18 +237,18 @@ int shard_table_open(shard_table *tab, const unsigned char *p, size_t len,
 {
     memset(tab, 0, sizeof *tab);
     if (len < SHARD_TABLE_HEAD + 8 || !shard_table_is(p, len) || len % 8 ||
-        get64(p + len - 8) != fnv(0xcbf29ce484222325u, p, len - 8))
+        le_get64(p + len - 8) != fnv1a(FNV_SEED, p, len - 8))
         return -1;
-    const uint64_t m = get64(p + 32), k = get64(p + 40), nn = get64(p + 48);
+    const uint64_t m = le_get64(p + 32), k = le_get64(p + 40), nn = le_get64(p + 48);
     if (m > UINT32_MAX || k > m || nn > UINT32_MAX ||
         SHARD_TABLE_HEAD + m * SHARD_TABLE_MEMBER + k * SHARD_TABLE_KEY +
                 ((nn + 7) & ~(uint64_t)7) + 8 !=
             len ||
-        get64(p + 8) > INT64_MAX)
+        le_get64(p + 8) > INT64_MAX)
         return -1;
-    tab->shard_size = get64(p + 8);
-    tab->mtime_s = (int64_t)get64(p + 16);
-    tab->mtime_ns = (int64_t)get64(p + 24);
+    tab->shard_size = le_get64(p + 8);
+    tab->mtime_s = (int64_t)le_get64(p + 16);
+    tab->mtime_ns = (int64_t)le_get64(p + 24);
     tab->nmembers = (uint32_t)m;
     tab->nkeys = (uint32_t)k;
     tab->members = p + SHARD_TABLE_HEAD;
@@ -341,12 +311,12 @@ void shard_table_sample(const shard_table *tab, int64_t k,
                         size_t cap)
 {
     const unsigned char *r = tab->keys + (size_t)k * SHARD_TABLE_KEY;
-    const int64_t first = get32(r), end = first + get32(r + 4);
-    const uint32_t flags = get32(r + 12);
+    const int64_t first = le_get32(r), end = first + le_get32(r + 4);
+    const uint32_t flags = le_get32(r + 12);
     s->image = s->cls = -1;
     for (int e = 0; e < SHARD_TABLE_EXTRAS; e++)
         s->extra[e] = -1;
-    s->label = (int32_t)get32(r + 8);
+    s->label = (int32_t)le_get32(r + 8);
     const uint32_t image = flags >> 8;
     if (x->n == 0 && !(flags & SHARD_CLS_BAD) && image != SHARD_IMAGE_SCAN) {
         /* The common case: the image as the record has it, no names read */
@@ -418,7 +388,7 @@ const char *shard_table_sample_name(const shard_table *tab, int64_t k,
         return name;
     }
     const char *key =
-        shard_member_name(tab, get32(tab->keys + (size_t)k * SHARD_TABLE_KEY));
+        shard_member_name(tab, le_get32(tab->keys + (size_t)k * SHARD_TABLE_KEY));
     const char *ext;
     shard_split_key(key, len, &ext);
     return key;

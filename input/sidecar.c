@@ -11,26 +11,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "../common/bytes.h"
 #include "../common/error.h"
 #include "shard_table.h"
 
 #define IDX_MAGIC "PLTARIX1"
 #define IDX_MAX_BYTES ((size_t)1 << 30)
-
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ ((const unsigned char *)p)[i]) * 0x100000001b3u;
-    return h;
-}
-
-static uint64_t get64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
 
 int sidecar_dir(char *out, size_t cap)
 {
@@ -64,7 +50,7 @@ static int sidecar_path(const char *path, int which, char *out, size_t cap)
     const char *base = strrchr(abs, '/');
     return snprintf(
                out, cap, "%s/%016llx-%s.idx", dir,
-               (unsigned long long)fnv(0xcbf29ce484222325u, abs, strlen(abs)),
+               (unsigned long long)fnv1a(FNV_SEED, abs, strlen(abs)),
                base ? base + 1 : abs) < (int)cap
                ? 0
                : -1;
@@ -135,7 +121,7 @@ static int table_matches(const shard_table *tab, const struct stat *st,
 static int v1_members(const unsigned char *b, size_t n, uint64_t size_of_shard,
                       tar_index *t)
 {
-    const uint64_t count = get64(b + 32);
+    const uint64_t count = le_get64(b + 32);
     size_t at = 40;
     int ok = 1;
     memset(t, 0, sizeof *t);
@@ -144,7 +130,7 @@ static int v1_members(const unsigned char *b, size_t n, uint64_t size_of_shard,
             ok = 0;
             break;
         }
-        const uint64_t off = get64(b + at), size = get64(b + at + 8);
+        const uint64_t off = le_get64(b + at), size = le_get64(b + at + 8);
         const uint32_t nl = (uint32_t)b[at + 16] | (uint32_t)b[at + 17] << 8 |
                             (uint32_t)b[at + 18] << 16 |
                             (uint32_t)b[at + 19] << 24;
@@ -201,11 +187,11 @@ static int sidecar_load(const char *idx, const struct stat *st, tar_index *t,
             b = NULL;
         }
     } else if (memcmp(b, IDX_MAGIC, 8) == 0 &&
-               get64(b + n - 8) == fnv(0xcbf29ce484222325u, b, n - 8)) {
-        const uint64_t size_of_shard = get64(b + 8);
+               le_get64(b + n - 8) == fnv1a(FNV_SEED, b, n - 8)) {
+        const uint64_t size_of_shard = le_get64(b + 8);
         ok = st ? size_of_shard == (uint64_t)st->st_size &&
-                      (int64_t)get64(b + 16) == (int64_t)st->st_mtim.tv_sec &&
-                      (int64_t)get64(b + 24) == (int64_t)st->st_mtim.tv_nsec
+                      (int64_t)le_get64(b + 16) == (int64_t)st->st_mtim.tv_sec &&
+                      (int64_t)le_get64(b + 24) == (int64_t)st->st_mtim.tv_nsec
                 : size_of_shard <= (uint64_t)INT64_MAX;
         ok = ok && v1_members(b, n, size_of_shard, t);
         if (ok && shard_size)

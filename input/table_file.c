@@ -11,28 +11,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "../common/bytes.h"
+
 #include "sidecar.h"
 
-#define FNV_SEED 0xcbf29ce484222325u
-
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ ((const unsigned char *)p)[i]) * 0x100000001b3u;
-    return h;
-}
-
-static uint64_t get64(const unsigned char *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
-}
-
-static void put64(unsigned char *p, uint64_t v)
-{
-    memcpy(p, &v, 8);
-}
 
 void table_file_identify(table_file_entry *e, const char *path,
                          const struct stat *st)
@@ -45,10 +27,10 @@ void table_file_identify(table_file_entry *e, const char *path,
     uint64_t h = FNV_SEED;
     char cwd[PATH_MAX];
     if (path[0] != '/' && getcwd(cwd, sizeof cwd)) {
-        h = fnv(h, cwd, strlen(cwd));
-        h = fnv(h, "/", 1);
+        h = fnv1a(h, cwd, strlen(cwd));
+        h = fnv1a(h, "/", 1);
     }
-    e->path_hash = fnv(h, path, strlen(path));
+    e->path_hash = fnv1a(h, path, strlen(path));
 }
 
 int table_file_path(const table_file_entry *e, int n, char *out, size_t cap)
@@ -58,7 +40,7 @@ int table_file_path(const table_file_entry *e, int n, char *out, size_t cap)
         return -1;
     uint64_t h = FNV_SEED;
     for (int i = 0; i < n; i++)
-        h = fnv(h, &e[i].path_hash, 8);
+        h = fnv1a(h, &e[i].path_hash, 8);
     return snprintf(out, cap, "%s/%016llx-%d.tables", dir,
                     (unsigned long long)h, n) < (int)cap
                ? 0
@@ -68,21 +50,21 @@ int table_file_path(const table_file_entry *e, int n, char *out, size_t cap)
 /* Directory entry i of the file as bytes, at d. */
 static void entry_put(unsigned char *d, const table_file_entry *e)
 {
-    put64(d, e->offset);
-    put64(d + 8, e->len);
-    put64(d + 16, e->size);
-    put64(d + 24, (uint64_t)e->mtime_s);
-    put64(d + 32, (uint64_t)e->mtime_ns);
-    put64(d + 40, e->ino);
-    put64(d + 48, e->path_hash);
-    put64(d + 56, 0);
+    le_put64(d, e->offset);
+    le_put64(d + 8, e->len);
+    le_put64(d + 16, e->size);
+    le_put64(d + 24, (uint64_t)e->mtime_s);
+    le_put64(d + 32, (uint64_t)e->mtime_ns);
+    le_put64(d + 40, e->ino);
+    le_put64(d + 48, e->path_hash);
+    le_put64(d + 56, 0);
 }
 
 /* The header and directory's checksum: bytes [0, 24) and the entries. */
 static uint64_t head_sum(const unsigned char *p, int n)
 {
-    const uint64_t h = fnv(FNV_SEED, p, 24);
-    return fnv(h, p + TABLE_FILE_HEAD, (size_t)n * TABLE_FILE_ENTRY);
+    const uint64_t h = fnv1a(FNV_SEED, p, 24);
+    return fnv1a(h, p + TABLE_FILE_HEAD, (size_t)n * TABLE_FILE_ENTRY);
 }
 
 /* Whether directory entry d is shard e's, its table in bounds of a file
@@ -90,10 +72,10 @@ static uint64_t head_sum(const unsigned char *p, int n)
 static int entry_fits(const unsigned char *d, const table_file_entry *e,
                       uint64_t dir_end, uint64_t size)
 {
-    const uint64_t off = get64(d), len = get64(d + 8);
-    return get64(d + 16) == e->size && (int64_t)get64(d + 24) == e->mtime_s &&
-           (int64_t)get64(d + 32) == e->mtime_ns && get64(d + 40) == e->ino &&
-           get64(d + 48) == e->path_hash && off % 8 == 0 && off >= dir_end &&
+    const uint64_t off = le_get64(d), len = le_get64(d + 8);
+    return le_get64(d + 16) == e->size && (int64_t)le_get64(d + 24) == e->mtime_s &&
+           (int64_t)le_get64(d + 32) == e->mtime_ns && le_get64(d + 40) == e->ino &&
+           le_get64(d + 48) == e->path_hash && off % 8 == 0 && off >= dir_end &&
            off <= size && len <= size - off;
 }
 
@@ -104,15 +86,15 @@ static int open_tables(const unsigned char *p, uint64_t size,
 {
     const uint64_t dir_end = TABLE_FILE_HEAD + (uint64_t)n * TABLE_FILE_ENTRY;
     if (size < dir_end || memcmp(p, TABLE_FILE_MAGIC, 8) != 0 ||
-        get64(p + 8) != (uint64_t)n || get64(p + 16) != 0 ||
-        get64(p + 24) != head_sum(p, n))
+        le_get64(p + 8) != (uint64_t)n || le_get64(p + 16) != 0 ||
+        le_get64(p + 24) != head_sum(p, n))
         return -1;
     for (int i = 0; i < n; i++) {
         const unsigned char *d =
             p + TABLE_FILE_HEAD + (size_t)i * TABLE_FILE_ENTRY;
         shard_table *t = &tabs[i];
         if (!entry_fits(d, &e[i], dir_end, size) ||
-            shard_table_open(t, p + get64(d), (size_t)get64(d + 8),
+            shard_table_open(t, p + le_get64(d), (size_t)le_get64(d + 8),
                              SHARD_TABLE_PART) < 0 ||
             t->shard_size != e[i].size || t->mtime_s != e[i].mtime_s ||
             t->mtime_ns != e[i].mtime_ns) {
@@ -194,11 +176,11 @@ int table_file_end(table_file_writer *w, const table_file_entry *e, int n,
     unsigned char *h = ok ? calloc(1, dir_end) : NULL;
     if (h) {
         memcpy(h, TABLE_FILE_MAGIC, 8);
-        put64(h + 8, (uint64_t)n);
+        le_put64(h + 8, (uint64_t)n);
         for (int i = 0; i < n; i++)
             entry_put(h + TABLE_FILE_HEAD + (size_t)i * TABLE_FILE_ENTRY,
                       &e[i]);
-        put64(h + 24, head_sum(h, n));
+        le_put64(h + 24, head_sum(h, n));
     }
     ok = h && write_at(w->fd, h, dir_end, 0) == 0 && fsync(w->fd) == 0;
     free(h);

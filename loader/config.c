@@ -16,6 +16,7 @@
 #include "abi.h"
 #include "cpus.h"
 #include "launcher.h"
+#include "sampler.h"
 
 static void config_default(pl_config *cfg)
 {
@@ -320,6 +321,8 @@ int config_resolve(const pl_config *cfg, config_resolved *out)
     if (rc)
         return rc;
     out->cfg.extras = NULL; /* not kept: out->extras has the names */
+    if (cfg->order == PL_ORDER_SHARDS && cfg->shuffle_window == 0)
+        out->cfg.shuffle_window = SAMPLER_DEFAULT_WINDOW;
 
     if ((rc = resolve_ranks(cfg, out)) != 0)
         return rc;

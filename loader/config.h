@@ -25,7 +25,8 @@ typedef struct config_resolved {
     char extras[PL_EXTRAS_MAX][CONFIG_EXTRA_NAME_MAX + 1];
 } config_resolved;
 
-/* Check every field of *cfg and settle the automatic ones. On error sets
+/* Check every field of *cfg and settle the automatic ones (the shard
+ * order's shuffle_window included). On error sets
  * pl_last_error to "pl_loader_create: config.<field>: <why>" and returns
  * PL_EINVAL. */
 int config_resolve(const pl_config *cfg, config_resolved *out);

@@ -136,10 +136,9 @@ static int on_claim(void *ctx, pool_job *job)
     job->extras.n = nx;
     job->extras.required = l->rc.cfg.extras_required;
     job->extras.out = nx ? &s->extras[(size_t)i * (size_t)nx] : NULL;
-    for (int k = 0; k < nx; k++) {
-        job->extras.name[k] = l->extra_names[k];
-        job->extras.has[k] =
-            catalog_locate_extra(&l->cat, idx, k, &job->extras.loc[k]);
+    if (nx) {
+        memcpy(job->extras.name, l->extra_names, (size_t)nx * sizeof(char *));
+        catalog_locate_extras(&l->cat, idx, job->extras.loc, job->extras.has);
     }
     job->tag = s;
     job->tag_pos = i;
@@ -237,8 +236,7 @@ static int plan_order(pl_loader *l, const char *data)
         return err_set(PL_ENOMEM, "pl_loader_create: out of memory");
     for (int k = 0; k <= ns; k++)
         first[k] = catalog_shard_first(&l->cat, k);
-    const int64_t window =
-        c->shuffle_window ? c->shuffle_window : SAMPLER_DEFAULT_WINDOW;
+    const int64_t window = c->shuffle_window; /* settled by config_resolve */
     const int rc = sampler_use_shards(&l->smp, first, ns, window);
     free(first);
     if (rc < 0)
@@ -502,11 +500,9 @@ static int loader_create(const pl_config *cfg, pl_loader **out)
     l->have_log = 1;
     /* The shard order streams remote shards: the positions a window
      * shuffles say how many shards the reads want at once. */
-    int64_t window = 0;
-    if (c->order == PL_ORDER_SHARDS && !c->shuffle)
-        window = 1;
-    else if (c->order == PL_ORDER_SHARDS)
-        window = c->shuffle_window ? c->shuffle_window : SAMPLER_DEFAULT_WINDOW;
+    const int64_t window = c->order != PL_ORDER_SHARDS ? 0
+                           : c->shuffle                 ? c->shuffle_window
+                                                        : 1;
     const remote_opts remote = {.cache_dir = c->cache_dir,
                                 .cache_limit = c->cache_limit,
                                 .timeout_ms = c->remote_timeout_ms,
@@ -762,13 +758,15 @@ PL_EXPORT int pl_loader_read_extra(const pl_loader *l, int64_t index,
                        fn, (int)extra, l->rc.nextras);
     char name[CATALOG_NAME_MAX];
     const char *path = catalog_name_into(&l->cat, index, name, sizeof name);
-    location loc;
-    if (!catalog_locate_extra(&l->cat, index, extra, &loc))
+    location loc[PL_EXTRAS_MAX];
+    int has[PL_EXTRAS_MAX];
+    catalog_locate_extras(&l->cat, index, loc, has);
+    if (!has[extra])
         return err_set(PL_ENOEXTRA, "%s: %s: no %s extra", fn, path,
                        l->extra_names[extra]);
     char what[PATH_MAX + 64];
     snprintf(what, sizeof what, "%s's %s", path, l->extra_names[extra]);
-    return read_to_buffer(l, fn, what, &loc, buf, cap, len);
+    return read_to_buffer(l, fn, what, &loc[extra], buf, cap, len);
 }
 
 PL_EXPORT int pl_loader_epoch_order(const pl_loader *l, int64_t epoch,

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../common/bytes.h"
 #include "../common/defaults.h"
 #include "../common/error.h"
 #include "sampler.h"
@@ -17,24 +18,13 @@
  * for its other order settings). */
 #define ORDER_SHARDS_BIT 8
 
-/* FNV-1a, 64 bits: enough to tell one file list or configuration from
- * another, and the same on every machine. */
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-    const uint8_t *b = p;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 0x100000001b3u;
-    return h;
-}
-
-#define FNV_START 0xcbf29ce484222325u
-
+/* FNV-1a, 64 bits (common/bytes.h): enough to tell one file list or
+ * configuration from another, and the same on every machine. */
 static uint64_t fnv_u64(uint64_t h, uint64_t v)
 {
-    uint8_t b[8];
-    for (int i = 0; i < 8; i++)
-        b[i] = (uint8_t)(v >> (8 * i));
-    return fnv(h, b, 8);
+    unsigned char b[8];
+    le_put64(b, v);
+    return fnv1a(h, b, 8);
 }
 
 static uint64_t fnv_float(uint64_t h, float f)
@@ -62,19 +52,18 @@ void state_fingerprint(state_fields *f, const catalog *cat, const pl_config *c,
                          (c->shard_mode == PL_SHARD_DROP ? 4 : 0) |
                          (shards ? ORDER_SHARDS_BIT : 0));
     if (shards)
-        f->window =
-            c->shuffle_window ? c->shuffle_window : SAMPLER_DEFAULT_WINDOW;
+        f->window = c->shuffle_window; /* settled by config_resolve */
     f->seed = c->seed;
-    uint64_t h = FNV_START;
+    uint64_t h = FNV_SEED;
     char buf[CATALOG_NAME_MAX];
     for (int64_t i = 0; i < catalog_size(cat); i++) {
         const char *rel = catalog_rel_name_into(cat, i, buf, sizeof buf);
-        h = fnv(h, rel, strlen(rel) + 1);
+        h = fnv1a(h, rel, strlen(rel) + 1);
         h = fnv_u64(h, (uint64_t)catalog_stored_size(cat, i));
         h = fnv_u64(h, (uint64_t)(uint32_t)catalog_label(cat, i));
     }
     f->list_hash = h;
-    h = FNV_START;
+    h = FNV_SEED;
     for (int i = 0; i < 3; i++) {
         h = fnv_float(h, c->mean[i]);
         h = fnv_float(h, c->std[i]);
@@ -116,11 +105,11 @@ static uint64_t get(const uint8_t *b, size_t at, int n)
 
 uint64_t state_list_hash_v1(const catalog *cat)
 {
-    uint64_t h = FNV_START;
+    uint64_t h = FNV_SEED;
     char buf[CATALOG_NAME_MAX];
     for (int64_t i = 0; i < catalog_size(cat); i++) {
         const char *p = catalog_name_into(cat, i, buf, sizeof buf);
-        h = fnv(h, p, strlen(p) + 1);
+        h = fnv1a(h, p, strlen(p) + 1);
         h = fnv_u64(h, (uint64_t)(uint32_t)catalog_label(cat, i));
     }
     return h;
@@ -150,7 +139,7 @@ void state_encode(const state_fields *f, pl_state *out)
     put(b, 72, f->list_hash, 8);
     put(b, 80, f->pixels_hash, 8);
     put(b, 88, (uint32_t)f->window, 4);
-    put(b, CHECKSUM_AT, fnv(FNV_START, b, CHECKSUM_AT), 8);
+    put(b, CHECKSUM_AT, fnv1a(FNV_SEED, b, CHECKSUM_AT), 8);
 }
 
 int state_decode(const pl_state *in, state_fields *f, const char *who)
@@ -165,7 +154,7 @@ int state_decode(const pl_state *in, state_fields *f, const char *who)
                        "%s: a state of format %u, this pinload reads "
                        "formats 1 to %d",
                        who, (unsigned)get(b, 4, 2), STATE_VERSION);
-    if (get(b, CHECKSUM_AT, 8) != fnv(FNV_START, b, CHECKSUM_AT))
+    if (get(b, CHECKSUM_AT, 8) != fnv1a(FNV_SEED, b, CHECKSUM_AT))
         return err_set(PL_EINVAL, "%s: the state is damaged (checksum)", who);
     memset(f, 0, sizeof *f);
     f->version = (int)version;
