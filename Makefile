@@ -141,7 +141,14 @@ NVCC_PTX   := $(lastword $(NVCC_ARCHS))
 NVCC_GENCODE := \
     $(foreach a,$(NVCC_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
     -gencode arch=compute_$(NVCC_PTX),code=compute_$(NVCC_PTX)
-NVCCFLAGS := -O2 -std=c++17 -Iinclude $(NVCC_GENCODE)
+# The host side of every .cu file is compiled so that it needs nothing of
+# the C++ runtime (no exceptions, RTTI or thread-safe static guards): the
+# library, the tools, samples and examples link as C programs, with no
+# libstdc++ (a CUDA image's gcc may find only a static, non-PIC
+# libstdc++.a, which cannot go into a PIE or a shared library). make test
+# checks it (tools/no-cxx-check.sh).
+NVCC_HOST := -fno-exceptions,-fno-rtti,-fno-threadsafe-statics
+NVCCFLAGS := -O2 -std=c++17 -Iinclude $(NVCC_GENCODE) -Xcompiler $(NVCC_HOST)
 
 COMMON_SRC  := common/clock.c common/grow.c common/error.c common/log.c \
                common/file.c
@@ -168,7 +175,6 @@ LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 ifneq ($(HAVE_NVCC),)
 CPPFLAGS_ALL += -DPL_HAVE_NVCC
 LIB_OBJ  += $(BUILD)/obj/device/normalize.o
-LIBS     += -lstdc++
 endif
 
 TOOLS    := $(BUILD)/pinload-dump $(BUILD)/pinload-mkdata $(BUILD)/pinload-bench \
@@ -219,7 +225,7 @@ DEPS_MODE ?= check
         valgrind default-data \
         install uninstall clean test-install man abi-check \
         sdist wheel test-package \
-        print-build print-libs test-python test-gpu-session \
+        print-build print-libs test-python test-gpu-session test-gpu-build \
         format deps deps-test deps-check config-fields config-check FORCE
 all: lib tools samples examples
 # A build made before the suites moved has their old paths
@@ -358,7 +364,7 @@ $(BUILD)/pinload-bench: tools/bench.c $(BENCH_PARTS) \
                         $(BENCH_CUDA_OBJ) $(BUILD)/libpinload.a $(CUDASIM)
 	$(CC) -Iinclude -MMD -MP $(BENCH_NO_CUDA) $(CFLAGS_ALL) $(LDFLAGS) \
 	    -o $@ $< $(BENCH_PARTS) $(BENCH_CUDA_OBJ) \
-	    $(BUILD)/libpinload.a $(LIBS) -lturbojpeg -lstdc++
+	    $(BUILD)/libpinload.a $(LIBS) -lturbojpeg
 
 # examples/train_classifier: with nvcc its training step runs as CUDA
 # kernels (train_kernels.cu); on the simulated runtime it copies each
@@ -384,7 +390,7 @@ $(BUILD)/examples/train_classifier: $(TC_DIR)/train_classifier.c \
         $(TRAIN_CUDA_OBJ) $(BUILD)/libpinload.a $(CUDASIM)
 	@mkdir -p $(@D)
 	$(CC) -Iinclude -MMD -MP $(TRAIN_NO_CUDA) $(CFLAGS_ALL) $(LDFLAGS) \
-	    -o $@ $< $(TRAIN_CUDA_OBJ) $(BUILD)/libpinload.a $(LIBS) -lstdc++
+	    -o $@ $< $(TRAIN_CUDA_OBJ) $(BUILD)/libpinload.a $(LIBS)
 
 # With CUDA (real or simulated), samples/train_loop and
 # examples/data_parallel call the runtime themselves (PL_SAMPLE_CUDA): to
@@ -424,6 +430,10 @@ $(BUILD)/samples/%: samples/%.c $(BUILD)/libpinload.a $(CUDASIM)
 	@mkdir -p $(@D)
 	$(CC) -Iinclude -MMD -MP $(SAMPLE_CUDA) $(CFLAGS_ALL) $(LDFLAGS) -o $@ $< \
 	    $(BUILD)/libpinload.a $(LIBS)
+
+# Every object nvcc builds (tools/no-cxx-check.sh reads them).
+CU_OBJ := $(filter %/normalize.o,$(LIB_OBJ)) \
+          $(filter %/bench_cuda.o,$(BENCH_CUDA_OBJ)) $(TRAIN_CUDA_OBJ)
 
 # Tests link the objects themselves, so they can reach the internals.
 TEST_HDR := $(wildcard tests/*.h) tests/fuzz/harness.h \
@@ -495,6 +505,14 @@ test: $(TEST_BIN) $(STRESS) $(TOOLS) $(SAMPLES) $(EXAMPLES) \
 	    $$t --jobs $(JOBS); done
 	@echo "== $(STRESS)"; $(NO_LAUNCHER) $(STRESS)
 ifeq ($(SANITIZE),)
+	@echo "== nothing built needs the C++ runtime (tools/no-cxx-check.sh)"
+	@tools/no-cxx-check.sh $(BUILD)/libpinload.a $(BUILD)/libpinload.so \
+	    $(TOOLS) $(SAMPLES) $(EXAMPLES) $(CU_OBJ)
+ifneq ($(HAVE_NVCC),)
+	@echo "== tests/gpu compiled and linked (running them needs a GPU)"
+	@$(MAKE) --no-print-directory test-gpu-build
+	@tools/no-cxx-check.sh $(BUILD)/tests/gpu/test_cuda
+endif
 	@echo "== exported symbols against include/pinload.sym"
 	@$(MAKE) --no-print-directory abi-check
 	@echo "== the files written from pl_config (tools/config-fields.py)"
@@ -688,9 +706,17 @@ test-gpu-session: $(TOOLS) $(SAMPLES) $(EXAMPLES)
 	grep -q '^cuda-context .*rc=0 ' $$s/summary.txt || { \
 	    echo "test-gpu-session: the contexts phase did not run"; exit 1; }
 
+# tests/gpu links as every program does: with the library's own list
+# (LIBS) and the C compiler, its kernels built as the library's are.
+# test-gpu-build only compiles and links (make test runs it wherever nvcc
+# is, so a link break shows before a GPU sees it); test-gpu runs them.
+GPU_TEST_VARS = BUILD=$(abspath $(BUILD)) CUDA_HOME=$(CUDA_HOME) \
+    NVCC=$(NVCC) ARCH="$(NVCC_GENCODE)" NVCC_HOST=$(NVCC_HOST) CC="$(CC)" \
+    CFLAGS="$(CFLAGS) $(WARN)" LDFLAGS="$(LDFLAGS)" LIBS="$(LIBS)"
+test-gpu-build: lib
+	@$(MAKE) --no-print-directory -C tests/gpu $(GPU_TEST_VARS) build
 test-gpu: lib
-	$(MAKE) -C tests/gpu BUILD=$(abspath $(BUILD)) CUDA_HOME=$(CUDA_HOME) \
-	    ARCH="$(NVCC_GENCODE)"
+	$(MAKE) -C tests/gpu $(GPU_TEST_VARS) run
 
 # Man pages, made from each tool's --help (tools/help2man.sh).
 MANPAGES := $(TOOLS:$(BUILD)/%=$(BUILD)/man/%.1)

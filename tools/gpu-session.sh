@@ -5,8 +5,9 @@
 #   tools/gpu-session.sh kit
 #       here, before the first call: what the GPU machine cannot fetch, in
 #       ignored folders that travel with `carry`: build/gpu-kit (Debian's
-#       libjpeg-turbo packages, used there only if its image lacks
-#       jpeglib.h/turbojpeg.h) and data/photos (a copy of
+#       packages of libjpeg-turbo, libspng, libwebp, libcurl and json-c
+#       with every library they load, used there where the image lacks a
+#       header the build needs: see use_kit) and data/photos (a copy of
 #       ../shared/data/photos). Prints the carry list.
 #
 #   tools/gpu-session.sh PHASE...        (on the GPU machine; $OUT set)
@@ -56,18 +57,32 @@ cd "$(dirname "$0")/.."
 root=$PWD
 jobs=$(nproc)
 
+# What the build, the tools' tests and the Python package need beyond a
+# CUDA image (which has none of them: 2026-11-27), with every library they
+# load in turn, from Debian's packages: the closure of KIT_PACKAGES'
+# dependencies less the C library's own (KIT_SKIP), which every image has.
+KIT_PACKAGES="libjpeg62-turbo libjpeg62-turbo-dev libturbojpeg0 \
+    libturbojpeg0-dev libjpeg-turbo-progs libspng0 libspng-dev libwebp7 \
+    libwebp-dev libwebpdemux2 libwebpmux3 libsharpyuv0 libsharpyuv-dev \
+    libcurl4 libcurl4-openssl-dev libjson-c5 libjson-c-dev zlib1g-dev"
+KIT_SKIP='^(libc6|libc6-dev|libc-dev-bin|gcc-[0-9]+-base|libgcc-s1|libcrypt1|libcrypt-dev|libnsl2|libnsl-dev|libtirpc.*|linux-libc-dev|rpcsvc-proto)$'
+
 if [ "${1:-}" = kit ]; then
     set -e
     mkdir -p build/gpu-kit data
-    (cd build/gpu-kit && rm -f ./*.deb &&
-        apt-get download libjpeg62-turbo libjpeg62-turbo-dev libturbojpeg0 \
-            libturbojpeg0-dev libjpeg-turbo-progs)
+    # shellcheck disable=SC2086
+    pkgs=$(apt-cache depends --recurse --no-recommends --no-suggests \
+        --no-conflicts --no-breaks --no-replaces --no-enhances \
+        $KIT_PACKAGES | grep -v '^[ <]' | sort -u | grep -Ev "$KIT_SKIP")
+    # shellcheck disable=SC2086
+    (cd build/gpu-kit && rm -f ./*.deb && apt-get download $pkgs)
     if [ -d ../shared/data/photos ]; then
         rm -rf data/photos
         cp -r ../shared/data/photos data/photos
     else
         echo "gpu-session: ../shared/data/photos is absent: no photo set" >&2
     fi
+    echo "gpu-session: $(ls build/gpu-kit/*.deb | wc -l) packages"
     du -sh build/gpu-kit data/photos 2>/dev/null
     echo 'carry: ["build/gpu-kit", "data/photos"]'
     exit 0
@@ -128,23 +143,43 @@ have_header() {
         cc -E -x c - >/dev/null 2>&1
 }
 
+# The kit (tools/gpu-session.sh kit) unpacked in /tmp/gpu-kit, used where
+# the image lacks a header the build needs (or GPU_SESSION_KIT=1): its
+# headers and link-time libraries first, and at run time only the
+# libraries the image does not have (rt/), so that the image's own libssl,
+# libz or libcurl stay in use wherever it has them.
+use_kit() {
+    local k=/tmp/gpu-kit a=x86_64-linux-gnu f so
+    if [ ! -d $k/rt ]; then
+        mkdir -p $k/rt
+        for f in build/gpu-kit/*.deb; do dpkg -x "$f" $k; done
+        for f in $k/usr/lib/$a/lib*.so.* $k/lib/$a/lib*.so.*; do
+            [ -e "$f" ] || continue
+            so=$(basename "$f")
+            case ${so#*.so.} in *.*) continue ;; esac # sonames only
+            ldconfig -p | grep -q "^[[:space:]]*$so " && continue
+            ln -sf "$f" $k/rt/"$so"
+        done
+    fi
+    export CPATH=$k/usr/include:$k/usr/include/$a${CPATH:+:$CPATH}
+    export LIBRARY_PATH=$k/usr/lib/$a:$k/lib/$a${LIBRARY_PATH:+:$LIBRARY_PATH}
+    export LD_LIBRARY_PATH=$k/rt${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    export PATH=$PATH:$k/usr/bin
+    say "libraries from build/gpu-kit (the image lacks them): $(ls $k/rt | tr '\n' ' ')"
+}
+
 setup() {
+    local h missing=
+    for h in jpeglib.h turbojpeg.h spng.h webp/decode.h zlib.h curl/curl.h \
+        json-c/json.h; do
+        have_header "$h" || missing="$missing $h"
+    done
+    command -v djpeg >/dev/null 2>&1 || missing="$missing djpeg"
     if ! ls build/gpu-kit/*.deb >/dev/null 2>&1; then
-        have_header jpeglib.h ||
-            say "no jpeglib.h and no build/gpu-kit (tools/gpu-session.sh kit)"
-    elif [ "${GPU_SESSION_KIT:-0}" = 1 ] || ! have_header jpeglib.h ||
-        ! have_header turbojpeg.h || ! command -v djpeg >/dev/null 2>&1; then
-        local k=/tmp/gpu-kit
-        if [ ! -d $k ]; then
-            mkdir -p $k
-            for f in build/gpu-kit/*.deb; do dpkg -x "$f" $k; done
-        fi
-        local a=x86_64-linux-gnu
-        export CPATH=$k/usr/include:$k/usr/include/$a${CPATH:+:$CPATH}
-        export LIBRARY_PATH=$k/usr/lib/$a${LIBRARY_PATH:+:$LIBRARY_PATH}
-        export LD_LIBRARY_PATH=$k/usr/lib/$a${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-        export PATH=$PATH:$k/usr/bin
-        say "libjpeg-turbo from build/gpu-kit (the image has none)"
+        [ -z "$missing" ] ||
+            say "missing$missing and no build/gpu-kit (tools/gpu-session.sh kit)"
+    elif [ "${GPU_SESSION_KIT:-0}" = 1 ] || [ -n "$missing" ]; then
+        use_kit
     fi
     # shellcheck disable=SC2086
     step build make -j"$jobs" $MAKEVARS all || return 1

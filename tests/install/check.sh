@@ -8,7 +8,8 @@
 # prefix's; the tools and man pages are there; a CMake project
 # (tests/install/cmake) finds the package, asks for its version (a newer
 # one is refused) and builds with both imported targets and, where the
-# prefix is final, through pinload-static.pc; the API's man pages are
+# prefix is final, through pinload-static.pc; a C program links statically
+# with only `pkg-config --static --libs pinload` and needs no C++ runtime; the API's man pages are
 # there for every function and macro and render cleanly. Last, installing the same
 # build again with a new PREFIX must give .pc files naming the new one.
 set -eu
@@ -83,8 +84,29 @@ check_prefix() { # PREFIX (as the .pc files must name it) ROOT (where it lies)
         "$static" "$data" >/dev/null 2>"$tmp/run.err" ||
             { cat "$tmp/run.err" >&2; fail "$lang static program"; }
     done
+    check_pc_static "$at" "$pcdir"
     check_cmake "$at" "$1"
     echo "test-install: $prefix: pkg-config, tools, man pages, C and C++ shared and static, CMake: ok"
+}
+
+# A static link made with only what `pkg-config --static --libs pinload`
+# names, in a libdir that holds the archive alone (a distribution's static
+# package): the C program links (no C++ runtime, nothing missing), needs
+# no libpinload.so and no libstdc++, and runs.
+check_pc_static() { # ROOT PCDIR
+    sonly=$tmp/static-only
+    rm -rf "$sonly" && mkdir -p "$sonly"
+    cp "$1/lib/libpinload.a" "$sonly/"
+    flags=$(PKG_CONFIG_PATH=$2 pkg-config --static --libs \
+        --define-variable=libdir="$sonly" pinload)
+    prog=$tmp/hello-pc-static
+    # shellcheck disable=SC2086
+    $cc -std=c11 -I"$1/include" "$here/hello.c" -o "$prog" $flags ||
+        fail "static link with only pkg-config --static --libs pinload ($flags)"
+    ldd "$prog" | grep -Eq 'libpinload|libstdc\+\+' &&
+        fail "pkg-config --static program loads: $(ldd "$prog" | grep -E 'libpinload|libstdc')"
+    "$prog" "$data" >/dev/null 2>"$tmp/run.err" ||
+        { cat "$tmp/run.err" >&2; fail "pkg-config --static program"; }
 }
 
 # The API's pages: every exported function and every function-like macro
