@@ -34,20 +34,26 @@ typedef struct backend_ops {
     int (*stream_create)(backend *b, be_stream **s);
     void (*stream_destroy)(backend *b, be_stream *s);
     /* The calling thread, one of the loader's own, will issue copies
-     * (CUDA: select the device for good). */
+     * (CUDA: select the device for good, and take the relaxed stream
+     * capture mode, so that nothing it does can invalidate or be refused
+     * by a CUDA graph capture of the caller's). */
     int (*bind_thread)(backend *b);
     /* Make the backend's device current on a caller's thread for the
      * duration of a call (create, destroy); [out] *saved is what leave()
      * restores, so no call leaves the caller on another device, and none
      * creates a context on a device the caller did not use (CUDA: the
-     * loader's primary context pushed, then popped). */
+     * loader's primary context pushed, then popped; the thread's stream
+     * capture mode relaxed meanwhile, then restored). */
     int (*enter)(backend *b, int *saved);
     void (*leave)(backend *b, int saved);
-    /* Queue a host-to-device copy of n bytes on s. */
-    int (*copy)(backend *b, be_stream *s, void *dst, const void *src, size_t n);
-    /* Queue the migration of managed memory [p, p + n) to the device on s
-     * (cudaMemPrefetchAsync), ahead of a copy from it. */
-    int (*migrate)(backend *b, be_stream *s, const void *p, size_t n);
+    /* Queue a host-to-device copy of n bytes on s, from host memory of
+     * kind `from`: pinned memory is copied straight, pageable memory
+     * through a small pinned staging ring (the host returns once the last
+     * chunk is staged), managed memory migrated to the device first
+     * (cudaMemPrefetchAsync). The copy's timing (copy_time) covers all of
+     * it. */
+    int (*copy)(backend *b, be_stream *s, void *dst, const void *src, size_t n,
+                hostmem from);
     /* Add to *ns and *bytes the GPU time and size of s's copies that have
      * completed since the last call; thread-safe. */
     void (*copy_time)(backend *b, be_stream *s, uint64_t *ns, uint64_t *bytes);
@@ -68,6 +74,14 @@ typedef struct backend_ops {
                           struct CUstream_st *user);
     /* Make work queued on s from now on wait for the release events. */
     int (*wait_released)(backend *b, be_stream *s);
+    /* Block until the release events have completed: the caller's work
+     * queued before the release, which may still read the batch's host
+     * mirror, is done. */
+    int (*sync_released)(backend *b, be_stream *s);
+    /* Whether the caller's stream `user` is capturing a CUDA graph: 1 if
+     * so (nothing may be recorded on or waited for from it), 0 if not or on
+     * the host backend; never invalidates a capture. */
+    int (*capturing)(backend *b, struct CUstream_st *user);
     /* Block until everything queued on s, callbacks included, is done. */
     int (*sync)(backend *b, be_stream *s);
     /* sync for at most `ms` milliseconds (< 0: no limit): 0 once s is

@@ -40,6 +40,17 @@ typedef CUresult(CUDAAPI *pfn_release)(CUdevice);
 typedef CUresult(CUDAAPI *pfn_push)(CUcontext);
 typedef CUresult(CUDAAPI *pfn_pop)(CUcontext *);
 
+/* Copies from pageable memory go through a ring of pinned chunks: the
+ * prefetcher copies a chunk with memcpy and queues its upload, then the
+ * next, so uploads overlap the host's copying, and the call returns once
+ * the last chunk is staged, while the runtime's own pageable path returns
+ * only once the whole copy is done, after whatever the stream waits for
+ * first (the caller's kernels, through the release events). A chunk is
+ * reused once its upload completes (its event). PINLOAD_STAGING=driver
+ * hands pageable copies to the runtime instead, to compare the two. */
+#define STAGE_CHUNK ((size_t)4 << 20) /* 4 MiB */
+#define STAGE_CHUNKS 4
+
 typedef struct cuda_backend {
     backend pub;   /* first: the backend * the loader holds is this */
     CUcontext ctx; /* the loader's device's primary context, retained */
@@ -47,6 +58,16 @@ typedef struct cuda_backend {
     pfn_release release;
     pfn_push push;
     pfn_pop pop;
+    /* The staging ring, made at the first pageable copy. stage_mu is held
+     * across a staged copy: one at a time (the prefetcher's, or create's
+     * table upload). */
+    pthread_mutex_t stage_mu;
+    int stage_driver; /* PINLOAD_STAGING=driver */
+    uint8_t *stage;
+    cudaEvent_t stage_done[STAGE_CHUNKS];
+    unsigned stage_used; /* bit k: stage_done[k] was recorded */
+    int stage_next;
+    int ops_set; /* opened: close() may enter the context */
 } cuda_backend;
 
 #define TIMED_COPIES 8 /* copies in flight per stream before one is waited */
@@ -226,16 +247,35 @@ static int stream_create(backend *b, be_stream **out)
     return 0;
 }
 
+/* The loader's own threads never take part in a caller's CUDA graph
+ * capture, and must not break one: in the default global mode, while any
+ * thread captures in global mode (torch.cuda.graph's default), "this
+ * thread is prohibited from potentially unsafe API calls" (an event query,
+ * a synchronisation, an allocation: cudaThreadExchangeStreamCaptureMode),
+ * and such a call both fails and invalidates the capture (seen on an H200,
+ * 2026-11-27). Relaxed: "The local thread is not prohibited". The mode is
+ * set after the device, as the call needs a context. */
+static cudaError_t relax_capture(enum cudaStreamCaptureMode *was)
+{
+    *was = cudaStreamCaptureModeRelaxed;
+    return cudaThreadExchangeStreamCaptureMode(was);
+}
+
 static int bind_thread(backend *b)
 {
     CK(cudaSetDevice(b->device));
+    enum cudaStreamCaptureMode was;
+    CK(relax_capture(&was));
     return 0;
 }
 
 /* "Pushes the given context ctx onto the CPU thread's stack of current
  * contexts" (cuCtxPushCurrent): the runtime then works on the loader's
  * device, whatever the thread had current, and creates nothing anywhere
- * else. *saved is unused: the stack keeps what leave() restores. */
+ * else. The stack keeps the context leave() restores; *saved keeps the
+ * thread's stream capture mode, relaxed meanwhile (see relax_capture: a
+ * caller may capture a graph on this thread or another while it calls
+ * pinload). */
 static int enter(backend *b, int *saved)
 {
     const cuda_backend *cb = (const cuda_backend *)b;
@@ -246,6 +286,14 @@ static int enter(backend *b, int *saved)
                        "cuCtxPushCurrent (the primary context of CUDA "
                        "device %d): driver error %d",
                        b->device, (int)r);
+    enum cudaStreamCaptureMode was;
+    const cudaError_t e = relax_capture(&was);
+    if (e != cudaSuccess) {
+        CUcontext popped;
+        (void)cb->pop(&popped);
+        return cuda_fail(e, "cudaThreadExchangeStreamCaptureMode");
+    }
+    *saved = (int)was;
     return 0;
 }
 
@@ -254,8 +302,9 @@ static int enter(backend *b, int *saved)
  * to the CPU thread again" (cuCtxPopCurrent): none, if there was none. */
 static void leave(backend *b, int saved)
 {
-    (void)saved;
     const cuda_backend *cb = (const cuda_backend *)b;
+    enum cudaStreamCaptureMode mode = (enum cudaStreamCaptureMode)saved;
+    quiet(cudaThreadExchangeStreamCaptureMode(&mode));
     CUcontext was;
     (void)cb->pop(&was);
 }
@@ -293,24 +342,114 @@ static timed_copy *reserve_timing(be_stream *s)
     return t;
 }
 
-static int copy(backend *b, be_stream *s, void *dst, const void *src, size_t n)
+static cudaError_t prefetch_managed(const backend *b, be_stream *s,
+                                    const void *p, size_t n)
 {
-    (void)b;
+#if CUDART_VERSION >= 13000
+    struct cudaMemLocation loc = {.type = cudaMemLocationTypeDevice,
+                                  .id = b->device};
+    return cudaMemPrefetchAsync(p, n, loc, 0, s->stream);
+#else
+    return cudaMemPrefetchAsync(p, n, b->device, s->stream);
+#endif
+}
+
+/* The staging ring's memory and events, made once; stage_mu held. */
+static cudaError_t stage_open(cuda_backend *cb)
+{
+    if (cb->stage)
+        return cudaSuccess;
+    cudaError_t e = cudaSuccess;
+    for (int k = 0; k < STAGE_CHUNKS && e == cudaSuccess; k++)
+        if (!cb->stage_done[k])
+            e = cudaEventCreateWithFlags(&cb->stage_done[k],
+                                         cudaEventDisableTiming);
+    if (e == cudaSuccess)
+        e = cudaHostAlloc((void **)&cb->stage, STAGE_CHUNK * STAGE_CHUNKS,
+                          cudaHostAllocDefault);
+    if (e != cudaSuccess)
+        cb->stage = NULL;
+    return e;
+}
+
+/* n bytes from pageable memory, a chunk at a time through the staging
+ * ring (see STAGE_CHUNK). *what names the call that failed. */
+static cudaError_t staged_copy(cuda_backend *cb, be_stream *s, uint8_t *dst,
+                               const uint8_t *src, size_t n, const char **what)
+{
+    pthread_mutex_lock(&cb->stage_mu);
+    *what = "cudaHostAlloc (the pageable copies' staging ring)";
+    cudaError_t e = stage_open(cb);
+    for (size_t off = 0; off < n && e == cudaSuccess;) {
+        const size_t c = n - off < STAGE_CHUNK ? n - off : STAGE_CHUNK;
+        const int k = cb->stage_next;
+        uint8_t *chunk = cb->stage + (size_t)k * STAGE_CHUNK;
+        *what = "cudaEventSynchronize (a staging chunk)";
+        if (cb->stage_used & (1u << k))
+            e = cudaEventSynchronize(cb->stage_done[k]);
+        if (e != cudaSuccess)
+            break;
+        memcpy(chunk, src + off, c);
+        *what = "cudaMemcpyAsync";
+        e = cudaMemcpyAsync(dst + off, chunk, c, cudaMemcpyHostToDevice,
+                            s->stream);
+        if (e == cudaSuccess) {
+            *what = "cudaEventRecord (a staging chunk)";
+            e = cudaEventRecord(cb->stage_done[k], s->stream);
+        }
+        if (e == cudaSuccess)
+            cb->stage_used |= 1u << k;
+        cb->stage_next = (k + 1) % STAGE_CHUNKS;
+        off += c;
+    }
+    pthread_mutex_unlock(&cb->stage_mu);
+    return e;
+}
+
+/* The staging ring freed, unless an upload from it may still run (a
+ * destroy that gave up waiting for the caller's kernels): then it is left
+ * allocated rather than freed under the copy, as the ring is. */
+static void stage_close(cuda_backend *cb)
+{
+    int busy = 0;
+    for (int k = 0; k < STAGE_CHUNKS; k++)
+        if (cb->stage && (cb->stage_used & (1u << k)) &&
+            cudaEventQuery(cb->stage_done[k]) != cudaSuccess)
+            busy = 1;
+    if (cb->stage && !busy)
+        quiet(cudaFreeHost(cb->stage));
+    for (int k = 0; k < STAGE_CHUNKS && !busy; k++)
+        if (cb->stage_done[k])
+            quiet(cudaEventDestroy(cb->stage_done[k]));
+    (void)cudaGetLastError();
+}
+
+static int copy(backend *b, be_stream *s, void *dst, const void *src, size_t n,
+                hostmem from)
+{
+    cuda_backend *cb = (cuda_backend *)b;
     timed_copy *t = reserve_timing(s);
     cudaError_t e = cudaSuccess;
     const char *what = "cudaEventRecord (copy start)";
     if (t)
         e = cudaEventRecord(t->start, s->stream);
-    if (e == cudaSuccess) {
+    if (e == cudaSuccess && from == HOSTMEM_MANAGED) {
+        /* Timed with the copy: what the managed ring costs is the
+         * migration, after which the copy is device to device. */
+        what = "cudaMemPrefetchAsync";
+        e = prefetch_managed(b, s, src, n);
+    }
+    if (e == cudaSuccess && from == HOSTMEM_PAGEABLE && !cb->stage_driver) {
+        e = staged_copy(cb, s, dst, src, n, &what);
+    } else if (e == cudaSuccess) {
         /* cudaMemcpyDefault, not HostToDevice: a managed ring was just
-         * prefetched to the device (migrate), and "Calling cudaMemcpy()
-         * with dst and src pointers that do not match the direction of the
-         * copy results in an undefined behavior"; "Passing
-         * cudaMemcpyDefault is recommended, in which case the type of
-         * transfer is inferred from the pointer values. However,
-         * cudaMemcpyDefault is only allowed on systems that support unified
-         * virtual addressing" (cudaMemcpyAsync, Runtime API; checked at
-         * open). */
+         * prefetched to the device, and "Calling cudaMemcpy() with dst and
+         * src pointers that do not match the direction of the copy results
+         * in an undefined behavior"; "Passing cudaMemcpyDefault is
+         * recommended, in which case the type of transfer is inferred from
+         * the pointer values. However, cudaMemcpyDefault is only allowed on
+         * systems that support unified virtual addressing" (cudaMemcpyAsync,
+         * Runtime API; checked at open). */
         what = "cudaMemcpyAsync";
         e = cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, s->stream);
     }
@@ -344,18 +483,6 @@ static void copy_time(backend *b, be_stream *s, uint64_t *ns, uint64_t *bytes)
     pthread_mutex_unlock(&s->mu);
     if (entered)
         leave(b, saved);
-}
-
-static int migrate(backend *b, be_stream *s, const void *p, size_t n)
-{
-#if CUDART_VERSION >= 13000
-    struct cudaMemLocation loc = {.type = cudaMemLocationTypeDevice,
-                                  .id = b->device};
-    CK(cudaMemPrefetchAsync(p, n, loc, 0, s->stream));
-#else
-    CK(cudaMemPrefetchAsync(p, n, b->device, s->stream));
-#endif
-    return 0;
 }
 
 /* cudaHostFn_t is void (CUDART_CB *)(void *), and CUDART_CB is empty on
@@ -420,6 +547,39 @@ static int wait_released(backend *b, be_stream *s)
         if (s->release_recorded & (1u << i))
             CK(cudaStreamWaitEvent(s->stream, s->release[i], 0));
     return 0;
+}
+
+static int sync_released(backend *b, be_stream *s)
+{
+    (void)b;
+    for (int i = 0; i < PL_RELEASE_STREAMS_MAX; i++)
+        if (s->release_recorded & (1u << i))
+            CK(cudaEventSynchronize(s->release[i]));
+    return 0;
+}
+
+/* cudaStreamIsCapturing asks without disturbing a capture. On the legacy
+ * stream while a blocking stream captures, it "returns
+ * cudaErrorStreamCaptureImplicit": the legacy stream cannot be used then
+ * either, so that counts as capturing. Any other error (a stream of another
+ * context, say) is left to the call that follows. */
+static int is_capturing(struct CUstream_st *user)
+{
+    enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+    const cudaError_t e = cudaStreamIsCapturing(user, &st);
+    clear_error(e);
+    return e == cudaErrorStreamCaptureImplicit ||
+           (e == cudaSuccess && st != cudaStreamCaptureStatusNone);
+}
+
+static int capturing(backend *b, struct CUstream_st *user)
+{
+    int saved;
+    if (enter(b, &saved) < 0)
+        return 0;
+    const int c = is_capturing(user);
+    leave(b, saved);
+    return c;
 }
 
 static int stream_sync(backend *b, be_stream *s)
@@ -489,6 +649,12 @@ static int normalize(backend *b, be_stream *s, void *dst, const void *src,
 static void cuda_close(backend *b)
 {
     cuda_backend *cb = (cuda_backend *)b;
+    int saved;
+    if (cb->ops_set && enter(b, &saved) == 0) {
+        stage_close(cb);
+        leave(b, saved);
+    }
+    pthread_mutex_destroy(&cb->stage_mu);
     if (cb->ctx)
         (void)cb->release(b->device);
     free(cb);
@@ -505,7 +671,6 @@ static const backend_ops cuda_ops = {
     .enter = enter,
     .leave = leave,
     .copy = copy,
-    .migrate = migrate,
     .copy_time = copy_time,
     .after = after,
     .record_ready = record_ready,
@@ -513,6 +678,8 @@ static const backend_ops cuda_ops = {
     .ready_event = ready_event,
     .record_release = record_release,
     .wait_released = wait_released,
+    .sync_released = sync_released,
+    .capturing = capturing,
     .sync = stream_sync,
     .drain = drain,
     .sync_user = sync_user,
@@ -653,6 +820,9 @@ int backend_cuda_open(backend **out, int device, int local_rank, logger *lg,
     cuda_backend *cb = calloc(1, sizeof *cb);
     if (!cb)
         return err_set(PL_ENOMEM, "pl_loader_create: out of memory");
+    pthread_mutex_init(&cb->stage_mu, NULL);
+    const char *staging = getenv("PINLOAD_STAGING");
+    cb->stage_driver = staging && strcmp(staging, "driver") == 0;
     int rc = context_open(cb, ordinal);
     backend *b = &cb->pub;
     b->device = ordinal;
@@ -671,6 +841,7 @@ int backend_cuda_open(backend **out, int device, int local_rank, logger *lg,
         return rc;
     }
     b->ops = &cuda_ops;
+    cb->ops_set = 1;
     b->kind = PL_BACKEND_CUDA;
     b->device = ordinal;
     b->log = lg;
@@ -692,6 +863,14 @@ int backend_cuda_stream_wait(be_stream *s, struct CUstream_st *stream)
     int saved;
     if (enter(s->be, &saved) < 0)
         return PL_ECUDA;
+    if (is_capturing(stream)) {
+        leave(s->be, saved);
+        return err_set(PL_EINVAL, "pl_batch_wait: the stream is capturing a "
+                                  "CUDA graph, whose replays cannot wait "
+                                  "for this one batch: wait on a stream "
+                                  "outside the capture (and copy the batch "
+                                  "into the graph's own input buffers)");
+    }
     const cudaError_t e = cudaStreamWaitEvent(stream, s->ready, 0);
     int rc = 0;
     if (e != cudaSuccess) {

@@ -101,20 +101,13 @@ static void leave(backend *b, int saved)
     (void)saved;
 }
 
-static int copy(backend *b, be_stream *s, void *dst, const void *src, size_t n)
+static int copy(backend *b, be_stream *s, void *dst, const void *src, size_t n,
+                hostmem from)
 {
     (void)b;
     (void)s;
+    (void)from;
     memcpy(dst, src, n);
-    return 0;
-}
-
-static int migrate(backend *b, be_stream *s, const void *p, size_t n)
-{
-    (void)b;
-    (void)s;
-    (void)p;
-    (void)n;
     return 0;
 }
 
@@ -189,7 +182,6 @@ static const backend_ops host_ops = {
     .enter = enter,
     .leave = leave,
     .copy = copy,
-    .migrate = migrate,
     .copy_time = copy_time,
     .after = after,
     .record_ready = stream_nothing,
@@ -197,6 +189,8 @@ static const backend_ops host_ops = {
     .ready_event = ready_event,
     .record_release = record_release,
     .wait_released = stream_nothing,
+    .sync_released = stream_nothing,
+    .capturing = user_nothing,
     .sync = stream_nothing,
     .drain = drain,
     .sync_user = user_nothing,

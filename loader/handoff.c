@@ -64,7 +64,7 @@ static int upload_lut(handoff *h)
     const void *lut = output_lut(h->cfg.out, &bytes);
     int rc = be->ops->dev_alloc(be, bytes, &h->lut_dev);
     if (rc == 0)
-        rc = be->ops->copy(be, s, h->lut_dev, lut, bytes);
+        rc = be->ops->copy(be, s, h->lut_dev, lut, bytes, HOSTMEM_PAGEABLE);
     if (rc == 0)
         rc = be->ops->sync(be, s); /* the host table may go away */
     return rc;
@@ -346,7 +346,9 @@ dbuf *handoff_acquire(handoff *h)
             break;
         h->wants_buffer = 1;
         pthread_cond_broadcast(&h->user_cv); /* lets next() ask for more */
+        const uint64_t t0 = clock_now_ns();
         pthread_cond_wait(&h->pf_cv, &h->mu);
+        add(&h->ns_buffer_wait, clock_now_ns() - t0);
         h->wants_buffer = 0;
     }
     pthread_mutex_unlock(&h->mu);
@@ -403,6 +405,7 @@ void handoff_get_stats(const handoff *h, handoff_stats *s)
 {
     s->batches = atomic_load(&h->batches);
     s->ns_wait = atomic_load(&h->ns_wait);
+    s->ns_buffer_wait = atomic_load(&h->ns_buffer_wait);
     pthread_mutex_lock((pthread_mutex_t *)&h->mu);
     s->mirror_bytes_locked = h->mirror_bytes_locked;
     s->buffers = h->nbufs;
@@ -492,20 +495,29 @@ int handoff_next(handoff *h, const pl_batch **out)
 /* The release event could not be recorded, so the next copy into the
  * buffer cannot be made to wait for the caller's kernels on the GPU: the
  * host waits for the caller's stream instead, and the batch is released
- * all the same (the call still reports the failure). If even that fails,
- * *next becomes RETIRED: the buffer is never refilled, and the loader
- * stops with the error. */
+ * all the same. That is a success: the batch is released, correctly, at
+ * the cost of the host's wait; the first time a loader does it, a notice
+ * says why and what to do (a stream of another context or device, whose
+ * work CUDA events cannot order). If even the wait fails, *next becomes
+ * RETIRED: the buffer is never refilled, and the loader stops with the
+ * error. */
 static int release_on_host(handoff *h, struct CUstream_st *stream,
                            dbuf_state *next)
 {
     char why[512];
     snprintf(why, sizeof why, "%s", pl_last_error());
     backend *be = h->cfg.be;
-    if (be->ops->sync_user(be, stream) == 0)
-        return err_set(PL_ECUDA,
-                       "pl_loader_release: %s; waited for the caller's "
-                       "stream on the host instead, and released the batch",
-                       why);
+    if (be->ops->sync_user(be, stream) == 0) {
+        if (!atomic_exchange(&h->told_host_release, 1))
+            log_msg(be->log, PL_LOG_NOTICE,
+                    "pl_loader_release: %s; the host waited for the "
+                    "caller's stream instead, and released the batch (a "
+                    "stream of another CUDA context or device cannot be "
+                    "ordered on the GPU: release on a stream of the "
+                    "loader's device to keep the host free; said once)",
+                    why);
+        return 0;
+    }
     *next = DBUF_RETIRED;
     char msg[1024];
     snprintf(msg, sizeof msg,
@@ -541,6 +553,21 @@ int handoff_release(handoff *h, const pl_batch *b,
     if (!d)
         return err_set(PL_EINVAL, "pl_loader_release: not a batch of this "
                                   "loader");
+    /* A release recorded into a caller's CUDA graph capture would happen
+     * at each replay, never now, and the copy engine's wait for it would
+     * break the capture: refused, and the batch stays the caller's. */
+    for (int i = 0; held && i < n; i++)
+        if (h->cfg.be->ops->capturing(h->cfg.be, streams[i])) {
+            pthread_mutex_lock(&h->mu);
+            d->state = DBUF_HELD;
+            pthread_mutex_unlock(&h->mu);
+            return err_set(PL_EINVAL,
+                           "pl_loader_release: stream %d of %d is "
+                           "capturing a CUDA graph, whose replays cannot "
+                           "release this one batch: release it on a stream "
+                           "outside the capture; the batch is still held",
+                           i + 1, n);
+        }
     /* Not d->batch's fields: the copy engine may be refilling it. */
     if (!held)
         return err_set(PL_EINVAL, "pl_loader_release: that batch is not held "

@@ -85,6 +85,7 @@ typedef struct handoff_config {
 typedef struct handoff_stats {
     uint64_t batches;           /* handed to the caller */
     uint64_t ns_wait;           /* the caller's time in pl_loader_next */
+    uint64_t ns_buffer_wait;    /* the copy engine's, in handoff_acquire */
     size_t mirror_bytes_locked; /* keep_host's page-locked mirrors */
     int buffers;                /* now: nbufs plus those added */
 } handoff_stats;
@@ -116,7 +117,8 @@ typedef struct handoff {
     int callers;   /* threads inside handoff_next: stop waits for them */
     void *lut_dev; /* gpu_normalize: the table in device memory */
     size_t mirror_bytes_locked;
-    _Atomic uint64_t batches, ns_wait;
+    _Atomic int told_host_release; /* release_on_host's notice, given once */
+    _Atomic uint64_t batches, ns_wait, ns_buffer_wait;
 } handoff;
 
 /* Every buffer FREE, with its memory and stream (on the caller's thread,

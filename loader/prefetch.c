@@ -45,9 +45,13 @@ static int open_buffer(prefetch *p, fill *f)
     if (!d)
         return STOPPED;
     /* Copies into d wait, on the GPU, for the caller's kernels that read
-     * its previous batch; the mirror's previous upload must be done before
-     * the host overwrites it. */
+     * its previous batch. The host mirror is overwritten by the host: its
+     * previous upload must be done, and so must the caller's work queued
+     * before the release, which may read b->host (an upload of its own,
+     * say), so the host waits for both. */
     int rc = be->ops->wait_released(be, d->stream);
+    if (rc == 0 && d->mirror)
+        rc = be->ops->sync_released(be, d->stream);
     if (rc == 0 && d->mirror)
         rc = be->ops->sync_ready(be, d->stream);
     if (rc < 0)
@@ -80,14 +84,12 @@ static int close_run(prefetch *p, fill *f, const ring_slot *s)
     if (f->cur->mirror) {
         memcpy((uint8_t *)f->cur->mirror + off, src, bytes);
     } else {
-        if (p->cfg.ring->kind == HOSTMEM_MANAGED)
-            rc = be->ops->migrate(be, f->cur->stream, src, bytes);
         /* Straight into the batch, or into its uint8 staging area when the
          * GPU normalises. */
         uint8_t *dst =
             p->cfg.out->gpu_normalize ? f->cur->staging : f->cur->dev;
-        if (rc == 0)
-            rc = be->ops->copy(be, f->cur->stream, dst + off, src, bytes);
+        rc = be->ops->copy(be, f->cur->stream, dst + off, src, bytes,
+                           p->cfg.ring->kind);
         note_stream(f, f->cur);
     }
     add(&p->ns_copy, clock_now_ns() - t0);
@@ -107,7 +109,8 @@ static int queue_batch(prefetch *p, fill *f)
     int rc = 0;
     if (d->mirror) {
         const uint64_t t0 = clock_now_ns();
-        rc = be->ops->copy(be, d->stream, d->dev, d->mirror, bytes);
+        rc = be->ops->copy(be, d->stream, d->dev, d->mirror, bytes,
+                           HOSTMEM_PINNED);
         add(&p->ns_copy, clock_now_ns() - t0);
         add(&p->bytes_copied, bytes);
     }

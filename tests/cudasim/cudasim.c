@@ -59,6 +59,14 @@
     X(cudaEventSynchronize)                                                    \
     X(cudaEventElapsedTime)                                                    \
     X(cudaGetDriverEntryPointByVersion)                                        \
+    X(cudaStreamBeginCapture)                                                  \
+    X(cudaStreamEndCapture)                                                    \
+    X(cudaStreamIsCapturing)                                                   \
+    X(cudaThreadExchangeStreamCaptureMode)                                     \
+    X(cudaGraphInstantiate)                                                    \
+    X(cudaGraphLaunch)                                                         \
+    X(cudaGraphExecDestroy)                                                    \
+    X(cudaGraphDestroy)                                                        \
     X(cudasim_launch)
 
 enum {
@@ -124,6 +132,13 @@ typedef struct op {
 
 #define STREAM_MAGIC 0x5354524du
 #define EVENT_MAGIC 0x45564e54u
+#define GRAPH_MAGIC 0x47525048u
+#define EXEC_MAGIC 0x47455845u
+
+/* A stream's capture (cudaStreamBeginCapture): work queued on it is kept
+ * in the capture's list instead of running, until cudaStreamEndCapture
+ * makes a graph of it, or says the capture was invalidated. */
+typedef enum capture_state { CAP_NONE, CAP_ACTIVE, CAP_INVALIDATED } capture_state;
 
 struct CUstream_st {
     uint32_t magic;
@@ -135,6 +150,10 @@ struct CUstream_st {
     int destroyed, thread_done, refs;
     pthread_cond_t cv;
     uint64_t rng;
+    capture_state cap;
+    enum cudaStreamCaptureMode cap_mode; /* the mode it was begun in */
+    pthread_t cap_thread;                /* the thread that began it */
+    op *cap_head, *cap_tail;             /* what it captured, in order */
     struct CUstream_st *next;
 };
 
@@ -145,7 +164,22 @@ struct CUevent_st {
     uint64_t recorded, completed; /* record generations */
     uint64_t t_ns;                /* when `completed` was reached */
     int refs, destroyed;
+    /* Last recorded inside this stream's capture, not since outside one. */
+    struct CUstream_st *captured;
     struct CUevent_st *next;
+};
+
+/* A captured graph, and an instantiated one: the operations in stream
+ * order (one stream's capture; cross-stream capture is not modelled). */
+struct CUgraph_st {
+    uint32_t magic;
+    op *head;
+    struct CUgraph_st *next;
+};
+struct CUgraphExec_st {
+    uint32_t magic;
+    op *head;
+    struct CUgraphExec_st *next;
 };
 
 typedef struct sim_device {
@@ -185,6 +219,8 @@ static struct {
     alloc *allocs;
     struct CUstream_st *streams;
     struct CUevent_st *events;
+    struct CUgraph_st *graphs;
+    struct CUgraphExec_st *execs;
     sim_device dev[CUDASIM_MAX_DEVICES];
     struct CUctx_st ctxs[CUDASIM_MAX_DEVICES];
     int next_stream_id;
@@ -218,6 +254,10 @@ static _Thread_local int t_in_callback;
  * non-sticky error per host thread. Sticky errors belong to the context
  * (sim_device.sticky). */
 static _Thread_local cudaError_t t_last;
+/* The thread's stream capture interaction mode
+ * (cudaThreadExchangeStreamCaptureMode); 0 is cudaStreamCaptureModeGlobal,
+ * the default. */
+static _Thread_local enum cudaStreamCaptureMode t_capmode;
 /* The per-thread default stream of each device, once this thread used it. */
 static _Thread_local struct CUstream_st *t_ptds[CUDASIM_MAX_DEVICES];
 
@@ -319,6 +359,23 @@ static const struct {
      "unspecified launch failure"},
     {cudaErrorNotPermitted, "cudaErrorNotPermitted", "operation not permitted"},
     {cudaErrorNotSupported, "cudaErrorNotSupported", "operation not supported"},
+    {cudaErrorIllegalState, "cudaErrorIllegalState",
+     "the operation cannot be performed in the present state"},
+    {cudaErrorStreamCaptureUnsupported, "cudaErrorStreamCaptureUnsupported",
+     "operation not permitted when stream is capturing"},
+    {cudaErrorStreamCaptureInvalidated, "cudaErrorStreamCaptureInvalidated",
+     "operation failed due to a previous error during capture"},
+    {cudaErrorStreamCaptureIsolation, "cudaErrorStreamCaptureIsolation",
+     "dependency created on uncaptured work in another stream"},
+    {cudaErrorStreamCaptureImplicit, "cudaErrorStreamCaptureImplicit",
+     "operation would make the legacy stream depend on a capturing blocking "
+     "stream"},
+    {cudaErrorCapturedEvent, "cudaErrorCapturedEvent",
+     "operation not permitted on an event last recorded in a capturing "
+     "stream"},
+    {cudaErrorStreamCaptureWrongThread, "cudaErrorStreamCaptureWrongThread",
+     "attempt to terminate a thread-local capture sequence from another "
+     "thread"},
     {cudaErrorUnknown, "cudaErrorUnknown", "unknown error"},
 };
 
@@ -577,6 +634,67 @@ static int needs_ctx(int fid)
     }
 }
 
+/* The "potentially unsafe API calls" of stream capture
+ * (cudaThreadExchangeStreamCaptureMode: "some actions, such as a call to
+ * cudaMalloc, may be unsafe"): in this model, the calls that allocate or
+ * free memory, and those that wait for or ask about the device's progress
+ * from the host (a copy that returns only once done counts too: see
+ * copy_call). A call on a capturing stream itself is judged apart
+ * (capture_op). */
+static int unsafe_call(int fid)
+{
+    switch (fid) {
+    case F_cudaMalloc:
+    case F_cudaMallocHost:
+    case F_cudaHostAlloc:
+    case F_cudaMallocManaged:
+    case F_cudaFree:
+    case F_cudaFreeHost:
+    case F_cudaMemcpy:
+    case F_cudaMemset:
+    case F_cudaStreamQuery:
+    case F_cudaStreamSynchronize:
+    case F_cudaDeviceSynchronize:
+    case F_cudaEventQuery:
+    case F_cudaEventSynchronize:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* Whether the calling thread may make a potentially unsafe call now, by
+ * its mode: "cudaStreamCaptureModeGlobal: ... If the local thread has an
+ * ongoing capture sequence that was not initiated with
+ * cudaStreamCaptureModeRelaxed ..., or if any other thread has a concurrent
+ * capture sequence initiated with cudaStreamCaptureModeGlobal, this thread
+ * is prohibited from potentially unsafe API calls";
+ * "cudaStreamCaptureModeThreadLocal: If the local thread has an ongoing
+ * capture sequence not initiated with cudaStreamCaptureModeRelaxed, it is
+ * prohibited"; "cudaStreamCaptureModeRelaxed: The local thread is not
+ * prohibited" (ibid.). A prohibited call fails and invalidates the
+ * captures that forbade it, as a real one does: the graph that capture
+ * would have made could not be right. G.mu held. */
+static cudaError_t capture_forbids(void)
+{
+    if (t_capmode == cudaStreamCaptureModeRelaxed)
+        return cudaSuccess;
+    const pthread_t self = pthread_self();
+    int forbidden = 0;
+    for (struct CUstream_st *s = G.streams; s; s = s->next) {
+        if (s->cap == CAP_NONE)
+            continue;
+        const int mine = pthread_equal(s->cap_thread, self);
+        if ((mine && s->cap_mode != cudaStreamCaptureModeRelaxed) ||
+            (!mine && t_capmode == cudaStreamCaptureModeGlobal &&
+             s->cap_mode == cudaStreamCaptureModeGlobal)) {
+            s->cap = CAP_INVALIDATED;
+            forbidden = 1;
+        }
+    }
+    return forbidden ? cudaErrorStreamCaptureUnsupported : cudaSuccess;
+}
+
 /* Every exported call starts here: G.mu is taken (end() gives it back).
  * Returns the error to fail with: a call from a host function, or an
  * injected fault. *async gets an asynchronous fault's error, for the
@@ -608,6 +726,11 @@ static cudaError_t begin(int fid, int has_stream, cudaStream_t stream,
         if (is_sticky(e) && cur() < G.cfg.devices)
             break_device(cur(), e);
         return e;
+    }
+    if (unsafe_call(fid)) {
+        const cudaError_t c = capture_forbids();
+        if (c != cudaSuccess)
+            return c;
     }
     return needs_ctx(fid) ? bind_ctx() : cudaSuccess;
 }
@@ -1081,8 +1204,37 @@ static cudaError_t implicit_sync(struct CUstream_st *s)
     return cudaSuccess;
 }
 
+/* o, queued on a capturing stream, joins the capture instead of running.
+ * What cannot be captured fails and invalidates the capture: a call that
+ * would wait on the host for its own operation, and a wait for an event
+ * not recorded in this capture (a cross-stream or external dependency,
+ * which this model does not capture). G.mu held; o is the caller's to free
+ * on failure. */
+static cudaError_t capture_op(struct CUstream_st *s, op *o)
+{
+    if (s->cap == CAP_INVALIDATED)
+        return cudaErrorStreamCaptureInvalidated;
+    if (o->waited) {
+        s->cap = CAP_INVALIDATED;
+        return cudaErrorStreamCaptureUnsupported;
+    }
+    if (o->kind == OP_WAIT_EVENT && o->ev->captured != s) {
+        s->cap = CAP_INVALIDATED;
+        return cudaErrorStreamCaptureIsolation;
+    }
+    o->next = NULL;
+    if (s->cap_tail)
+        s->cap_tail->next = o;
+    else
+        s->cap_head = o;
+    s->cap_tail = o;
+    return cudaSuccess;
+}
+
 static cudaError_t enqueue(struct CUstream_st *s, op *o)
 {
+    if (s->cap != CAP_NONE)
+        return capture_op(s, o);
     const cudaError_t e = implicit_sync(s);
     if (e != cudaSuccess)
         return e;
@@ -1496,6 +1648,11 @@ static cudaError_t copy_call(int fid, void *dst, const void *src, size_t n,
         return end(cudaSuccess);
     if (e == cudaSuccess)
         e = make_copy(dst, src, n, kind, &o, &sync);
+    /* An asynchronous call that returns only once its copy is done (from
+     * pageable memory) waits on the host, as the unsafe calls do. */
+    if (e == cudaSuccess && sync && !force_sync && s->cap == CAP_NONE &&
+        (e = capture_forbids()) != cudaSuccess)
+        free(o);
     if (e == cudaSuccess) {
         o->fail = async;
         e = submit(s, o, sync || force_sync);
@@ -1702,6 +1859,18 @@ static void unref_targets(stream_target *v, int n)
     free(v);
 }
 
+/* Asking whether a capturing stream is done, or waiting for it, conflicts
+ * with its capture in every mode ("It is invalid to synchronize or query
+ * the execution status of a stream which is being captured"): it fails,
+ * and the capture is invalidated. G.mu held. */
+static cudaError_t capture_conflict(struct CUstream_st *s)
+{
+    if (s->cap == CAP_NONE)
+        return cudaSuccess;
+    s->cap = CAP_INVALIDATED;
+    return cudaErrorStreamCaptureUnsupported;
+}
+
 static cudaError_t wait_streams(struct CUstream_st *s, int device)
 {
     stream_target *v;
@@ -1722,6 +1891,8 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream)
     if (e == cudaSuccess)
         e = get_stream(stream, &s);
     if (e == cudaSuccess)
+        e = capture_conflict(s);
+    if (e == cudaSuccess)
         e = wait_streams(s, s->device);
     return end(e);
 }
@@ -1731,6 +1902,9 @@ cudaError_t cudaDeviceSynchronize(void)
     cudaError_t e = begin(F_cudaDeviceSynchronize, 0, NULL, NULL);
     if (e == cudaSuccess)
         e = check_device(cur());
+    for (struct CUstream_st *t = G.streams; t && e == cudaSuccess; t = t->next)
+        if (t->device == cur())
+            e = capture_conflict(t);
     if (e == cudaSuccess)
         e = wait_streams(NULL, cur());
     return end(e);
@@ -1742,6 +1916,8 @@ cudaError_t cudaStreamQuery(cudaStream_t stream)
     struct CUstream_st *s = NULL;
     if (e == cudaSuccess)
         e = get_stream(stream, &s);
+    if (e == cudaSuccess)
+        e = capture_conflict(s);
     if (e == cudaSuccess)
         e = ctx(s->device);
     if (e == cudaSuccess && s->completed < s->submitted)
@@ -1884,9 +2060,22 @@ cudaError_t cudaEventRecord(cudaEvent_t ev, cudaStream_t stream)
         e = cudaErrorInvalidResourceHandle;
     if (e == cudaSuccess && !(o = new_op(OP_RECORD)))
         e = cudaErrorMemoryAllocation;
-    if (e == cudaSuccess) {
+    if (e == cudaSuccess && s->cap != CAP_NONE) {
+        /* Into the capture: the event is recorded when a launch of the
+         * graph reaches it, not now. */
+        o->ev = v;
+        v->refs++;
+        e = capture_op(s, o);
+        if (e == cudaSuccess)
+            v->captured = s;
+        else {
+            event_unref(v);
+            free(o);
+        }
+    } else if (e == cudaSuccess) {
         o->ev = v;
         o->gen = ++v->recorded;
+        v->captured = NULL;
         v->refs++;
         o->fail = async;
         e = enqueue(s, o);
@@ -1915,7 +2104,11 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t ev,
         e = get_stream(stream, &s);
     if (e == cudaSuccess)
         e = ctx(s->device);
-    if (e == cudaSuccess && v->recorded == 0)
+    /* A stream outside capture waiting for an event recorded inside one
+     * would join that capture in CUDA; not modelled. */
+    if (e == cudaSuccess && s->cap == CAP_NONE && v->captured)
+        e = cudaErrorCapturedEvent;
+    if (e == cudaSuccess && v->recorded == 0 && v->captured != s)
         return end(cudaSuccess); /* never recorded: nothing to wait for */
     /* "event may be from a different device than stream"
      * (cudaStreamWaitEvent, Runtime API): a wait on another device's event
@@ -1945,6 +2138,8 @@ cudaError_t cudaEventQuery(cudaEvent_t ev)
         e = get_event(ev, &v);
     if (e == cudaSuccess)
         e = ctx(v->device);
+    if (e == cudaSuccess && v->captured)
+        e = cudaErrorCapturedEvent; /* "last recorded inside a capture" */
     if (e == cudaSuccess && v->completed < v->recorded)
         e = cudaErrorNotReady;
     return end(e);
@@ -1967,6 +2162,8 @@ cudaError_t cudaEventSynchronize(cudaEvent_t ev)
     struct CUevent_st *v = NULL;
     if (e == cudaSuccess)
         e = get_event(ev, &v);
+    if (e == cudaSuccess && v->captured)
+        e = cudaErrorCapturedEvent;
     if (e == cudaSuccess) {
         const event_target t = {v, v->recorded};
         v->refs++;
@@ -1996,6 +2193,269 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b)
         e = cudaErrorNotReady;
     if (e == cudaSuccess)
         *ms = (float)(((double)y->t_ns - (double)x->t_ns) / 1e6);
+    return end(e);
+}
+
+/* ---- stream capture and graphs ----
+ *
+ * One stream's capture, in the modes CUDA has, with the rules of
+ * cudaThreadExchangeStreamCaptureMode (capture_forbids) and of the calls
+ * that conflict with a capture in any mode (capture_conflict,
+ * capture_op). A graph is the captured operations in order; a launch
+ * queues a copy of each on the stream it names. */
+
+static void free_ops(op *o)
+{
+    while (o) {
+        op *next = o->next;
+        event_unref(o->ev);
+        free(o);
+        o = next;
+    }
+}
+
+/* A copy of captured operation g, to keep in an executable graph or to
+ * queue; NULL when out of memory. */
+static op *clone_op(const op *g)
+{
+    op *o = new_op(g->kind);
+    if (!o)
+        return NULL;
+    o->dst = g->dst;
+    o->src = g->src;
+    o->n = g->n;
+    o->value = g->value;
+    o->use[0] = g->use[0];
+    o->use[1] = g->use[1];
+    o->fn = g->fn;
+    o->arg = g->arg;
+    o->ev = g->ev;
+    if (o->ev)
+        o->ev->refs++;
+    return o;
+}
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream,
+                                   enum cudaStreamCaptureMode mode)
+{
+    cudaError_t e = begin(F_cudaStreamBeginCapture, 1, stream, NULL);
+    struct CUstream_st *s = NULL;
+    /* "Capture may not be initiated if stream is cudaStreamLegacy" */
+    if (e == cudaSuccess && is_legacy(stream))
+        e = cudaErrorStreamCaptureUnsupported;
+    if (e == cudaSuccess && (unsigned)mode > cudaStreamCaptureModeRelaxed)
+        e = cudaErrorInvalidValue;
+    if (e == cudaSuccess)
+        e = get_stream(stream, &s);
+    /* "it may only be initiated if the stream is not already in capture
+     * mode" */
+    if (e == cudaSuccess && s->cap != CAP_NONE)
+        e = cudaErrorIllegalState;
+    if (e == cudaSuccess) {
+        s->cap = CAP_ACTIVE;
+        s->cap_mode = mode;
+        s->cap_thread = pthread_self();
+        s->cap_head = s->cap_tail = NULL;
+    }
+    return end(e);
+}
+
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph)
+{
+    cudaError_t e = begin(F_cudaStreamEndCapture, 1, stream, NULL);
+    struct CUstream_st *s = NULL;
+    if (e == cudaSuccess && !graph)
+        e = cudaErrorInvalidValue;
+    if (e == cudaSuccess)
+        e = get_stream(stream, &s);
+    if (e == cudaSuccess && s->cap == CAP_NONE)
+        e = cudaErrorIllegalState;
+    /* "If mode is not cudaStreamCaptureModeRelaxed, cudaStreamEndCapture
+     * must be called on this stream from the same thread." */
+    if (e == cudaSuccess && s->cap_mode != cudaStreamCaptureModeRelaxed &&
+        !pthread_equal(s->cap_thread, pthread_self()))
+        e = cudaErrorStreamCaptureWrongThread;
+    if (e != cudaSuccess)
+        return end(e);
+    op *ops = s->cap_head;
+    const capture_state was = s->cap;
+    s->cap = CAP_NONE;
+    s->cap_head = s->cap_tail = NULL;
+    for (struct CUevent_st *v = G.events; v; v = v->next)
+        if (v->captured == s)
+            v->captured = NULL;
+    *graph = NULL;
+    struct CUgraph_st *g = NULL;
+    if (was == CAP_INVALIDATED)
+        e = cudaErrorStreamCaptureInvalidated;
+    else if (!(g = calloc(1, sizeof *g)))
+        e = cudaErrorMemoryAllocation;
+    if (e != cudaSuccess) {
+        free_ops(ops);
+        return end(e);
+    }
+    g->magic = GRAPH_MAGIC;
+    g->head = ops;
+    g->next = G.graphs;
+    G.graphs = g;
+    *graph = g;
+    return end(cudaSuccess);
+}
+
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream,
+                                  enum cudaStreamCaptureStatus *status)
+{
+    cudaError_t e = begin(F_cudaStreamIsCapturing, 1, stream, NULL);
+    struct CUstream_st *s = NULL;
+    if (e == cudaSuccess && !status)
+        e = cudaErrorInvalidValue;
+    if (e == cudaSuccess)
+        e = get_stream(stream, &s);
+    if (e == cudaSuccess)
+        *status = s->cap == CAP_ACTIVE        ? cudaStreamCaptureStatusActive
+                  : s->cap == CAP_INVALIDATED ? cudaStreamCaptureStatusInvalidated
+                                              : cudaStreamCaptureStatusNone;
+    return end(e);
+}
+
+/* As the real one, it needs a context: called on a thread with none, it
+ * makes the primary context of the thread's device current (seen on an
+ * H200, 2026-11-27: device 0's, for a thread that never chose one). */
+cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode *mode)
+{
+    cudaError_t e = begin(F_cudaThreadExchangeStreamCaptureMode, 0, NULL, NULL);
+    if (e == cudaSuccess &&
+        (!mode || (unsigned)*mode > cudaStreamCaptureModeRelaxed))
+        e = cudaErrorInvalidValue;
+    if (e == cudaSuccess) {
+        const enum cudaStreamCaptureMode old = t_capmode;
+        t_capmode = *mode;
+        *mode = old;
+    }
+    return end(e);
+}
+
+static cudaError_t get_graph(cudaGraph_t h, struct CUgraph_st **out)
+{
+    for (struct CUgraph_st *g = G.graphs; g; g = g->next)
+        if (g == h) {
+            *out = g;
+            return cudaSuccess;
+        }
+    return cudaErrorInvalidValue;
+}
+
+static cudaError_t get_exec(cudaGraphExec_t h, struct CUgraphExec_st **out)
+{
+    for (struct CUgraphExec_st *x = G.execs; x; x = x->next)
+        if (x == h) {
+            *out = x;
+            return cudaSuccess;
+        }
+    return cudaErrorInvalidValue;
+}
+
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph,
+                                 unsigned long long flags)
+{
+    cudaError_t e = begin(F_cudaGraphInstantiate, 0, NULL, NULL);
+    struct CUgraph_st *g = NULL;
+    struct CUgraphExec_st *x = NULL;
+    if (e == cudaSuccess && (!exec || flags != 0))
+        e = cudaErrorInvalidValue;
+    if (e == cudaSuccess)
+        e = get_graph(graph, &g);
+    if (e == cudaSuccess && !(x = calloc(1, sizeof *x)))
+        e = cudaErrorMemoryAllocation;
+    op **tail = x ? &x->head : NULL;
+    for (const op *o = g ? g->head : NULL; o && e == cudaSuccess; o = o->next) {
+        if (!(*tail = clone_op(o)))
+            e = cudaErrorMemoryAllocation;
+        else
+            tail = &(*tail)->next;
+    }
+    if (e != cudaSuccess) {
+        if (x)
+            free_ops(x->head);
+        free(x);
+        return end(e);
+    }
+    x->magic = EXEC_MAGIC;
+    x->next = G.execs;
+    G.execs = x;
+    *exec = x;
+    return end(cudaSuccess);
+}
+
+/* Queues a copy of each operation of the graph on `stream`, in order; an
+ * event recorded in it is recorded anew by each launch. */
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream)
+{
+    cudaError_t e = begin(F_cudaGraphLaunch, 1, stream, NULL);
+    struct CUgraphExec_st *x = NULL;
+    struct CUstream_st *s = NULL;
+    if (e == cudaSuccess)
+        e = get_exec(exec, &x);
+    if (e == cudaSuccess)
+        e = get_stream(stream, &s);
+    if (e == cudaSuccess)
+        e = ctx(s->device);
+    if (e == cudaSuccess && s->cap != CAP_NONE)
+        e = cudaErrorStreamCaptureUnsupported; /* not modelled */
+    for (const op *g = x ? x->head : NULL; g && e == cudaSuccess; g = g->next) {
+        op *o = clone_op(g);
+        if (!o) {
+            e = cudaErrorMemoryAllocation;
+            break;
+        }
+        if (o->kind == OP_RECORD) {
+            o->gen = ++o->ev->recorded;
+            o->ev->captured = NULL;
+        } else if (o->kind == OP_WAIT_EVENT) {
+            o->gen = o->ev->recorded;
+        }
+        e = enqueue(s, o);
+        if (e != cudaSuccess) {
+            if (o->kind == OP_RECORD)
+                o->ev->recorded--;
+            event_unref(o->ev);
+            free(o);
+        }
+    }
+    return end(e);
+}
+
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec)
+{
+    cudaError_t e = begin(F_cudaGraphExecDestroy, 0, NULL, NULL);
+    struct CUgraphExec_st *x = NULL;
+    if (e == cudaSuccess)
+        e = get_exec(exec, &x);
+    if (e == cudaSuccess) {
+        struct CUgraphExec_st **pp = &G.execs;
+        while (*pp != x)
+            pp = &(*pp)->next;
+        *pp = x->next;
+        free_ops(x->head); /* launches queued copies of their own */
+        free(x);
+    }
+    return end(e);
+}
+
+cudaError_t cudaGraphDestroy(cudaGraph_t graph)
+{
+    cudaError_t e = begin(F_cudaGraphDestroy, 0, NULL, NULL);
+    struct CUgraph_st *g = NULL;
+    if (e == cudaSuccess)
+        e = get_graph(graph, &g);
+    if (e == cudaSuccess) {
+        struct CUgraph_st **pp = &G.graphs;
+        while (*pp != g)
+            pp = &(*pp)->next;
+        *pp = g->next;
+        free_ops(g->head);
+        free(g);
+    }
     return end(e);
 }
 

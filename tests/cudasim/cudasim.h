@@ -50,9 +50,24 @@
  * - A HostToDevice copy from managed memory prefetched to the device is a
  *   violation (the direction does not match: undefined behaviour).
  *
+ * - Stream capture (cudaStreamBeginCapture ... cudaStreamEndCapture) in
+ *   the three modes, with cudaThreadExchangeStreamCaptureMode's rules: a
+ *   "potentially unsafe" call (allocating or freeing memory, querying or
+ *   synchronising a stream, an event or the device, a copy that returns only
+ *   once done) from a thread its mode prohibits fails with
+ *   cudaErrorStreamCaptureUnsupported and invalidates the captures that
+ *   prohibit it, so cudaStreamEndCapture then says
+ *   cudaErrorStreamCaptureInvalidated; querying or synchronising a capturing
+ *   stream fails in every mode, and an event last recorded inside a capture
+ *   cannot be queried or waited for outside it (cudaErrorCapturedEvent).
+ *   Captured work runs only when its graph is launched (cudaGraphInstantiate,
+ *   cudaGraphLaunch). Like the real cudaThreadExchangeStreamCaptureMode, the
+ *   sim's needs a context and makes one on a thread with none.
+ *
  * What it does not do: run kernels (nvcc-built code cannot link against it;
- * cudasim_launch stands in for a kernel), peer access, graphs, IPC, texture
- * memory. Settings come from the environment at the first call
+ * cudasim_launch stands in for a kernel), peer access, cross-stream capture
+ * (a capturing stream may wait only for events recorded in its own
+ * capture), graphs built other than by capture, IPC, texture memory. Settings come from the environment at the first call
  * (CUDASIM_DEVICES, CUDASIM_DELAY_US, CUDASIM_COPY_GBS, CUDASIM_SEED,
  * CUDASIM_DEVICE_MB, CUDASIM_VIOLATION=abort|count, CUDASIM_FAULTS,
  * CUDASIM_CONCURRENT_MANAGED, CUDASIM_CONTEXT_MB, CUDASIM_EXCLUSIVE_BUSY)
