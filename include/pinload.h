@@ -712,6 +712,13 @@ typedef struct pl_stats {
     uint64_t device_buffers; /* now: config.device_buffers, plus those
                                 added while the caller held them all
                                 (config.max_device_buffers) */
+    /* Where the pipeline stalls, summed over the threads that waited:
+     * workers with no ring slot to fill (every slot holds a batch whose
+     * copy has not completed: the copies wait for device buffers, which
+     * wait for the caller's releases), and the prefetcher with no device
+     * buffer to copy into (the caller holds or has not released them). */
+    uint64_t ns_slot_wait;   /* workers: waiting for a free ring slot */
+    uint64_t ns_buffer_wait; /* prefetcher: waiting for a device buffer */
 } pl_stats;
 
 #define pl_loader_stats(l, out)                                                \

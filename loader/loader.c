@@ -832,6 +832,8 @@ PL_EXPORT int pl_loader_stats_sized(const pl_loader *l, pl_stats *caller,
     out->ns_h2d = fs.ns_h2d;
     out->bytes_h2d = fs.bytes_h2d;
     out->device_buffers = (uint64_t)hs.buffers;
+    out->ns_slot_wait = rs.ns_slot_wait;
+    out->ns_buffer_wait = hs.ns_buffer_wait;
     abi_copy_out(caller, size, &ours, sizeof ours);
     return 0;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../common/clock.h"
 #include "../common/error.h"
 #include "pinload.h"
 
@@ -135,7 +136,9 @@ int ring_claim(ring *r, ring_slot **slot, int *pos)
             pthread_mutex_unlock(&r->mu);
             return 1;
         }
+        const uint64_t t0 = clock_now_ns();
         pthread_cond_wait(&r->work_cv, &r->mu);
+        r->ns_slot_wait += clock_now_ns() - t0;
     }
 }
 
@@ -223,4 +226,7 @@ void ring_get_stats(const ring *r, ring_stats *s)
     s->mem_bytes = r->mem_bytes;
     s->kind = r->kind;
     s->pinned_bytes = r->kind == HOSTMEM_PINNED ? r->mem_bytes : 0;
+    pthread_mutex_lock((pthread_mutex_t *)&r->mu);
+    s->ns_slot_wait = r->ns_slot_wait;
+    pthread_mutex_unlock((pthread_mutex_t *)&r->mu);
 }

@@ -70,6 +70,10 @@ typedef struct ring {
     uint8_t *mem;
     size_t mem_bytes;
     hostmem kind; /* what mem is */
+    /* Workers' time blocked in ring_claim: no slot to fill, every one
+     * holding a batch not yet copied out (pl_stats.ns_slot_wait). Guarded
+     * by mu. */
+    uint64_t ns_slot_wait;
 } ring;
 
 /* Allocate the slots in `memory`; if pinned memory cannot be had and
@@ -112,9 +116,10 @@ typedef struct ring_stats {
     size_t mem_bytes; /* the whole ring */
     hostmem kind;     /* what it is */
     size_t pinned_bytes;
+    uint64_t ns_slot_wait; /* workers, waiting for a free slot */
 } ring_stats;
 
-/* Fixed once ring_init returned. */
+/* The sizes are fixed once ring_init returned; the wait grows. */
 void ring_get_stats(const ring *r, ring_stats *s);
 
 #endif

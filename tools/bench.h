@@ -26,6 +26,8 @@ typedef struct options {
     int want_cuda;
     int wide; /* --wide: every column of the table */
     const char *csv, *json, *plot;
+    const char *timeline_path; /* --timeline: every step's span, as CSV */
+    FILE *timeline;
     int quiet;
     int baseline;
     double baseline_seconds;
@@ -46,8 +48,18 @@ typedef struct row {
     double wait_mean_ms, wait_p99_ms;
     double us_read, us_decode, us_augment, us_copy; /* per image */
     double load_ms; /* per batch, without compute */
+    /* With --compute-ms: the load passes before and after the step's
+     * (load_ms is their mean); -1 otherwise. */
+    double load_before_ms, load_after_ms;
     double vs_base; /* img_s / full-decode baseline at these threads, or -1 */
     double step_ms, overlap_pct; /* with --compute-ms; -1 otherwise */
+    /* With --compute-ms on a GPU: the GPU's idle time between steps, and
+     * the part of it when the next batch had not reached the caller yet
+     * (the rest: the step waited for the batch's copy); -1 otherwise. */
+    double gpu_idle_ms, late_ms;
+    /* Per batch of the last pass: workers waiting for a free ring slot,
+     * the prefetcher for a device buffer (pl_stats). */
+    double slot_wait_ms, buffer_wait_ms;
 } row;
 
 /* ---- bench_args.c ---- */

@@ -22,7 +22,7 @@ const char bench_usage[] =
     "       [--device " CLI_DEVICES "] [--csv FILE] [--json FILE]\n"
     "       [--plot FILE.png] [--quiet] [--baseline [--baseline-seconds S]]\n"
     "       [--cache-limit BYTES] " CLI_ORDER_USAGE "\n"
-    "       [--wide] [--version] [--help]\n"
+    "       [--timeline FILE] [--wide] [--version] [--help]\n"
     "       pinload-bench --plan --samples N --shards S --bytes B [--nodes K]\n"
     "       [--ranks-per-node R] [--batch B] [--epochs E] [--cache-limit X]\n"
     "       [--bandwidth Y] [--order global|shards] [--name-bytes L] [--size N]\n"
@@ -42,6 +42,10 @@ const char bench_usage[] =
     "The table fits 100 columns: the H2D, step/overlap and ratio columns, "
     "when they\napply, replace the per-stage times; --wide shows them all "
     "(as the CSV and JSON do).\n"
+    "--timeline FILE (with --compute-ms on a GPU) writes each step's launch, "
+    "start\nand end, and the GPU's idle gap before it, as CSV; the CSV and "
+    "JSON give every\nrow's mean gap, the part of it the batch was late, "
+    "and the loader's own waits.\n"
     "--gpu-normalize off makes the CPU normalise float formats on CUDA (on, "
     "the\n"
     "default, copies uint8 and normalises on the GPU).\n"
@@ -187,6 +191,7 @@ void bench_parse(int argc, char **argv, options *o)
                                          "--cache-limit",
                                          "--order",
                                          "--shuffle-window",
+                                         "--timeline",
                                          NULL};
     set_defaults(o);
     for (int i = 1; i < argc; i++) {
@@ -245,6 +250,8 @@ void bench_parse(int argc, char **argv, options *o)
             o->json = v;
         else if (!strcmp(f, "--plot"))
             o->plot = v;
+        else if (!strcmp(f, "--timeline"))
+            o->timeline_path = v;
         else
             bad("unknown option %s", f);
     }

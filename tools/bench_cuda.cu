@@ -10,7 +10,8 @@
 
 struct bench_cuda {
     cudaStream_t stream;
-    unsigned long long *sink; /* keeps the reads from being optimised out */
+    unsigned long long *sink;  /* keeps the reads from being optimised out */
+    unsigned long long *times; /* [2 * BENCH_STEPS_MAX]: each step's span */
 };
 
 /* The GPU's nanosecond timer: wall time, whatever the SM clock runs at
@@ -26,7 +27,8 @@ __device__ static unsigned long long now_ns()
  * spins until `ns` have passed since the block started: a step that
  * touches the data and lasts a known time. */
 __global__ void step_kernel(const uint8_t *data, size_t n,
-                            unsigned long long ns, unsigned long long *sink)
+                            unsigned long long ns, unsigned long long *sink,
+                            unsigned long long *span)
 {
     const unsigned long long start = now_ns();
     unsigned long long acc = 0;
@@ -38,6 +40,10 @@ __global__ void step_kernel(const uint8_t *data, size_t n,
         }
     if (acc == 0xFFFFFFFFFFFFFFFFull)
         *sink = acc;
+    if (span && blockIdx.x == 0 && threadIdx.x == 0) { /* block 0's span */
+        span[0] = start;
+        span[1] = now_ns();
+    }
 }
 
 extern "C" bench_cuda *bench_cuda_open(void)
@@ -51,9 +57,13 @@ extern "C" bench_cuda *bench_cuda_open(void)
     if (!c ||
         cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking) !=
             cudaSuccess ||
-        cudaMalloc(&c->sink, sizeof *c->sink) != cudaSuccess) {
+        cudaMalloc(&c->sink, sizeof *c->sink) != cudaSuccess ||
+        cudaMalloc(&c->times, 2 * sizeof *c->times * BENCH_STEPS_MAX) !=
+            cudaSuccess) {
         if (c && c->stream)
             cudaStreamDestroy(c->stream);
+        if (c && c->sink)
+            cudaFree(c->sink);
         free(c);
         cudaGetLastError();
         return nullptr;
@@ -68,6 +78,7 @@ extern "C" void bench_cuda_close(bench_cuda *c)
     cudaStreamSynchronize(c->stream);
     cudaStreamDestroy(c->stream);
     cudaFree(c->sink);
+    cudaFree(c->times);
     free(c);
 }
 
@@ -77,11 +88,26 @@ extern "C" struct CUstream_st *bench_cuda_stream(bench_cuda *c)
 }
 
 extern "C" void bench_cuda_step(bench_cuda *c, const void *data, size_t n,
-                                double ms)
+                                double ms, long index)
 {
     const unsigned long long ns = (unsigned long long)(ms * 1e6);
+    unsigned long long *span = index >= 0 && index < BENCH_STEPS_MAX
+                                   ? c->times + 2 * index
+                                   : nullptr;
     step_kernel<<<132, 256, 0, c->stream>>>((const uint8_t *)data, n, ns,
-                                            c->sink);
+                                            c->sink, span);
+}
+
+extern "C" long bench_cuda_times(bench_cuda *c, unsigned long long *ns, long n)
+{
+    if (n > BENCH_STEPS_MAX)
+        n = BENCH_STEPS_MAX;
+    if (n <= 0 || cudaMemcpy(ns, c->times, 2 * sizeof *ns * (size_t)n,
+                             cudaMemcpyDeviceToHost) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return n;
 }
 
 extern "C" void bench_cuda_sync(bench_cuda *c)

@@ -12,11 +12,27 @@
 
 #include "bench_cuda.h"
 
+/* The host function's share of a step: how long, and where its span goes
+ * (the host's monotonic clock stands for the device's). */
+typedef struct held {
+    unsigned long long us;
+    unsigned long long span[2];
+} held;
+
 struct bench_cuda {
     cudaStream_t stream;
     void *sink; /* page-locked: the read-back does not block the host */
     size_t sink_bytes;
+    held *steps; /* [BENCH_STEPS_MAX] */
 };
+
+static unsigned long long mono_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (unsigned long long)t.tv_sec * 1000000000ull +
+           (unsigned long long)t.tv_nsec;
+}
 
 bench_cuda *bench_cuda_open(void)
 {
@@ -28,8 +44,11 @@ bench_cuda *bench_cuda_open(void)
     bench_cuda *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
-    if (cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking) !=
-        cudaSuccess) {
+    c->steps = calloc(BENCH_STEPS_MAX, sizeof *c->steps);
+    if (!c->steps || cudaStreamCreateWithFlags(&c->stream,
+                                               cudaStreamNonBlocking) !=
+                         cudaSuccess) {
+        free(c->steps);
         free(c);
         return NULL;
     }
@@ -43,6 +62,7 @@ void bench_cuda_close(bench_cuda *c)
     cudaStreamSynchronize(c->stream);
     cudaStreamDestroy(c->stream);
     cudaFreeHost(c->sink);
+    free(c->steps);
     free(c);
 }
 
@@ -51,16 +71,20 @@ struct CUstream_st *bench_cuda_stream(bench_cuda *c)
     return c->stream;
 }
 
-/* The rest of the step: the stream is busy for arg microseconds. */
+/* The rest of the step: the stream is busy for h->us microseconds. */
 static void hold(void *arg)
 {
-    const uintptr_t us = (uintptr_t)arg;
-    struct timespec t = {(time_t)(us / 1000000u), (long)(us % 1000000u) * 1000};
+    held *h = arg;
+    h->span[0] = mono_ns();
+    struct timespec t = {(time_t)(h->us / 1000000u),
+                         (long)(h->us % 1000000u) * 1000};
     while (nanosleep(&t, &t) != 0) {
     }
+    h->span[1] = mono_ns();
 }
 
-void bench_cuda_step(bench_cuda *c, const void *data, size_t n, double ms)
+void bench_cuda_step(bench_cuda *c, const void *data, size_t n, double ms,
+                     long index)
 {
     if (n > c->sink_bytes) {
         cudaStreamSynchronize(c->stream); /* the old sink may be in use */
@@ -72,7 +96,23 @@ void bench_cuda_step(bench_cuda *c, const void *data, size_t n, double ms)
         c->sink_bytes = n;
     }
     cudaMemcpyAsync(c->sink, data, n, cudaMemcpyDeviceToHost, c->stream);
-    cudaLaunchHostFunc(c->stream, hold, (void *)(uintptr_t)(ms * 1000.0));
+    /* Steps past the kept ones share the last entry's span. */
+    held *h = &c->steps[index >= 0 && index < BENCH_STEPS_MAX
+                            ? index
+                            : BENCH_STEPS_MAX - 1];
+    h->us = (unsigned long long)(ms * 1000.0);
+    cudaLaunchHostFunc(c->stream, hold, h);
+}
+
+long bench_cuda_times(bench_cuda *c, unsigned long long *ns, long n)
+{
+    if (n > BENCH_STEPS_MAX)
+        n = BENCH_STEPS_MAX;
+    for (long i = 0; i < n; i++) {
+        ns[2 * i] = c->steps[i].span[0];
+        ns[2 * i + 1] = c->steps[i].span[1];
+    }
+    return n > 0 ? n : 0;
 }
 
 void bench_cuda_sync(bench_cuda *c)

@@ -109,7 +109,7 @@ int write_csv(const char *path, const row *rows, int n, char *why,
     fprintf(f, "pin,workers,prefetch,images,batches,seconds,images_per_s,"
                "mb_per_s,h2d_gb_per_s,wait_mean_ms,wait_p99_ms,read_us,"
                "decode_us,augment_us,copy_us,load_ms,step_ms,overlap_pct,"
-               "vs_baseline\n");
+               "vs_baseline,gpu_idle_ms,late_ms,slot_wait_ms,buffer_wait_ms\n");
     for (int i = 0; i < n; i++) {
         const row *r = &rows[i];
         fprintf(f, "%s,%d,%d,%ld,%ld,%.9f,%.2f,%.2f,", pin_name(r->pin),
@@ -124,7 +124,11 @@ int write_csv(const char *path, const row *rows, int n, char *why,
         csv_num(f, r->overlap_pct, "%.1f");
         fputc(',', f);
         csv_num(f, r->vs_base, "%.3f");
-        fputc('\n', f);
+        fputc(',', f);
+        csv_num(f, r->gpu_idle_ms, "%.3f");
+        fputc(',', f);
+        csv_num(f, r->late_ms, "%.3f");
+        fprintf(f, ",%.3f,%.3f\n", r->slot_wait_ms, r->buffer_wait_ms);
     }
     return fclose(f);
 }
@@ -210,6 +214,16 @@ int write_json(const char *path, const options *o, const char *mach,
         json_num(f, r->overlap_pct);
         fprintf(f, ", \"vs_baseline\": ");
         json_num(f, r->vs_base);
+        fprintf(f, ", \"gpu_idle_ms\": ");
+        json_num(f, r->gpu_idle_ms);
+        fprintf(f, ", \"late_ms\": ");
+        json_num(f, r->late_ms);
+        fprintf(f, ", \"slot_wait_ms\": %.3f, \"buffer_wait_ms\": %.3f",
+                r->slot_wait_ms, r->buffer_wait_ms);
+        fprintf(f, ", \"load_before_ms\": ");
+        json_num(f, r->load_before_ms);
+        fprintf(f, ", \"load_after_ms\": ");
+        json_num(f, r->load_after_ms);
         fprintf(f, "}%s\n", i + 1 < n ? "," : "");
     }
     fprintf(f, "  ]\n}\n");

@@ -112,6 +112,51 @@ Test(loader, stats_count_what_the_caller_received, .timeout = TIMEOUT)
  * one epoch the pipeline runs on by itself: once it has decoded four
  * batches of the next epoch (two device buffers plus two ring slots), the
  * first two were queued, but the caller has received none of them. */
+/* The pipeline's stalls are attributed: with the caller holding both
+ * device buffers, the prefetcher waits for one (ns_buffer_wait) and the
+ * workers, the ring full behind it, wait for a slot (ns_slot_wait); each
+ * grows by about the time the caller held them, and neither moved before. */
+Test(loader, stats_attribute_the_stalls_to_slots_and_buffers,
+     .timeout = TIMEOUT)
+{
+    char root[64];
+    pl_config c;
+    fx_tree(root, &c, 40, 2);
+    c.batch_size = 4;
+    c.prefetch = 2;
+    c.device_buffers = 2;
+    c.num_workers = 2;
+    pl_loader *l = create(&c);
+    const pl_batch *b0, *b1, *b;
+    cr_assert_eq(pl_loader_next(l, &b0), 0);
+    cr_assert_eq(pl_loader_next(l, &b1), 0);
+    pl_stats s0, s1;
+    cr_assert_eq(pl_loader_stats(l, &s0), 0);
+    usleep(300 * 1000);
+    cr_assert_eq(pl_loader_stats(l, &s1), 0);
+    const double buf = (double)(s1.ns_buffer_wait - s0.ns_buffer_wait) / 1e6;
+    const double slot = (double)(s1.ns_slot_wait - s0.ns_slot_wait) / 1e6;
+    /* The waits still open are counted once they end: release a buffer,
+     * and the prefetcher's ends, then the workers' as it frees a slot. */
+    cr_assert_eq(pl_loader_release(l, b0, NULL), 0);
+    cr_assert_eq(pl_loader_next(l, &b), 0);
+    usleep(100 * 1000);
+    pl_stats s2;
+    cr_assert_eq(pl_loader_stats(l, &s2), 0);
+    const double buf2 = (double)(s2.ns_buffer_wait - s0.ns_buffer_wait) / 1e6;
+    const double slot2 = (double)(s2.ns_slot_wait - s0.ns_slot_wait) / 1e6;
+    cr_assert_geq(buf2, 250.0, "prefetcher waited %.1f ms for a buffer "
+                               "held for 300 ms (%.1f before the release)",
+                  buf2, buf);
+    cr_assert_geq(slot2, 2 * 250.0,
+                  "two workers waited %.1f ms for a slot in 300 ms (%.1f "
+                  "before the release)",
+                  slot2, slot);
+    cr_assert_eq(pl_loader_release(l, b1, NULL), 0);
+    cr_assert_eq(pl_loader_release(l, b, NULL), 0);
+    fx_done(l, root);
+}
+
 Test(loader, stats_batches_counts_only_batches_handed_to_the_caller,
      .timeout = TIMEOUT)
 {
