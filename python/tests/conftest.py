@@ -1,5 +1,7 @@
 """Fixtures: a generated dataset (pinload-mkdata) and pinload-dump's output
-for a configuration, as the reference the Python batches must equal."""
+for a configuration, as the reference the Python batches must equal; and the
+guard that keeps a test from leaning on pinload.torch's default device."""
+import importlib.util
 import os
 import subprocess
 
@@ -10,6 +12,51 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
 BUILD = os.environ.get("PINLOAD_BUILD", os.path.join(ROOT, "build"))
 if not os.path.isabs(BUILD):
     BUILD = os.path.join(ROOT, BUILD)
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "default_device: the test makes pinload.torch loaders "
+        "without device= on purpose and holds whichever device they pick "
+        "(torch's current CUDA device where it sees one, else the host)")
+
+
+@pytest.fixture(autouse=True)
+def _no_host_default(request, monkeypatch):
+    """pinload.torch.Loader's default device is the GPU wherever torch sees
+    one. On a machine without, a test not marked default_device that makes
+    a loader without device= fails here as it would fail there, rather than
+    passing on the host by chance (issue 35: tests written where there was
+    no GPU took the default for the host, and read CUDA batches with NumPy
+    or fed them to a model on the CPU). Where torch sees a GPU the real
+    default is left in place."""
+    if (request.node.get_closest_marker("default_device") or
+            importlib.util.find_spec("torch") is None):
+        return
+    try:
+        import torch
+        import pinload.torch
+    except ImportError:
+        return  # the torch tests skip on their own
+    if torch.cuda.is_available():
+        return
+
+    def gpu_default():
+        pytest.fail("pinload.torch.Loader without device=: on a machine with "
+                    "a GPU that is CUDA device 0, not the host. Name the "
+                    "device (device=\"host\" to compare with the host "
+                    "backend), or mark the test default_device and make it "
+                    "hold either", pytrace=False)
+
+    monkeypatch.setattr(pinload.torch, "_default_device", gpu_default)
+
+
+def default_backend():
+    """The backend pinload.torch.Loader picks without device=: "cuda" where
+    torch sees a GPU, else "host" (the tests marked default_device check
+    that they got it)."""
+    import torch
+    return "cuda" if torch.cuda.is_available() else "host"
 
 
 def tool(name):

@@ -1,7 +1,8 @@
 """The loops of issue 23 on a real GPU (issue 28 runs them): kept batches
 as device tensors, bf16 and channels-last made on the GPU, Lightning on
 one GPU, two threads sharing an epoch. Each compares with the host
-backend's bytes, which the GPU path must equal exactly (the same tables).
+backend's bytes, which the GPU path must equal exactly (the same tables),
+read through torch (NumPy has no bfloat16) in the order they are stored.
 Skipped without a CUDA device: tools/gpu-session.sh's test phase runs them
 where there is one."""
 import threading
@@ -14,11 +15,25 @@ torch = pytest.importorskip("torch")
 import pinload  # noqa: E402
 import pinload.torch as pt  # noqa: E402
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(),
-                                reason="no CUDA device")
+# Every loader here but host_batches' is on the default device: the GPU.
+pytestmark = [pytest.mark.skipif(not torch.cuda.is_available(),
+                                 reason="no CUDA device"),
+              pytest.mark.default_device]
 
 KW = dict(batch_size=4, size=16, seed=7, num_workers=2, augment="train",
           log=lambda level, msg: None)
+
+
+def stored(images):
+    """A batch's bytes in the order it stores them, on the host: NCHW, or
+    NHWC for a channels_last tensor (layout="nhwc": NCHW's shape, NHWC's
+    strides; its C-order bytes would be NCHW's), u8's NHWC; any dtype,
+    bfloat16 included, read as bytes."""
+    if images.dim() == 4 and not images.is_contiguous():
+        assert images.is_contiguous(memory_format=torch.channels_last)
+        images = images.permute(0, 2, 3, 1)  # dense: the stored order
+    assert images.is_contiguous()
+    return images.cpu().view(torch.uint8).numpy().tobytes()
 
 
 def host_batches(dataset, epochs=1, **kw):
@@ -28,7 +43,7 @@ def host_batches(dataset, epochs=1, **kw):
     for _ in range(epochs):
         for b in loader:
             out.append((np.from_dlpack(b.indices).tolist(),
-                        np.from_dlpack(b.images).tobytes()))
+                        stored(torch.from_dlpack(b.images))))
     return out
 
 
@@ -46,18 +61,17 @@ def test_kept_device_tensors_keep_their_bytes(dataset):
     del batch
     torch.cuda.synchronize()
     assert loader.stats["device_buffers"] >= 20
-    got = [(b["indices"].tolist(), b["images"].cpu().numpy().tobytes())
-           for b in kept]
+    got = [(b["indices"].tolist(), stored(b["images"])) for b in kept]
     assert got == want[:20]
 
 
 @pytest.mark.parametrize("fmt,layout", [("f32", "nchw"), ("f16", "nchw"),
                                         ("bf16", "nchw"), ("f32", "nhwc"),
-                                        ("bf16", "nhwc")])
+                                        ("f16", "nhwc"), ("bf16", "nhwc")])
 def test_float_formats_made_on_the_gpu_equal_the_hosts(dataset, fmt,
                                                        layout):
     """gpu_normalize writes bf16 / channels-last from the same table as the
-    host path: byte for byte the same."""
+    host path: byte for byte the same, in the same (stored) order."""
     want = host_batches(dataset, format=fmt, layout=layout)
     loader = pt.Loader(dataset, format=fmt, layout=layout,
                        gpu_normalize=True, output_map=("images", "indices"),
@@ -67,12 +81,12 @@ def test_float_formats_made_on_the_gpu_equal_the_hosts(dataset, fmt,
     for b in loader:
         images = b["images"]
         assert images.is_cuda
-        if layout == "nhwc":
-            assert images.is_contiguous(memory_format=torch.channels_last)
-            images = images.permute(0, 2, 3, 1)  # the bytes as stored
-        got.append((b["indices"].tolist(),
-                    images.contiguous().cpu().view(torch.uint8).numpy()
-                    .tobytes()))
+        assert images.dtype == {"f32": torch.float32, "f16": torch.float16,
+                                "bf16": torch.bfloat16}[fmt]
+        assert images.is_contiguous(memory_format=(
+            torch.channels_last if layout == "nhwc"
+            else torch.contiguous_format))
+        got.append((b["indices"].tolist(), stored(images)))
     assert got == want
 
 

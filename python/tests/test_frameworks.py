@@ -88,6 +88,61 @@ def gloo_or_skip():
         pytest.skip("torch.distributed with gloo is not available")
 
 
+# MPIEnvironment.detect()'s steps (lightning/fabric/plugins/environments/
+# mpi.py): an ImportError means no MPI (False), else world size > 1 is MPI.
+MPI_PROBE = """
+try:
+    from mpi4py import MPI
+except ImportError as e:
+    print("mpi-probe: no MPI:", e)
+else:
+    print("mpi-probe: world size", MPI.COMM_WORLD.Get_size())
+"""
+
+
+def mpi_probe():
+    """What Lightning's MPIEnvironment.detect() meets in a process started
+    as two_ranks starts one: None where mpi4py is not installed (detect()
+    says False), else (ok, output) of `from mpi4py import MPI` (which
+    initialises MPI) and the world size, as detect() asks them, run apart
+    in the same clean environment and in its own session, ended with any
+    daemon it started after 60 s. An MPI that cannot start aborts the
+    process there (OpenMPI with no ssh or rsh for its daemon did, on the
+    GPU machine of issue 35)."""
+    import importlib.util
+    if importlib.util.find_spec("mpi4py") is None:
+        return None
+    proc = subprocess.Popen([sys.executable, "-c", MPI_PROBE],
+                            env=clean_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return False, "no answer in 60 s"
+    text = out.decode(errors="replace").strip()
+    said = [line for line in text.splitlines()
+            if line.startswith("mpi-probe: ")]
+    ok = proc.returncode == 0 and len(said) == 1 and (
+        said[0] == "mpi-probe: world size 1" or
+        said[0].startswith("mpi-probe: no MPI:"))
+    return ok, "exit %d: %s" % (proc.returncode, text)
+
+
+def lightning_mpi_or_skip():
+    """Lightning's own launcher picks its cluster environment by asking
+    each one's detect(), MPIEnvironment's last; with mpi4py installed that
+    imports mpi4py.MPI, which starts MPI. Where MPI cannot start (or says
+    there is more than one rank) the run cannot be Lightning's plain one:
+    skip, saying why. Without mpi4py detect() says no and the test runs."""
+    probe = mpi_probe()
+    if probe is not None and not probe[0]:
+        pytest.skip("mpi4py is installed, and `from mpi4py import MPI`, "
+                    "which Lightning's MPI detection runs, fails or finds "
+                    "other ranks here: %s" % probe[1][-800:])
+
+
 def two_ranks(script, dataset, tmp_path, torchrun):
     """Run script DATA OUT as 2 ranks (under torchrun, or as it starts them
     itself); the two records it wrote, by rank."""
@@ -145,6 +200,10 @@ def test_lightning_ddp_two_gloo_ranks_split_every_epoch(dataset, tmp_path,
     as torchrun does (RANK, WORLD_SIZE in the environment)."""
     pytest.importorskip("lightning")
     gloo_or_skip()
+    if launcher == "lightning":
+        # (Under torchrun Lightning takes TorchElasticEnvironment before
+        # it would ask MPI.)
+        lightning_mpi_or_skip()
     records = two_ranks("lightning_ddp.py", dataset, tmp_path,
                         torchrun=launcher == "torchrun")
     check_split(records, dataset)

@@ -10,10 +10,18 @@ torch = pytest.importorskip("torch")
 import pinload  # noqa: E402
 import pinload.torch as pt  # noqa: E402
 
-from conftest import dump  # noqa: E402
+from conftest import default_backend, dump  # noqa: E402
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(),
                           reason="no CUDA device")
+
+
+def device_of(loader):
+    """The torch.device a pinload.torch loader's batches arrive on."""
+    info = loader.info
+    if info["backend"] == "cuda":
+        return torch.device("cuda", info["device"])
+    return torch.device("cpu")
 
 
 def test_from_dlpack_views_the_batch_without_a_copy(dataset):
@@ -33,28 +41,68 @@ def test_from_dlpack_views_the_batch_without_a_copy(dataset):
     assert loader.batches_held == 0
 
 
+@pytest.mark.default_device
+def test_the_default_device_is_torchs_current_gpu_else_the_host(
+        monkeypatch):
+    """Without device=, pinload.torch.Loader takes torch's current CUDA
+    device where torch sees a GPU (as torch.cuda.set_device left it), the
+    host where it sees none."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 3)
+    assert pt._default_device() == torch.device("cuda", 3)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert pt._default_device() == "host"
+
+
+def test_a_test_naming_no_device_meets_a_gpu_like_default(dataset):
+    """conftest's guard, for the tests not marked default_device: where
+    torch sees no GPU, a loader made without device= fails as the nine
+    tests of issue 35 failed on a GPU machine, where the default is the
+    GPU; a loader that names the host is made. With a GPU, the default is
+    that GPU."""
+    kw = dict(batch_size=4, size=8, seed=1)
+    if torch.cuda.is_available():
+        assert pt.Loader(dataset, **kw).info["backend"] == "cuda"
+    else:
+        with pytest.raises(pytest.fail.Exception) as e:
+            pt.Loader(dataset, **kw)
+        assert "not the host" in str(e.value)
+    assert pt.Loader(dataset, device="host", **kw).info["backend"] == "host"
+
+
+@pytest.mark.default_device
 def test_torch_loader_u8_equals_pinload_dump(dataset, tmp_path):
+    """Without device=, batches arrive on torch's current CUDA device where
+    torch sees one, else on the host; either way their u8 pixels are
+    pinload-dump's (host) bytes: a u8 batch only crosses the bus."""
     ref = dump(dataset, tmp_path / "dump", size=32, augment="eval", seed=4,
                batch=8)
     loader = pt.Loader(dataset, batch_size=8, size=32, augment="eval",
                        seed=4, num_workers=2)
-    assert loader.info["backend"] == "host"
+    assert loader.info["backend"] == default_backend()
+    if torch.cuda.is_available():
+        assert loader.info["device"] == torch.cuda.current_device()
     got = []
     for images, labels in loader:
+        assert images.device == device_of(loader)
         assert images.dtype == torch.uint8 and images.shape[1:] == (32, 32, 3)
-        assert labels.dtype == torch.int64
+        assert labels.dtype == torch.int64 and labels.device == images.device
         nchw = pt.to_nchw(images)
         assert nchw.shape[1:] == (3, 32, 32)
         assert torch.equal(nchw.permute(0, 2, 3, 1), images)
-        for img, lab in zip(images, labels):
-            got.append((img.numpy().tobytes(), int(lab)))
+        for img, lab in zip(images.cpu(), labels.tolist()):
+            got.append((img.numpy().tobytes(), lab))
     assert [(rgb, lab) for _, lab, rgb in ref] == got
 
 
 def test_torch_loader_f32_equals_numpy_and_releases_each_batch(dataset):
-    kw = dict(batch_size=8, size=24, seed=6, num_workers=2, format="f32")
+    """On the host backend, named: pinload.torch's tensors are
+    pinload.Loader's NumPy arrays, and each batch goes back when its
+    tensors die."""
+    kw = dict(batch_size=8, size=24, seed=6, num_workers=2, format="f32",
+              device="host")
     want = [np.from_dlpack(b.images).copy()
-            for b in pinload.Loader(dataset, device="host", **kw)]
+            for b in pinload.Loader(dataset, **kw)]
     loader = pt.Loader(dataset, **kw)
     n = 0
     for (images, labels), ref in zip(loader, want):
@@ -90,6 +138,7 @@ def test_an_in_place_op_on_a_held_batch_reaches_no_other_batch(dataset):
     assert epochs(write=True) == epochs(write=False)
 
 
+@pytest.mark.default_device
 def test_a_bytes_path_reads_as_its_str(dataset):
     """Loader(b"/path") is the path, as os.fspath takes it."""
     import os
@@ -105,10 +154,12 @@ def test_a_bytes_path_reads_as_its_str(dataset):
     assert labels.tolist() == b[0]
 
 
+@pytest.mark.default_device
 def test_keeping_tensors_past_a_bound_raises_busy_not_a_reused_buffer(
         dataset):
     """Kept tensors grow the pool (test_ownership.py); past the bound the
-    user sets, BusyError, never a buffer reused under a live tensor."""
+    user sets, BusyError, never a buffer reused under a live tensor. On the
+    default device: CUDA buffers where there is a GPU, host ones else."""
     loader = pt.Loader(dataset, batch_size=4, size=16, device_buffers=2,
                        max_device_buffers=2)
     kept = []
@@ -120,18 +171,23 @@ def test_keeping_tensors_past_a_bound_raises_busy_not_a_reused_buffer(
     # The kept tensors are intact: not overwritten by later batches.
     again = pinload.Loader(dataset, batch_size=4, size=16, device="host")
     for t, b in zip(kept, again):
-        assert t.numpy().tobytes() == np.from_dlpack(b.images).tobytes()
+        assert t.device == device_of(loader)
+        assert t.cpu().numpy().tobytes() == np.from_dlpack(b.images).tobytes()
 
 
+@pytest.mark.default_device
 def test_a_few_training_steps_on_pinload_batches(dataset):
+    """Training as a user writes it: the loader on its default device (the
+    GPU where there is one) and the model on the batches' device."""
+    loader = pt.Loader(dataset, batch_size=8, size=32, format="f32",
+                       num_workers=2)
+    assert loader.info["backend"] == default_backend()
     torch.manual_seed(0)
     model = torch.nn.Sequential(
         torch.nn.Conv2d(3, 8, 3, stride=2), torch.nn.ReLU(),
         torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
-        torch.nn.Linear(8, 4))
+        torch.nn.Linear(8, 4)).to(device_of(loader))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    loader = pt.Loader(dataset, batch_size=8, size=32, format="f32",
-                       num_workers=2)
     before = [p.detach().clone() for p in model.parameters()]
     losses = []
     for epoch in range(2):
@@ -152,6 +208,7 @@ def test_a_few_training_steps_on_pinload_batches(dataset):
 
 
 @cuda
+@pytest.mark.default_device
 def test_cuda_batches_arrive_on_the_current_device_and_stream(dataset):
     loader = pt.Loader(dataset, batch_size=8, size=32, format="f32",
                        keep_host=False, gpu_normalize=True)
@@ -250,23 +307,33 @@ import json, os, sys
 import torch, torch.distributed as dist
 import pinload.torch as pt
 dist.init_process_group("gloo")
+if torch.cuda.is_available():  # as DDP scripts do: a GPU per local rank
+    torch.cuda.set_device(int(os.environ["LOCAL_RANK"]) %
+                          torch.cuda.device_count())
+# The default device: the one just set where there is a GPU, else the host;
+# the model goes where the batches arrive (gloo reduces CUDA tensors too).
 loader = pt.Loader(sys.argv[1], batch_size=5, size=16, seed=3)
+info = loader.info
+device = (torch.device("cuda", info["device"]) if info["backend"] == "cuda"
+          else torch.device("cpu"))
 model = torch.nn.parallel.DistributedDataParallel(
-    torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16 * 16 * 3, 4)))
+    torch.nn.Sequential(torch.nn.Flatten(),
+                        torch.nn.Linear(16 * 16 * 3, 4)).to(device))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 seen, steps = [], 0
 for epoch in range(2):
     loader.set_epoch(epoch)
     for images, labels in loader:
+        assert images.device == labels.device == device
         loss = torch.nn.functional.cross_entropy(
             model(images.float() / 255), labels)
         opt.zero_grad(); loss.backward(); opt.step()  # all-reduce: in step
         steps += 1
     seen.append(sorted(int(i) for i in loader.epoch_order(epoch)))
-info = loader.info
 with open(os.path.join(sys.argv[2], "rank%d.json" % dist.get_rank()), "w") as f:
     json.dump({"rank": info["rank"], "world": info["world_size"],
-               "steps": steps, "len": len(loader), "seen": seen}, f)
+               "backend": info["backend"], "steps": steps,
+               "len": len(loader), "seen": seen}, f)
 loader.close()
 dist.barrier()
 dist.destroy_process_group()
@@ -280,9 +347,11 @@ os._exit(0)
 """
 
 
+@pytest.mark.default_device
 def test_torchrun_ranks_shard_and_take_equal_steps(dataset, tmp_path):
     """Two real processes under torchrun with DDP (gloo): each loader takes
-    rank and world size from torchrun's variables."""
+    rank and world size from torchrun's variables, and the device from
+    torch (a GPU where there is one: the model trains on it)."""
     import json
     import subprocess
     import sys
@@ -302,6 +371,7 @@ def test_torchrun_ranks_shard_and_take_equal_steps(dataset, tmp_path):
          for i in range(2)]
     assert [x["rank"] for x in r] == [0, 1]
     assert all(x["world"] == 2 for x in r)
+    assert all(x["backend"] == default_backend() for x in r)
     assert r[0]["steps"] == r[1]["steps"] == 2 * r[0]["len"] == 10
     for epoch in range(2):
         assert sorted(r[0]["seen"][epoch] + r[1]["seen"][epoch]) == \
