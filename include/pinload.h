@@ -568,12 +568,18 @@ PL_EXPORT int pl_loader_next(pl_loader *l, const pl_batch **out);
  * as it was); it is ignored on the host backend. The per-thread stream of
  * another thread cannot be named: release work queued there from that
  * thread, or on NULL (the legacy stream waits for every per-thread
- * stream). PL_EINVAL if b is not a batch of l that is held; otherwise the
- * batch is no longer the caller's when the call returns, whatever it
- * returns. PL_ECUDA if the release event could not be recorded on
- * `stream` (a stream of another device, say): the host then waited for
- * `stream` instead, so the ordering still holds; if even that failed, the
- * buffer is retired and pl_loader_next returns the error from then on. */
+ * stream). PL_EINVAL if b is not a batch of l that is held, or if `stream`
+ * is capturing a CUDA graph (whose replays could not release this one
+ * batch): the batch is then still the caller's, and the capture is left
+ * intact. Otherwise the batch is no longer the caller's when the call
+ * returns, whatever it returns. Where the release event cannot be recorded
+ * on `stream` (a stream of another context or device), the host waits for
+ * `stream` instead, so the ordering still holds, and the call succeeds
+ * (a notice, once per loader, says so); if even that wait fails, PL_ECUDA:
+ * the buffer is retired and pl_loader_next returns the error from then
+ * on. The loader's own threads never break a CUDA graph capture of the
+ * caller's, in any capture mode, nor does any call of this API (each runs
+ * in CUDA's relaxed capture mode and restores the thread's own). */
 PL_EXPORT int pl_loader_release(pl_loader *l, const pl_batch *b,
                                 struct CUstream_st *stream);
 
@@ -592,7 +598,9 @@ PL_EXPORT int pl_loader_release_streams(pl_loader *l, const pl_batch *b,
  * (a batch's pointer, not a copy). NULL, cudaStreamLegacy and
  * cudaStreamPerThread name the streams of the loader's device, whatever
  * the calling thread's current device, which the call leaves as it was.
- * No-op on the host backend. */
+ * PL_EINVAL if `stream` is capturing a CUDA graph (wait on a stream outside
+ * the capture, and copy the batch into the graph's own inputs); the
+ * capture is left intact. No-op on the host backend. */
 PL_EXPORT int pl_batch_wait(const pl_batch *b, struct CUstream_st *stream);
 
 /* ---------------------------------------------------------------------------

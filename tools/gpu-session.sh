@@ -218,6 +218,17 @@ phase_env() {
         "$py" -c 'import sys, torch, torchvision; print(sys.version); print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else ""); print("torchvision", torchvision.__version__)' || true
         command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer || true
         "$py" -c 'import sysconfig, os; p = sysconfig.get_paths()["include"]; print(p, os.path.exists(os.path.join(p, "Python.h")))' || true
+        # Where pinned memory should live (issue 35, item 7): the GPU's NUMA
+        # node, the machine's nodes, its memory and the cgroup's limit.
+        local bus
+        for bus in $(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader 2>/dev/null); do
+            bus=$(echo "$bus" | tr 'A-Z' 'a-z' | sed 's/^0000\(....\)/\1/')
+            echo "GPU $bus numa_node: $(cat /sys/bus/pci/devices/*"${bus#*:}"/numa_node 2>/dev/null | head -1)"
+        done
+        ls -d /sys/devices/system/node/node* 2>/dev/null
+        grep -E 'MemTotal|MemAvailable|Mlocked' /proc/meminfo
+        cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null
+        ulimit -l
     } >"$logs/env.log" 2>&1
     say "$(nvidia-smi --query-gpu=name,driver_version,memory.total \
         --format=csv,noheader 2>/dev/null || echo 'no nvidia-smi'), $(nproc) CPUs"
