@@ -47,11 +47,11 @@ typedef struct backend_ops {
     int (*enter)(backend *b, int *saved);
     void (*leave)(backend *b, int saved);
     /* Queue a host-to-device copy of n bytes on s, from host memory of
-     * kind `from`: pinned memory is copied straight, pageable memory
-     * through a small pinned staging ring (the host returns once the last
-     * chunk is staged), managed memory migrated to the device first
-     * (cudaMemPrefetchAsync). The copy's timing (copy_time) covers all of
-     * it. */
+     * kind `from`: managed memory is migrated to the device first
+     * (cudaMemPrefetchAsync), and the copy's timing (copy_time) covers the
+     * migration too. A copy from pageable memory returns once done (the
+     * runtime's staging; a ring of pinned chunks of pinload's own measured
+     * no better on an H200: docs/gpu-results.md). */
     int (*copy)(backend *b, be_stream *s, void *dst, const void *src, size_t n,
                 hostmem from);
     /* Add to *ns and *bytes the GPU time and size of s's copies that have

@@ -40,17 +40,6 @@ typedef CUresult(CUDAAPI *pfn_release)(CUdevice);
 typedef CUresult(CUDAAPI *pfn_push)(CUcontext);
 typedef CUresult(CUDAAPI *pfn_pop)(CUcontext *);
 
-/* Copies from pageable memory go through a ring of pinned chunks: the
- * prefetcher copies a chunk with memcpy and queues its upload, then the
- * next, so uploads overlap the host's copying, and the call returns once
- * the last chunk is staged, while the runtime's own pageable path returns
- * only once the whole copy is done, after whatever the stream waits for
- * first (the caller's kernels, through the release events). A chunk is
- * reused once its upload completes (its event). PINLOAD_STAGING=driver
- * hands pageable copies to the runtime instead, to compare the two. */
-#define STAGE_CHUNK ((size_t)4 << 20) /* 4 MiB */
-#define STAGE_CHUNKS 4
-
 typedef struct cuda_backend {
     backend pub;   /* first: the backend * the loader holds is this */
     CUcontext ctx; /* the loader's device's primary context, retained */
@@ -58,16 +47,6 @@ typedef struct cuda_backend {
     pfn_release release;
     pfn_push push;
     pfn_pop pop;
-    /* The staging ring, made at the first pageable copy. stage_mu is held
-     * across a staged copy: one at a time (the prefetcher's, or create's
-     * table upload). */
-    pthread_mutex_t stage_mu;
-    int stage_driver; /* PINLOAD_STAGING=driver */
-    uint8_t *stage;
-    cudaEvent_t stage_done[STAGE_CHUNKS];
-    unsigned stage_used; /* bit k: stage_done[k] was recorded */
-    int stage_next;
-    int ops_set; /* opened: close() may enter the context */
 } cuda_backend;
 
 #define TIMED_COPIES 8 /* copies in flight per stream before one is waited */
@@ -354,80 +333,9 @@ static cudaError_t prefetch_managed(const backend *b, be_stream *s,
 #endif
 }
 
-/* The staging ring's memory and events, made once; stage_mu held. */
-static cudaError_t stage_open(cuda_backend *cb)
-{
-    if (cb->stage)
-        return cudaSuccess;
-    cudaError_t e = cudaSuccess;
-    for (int k = 0; k < STAGE_CHUNKS && e == cudaSuccess; k++)
-        if (!cb->stage_done[k])
-            e = cudaEventCreateWithFlags(&cb->stage_done[k],
-                                         cudaEventDisableTiming);
-    if (e == cudaSuccess)
-        e = cudaHostAlloc((void **)&cb->stage, STAGE_CHUNK * STAGE_CHUNKS,
-                          cudaHostAllocDefault);
-    if (e != cudaSuccess)
-        cb->stage = NULL;
-    return e;
-}
-
-/* n bytes from pageable memory, a chunk at a time through the staging
- * ring (see STAGE_CHUNK). *what names the call that failed. */
-static cudaError_t staged_copy(cuda_backend *cb, be_stream *s, uint8_t *dst,
-                               const uint8_t *src, size_t n, const char **what)
-{
-    pthread_mutex_lock(&cb->stage_mu);
-    *what = "cudaHostAlloc (the pageable copies' staging ring)";
-    cudaError_t e = stage_open(cb);
-    for (size_t off = 0; off < n && e == cudaSuccess;) {
-        const size_t c = n - off < STAGE_CHUNK ? n - off : STAGE_CHUNK;
-        const int k = cb->stage_next;
-        uint8_t *chunk = cb->stage + (size_t)k * STAGE_CHUNK;
-        *what = "cudaEventSynchronize (a staging chunk)";
-        if (cb->stage_used & (1u << k))
-            e = cudaEventSynchronize(cb->stage_done[k]);
-        if (e != cudaSuccess)
-            break;
-        memcpy(chunk, src + off, c);
-        *what = "cudaMemcpyAsync";
-        e = cudaMemcpyAsync(dst + off, chunk, c, cudaMemcpyHostToDevice,
-                            s->stream);
-        if (e == cudaSuccess) {
-            *what = "cudaEventRecord (a staging chunk)";
-            e = cudaEventRecord(cb->stage_done[k], s->stream);
-        }
-        if (e == cudaSuccess)
-            cb->stage_used |= 1u << k;
-        cb->stage_next = (k + 1) % STAGE_CHUNKS;
-        off += c;
-    }
-    pthread_mutex_unlock(&cb->stage_mu);
-    return e;
-}
-
-/* The staging ring freed, unless an upload from it may still run (a
- * destroy that gave up waiting for the caller's kernels): then it is left
- * allocated rather than freed under the copy, as the ring is. */
-static void stage_close(cuda_backend *cb)
-{
-    int busy = 0;
-    for (int k = 0; k < STAGE_CHUNKS; k++)
-        if (cb->stage && (cb->stage_used & (1u << k)) &&
-            cudaEventQuery(cb->stage_done[k]) != cudaSuccess)
-            busy = 1;
-    if (cb->stage && !busy)
-        quiet(cudaFreeHost(cb->stage));
-    for (int k = 0; k < STAGE_CHUNKS && !busy; k++)
-        if (cb->stage_done[k])
-            quiet(cudaEventDestroy(cb->stage_done[k]));
-    (void)cudaGetLastError();
-}
-
 static int copy(backend *b, be_stream *s, void *dst, const void *src, size_t n,
                 hostmem from)
 {
-    cuda_backend *cb = (cuda_backend *)b;
     timed_copy *t = reserve_timing(s);
     cudaError_t e = cudaSuccess;
     const char *what = "cudaEventRecord (copy start)";
@@ -439,9 +347,7 @@ static int copy(backend *b, be_stream *s, void *dst, const void *src, size_t n,
         what = "cudaMemPrefetchAsync";
         e = prefetch_managed(b, s, src, n);
     }
-    if (e == cudaSuccess && from == HOSTMEM_PAGEABLE && !cb->stage_driver) {
-        e = staged_copy(cb, s, dst, src, n, &what);
-    } else if (e == cudaSuccess) {
+    if (e == cudaSuccess) {
         /* cudaMemcpyDefault, not HostToDevice: a managed ring was just
          * prefetched to the device, and "Calling cudaMemcpy() with dst and
          * src pointers that do not match the direction of the copy results
@@ -649,12 +555,6 @@ static int normalize(backend *b, be_stream *s, void *dst, const void *src,
 static void cuda_close(backend *b)
 {
     cuda_backend *cb = (cuda_backend *)b;
-    int saved;
-    if (cb->ops_set && enter(b, &saved) == 0) {
-        stage_close(cb);
-        leave(b, saved);
-    }
-    pthread_mutex_destroy(&cb->stage_mu);
     if (cb->ctx)
         (void)cb->release(b->device);
     free(cb);
@@ -820,9 +720,6 @@ int backend_cuda_open(backend **out, int device, int local_rank, logger *lg,
     cuda_backend *cb = calloc(1, sizeof *cb);
     if (!cb)
         return err_set(PL_ENOMEM, "pl_loader_create: out of memory");
-    pthread_mutex_init(&cb->stage_mu, NULL);
-    const char *staging = getenv("PINLOAD_STAGING");
-    cb->stage_driver = staging && strcmp(staging, "driver") == 0;
     int rc = context_open(cb, ordinal);
     backend *b = &cb->pub;
     b->device = ordinal;
@@ -841,7 +738,6 @@ int backend_cuda_open(backend **out, int device, int local_rank, logger *lg,
         return rc;
     }
     b->ops = &cuda_ops;
-    cb->ops_set = 1;
     b->kind = PL_BACKEND_CUDA;
     b->device = ordinal;
     b->log = lg;

@@ -296,25 +296,18 @@ bench() { # bench NAME ARGS...: pinload-bench with CSV and JSON kept
     local name=$1
     shift
     # shellcheck disable=SC2046
-    step "$name" env ${BENCH_ENV:-} "$BENCH" --device cuda --csv "$logs/$name.csv" \
+    step "$name" "$BENCH" --device cuda --csv "$logs/$name.csv" \
         --json "$logs/$name.json" --quiet "$@" \
         ${GPU_SESSION_SECONDS:+--seconds "$GPU_SESSION_SECONDS"} \
         ${GPU_SESSION_BATCH:+--batch "$GPU_SESSION_BATCH"}
 }
 
-# Pageable copies go through pinload's staging ring; the -driver runs hand
-# them to the runtime instead (PINLOAD_STAGING=driver), to compare.
 phase_h2d() {
     bench h2d-u8 --data "$GEN" --batch 256 --workers 16 --prefetch 4 \
         --pin on,off,managed --seconds 2 --warmup 2
     bench h2d-f32 --data "$GEN" --batch 256 --workers 16 --prefetch 4 \
         --pin on,off,managed --seconds 2 --warmup 2 --format f32 \
         --gpu-normalize off
-    BENCH_ENV=PINLOAD_STAGING=driver bench h2d-u8-driver --data "$GEN" \
-        --batch 256 --workers 16 --prefetch 4 --pin off --seconds 2 --warmup 2
-    BENCH_ENV=PINLOAD_STAGING=driver bench h2d-f32-driver --data "$GEN" \
-        --batch 256 --workers 16 --prefetch 4 --pin off --seconds 2 \
-        --warmup 2 --format f32 --gpu-normalize off
 }
 
 # Each step is set against the same loader's load passes just before and

@@ -22,18 +22,15 @@ def load(path):
 
 
 def h2d(logs):
-    names = ("h2d-u8", "h2d-f32", "h2d-u8-driver", "h2d-f32-driver")
-    for name in names:
+    for name in ("h2d-u8", "h2d-f32"):
         j = load(os.path.join(logs, name + ".json"))
         if not j:
             continue
         ceil = {"on": j.get("memcpy_pinned_gb_per_s", -1),
                 "off": j.get("memcpy_pageable_gb_per_s", -1),
                 "managed": j.get("memcpy_pinned_gb_per_s", -1)}
-        print("%s: cudaMemcpy %.2f GB/s pinned, %.2f GB/s pageable%s"
-              % (name, ceil["on"], ceil["off"],
-                 " (pageable copies handed to the runtime)"
-                 if name.endswith("driver") else ""))
+        print("%s: cudaMemcpy %.2f GB/s pinned, %.2f GB/s pageable"
+              % (name, ceil["on"], ceil["off"]))
         for r in j["rows"]:
             c = ceil.get(r["pin"], -1)
             g = r["h2d_gb_per_s"]

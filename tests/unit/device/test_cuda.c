@@ -445,18 +445,15 @@ static int stats_done(void *arg)
     return atomic_load(&((stats_call *)arg)->done);
 }
 
-/* A copy from a pageable ring handed to the runtime (PINLOAD_STAGING=driver,
- * which the staging ring otherwise spares it) returns only once done;
- * pl_loader_stats must not wait for it. With the streams paused, the
- * prefetcher is blocked in its copy for as long as the test likes: stats
- * must return meanwhile. */
+/* A copy from a pageable ring returns only once done; pl_loader_stats must
+ * not wait for it. With the streams paused, the prefetcher is blocked in
+ * its copy for as long as the test likes: stats must return meanwhile. */
 Test(cuda, stats_never_wait_for_a_synchronous_copy, .timeout = TIMEOUT)
 {
     char root[64];
     pl_config c;
     sim_tree(root, &c, 10, 2);
     c.memory = PL_MEMORY_PAGEABLE;
-    setenv("PINLOAD_STAGING", "driver", 1); /* this test's process alone */
     pl_loader *l = create(&c);
     cudasim_pause(1);
     cr_assert(wait_for(sync_copy_blocked, NULL, 30),
