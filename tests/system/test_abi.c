@@ -120,6 +120,28 @@ Test(abi, sizes_below_the_first_stable_ones_are_einval_naming_the_struct)
     tu_rm_rf(root);
 }
 
+/* A program built against the header before pl_stats gained its stall
+ * times passes the smaller size: it gets every field it knows, and no
+ * byte past its struct is written. */
+Test(abi, stats_of_an_older_header_still_fill)
+{
+    char root[64];
+    pl_loader *l = small_loader(root);
+    const pl_batch *bt;
+    cr_assert_eq(pl_loader_next(l, &bt), 0);
+    pl_loader_release(l, bt, NULL);
+    const size_t old = offsetof(pl_stats, ns_slot_wait);
+    bigger b;
+    fill(&b);
+    cr_assert_eq(pl_loader_stats_sized(l, (pl_stats *)b.bytes, old), 0, "%s",
+                 pl_last_error());
+    cr_assert_geq(((pl_stats *)b.bytes)->batches, 1);
+    cr_assert_eq(((pl_stats *)b.bytes)->device_buffers, 2);
+    assert_canary(&b, old, "pl_loader_stats");
+    pl_loader_destroy(l);
+    tu_rm_rf(root);
+}
+
 Test(abi, info_and_stats_fill_a_newer_struct_to_our_size_and_no_further)
 {
     char root[64];
