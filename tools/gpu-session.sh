@@ -288,7 +288,7 @@ phase_test() {
     fi
     python_package &&
         step python-tests env PYTHONPATH="$work/py" PINLOAD_BUILD=$B \
-            PINLOAD_TEST_TORCH=1 "$py" -m pytest -q -p no:cacheprovider \
+            PINLOAD_TEST_TORCH=1 "$py" -m pytest -q -rs -p no:cacheprovider \
             python/tests
 }
 
