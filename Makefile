@@ -159,7 +159,7 @@ INPUT_SRC   := input/catalog.c input/tar.c input/sidecar.c input/shard_table.c \
                input/table_file.c \
                input/folder.c \
                input/list.c input/shards.c input/json_label.c input/input.c input/remote.c \
-               input/remote_http.c input/remote_cache.c
+               input/remote_http.c input/remote_cache.c input/remote_cache_dir.c
 DEVICE_SRC  := device/backend.c device/backend_host.c
 ifneq ($(HAVE_CUDA),)
 DEVICE_SRC  += device/backend_cuda.c

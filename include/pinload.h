@@ -408,12 +408,17 @@ typedef struct pl_config {
      * an error. */
     int32_t max_device_buffers;
     /* ---- Remote shards: config.data of http(s)://, s3:// or pipe: URLs
-     * (docs/DATA.md) */
+     * (docs/DATA.md). A pipe: command runs only from config.data itself:
+     * a list file's pipe: lines are refused unless the environment sets
+     * PINLOAD_ALLOW_PIPE_LISTS=1, and a tar is never read as a list. */
     /* The node's cache of fetched shards, shared by the ranks of a node
      * (file locks: each shard is fetched once per node). Default NULL:
      * $PINLOAD_CACHE_DIR, else $XDG_CACHE_HOME/pinload/shards, else
-     * ~/.cache/pinload/shards. The library keeps no pointer after
-     * create. */
+     * ~/.cache/pinload/shards, else /tmp/pinload-UID/shards. Folders it
+     * makes are 0700; one another user could change (not yours, writable
+     * by others, under another user's folder) is refused, PL_EIO naming
+     * it; a group's setgid folder named here is shared on purpose
+     * (docs/DATA.md). The library keeps no pointer after create. */
     const char *cache_dir;
     /* Bytes the cache may hold: 0 (default): no bound. Beyond it the least
      * recently used shards no rank reads are evicted; when the remote

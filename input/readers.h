@@ -22,7 +22,8 @@ int folder_read(catalog *c, const char *dir, logger *lg);
 int list_read(catalog *c, const char *path);
 
 /* Tar shards in the WebDataset layout (shards.c): whether `path` names
- * shards (one .tar, a folder of *.tar and no sub-folder, a brace pattern
+ * shards (one .tar, or a file that is a tar by its bytes, tar_is_archive;
+ * a folder of *.tar and no sub-folder, a brace pattern
  * "train-{000000..000146}.tar", or a list file whose lines are shard
  * paths): 1 with [out] their paths (*paths, *n: the caller frees each and
  * the array), 0 if not, or an error. */

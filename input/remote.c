@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 
 #include "../common/error.h"
+#include "../common/file.h"
 #include "../common/grow.h"
 #include "readers.h"
 #include "remote_cache.h"
@@ -110,20 +111,28 @@ static void set_free(void *p)
     free(rs);
 }
 
-static remote_set *set_new(char **urls, int n, const remote_opts *o, logger *lg)
+/* The set of the n shards at urls, its cache made and checked: 0 with
+ * [out] *out, or an error (pl_last_error says why). */
+static int set_new(char **urls, int n, const remote_opts *o, logger *lg,
+                   remote_set **out)
 {
+    *out = NULL;
     remote_set *rs = calloc(1, sizeof *rs);
     if (!rs)
-        return NULL;
+        return err_set(PL_ENOMEM, "pl_loader_create: out of memory");
     atomic_init(&rs->stop, 0);
     rs->http = http_new(o->timeout_ms, o->retries, &rs->stop);
-    if (rs->http)
-        rs->cache = cache_new(o->cache_dir, o->cache_limit, urls, n, rs->http,
-                              &rs->stop, lg);
+    int rc = rs->http ? cache_new(o->cache_dir, o->cache_limit, urls, n,
+                                  rs->http, &rs->stop, lg, &rs->cache)
+                      : PL_ENOMEM;
     rs->s = calloc((size_t)n, sizeof *rs->s);
-    if (!rs->cache || !rs->s) {
+    if (rc == 0 && !rs->s)
+        rc = PL_ENOMEM;
+    if (rc < 0) {
         set_free(rs);
-        return NULL;
+        return rc == PL_ENOMEM
+                   ? err_set(PL_ENOMEM, "pl_loader_create: out of memory")
+                   : rc;
     }
     rs->n = n;
     for (int i = 0; i < n; i++) {
@@ -131,7 +140,8 @@ static remote_set *set_new(char **urls, int n, const remote_opts *o, logger *lg)
         rs->s[i].set = rs;
         rs->s[i].c = cache_shard_at(rs->cache, i);
     }
-    return rs;
+    *out = rs;
+    return 0;
 }
 
 /* ---- create: the indexes, the mode, the classes ---- */
@@ -485,17 +495,10 @@ int remote_read(catalog *c, char **urls, int n, const remote_opts *o,
                 logger *lg)
 {
     qsort(urls, (size_t)n, sizeof *urls, cmp_str);
-    remote_set *rs = set_new(urls, n, o, lg);
-    if (!rs)
-        return err_set(PL_ENOMEM, "pl_loader_create: out of memory");
-    if (cache_make_dir(rs->cache) < 0) {
-        const int rc = err_set(PL_EIO,
-                               "pl_loader_create: config.cache_dir: %s: "
-                               "cannot make or use it: %s",
-                               cache_dir(rs->cache), strerror(errno));
-        set_free(rs);
-        return rc;
-    }
+    remote_set *rs;
+    const int made = set_new(urls, n, o, lg, &rs);
+    if (made < 0)
+        return made;
     catalog_adopt(c, rs, set_stop, set_free);
     /* The remote shards are the catalog's only ones (remote_detect: all
      * of config.data), so catalog shard k is rs->s[k]. The mode needs
@@ -548,25 +551,99 @@ static char *list_line(char *line, int lineno)
     return *s && *s != '#' ? s : NULL;
 }
 
+/* Lines of a bounded length: a shard or an image named as data is not
+ * read whole looking for a newline. */
+#define URL_LINE_MAX 8192
+
+/* Whether s[0, n) is a line of text: UTF-8 (ASCII included), and no
+ * control byte but a tab or a carriage return. */
+static int text_bytes(const unsigned char *s, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        const unsigned c = s[i];
+        if (c < 0x80) {
+            if ((c < 0x20 && c != '\t' && c != '\r') || c == 0x7f)
+                return 0;
+            i++;
+            continue;
+        }
+        /* A sequence's length past its first byte, and the least code
+         * point it may hold (no overlong forms). */
+        const size_t k = c >= 0xc2 && c <= 0xdf   ? 1
+                         : (c & 0xf0) == 0xe0     ? 2
+                         : c >= 0xf0 && c <= 0xf4 ? 3
+                                                  : 0;
+        if (k == 0 || n - i <= k)
+            return 0;
+        uint32_t v = c & (0x3fu >> k);
+        for (size_t j = 1; j <= k; j++) {
+            if ((s[i + j] & 0xc0) != 0x80)
+                return 0;
+            v = v << 6 | (s[i + j] & 0x3fu);
+        }
+        const uint32_t least = k == 1 ? 0x80 : k == 2 ? 0x800 : 0x10000;
+        if (v < least || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
+            return 0;
+        i += k + 1;
+    }
+    return 1;
+}
+
+/* The next line of f, its newline dropped, into line[URL_LINE_MAX]: 1;
+ * 0 at the end of the file; or -1 if it is not a line of text, *why
+ * saying how (a NUL byte, another control byte, bytes that are not
+ * UTF-8, a line too long): a binary file is never a list. */
+static int text_line(FILE *f, char *line, const char **why)
+{
+    size_t len = 0;
+    int c;
+    while ((c = getc(f)) != EOF && c != '\n') {
+        if (c == '\0' || len == URL_LINE_MAX - 1) {
+            *why = c == '\0' ? "a NUL byte" : "a line over 8191 bytes";
+            return -1;
+        }
+        line[len++] = (char)c;
+    }
+    line[len] = '\0';
+    if (c == EOF && len == 0)
+        return 0;
+    if (!text_bytes((const unsigned char *)line, len)) {
+        *why = "a control byte, or bytes that are not UTF-8";
+        return -1;
+    }
+    return 1;
+}
+
+/* Whether the user let list files run pipe: commands. Only an
+ * environment variable, set where the job is launched, can: a config
+ * may come from a file as the list does. */
+static int pipe_lists_allowed(void)
+{
+    const char *v = getenv("PINLOAD_ALLOW_PIPE_LISTS");
+    return v && strcmp(v, "1") == 0;
+}
+
 /* The URLs of f's lines into *out: 1 if it held one, 0 if it is not a
- * list of URLs (a line that is not one before any that is), or an
- * error. */
+ * list of URLs (a line that is not one, or not text, before any that
+ * is), or an error. A pipe: line is refused unless the user allowed
+ * list files to run commands: a command runs only from what the user
+ * wrote in config.data, never from a file's contents. */
 static int read_url_lines(FILE *f, const char *path, char ***out, int *n)
 {
-    /* Lines of a bounded length: a shard or an image named as data is
-     * not read whole looking for a newline. */
-    char line[8192];
+    char line[URL_LINE_MAX];
     size_t cap = 0;
-    int rc = 1, lineno = 0;
-    while (fgets(line, sizeof line, f)) {
-        const size_t len = strlen(line);
-        if (len == sizeof line - 1 && line[len - 1] != '\n')
+    for (int lineno = 1;; lineno++) {
+        const char *why = NULL;
+        const int got = text_line(f, line, &why);
+        if (got < 0)
             return *n ? err_set(PL_EINVAL,
-                                "pl_loader_create: %s:%d: a line over %d "
-                                "bytes in a list of URLs",
-                                path, lineno + 1, (int)sizeof line - 2)
+                                "pl_loader_create: %s:%d: %s in a list of "
+                                "URLs",
+                                path, lineno, why)
                       : 0;
-        const char *s = list_line(line, ++lineno);
+        if (got == 0)
+            return *n > 0;
+        const char *s = list_line(line, lineno);
         if (!s)
             continue;
         if (!remote_is_url(s))
@@ -576,20 +653,30 @@ static int read_url_lines(FILE *f, const char *path, char ***out, int *n)
                                 "before",
                                 path, lineno)
                       : 0;
-        if ((rc = push(out, n, &cap, strdup(s))) < 0)
+        if (http_is_pipe(s) && !pipe_lists_allowed())
+            return err_set(PL_EINVAL,
+                           "pl_loader_create: %s:%d: a pipe: command in a "
+                           "list file is not run: commands run only from "
+                           "config.data itself, never from a file's lines. "
+                           "If you wrote this list and trust every line, "
+                           "set PINLOAD_ALLOW_PIPE_LISTS=1",
+                           path, lineno);
+        const int rc = push(out, n, &cap, strdup(s));
+        if (rc < 0)
             return rc;
-        rc = 1;
     }
-    return rc;
 }
 
-/* A local file whose lines (blank and # lines aside) are URLs. */
+/* A local file whose lines (blank and # lines aside) are URLs: a regular
+ * file of text that is not a tar (a tar is a shard, docs/DATA.md). */
 static int list_of_urls(const char *path, char ***out, int *n)
 {
     struct stat st;
-    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || tar_is_name(path) ||
+        tar_is_archive(path))
         return 0;
-    FILE *f = fopen(path, "re");
+    const char *why;
+    FILE *f = file_open_regular(path, &why); /* the other readers say why */
     if (!f)
         return 0;
     const int rc = read_url_lines(f, path, out, n);

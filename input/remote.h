@@ -30,8 +30,11 @@ typedef struct remote_opts {
 int remote_is_url(const char *s);
 
 /* Whether data names remote shards: a URL (with a brace pattern or not),
- * or a local list file whose first line is one. 1 with [out] the URLs
- * (the caller frees each and the array), 0 if not, or an error. */
+ * or a local list file whose first line is one: a file of text (no NUL
+ * byte, UTF-8) that is not a tar, every line a URL, and no pipe: line
+ * unless $PINLOAD_ALLOW_PIPE_LISTS is 1 (a command runs only from what
+ * the user wrote in config.data). 1 with [out] the URLs (the caller frees
+ * each and the array), 0 if not, or an error naming file and line. */
 int remote_detect(const char *data, char ***urls, int *n);
 
 /* Index the remote shards and add their samples to c, as shards_read does

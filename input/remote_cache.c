@@ -22,6 +22,7 @@
 #include "../common/clock.h"
 #include "../common/error.h"
 #include "../common/grow.h"
+#include "remote_cache_dir.h"
 #include "sidecar.h"
 
 #define FAILED_RETRY_NS (60 * 1000000000LL) /* a failed shard: asked again */
@@ -29,7 +30,8 @@
 enum { SH_NONE, SH_FETCHING, SH_READY, SH_FAILED };
 
 struct remote_cache {
-    char *dir;
+    char *dir;     /* checked (remote_cache_dir.h), without links */
+    int shared;    /* a group's folder: the files made group-writable */
     int64_t limit; /* bytes; 0: none */
     remote_http *http;
     atomic_int *stop;
@@ -88,36 +90,58 @@ static char *with_suffix(const char *path, const char *suffix)
     return p;
 }
 
-static char *default_cache_dir(void)
+/* The folder the user named ($PINLOAD_CACHE_DIR), else the default one,
+ * into buf[cap]: 1 if named, 0 if not. */
+static int default_cache_dir(char *buf, size_t cap)
 {
     const char *env = getenv("PINLOAD_CACHE_DIR");
-    if (env && *env)
-        return strdup(env);
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    char buf[PATH_MAX];
-    if (xdg && *xdg)
-        snprintf(buf, sizeof buf, "%s/pinload/shards", xdg);
+    if (env && *env)
+        snprintf(buf, cap, "%s", env);
+    else if (xdg && *xdg)
+        snprintf(buf, cap, "%s/pinload/shards", xdg);
     else if (home && *home)
-        snprintf(buf, sizeof buf, "%s/.cache/pinload/shards", home);
-    else
-        snprintf(buf, sizeof buf, "/tmp/pinload-%ld/shards", (long)getuid());
-    return strdup(buf);
+        snprintf(buf, cap, "%s/.cache/pinload/shards", home);
+    else /* a name another user may have taken first: checked */
+        snprintf(buf, cap, "/tmp/pinload-%ld/shards", (long)geteuid());
+    return env && *env;
 }
 
-int cache_make_dir(const remote_cache *c)
+/* The mode of the files the cache makes: the user's alone (in a folder
+ * that is too), or the group's in a group's shared folder. */
+static mode_t file_mode(const remote_cache *c)
 {
-    char p[PATH_MAX];
-    if (snprintf(p, sizeof p, "%s", c->dir) >= (int)sizeof p)
-        return -1;
-    for (char *s = p + 1; *s; s++)
-        if (*s == '/') {
-            *s = '\0';
-            mkdir(p, 0755);
-            *s = '/';
-        }
-    mkdir(p, 0755);
+    return c->shared ? 0660 : 0644;
+}
+
+/* A file the cache made, in a shared folder: the group may write it
+ * whatever the umask (a member resumes another's download, takes its
+ * locks). Not ours (another member's): left as it is. */
+static void share_file(const remote_cache *c, int fd)
+{
     struct stat st;
-    return stat(p, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
+    if (c->shared && fstat(fd, &st) == 0 && st.st_uid == geteuid())
+        (void)fchmod(fd, 0660);
+}
+
+/* A file of the cache open, never through a symbolic link (O_NOFOLLOW),
+ * nor blocking, and only if it is a regular file: fd, or -1 with errno
+ * (ELOOP for a link, EINVAL for a FIFO, a folder...). */
+static int open_regular(int dirfd, const char *path, int flags, mode_t mode)
+{
+    const int fd =
+        openat(dirfd, path,
+               flags | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, mode);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    const int known = fstat(fd, &st) == 0;
+    if (known && S_ISREG(st.st_mode))
+        return fd;
+    const int e = known ? EINVAL : errno;
+    close(fd);
+    errno = e;
+    return -1;
 }
 
 const char *cache_dir(const remote_cache *c)
@@ -134,6 +158,48 @@ cache_shard *cache_shard_at(remote_cache *c, int i)
 {
     assert(i >= 0 && i < c->n);
     return &c->s[i];
+}
+
+/* A download's file (NAME.part, or a small file's NAME.part.PID) open
+ * for reading and writing, never through a link, by the one thread that
+ * may write it (the shard's lock, or the process's own name): a regular
+ * file of one link is resumed (a download cut short); anything else there
+ * (a symbolic link, a FIFO, a file with another link, another member's
+ * file we may not write) is removed, not followed, with a warning, and a
+ * new file made with O_EXCL, so that a download writes nothing outside
+ * the cache. fd, or -1 with errno. */
+static int open_part(const remote_cache *c, const char *part)
+{
+    const int flags = O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY;
+    for (int tries = 0; tries < 3; tries++) {
+        int fd = open(part, flags);
+        if (fd < 0 && errno == ENOENT)
+            fd = open(part, flags | O_CREAT | O_EXCL, file_mode(c));
+        if (fd < 0 && errno == EEXIST)
+            continue; /* made meanwhile: opened as it is next time */
+        if (fd >= 0) {
+            struct stat st;
+            if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+                st.st_nlink == 1) {
+                share_file(c, fd);
+                return fd;
+            }
+            close(fd);
+        } else if (errno != ELOOP && errno != EACCES) {
+            return -1;
+        }
+        const int removed = unlink(part) == 0;
+        if (!removed && errno != ENOENT)
+            return -1;
+        if (removed)
+            log_msg(c->lg, PL_LOG_WARNING,
+                    "the cache's %s was not a file it may use (a symbolic "
+                    "link, a FIFO, a file with another link or that this "
+                    "user may not write): removed, not followed",
+                    part);
+    }
+    errno = EEXIST;
+    return -1;
 }
 
 /* ---- the cache's life ---- */
@@ -157,12 +223,24 @@ static int shard_init(remote_cache *c, cache_shard *sh, const char *url)
     return sh->url && sh->name && sh->path ? 0 : -1;
 }
 
-remote_cache *cache_new(const char *dir, int64_t limit, char **urls, int n,
-                        remote_http *http, atomic_int *stop, logger *lg)
+int cache_new(const char *dir, int64_t limit, char **urls, int n,
+              remote_http *http, atomic_int *stop, logger *lg,
+              remote_cache **out)
 {
+    *out = NULL;
+    char given[PATH_MAX], real[PATH_MAX];
+    int named = 1;
+    if (dir && *dir)
+        snprintf(given, sizeof given, "%s", dir);
+    else
+        named = default_cache_dir(given, sizeof given);
+    int shared = 0;
+    const int rc = cache_dir_prepare(given, named, real, sizeof real, &shared);
+    if (rc < 0)
+        return rc;
     remote_cache *c = calloc(1, sizeof *c);
     if (!c)
-        return NULL;
+        return PL_ENOMEM;
     pthread_mutex_init(&c->smu, NULL);
     pthread_cond_init(&c->scv, NULL);
     atomic_init(&c->open, 0);
@@ -171,20 +249,22 @@ remote_cache *cache_new(const char *dir, int64_t limit, char **urls, int n,
     c->http = http;
     c->stop = stop;
     c->lg = lg;
-    c->dir = dir && *dir ? strdup(dir) : default_cache_dir();
+    c->shared = shared;
+    c->dir = strdup(real);
     c->s = calloc((size_t)n, sizeof *c->s);
     if (!c->dir || !c->s) {
         cache_free(c);
-        return NULL;
+        return PL_ENOMEM;
     }
     for (int i = 0; i < n; i++) {
         c->n++; /* its mutex made: cache_free destroys it */
         if (shard_init(c, &c->s[i], urls[i]) < 0) {
             cache_free(c);
-            return NULL;
+            return PL_ENOMEM;
         }
     }
-    return c;
+    *out = c;
+    return 0;
 }
 
 void cache_free(remote_cache *c)
@@ -222,10 +302,12 @@ static int lock_file(const remote_cache *c, const char *path)
     char *lk = with_suffix(path, ".lock");
     if (!lk)
         return -1;
-    const int fd = open(lk, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    /* Opened for writing, which flock needs over NFS. */
+    const int fd = open_regular(AT_FDCWD, lk, O_RDWR | O_CREAT, file_mode(c));
     free(lk);
     if (fd < 0)
         return -1;
+    share_file(c, fd);
     while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         if ((errno != EWOULDBLOCK && errno != EINTR) || atomic_load(c->stop)) {
             const int err = errno == EWOULDBLOCK ? ECANCELED : errno;
@@ -243,7 +325,7 @@ static int lock_file(const remote_cache *c, const char *path)
  * whole (`size` bytes; -1: any); else -1. Its atime says it was used. */
 static int open_cached(const char *path, int64_t size)
 {
-    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    const int fd = open_regular(AT_FDCWD, path, O_RDONLY, 0);
     if (fd < 0)
         return -1;
     struct stat st;
@@ -281,7 +363,7 @@ static int ends_with(const char *name, const char *end)
  * from its header; 0 if there is none. */
 static int64_t size_from_index(int d, const char *idx)
 {
-    const int fd = openat(d, idx, O_RDONLY | O_CLOEXEC);
+    const int fd = open_regular(d, idx, O_RDONLY, 0);
     if (fd < 0)
         return 0;
     unsigned char b[16];
@@ -304,7 +386,8 @@ static size_t list_shards(DIR *d, entry **e, int64_t *total)
         struct stat st;
         const int part = ends_with(de->d_name, ".tar.part");
         if ((!part && !ends_with(de->d_name, ".tar")) ||
-            fstatat(dirfd(d), de->d_name, &st, 0) != 0 || !S_ISREG(st.st_mode))
+            fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+            !S_ISREG(st.st_mode))
             continue;
         if (part) { /* a download under way: what it will be */
             char idx[NAME_MAX + 8];
@@ -347,7 +430,7 @@ static int make_room(const remote_cache *c, int64_t need)
     int64_t total = 0;
     const size_t n = list_shards(d, &e, &total);
     for (size_t i = 0; i < n && total + need > c->limit; i++) {
-        const int fd = openat(dirfd(d), e[i].name, O_RDONLY | O_CLOEXEC);
+        const int fd = open_regular(dirfd(d), e[i].name, O_RDONLY, 0);
         if (fd < 0)
             continue;
         if (flock(fd, LOCK_EX | LOCK_NB) == 0 &&
@@ -377,8 +460,7 @@ static int reserve(cache_shard *sh)
     const int rc = make_room(c, sh->size);
     if (rc == 0) {
         char *part = with_suffix(sh->path, ".part");
-        const int fd =
-            part ? open(part, O_WRONLY | O_CREAT | O_CLOEXEC, 0644) : -1;
+        const int fd = part ? open_part(c, part) : -1;
         if (fd >= 0)
             close(fd);
         free(part);
@@ -403,6 +485,22 @@ static int rename_in(const char *url, const char *part, const char *path,
     return PL_EIO;
 }
 
+/* url fetched into the file `part` of the cache, opened with open_part:
+ * http_fetch's answer, or PL_EIO naming the file. */
+static int download_into(const remote_cache *c, const char *url,
+                         const char *part, int64_t expect, char *err,
+                         size_t cap)
+{
+    const int fd = open_part(c, part);
+    if (fd < 0) {
+        snprintf(err, cap, "%s: %s", part, strerror(errno));
+        return PL_EIO;
+    }
+    const int rc = http_fetch(c->http, url, fd, expect, err, cap);
+    close(fd);
+    return rc;
+}
+
 /* With the shard's lock held: the shard fetched into its cache file
  * (through NAME.part, renamed once whole). 0, or an error in err. */
 static int fetch_locked(cache_shard *sh, char *err, size_t cap)
@@ -410,7 +508,7 @@ static int fetch_locked(cache_shard *sh, char *err, size_t cap)
     char *part = with_suffix(sh->path, ".part");
     if (!part)
         return PL_ENOMEM;
-    int rc = http_fetch(sh->cache->http, sh->url, part, sh->size, err, cap);
+    int rc = download_into(sh->cache, sh->url, part, sh->size, err, cap);
     if (rc == HTTP_ABSENT)
         rc = PL_EIO; /* a shard its index names: missing is an error */
     if (rc == 0)
@@ -426,7 +524,11 @@ static int lock_shard(cache_shard *sh, char *err, size_t cap)
     const int lk = lock_file(sh->cache, sh->path);
     if (lk < 0)
         snprintf(err, cap, "%s: cannot lock it in the cache %s: %s", sh->name,
-                 sh->cache->dir, strerror(errno));
+                 sh->cache->dir,
+                 errno == ELOOP || errno == EINVAL
+                     ? "its .lock file is a symbolic link or not a plain "
+                       "file, which pinload never follows: remove it"
+                     : strerror(errno));
     return lk;
 }
 
@@ -461,12 +563,12 @@ static int fetch_small(const remote_cache *c, const char *url, const char *path,
                        char *err, size_t cap)
 {
     struct stat st;
-    if (stat(path, &st) == 0)
+    if (lstat(path, &st) == 0 && S_ISREG(st.st_mode))
         return 0;
     char part[PATH_MAX + 32];
     snprintf(part, sizeof part, "%s.part.%ld", path, (long)getpid());
     unlink(part);
-    int rc = http_fetch(c->http, url, part, -1, err, cap);
+    int rc = download_into(c, url, part, -1, err, cap);
     if (rc == 0)
         rc = rename_in(url, part, path, err, cap);
     if (rc != 0)

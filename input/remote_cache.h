@@ -10,6 +10,11 @@
  * shard order (cache_stream) a loader lets go of the shards its reads
  * have passed, so that a cache far smaller than the data streams them.
  *
+ * No file there is opened through a symbolic link (O_NOFOLLOW), and a
+ * download's file is one of the cache's own (open_part): with the checks
+ * on the folder itself (remote_cache_dir.h), another user of the machine
+ * cannot make the cache write or read a file outside it.
+ *
  * It owns the files it makes there, each shard's state and open
  * descriptor (until cache_free), and the fetch-ahead thread (from
  * cache_start_ahead to cache_free). It borrows the transfers
@@ -61,19 +66,21 @@ typedef struct cache_shard {
 
 /* The cache in dir (NULL or "": $PINLOAD_CACHE_DIR, else
  * $XDG_CACHE_HOME/pinload/shards, ~/.cache/pinload/shards or
- * /tmp/pinload-UID/shards) of at most `limit` bytes (0: no limit), for
- * the n shards at urls (copied). NULL without memory. */
-remote_cache *cache_new(const char *dir, int64_t limit, char **urls, int n,
-                        remote_http *http, atomic_int *stop, logger *lg);
+ * /tmp/pinload-UID/shards), made and checked (remote_cache_dir.h: refused
+ * when another user could change its files), of at most `limit` bytes
+ * (0: no limit), for the n shards at urls (copied). 0 with [out] *out;
+ * PL_EIO with pl_last_error saying why the folder is refused; or
+ * PL_ENOMEM. */
+int cache_new(const char *dir, int64_t limit, char **urls, int n,
+              remote_http *http, atomic_int *stop, logger *lg,
+              remote_cache **out);
 
 /* Stops and joins the fetch-ahead thread, closes the shards (a cut
  * download's .part stays, for the next to resume) and frees the cache;
  * NULL is accepted. No cache_read may be under way. */
 void cache_free(remote_cache *c);
 
-/* The folder, made if need be: 0, or -1 (errno) if it cannot be made or
- * is not a folder. */
-int cache_make_dir(const remote_cache *c);
+/* The folder, as checked: without symbolic links. */
 const char *cache_dir(const remote_cache *c);
 int64_t cache_limit(const remote_cache *c);
 cache_shard *cache_shard_at(remote_cache *c, int i);

@@ -616,18 +616,13 @@ static int http_attempt(remote_http *rh, const char *url, int fd, int64_t have,
     return now > whole && ftruncate(fd, 0) != 0 ? -1 : 0;
 }
 
-/* Fetch url whole into the file `part` (resuming what it holds, with
+/* Fetch url whole into the file open at fd (resuming what it holds, with
  * Range), until it holds `expect` bytes (or, for -1, what the server says
  * the whole is). 0, or PL_EIO with *a saying why (a->why: the last
  * attempt's). */
-static int download(remote_http *rh, const char *url, const char *part,
-                    int64_t expect, int *attempts, attempt *a)
+static int download(remote_http *rh, const char *url, int fd, int64_t expect,
+                    int *attempts, attempt *a)
 {
-    const int fd = open(part, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        snprintf(a->why, sizeof a->why, "%s: %s", part, strerror(errno));
-        return PL_EIO;
-    }
     int rc = PL_EIO;
     const int tries = 1 + (rh->retries < 0 ? 0 : rh->retries);
     for (*attempts = 0; *attempts < tries;) {
@@ -650,7 +645,6 @@ static int download(remote_http *rh, const char *url, const char *part,
         snprintf(a->why, sizeof a->why, "fsync: %s", strerror(errno));
         rc = PL_EIO;
     }
-    close(fd);
     return rc;
 }
 
@@ -661,12 +655,12 @@ static int absent(const attempt *a)
            strcmp(a->why, "HTTP 410") == 0;
 }
 
-int http_fetch(remote_http *h, const char *url, const char *part,
-               int64_t expect, char *err, size_t cap)
+int http_fetch(remote_http *h, const char *url, int fd, int64_t expect,
+               char *err, size_t cap)
 {
     attempt a = {0};
     int attempts = 0;
-    const int rc = download(h, url, part, expect, &attempts, &a);
+    const int rc = download(h, url, fd, expect, &attempts, &a);
     if (rc == 0)
         return 0;
     fetch_error(url, &a, attempts, err, cap);

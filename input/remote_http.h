@@ -33,12 +33,13 @@ remote_http *http_new(int32_t timeout_ms, int32_t retries, atomic_int *stop);
  * may be under way. */
 void http_free(remote_http *h);
 
-/* url whole into the file at `part` (made if need be; what it holds is
- * resumed with Range) until it holds `expect` bytes (-1: what the server
- * says the whole is), then synced to disk. 0; HTTP_ABSENT; or PL_E*. On
- * failure err[cap] says "URL: why (after N attempts)". */
-int http_fetch(remote_http *h, const char *url, const char *part,
-               int64_t expect, char *err, size_t cap);
+/* url whole into the file open for reading and writing at fd (the
+ * caller's, who opened it safely: what it holds is resumed with Range)
+ * until it holds `expect` bytes (-1: what the server says the whole is),
+ * then synced to disk. 0; HTTP_ABSENT; or PL_E*. On failure err[cap] says
+ * "URL: why (after N attempts)". */
+int http_fetch(remote_http *h, const char *url, int fd, int64_t expect,
+               char *err, size_t cap);
 
 /* Bytes [off, off + size) of url into dst (an http(s):// or s3:// URL,
  * whose server must honour Range). 0, or PL_EIO with reason[cap]. */

@@ -235,7 +235,9 @@ int shards_detect(const char *path, char ***out, int *n)
         return shards_expand_braces(path, out, n);
     if (S_ISDIR(st.st_mode))
         return folder_of_shards(path, out, n);
-    if (tar_is_name(path)) {
+    /* A tar is a shard whatever its name (and never a list: its first
+     * member's name would read as a list's first line). */
+    if (tar_is_name(path) || (S_ISREG(st.st_mode) && tar_is_archive(path))) {
         size_t cap = 0;
         const int rc = push(out, n, &cap, strdup(path));
         return rc < 0 ? rc : 1;

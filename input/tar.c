@@ -1,9 +1,11 @@
 #include "tar.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../common/grow.h"
@@ -111,6 +113,23 @@ static int checksum_ok(const unsigned char *b, int64_t *want, int64_t *got)
     *want = number(b + CHKSUM, CHKSUM_LEN);
     *got = u;
     return *want == u || *want == s;
+}
+
+int tar_is_archive(const char *path)
+{
+    /* Without blocking: a FIFO or a device is not read at all. */
+    const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0)
+        return 0;
+    struct stat st;
+    unsigned char h[BLOCK];
+    int64_t want, got;
+    const int is = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+                   read_at(fd, h, BLOCK, 0) == 1 && !all_zero(h) &&
+                   (memcmp(h + MAGIC, "ustar", 5) == 0 ||
+                    (h[NAME] != '\0' && checksum_ok(h, &want, &got)));
+    close(fd);
+    return is;
 }
 
 static char *field_str(const unsigned char *f, size_t len)

@@ -45,4 +45,11 @@ int tar_add(tar_index *t, char *name, int64_t offset, int64_t size);
 /* Whether `name` looks like a tar archive by its name (".tar"). */
 int tar_is_name(const char *name);
 
+/* Whether the regular file at `path` is a tar archive by its bytes,
+ * whatever its name: its first block a header with ustar's magic at byte
+ * 257, or one whose checksum holds (the old v7 format has no magic). A
+ * file that is one is a shard, never read as a list of anything. Opened
+ * without blocking; 0 for a FIFO, a device, a short or unreadable file. */
+int tar_is_archive(const char *path);
+
 #endif

@@ -516,8 +516,12 @@ class Loader:
                     of a node (file locks: each shard is fetched once per
                     node). Default None: $PINLOAD_CACHE_DIR, else
                     $XDG_CACHE_HOME/pinload/shards, else
-                    ~/.cache/pinload/shards. The library keeps no pointer
-                    after create.
+                    ~/.cache/pinload/shards, else /tmp/pinload-UID/shards.
+                    Folders it makes are 0700; one another user could change
+                    (not yours, writable by others, under another user's
+                    folder) is refused, PL_EIO naming it; a group's setgid
+                    folder named here is shared on purpose (docs/DATA.md).
+                    The library keeps no pointer after create.
     cache_limit     Bytes the cache may hold: 0 (default): no bound. Beyond
                     it the least recently used shards no rank reads are
                     evicted; when the remote dataset is larger than the

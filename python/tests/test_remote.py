@@ -2,9 +2,11 @@
 library (cache_dir, cache_limit, remote_timeout_ms, remote_retries), and
 http:// shards served by tests/remote/httpd.py on 127.0.0.1 (started and
 stopped here) deliver the local shards' batches."""
+import io
 import os
 import subprocess
 import sys
+import tarfile
 import time
 
 import numpy as np
@@ -101,3 +103,27 @@ def test_order_keywords_are_checked(dataset):
         with pytest.raises(pinload.InvalidArgument) as e:
             pinload.Loader(dataset, device="host", **kwargs)
         assert name in e.value.detail, e.value.detail
+
+
+def test_a_tar_given_as_data_runs_no_command(tmp_path):
+    """A valid tar whose first member is named "pipe:touch MARKER #" is a
+    shard (issue 34): the member's name is never read as a list's first
+    line, so nothing runs, whatever the list opt-in says."""
+    marker = tmp_path / "marker"
+    tar = tmp_path / "x.tar"
+    with tarfile.open(tar, "w", format=tarfile.USTAR_FORMAT) as t:
+        info = tarfile.TarInfo("pipe:touch %s #" % marker)
+        info.size = 1
+        t.addfile(info, io.BytesIO(b"x"))
+    os.environ["PINLOAD_ALLOW_PIPE_LISTS"] = "1"
+    try:
+        loader = pinload.Loader(str(tar), batch_size=1, size=8,
+                                device="host", on_error="fail",
+                                cache_dir=tmp_path / "cache")
+        assert loader.sample(0)[0].endswith("x.tar:pipe:touch %s #" % marker)
+        with pytest.raises(pinload.Error):
+            list(loader)
+    finally:
+        del os.environ["PINLOAD_ALLOW_PIPE_LISTS"]
+    assert not marker.exists()
+    assert not (tmp_path / "cache").exists()

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "../../tools/tarwrite.h"
 #include "pinload.h"
 #include "testloader.h"
 #include "testutil.h"
@@ -276,6 +277,80 @@ Test(tool_paths, dump_lists_bad_files_one_line_each_whatever_their_names)
     cr_assert_null(strstr(err, "f01\nx"), "a raw newline: %s", err);
     free(err);
     fx_done(NULL, data);
+    tu_rm_rf(dir);
+}
+
+/* ---- a data file never runs a command (issue 34) ---- */
+
+/* A valid tar at `path` whose first member is named "pipe:touch MARKER #",
+ * then with `jpeg` the sample k0 of that image, label 2. */
+static void hostile_tar(const char *path, const char *marker, const char *jpeg)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f, "%s", path);
+    char name[100];
+    cr_assert_lt(snprintf(name, sizeof name, "pipe:touch %s #", marker), 100);
+    cr_assert_gt(tarw_member(f, name, "x", 1), 0);
+    if (jpeg) {
+        size_t len;
+        uint8_t *b = tu_read_file(jpeg, &len);
+        cr_assert_gt(tarw_member(f, "k0.jpg", b, len), 0);
+        cr_assert_gt(tarw_member(f, "k0.cls", "2", 1), 0);
+        free(b);
+    }
+    cr_assert_eq(tarw_end(f), 0);
+    cr_assert_eq(fclose(f), 0);
+}
+
+/* A tar whose first member is named "pipe:touch MARKER #", given to
+ * pinload-dump and pinload-pack as --data: nothing runs; with an image in
+ * it, the dump reads it as the shard it is. Before, both tools ran the
+ * member's name at create. */
+Test(tool_paths, a_tar_given_as_data_runs_no_command, .timeout = 60)
+{
+    char dir[64], marker[128], bare[128], with[128], jpeg[128], cache[128];
+    char args[1024], *err;
+    tu_tmpdir(dir);
+    snprintf(marker, sizeof marker, "%s/marker", dir);
+    snprintf(bare, sizeof bare, "%s/x.tar", dir);
+    snprintf(with, sizeof with, "%s/y.tar", dir);
+    snprintf(jpeg, sizeof jpeg, "%s/k0.jpg", dir);
+    snprintf(cache, sizeof cache, "%s/cache", dir);
+    tu_write_jpeg(jpeg, 24, 20, 5, NULL);
+    hostile_tar(bare, marker, NULL);
+    hostile_tar(with, marker, jpeg);
+    setenv("PINLOAD_CACHE_DIR", cache, 1); /* not the user's, if it ran */
+    snprintf(args, sizeof args,
+             "--data %s --out %s/o --device host --size 8 --augment eval", bare,
+             dir);
+    tool(dir, "pinload-dump", args, &err);
+    cr_assert(!exists(marker), "pinload-dump ran x.tar's member: %s", err);
+    free(err);
+    snprintf(args, sizeof args, "--data %s --out %s/p --per-shard 10", bare,
+             dir);
+    tool(dir, "pinload-pack", args, &err);
+    cr_assert(!exists(marker), "pinload-pack ran x.tar's member: %s", err);
+    free(err);
+    snprintf(args, sizeof args,
+             "--data %s --out %s/o --device host --size 8 --augment eval "
+             "--on-error skip",
+             with, dir);
+    cr_assert_eq(tool(dir, "pinload-dump", args, &err), 0, "%s", err);
+    cr_assert(!exists(marker), "pinload-dump ran y.tar's member");
+    free(err);
+    int n;
+    char out[128];
+    snprintf(out, sizeof out, "%s/o", dir);
+    tu_row *rows = tu_read_index(out, &n);
+    int k0 = 0;
+    for (int i = 0; i < n; i++)
+        if (strstr(rows[i].path, "y.tar:k0.jpg") && rows[i].position >= 0) {
+            cr_assert_eq(rows[i].label, 2);
+            k0++;
+        }
+    cr_assert_gt(k0, 0, "k0 was not read from the shard");
+    free(rows);
+    cr_assert(!exists(cache), "a tar went through the remote cache");
     tu_rm_rf(dir);
 }
 
