@@ -248,6 +248,52 @@ static int plan_order(pl_loader *l, const char *data)
     return 0;
 }
 
+/* The epochs a state may name: far past any training run, and far from
+ * where an epoch's positions (epoch x order length, in the sampler and
+ * the schedule) could overflow. */
+#define RESUME_EPOCH_MAX ((int64_t)1 << 31)
+
+/* A state's checksum shows damage, not forgery (anyone can compute it): every
+ * field that steers the pipeline must be one this loader could have saved,
+ * or create refuses it. A forged position of 2^63 - 1 made the schedule
+ * top an epoch up for ever. */
+static int check_resume_fields(const pl_loader *l, const state_fields *st)
+{
+    const pl_config *c = &l->rc.cfg;
+    const int skip = c->on_error == PL_ON_ERROR_SKIP;
+    /* Without top-ups an epoch claims `positions` and no more; with them,
+     * each good sample still missing may take up to a whole pass over the
+     * rank's order (the schedule's bound on a dry run). */
+    const int64_t order = l->smp.per_rank;
+    int64_t most = l->positions;
+    if (skip && order > 0) {
+        const int64_t passes = l->samples;
+        most = passes > (INT64_MAX - most) / order ? INT64_MAX
+                                                   : most + passes * order;
+    }
+    if (st->epoch > RESUME_EPOCH_MAX)
+        return err_set(PL_EINVAL,
+                       "pl_loader_create: config.resume: epoch %lld is out "
+                       "of range (at most %lld): a damaged or forged state",
+                       (long long)st->epoch, (long long)RESUME_EPOCH_MAX);
+    if (st->batch > l->batches)
+        return err_set(PL_EINVAL,
+                       "pl_loader_create: config.resume: batch %lld of an "
+                       "epoch of %lld",
+                       (long long)st->batch, (long long)l->batches);
+    const int64_t done = st->batch * (int64_t)c->batch_size;
+    const int64_t least = done < l->positions ? done : l->positions;
+    if (st->world == l->rc.world &&
+        (st->position < least || st->position > most))
+        return err_set(PL_EINVAL,
+                       "pl_loader_create: config.resume: position %lld is "
+                       "out of range for batch %lld (%lld to %lld on this "
+                       "rank): a damaged or forged state",
+                       (long long)st->position, (long long)st->batch,
+                       (long long)least, (long long)most);
+    return 0;
+}
+
 /* Where the first epoch starts: first_epoch, or config.resume's state,
  * checked against this loader's fingerprint. */
 static int plan_start(pl_loader *l)
@@ -267,11 +313,8 @@ static int plan_start(pl_loader *l)
         now.list_hash = state_list_hash_v1(&l->cat);
     if (state_mismatch(&st, &now, why, sizeof why))
         return err_set(PL_EINVAL, "pl_loader_create: config.resume: %s", why);
-    if (st.batch > l->batches)
-        return err_set(PL_EINVAL,
-                       "pl_loader_create: config.resume: batch %lld of an "
-                       "epoch of %lld",
-                       (long long)st.batch, (long long)l->batches);
+    if ((rc = check_resume_fields(l, &st)) < 0)
+        return rc;
     l->start.epoch = st.epoch;
     if (st.world != l->rc.world) {
         log_msg(&l->log, PL_LOG_NOTICE,

@@ -520,6 +520,28 @@ Test(resume, a_damaged_or_mismatched_state_is_refused_naming_what_differs,
     s.bytes[16] = 99; /* batch 99 of an epoch of 6 */
     reseal(&s);
     assert_refused(&c, &s, "batch 99");
+    /* Forged, the checksum made anew: every field is checked against what
+     * this loader could have saved (a position of 2^63 - 1 made the
+     * schedule top the epoch up for ever). */
+    s = good; /* after batch 2 of 4 samples: position 8 */
+    memset(s.bytes + 24, 0xff, 7);
+    s.bytes[31] = 0x7f;
+    reseal(&s);
+    assert_refused(&c, &s, "position 9223372036854775807 is out of range");
+    s = good;
+    s.bytes[24] = 3; /* fewer positions than the samples of 2 batches */
+    reseal(&s);
+    assert_refused(&c, &s, "position 3 is out of range for batch 2");
+    s = good;
+    s.bytes[24] = 0x58; /* 600: past the 23 positions and one top-up pass */
+    s.bytes[25] = 0x02; /* for each of the 23 samples (on_error SKIP) */
+    reseal(&s);
+    assert_refused(&c, &s, "position 600 is out of range");
+    s = good;
+    memset(s.bytes + 8, 0, 8);
+    s.bytes[14] = 0x10; /* epoch 2^52 */
+    reseal(&s);
+    assert_refused(&c, &s, "epoch 4503599627370496 is out of range");
     memset(&s, 0, sizeof s);
     cr_assert_eq(pl_state_get(&s, NULL, NULL, NULL), PL_EINVAL);
     cr_assert_eq(pl_state_get(NULL, NULL, NULL, NULL), PL_EINVAL);
