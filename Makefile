@@ -351,8 +351,7 @@ $(BUILD)/obj/tools/bench_cuda.o: tools/bench_cuda.cu tools/bench_cuda.h
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 else
-BENCH_CUDA_OBJ :=
-BENCH_NO_CUDA := -DPL_BENCH_NO_CUDA
+BENCH_CUDA_OBJ := $(BUILD)/obj/tools/bench_cuda_none.o
 endif
 # (bench_baseline.o comes from the objects' pattern rule, with its own .d.)
 # (bench_args.o, bench_report.o and bench_plan.o likewise: the command line,
@@ -362,7 +361,7 @@ BENCH_PARTS := $(BUILD)/obj/tools/bench_baseline.o \
                $(BUILD)/obj/tools/bench_plan.o
 $(BUILD)/pinload-bench: tools/bench.c $(BENCH_PARTS) \
                         $(BENCH_CUDA_OBJ) $(BUILD)/libpinload.a $(CUDASIM)
-	$(CC) -Iinclude -MMD -MP $(BENCH_NO_CUDA) $(CFLAGS_ALL) $(LDFLAGS) \
+	$(CC) -Iinclude -MMD -MP $(CFLAGS_ALL) $(LDFLAGS) \
 	    -o $@ $< $(BENCH_PARTS) $(BENCH_CUDA_OBJ) \
 	    $(BUILD)/libpinload.a $(LIBS) -lturbojpeg
 
