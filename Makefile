@@ -151,7 +151,7 @@ NVCC_HOST := -fno-exceptions,-fno-rtti,-fno-threadsafe-statics
 NVCCFLAGS := -O2 -std=c++17 -Iinclude $(NVCC_GENCODE) -Xcompiler $(NVCC_HOST)
 
 COMMON_SRC  := common/clock.c common/grow.c common/error.c common/log.c \
-               common/file.c
+               common/file.c common/machine.c
 WORKERS_SRC := workers/decode.c workers/decode_png.c workers/decode_webp.c \
                workers/resample.c workers/augment.c \
                workers/fileio.c workers/process.c workers/pool.c
@@ -167,7 +167,8 @@ endif
 LOADER_SRC  := loader/config.c loader/launcher.c loader/cpus.c \
                loader/sampler.c loader/schedule.c loader/ring.c \
                loader/failures.c loader/prefetch.c loader/handoff.c \
-               loader/output.c loader/state.c loader/loader.c loader/image.c
+               loader/output.c loader/state.c loader/loader.c loader/image.c \
+               loader/pinned.c
 LIB_SRC  := $(COMMON_SRC) $(WORKERS_SRC) $(INPUT_SRC) $(DEVICE_SRC) \
             $(LOADER_SRC)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)

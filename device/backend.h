@@ -24,10 +24,13 @@ typedef enum hostmem {
 
 typedef struct backend_ops {
     /* Host memory for the ring or a mirror, of the kind asked for; [out]
-     * *kind says what it is. Pinned memory that cannot be had is an error
+     * *kind says what it is, *node the NUMA node it was placed on (the
+     * device's, b->numa_node) or -1 where it was not (no node known,
+     * managed memory, or the kernel refused: a notice, once per backend,
+     * says why). Pinned memory that cannot be had is an error
      * (pl_last_error says why): the caller may then ask for pageable. */
     int (*host_alloc)(backend *b, size_t n, pl_memory want, void **p,
-                      hostmem *kind);
+                      hostmem *kind, int *node);
     void (*host_free)(backend *b, void *p, size_t n, hostmem kind);
     int (*dev_alloc)(backend *b, size_t n, void **p);
     void (*dev_free)(backend *b, void *p);
@@ -112,6 +115,9 @@ struct backend {
     const backend_ops *ops;
     pl_backend kind;
     int device; /* CUDA ordinal; -1 on host */
+    /* The NUMA node of the device's PCI slot, where its host memory is
+     * placed; -1 on host, and where it is not known (one node). */
+    int numa_node;
     /* Device memory is host memory (the host backend): a batch's pixels
      * need no host mirror, and pl_batch.host is its data. */
     int host_visible;

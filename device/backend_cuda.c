@@ -6,7 +6,9 @@
  * hands the ring slot back to the workers. Every copy is bracketed by a
  * pair of timing events, so the stats can report the copies' own GPU time
  * and bandwidth, apart from any time the stream spent waiting. */
+#include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,7 @@
 
 #include "backend.h"
 #include "../common/error.h"
+#include "../common/machine.h"
 #ifdef PL_HAVE_NVCC
 #include "normalize.h"
 #endif
@@ -47,6 +50,10 @@ typedef struct cuda_backend {
     pfn_release release;
     pfn_push push;
     pfn_pop pop;
+    /* A placement on the device's NUMA node was refused or fell elsewhere,
+     * and a notice said so: one per loader, whichever thread allocates
+     * (create, or the prefetcher adding a buffer). */
+    atomic_int placement_noticed;
 } cuda_backend;
 
 #define TIMED_COPIES 8 /* copies in flight per stream before one is waited */
@@ -117,14 +124,98 @@ static void quiet(cudaError_t e)
             return cuda_fail(e_, #call);                                       \
     } while (0)
 
-static int host_alloc(backend *b, size_t n, pl_memory want, void **p,
-                      hostmem *kind)
+/* Host memory near the device: on the NUMA node of its PCI slot, so that
+ * the copies read memory beside the GPU's PCIe root port rather than
+ * across the link between sockets (docs/ARCHITECTURE.md, Where the ring
+ * lives). Pinned memory: cudaHostAlloc allocates and locks
+ * every page within the call, on the calling thread, so the thread's own
+ * memory policy decides where the pages lie; the thread prefers the
+ * device's node for that one call and gets its policy back after. That
+ * was chosen over mmap + mbind + cudaHostRegister, which would place the
+ * pages as surely, because the memory stays CUDA's own from allocation to
+ * cudaFreeHost (no registration to undo, no second kind of page-locked
+ * memory to free), and nothing else runs on the thread between the two
+ * policy calls. Preferred, never bound: a full node gives pages of another
+ * rather than a failure. Pageable memory is faulted in later by the
+ * workers, on their threads, so its range itself prefers the node (mbind)
+ * before anything touches it. Managed memory moves between the host and
+ * the device as it is used: it is not placed. */
+static void not_placed(backend *b, const char *why, int err)
 {
+    cuda_backend *cb = (cuda_backend *)b;
+    if (atomic_exchange(&cb->placement_noticed, 1))
+        return;
+    log_msg(b->log, PL_LOG_NOTICE,
+            "host memory for CUDA device %d is not placed on its NUMA node "
+            "%d: %s: %s%s",
+            b->device, b->numa_node, why, strerror(err),
+            err == EINVAL ? " (is the node online?)" : "");
+}
+
+/* Where pinned memory allocated while the thread preferred the node went:
+ * the node of its first page, or the node asked for where the kernel
+ * cannot tell (memory the driver maps itself). */
+static int pinned_node(backend *b, const void *p)
+{
+    const int at = machine_page_node(p);
+    if (at < 0 || at == b->numa_node)
+        return b->numa_node;
+    cuda_backend *cb = (cuda_backend *)b;
+    if (!atomic_exchange(&cb->placement_noticed, 1))
+        log_msg(b->log, PL_LOG_NOTICE,
+                "pinned memory for CUDA device %d went to NUMA node %d, not "
+                "its own node %d (full?)",
+                b->device, at, b->numa_node);
+    return at;
+}
+
+static int alloc_pinned(backend *b, size_t n, void **p, int *node)
+{
+    machine_policy saved;
+    int placed = 0;
+    if (b->numa_node >= 0) {
+        const int rc = machine_prefer(b->numa_node, &saved);
+        if (rc < 0)
+            not_placed(b, "set_mempolicy", -rc);
+        placed = rc == 0;
+    }
+    const cudaError_t e = cudaHostAlloc(p, n, cudaHostAllocDefault);
+    if (placed)
+        machine_restore(&saved);
+    if (e != cudaSuccess)
+        return cuda_fail(e, "cudaHostAlloc(p, n, cudaHostAllocDefault)");
+    *node = placed ? pinned_node(b, *p) : -1;
+    return 0;
+}
+
+static size_t page_rounded(size_t n)
+{
+    return (n + 4095) / 4096 * 4096;
+}
+
+static int alloc_pageable(backend *b, size_t n, void **p, int *node)
+{
+    *p = aligned_alloc(4096, page_rounded(n));
+    if (!*p)
+        return err_set(PL_ENOMEM, "out of memory for %zu bytes", n);
+    if (b->numa_node >= 0) {
+        const int rc = machine_prefer_range(*p, page_rounded(n), b->numa_node);
+        if (rc < 0)
+            not_placed(b, "mbind", -rc);
+        else
+            *node = b->numa_node;
+    }
+    return 0;
+}
+
+static int host_alloc(backend *b, size_t n, pl_memory want, void **p,
+                      hostmem *kind, int *node)
+{
+    *node = -1;
     switch (want) {
     case PL_MEMORY_PINNED:
-        CK(cudaHostAlloc(p, n, cudaHostAllocDefault));
         *kind = HOSTMEM_PINNED;
-        return 0;
+        return alloc_pinned(b, n, p, node);
     case PL_MEMORY_MANAGED: {
         /* The workers write the ring while copies and the caller's kernels
          * run: without concurrent managed access (Windows, WSL, some
@@ -145,23 +236,23 @@ static int host_alloc(backend *b, size_t n, pl_memory want, void **p,
     }
     default:
         *kind = HOSTMEM_PAGEABLE;
-        *p = aligned_alloc(4096, (n + 4095) / 4096 * 4096);
-        return *p ? 0 : err_set(PL_ENOMEM, "out of memory for %zu bytes", n);
+        return alloc_pageable(b, n, p, node);
     }
 }
 
 static void host_free(backend *b, void *p, size_t n, hostmem kind)
 {
-    (void)b;
-    (void)n;
     if (!p)
         return;
-    if (kind == HOSTMEM_PINNED)
+    if (kind == HOSTMEM_PINNED) {
         quiet(cudaFreeHost(p));
-    else if (kind == HOSTMEM_MANAGED)
+    } else if (kind == HOSTMEM_MANAGED) {
         quiet(cudaFree(p));
-    else
+    } else {
+        if (b->numa_node >= 0) /* the heap may reuse the range */
+            machine_forget_range(p, page_rounded(n));
         free(p);
+    }
 }
 
 static int dev_alloc(backend *b, size_t n, void **p)
@@ -646,6 +737,26 @@ static int context_open(cuda_backend *cb, int ordinal)
     return 0;
 }
 
+/* The NUMA node of the device's PCI slot (sysfs, from the bus id CUDA
+ * gives), or -1: unknown, as on a machine of one node. A bus id the
+ * runtime will not give is a notice, not an error: the memory is then
+ * wherever the kernel puts it, as before pinload placed it. */
+static int device_node(backend *b)
+{
+    char bus[32] = "";
+    const cudaError_t e =
+        cudaDeviceGetPCIBusId(bus, (int)sizeof bus, b->device);
+    if (e != cudaSuccess) {
+        clear_error(e);
+        log_msg(b->log, PL_LOG_NOTICE,
+                "CUDA device %d: cudaDeviceGetPCIBusId: %s: its NUMA node is "
+                "not known, and host memory is not placed near it",
+                b->device, cudaGetErrorString(e));
+        return -1;
+    }
+    return machine_pci_node(bus);
+}
+
 /* Returns 0 with *out set; PL_ECUDA with `why` saying why the host backend
  * should be used, for AUTO; an error naming the ordinal otherwise. */
 int backend_cuda_open(backend **out, int device, int local_rank, logger *lg,
@@ -741,6 +852,7 @@ int backend_cuda_open(backend **out, int device, int local_rank, logger *lg,
     b->kind = PL_BACKEND_CUDA;
     b->device = ordinal;
     b->log = lg;
+    b->numa_node = device_node(b);
     snprintf(b->name, sizeof b->name, "cuda device %d (%.100s)", ordinal,
              prop.name);
     *out = b;

@@ -21,10 +21,13 @@ static size_t round_up(size_t n)
     return (n + HOST_ALIGN - 1) / HOST_ALIGN * HOST_ALIGN;
 }
 
+/* No device, so no node to be near: the memory stays where the kernel's
+ * first touch puts it. */
 static int host_alloc(backend *b, size_t n, pl_memory want, void **p,
-                      hostmem *kind)
+                      hostmem *kind, int *node)
 {
     *kind = HOSTMEM_PAGEABLE;
+    *node = -1;
     *p = aligned_alloc(HOST_ALIGN, round_up(n));
     if (!*p)
         return err_set(PL_ENOMEM, "out of memory for %zu bytes", round_up(n));
@@ -206,6 +209,7 @@ int backend_host_open(backend **out, logger *lg, const char *why)
     b->ops = &host_ops;
     b->kind = PL_BACKEND_HOST;
     b->device = -1;
+    b->numa_node = -1;
     b->host_visible = 1;
     b->log = lg;
     snprintf(b->name, sizeof b->name, "host (%s)", why);

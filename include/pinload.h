@@ -162,9 +162,13 @@ typedef enum pl_augment {
 
 typedef enum pl_memory {
     /* Page-locked host ring: cudaHostAlloc, or mlock on the host backend
-     * (pageable, with a notice, where mlock is not permitted). */
+     * (pageable, with a notice, where mlock is not permitted). On CUDA it
+     * is allocated on the NUMA node of the GPU's PCI slot
+     * (pl_info.numa_node). Bounded with the node's other ranks: see
+     * pl_loader_create. */
     PL_MEMORY_PINNED = 0,
-    /* Ordinary aligned host memory. */
+    /* Ordinary aligned host memory; on CUDA its pages prefer the GPU's
+     * NUMA node, as the workers first write them. */
     PL_MEMORY_PAGEABLE = 1,
     /* CUDA managed memory (cudaMallocManaged): workers write the ring in
      * place and each run of samples is migrated to the GPU with
@@ -335,19 +339,27 @@ typedef struct pl_config {
      * file N samples ahead of the one being claimed, for storage where
      * files are not in the page cache. Default 0 (off). */
     int32_t readahead;
-    int32_t prefetch; /* batch slots in the host ring; default 2 */
-    int32_t memory;   /* a pl_memory, for the host ring; default PINNED */
+    /* Batch slots in the host ring; default 2. A pinned ring takes
+     * prefetch x pl_info.batch_bytes of page-locked memory (as the workers
+     * write it: uint8 when the GPU normalises), bounded with the node's
+     * other ranks (pl_loader_create). */
+    int32_t prefetch;
+    int32_t memory; /* a pl_memory, for the host ring; default PINNED */
     /* 1: if pinned memory cannot be had (cudaHostAlloc fails, mlock is not
      * permitted), use pageable memory and say why in a notice; 0: fail
-     * pl_loader_create with the reason. Default 1. */
+     * pl_loader_create with the reason. Default 1. A ring over the node's
+     * bound on pinned memory (pl_loader_create) is refused either way:
+     * that is a configuration to change, not memory missing now. */
     int32_t pinned_fallback;
     /* A CUDA ordinal, or PL_DEVICE_AUTO (default), _HOST or _LOCAL_RANK. */
     int32_t device;
     /* Device buffers, each with its copy stream; default 2. */
     int32_t device_buffers;
     /* 1: pl_batch.host holds the batch in page-locked host memory too, at
-     * the cost of one host copy per batch on the CUDA backend. On the host
-     * backend pl_batch.host is always set. Default 0. */
+     * the cost of one host copy per batch on the CUDA backend (and
+     * device_buffers x pl_info.batch_bytes more page-locked memory, on the
+     * GPU's NUMA node, counted in the bound of pl_loader_create). On the
+     * host backend pl_batch.host is always set. Default 0. */
     int32_t keep_host;
     /* 1: on the CUDA backend, float formats cross the bus as uint8 (a
      * quarter of float32's bytes) and are normalised on the GPU, on the copy
@@ -528,10 +540,26 @@ typedef struct pl_batch {
 
 /* Create a loader from *cfg: list the data, start the workers and the
  * prefetcher, allocate the ring and the device buffers. Prints one notice
- * naming the backend in use. [out] *out, destroyed by pl_loader_destroy
- * (NULL on failure). PL_EINVAL names the bad field; PL_EIO if the data
- * cannot be read; PL_ENODATA if no JPEG is found; PL_ENOMEM, PL_ECUDA,
- * PL_ETHREAD when a resource cannot be had. */
+ * naming the backend in use and where the ring lives. [out] *out,
+ * destroyed by pl_loader_destroy (NULL on failure). PL_EINVAL names the
+ * bad field; PL_EIO if the data cannot be read; PL_ENODATA if no JPEG is
+ * found; PL_ENOMEM, PL_ECUDA, PL_ETHREAD when a resource cannot be had.
+ *
+ * Pinned memory is bounded before any is allocated: the page-locked memory
+ * this loader takes (a PL_MEMORY_PINNED ring, prefetch x batch; keep_host's
+ * mirrors on CUDA, device_buffers x batch), times the ranks on this node
+ * (the launcher's local world size, LOCAL_WORLD_SIZE and its kin, when rank
+ * and world come from it; 1 otherwise), must fit in half of what the node
+ * may use: its memory, or the cgroup's memory limit (v2 memory.max, v1
+ * memory.limit_in_bytes) where that is lower. Page-locked memory can be
+ * neither swapped nor reclaimed, and the rest is the processes', the page
+ * cache's and the framework's. Past it: PL_ENOMEM, the detail naming the
+ * numbers ("8 ranks on this node x 73.5 MiB of pinned memory (the ring:
+ * prefetch 8 x 9.2 MiB batches) = 588.0 MiB, over 512.0 MiB, half of this
+ * node's 1.00 GiB of memory") and what to change (a smaller prefetch or
+ * batch, keep_host 0, or PL_MEMORY_PAGEABLE), whatever pinned_fallback
+ * says. Managed memory, which pinload does not lock, is not counted, nor are
+ * buffers added later (max_device_buffers). */
 #define pl_loader_create(cfg, out)                                             \
     pl_loader_create_sized((cfg), sizeof(pl_config), (out))
 PL_EXPORT int pl_loader_create_sized(const pl_config *cfg, size_t size,
@@ -634,6 +662,18 @@ typedef struct pl_info {
     const char *backend_name;
     int32_t gpu_normalize; /* 1 if float output is normalised on the GPU */
     int32_t channels_last; /* 1 if float output is [count][h][w][3] */
+    /* The NUMA node the host ring was placed on: the GPU's (where its
+     * pages go; pinned pages are allocated on it at create, pageable ones
+     * as the workers first write them), or the node its first page fell
+     * on when the GPU's was full; -1 when it was not placed: the host
+     * backend, managed memory, a GPU whose node is not known (a machine of
+     * one node), or a kernel that refused the memory policy (a node not
+     * online; a container's seccomp filter), which a notice names. keep_host's
+     * mirrors are placed the same way. */
+    int32_t numa_node;
+    /* The NUMA node of the GPU's PCI slot (sysfs), -1 where not known or
+     * on the host backend. */
+    int32_t gpu_numa_node;
 } pl_info;
 
 #define pl_loader_info(l, out) pl_loader_info_sized((l), (out), sizeof(pl_info))

@@ -12,7 +12,8 @@
  * first ABI-stable release. Until 1.0 that is today's size; from 1.0 on
  * these numbers never change, and fields are only added after them. */
 #define ABI_MIN_CONFIG sizeof(pl_config)
-#define ABI_MIN_INFO sizeof(pl_info)
+/* pl_info grew at its end (numa_node, gpu_numa_node): likewise. */
+#define ABI_MIN_INFO offsetof(pl_info, numa_node)
 /* pl_stats grew at its end (ns_slot_wait, ns_buffer_wait): a caller built
  * against the header before them still passes, and gets what fits. */
 #define ABI_MIN_STATS offsetof(pl_stats, ns_slot_wait)

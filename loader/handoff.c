@@ -43,8 +43,9 @@ static int init_buffer(handoff *h, dbuf *d)
         rc = be->ops->stream_create(be, &d->stream);
     if (rc == 0 && h->cfg.keep_host && !be->host_visible) {
         hostmem kind;
-        rc =
-            be->ops->host_alloc(be, bytes, PL_MEMORY_PINNED, &d->mirror, &kind);
+        int node; /* the ring's, as a rule: the notice is the backend's */
+        rc = be->ops->host_alloc(be, bytes, PL_MEMORY_PINNED, &d->mirror, &kind,
+                                 &node);
         if (rc == 0 && kind == HOSTMEM_PINNED)
             d->mirror_locked = bytes; /* counted once in the table */
     }

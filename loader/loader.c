@@ -18,7 +18,9 @@
 #include "failures.h"
 #include "handoff.h"
 #include "../common/log.h"
+#include "../common/machine.h"
 #include "output.h"
+#include "pinned.h"
 #include "prefetch.h"
 #include "resume.h"
 #include "ring.h"
@@ -374,6 +376,26 @@ static void fill_info(pl_loader *l)
     in->backend_name = l->be->name;
     in->gpu_normalize = l->out.gpu_normalize;
     in->channels_last = l->out.aug.channels_last;
+    in->numa_node = rs.node;
+    in->gpu_numa_node = l->be->numa_node;
+}
+
+/* The page-locked memory this loader will take, times its node's ranks,
+ * against the node's memory (pinned.h), before any of it is taken. */
+static int check_pinned(const pl_loader *l)
+{
+    const pl_config *c = &l->rc.cfg;
+    const size_t n = (size_t)c->batch_size;
+    const pinned_need need = {
+        .ranks = l->rc.local_world,
+        .slots = c->memory == PL_MEMORY_PINNED ? c->prefetch : 0,
+        .slot_bytes = l->out.ring_sample_bytes * n,
+        .mirrors = c->keep_host && !l->be->host_visible ? c->device_buffers : 0,
+        .mirror_bytes = l->out.sample_bytes * n,
+    };
+    machine_memory m;
+    machine_memory_get(&m);
+    return pinned_check(&need, &m);
 }
 
 static int start_pipeline(pl_loader *l)
@@ -388,9 +410,12 @@ static int start_pipeline(pl_loader *l)
         .start = l->start,
     };
     const size_t sample_bytes = l->out.ring_sample_bytes;
+    int rc = check_pinned(l);
+    if (rc < 0)
+        return rc;
     l->have_ring = 1;
-    int rc = ring_init(&l->ring, c->prefetch, &sched, sample_bytes, l->be,
-                       c->memory, c->pinned_fallback, &l->log);
+    rc = ring_init(&l->ring, c->prefetch, &sched, sample_bytes, l->be,
+                   c->memory, c->pinned_fallback, &l->log);
     if (rc == 0 && l->rc.nextras)
         rc = ring_add_extras(&l->ring, l->rc.nextras);
     if (rc < 0) {
@@ -470,16 +495,26 @@ static void announce(pl_loader *l)
     ring_stats rs;
     ring_get_stats(&l->ring, &rs);
     const double mib = (double)rs.mem_bytes / (1 << 20);
+    /* Where the ring went: the GPU's NUMA node, or why not (a node not
+     * known, one node alone, says nothing). */
+    char where[80] = "";
+    if (rs.node >= 0)
+        snprintf(where, sizeof where, " on NUMA node %d%s", rs.node,
+                 rs.node == l->be->numa_node ? " (the GPU's)" : "");
+    else if (l->be->numa_node >= 0)
+        snprintf(where, sizeof where, ", not placed on the GPU's NUMA node %d",
+                 l->be->numa_node);
     log_msg(&l->log, PL_LOG_NOTICE,
             "backend: %s; rank %d of %d from %s; %lld files, %d classes; "
-            "%d worker%s (%s); ring %d x %.1f MiB %s",
+            "%d worker%s (%s); ring %d x %.1f MiB %s%s",
             l->be->name, l->rc.rank, l->rc.world, l->rc.rank_source,
             (long long)catalog_size(&l->cat), catalog_classes(&l->cat),
             l->rc.num_workers, l->rc.num_workers == 1 ? "" : "s",
             l->rc.workers_why, c->prefetch, mib / c->prefetch,
             rs.kind == HOSTMEM_PINNED    ? "pinned"
             : rs.kind == HOSTMEM_MANAGED ? "managed"
-                                         : "pageable");
+                                         : "pageable",
+            where);
 }
 
 /* The ring, the device buffers and the threads, made with the backend's

@@ -38,12 +38,12 @@ static int alloc_ring(ring *r, backend *be, pl_memory memory,
                       int pinned_fallback, logger *lg)
 {
     int rc = be->ops->host_alloc(be, r->mem_bytes, memory, (void **)&r->mem,
-                                 &r->kind);
+                                 &r->kind, &r->node);
     if (rc < 0 && memory == PL_MEMORY_PINNED && pinned_fallback) {
         log_msg(lg, PL_LOG_NOTICE, "%s: the host ring is pageable instead",
                 pl_last_error());
         rc = be->ops->host_alloc(be, r->mem_bytes, PL_MEMORY_PAGEABLE,
-                                 (void **)&r->mem, &r->kind);
+                                 (void **)&r->mem, &r->kind, &r->node);
     }
     return rc;
 }
@@ -53,6 +53,7 @@ int ring_init(ring *r, int nslots, const schedule_config *sched,
               int pinned_fallback, logger *lg)
 {
     memset(r, 0, sizeof *r);
+    r->node = -1;
     r->nslots = nslots;
     schedule_init(&r->sched, sched);
     r->sample_bytes = sample_bytes;
@@ -225,6 +226,7 @@ void ring_get_stats(const ring *r, ring_stats *s)
 {
     s->mem_bytes = r->mem_bytes;
     s->kind = r->kind;
+    s->node = r->node;
     s->pinned_bytes = r->kind == HOSTMEM_PINNED ? r->mem_bytes : 0;
     pthread_mutex_lock((pthread_mutex_t *)&r->mu);
     s->ns_slot_wait = r->ns_slot_wait;

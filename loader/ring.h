@@ -70,6 +70,7 @@ typedef struct ring {
     uint8_t *mem;
     size_t mem_bytes;
     hostmem kind; /* what mem is */
+    int node;     /* the NUMA node it was placed on, or -1 */
     /* Workers' time blocked in ring_claim: no slot to fill, every one
      * holding a batch not yet copied out (pl_stats.ns_slot_wait). Guarded
      * by mu. */
@@ -115,6 +116,7 @@ void ring_stop(ring *r);
 typedef struct ring_stats {
     size_t mem_bytes; /* the whole ring */
     hostmem kind;     /* what it is */
+    int node;         /* the NUMA node it was placed on, or -1 */
     size_t pinned_bytes;
     uint64_t ns_slot_wait; /* workers, waiting for a free slot */
 } ring_stats;

@@ -457,20 +457,30 @@ class Loader:
                     reading the file N samples ahead of the one being
                     claimed, for storage where files are not in the page
                     cache. Default 0 (off).
-    prefetch        batch slots in the host ring; default 2
+    prefetch        Batch slots in the host ring; default 2. A pinned ring
+                    takes prefetch x pl_info.batch_bytes of page-locked
+                    memory (as the workers write it: uint8 when the GPU
+                    normalises), bounded with the node's other ranks
+                    (pl_loader_create).
     memory          the host ring's memory: "pinned" (the default),
                     "pageable" or "managed"
     pinned_fallback True: if pinned memory cannot be had (cudaHostAlloc
                     fails, mlock is not permitted), use pageable memory and
                     say why in a notice; False: fail pl_loader_create with
-                    the reason. Default True.
+                    the reason. Default True. A ring over the node's bound
+                    on pinned memory (pl_loader_create) is refused either
+                    way: that is a configuration to change, not memory
+                    missing now.
     device          "auto" (the default: the current CUDA device, else the
                     host), "host"/"cpu", "local_rank", "cuda", "cuda:N", N,
                     or a torch.device
     device_buffers  Device buffers, each with its copy stream; default 2.
     keep_host       True: pl_batch.host holds the batch in page-locked host
                     memory too, at the cost of one host copy per batch on
-                    the CUDA backend. On the host backend pl_batch.host is
+                    the CUDA backend (and device_buffers x
+                    pl_info.batch_bytes more page-locked memory, on the
+                    GPU's NUMA node, counted in the bound of
+                    pl_loader_create). On the host backend pl_batch.host is
                     always set. Default False.
     gpu_normalize   True: on the CUDA backend, float formats cross the bus
                     as uint8 (a quarter of float32's bytes) and are

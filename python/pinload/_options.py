@@ -76,14 +76,19 @@ class LoaderOptions(TypedDict, total=False):
     file N samples ahead of the one being claimed, for storage where
     files are not in the page cache. Default 0 (off)."""
     prefetch: Optional[int]
-    """batch slots in the host ring; default 2"""
+    """Batch slots in the host ring; default 2. A pinned ring takes
+    prefetch x pl_info.batch_bytes of page-locked memory (as the workers
+    write it: uint8 when the GPU normalises), bounded with the node's
+    other ranks (pl_loader_create)."""
     memory: Optional[str]
     """the host ring's memory: "pinned" (the default), "pageable" or
     "managed\""""
     pinned_fallback: Optional[bool]
     """True: if pinned memory cannot be had (cudaHostAlloc fails, mlock is
     not permitted), use pageable memory and say why in a notice; False:
-    fail pl_loader_create with the reason. Default True."""
+    fail pl_loader_create with the reason. Default True. A ring over the
+    node's bound on pinned memory (pl_loader_create) is refused either
+    way: that is a configuration to change, not memory missing now."""
     device: Any
     """"auto" (the default: the current CUDA device, else the host),
     "host"/"cpu", "local_rank", "cuda", "cuda:N", N, or a torch.device"""
@@ -91,7 +96,9 @@ class LoaderOptions(TypedDict, total=False):
     """Device buffers, each with its copy stream; default 2."""
     keep_host: Optional[bool]
     """True: pl_batch.host holds the batch in page-locked host memory too,
-    at the cost of one host copy per batch on the CUDA backend. On the
+    at the cost of one host copy per batch on the CUDA backend (and
+    device_buffers x pl_info.batch_bytes more page-locked memory, on the
+    GPU's NUMA node, counted in the bound of pl_loader_create). On the
     host backend pl_batch.host is always set. Default False."""
     gpu_normalize: Optional[bool]
     """True: on the CUDA backend, float formats cross the bus as uint8 (a

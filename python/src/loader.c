@@ -49,7 +49,7 @@ static PyObject *loader_fail(LoaderObject *self, int rc)
 static PyObject *info_dict(const pl_info *in, PyObject *backend_name)
 {
     return Py_BuildValue(
-        "{sLsLsLsisisisisisisnsnsisisisisisisisisisOsisi}", "dataset_size",
+        "{sLsLsLsisisisisisisnsnsisisisisisisisisisOsisisisi}", "dataset_size",
         (long long)in->dataset_size, "samples_per_epoch",
         (long long)in->samples_per_epoch, "batches_per_epoch",
         (long long)in->batches_per_epoch, "num_classes", in->num_classes,
@@ -61,7 +61,8 @@ static PyObject *info_dict(const pl_info *in, PyObject *backend_name)
         "device_buffers", in->device_buffers, "rank", in->rank, "world_size",
         in->world_size, "memory", in->memory, "pinned", in->pinned,
         "backend_name", backend_name, "gpu_normalize", in->gpu_normalize,
-        "channels_last", in->channels_last);
+        "channels_last", in->channels_last, "numa_node", in->numa_node,
+        "gpu_numa_node", in->gpu_numa_node);
 }
 
 /* pl_loader_create on a thread of its own, so that Ctrl-C reaches Python

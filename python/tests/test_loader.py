@@ -350,6 +350,13 @@ def test_ranks_split_the_epoch(dataset):
     assert sorted(i0 + i1) == list(range(48))
 
 
+def test_info_says_which_numa_node_the_ring_is_on(dataset):
+    info = pinload.Loader(dataset, batch_size=5, size=16,
+                          device="host").info
+    # No GPU, no node to be near: the ring is not placed.
+    assert (info["numa_node"], info["gpu_numa_node"]) == (-1, -1)
+
+
 def test_every_config_field_has_a_python_name():
     params = set(inspect.signature(pinload.Loader).parameters)
     for field in _pinload.config_defaults():

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,6 +28,7 @@
     X(cudaGetDevice)                                                           \
     X(cudaGetDeviceProperties)                                                 \
     X(cudaDeviceGetAttribute)                                                  \
+    X(cudaDeviceGetPCIBusId)                                                   \
     X(cudaDeviceSynchronize)                                                   \
     X(cudaDriverGetVersion)                                                    \
     X(cudaRuntimeGetVersion)                                                   \
@@ -95,6 +97,9 @@ typedef struct alloc {
     size_t mapped; /* page-rounded */
     int device;
     int on_device; /* managed: last prefetched to a device, not the CPU */
+    /* page-locked: the allocating thread's memory policy during the call,
+     * which decided where its pages went (get_mempolicy), or -1 */
+    int policy_mode, policy_node;
     int inflight;  /* queued operations that use it */
     int freed;     /* freed while in use (CUDASIM_VIOLATION=count) */
 } alloc;
@@ -499,6 +504,24 @@ static void parse_faults(const char *spec)
     }
 }
 
+/* The devices' PCI addresses: CUDASIM_PCI_BUS_IDS's comma-separated ids
+ * for the first devices, then the buses of a typical eight-GPU server,
+ * in capitals as CUDA writes them. */
+static void set_bus_ids(const char *spec)
+{
+    static const unsigned bus[CUDASIM_MAX_DEVICES] = {0x0D, 0x1B, 0x3B, 0x5E,
+                                                      0x8A, 0x9C, 0xB7, 0xDB};
+    for (int d = 0; d < CUDASIM_MAX_DEVICES; d++)
+        snprintf(G.cfg.pci_bus_id[d], sizeof G.cfg.pci_bus_id[d],
+                 "0000:%02X:00.0", bus[d]);
+    for (int d = 0; spec && *spec && d < CUDASIM_MAX_DEVICES; d++) {
+        const size_t n = strcspn(spec, ",");
+        snprintf(G.cfg.pci_bus_id[d], sizeof G.cfg.pci_bus_id[d], "%.*s",
+                 (int)n, spec);
+        spec += n + (spec[n] == ',');
+    }
+}
+
 /* G.mu held. */
 static void init_locked(void)
 {
@@ -518,6 +541,7 @@ static void init_locked(void)
     G.cfg.concurrent_managed = env_ulong("CUDASIM_CONCURRENT_MANAGED", 1) != 0;
     G.cfg.context_bytes = (size_t)env_ulong("CUDASIM_CONTEXT_MB", 300) << 20;
     G.cfg.exclusive_busy = (unsigned)env_ulong("CUDASIM_EXCLUSIVE_BUSY", 0);
+    set_bus_ids(getenv("CUDASIM_PCI_BUS_IDS"));
     G.rng = G.cfg.seed;
     const char *faults = getenv("CUDASIM_FAULTS");
     if (faults && *faults)
@@ -624,6 +648,7 @@ static int needs_ctx(int fid)
     case F_cudaGetDevice:
     case F_cudaGetDeviceProperties:
     case F_cudaDeviceGetAttribute:
+    case F_cudaDeviceGetPCIBusId:
     case F_cudaDriverGetVersion:
     case F_cudaRuntimeGetVersion:
     case F_cudaPointerGetAttributes:
@@ -827,10 +852,29 @@ static cudaError_t map_device(alloc *a)
     return cudaSuccess;
 }
 
+/* Page-locked memory is allocated and pinned within the call, as CUDA's
+ * is (its pages faulted in: MAP_POPULATE), so the calling thread's memory
+ * policy decides where they lie, as it does for cudaHostAlloc; that policy
+ * is kept for cudasim_host_policy. Managed memory is faulted in as it is
+ * touched. */
 static cudaError_t map_host(alloc *a)
 {
+    a->policy_mode = a->policy_node = -1;
+    if (a->kind == MEM_PINNED) {
+        enum { BITS = 8 * sizeof(unsigned long) };
+        unsigned long mask[1024 / BITS] = {0};
+        int mode = -1;
+        if (syscall(SYS_get_mempolicy, &mode, mask, 1024ul, NULL, 0ul) == 0) {
+            a->policy_mode = mode;
+            for (int i = 0; i < 1024 && a->policy_node < 0; i++)
+                if ((mask[i / BITS] >> (i % BITS)) & 1)
+                    a->policy_node = i;
+        }
+    }
     void *p = mmap(NULL, a->mapped, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                   MAP_PRIVATE | MAP_ANONYMOUS |
+                       (a->kind == MEM_PINNED ? MAP_POPULATE : 0),
+                   -1, 0);
     if (p == MAP_FAILED)
         return cudaErrorMemoryAllocation;
     a->base = a->view = p;
@@ -1405,6 +1449,23 @@ cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr,
                 (int)attr);
         e = cudaErrorNotSupported;
     }
+    return end(e);
+}
+
+/* "Returns an ASCII string identifying the device dev in the
+ * NULL-terminated string pointed to by pciBusId. len specifies the maximum
+ * length of the string that may be returned", "[domain]:[bus]:[device].
+ * [function] where domain, bus, device, and function are all hexadecimal
+ * values" (cudaDeviceGetPCIBusId); the device's own, from the settings. */
+cudaError_t cudaDeviceGetPCIBusId(char *pciBusId, int len, int device)
+{
+    cudaError_t e = begin(F_cudaDeviceGetPCIBusId, 0, NULL, NULL);
+    if (e == cudaSuccess && (!pciBusId || len <= 0))
+        e = cudaErrorInvalidValue;
+    if (e == cudaSuccess)
+        e = check_device(device);
+    if (e == cudaSuccess)
+        snprintf(pciBusId, (size_t)len, "%s", G.cfg.pci_bus_id[device]);
     return end(e);
 }
 
@@ -2622,6 +2683,20 @@ void cudasim_get_config(cudasim_config *c)
     init_locked();
     *c = G.cfg;
     pthread_mutex_unlock(&G.mu);
+}
+
+int cudasim_host_policy(const void *p, int *mode, int *node)
+{
+    pthread_mutex_lock(&G.mu);
+    int bad;
+    const alloc *a = find_alloc(p, 0, &bad);
+    const int ok = a && a->kind == MEM_PINNED;
+    if (ok) {
+        *mode = a->policy_mode;
+        *node = a->policy_node;
+    }
+    pthread_mutex_unlock(&G.mu);
+    return ok ? 0 : -1;
 }
 
 static int anything_live(void)

@@ -13,6 +13,9 @@
  * - Events complete when the work recorded before them has; a stream that
  *   waits on an event (cudaStreamWaitEvent) runs nothing further until then;
  *   the legacy default stream (NULL) synchronises with blocking streams.
+ * - Page-locked host memory has its pages at once, faulted in by the
+ *   allocating call on the calling thread, whose memory policy so places
+ *   them (cudasim_host_policy says what it was).
  * - Host functions (cudaLaunchHostFunc) run in stream order on one callback
  *   thread; any cuda* call from them fails with cudaErrorNotPermitted. They
  *   are not called once the device has a sticky error, as in CUDA.
@@ -67,12 +70,13 @@
  * What it does not do: run kernels (nvcc-built code cannot link against it;
  * cudasim_launch stands in for a kernel), peer access, cross-stream capture
  * (a capturing stream may wait only for events recorded in its own
- * capture), graphs built other than by capture, IPC, texture memory. Settings come from the environment at the first call
- * (CUDASIM_DEVICES, CUDASIM_DELAY_US, CUDASIM_COPY_GBS, CUDASIM_SEED,
- * CUDASIM_DEVICE_MB, CUDASIM_VIOLATION=abort|count, CUDASIM_FAULTS,
- * CUDASIM_CONCURRENT_MANAGED, CUDASIM_CONTEXT_MB, CUDASIM_EXCLUSIVE_BUSY)
- * and can
- * be changed by the functions below. Everything here is thread-safe. */
+ * capture), graphs built other than by capture, IPC, texture memory. Settings
+ * come from the environment at the first call (CUDASIM_DEVICES,
+ * CUDASIM_DELAY_US, CUDASIM_COPY_GBS, CUDASIM_SEED, CUDASIM_DEVICE_MB,
+ * CUDASIM_VIOLATION=abort|count, CUDASIM_FAULTS, CUDASIM_CONCURRENT_MANAGED,
+ * CUDASIM_CONTEXT_MB, CUDASIM_EXCLUSIVE_BUSY, CUDASIM_PCI_BUS_IDS: the devices'
+ * bus ids, comma-separated) and can be changed by the functions below.
+ * Everything here is thread-safe. */
 #ifndef PINLOAD_CUDASIM_H
 #define PINLOAD_CUDASIM_H
 
@@ -105,6 +109,10 @@ typedef struct cudasim_config {
     unsigned exclusive_busy; /* devices (bit d: device d) in exclusive-process
                                 mode held by another process: no context can
                                 be created on them; default 0 */
+    /* What cudaDeviceGetPCIBusId gives for each device, "0000:0D:00.0"
+     * (capitals, as CUDA writes it); default an eight-GPU server's buses
+     * 0D, 1B, 3B, 5E, 8A, 9C, B7, DB. */
+    char pci_bus_id[CUDASIM_MAX_DEVICES][16];
 } cudasim_config;
 
 /* The settings in force. */
@@ -176,6 +184,13 @@ typedef struct cudasim_live {
     size_t context_bytes;  /* the device memory they cost */
 } cudasim_live;
 void cudasim_get_live(cudasim_live *out);
+
+/* Page-locked memory (cudaHostAlloc, cudaMallocHost) is allocated and
+ * pinned within the call, as CUDA's is, so the calling thread's memory
+ * policy places its pages: [out] the policy's mode (MPOL_*, with its
+ * flags) and first node (-1: none) as get_mempolicy said during the call
+ * that allocated p. 0, or -1 if p is not page-locked memory of the sim's. */
+int cudasim_host_policy(const void *p, int *mode, int *node);
 
 /* Violations seen so far (with CUDASIM_VIOLATION=count). */
 unsigned long cudasim_violations(void);

@@ -11,6 +11,8 @@
  *   a caller on a context of its own (cuCtxCreate), a thread that never
  *   chose a device (a fresh process): waits and releases order the
  *   loader's context, and the caller's current context is left as it was;
+ * - where host memory lives: the ring and keep_host's mirrors on the NUMA
+ *   node of the GPU's PCI slot, the caller's memory policy untouched;
  * - CUDA graph capture: a capture in each mode (global, thread-local,
  *   relaxed) on another thread while a loader delivers must end with a
  *   graph that runs, and pl_batch_wait / pl_loader_release on a capturing
@@ -34,6 +36,7 @@
 #include <cuda_runtime_api.h>
 
 #include <fnmatch.h>
+#include <linux/mempolicy.h>
 #include <ftw.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -43,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -445,6 +449,88 @@ static outcome cuda_backend_pins_the_ring(const char *data, const void *arg)
     CHECK(info.pinned == 1, "ring not pinned");
     CHECK(st.pinned_bytes == (uint64_t)cfg.prefetch * info.batch_bytes,
           "pinned_bytes %llu", (unsigned long long)st.pinned_bytes);
+    result = PASSED;
+done:
+    pl_loader_destroy(l);
+    return result;
+}
+
+/* The NUMA node of device 0's slot, read here as pinload should read it
+ * (sysfs, from the bus id), or -1. */
+static int sysfs_node_of_device0(void)
+{
+    char bus[32], path[128], line[16] = "";
+    unsigned d, b, s, f;
+    if (cudaDeviceGetPCIBusId(bus, sizeof bus, 0) != cudaSuccess ||
+        sscanf(bus, "%x:%x:%x.%x", &d, &b, &s, &f) != 4)
+        return -1;
+    snprintf(path, sizeof path,
+             "/sys/bus/pci/devices/%04x:%02x:%02x.%x/numa_node", d, b, s, f);
+    FILE *fp = fopen(path, "r");
+    if (!fp)
+        return -1;
+    const int ok = fgets(line, sizeof line, fp) != NULL;
+    fclose(fp);
+    return ok ? atoi(line) : -1;
+}
+
+/* The notices of a loader, kept for a failing check to print. */
+static void keep_notices(void *ctx, pl_log_level level, const char *msg)
+{
+    (void)level;
+    char *buf = ctx;
+    const size_t n = strlen(buf);
+    snprintf(buf + n, 4096 - n, "  %s\n", msg);
+}
+
+/* pl_info says the GPU's node as sysfs does; the ring and keep_host's
+ * mirrors are placed on it (a mirror's page, asked with move_pages, lies
+ * there where the kernel can tell), and create leaves the calling thread's
+ * memory policy as it found it. On one node there is nothing to place. */
+static outcome host_memory_on_the_gpus_numa_node(const char *data,
+                                                 const void *arg)
+{
+    (void)arg;
+    outcome result = FAILED;
+    static char notices[4096];
+    notices[0] = '\0';
+    const int want = sysfs_node_of_device0();
+    pl_config cfg = base_config(data);
+    cfg.device = 0;
+    cfg.keep_host = 1;
+    cfg.log = keep_notices;
+    cfg.log_ctx = notices;
+    pl_loader *l = NULL;
+    CHECK(pl_loader_create(&cfg, &l) == 0, "%s", pl_last_error());
+    pl_info info;
+    pl_loader_info(l, &info);
+    printf("  sysfs: node %d; pl_info: gpu_numa_node %d, numa_node %d\n%s",
+           want, info.gpu_numa_node, info.numa_node, notices);
+    CHECK(info.gpu_numa_node == want, "gpu_numa_node %d, sysfs %d",
+          info.gpu_numa_node, want);
+    int mode = -1;
+    CHECK(syscall(SYS_get_mempolicy, &mode, NULL, 0ul, NULL, 0ul) == 0 &&
+              mode == MPOL_DEFAULT,
+          "the caller's policy is %d after create", mode);
+    if (want < 0) {
+        CHECK(info.numa_node == -1, "numa_node %d", info.numa_node);
+        result = SKIPPED;
+        snprintf(skip_reason, sizeof skip_reason,
+                 "sysfs gives device 0 no NUMA node (one node): nothing to "
+                 "place");
+        goto done;
+    }
+    CHECK(info.numa_node == want, "ring on node %d, not the GPU's %d",
+          info.numa_node, want);
+    const pl_batch *b;
+    CHECK(pl_loader_next(l, &b) == 0, "%s", pl_last_error());
+    void *page = (void *)((uintptr_t)b->host & ~(uintptr_t)4095);
+    int status = -1;
+    const long r = syscall(SYS_move_pages, 0, 1ul, &page, NULL, &status, 0);
+    printf("  the mirror's first page: move_pages %ld, status %d\n", r, status);
+    CHECK(r != 0 || status < 0 || status == want,
+          "the mirror's page is on node %d, not %d", status, want);
+    pl_loader_release(l, b, NULL);
     result = PASSED;
 done:
     pl_loader_destroy(l);
@@ -1614,6 +1700,8 @@ static const test tests[] = {
     {"gpu_normalize_substitutes_zeros", gpu_normalize_substitutes_zeros, NULL},
     {"release_orders_buffer_reuse", release_orders_buffer_reuse, NULL},
     {"keep_host_mirrors_the_batch", keep_host_mirrors_the_batch, NULL},
+    {"host_memory_on_the_gpus_numa_node", host_memory_on_the_gpus_numa_node,
+     NULL},
     {"keep_host_mirror_waits_for_the_release_stream",
      keep_host_mirror_waits_for_the_release_stream, NULL},
     {"destroy_with_batches_held", destroy_with_batches_held, NULL},

@@ -105,7 +105,9 @@ Test(abi, sizes_below_the_first_stable_ones_are_einval_naming_the_struct)
     cr_assert_not_null(strstr(pl_last_error(), "sizeof(pl_config)"), "%s",
                        pl_last_error());
     pl_info info;
-    cr_assert_eq(pl_loader_info_sized(l, &info, sizeof info - 4), PL_EINVAL);
+    cr_assert_eq(
+        pl_loader_info_sized(l, &info, offsetof(pl_info, numa_node) - 4),
+        PL_EINVAL);
     cr_assert_not_null(strstr(pl_last_error(), "sizeof(pl_info)"));
     pl_stats st;
     cr_assert_eq(pl_loader_stats_sized(l, &st, 8), PL_EINVAL);
@@ -138,6 +140,24 @@ Test(abi, stats_of_an_older_header_still_fill)
     cr_assert_geq(((pl_stats *)b.bytes)->batches, 1);
     cr_assert_eq(((pl_stats *)b.bytes)->device_buffers, 2);
     assert_canary(&b, old, "pl_loader_stats");
+    pl_loader_destroy(l);
+    tu_rm_rf(root);
+}
+
+/* The same for pl_info before it said where the ring lives (numa_node,
+ * gpu_numa_node). */
+Test(abi, info_of_an_older_header_still_fills)
+{
+    char root[64];
+    pl_loader *l = small_loader(root);
+    const size_t old = offsetof(pl_info, numa_node);
+    bigger b;
+    fill(&b);
+    cr_assert_eq(pl_loader_info_sized(l, (pl_info *)b.bytes, old), 0, "%s",
+                 pl_last_error());
+    cr_assert_eq(((pl_info *)b.bytes)->batch_size, 4);
+    cr_assert_eq(((pl_info *)b.bytes)->channels_last, 0);
+    assert_canary(&b, old, "pl_loader_info");
     pl_loader_destroy(l);
     tu_rm_rf(root);
 }
