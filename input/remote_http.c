@@ -29,6 +29,11 @@ struct remote_http {
     int32_t timeout_ms, retries;
     /* S3, read from the environment at create */
     char *s3_endpoint, *s3_region, *s3_key, *s3_secret, *s3_token;
+    /* The certificate authorities TLS trusts, from the environment at
+     * create (NULL: libcurl's own bundle): AWS_CA_BUNDLE for s3://, as
+     * botocore reads it; CURL_CA_BUNDLE, else SSL_CERT_FILE, for every
+     * URL, as the curl tool reads them. */
+    char *ca_file, *s3_ca_file;
     atomic_int *stop; /* the caller's */
     /* Idle transfer handles, kept for their open connections (a ranged
      * read per sample would otherwise connect, and shake TLS hands, per
@@ -142,7 +147,17 @@ static int s3_from_env(remote_http *h)
     h->s3_key = env_dup("AWS_ACCESS_KEY_ID");
     h->s3_secret = env_dup("AWS_SECRET_ACCESS_KEY");
     h->s3_token = env_dup("AWS_SESSION_TOKEN");
+    h->s3_ca_file = env_dup("AWS_CA_BUNDLE");
     return h->s3_region ? 0 : -1;
+}
+
+/* The bundle of certificate authorities named in the environment, if
+ * any (a strdup that fails leaves libcurl's own, which trusts no more). */
+static void ca_from_env(remote_http *h)
+{
+    h->ca_file = env_dup("CURL_CA_BUNDLE");
+    if (!h->ca_file)
+        h->ca_file = env_dup("SSL_CERT_FILE");
 }
 
 remote_http *http_new(int32_t timeout_ms, int32_t retries, atomic_int *stop)
@@ -154,6 +169,7 @@ remote_http *http_new(int32_t timeout_ms, int32_t retries, atomic_int *stop)
     h->stop = stop;
     h->timeout_ms = timeout_ms > 0 ? timeout_ms : DEFAULT_TIMEOUT_MS;
     h->retries = retries != 0 ? retries : DEFAULT_RETRIES;
+    ca_from_env(h);
     if (s3_from_env(h) < 0) {
         http_free(h);
         return NULL;
@@ -173,6 +189,8 @@ void http_free(remote_http *h)
     free(h->s3_key);
     free(h->s3_secret);
     free(h->s3_token);
+    free(h->ca_file);
+    free(h->s3_ca_file);
     free(h);
 }
 
@@ -313,17 +331,21 @@ static void sink_start(sink *k, CURL *h, remote_http *rh)
 }
 
 /* What every transfer sets: the target, the protocols (redirects
- * followed, never to another scheme), the timeouts, and k as the sink of
- * its headers, body and progress. */
-static void set_transfer(CURL *h, const char *target, int32_t timeout_ms,
-                         sink *k)
+ * followed, never to another scheme), the certificate authorities, the
+ * timeouts, and k as the sink of its headers, body and progress. */
+static void set_transfer(CURL *h, const remote_http *rh, const char *url,
+                         const char *target, sink *k)
 {
+    const int32_t timeout_ms = rh->timeout_ms;
+    const char *ca = is_s3(url) && rh->s3_ca_file ? rh->s3_ca_file : rh->ca_file;
     curl_easy_setopt(h, CURLOPT_URL, target);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
     curl_easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    if (ca)
+        curl_easy_setopt(h, CURLOPT_CAINFO, ca);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)timeout_ms);
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME,
@@ -426,7 +448,7 @@ static void http_get(remote_http *rh, const char *url, int64_t from, int64_t to,
         return;
     }
     sink_start(k, h, rh);
-    set_transfer(h, target, rh->timeout_ms, k);
+    set_transfer(h, rh, url, target, k);
     set_range(h, from, to);
     struct curl_slist *hdr = sign_s3(rh, h, url);
     const CURLcode cc = curl_easy_perform(h);
