@@ -5,7 +5,7 @@ requests, a log of every request, injected faults and a bandwidth limit.
     httpd.py --root DIR --port-file F --log F [--lifetime S]
              [--fault KIND:PATH:COUNT ...] [--rate BYTES_PER_S]
              [--bind ADDR] [--tls PEM] [--header-log F]
-             [--redirect STATUS:BASE] [--answer-header NAME:VALUE ...]
+             [--redirect STATUS:BASE[@SUFFIX]] [--answer-header NAME:VALUE ...]
 
 It writes its port to --port-file once it listens, appends one line per
 request to --log ("GET /path RANGE STATUS"), and exits after --lifetime
@@ -13,10 +13,10 @@ seconds whatever happens (a test that dies cannot leave it behind).
 --bind listens on another loopback address (127.0.0.2: another host);
 --tls serves HTTPS with the certificate and key in PEM (a test CA's, made
 by the test); --header-log appends every request's line and headers, as
-received, then a blank line; --redirect answers every request with STATUS
-and Location: BASE followed by the request's path, and --answer-header
-adds a header to every answer (x-amz-bucket-region: a store's region
-redirect).
+received, then a blank line; --redirect answers every request (or those
+whose path ends in SUFFIX) with STATUS and Location: BASE followed by the
+request's path, and --answer-header adds a header to every answer
+(x-amz-bucket-region: a store's region redirect).
 A fault applies to the first COUNT requests (-1: all) for the path PATH
 (exactly, "/shard-000001.tar"): `cut` sends the headers and half the body, then closes; `stall`
 sends the headers and a quarter of the body, then stalls for a minute;
@@ -96,7 +96,7 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
 
     def redirect(self, rng):
-        status, base = self.server.redirect
+        status, base, _ = self.server.redirect
         self.record(status, rng)
         body = b"<Error><Code>Moved</Code></Error>"
         self.send_response(status)
@@ -109,7 +109,8 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self, head=False):
         rng = self.headers.get("Range")
         self.record_headers()
-        if self.server.redirect:
+        if self.server.redirect and \
+                self.path.split("?")[0].endswith(self.server.redirect[2]):
             self.redirect(rng)
             return
         path = os.path.join(self.server.root,
@@ -224,7 +225,8 @@ def main():
     srv.redirect = None
     if a.redirect:
         status, base = a.redirect.split(":", 1)
-        srv.redirect = (int(status), base)
+        base, _, suffix = base.partition("@")
+        srv.redirect = (int(status), base, suffix)
     srv.answer_headers = [[p.strip() for p in h.split(":", 1)]
                           for h in a.answer_header]
     srv.log_lock = threading.Lock()
