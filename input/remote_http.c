@@ -1,6 +1,7 @@
 /* The transfers of remote shards (remote_http.h): libcurl's handles and
  * their reuse, one GET with its retries, backoff and Range resume, SigV4
- * for s3://, pipe: commands, and URLs shown without their credentials. */
+ * for s3:// and its redirects, pipe: commands, and URLs shown without
+ * their credentials. */
 #include "remote_http.h"
 
 #include <curl/curl.h>
@@ -24,11 +25,25 @@
 #define BACKOFF_FIRST_MS 100
 #define BACKOFF_MAX_MS 5000
 #define HANDLES_KEPT 16 /* idle libcurl handles (connections) kept */
+#define REGIONS_KEPT 16 /* buckets a region redirect placed, remembered */
+#define REGION_MAX 32   /* an AWS region's name, its NUL included */
+#define BUCKET_MAX 64   /* an S3 bucket's name (3 to 63 bytes), its NUL */
+
+/* A bucket AWS said lies in another region than AWS_REGION. */
+typedef struct bucket_region {
+    char bucket[BUCKET_MAX];
+    char region[REGION_MAX];
+} bucket_region;
 
 struct remote_http {
     int32_t timeout_ms, retries;
     /* S3, read from the environment at create */
     char *s3_endpoint, *s3_region, *s3_key, *s3_secret, *s3_token;
+    /* The certificate authorities TLS trusts, from the environment at
+     * create (NULL: libcurl's own bundle): AWS_CA_BUNDLE for s3://, as
+     * botocore reads it; CURL_CA_BUNDLE, else SSL_CERT_FILE, for every
+     * URL, as the curl tool reads them. */
+    char *ca_file, *s3_ca_file;
     atomic_int *stop; /* the caller's */
     /* Idle transfer handles, kept for their open connections (a ranged
      * read per sample would otherwise connect, and shake TLS hands, per
@@ -36,6 +51,12 @@ struct remote_http {
     pthread_mutex_t handles_mu;
     CURL *handles[HANDLES_KEPT];
     int nhandles;
+    /* The buckets a region redirect placed (AWS's endpoints only), so
+     * that their later requests go to their region at once. regions_mu
+     * guards only these. */
+    pthread_mutex_t regions_mu;
+    bucket_region regions[REGIONS_KEPT];
+    int nregions;
 };
 
 static int stopping(const remote_http *h)
@@ -95,8 +116,10 @@ void http_cache_key(const remote_http *h, const char *url, char *out,
 }
 
 /* The URL a request goes to: s3://bucket/key becomes the endpoint's
- * path-style URL (AWS_ENDPOINT_URL) or AWS's virtual-hosted one. */
-static char *request_url(const remote_http *h, const char *url)
+ * path-style URL (AWS_ENDPOINT_URL) or AWS's virtual-hosted one in
+ * `region`. */
+static char *request_url(const remote_http *h, const char *url,
+                         const char *region)
 {
     if (!is_s3(url))
         return strdup(url);
@@ -112,8 +135,77 @@ static char *request_url(const remote_http *h, const char *url)
         sprintf(p, "%s/%s", h->s3_endpoint, bk);
     else
         sprintf(p, "https://%.*s.s3.%s.amazonaws.com%s", (int)(slash - bk), bk,
-                h->s3_region, slash);
+                region, slash);
     return p;
+}
+
+/* ---- the buckets' regions ---- */
+
+/* s3://BUCKET/key's bucket into out; 0 if it has none that fits. */
+static int bucket_of(const char *url, char out[BUCKET_MAX])
+{
+    const char *bk = url + 5;
+    const size_t n = strcspn(bk, "/");
+    if (n == 0 || n >= BUCKET_MAX)
+        return 0;
+    memcpy(out, bk, n);
+    out[n] = '\0';
+    return 1;
+}
+
+/* The region an s3:// request is signed for, and at AWS sent to: the
+ * one a region redirect said for its bucket (copied into buf), else
+ * AWS_REGION's. */
+static const char *region_of(remote_http *rh, const char *url,
+                             char buf[REGION_MAX])
+{
+    const char *region = rh->s3_region;
+    char bucket[BUCKET_MAX];
+    if (rh->s3_endpoint || !bucket_of(url, bucket))
+        return region;
+    pthread_mutex_lock(&rh->regions_mu);
+    for (int i = 0; i < rh->nregions; i++)
+        if (strcmp(rh->regions[i].bucket, bucket) == 0) {
+            snprintf(buf, REGION_MAX, "%s", rh->regions[i].region);
+            region = buf;
+        }
+    pthread_mutex_unlock(&rh->regions_mu);
+    return region;
+}
+
+/* Remembers that url's bucket lies in `region` (the first REGIONS_KEPT
+ * buckets; the others are redirected, and signed anew, each time). */
+static void region_keep(remote_http *rh, const char *url, const char *region)
+{
+    char bucket[BUCKET_MAX];
+    if (!bucket_of(url, bucket))
+        return;
+    pthread_mutex_lock(&rh->regions_mu);
+    int i = 0;
+    while (i < rh->nregions && strcmp(rh->regions[i].bucket, bucket) != 0)
+        i++;
+    if (i < REGIONS_KEPT) {
+        snprintf(rh->regions[i].bucket, BUCKET_MAX, "%s", bucket);
+        snprintf(rh->regions[i].region, REGION_MAX, "%s", region);
+        if (i == rh->nregions)
+            rh->nregions++;
+    }
+    pthread_mutex_unlock(&rh->regions_mu);
+}
+
+/* Whether r can be an AWS region's name ("eu-west-3"): lower-case
+ * letters, digits and '-', a letter first. Nothing else may go into the
+ * host name made from it, so a store's answer cannot name a host outside
+ * amazonaws.com. */
+static int region_valid(const char *r)
+{
+    if (!(r[0] >= 'a' && r[0] <= 'z'))
+        return 0;
+    for (const char *c = r; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
+              *c == '-'))
+            return 0;
+    return 1;
 }
 
 /* ---- the transfers' life ---- */
@@ -142,7 +234,17 @@ static int s3_from_env(remote_http *h)
     h->s3_key = env_dup("AWS_ACCESS_KEY_ID");
     h->s3_secret = env_dup("AWS_SECRET_ACCESS_KEY");
     h->s3_token = env_dup("AWS_SESSION_TOKEN");
+    h->s3_ca_file = env_dup("AWS_CA_BUNDLE");
     return h->s3_region ? 0 : -1;
+}
+
+/* The bundle of certificate authorities named in the environment, if
+ * any (a strdup that fails leaves libcurl's own, which trusts no more). */
+static void ca_from_env(remote_http *h)
+{
+    h->ca_file = env_dup("CURL_CA_BUNDLE");
+    if (!h->ca_file)
+        h->ca_file = env_dup("SSL_CERT_FILE");
 }
 
 remote_http *http_new(int32_t timeout_ms, int32_t retries, atomic_int *stop)
@@ -151,9 +253,11 @@ remote_http *http_new(int32_t timeout_ms, int32_t retries, atomic_int *stop)
     if (!h)
         return NULL;
     pthread_mutex_init(&h->handles_mu, NULL);
+    pthread_mutex_init(&h->regions_mu, NULL);
     h->stop = stop;
     h->timeout_ms = timeout_ms > 0 ? timeout_ms : DEFAULT_TIMEOUT_MS;
     h->retries = retries != 0 ? retries : DEFAULT_RETRIES;
+    ca_from_env(h);
     if (s3_from_env(h) < 0) {
         http_free(h);
         return NULL;
@@ -168,11 +272,14 @@ void http_free(remote_http *h)
     for (int i = 0; i < h->nhandles; i++)
         curl_easy_cleanup(h->handles[i]);
     pthread_mutex_destroy(&h->handles_mu);
+    pthread_mutex_destroy(&h->regions_mu);
     free(h->s3_endpoint);
     free(h->s3_region);
     free(h->s3_key);
     free(h->s3_secret);
     free(h->s3_token);
+    free(h->ca_file);
+    free(h->s3_ca_file);
     free(h);
 }
 
@@ -187,6 +294,14 @@ typedef struct sink {
     int64_t range_start; /* Content-Range's first byte, -1 if none */
     int64_t total;       /* the whole object's size, if said; else -1 */
     long status;
+    /* An answer that is not data: its x-amz-bucket-region header ("" if
+     * none, or not a region's name), the first bytes of its body (S3's
+     * error, which may say <Region>), and (s3:// only) where its Location
+     * points, as shown ("" if nowhere). */
+    char bucket_region[REGION_MAX];
+    char error_body[1024];
+    size_t error_len;
+    char location[256];
     int failed; /* a write failed */
     CURL *h;
     remote_http *rh;
@@ -204,6 +319,16 @@ static size_t on_header(char *p, size_t size, size_t n, void *ctx)
     if (strncasecmp(line, "HTTP/", 5) == 0) { /* a new response */
         k->range_start = -1;
         k->total = -1;
+        k->bucket_region[0] = '\0';
+        k->error_body[0] = '\0';
+        k->error_len = 0;
+    } else if (strncasecmp(line, "x-amz-bucket-region:", 20) == 0) {
+        const char *v = line + 20 + strspn(line + 20, " \t");
+        const size_t vlen = strcspn(v, " \t\r\n");
+        if (vlen < REGION_MAX) {
+            memcpy(k->bucket_region, v, vlen);
+            k->bucket_region[vlen] = '\0';
+        }
     } else if (strncasecmp(line, "content-range:", 14) == 0) {
         long long a, b, t;
         if (sscanf(line + 14, " bytes %lld-%lld/%lld", &a, &b, &t) == 3) {
@@ -220,8 +345,14 @@ static size_t on_body(char *p, size_t size, size_t n, void *ctx)
     const size_t len = size * n;
     if (!k->status)
         curl_easy_getinfo(k->h, CURLINFO_RESPONSE_CODE, &k->status);
-    if (k->status >= 300)
-        return len; /* an error page: not data */
+    if (k->status >= 300) { /* an error page: not data */
+        const size_t room = sizeof k->error_body - 1 - k->error_len;
+        const size_t keep = len < room ? len : room;
+        memcpy(k->error_body + k->error_len, p, keep);
+        k->error_len += keep;
+        k->error_body[k->error_len] = '\0';
+        return len;
+    }
     if (k->buf) {
         if (k->got + (int64_t)len > k->want)
             return 0; /* more than asked: refused, and an error */
@@ -310,20 +441,39 @@ static void sink_start(sink *k, CURL *h, remote_http *rh)
     k->status = 0;
     k->got = 0;
     k->range_start = k->total = -1;
+    k->bucket_region[0] = '\0';
+    k->error_body[0] = '\0';
+    k->error_len = 0;
+    k->location[0] = '\0';
 }
 
-/* What every transfer sets: the target, the protocols (redirects
- * followed, never to another scheme), the timeouts, and k as the sink of
- * its headers, body and progress. */
-static void set_transfer(CURL *h, const char *target, int32_t timeout_ms,
-                         sink *k)
+/* What every transfer sets: the target, the protocols, the redirects,
+ * the certificate authorities, the timeouts, and k as the sink of its
+ * headers, body and progress.
+ *
+ * Redirects: libcurl follows an http(s):// URL's, from https:// to
+ * https:// only (no downgrade), and sends the URL's user:password@ to its
+ * own scheme, host and port alone (CURLOPT_UNRESTRICTED_AUTH off). An
+ * s3:// request's are never followed: libcurl would send the headers set
+ * here (the session token) to any host a Location names and take that
+ * host's unsigned answer for the object; http_get decides what the
+ * redirect means. */
+static void set_transfer(CURL *h, const remote_http *rh, const char *url,
+                         const char *target, sink *k)
 {
+    const int32_t timeout_ms = rh->timeout_ms;
+    const int s3 = is_s3(url);
+    const char *ca = s3 && rh->s3_ca_file ? rh->s3_ca_file : rh->ca_file;
     curl_easy_setopt(h, CURLOPT_URL, target);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
-    curl_easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, s3 ? 0L : 1L);
+    curl_easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
+    curl_easy_setopt(h, CURLOPT_UNRESTRICTED_AUTH, 0L);
+    curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR,
+                     has_prefix(target, "https://") ? "https" : "http,https");
+    if (ca)
+        curl_easy_setopt(h, CURLOPT_CAINFO, ca);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)timeout_ms);
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME,
@@ -352,15 +502,16 @@ static void set_range(CURL *h, int64_t from, int64_t to)
     curl_easy_setopt(h, CURLOPT_RANGE, range);
 }
 
-/* An s3:// request signed with SigV4 when there are credentials: the
- * headers it needs, for the caller to free after the transfer. */
+/* An s3:// request signed with SigV4 for `region` when there are
+ * credentials: the headers it needs, for the caller to free after the
+ * transfer. */
 static struct curl_slist *sign_s3(const remote_http *rh, CURL *h,
-                                  const char *url)
+                                  const char *url, const char *region)
 {
     if (!is_s3(url) || !rh->s3_key || !rh->s3_secret)
         return NULL;
     char sigv4[160];
-    snprintf(sigv4, sizeof sigv4, "aws:amz:%s:s3", rh->s3_region);
+    snprintf(sigv4, sizeof sigv4, "aws:amz:%s:s3", region);
     curl_easy_setopt(h, CURLOPT_AWS_SIGV4, sigv4);
     curl_easy_setopt(h, CURLOPT_USERNAME, rh->s3_key);
     curl_easy_setopt(h, CURLOPT_PASSWORD, rh->s3_secret);
@@ -378,6 +529,28 @@ static struct curl_slist *sign_s3(const remote_http *rh, CURL *h,
     return hdr;
 }
 
+/* url shown as scheme://host[:port] alone (no credentials, no path). */
+static void url_origin(const char *url, char *out, size_t cap)
+{
+    http_display(url, out, cap);
+    char *host = strstr(out, "://");
+    if (host)
+        host[3 + strcspn(host + 3, "/?#")] = '\0';
+}
+
+/* An http(s):// redirect libcurl would not follow (another scheme, a
+ * downgrade from https://): why, naming where it pointed. */
+static void refused_redirect(CURL *h, long st, attempt *a)
+{
+    char *to = NULL, shown[200];
+    curl_easy_getinfo(h, CURLINFO_EFFECTIVE_URL, &to);
+    url_origin(to ? to : "", shown, sizeof shown);
+    snprintf(a->why, sizeof a->why,
+             "HTTP %ld redirects to %.150s: refused (a redirect from "
+             "https:// goes to https:// only)",
+             st, shown);
+}
+
 /* The attempt's outcome from libcurl's code and the response: whether the
  * body came whole, else why not and whether another attempt may do
  * better. */
@@ -392,6 +565,8 @@ static void judge(CURL *h, CURLcode cc, sink *k, int32_t timeout_ms, attempt *a)
     const long st = k->status;
     if (cc == CURLE_OK && (st == 200 || st == 206)) {
         a->ok = 1;
+    } else if (cc == CURLE_UNSUPPORTED_PROTOCOL && st >= 300 && st < 400) {
+        refused_redirect(h, st, a);
     } else if (st >= 300 || (cc == CURLE_OK && st != 200 && st != 206)) {
         snprintf(a->why, sizeof a->why, "HTTP %ld", st);
         a->retry = st == 408 || st == 429 || st >= 500;
@@ -410,14 +585,15 @@ static void judge(CURL *h, CURLcode cc, sink *k, int32_t timeout_ms, attempt *a)
     }
 }
 
-/* GET url (from byte `from`, to `to` inclusive, or to the end for -1)
- * into k, on an idle handle (its connection reused) or a new one. */
-static void http_get(remote_http *rh, const char *url, int64_t from, int64_t to,
-                     sink *k, attempt *a)
+/* One GET of url (from byte `from`, to `to` inclusive, or to the end for
+ * -1) into k, an s3:// one signed for `region`, on an idle handle (its
+ * connection reused) or a new one. */
+static void http_once(remote_http *rh, const char *url, const char *region,
+                      int64_t from, int64_t to, sink *k, attempt *a)
 {
     memset(a, 0, sizeof *a);
     pthread_once(&curl_once, curl_start);
-    char *target = request_url(rh, url);
+    char *target = request_url(rh, url, region);
     CURL *h = curl_ready && target ? handle_take(rh) : NULL;
     if (!h) {
         snprintf(a->why, sizeof a->why, "%s",
@@ -426,14 +602,88 @@ static void http_get(remote_http *rh, const char *url, int64_t from, int64_t to,
         return;
     }
     sink_start(k, h, rh);
-    set_transfer(h, target, rh->timeout_ms, k);
+    set_transfer(h, rh, url, target, k);
     set_range(h, from, to);
-    struct curl_slist *hdr = sign_s3(rh, h, url);
+    struct curl_slist *hdr = sign_s3(rh, h, url, region);
     const CURLcode cc = curl_easy_perform(h);
     judge(h, cc, k, rh->timeout_ms, a);
+    char *loc = NULL;
+    if (!a->ok &&
+        curl_easy_getinfo(h, CURLINFO_REDIRECT_URL, &loc) == CURLE_OK && loc)
+        url_origin(loc, k->location, sizeof k->location);
     curl_slist_free_all(hdr);
     handle_put(rh, h);
     free(target);
+}
+
+/* The region an S3 answer that is not data says the bucket lies in (its
+ * x-amz-bucket-region header, else its error's <Region>), into out; 0 if
+ * it says none that is a region's name. */
+static int answer_region(const sink *k, char out[REGION_MAX])
+{
+    if (k->bucket_region[0]) {
+        snprintf(out, REGION_MAX, "%s", k->bucket_region);
+    } else {
+        const char *r = strstr(k->error_body, "<Region>");
+        const size_t n = r ? strcspn(r + 8, "<") : 0;
+        if (!r || n == 0 || n >= REGION_MAX || r[8 + n] != '<')
+            return 0;
+        memcpy(out, r + 8, n);
+        out[n] = '\0';
+    }
+    return region_valid(out);
+}
+
+/* Why an s3:// request's answer signed for `region` was a redirect, or
+ * named another region, into a (neither is followed, nor retried). */
+static void s3_moved(const sink *k, const char *region, attempt *a)
+{
+    char there[REGION_MAX];
+    const long st = k->status;
+    if (answer_region(k, there) && strcmp(there, region) != 0) {
+        snprintf(a->why, sizeof a->why,
+                 "HTTP %ld: the store says the bucket is in region %s, not "
+                 "%s: set AWS_REGION=%s",
+                 st, there, region, there);
+        a->retry = 0;
+    } else if (st >= 300 && st < 400) {
+        snprintf(a->why, sizeof a->why,
+                 "HTTP %ld redirects to %.150s: not followed (an s3:// "
+                 "request goes to its own endpoint only)",
+                 st, k->location[0] ? k->location : "no Location");
+        a->retry = 0;
+    }
+}
+
+/* GET url (from byte `from`, to `to` inclusive, or to the end for -1)
+ * into k. An s3:// request is never redirected by libcurl: an answer at
+ * one of AWS's endpoints that says the bucket lies in another region (as
+ * S3 says with a 301, or a 400 to a request signed for the wrong region)
+ * is asked again of that region's endpoint, which pinload makes from the
+ * region's name (never from a Location), signed anew for it, as botocore
+ * does; and that region is remembered for the bucket. Any other redirect,
+ * and any region redirect from AWS_ENDPOINT_URL, is an error naming where
+ * it pointed: no credential goes to another host, and no answer that was
+ * not signed for is taken for the object. */
+static void http_get(remote_http *rh, const char *url, int64_t from, int64_t to,
+                     sink *k, attempt *a)
+{
+    if (!is_s3(url)) {
+        http_once(rh, url, "", from, to, k, a);
+        return;
+    }
+    char kept[REGION_MAX], there[REGION_MAX];
+    const char *region = region_of(rh, url, kept);
+    http_once(rh, url, region, from, to, k, a);
+    if (!a->ok && !rh->s3_endpoint && answer_region(k, there) &&
+        strcmp(there, region) != 0 &&
+        (k->status == 301 || k->status == 307 || k->status == 400)) {
+        region_keep(rh, url, there);
+        region = there;
+        http_once(rh, url, region, from, to, k, a);
+    }
+    if (!a->ok)
+        s3_moved(k, region, a);
 }
 
 /* Sleeps before attempt `i` (1, 2...): 100 ms doubling, at most 5 s; 0 if

@@ -7,10 +7,20 @@
  * the next transfer) and the S3 settings, and it alone shows URLs in
  * messages, without their credentials.
  *
+ * Credentials stay with their host: an http(s):// URL's redirects are
+ * followed, its user:password@ sent to its own scheme, host and port
+ * alone, and never from https:// to http://; an s3:// request's redirects
+ * are never followed (its session token and signature would go to
+ * whichever host the Location names, and that host's unsigned answer be
+ * taken for the object): an answer at AWS that places the bucket in
+ * another region is asked again of that region's endpoint, signed anew
+ * for it; any other is an error naming where it pointed.
+ *
  * Thread safety: after http_new, any thread may call any function at once
- * (the settings are read-only; a lock guards the idle handles alone, never
- * held across a transfer). The stop flag, which the caller owns and sets
- * when the loader closes, cuts every transfer, backoff and command. */
+ * (the settings are read-only; one lock guards the idle handles, another
+ * the buckets' regions a redirect said, neither held across a transfer).
+ * The stop flag, which the caller owns and sets when the loader closes,
+ * cuts every transfer, backoff and command. */
 #ifndef PINLOAD_REMOTE_HTTP_H
 #define PINLOAD_REMOTE_HTTP_H
 

@@ -64,28 +64,25 @@ static inline void rt_make_pack(const char *dir)
     cr_assert_eq(access(p, F_OK), 0, "the local create wrote no index");
 }
 
-/* The server on root, with faults ("KIND:SUBSTR:COUNT", NULL-terminated;
- * httpd.py says which) and a rate in bytes/s (0: none). */
-static inline void rt_start(rt_server *s, const char *dir, const char *root,
-                            const char *const *faults, double rate)
+/* The server on root, its port in dir/TAG.port and its log in
+ * dir/TAG.log, with more of httpd.py's options (NULL-terminated, at most
+ * 20: faults, a rate, --bind, --tls, --redirect...). */
+static inline void rt_start_with(rt_server *s, const char *dir, const char *tag,
+                                 const char *root, const char *const *opts)
 {
-    char port_file[160], rate_s[32];
-    snprintf(port_file, sizeof port_file, "%s/port", dir);
-    snprintf(s->log, sizeof s->log, "%s/requests.log", dir);
+    char port_file[160];
+    snprintf(port_file, sizeof port_file, "%s/%s.port", dir, tag);
+    snprintf(s->log, sizeof s->log, "%s/%s.log", dir, tag);
     unlink(port_file);
     unlink(s->log);
-    snprintf(rate_s, sizeof rate_s, "%.0f", rate);
     const char *argv[32] = {"python3",     "tests/remote/httpd.py",
                             "--root",      root,
                             "--port-file", port_file,
                             "--log",       s->log,
-                            "--lifetime",  "200",
-                            "--rate",      rate_s};
-    int k = 12;
-    for (int i = 0; faults && faults[i] && k < 30; i++) {
-        argv[k++] = "--fault";
-        argv[k++] = faults[i];
-    }
+                            "--lifetime",  "200"};
+    int k = 10;
+    for (int i = 0; opts && opts[i] && k < 31; i++)
+        argv[k++] = opts[i];
     argv[k] = NULL;
     s->pid = fork();
     cr_assert_geq(s->pid, 0);
@@ -115,6 +112,49 @@ static inline void rt_start(rt_server *s, const char *dir, const char *root,
     }
     kill(s->pid, SIGKILL);
     cr_assert(0, "tests/remote/httpd.py did not listen within 10 s");
+}
+
+/* The server on root, with faults ("KIND:SUBSTR:COUNT", NULL-terminated;
+ * httpd.py says which) and a rate in bytes/s (0: none). */
+static inline void rt_start(rt_server *s, const char *dir, const char *root,
+                            const char *const *faults, double rate)
+{
+    char rate_s[32];
+    snprintf(rate_s, sizeof rate_s, "%.0f", rate);
+    const char *opts[24] = {"--rate", rate_s};
+    int k = 2;
+    for (int i = 0; faults && faults[i] && k < 22; i++) {
+        opts[k++] = "--fault";
+        opts[k++] = faults[i];
+    }
+    opts[k] = NULL;
+    rt_start_with(s, dir, "requests", root, opts);
+}
+
+/* A certificate authority made for the test and a server certificate it
+ * signed for 127.0.0.1, 127.0.0.2 and the names in `dns` (comma-separated
+ * subjectAltName entries such as "DNS:x.example", or ""), by openssl:
+ * dir/ca.pem (what a client trusts) and dir/server.pem (certificate and
+ * key, what tests/remote/httpd.py --tls serves). Nothing of it is kept
+ * beyond the test's folder. */
+static inline void rt_make_tls(const char *dir, const char *dns)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "cd %s && printf 'subjectAltName=IP:127.0.0.1,IP:127.0.0.2%s%s\n"
+             "basicConstraints=CA:FALSE\n' > san.ext && "
+             "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 "
+             "-nodes -keyout ca.key -out ca.pem -days 2 "
+             "-subj /CN=pinload-test-ca >/dev/null 2>&1 && "
+             "openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
+             "-keyout server.key -out server.csr -subj /CN=127.0.0.1 "
+             ">/dev/null 2>&1 && "
+             "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key "
+             "-CAcreateserial -out server.crt -days 2 -extfile san.ext "
+             ">/dev/null 2>&1 && cat server.crt server.key > server.pem",
+             dir, dns && *dns ? "," : "", dns ? dns : "");
+    cr_assert_eq(system(cmd), 0, "openssl could not make the test's CA: %s",
+                 cmd);
 }
 
 static inline void rt_stop(rt_server *s)

@@ -4,10 +4,19 @@ requests, a log of every request, injected faults and a bandwidth limit.
 
     httpd.py --root DIR --port-file F --log F [--lifetime S]
              [--fault KIND:PATH:COUNT ...] [--rate BYTES_PER_S]
+             [--bind ADDR] [--tls PEM] [--header-log F]
+             [--redirect STATUS:BASE[@SUFFIX]] [--answer-header NAME:VALUE ...]
 
 It writes its port to --port-file once it listens, appends one line per
 request to --log ("GET /path RANGE STATUS"), and exits after --lifetime
 seconds whatever happens (a test that dies cannot leave it behind).
+--bind listens on another loopback address (127.0.0.2: another host);
+--tls serves HTTPS with the certificate and key in PEM (a test CA's, made
+by the test); --header-log appends every request's line and headers, as
+received, then a blank line; --redirect answers every request (or those
+whose path ends in SUFFIX) with STATUS and Location: BASE followed by the
+request's path, and --answer-header adds a header to every answer
+(x-amz-bucket-region: a store's region redirect).
 A fault applies to the first COUNT requests (-1: all) for the path PATH
 (exactly, "/shard-000001.tar"): `cut` sends the headers and half the body, then closes; `stall`
 sends the headers and a quarter of the body, then stalls for a minute;
@@ -18,6 +27,7 @@ import argparse
 import os
 import re
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -74,8 +84,35 @@ class Handler(BaseHTTPRequestHandler):
     def do_HEAD(self):
         self.do_GET(head=True)
 
+    def record_headers(self):
+        if not self.server.header_log:
+            return
+        with self.server.log_lock:
+            with open(self.server.header_log, "a") as f:
+                f.write("%s\n%s\n" % (self.requestline, str(self.headers)))
+
+    def answer_headers(self):
+        for name, value in self.server.answer_headers:
+            self.send_header(name, value)
+
+    def redirect(self, rng):
+        status, base, _ = self.server.redirect
+        self.record(status, rng)
+        body = b"<Error><Code>Moved</Code></Error>"
+        self.send_response(status)
+        self.send_header("Location", base + self.path)
+        self.answer_headers()
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
     def do_GET(self, head=False):
         rng = self.headers.get("Range")
+        self.record_headers()
+        if self.server.redirect and \
+                self.path.split("?")[0].endswith(self.server.redirect[2]):
+            self.redirect(rng)
+            return
         path = os.path.join(self.server.root,
                             self.path.split("?")[0].lstrip("/"))
         fault = self.fault_for()
@@ -110,6 +147,7 @@ class Handler(BaseHTTPRequestHandler):
         self.record(status, rng)
         length = end - start + 1
         self.send_response(status)
+        self.answer_headers()
         self.send_header("Content-Length", str(length))
         self.send_header("Accept-Ranges", "bytes")
         if status == 206:
@@ -152,9 +190,11 @@ class Server(ThreadingHTTPServer):
 
     def handle_error(self, request, client_address):
         # A client that hangs up mid-body (a cut transfer, a loader
-        # destroyed) is expected here, not news.
+        # destroyed), or refuses the test CA's certificate, is expected
+        # here, not news.
         if not isinstance(sys.exc_info()[1], (BrokenPipeError,
-                                               ConnectionResetError)):
+                                               ConnectionResetError,
+                                               ssl.SSLError)):
             super().handle_error(request, client_address)
 
 
@@ -166,10 +206,29 @@ def main():
     ap.add_argument("--lifetime", type=float, default=300)
     ap.add_argument("--fault", action="append", default=[])
     ap.add_argument("--rate", type=float, default=0)
+    ap.add_argument("--bind", default="127.0.0.1")
+    ap.add_argument("--tls")
+    ap.add_argument("--header-log")
+    ap.add_argument("--redirect")
+    ap.add_argument("--answer-header", action="append", default=[])
     a = ap.parse_args()
-    srv = Server(("127.0.0.1", 0), Handler)
+    srv = Server((a.bind, 0), Handler)
+    if a.tls:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(a.tls)
+        # The handshake is made by the thread that serves the connection.
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True,
+                                     do_handshake_on_connect=False)
     srv.root = a.root
     srv.log_path = a.log
+    srv.header_log = a.header_log
+    srv.redirect = None
+    if a.redirect:
+        status, base = a.redirect.split(":", 1)
+        base, _, suffix = base.partition("@")
+        srv.redirect = (int(status), base, suffix)
+    srv.answer_headers = [[p.strip() for p in h.split(":", 1)]
+                          for h in a.answer_header]
     srv.log_lock = threading.Lock()
     srv.bucket = Bucket(a.rate)
     srv.faults = []
@@ -177,6 +236,8 @@ def main():
         kind, path, count = spec.split(":")
         srv.faults.append([kind, path, int(count)])
     open(a.log, "a").close()
+    if a.header_log:
+        open(a.header_log, "a").close()
     tmp = a.port_file + ".tmp"
     with open(tmp, "w") as f:
         f.write("%d\n" % srv.server_address[1])
