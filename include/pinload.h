@@ -226,9 +226,15 @@ typedef enum pl_backend {
     PL_BACKEND_CUDA = 1,
 } pl_backend;
 
+/* A message's level says whether it changes what the caller gets. */
 typedef enum pl_log_level {
-    PL_LOG_NOTICE = 0,  /* which backend, memory fallbacks */
-    PL_LOG_WARNING = 1, /* a bad file skipped or substituted */
+    /* How it runs: the backend, the workers, memory fallbacks (pinned to
+     * pageable), indexes, the cache, a buffer pool that grows. */
+    PL_LOG_NOTICE = 0,
+    /* What it delivers: a bad file skipped or substituted, files left out
+     * of the dataset, samples without a label (labelled 0), a resume that
+     * delivers samples again. */
+    PL_LOG_WARNING = 1,
 } pl_log_level;
 
 /* The device field's special values; 0, 1, ... are CUDA ordinals. An

@@ -4,8 +4,12 @@
  * listed once, so links that loop or share sub-directories end. Files
  * named .jpg, .jpeg, .png or .webp are samples (the decoder tells the
  * format from the bytes); the other names torchvision's ImageFolder takes
- * (.bmp .pgm .ppm .tif .tiff) are counted and named in a notice, so that
- * nothing it would read is left out without a word. */
+ * (.bmp .pgm .ppm .tif .tiff) are counted and named in a warning, so
+ * that nothing it would read is left out without a word. What the listing
+ * leaves out (a path too long, a folder that cannot be opened or is too
+ * deep, images that belong to no class, a class without images) is a
+ * warning: the caller trains on less than the folder holds; a link met
+ * twice is a notice, since each file is still read once. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -77,7 +81,7 @@ static void unread_log(unread *u, logger *lg, const char *root)
 {
     for (size_t k = 0; k < UNREAD_KINDS; k++) {
         if (u->count[k])
-            log_msg(lg, PL_LOG_NOTICE,
+            log_msg(lg, PL_LOG_WARNING,
                     "%s: %zu %s file%s not supported (JPEG, PNG and WebP "
                     "are), left out: %s%s",
                     root, u->count[k], unread_ext[k],
@@ -243,12 +247,12 @@ static int walk_subdir(walk *w, int dirfd, const char *name, size_t path_len)
     const size_t len = path_push(w, path_len, name);
     int rc = 0;
     if (len == 0) {
-        log_msg(w->lg, PL_LOG_NOTICE, "%s/%s/%s: path too long, skipped",
+        log_msg(w->lg, PL_LOG_WARNING, "%s/%s/%s: path too long, skipped",
                 w->cat->root, w->path, name);
     } else {
         const int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0) {
-            log_msg(w->lg, PL_LOG_NOTICE, "%s/%s: cannot open (%s), skipped",
+            log_msg(w->lg, PL_LOG_WARNING, "%s/%s: cannot open (%s), skipped",
                     w->cat->root, w->path, strerror(errno));
         } else {
             rc = walk_dir(w, fd, len);
@@ -287,7 +291,7 @@ static int walk_dir(walk *w, int dirfd, size_t path_len)
     }
     if (w->depth == MAX_DEPTH) {
         /* depth counts the root too */
-        log_msg(w->lg, PL_LOG_NOTICE,
+        log_msg(w->lg, PL_LOG_WARNING,
                 "%s/%s: more than %d levels below the root, skipped",
                 w->cat->root, w->path, MAX_DEPTH - 1);
         return 0;
@@ -310,7 +314,7 @@ static int walk_dir(walk *w, int dirfd, size_t path_len)
         else if (len)
             rc = catalog_add_file(w->cat, w->path, len, w->label);
         else
-            log_msg(w->lg, PL_LOG_NOTICE, "%s/%s/%s: path too long, skipped",
+            log_msg(w->lg, PL_LOG_WARNING, "%s/%s/%s: path too long, skipped",
                     w->cat->root, w->path, e.v[i].name);
         w->path[path_len] = '\0';
     }
@@ -365,7 +369,7 @@ static int walk_class(catalog *cat, walk *w, const char *name, logger *lg)
     if (rc == 0)
         sort_class(cat, first);
     if (rc == 0 && cat->n == first)
-        log_msg(lg, PL_LOG_NOTICE, "%s/%s: class %d has no image files",
+        log_msg(lg, PL_LOG_WARNING, "%s/%s: class %d has no image files",
                 cat->root, name, w->label);
     return rc;
 }
@@ -413,7 +417,7 @@ static int read_folder(catalog *cat, logger *lg)
                 rc = unread_add(&w->unread, e.v[i].name);
     } else {
         if (files > 0)
-            log_msg(lg, PL_LOG_NOTICE,
+            log_msg(lg, PL_LOG_WARNING,
                     "%s: %zu image file(s) directly under an ImageFolder root "
                     "ignored (they belong to no class)",
                     cat->root, files);

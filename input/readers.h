@@ -55,11 +55,15 @@ int shards_expand_braces(const char *path, char ***paths, int *n);
 
 /* Image members of kinds not read (bmp, pgm, ppm, tif, tiff), across
  * every shard: a count and the first few "shard.tar:member" names, for
- * one create notice (nothing is left out silently). */
+ * one create warning (nothing is left out silently); and the keys read so
+ * far, and those of them without a cls member (labelled 0, unless
+ * config.label_field names their labels' field). */
 typedef struct unread_members {
     size_t count;
     char names[SHARDS_UNREAD_NAMED * 160];
     size_t len;
+    int64_t keys, unlabelled;
+    char unlabelled_name[240]; /* the first of them, "shard.tar:key" */
 } unread_members;
 
 /* The samples of one indexed shard, source `s` of the catalog, named
@@ -73,7 +77,8 @@ int shards_add_indexed(catalog *c, int s, const char *path, shard_table *tab,
  * from an index file, if any are. */
 void shards_say_heap(const catalog *c, logger *lg);
 
-/* The notice naming the members left out, if there are any. */
+/* The warnings naming the members left out and the keys without a label,
+ * if there are any: both change what the caller gets. */
 void shards_say_unread(const unread_members *u, logger *lg);
 
 /* The class names: from the file `classes` (one per line, label 0 first;

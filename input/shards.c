@@ -263,16 +263,19 @@ static void unread_note(unread_members *u, const char *path, const char *member)
 }
 
 /* The image members of kinds not read among one key's members [first,
- * end) (those that are not one of the configured extras), into *u. */
+ * end) (those that are not one of the configured extras), into *u; and
+ * whether the key has a cls member to take its label from. */
 static void note_unread(const catalog *cat, const shard_table *tab,
                         const char *path, int64_t first, int64_t end,
                         unread_members *u)
 {
     int taken[CATALOG_EXTRAS_MAX] = {0};
+    int cls = 0;
     for (int64_t j = first; j < end; j++) {
         size_t kl;
         const char *ext, *name = shard_member_name(tab, j);
         shard_split_key(name, &kl, &ext);
+        cls |= strcasecmp(ext, "cls") == 0;
         int k = 0;
         while (k < cat->nextras &&
                (taken[k] || strcasecmp(ext, cat->extra_names[k]) != 0))
@@ -281,6 +284,17 @@ static void note_unread(const catalog *cat, const shard_table *tab,
             taken[k] = 1;
         else if (shard_image_ext(ext) == -1)
             unread_note(u, path, name);
+    }
+    u->keys++;
+    if (cls || cat->label_field || end == first)
+        return;
+    if (u->unlabelled++ == 0) {
+        size_t kl;
+        const char *ext, *name = shard_member_name(tab, first);
+        shard_split_key(name, &kl, &ext);
+        const size_t cut = kl > 100 ? kl - 100 : 0; /* a long key's end */
+        snprintf(u->unlabelled_name, sizeof u->unlabelled_name, "%.120s:%s%.*s",
+                 path, cut ? "..." : "", (int)(kl - cut), name + cut);
     }
 }
 
@@ -844,14 +858,24 @@ void shards_say_heap(const catalog *cat, logger *lg)
                 cat->heap_tables, cat->nshards, SHARDS_MAPPED_MAX);
 }
 
+/* Warnings, not notices: the samples left out and the labels made up
+ * change what the caller trains on. */
 void shards_say_unread(const unread_members *u, logger *lg)
 {
     if (u->count)
-        log_msg(lg, PL_LOG_NOTICE,
+        log_msg(lg, PL_LOG_WARNING,
                 "%zu image member(s) of kinds not supported (bmp, pgm, ppm, "
                 "tif, tiff; JPEG, PNG and WebP are) left out: %s%s",
                 u->count, u->names,
                 u->count > SHARDS_UNREAD_NAMED ? ", ..." : "");
+    if (u->unlabelled)
+        log_msg(lg, PL_LOG_WARNING,
+                "%lld of %lld sample(s) have no cls member (KEY.cls, a "
+                "decimal label), first %s: they are labelled 0 (store "
+                "labels as cls members, as pinload-pack does, or name a "
+                "JSON member's field with config.label_field)",
+                (long long)u->unlabelled, (long long)u->keys,
+                u->unlabelled_name);
 }
 
 int shards_add_classes(catalog *cat, const char *classes, int32_t max_label,

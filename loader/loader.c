@@ -319,10 +319,15 @@ static int plan_start(pl_loader *l)
         return rc;
     l->start.epoch = st.epoch;
     if (st.world != l->rc.world) {
-        log_msg(&l->log, PL_LOG_NOTICE,
+        /* A warning when the epoch was under way: what the saved job had
+         * of it is delivered again (an elastic restart replays it). */
+        log_msg(&l->log, st.batch > 0 ? PL_LOG_WARNING : PL_LOG_NOTICE,
                 "resume: the state was saved by a job of world_size %d, this "
-                "one has %d: epoch %lld starts again from its beginning",
-                st.world, l->rc.world, (long long)st.epoch);
+                "one has %d: epoch %lld starts again from its beginning%s",
+                st.world, l->rc.world, (long long)st.epoch,
+                st.batch > 0 ? ", so the samples of it delivered before the "
+                               "save are delivered again"
+                             : "");
         return 0;
     }
     if (st.rank != l->rc.rank)

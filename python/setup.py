@@ -14,9 +14,9 @@ package is named by the Makefile's check. Environment:
   PINLOAD_USE_INSTALLED=1      link the installed library instead, found
                                with pkg-config (pinload-static.pc)
 
-The extension is built against CPython's limited API of 3.11
-(Py_LIMITED_API 0x030B0000): one `_pinload.abi3.so`, and one wheel tagged
-cp311-abi3, for CPython 3.11 and every later version. A free-threaded
+The extension is built against CPython's limited API of 3.10
+(Py_LIMITED_API 0x030A0000): one `_pinload.abi3.so`, and one wheel tagged
+cp310-abi3, for CPython 3.10 and every later version. A free-threaded
 CPython has no limited API: there the same sources build against the full
 API, for that version only.
 """
@@ -38,7 +38,7 @@ ROOT = (os.path.join(HERE, "csrc")
         else os.path.dirname(HERE))
 
 
-# The stable ABI of CPython 3.11 (the oldest pyproject.toml allows).
+# The stable ABI of CPython 3.10 (the oldest pyproject.toml allows).
 LIMITED_API = (sys.implementation.name == "cpython"
                and not sysconfig.get_config_var("Py_GIL_DISABLED"))
 
@@ -107,7 +107,7 @@ setup(
                  "src/batch.c", "src/view.c", "src/logq.c"],
         depends=["src/pinload_py.h", "src/dlpack.h"],
         py_limited_api=LIMITED_API,
-        define_macros=[("Py_LIMITED_API", "0x030B0000")] if LIMITED_API
+        define_macros=[("Py_LIMITED_API", "0x030A0000")] if LIMITED_API
         else [],
         # An API the limited API lacks is undeclared there: an error, not
         # a warning and a symbol missing at import.
@@ -117,7 +117,7 @@ setup(
                             "-Werror=incompatible-pointer-types"],
     )],
     cmdclass={"build_ext": BuildExt},
-    # The wheel's tag: cp311-abi3, installable on every CPython 3.11+.
-    options={"bdist_wheel": {"py_limited_api": "cp311"}} if LIMITED_API
+    # The wheel's tag: cp310-abi3, installable on every CPython 3.10+.
+    options={"bdist_wheel": {"py_limited_api": "cp310"}} if LIMITED_API
     else {},
 )

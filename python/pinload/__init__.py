@@ -23,35 +23,103 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
+import sys
 import threading
+import types
 import difflib
 import inspect
-from typing import (Any, Callable, Dict, Iterator, List, Mapping, NamedTuple,
-                    Optional, Tuple, Union, Unpack, get_type_hints)
+import warnings
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterator, List,
+                    Mapping, NamedTuple, Optional, Sequence, Set, Tuple,
+                    Union, get_type_hints, overload)
 
 from . import _options, _pinload
 # The keywords' types (tools/config-fields.py writes them from pinload.h).
-from ._options import ExtraDecoder, LoaderOptions, PathLike, StateLike
+from ._options import (ExtraDecoder, LoaderOptions, PathLike, StateLike,
+                       TorchDtype)
+
+if sys.version_info >= (3, 11):
+    from typing import Unpack
+elif TYPE_CHECKING:  # CPython 3.10: only type checkers read **options' type
+    from typing_extensions import Unpack
 
 __all__ = [
-    "Loader", "Batch", "View", "Failure", "state_info", "Error", "InvalidArgument", "NoDataError",
+    "Loader", "Batch", "View", "Failure", "Dataset", "state_info", "Error",
+    "InvalidArgument", "NoDataError",
     "NotJPEGError", "CorruptError", "UnsupportedError", "LimitError",
     "CudaError", "ThreadError", "BusyError", "ClosedError", "ReadError",
-    "MissingExtraError",
+    "MissingExtraError", "PinloadWarning",
     "OutOfMemory", "library_version", "__version__", "LoaderOptions",
 ]
 
 library_version = _pinload.library_version
 __version__ = library_version
 
+_C = _pinload
+
+# ---------------------------------------------------------------------------
+# The library's words as Python's: its messages name pl_config fields
+# (config.order) and enum constants (PL_ORDER_GLOBAL); the keywords and
+# their values (order="global") are what a Python user wrote. Both tables
+# come from _options (tools/config-fields.py, from pinload.h).
+
+#: constant -> keyword="value", for every name-valued keyword, and the
+#: device's and the launcher's special values
+_WORDS: Dict[str, str] = {
+    "PL_" + const: '%s="%s"' % (keyword, name)
+    for keyword, names in _options.CHOICES.items()
+    for name, const in names.items()}
+_WORDS.update({"PL_DEVICE_AUTO": 'device="auto"',
+               "PL_DEVICE_HOST": 'device="host"',
+               "PL_DEVICE_LOCAL_RANK": 'device="local_rank"',
+               "PL_FROM_ENV": "None"})
+#: pl_config field -> its keyword (width -> size, channels_last -> layout)
+_FIELD_KEYWORDS: Dict[str, str] = {
+    field: keyword for keyword, (_, fields, _) in _options.KEYWORDS.items()
+    for field in fields}
+# "config.order: PL_ORDER_SHARDS", "order is PL_ORDER_GLOBAL", "with
+# PL_SHARD_DROP": a constant, and the word before it if it names the
+# constant's keyword (said once: order="shards").
+_CONSTANT = re.compile(r"\b(?:(?:config\.)?(\w+)(?::| is)? )?(PL_[A-Z0-9_]+)\b")
+_FIELD = re.compile(r"\bconfig\.(\w+)")
+
+
+def _constant_words(m: "re.Match[str]") -> str:
+    word = _WORDS.get(m.group(2))
+    if word is None:
+        return m.group(0)  # a status name (PL_ECORRUPT) stays
+    before = m.group(1)
+    if before is not None and (_FIELD_KEYWORDS.get(before, before) ==
+                               word.split("=")[0]):
+        return word
+    return m.group(0)[:m.start(2) - m.start(0)] + word
+
+
+def _python_words(text: str) -> str:
+    """A message of the C library in Python's words: 'config.order:
+    PL_ORDER_SHARDS ...' -> 'order="shards" ...', 'config.width' ->
+    'size', without the leading 'pl_loader_create: '."""
+    if text.startswith("pl_loader_create: "):
+        text = text[len("pl_loader_create: "):]
+    if "PL_" in text:
+        text = _CONSTANT.sub(_constant_words, text)
+    if "config." in text:
+        text = _FIELD.sub(lambda m: _FIELD_KEYWORDS.get(m.group(1),
+                                                        m.group(1)), text)
+    return text
+
+
 # ---------------------------------------------------------------------------
 # Errors: one class per status code, all under pinload.Error.
 
 class Error(Exception):
     """A pinload status code. `code` (negative int), `name` ("PL_ECORRUPT")
-    and `detail` (pl_last_error(): the sentence naming what failed)."""
+    and `detail` (pl_last_error(): the sentence naming what failed, in
+    Python's words: the keywords and their values, not pl_config's)."""
 
     def __init__(self, code: int, name: str, detail: str) -> None:
+        detail = _python_words(detail)
         super().__init__(detail)
         self.code = code
         self.name = name
@@ -131,10 +199,17 @@ _pinload.register_errors({
 })
 
 
+class PinloadWarning(UserWarning):
+    """What changes what a loader delivers: files left out of the dataset,
+    samples without a label, the host instead of the CUDA device asked for,
+    samples delivered again after an elastic restart, a bad file skipped,
+    mean and std on the 0-255 scale. Each kind is warned once per loader
+    (warnings.warn); every message also goes to the "pinload" logger."""
+
+
 # ---------------------------------------------------------------------------
 # Names for the C enums
 
-_C = _pinload
 # Each name-valued keyword's names (_options.CHOICES), as the C values.
 _CHOICES: Dict[str, Dict[str, int]] = {
     k: {name: getattr(_C, const) for name, const in names.items()}
@@ -156,6 +231,22 @@ def _choice(arg: str, value: object, table: Mapping[str, int]) -> int:
         return table[value]
     raise ValueError("%s: %r is not one of %s"
                      % (arg, value, ", ".join(repr(k) for k in table)))
+
+
+#: format= as a torch dtype (by its name: torch need not be imported)
+_TORCH_FORMATS = {"torch.uint8": "u8", "torch.float32": "f32",
+                  "torch.float16": "f16", "torch.bfloat16": "bf16"}
+
+
+def _format(value: Union[str, TorchDtype]) -> int:
+    """A format's name, or the torch dtype of its images."""
+    if not isinstance(value, str) and type(value).__name__ == "dtype":
+        value = _TORCH_FORMATS.get(str(value), value)
+    if isinstance(value, str) and value in _FORMATS:
+        return _FORMATS[value]
+    raise ValueError("format: %r is not one of %s, or torch's %s"
+                     % (value, ", ".join(repr(k) for k in _FORMATS),
+                        ", ".join(_TORCH_FORMATS)))
 
 
 def _device(value: Any) -> int:
@@ -192,13 +283,6 @@ def _flag(arg: str, value: object) -> int:
     if isinstance(value, bool) or value in (0, 1):
         return int(value)
     raise ValueError("%s: expected True or False, got %r" % (arg, value))
-
-
-def _python_log(logger: logging.Logger) -> Callable[[int, str], None]:
-    def log(level: int, text: str) -> None:
-        logger.log(logging.WARNING if level == _C.LOG_WARNING
-                   else logging.INFO, "%s", text)
-    return log
 
 
 _DEFAULTS = _pinload.config_defaults()
@@ -333,6 +417,8 @@ def _value(name: str, kind: str, value: Any, cfg: Mapping[str, Any]) -> Any:
         return value
     if kind == "flag":
         return _flag(name, value)
+    if kind == "choice" and name == "format":
+        return _format(value)
     if kind == "choice":
         return _choice(name, value, _CHOICES[name])
     if kind == "floats":
@@ -361,10 +447,8 @@ def _value(name: str, kind: str, value: Any, cfg: Mapping[str, Any]) -> Any:
                          % (name, kind))
 
 
-def _config(data: PathLike, options: Mapping[str, Any]) -> Tuple[
-        Dict[str, Any], Callable[[int, str], None]]:
-    """Loader's keywords as _pinload.Loader's dict of pl_config fields, and
-    the log callback."""
+def _config(data: PathLike, options: Mapping[str, Any]) -> Dict[str, Any]:
+    """Loader's keywords as _pinload.Loader's dict of pl_config fields."""
     for name in options:
         if name not in _options.KEYWORDS:
             raise _unknown(name)
@@ -381,20 +465,101 @@ def _config(data: PathLike, options: Mapping[str, Any]) -> Tuple[
         else:
             cfg[fields[0]] = _value(name, kind, value, cfg)
     cfg.update(_ranks(options.get("rank"), options.get("world_size")))
-    return cfg, _log_of(options.get("log"))
+    return cfg
 
 
-def _log_of(log: Any) -> Callable[[int, str], None]:
-    if log is None:
-        return _python_log(logging.getLogger("pinload"))
-    if not callable(log):
-        raise ValueError("log: expected a callable(level, message)")
-    user = log
+# The "pinload" logger has a NullHandler, as a library's should: a program
+# that set up no logging is not shown every WARNING record by logging's
+# last resort, but each kind's first, once, as a PinloadWarning.
+_LOGGER = logging.getLogger("pinload")
+_LOGGER.addHandler(logging.NullHandler())
+_HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+# What varies within one kind of message: paths, numbers.
+_VARYING = re.compile(r"\S*/\S*|0x[0-9a-fA-F]+|\d+")
 
-    def relay(level: int, text: str) -> None:
-        user(logging.WARNING if level == _C.LOG_WARNING else logging.INFO,
-             text)
-    return relay
+
+def _user_stacklevel() -> int:
+    """warnings.warn's stacklevel, from _Log.flush, of the first frame
+    outside this package: the warning names the caller's line."""
+    level = 2
+    f: Optional[types.FrameType] = sys._getframe(2)
+    while f is not None and f.f_code.co_filename.startswith(_HERE):
+        f, level = f.f_back, level + 1
+    return level
+
+
+class _Log:
+    """Where one Loader's messages go, the library's (from the C loaders
+    it makes, again after set_epoch or load_state_dict too) and its own:
+    with log=callable, every message to it (logging's levels); else each
+    to the "pinload" logger (INFO, or WARNING for what changes what the
+    loader delivers), and the first warning of each kind also to
+    warnings.warn, once the call that met it returns (flush), so that a
+    warnings filter "error" raises it from that call. A warning a C loader
+    made again repeats word for word is INFO."""
+
+    def __init__(self, user: Optional[Callable[[int, str], None]]) -> None:
+        if user is not None and not callable(user):
+            raise ValueError("log: expected a callable(level, message)")
+        self._user = user
+        self._said: Set[str] = set()
+        self._kinds: Set[str] = set()
+        self._pending: List[str] = []
+
+    def __call__(self, level: int, text: str) -> None:
+        """The extension's callback: a pl_log_level and the message."""
+        self.say(logging.WARNING if level == _C.LOG_WARNING
+                 else logging.INFO, _python_words(text))
+
+    def say(self, level: int, text: str, kind: Optional[str] = None) -> None:
+        if self._user is not None:
+            self._user(level, text)
+        elif level < logging.WARNING or text in self._said:
+            _LOGGER.info("%s", text)
+        else:
+            self._said.add(text)
+            _LOGGER.warning("%s", text)
+            kind = kind or _VARYING.sub("#", text)
+            if kind not in self._kinds:
+                self._kinds.add(kind)
+                self._pending.append(text)
+
+    def flush(self) -> None:
+        """The warnings met since the last flush, as PinloadWarning."""
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, []
+        level = _user_stacklevel()
+        for text in pending:
+            warnings.warn(text, PinloadWarning, stacklevel=level)
+
+
+def _wants_cuda(device: Any) -> bool:
+    """device="cuda" (or torch.device("cuda")): CUDA, on the current
+    device; the library's AUTO, which falls back to the host."""
+    if isinstance(device, str):
+        return device == "cuda"
+    return (getattr(device, "type", None) == "cuda" and
+            getattr(device, "index", 0) is None)
+
+
+def _scale_check(cfg: Mapping[str, Any], log: _Log) -> None:
+    """mean and std are on the 0-1 scale ((x / 255 - mean) / std): values
+    above 1 were meant for 0-255 and would scale the images wrongly."""
+    if cfg.get("format", _DEFAULTS["format"]) == _C.FORMAT_U8_NHWC:
+        return
+    given = {k: cfg[k] for k in ("mean", "std") if k in cfg}
+    big = {k: v for k, v in given.items() if max(abs(x) for x in v) > 1}
+    if not big:
+        return
+    log.say(logging.WARNING,
+            "%s: values on the 0-255 scale, it seems; but pinload "
+            "normalises (x / 255 - mean) / std, with mean and std on the "
+            "0-1 scale: divide them by 255 (%s)" % (
+                ", ".join("%s=%s" % (k, tuple(v)) for k, v in big.items()),
+                ", ".join("%s=(%s)" % (k, ", ".join(
+                    "%.4g" % (x / 255) for x in v)) for k, v in big.items())),
+            kind="mean/std")
 
 
 class Loader:
@@ -418,7 +583,9 @@ class Loader:
     size            the output's height and width in pixels: an int for
                     both, or (height, width); default 224
     format          "u8" (uint8 NHWC, the default), "f32", "f16" or "bf16"
-                    (normalised NCHW; bf16 a torch.bfloat16 tensor)
+                    (normalised NCHW; bf16 a torch.bfloat16 tensor), or the
+                    torch dtype: torch.uint8, torch.float32, torch.float16,
+                    torch.bfloat16
     augment         "train" (RandomResizedCrop + flip, the default), "eval"
                     (Resize + CenterCrop) or "none" (resize to size)
     mean            Float formats' normalisation, (x / 255 - mean) / std per
@@ -433,7 +600,7 @@ class Loader:
                     Default True.
     seed            order and augmentation; default 0
     shuffle         True: permute each epoch; False: file order; default
-                    True (PL_ORDER_SHARDS: the shards and the windows)
+                    True (order="shards": the shards and the windows)
     drop_last       True: no short last batch; default False
     rank            this process's shard: None (default) takes rank and
                     world_size from the launcher (torchrun, SLURM, MPI);
@@ -513,8 +680,9 @@ class Loader:
                     baseline images need a few rows whatever their size. At
                     least 1 MiB.
     log             None (default): the "pinload" logger (notices at INFO,
-                    warnings at WARNING); or a callable(level, message) with
-                    logging's levels
+                    warnings at WARNING), and each kind of warning once per
+                    loader as a pinload.PinloadWarning; or a callable(level,
+                    message) with logging's levels, which then gets them all
     layout          "nchw" (float formats' default) or "nhwc": float images
                     interleaved, a channels_last tensor of NCHW shape in
                     torch; u8 is always NHWC
@@ -537,7 +705,7 @@ class Loader:
                     evicted; when the remote dataset is larger than the
                     bound, members are read one by one with ranged requests
                     instead (the exact order needs any member at any time),
-                    except in PL_ORDER_SHARDS, where each rank streams its
+                    except in order="shards", where each rank streams its
                     own shards whole, a few at a time, if the bound holds
                     those of the node's ranks (docs/DATA.md).
     remote_timeout_ms  A transfer that moves no byte for this long is cut
@@ -552,11 +720,11 @@ class Loader:
                     dealt to the ranks in equal ranges, each read in
                     sequence, shuffled within windows of shuffle_window
                     positions)
-    shuffle_window  PL_ORDER_SHARDS: the samples of this many consecutive
+    shuffle_window  order="shards": the samples of this many consecutive
                     positions of a rank's epoch are shuffled among
                     themselves (with shuffle 1); 1: none, the shards'
                     samples in file order. 0 (default): 4096. Set with
-                    PL_ORDER_GLOBAL it is refused (PL_EINVAL): it would do
+                    order="global" it is refused (PL_EINVAL): it would do
                     nothing.
     extras          side data each batch carries per sample: shard members
                     by extension, a list file's tab-separated columns after
@@ -587,13 +755,29 @@ class Loader:
                  **options: Unpack[LoaderOptions]) -> None:
         if data is None:
             raise ValueError("data: required (a folder or a list file)")
-        cfg, log = _config(data, options)
+        cfg = _config(data, options)
+        log = _Log(options.get("log"))
         extras = options.get("extras")
         self._decoders = {} if extras is None else _extras(extras)[1]
         self._config = cfg
         self._log = log
-        self._c = _pinload.Loader(cfg, log)
-        self._info = self._c.info()
+        self._pid = os.getpid()
+        try:
+            _scale_check(cfg, log)
+            self._c = _pinload.Loader(cfg, log)
+            self._info = self._c.info()
+            device = options.get("device")
+            if (_wants_cuda(device) and
+                    self._info["backend"] != _C.BACKEND_CUDA):
+                log.say(logging.WARNING,
+                        "device=%r: no CUDA device could be had, so the "
+                        "batches are in host memory (backend: %s). Say "
+                        "device=\"host\" to mean the host, or a device's "
+                        "ordinal (device=0, \"cuda:0\") to fail instead"
+                        % (str(device), self._info["backend_name"]),
+                        kind="device")
+        finally:
+            log.flush()  # what create said, even when it failed
         # The first iter() after resume=/load_state_dict goes on mid-epoch.
         self._resuming = options.get("resume") is not None
 
@@ -605,9 +789,30 @@ class Loader:
         # Batches still alive keep the old loader (and its buffers) until
         # they go: close() destroys it only then.
         self._c.close()
-        self._c = _pinload.Loader(cfg, self._log)
+        try:
+            self._c = _pinload.Loader(cfg, self._log)
+        finally:
+            self._log.flush()
         self._info = self._c.info()
         self._resuming = "resume" in changes
+
+    def _here(self) -> None:
+        """Refuse a forked child (a DataLoader worker, num_workers > 0):
+        the loader's threads are not in it."""
+        if os.getpid() != self._pid:
+            raise RuntimeError(
+                "this pinload loader was made in process %d and this is "
+                "process %d, a fork of it (a DataLoader worker: num_workers "
+                "> 0), which has none of its threads: use num_workers=0: "
+                "pinload has its own workers (Loader(num_workers=N), "
+                "threads of the loader's process)" % (self._pid, os.getpid()))
+
+    def __reduce__(self) -> Any:
+        raise TypeError(
+            "a pinload loader cannot be pickled or copied to another process "
+            "(a DataLoader with num_workers > 0 under spawn or forkserver "
+            "tries to): use num_workers=0: pinload has its own workers "
+            "(Loader(num_workers=N), threads of the loader's process)")
 
     # -- iteration --
     def __iter__(self) -> Iterator[Batch]:
@@ -620,6 +825,7 @@ class Loader:
         return self._epoch_batches(self._c)
 
     def _start_epoch(self) -> None:
+        self._here()
         epoch, batch, _ = _pinload.state_get(self._c.state())
         resuming, self._resuming = self._resuming, False
         if batch == 0 or (resuming and batch < len(self)):
@@ -638,10 +844,13 @@ class Loader:
         return _Epoch(self, c, len(self) - batch)
 
     def _next_of(self, c: _pinload.Loader) -> Optional[Batch]:
+        self._here()
         try:
             return c.next()
         except BusyError as e:
             return self._next_after_collect(c, e)
+        finally:
+            self._log.flush()
 
     def _next_after_collect(self, c: _pinload.Loader,
                             error: BusyError) -> Optional[Batch]:
@@ -674,6 +883,7 @@ class Loader:
         free when it is the loader's next epoch, or the resumed one whose
         rest the next iter() gives (the loop `set_epoch(e); for b in
         loader` resumes exactly), else the loader starts again at it."""
+        self._here()
         e, b, _ = _pinload.state_get(self._c.state())
         if e == epoch and (b == 0 or self._resuming):
             return
@@ -681,8 +891,25 @@ class Loader:
 
     @property
     def epoch(self) -> int:
-        """The epoch the next batch belongs to."""
-        return _pinload.state_get(self._c.state())[0]
+        """The epoch the next iter(loader) gives (its rest, the first time
+        after resume= or load_state_dict), as set_epoch sets it; a batch's
+        own is batch.epoch."""
+        e, b, _ = _pinload.state_get(self._c.state())
+        if b == 0 or (self._resuming and b < len(self)):
+            return e
+        return e + 1
+
+    @property
+    def batch_size(self) -> int:
+        """Samples per batch (the last one of an epoch may have fewer), as
+        DataLoader.batch_size."""
+        return self._info["batch_size"]
+
+    @property
+    def dataset(self) -> Dataset:
+        """The samples the loader reads, as DataLoader.dataset: len() the
+        dataset's size (every rank's), [i] (path, label), classes."""
+        return Dataset(self)
 
     # -- resume --
     def state(self) -> bytes:
@@ -694,11 +921,13 @@ class Loader:
         (the 128 state bytes as hex), so JSON and distributed checkpoints
         take it as it is: load_state_dict() (or Loader(resume=...)) goes on
         with exactly the batches this loader would deliver next."""
+        self._here()
         s = self._c.state()
         e, b, _ = _pinload.state_get(s)
         return {"state": s.hex(), "epoch": e, "batch": b}
 
     def load_state_dict(self, state_dict: StateLike) -> None:
+        self._here()
         self._recreate(resume=_state_bytes(state_dict))
 
     # -- what the loader is --
@@ -739,7 +968,8 @@ class Loader:
     @property
     def failures(self) -> List[Failure]:
         """Bad files met so far (and files decoded with warnings)."""
-        return [Failure(*f) for f in self._c.failures()]
+        return [Failure(i, path, code, name, _python_words(reason), n, w)
+                for i, path, code, name, reason, n, w in self._c.failures()]
 
     def sample(self, index: int) -> Tuple[str, int]:
         """(path, label) of dataset index `index`."""
@@ -759,6 +989,7 @@ class Loader:
         """No further batches; the C loader and its threads go once no
         batch or tensor of it is alive (at once when none is)."""
         self._c.close()
+        self._log.flush()
 
     @property
     def closed(self) -> bool:
@@ -816,6 +1047,44 @@ def _state_bytes(state: object) -> bytes:
 def state_info(state: StateLike) -> Tuple[int, int, int]:
     """(epoch, batch, position) a saved state stands at."""
     return _pinload.state_get(_state_bytes(state))
+
+
+class Dataset(Sequence[Tuple[str, int]]):
+    """The samples a Loader reads (loader.dataset), where frameworks look
+    for a DataLoader's dataset: len() is the dataset's size, every rank's
+    samples (len(loader) is this rank's batches); [i] is (path, label) of
+    dataset index i; classes are the class names by label."""
+
+    def __init__(self, loader: Loader) -> None:
+        self._loader = loader
+
+    def __len__(self) -> int:
+        return int(self._loader._info["dataset_size"])
+
+    @overload
+    def __getitem__(self, i: int) -> Tuple[str, int]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> List[Tuple[str, int]]: ...
+
+    def __getitem__(self, i: Union[int, slice]) -> Any:
+        n = len(self)
+        if isinstance(i, slice):
+            return [self._loader.sample(j) for j in range(*i.indices(n))]
+        k = i + n if i < 0 else i
+        if not 0 <= k < n:
+            raise IndexError("dataset index %d out of range (%d samples)"
+                             % (i, n))
+        return self._loader.sample(k)
+
+    @property
+    def classes(self) -> List[str]:
+        return self._loader.classes
+
+    def __repr__(self) -> str:
+        return "<pinload.Dataset %s: %d samples, %d classes>" % (
+            self._loader._config["data"], len(self),
+            self._loader.info["num_classes"])
 
 
 # The extension's types, for isinstance checks and documentation.

@@ -14,6 +14,9 @@ StateLike = Union[Mapping[str, Any], bytes, bytearray, memoryview, str]
 #: How an extra's bytes become what extras_of gives: "bytes", "str",
 #: "json", or a callable.
 ExtraDecoder = Union[str, Callable[[bytes], Any]]
+#: A torch dtype (torch.float32...): format= takes the images' own. Any:
+#: pinload does not import torch.
+TorchDtype = Any
 
 
 class LoaderOptions(TypedDict, total=False):
@@ -25,9 +28,10 @@ class LoaderOptions(TypedDict, total=False):
     size: Optional[Union[int, Tuple[int, int]]]
     """the output's height and width in pixels: an int for both, or
     (height, width); default 224"""
-    format: Optional[str]
+    format: Optional[Union[str, TorchDtype]]
     """"u8" (uint8 NHWC, the default), "f32", "f16" or "bf16" (normalised
-    NCHW; bf16 a torch.bfloat16 tensor)"""
+    NCHW; bf16 a torch.bfloat16 tensor), or the torch dtype:
+    torch.uint8, torch.float32, torch.float16, torch.bfloat16"""
     augment: Optional[str]
     """"train" (RandomResizedCrop + flip, the default), "eval" (Resize +
     CenterCrop) or "none" (resize to size)"""
@@ -47,7 +51,7 @@ class LoaderOptions(TypedDict, total=False):
     """order and augmentation; default 0"""
     shuffle: Optional[bool]
     """True: permute each epoch; False: file order; default True
-    (PL_ORDER_SHARDS: the shards and the windows)"""
+    (order="shards": the shards and the windows)"""
     drop_last: Optional[bool]
     """True: no short last batch; default False"""
     rank: Optional[int]
@@ -136,7 +140,9 @@ class LoaderOptions(TypedDict, total=False):
     rows whatever their size. At least 1 MiB."""
     log: Optional[Callable[[int, str], None]]
     """None (default): the "pinload" logger (notices at INFO, warnings at
-    WARNING); or a callable(level, message) with logging's levels"""
+    WARNING), and each kind of warning once per loader as a
+    pinload.PinloadWarning; or a callable(level, message) with logging's
+    levels, which then gets them all"""
     layout: Optional[str]
     """"nchw" (float formats' default) or "nhwc": float images interleaved,
     a channels_last tensor of NCHW shape in torch; u8 is always NHWC"""
@@ -158,7 +164,7 @@ class LoaderOptions(TypedDict, total=False):
     recently used shards no rank reads are evicted; when the remote
     dataset is larger than the bound, members are read one by one with
     ranged requests instead (the exact order needs any member at any
-    time), except in PL_ORDER_SHARDS, where each rank streams its own
+    time), except in order="shards", where each rank streams its own
     shards whole, a few at a time, if the bound holds those of the
     node's ranks (docs/DATA.md)."""
     remote_timeout_ms: Optional[int]
@@ -175,10 +181,10 @@ class LoaderOptions(TypedDict, total=False):
     equal ranges, each read in sequence, shuffled within windows of
     shuffle_window positions)"""
     shuffle_window: Optional[int]
-    """PL_ORDER_SHARDS: the samples of this many consecutive positions of a
+    """order="shards": the samples of this many consecutive positions of a
     rank's epoch are shuffled among themselves (with shuffle 1); 1:
     none, the shards' samples in file order. 0 (default): 4096. Set with
-    PL_ORDER_GLOBAL it is refused (PL_EINVAL): it would do nothing."""
+    order="global" it is refused (PL_EINVAL): it would do nothing."""
     extras: Optional[Union[str, Sequence[str], Mapping[str, ExtraDecoder]]]
     """side data each batch carries per sample: shard members by extension,
     a list file's tab-separated columns after the label, or the files

@@ -104,8 +104,10 @@ class Loader(pinload.Loader, torch.utils.data.IterableDataset):
 
     It is also a torch IterableDataset whose items are whole batches, so it
     goes where one is expected: `DataLoader(loader, batch_size=None)` (with
-    num_workers=0: pinload's workers are threads inside it), a training
-    framework's train_dataloader(). Every iteration is one epoch."""
+    num_workers=0: pinload's workers are threads inside it; a worker
+    process, forked or spawned, is refused saying so), a training
+    framework's train_dataloader(). Every iteration is one epoch. format=
+    also takes the images' torch dtype (torch.float32 for "f32")."""
 
     #: What a batch may hold, for output_map.
     OUTPUTS = ("images", "labels", "indices")
@@ -166,12 +168,6 @@ class Loader(pinload.Loader, torch.utils.data.IterableDataset):
             got["indices"] = torch.from_dlpack(batch.indices).to(
                 labels.device, non_blocking=True)
         return {n: got[n] for n in names}
-
-    def __reduce__(self) -> Any:
-        raise TypeError(
-            "pinload.torch.Loader cannot be copied to another process (a "
-            "DataLoader with num_workers > 0 tries to): use num_workers=0, "
-            "pinload decodes on its own threads (its num_workers)")
 
     @staticmethod
     def tensors(batch: pinload.Batch) -> Tuple[torch.Tensor, torch.Tensor]:

@@ -36,10 +36,12 @@ static const field *field_find(const char *name)
 }
 
 /* TypeError "f: expected an integer, got T", T the value's type's name
- * (tp_name is not in the limited API: __name__, the same for builtins). */
+ * (tp_name is not in the limited API, nor PyType_GetName before 3.11:
+ * __name__, the same for builtins). */
 static int not_an_integer(const field *f, PyObject *value)
 {
-    PyObject *name = PyType_GetName(Py_TYPE(value));
+    PyObject *name =
+        PyObject_GetAttrString((PyObject *)Py_TYPE(value), "__name__");
     if (name) {
         PyErr_Format(PyExc_TypeError, "%s: expected an integer, got %U",
                      f->name, name);
@@ -133,18 +135,8 @@ static int field_set(pl_config *cfg, const field *f, PyObject *value,
     case F_STATE: {
         const pl_state *sp = NULL;
         if (value != Py_None) {
-            Py_buffer view;
-            if (PyObject_GetBuffer(value, &view, PyBUF_SIMPLE) < 0)
+            if (state_from_object(value, state, f->name) < 0)
                 return -1;
-            const int ok = view.len == PL_STATE_BYTES;
-            if (ok)
-                memcpy(state->bytes, view.buf, PL_STATE_BYTES);
-            PyBuffer_Release(&view);
-            if (!ok) {
-                PyErr_Format(PyExc_ValueError, "%s: a loader state is %d bytes",
-                             f->name, PL_STATE_BYTES);
-                return -1;
-            }
             sp = state;
         }
         memcpy(p, &sp, sizeof sp);
@@ -152,6 +144,27 @@ static int field_set(pl_config *cfg, const field *f, PyObject *value,
     }
     }
     return 0;
+}
+
+int state_from_object(PyObject *obj, pl_state *state, const char *what)
+{
+    /* PyBytes_FromObject, not a Py_buffer: the buffer protocol is in the
+     * limited API from 3.11 only. A bytes object is the same object. */
+    PyObject *bytes = PyBytes_FromObject(obj);
+    char *buf;
+    Py_ssize_t len;
+    if (!bytes || PyBytes_AsStringAndSize(bytes, &buf, &len) < 0) {
+        Py_XDECREF(bytes);
+        return -1;
+    }
+    const int ok = len == PL_STATE_BYTES;
+    if (ok)
+        memcpy(state->bytes, buf, PL_STATE_BYTES);
+    Py_DECREF(bytes);
+    if (!ok)
+        PyErr_Format(PyExc_ValueError, "%s: a loader state is %d bytes", what,
+                     PL_STATE_BYTES);
+    return ok ? 0 : -1;
 }
 
 int config_from_dict(PyObject *dict, pl_config *cfg, PyObject *keep,

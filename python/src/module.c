@@ -60,17 +60,9 @@ static PyObject *mod_config_defaults(PyObject *m, PyObject *unused)
 
 static PyObject *mod_state_get(PyObject *m, PyObject *arg)
 {
-    Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
-        return NULL;
     pl_state s;
-    const int ok = view.len == PL_STATE_BYTES;
-    if (ok)
-        memcpy(s.bytes, view.buf, PL_STATE_BYTES);
-    PyBuffer_Release(&view);
-    if (!ok)
-        return PyErr_Format(PyExc_ValueError, "a loader state is %d bytes",
-                            PL_STATE_BYTES);
+    if (state_from_object(arg, &s, "state_get") < 0)
+        return NULL;
     int64_t epoch, batch, position;
     const int rc = pl_state_get(&s, &epoch, &batch, &position);
     if (rc < 0)

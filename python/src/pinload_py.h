@@ -19,9 +19,10 @@
  * pl_loader_destroy runs only once nobody is inside a call and no batch is
  * held, so no DLPack view can outlive the memory it points into.
  *
- * The limited API: setup.py defines Py_LIMITED_API as 0x030B0000 (CPython
- * 3.11's stable ABI: one abi3 wheel for 3.11 and every later version), so
- * these files use only what it declares. The types are heap types made
+ * The limited API: setup.py defines Py_LIMITED_API as 0x030A0000 (CPython
+ * 3.10's stable ABI: one abi3 wheel for 3.10 and every later version), so
+ * these files use only what it declares (not Py_buffer, nor
+ * PyType_GetName: 3.11's). The types are heap types made
  * from specs (PyType_FromModuleAndSpec) whose instances join the garbage
  * collector, and what was global is the module's state (plpy_state,
  * reached from any of our objects through its type). The same sources
@@ -114,6 +115,10 @@ int config_from_dict(PyObject *dict, pl_config *cfg, PyObject *keep,
                      pl_state *state);
 /* pl_config_default() as {field: value}. */
 PyObject *config_defaults(void);
+/* A state's PL_STATE_BYTES bytes from bytes, bytearray or memoryview `obj`
+ * into *state: 0, or -1 with an exception (ValueError naming `what` for
+ * another length). */
+int state_from_object(PyObject *obj, pl_state *state, const char *what);
 
 /* ---------------------------------------------------------------------------
  * The types */

@@ -57,6 +57,34 @@ def test_break_then_for_starts_the_next_epoch(dataset):
     del b
 
 
+def test_epoch_is_the_one_the_next_iter_gives(dataset):
+    """loader.epoch reads the epoch the next iter() gives (issue 39): after
+    a break, an islice of a whole epoch (its end not taken), a resume, a
+    set_epoch; the batch's own epoch is batch.epoch."""
+    loader = pinload.Loader(dataset, **KW)
+    assert loader.epoch == 0
+    for b in loader:
+        assert b.epoch == 0
+        break
+    assert loader.epoch == 1
+    assert [b.epoch for b in loader][0] == 1
+    assert loader.epoch == 2
+    n = len(loader)
+    list(itertools.islice(loader, n))  # every batch, not the end
+    assert loader.epoch == 3
+    assert {b.epoch for b in loader} == {3}
+    loader.set_epoch(7)
+    assert loader.epoch == 7
+    b = loader.next()
+    state = loader.state_dict()
+    assert loader.epoch == 8  # iter() would start epoch 8
+    resumed = pinload.Loader(dataset, resume=state, **KW)
+    assert resumed.epoch == 7  # its first iter() is the rest of epoch 7
+    assert {x.epoch for x in resumed} == {7}
+    assert resumed.epoch == 8
+    del b
+
+
 def test_limit_batches_per_pass_advances_data_epochs(dataset):
     """As Lightning's limit_train_batches=k: k batches per pass, each pass
     the next data epoch's first k."""
@@ -209,11 +237,27 @@ def test_a_torch_dataloader_takes_it_as_an_iterable_dataset(dataset):
         want = [np.from_dlpack(b.labels).tolist()
                 for b in pinload.Loader(dataset, first_epoch=epoch, **KW)]
         assert got == want, epoch
-    with pytest.raises(TypeError) as e:
-        list(torch.utils.data.DataLoader(loader, batch_size=None,
-                                         num_workers=1,
-                                         multiprocessing_context="spawn"))
-    assert "num_workers=0" in str(e.value)
+
+
+@pytest.mark.parametrize("start", ["fork", "spawn"])
+def test_a_dataloader_with_worker_processes_is_told_num_workers_0(dataset,
+                                                                  start):
+    """DataLoader(loader, num_workers > 0), whatever the start method: a
+    spawned worker would need the loader pickled (refused), a forked one
+    has none of its threads (refused there, and the DataLoader raises it
+    here); both say what to do (issue 39)."""
+    import multiprocessing
+    if start not in multiprocessing.get_all_start_methods():
+        pytest.skip("no %s here" % start)
+    import pinload.torch as pt
+    loader = pt.Loader(dataset, **KW)
+    dl = torch.utils.data.DataLoader(loader, batch_size=None, num_workers=1,
+                                     multiprocessing_context=start)
+    with pytest.raises((TypeError, RuntimeError)) as e:
+        list(dl)
+    assert "use num_workers=0: pinload has its own workers" in str(e.value)
+    # The loader itself is unharmed.
+    assert sum(1 for _ in loader) == len(loader)
 
 
 def _lightning_run(dataset, limit, epochs):

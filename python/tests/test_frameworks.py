@@ -352,3 +352,25 @@ def test_two_ranks_resume_from_one_distributed_checkpoint(dataset, tmp_path):
                       .hexdigest()] for b in loader]
         assert len(want) == 6
         assert rec["rows"] == want[r + 1:], r
+
+
+def test_batch_size_and_dataset_are_where_frameworks_look(dataset):
+    """loader.batch_size and loader.dataset, as a DataLoader's (issue 39):
+    the dataset is every rank's samples, (path, label) by index, with the
+    class names; not an IterableDataset, so Lightning re-shards nothing and
+    its batch size finder reads the dataset's length."""
+    loader = pt.Loader(dataset, rank=1, world_size=2, **KW)
+    assert loader.batch_size == 8
+    ds = loader.dataset
+    assert len(ds) == 48 and len(loader) == 3  # 24 samples of this rank
+    assert ds[0] == loader.sample(0) and ds[-1] == loader.sample(47)
+    assert ds[1:3] == [loader.sample(1), loader.sample(2)]
+    assert list(ds)[5] == loader.sample(5)
+    assert ds.classes == loader.classes
+    with pytest.raises(IndexError):
+        ds[48]
+    pytest.importorskip("lightning")
+    from lightning.fabric.utilities.data import has_iterable_dataset
+    from lightning.pytorch.utilities.combined_loader import CombinedLoader
+    assert not has_iterable_dataset(loader)
+    assert CombinedLoader(loader)._dataset_length() == 48

@@ -376,3 +376,25 @@ def test_torchrun_ranks_shard_and_take_equal_steps(dataset, tmp_path):
     for epoch in range(2):
         assert sorted(r[0]["seen"][epoch] + r[1]["seen"][epoch]) == \
             list(range(48))
+
+
+@pytest.mark.parametrize("dtype,name", [
+    (torch.uint8, "u8"), (torch.float32, "f32"), (torch.float16, "f16"),
+    (torch.bfloat16, "bf16")])
+def test_format_takes_the_images_torch_dtype(dataset, dtype, name):
+    """format=torch.float32 is format="f32" (issue 39), for pinload.torch
+    and pinload alike."""
+    kw = dict(batch_size=4, size=16, device="host", seed=2)
+    images, _ = next(iter(pt.Loader(dataset, format=dtype, **kw)))
+    assert images.dtype == dtype
+    assert pinload.Loader(dataset, format=dtype, **kw).info["format"] == name
+    want = next(iter(pt.Loader(dataset, format=name, **kw)))[0]
+    assert torch.equal(images, want)
+
+
+def test_format_refuses_another_torch_dtype(dataset):
+    with pytest.raises(ValueError) as e:
+        pt.Loader(dataset, format=torch.int64, device="host")
+    assert str(e.value) == (
+        "format: torch.int64 is not one of 'u8', 'f32', 'f16', 'bf16', or "
+        "torch's torch.uint8, torch.float32, torch.float16, torch.bfloat16")

@@ -377,7 +377,8 @@ Test(order_shards, local_and_remote_shards_give_the_same_order,
 
 /* Elastic, as the global order: a state saved mid-epoch by rank 0 of 2,
  * resumed by a job of world size 1, starts that epoch again from its
- * beginning, in the world-1 order. */
+ * beginning, in the world-1 order, and says so in a warning (samples are
+ * delivered again). */
 Test(order_shards, another_world_size_starts_the_states_epoch_again,
      .timeout = TIMEOUT)
 {
@@ -400,7 +401,20 @@ Test(order_shards, another_world_size_starts_the_states_epoch_again,
     int64_t *want = epoch_order(fresh, 3);
     pl_loader_destroy(fresh);
     c.resume = &st;
+    log_count lc;
+    log_count_init(&lc);
+    c.log = counting;
+    c.log_ctx = &lc;
     l = create(&c);
+    int said = 0; /* create's warning; the workers' skips may follow */
+    char first[1024];
+    pthread_mutex_lock(&lc.mu);
+    for (int i = 0; i < lc.warnings && i < 16; i++)
+        said += strstr(lc.warning[i], "world_size 2") &&
+                strstr(lc.warning[i], "delivered again");
+    snprintf(first, sizeof first, "%s", lc.warnings ? lc.warning[0] : "");
+    pthread_mutex_unlock(&lc.mu);
+    cr_assert_eq(said, 1, "first warning: %s", first);
     run r;
     run_epoch(l, 3, &r);
     cr_assert_eq(r.n, NSAMPLES);

@@ -26,6 +26,24 @@ static void run_cmd(const char *cmd)
     cr_assert_eq(rc, 0, "%s: exit %d", cmd, rc);
 }
 
+/* The messages of a loader, a line each, a warning's after "warning: ". */
+typedef struct kept_log {
+    pthread_mutex_t mu;
+    char text[8192];
+    size_t len;
+} kept_log;
+
+static void keep_log(void *ctx, pl_log_level level, const char *msg)
+{
+    kept_log *k = ctx;
+    pthread_mutex_lock(&k->mu);
+    const int w = snprintf(k->text + k->len, sizeof k->text - k->len, "%s%s\n",
+                           level == PL_LOG_WARNING ? "warning: " : "", msg);
+    if (w > 0 && (size_t)w < sizeof k->text - k->len)
+        k->len += (size_t)w;
+    pthread_mutex_unlock(&k->mu);
+}
+
 /* root/c<k>/f<i>.jpg: `n` JPEGs in 3 classes (the ImageFolder), and beside
  * it stage/<key>.jpg + <key>.cls for each in the folder's file order. */
 static void make_folder_and_stage(const char *dir, int n)
@@ -175,7 +193,8 @@ Test(shards, every_writer_and_format_gives_the_folders_bytes,
 }
 
 /* Long names (GNU 'L' and pax path records), keys with dots in folder
- * names, extensions WebDataset's way, a key without a cls (label 0). */
+ * names, extensions WebDataset's way, a key without a cls (label 0, and a
+ * warning that says so: its label is made up). */
 Test(shards, long_names_dotted_keys_and_missing_labels, .timeout = TIMEOUT)
 {
     char dir[64], cmd[2048];
@@ -205,8 +224,16 @@ Test(shards, long_names_dotted_keys_and_missing_labels, .timeout = TIMEOUT)
         c.shuffle = 0;
         c.batch_size = 2;
         c.on_error = PL_ON_ERROR_FAIL;
+        kept_log lg = {.mu = PTHREAD_MUTEX_INITIALIZER};
+        c.log = keep_log;
+        c.log_ctx = &lg;
         pl_loader *l;
         cr_assert_eq(pl_loader_create(&c, &l), 0, "%s", pl_last_error());
+        cr_assert_not_null(strstr(lg.text, "warning: 1 of 2 sample(s) have "
+                                           "no cls member"),
+                           "%s", lg.text);
+        cr_assert_not_null(strstr(lg.text, "x2: they are labelled 0"), "%s",
+                           lg.text);
         pl_info info;
         pl_loader_info(l, &info);
         cr_assert_eq(info.dataset_size, 2);
@@ -691,24 +718,6 @@ Test(shards, pax_global_headers_and_base_256_sizes, .timeout = TIMEOUT)
 
 /* ---- PNG and WebP members ---- */
 
-typedef struct kept_log {
-    pthread_mutex_t mu;
-    char text[8192];
-    size_t len;
-} kept_log;
-
-static void keep_log(void *ctx, pl_log_level level, const char *msg)
-{
-    kept_log *k = ctx;
-    (void)level;
-    pthread_mutex_lock(&k->mu);
-    const int w =
-        snprintf(k->text + k->len, sizeof k->text - k->len, "%s\n", msg);
-    if (w > 0 && (size_t)w < sizeof k->text - k->len)
-        k->len += (size_t)w;
-    pthread_mutex_unlock(&k->mu);
-}
-
 static void copy_fixture(const char *name, const char *to)
 {
     char p[256];
@@ -723,7 +732,7 @@ static void copy_fixture(const char *name, const char *to)
 
 /* png and webp members are images: a shard of JPEG, PNG and WebP keys
  * gives the bytes of the same files as a flat folder; a tif member beside
- * a key's png is named in a notice, and so is the folder's .tif file. */
+ * a key's png is named in a warning, and so is the folder's .tif file. */
 Test(shards, png_and_webp_members_are_images_and_others_are_named,
      .timeout = TIMEOUT)
 {
@@ -756,7 +765,7 @@ Test(shards, png_and_webp_members_are_images_and_others_are_named,
     assert_same_epoch(&from_folder, &from_tar, "png/webp shard");
     free(from_tar.pixels);
     free(from_folder.pixels);
-    /* the notices */
+    /* the warnings */
     const char *const data[2] = {tar, stage};
     for (int k = 0; k < 2; k++) {
         kept_log lg = {.mu = PTHREAD_MUTEX_INITIALIZER};
@@ -770,14 +779,14 @@ Test(shards, png_and_webp_members_are_images_and_others_are_named,
         char want[512];
         if (k == 0)
             snprintf(want, sizeof want,
-                     "1 image member(s) of kinds not supported (bmp, pgm, "
-                     "ppm, tif, tiff; JPEG, PNG and WebP are) left out: "
+                     "warning: 1 image member(s) of kinds not supported (bmp, "
+                     "pgm, ppm, tif, tiff; JPEG, PNG and WebP are) left out: "
                      "%s:k3.tif",
                      tar);
         else
             snprintf(want, sizeof want,
-                     "%s: 1 .tif file not supported (JPEG, PNG and WebP "
-                     "are), left out: k3.tif",
+                     "warning: %s: 1 .tif file not supported (JPEG, PNG and "
+                     "WebP are), left out: k3.tif",
                      stage);
         cr_assert_not_null(strstr(lg.text, want), "want \"%s\" in:\n%s", want,
                            lg.text);
@@ -1086,6 +1095,8 @@ Test(shards, past_the_mapping_limit_tables_come_from_one_file,
                        "%s", n.text);
     cr_assert_not_null(strstr(n.text, "(written now)"), "%s", n.text);
     cr_assert_null(strstr(n.text, "no index file mapped"), "%s", n.text);
+    cr_assert_null(strstr(n.text, "warning: "), "every key has its cls: %s",
+                   n.text);
     struct stat first, st;
     table_file_at(idx, file, &first);
 
