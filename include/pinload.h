@@ -393,12 +393,18 @@ typedef struct pl_config {
     /* Scans of a progressive file: default 256 (real files have about
      * 10; each scan costs a pass over the whole image). */
     int32_t max_scans;
-    /* Bytes libjpeg may allocate for one image: checked from the header
-     * before anything is decoded (a progressive file keeps all of its
-     * DCT coefficients, 128 bytes per 8x8 block per component), then
-     * enforced as libjpeg's max_memory_to_use. Default 512 MiB: a
-     * progressive 4:4:4 image of 85 megapixels, 4:2:0 of 170; baseline
-     * images need a few rows whatever their size. At least 1 MiB. */
+    /* Bytes decoding one image may hold, checked from its header before
+     * anything is decoded, whatever the crop. JPEG: libjpeg's memory (a
+     * progressive file keeps all of its DCT coefficients, 128 bytes per
+     * 8x8 block per component), then enforced as libjpeg's
+     * max_memory_to_use; baseline images need a few rows whatever their
+     * size. PNG and WebP, decoded at full size: every pixel (3 bytes) and
+     * the decoder's buffers (a WebP's decoded rectangle, 3 bytes a pixel
+     * more; a lossless one's ARGB image; an interlaced PNG whole), and a
+     * PNG's text and ICC profile chunks (at most 1 MiB each and 64 MiB in
+     * all, as Pillow). Default 512 MiB: a progressive 4:4:4 JPEG of 85
+     * megapixels, 4:2:0 of 170; a PNG of 178, a lossy WebP of 89, a
+     * lossless one of 51. At least 1 MiB. */
     int64_t max_decode_memory;
 
     /* ---- Logging */
@@ -829,7 +835,8 @@ typedef struct pl_image {
 PL_EXPORT int pl_image_load_sized(const char *path, pl_image *img, size_t size);
 
 /* The same for the image in buf[0, len) (pl_loader_read_sample's bytes,
- * say). */
+ * say); buf may be NULL when len is 0 (an empty file: PL_ENOTJPEG, "not a
+ * JPEG file (empty)"). */
 #define pl_image_decode(buf, len, img)                                         \
     pl_image_decode_sized((buf), (len), (img), sizeof(pl_image))
 PL_EXPORT int pl_image_decode_sized(const void *buf, size_t len, pl_image *img,

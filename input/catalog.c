@@ -12,6 +12,7 @@
 
 #include "../common/error.h"
 #include "../common/grow.h"
+#include "json_label.h"
 
 /* The shard samples' names catalog_name made: an open-addressed table
  * from index to name, the names in blocks that never move, so that a
@@ -369,19 +370,27 @@ int catalog_set_json_labels(catalog *c, int64_t first, const int32_t *labels,
     return 0;
 }
 
+#define DEPTH_WORDS_(n) #n
+#define DEPTH_WORDS(n) DEPTH_WORDS_(n)
+
 /* Why sample i has no label from its JSON member, into reason. */
 static void json_label_reason(const catalog *c, int64_t i, char *reason,
                               size_t cap)
 {
     static const char *const why[] = {
-        "no json member", "its json member is not JSON",
+        "no json member",
+        "its json member is not JSON",
         "its json has no field \"%s\"",
         "its json's \"%s\" is not a label (an integer in [0, 2^20))",
-        "its json member could not be read"};
+        "its json member could not be read",
+        "its json member is empty",
+        "its json member is nested too deep (JSON deeper than " DEPTH_WORDS(
+            JSON_LABEL_MAX_DEPTH) " levels)"};
+    const int n = (int)(sizeof why / sizeof *why);
     const int code = -c->json_label[i] - 1;
-    char fmt[96];
+    char fmt[112];
     snprintf(fmt, sizeof fmt, "%s (config.label_field)",
-             why[code >= 0 && code < 5 ? code : 4]);
+             why[code >= 0 && code < n ? code : 4]);
     snprintf(reason, cap, fmt, c->label_field);
 }
 

@@ -94,6 +94,8 @@ enum {
     JSON_LABEL_NO_FIELD = -3,
     JSON_LABEL_NOT_LABEL = -4,
     JSON_LABEL_UNREAD = -5,
+    JSON_LABEL_EMPTY = -6,
+    JSON_LABEL_TOO_DEEP = -7,
 };
 
 void catalog_init(catalog *c);

@@ -53,6 +53,11 @@ PL_EXPORT int pl_image_load_sized(const char *path, pl_image *caller,
 PL_EXPORT int pl_image_decode_sized(const void *buf, size_t len,
                                     pl_image *caller, size_t size)
 {
+    /* An empty file's bytes may come as NULL (pl_loader_read_sample with
+     * no buffer yet): empty, as the decoder says, not a NULL argument. */
+    static const uint8_t empty[1];
+    if (!buf && len == 0)
+        buf = empty;
     if (!buf)
         return err_set(PL_EINVAL, "pl_image_decode: NULL argument");
     return decode("pl_image_decode", NULL, buf, len, caller, size);

@@ -226,10 +226,10 @@ static void describe_not_jpeg(const uint8_t *b, size_t len, char *reason)
         size_t n;
         const char *what;
     } kinds[] = {
-        {"\x89PNG", 4, "PNG"}, {"GIF8", 4, "GIF"},   {"BM", 2, "BMP"},
-        {"II*\0", 4, "TIFF"},  {"MM\0*", 4, "TIFF"}, {"RIFF", 4, "RIFF"},
-        {"P1", 2, "PBM"},      {"P4", 2, "PBM"},     {"P2", 2, "PGM"},
-        {"P5", 2, "PGM"},      {"P3", 2, "PPM"},     {"P6", 2, "PPM"},
+        {"GIF8", 4, "GIF"},   {"BM", 2, "BMP"},    {"II*\0", 4, "TIFF"},
+        {"MM\0*", 4, "TIFF"}, {"RIFF", 4, "RIFF"}, {"P1", 2, "PBM"},
+        {"P4", 2, "PBM"},     {"P2", 2, "PGM"},    {"P5", 2, "PGM"},
+        {"P3", 2, "PPM"},     {"P6", 2, "PPM"},
     };
     if (len == 0) {
         snprintf(reason, DECODE_REASON_MAX, "not a JPEG file (empty)");
@@ -249,6 +249,26 @@ static void describe_not_jpeg(const uint8_t *b, size_t len, char *reason)
                               b[i]);
     snprintf(reason, DECODE_REASON_MAX, "not a JPEG file (starts with %s)",
              hex);
+}
+
+/* Whether buf[0, len) starts as a PNG whose 8-byte signature is cut short
+ * or damaged: then it is a bad PNG, not something other than JPEG. The
+ * signature's CR LF, LF and ^Z are there to catch text-mode copies, which
+ * change exactly those bytes. */
+static int damaged_png(const uint8_t *b, size_t len, char *reason)
+{
+    if (len < 4 || memcmp(b, "\x89PNG", 4) != 0)
+        return 0;
+    if (len < 8) {
+        snprintf(reason, DECODE_REASON_MAX,
+                 "PNG: truncated in its signature (%zu bytes)", len);
+        return 1;
+    }
+    snprintf(reason, DECODE_REASON_MAX,
+             "PNG: damaged signature (%02x %02x %02x %02x %02x %02x %02x %02x "
+             "where 89 50 4e 47 0d 0a 1a 0a belongs: a text-mode copy?)",
+             b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]);
+    return 1;
 }
 
 /* Turns the error libjpeg (or on_progress) just raised into a code and a
@@ -321,20 +341,29 @@ static int64_t coefficient_bytes(const struct jpeg_decompress_struct *ci)
     return total;
 }
 
-static int check_memory(const decoder *d, const decode_info *info, char *reason)
+int decode_over_budget(char *reason, const char *what, int64_t need,
+                       const char *detail, int64_t budget)
 {
-    if (!info->progressive)
-        return 0; /* a few rows of blocks, whatever the size */
-    const int64_t need = coefficient_bytes(&d->cinfo);
-    if (need <= d->limits.max_memory)
-        return 0;
     snprintf(reason, DECODE_REASON_MAX,
-             "%dx%d with %d components and several scans needs %lld MiB of "
-             "coefficients, over the decode memory budget of %lld MiB",
-             info->width, info->height, info->components,
-             (long long)((need + (1 << 20) - 1) >> 20),
-             (long long)(d->limits.max_memory >> 20));
+             "%s needs %lld MiB%s, over the decode memory budget of %lld MiB "
+             "(config.max_decode_memory)",
+             what, (long long)((need + (1 << 20) - 1) >> 20), detail,
+             (long long)(budget >> 20));
     return PL_ELIMIT;
+}
+
+/* A file of several scans keeps every coefficient; one scan needs a few
+ * rows of blocks, whatever the size. */
+static int check_memory(const decoder *d, decode_info *info, char *reason)
+{
+    info->memory = info->progressive ? coefficient_bytes(&d->cinfo) : 0;
+    if (info->memory <= d->limits.max_memory)
+        return 0;
+    char what[96];
+    snprintf(what, sizeof what, "%dx%d with %d components and several scans",
+             info->width, info->height, info->components);
+    return decode_over_budget(reason, what, info->memory, " of coefficients",
+                              d->limits.max_memory);
 }
 
 /* libjpeg keeps the quantisation and Huffman tables an image defined for
@@ -389,6 +418,7 @@ int decoder_open(decoder *d, const uint8_t *buf, size_t len, decode_info *info,
                  char *reason)
 {
     decoder_close(d);
+    info->memory = 0;
     d->format = DECODE_JPEG;
     d->jerr.warnings = 0;
     d->jerr.own_code = 0;
@@ -407,6 +437,8 @@ int decoder_open(decoder *d, const uint8_t *buf, size_t len, decode_info *info,
     if (rc < 0)
         return rc;
     if (len < 2 || buf[0] != 0xFF || buf[1] != 0xD8) {
+        if (damaged_png(buf, len, reason))
+            return PL_ECORRUPT;
         describe_not_jpeg(buf, len, reason);
         return PL_ENOTJPEG;
     }

@@ -22,7 +22,8 @@ typedef struct decode_limits {
     int max_scans;         /* progressive scans; bounds time on hostile files */
     int64_t max_decode_ms; /* one image's decode, header to last row;
                               0: no limit */
-    int64_t max_memory;    /* bytes libjpeg may allocate for one image */
+    int64_t max_memory;    /* bytes one image's decode may hold (see
+                              decode_info.memory) */
     int strict;            /* 1: a libjpeg warning makes the image bad */
 } decode_limits;
 
@@ -40,7 +41,19 @@ typedef struct decode_info {
     int width, height; /* full scale */
     int components;    /* in the file: 1 to 4 (PNG: grey and alpha is 2) */
     int progressive;   /* JPEG: several scans; PNG: interlaced */
+    /* What decoding it may hold at most, whatever the crop, as checked
+     * against max_memory: JPEG, libjpeg's whole-image coefficients (a file
+     * of several scans; 0 for one scan, which needs a few rows); PNG and
+     * WebP, which are decoded at full size, every pixel handed out (width
+     * x height x 3) and the decoder's buffers beside them. */
+    int64_t memory;
 } decode_info;
+
+/* Writes the reason of an image over the decode memory budget, "<what>
+ * needs N MiB<detail>, over the decode memory budget of M MiB
+ * (config.max_decode_memory)", and returns PL_ELIMIT. */
+int decode_over_budget(char *reason, const char *what, int64_t need,
+                       const char *detail, int64_t budget);
 
 /* One decoder per worker: libjpeg's decompressor, its error manager and
  * the row buffers, opaque here so that libjpeg's headers stay inside

@@ -98,19 +98,27 @@ static int fail(webp_dec *w, VP8StatusCode st, char *reason)
     return status_code(st);
 }
 
-/* What libwebp allocates for one image beside the rows handed out: a
- * lossless image is decoded whole as 32-bit ARGB; a lossy one keeps a few
- * macroblock rows, and its alpha plane whole. */
+/* What decoding holds at most, whatever the crop: every pixel handed out
+ * (RGB), the rectangle libwebp decodes them into first (RGB, the whole
+ * image at most), and libwebp's own buffers: a lossless image whole as
+ * 32-bit ARGB, its cache rows, and the subsampled images of its predictor
+ * and colour transforms (a sixteenth of the ARGB each, at most); a lossy
+ * one a few macroblock rows (measured: 151 bytes a column) and, with
+ * alpha, its plane whole and the lossless decoder of that plane (5 bytes a
+ * pixel at most); a MiB for the rest (Huffman tables, bit readers). */
 static int64_t decode_bytes(const WebPBitstreamFeatures *f)
 {
     const int64_t px = (int64_t)f->width * f->height;
+    int64_t need = px * 3 * 2 + (int64_t)f->width * 256 + ((int64_t)1 << 20);
     if (f->format == 2)
-        return px * 4;
-    return (int64_t)f->width * 64 + (f->has_alpha ? px : 0);
+        need += px * 4 + px / 2;
+    else if (f->has_alpha)
+        need += px * 5;
+    return need;
 }
 
 static int check_header(const WebPBitstreamFeatures *f,
-                        const decode_limits *lim, char *reason)
+                        const decode_limits *lim, int64_t need, char *reason)
 {
     const int64_t pixels = (int64_t)f->width * f->height;
     if (f->width > lim->max_width || f->height > lim->max_height ||
@@ -121,15 +129,16 @@ static int check_header(const WebPBitstreamFeatures *f,
                  (long long)lim->max_pixels);
         return PL_ELIMIT;
     }
-    const int64_t need = decode_bytes(f);
     if (need > lim->max_memory) {
-        snprintf(reason, DECODE_REASON_MAX,
-                 "%dx%d %s WebP needs %lld MiB to decode, over the decode "
-                 "memory budget of %lld MiB",
-                 f->width, f->height, f->format == 2 ? "lossless" : "lossy",
-                 (long long)((need + (1 << 20) - 1) >> 20),
-                 (long long)(lim->max_memory >> 20));
-        return PL_ELIMIT;
+        char what[64];
+        snprintf(what, sizeof what, "%dx%d %s WebP", f->width, f->height,
+                 f->format == 2 ? "lossless" : "lossy");
+        return decode_over_budget(
+            reason, what, need,
+            f->format == 2 ? " to decode (its pixels twice, and libwebp's ARGB)"
+            : f->has_alpha ? " to decode (its pixels twice, and its alpha)"
+                           : " to decode (its pixels twice)",
+            lim->max_memory);
     }
     if (f->has_animation) {
         snprintf(reason, DECODE_REASON_MAX,
@@ -148,7 +157,8 @@ int webp_dec_open(webp_dec *w, const uint8_t *buf, size_t len,
     const VP8StatusCode st = WebPGetFeatures(buf, len, &f);
     if (st != VP8_STATUS_OK)
         return fail(w, st, reason);
-    const int rc = check_header(&f, lim, reason);
+    info->memory = decode_bytes(&f);
+    const int rc = check_header(&f, lim, info->memory, reason);
     if (rc < 0)
         return rc;
     *w = (webp_dec){.buf = buf,

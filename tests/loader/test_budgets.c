@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "pinload.h"
+#include "testbombs.h"
 #include "testloader.h"
 #include "testutil.h"
 
@@ -209,6 +210,54 @@ Test(budgets, each_budget_is_a_config_field_naming_itself, .timeout = TIMEOUT)
             cr_assert_lt(secs, 0.3 + 5.0, "%.2f s", secs);
         fx_done(l, root);
     }
+}
+
+/* The memory budget holds for PNG and WebP too (issue 34): the report's
+ * bombs, a 0.43 MB PNG of 12000 x 12000 and a lossy WebP of 13000 x 13000,
+ * among good files under a 64 MiB budget are those samples' PL_ELIMIT,
+ * naming the field, and every good file is delivered. They were delivered,
+ * the PNG holding about 400 MiB and the WebP 750 to 970. */
+Test(budgets, png_and_webp_bombs_are_refused_under_the_memory_budget,
+     .timeout = TIMEOUT)
+{
+    char root[64], p[128];
+    pl_config c;
+    fx_flat(root, &c, 5);
+    tb_buf png = {0};
+    tb_png_begin(&png, 12000, 12000, 8, 2);
+    tb_png_end_black(&png, 12000, 12000, 3);
+    snprintf(p, sizeof p, "%s/a_bomb.png", root);
+    tu_write_file(p, png.p, png.len);
+    size_t len;
+    uint8_t *webp = tb_webp_grey(13000, 13000, &len);
+    snprintf(p, sizeof p, "%s/a_bomb.webp", root);
+    tu_write_file(p, webp, len);
+    c.batch_size = 5;
+    c.shuffle = 0;
+    c.num_workers = 2;
+    c.max_decode_memory = 64 * MIB;
+    pl_loader *l;
+    cr_assert_eq(pl_loader_create(&c, &l), 0, "%s", pl_last_error());
+    const pl_batch *b;
+    cr_assert_eq(pl_loader_next(l, &b), 0, "%s", pl_last_error());
+    cr_assert_eq(b->count, 5);
+    for (int i = 0; i < b->count; i++)
+        cr_assert_geq(b->indices[i], 2, "the bombs are indices 0 and 1");
+    pl_loader_release(l, b, NULL);
+    pl_failure f[4];
+    size_t n = 0;
+    cr_assert_eq(pl_loader_failures(l, 0, f, 4, &n), 0);
+    cr_assert_eq(n, 2);
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_eq(f[i].code, PL_ELIMIT, "%s: %s", f[i].path, f[i].reason);
+        cr_assert_not_null(strstr(f[i].reason,
+                                  "over the decode memory budget of 64 MiB "
+                                  "(config.max_decode_memory)"),
+                           "%s", f[i].reason);
+    }
+    free(png.p);
+    free(webp);
+    fx_done(l, root);
 }
 
 /* Zero is the default for each budget, and pl_config_default says what

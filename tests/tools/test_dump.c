@@ -843,3 +843,41 @@ Test(dump, extras_are_written_beside_each_ppm, .timeout = 120)
     result_free(&r);
     tu_rm_rf(dir);
 }
+
+/* --raw reads each file's bytes and decodes them with pl_image_decode: an
+ * empty file comes back as no buffer at all before any other file has
+ * been read, and its row said "PL_EINVAL: pl_image_decode: NULL argument";
+ * it is "not a JPEG file (empty)". */
+Test(dump, raw_names_an_empty_file_empty, .timeout = 120)
+{
+    char root[64], p[256], out[128], args[1024];
+    tu_tmpdir(root);
+    snprintf(p, sizeof p, "%s/data/c/a_empty.jpg", root);
+    tu_mkdirs_for(p);
+    tu_write_file(p, "", 0);
+    snprintf(p, sizeof p, "%s/data/c/b.jpg", root);
+    tu_write_jpeg(p, 20, 10, 3, NULL);
+    snprintf(out, sizeof out, "%s/out", root);
+    snprintf(args, sizeof args,
+             "--data '%s/data' --out '%s' --raw --shuffle off --workers 1 "
+             "--on-error skip --device host",
+             root, out);
+    result r = dump(root, args);
+    cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+    result_free(&r);
+    int n;
+    tu_row *rows = tu_read_index(out, &n);
+    cr_assert_eq(n, 2);
+    int seen = 0;
+    for (int k = 0; k < n; k++) {
+        if (!strstr(rows[k].path, "a_empty.jpg"))
+            continue;
+        seen++;
+        cr_assert_str_eq(rows[k].status,
+                         "PL_ENOTJPEG: pl_image_decode: not a JPEG file "
+                         "(empty)");
+    }
+    cr_assert_eq(seen, 1);
+    free(rows);
+    tu_rm_rf(root);
+}

@@ -471,8 +471,23 @@ Test(extras, labels_from_a_json_field, .timeout = TIMEOUT)
         cr_assert_eq(g.label[i], key_of(l, g.idx[i]), "sample %d", i);
     pl_loader_destroy(l);
 
-    /* A shard of keys whose json gives no label, one each way. */
-    static const struct {
+    /* A shard of keys whose json gives no label, one each way. JSON
+     * nested 32 levels deep (json-c's depth) gives one; 33 levels is
+     * valid JSON too, but too deep: it said "not JSON", and an empty
+     * member "not JSON" too. */
+    char deep32[128], deep33[128];
+    for (int i = 0; i < 2; i++) {
+        char *d = i ? deep33 : deep32;
+        const int arrays = i ? 32 : 31; /* below the top-level object */
+        int o = snprintf(d, 64, "{\"i\": 3, \"a\": ");
+        for (int k = 0; k < arrays; k++)
+            d[o++] = '[';
+        for (int k = 0; k < arrays; k++)
+            d[o++] = ']';
+        d[o++] = '}';
+        d[o] = 0;
+    }
+    const struct {
         const char *json; /* NULL: no json member */
         const char *why;
     } bad[] = {
@@ -483,15 +498,20 @@ Test(extras, labels_from_a_json_field, .timeout = TIMEOUT)
         {"{\"i\": \"3\"}", "is not a label"},
         {"{\"i\": -1}", "is not a label"},
         {"[3]", "not JSON"},
+        {deep32, NULL},
+        {deep33, "its json member is nested too deep (JSON deeper than 32 "
+                 "levels)"},
+        {"", "its json member is empty"},
+        {" \n\t", "its json member is empty"},
     };
     const int nbad = (int)(sizeof bad / sizeof *bad);
     char p[256], cmd[512];
     for (int i = 0; i < nbad; i++) {
-        snprintf(p, sizeof p, "%s/odd/k%d.jpg", dir, i);
+        snprintf(p, sizeof p, "%s/odd/k%02d.jpg", dir, i);
         tu_mkdirs_for(p);
         tu_write_jpeg(p, 20, 20, (unsigned)i, NULL);
         if (bad[i].json) {
-            snprintf(p, sizeof p, "%s/odd/k%d.json", dir, i);
+            snprintf(p, sizeof p, "%s/odd/k%02d.json", dir, i);
             tu_write_file(p, bad[i].json, strlen(bad[i].json));
         }
     }
@@ -513,10 +533,10 @@ Test(extras, labels_from_a_json_field, .timeout = TIMEOUT)
         cr_assert_eq(h.status[i], bad[i].why ? PL_ECORRUPT : 0, "key %d", i);
         cr_assert_eq(h.label[i], bad[i].why ? 0 : 3, "key %d", i);
     }
-    pl_failure f[8];
+    pl_failure f[16];
     size_t n;
-    cr_assert_eq(pl_loader_failures(l, 0, f, 8, &n), 0);
-    cr_assert_eq(n, (size_t)nbad - 1);
+    cr_assert_eq(pl_loader_failures(l, 0, f, 16, &n), 0);
+    cr_assert_eq(n, (size_t)nbad - 2);
     for (size_t k = 0; k < n; k++) {
         const int key = atoi(strstr(f[k].path, ":k") + 2);
         cr_assert_not_null(strstr(f[k].reason, bad[key].why), "key %d: %s",

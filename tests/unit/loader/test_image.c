@@ -69,3 +69,32 @@ Test(decode, pl_image_load_rejects_null_arguments)
     pl_image_free(&zero);
     cr_assert_null(zero.pixels);
 }
+
+/* An empty file is empty, however its bytes arrive: pl_loader_read_sample
+ * gives an empty sample as len 0 and, with no buffer yet, NULL; that was
+ * "pl_image_decode: NULL argument" (PL_EINVAL). NULL with bytes to read is
+ * still a NULL argument. */
+Test(decode, pl_image_decode_of_no_bytes_says_empty)
+{
+    pl_image img = {.width = 5};
+    static const uint8_t none[1];
+    const void *bufs[] = {NULL, none};
+    for (int i = 0; i < 2; i++) {
+        const int rc = pl_image_decode(bufs[i], 0, &img);
+        cr_assert_eq(rc, PL_ENOTJPEG, "%s: %s", pl_err_name(rc),
+                     pl_last_error());
+        cr_assert_str_eq(pl_last_error(),
+                         "pl_image_decode: not a JPEG file (empty)");
+        cr_assert_null(img.pixels);
+    }
+    cr_assert_eq(pl_image_decode(NULL, 5, &img), PL_EINVAL);
+    cr_assert_str_eq(pl_last_error(), "pl_image_decode: NULL argument");
+    char dir[64], path[128];
+    tu_tmpdir(dir);
+    snprintf(path, sizeof path, "%s/empty.jpg", dir);
+    tu_write_file(path, "", 0);
+    cr_assert_eq(pl_image_load(path, &img), PL_ENOTJPEG);
+    cr_assert_not_null(strstr(pl_last_error(), "not a JPEG file (empty)"), "%s",
+                       pl_last_error());
+    tu_rm_rf(dir);
+}
