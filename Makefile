@@ -150,8 +150,8 @@ NVCC_GENCODE := \
 NVCC_HOST := -fno-exceptions,-fno-rtti,-fno-threadsafe-statics
 NVCCFLAGS := -O2 -std=c++17 -Iinclude $(NVCC_GENCODE) -Xcompiler $(NVCC_HOST)
 
-COMMON_SRC  := common/clock.c common/grow.c common/error.c common/log.c \
-               common/file.c common/machine.c
+COMMON_SRC  := common/clock.c common/grow.c common/error.c common/names.c \
+               common/log.c common/file.c common/machine.c
 WORKERS_SRC := workers/decode.c workers/decode_png.c workers/decode_webp.c \
                workers/resample.c workers/augment.c \
                workers/fileio.c workers/process.c workers/pool.c
@@ -774,11 +774,20 @@ abi-check: lib
 
 # pl_config's fields, listed once in include/pinload.h: the Python
 # binding's table, keywords, types and docs are written from it
-# (tools/config-fields.py). config-check names each stale file.
+# (tools/config-fields.py). config-check names each stale file, and holds
+# the README's configuration table, the header's comments and Python's
+# texts against the header and the library: config-defaults, a program
+# the script writes from the header's fields, prints what
+# pl_config_default() gives.
 config-fields:
 	@tools/config-fields.py
-config-check:
-	@tools/config-fields.py --check
+config-check: $(BUILD)/config-defaults
+	@tools/config-fields.py --check --defaults $(BUILD)/config-defaults
+$(BUILD)/config-defaults: include/pinload.h tools/config-fields.py \
+                          $(BUILD)/libpinload.a $(CUDASIM)
+	@tools/config-fields.py --defaults-program > $@.c
+	$(CC) -Iinclude $(CFLAGS_ALL) $(LDFLAGS) -o $@ $@.c \
+	    $(BUILD)/libpinload.a $(LIBS)
 
 # Every #include against the dependency rule (docs/ARCHITECTURE.md).
 deps-check:

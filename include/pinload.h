@@ -1,7 +1,9 @@
-/* pinload: a pinned-memory JPEG data loader that keeps GPUs fed.
+/* pinload: a pinned-memory JPEG, PNG and WebP data loader that keeps GPUs fed.
  *
- * A pool of worker threads reads JPEG files, decodes them with libjpeg-turbo
- * and augments them straight into a ring of page-locked host buffers; a
+ * A pool of worker threads reads images (JPEG, PNG, WebP) from a folder, a
+ * list file, WebDataset tar shards or remote object storage (http(s)://,
+ * s3://, pipe:), decodes them (libjpeg-turbo, libspng, libwebp) and
+ * augments them straight into a ring of page-locked host buffers; a
  * prefetcher thread copies each finished batch to device memory on its own
  * CUDA stream, so the copy overlaps the caller's kernels. Without a CUDA
  * driver the same pipeline runs on a host backend, where "device" buffers
@@ -30,7 +32,8 @@
  *
  * Status codes: every function that can fail returns an int; 0 is success,
  * errors are negative PL_E* codes, and pl_last_error() gives a sentence
- * naming what failed ("pl_loader_create: data/train: no JPEG files found").
+ * naming what failed ("pl_loader_create: data/train: no JPEG, PNG or WebP
+ * files found").
  *
  * Thread safety: functions that take no object are safe from any thread;
  * each object's comment says, in one sentence, how it may be shared.
@@ -137,119 +140,241 @@ PL_EXPORT const char *pl_last_error(void);
 /* ---------------------------------------------------------------------------
  * Configuration */
 
+/* The values of the enums below, and the device field's special values,
+ * are listed once each, as the status codes are: PL_FORMAT_MAP(XX) and its
+ * kin give each value as XX(NAME, value, "word") and generate the enum
+ * (PL_FORMAT_NAME = value) and its pl_*_name() function. The word is what
+ * people type: the tools' options (--format f32) and Python's keywords
+ * (format="f32") take exactly these, and tools/config-fields.py writes
+ * Python's from here. Values never change; new ones are appended. Each
+ * pl_*_name() gives the word of a value its list holds, in static storage,
+ * and NULL for any other value; it is safe from any thread. A binding may
+ * expand a list with its own XX. */
+
+/* Output formats (pl_config.format, pl_info.format).
+ *
+ * PL_FORMAT_U8_NHWC: uint8 RGB, [count][height][width][3].
+ *
+ * PL_FORMAT_F32_NCHW: float32, [count][3][height][width], each channel
+ * (v / 255 - mean) / std.
+ *
+ * PL_FORMAT_F16_NCHW: the same values as IEEE half floats (round to nearest
+ * even), as uint16_t bit patterns.
+ *
+ * PL_FORMAT_BF16_NCHW: the same values as bfloat16 (float32's exponent, 8
+ * bits of mantissa; round to nearest even), as uint16_t bit patterns. */
+#define PL_FORMAT_MAP(XX)                                                      \
+    XX(U8_NHWC, 0, "u8")                                                       \
+    XX(F32_NCHW, 1, "f32")                                                     \
+    XX(F16_NCHW, 2, "f16")                                                     \
+    XX(BF16_NCHW, 3, "bf16")
+
 typedef enum pl_format {
-    PL_FORMAT_U8_NHWC = 0,  /* uint8 RGB, [count][height][width][3] */
-    PL_FORMAT_F32_NCHW = 1, /* float32, [count][3][height][width], each
-                               channel (v / 255 - mean) / std */
-    PL_FORMAT_F16_NCHW = 2, /* the same values as IEEE half floats (round to
-                               nearest even), as uint16_t bit patterns */
-    /* The same values as bfloat16 (float32's exponent, 8 bits of
-     * mantissa; round to nearest even), as uint16_t bit patterns. */
-    PL_FORMAT_BF16_NCHW = 3,
+#define PL_FORMAT_ENUM_(name, value, word) PL_FORMAT_##name = value,
+    PL_FORMAT_MAP(PL_FORMAT_ENUM_)
+#undef PL_FORMAT_ENUM_
 } pl_format;
 
+/* The format's word ("f32"), or NULL. */
+PL_EXPORT const char *pl_format_name(pl_format format);
+
+/* Augmentations (pl_config.augment).
+ *
+ * PL_AUGMENT_NONE: resize the whole image to width x height (aspect not
+ * kept).
+ *
+ * PL_AUGMENT_EVAL: torchvision's Resize(s) + CenterCrop: the shorter side
+ * is scaled to s = floor(max(width, height) * 256 / 224), then the centre
+ * width x height is cut out.
+ *
+ * PL_AUGMENT_TRAIN: torchvision's RandomResizedCrop(scale (0.08, 1), ratio
+ * (3/4, 4/3)) to width x height, then a horizontal flip with p = 0.5. */
+#define PL_AUGMENT_MAP(XX)                                                     \
+    XX(NONE, 0, "none")                                                        \
+    XX(EVAL, 1, "eval")                                                        \
+    XX(TRAIN, 2, "train")
+
 typedef enum pl_augment {
-    /* Resize the whole image to width x height (aspect not kept). */
-    PL_AUGMENT_NONE = 0,
-    /* torchvision's Resize(s) + CenterCrop: the shorter side is scaled to
-     * s = floor(max(width, height) * 256 / 224), then the centre
-     * width x height is cut out. */
-    PL_AUGMENT_EVAL = 1,
-    /* torchvision's RandomResizedCrop(scale (0.08, 1), ratio (3/4, 4/3)) to
-     * width x height, then a horizontal flip with p = 0.5. */
-    PL_AUGMENT_TRAIN = 2,
+#define PL_AUGMENT_ENUM_(name, value, word) PL_AUGMENT_##name = value,
+    PL_AUGMENT_MAP(PL_AUGMENT_ENUM_)
+#undef PL_AUGMENT_ENUM_
 } pl_augment;
 
+/* The augmentation's word ("train"), or NULL. */
+PL_EXPORT const char *pl_augment_name(pl_augment augment);
+
+/* The host ring's memory (pl_config.memory, pl_info.memory).
+ *
+ * PL_MEMORY_PINNED: a page-locked host ring: cudaHostAlloc, or mlock on the
+ * host backend (pageable, with a notice, where mlock is not permitted). On
+ * CUDA it is allocated on the NUMA node of the GPU's PCI slot
+ * (pl_info.numa_node). Bounded with the node's other ranks: see
+ * pl_loader_create.
+ *
+ * PL_MEMORY_PAGEABLE: ordinary aligned host memory; on CUDA its pages
+ * prefer the GPU's NUMA node, as the workers first write them.
+ *
+ * PL_MEMORY_MANAGED: CUDA managed memory (cudaMallocManaged): workers write
+ * the ring in place and each run of samples is migrated to the GPU with
+ * cudaMemPrefetchAsync before it is copied into the device buffer, as code
+ * built on unified memory does. On the host backend this is pageable
+ * memory, with a notice. A device without concurrent managed access
+ * (Windows, WSL), where the host may not write managed memory while the
+ * device works, refuses it: PL_EINVAL. */
+#define PL_MEMORY_MAP(XX)                                                      \
+    XX(PINNED, 0, "pinned")                                                    \
+    XX(PAGEABLE, 1, "pageable")                                                \
+    XX(MANAGED, 2, "managed")
+
 typedef enum pl_memory {
-    /* Page-locked host ring: cudaHostAlloc, or mlock on the host backend
-     * (pageable, with a notice, where mlock is not permitted). On CUDA it
-     * is allocated on the NUMA node of the GPU's PCI slot
-     * (pl_info.numa_node). Bounded with the node's other ranks: see
-     * pl_loader_create. */
-    PL_MEMORY_PINNED = 0,
-    /* Ordinary aligned host memory; on CUDA its pages prefer the GPU's
-     * NUMA node, as the workers first write them. */
-    PL_MEMORY_PAGEABLE = 1,
-    /* CUDA managed memory (cudaMallocManaged): workers write the ring in
-     * place and each run of samples is migrated to the GPU with
-     * cudaMemPrefetchAsync before it is copied into the device buffer, as
-     * code built on unified memory does. On the host backend this is
-     * pageable memory, with a notice. A device without concurrent managed
-     * access (Windows, WSL), where the host may not write managed memory
-     * while the device works, refuses it: PL_EINVAL. */
-    PL_MEMORY_MANAGED = 2,
+#define PL_MEMORY_ENUM_(name, value, word) PL_MEMORY_##name = value,
+    PL_MEMORY_MAP(PL_MEMORY_ENUM_)
+#undef PL_MEMORY_ENUM_
 } pl_memory;
 
+/* The memory's word ("pinned"), or NULL. */
+PL_EXPORT const char *pl_memory_name(pl_memory memory);
+
+/* What a bad sample does (pl_config.on_error).
+ *
+ * PL_ON_ERROR_FAIL: the batch holding it is not delivered; pl_loader_next
+ * returns the error, naming the file, from then on.
+ *
+ * PL_ON_ERROR_SKIP: its place goes to the next good sample of this rank's
+ * epoch order, wrapping around to the order's start when its end is
+ * reached (as DistributedSampler pads): every epoch of every rank delivers
+ * exactly pl_info.batches_per_epoch batches of the nominal sizes, whatever
+ * the other ranks met. An epoch in which not one sample of the rank's
+ * order can be decoded ends in PL_ENODATA.
+ *
+ * PL_ON_ERROR_SUBSTITUTE: it is delivered as an all-zero image, and its
+ * entry in pl_batch.status holds the (negative) error code. */
+#define PL_ON_ERROR_MAP(XX)                                                    \
+    XX(FAIL, 0, "fail")                                                        \
+    XX(SKIP, 1, "skip")                                                        \
+    XX(SUBSTITUTE, 2, "substitute")
+
 typedef enum pl_on_error {
-    /* The batch holding a bad sample is not delivered; pl_loader_next
-     * returns the error, naming the file, from then on. */
-    PL_ON_ERROR_FAIL = 0,
-    /* The bad sample's place goes to the next good sample of this rank's
-     * epoch order, wrapping around to the order's start when its end is
-     * reached (as DistributedSampler pads): every epoch of every rank
-     * delivers exactly pl_info.batches_per_epoch batches of the nominal
-     * sizes, whatever the other ranks met. An epoch in which not one sample
-     * of the rank's order can be decoded ends in PL_ENODATA. */
-    PL_ON_ERROR_SKIP = 1,
-    /* The bad sample is delivered as an all-zero image, and its entry in
-     * pl_batch.status holds the (negative) error code. */
-    PL_ON_ERROR_SUBSTITUTE = 2,
+#define PL_ON_ERROR_ENUM_(name, value, word) PL_ON_ERROR_##name = value,
+    PL_ON_ERROR_MAP(PL_ON_ERROR_ENUM_)
+#undef PL_ON_ERROR_ENUM_
 } pl_on_error;
 
+/* The policy's word ("skip"), or NULL. */
+PL_EXPORT const char *pl_on_error_name(pl_on_error on_error);
+
+/* How an epoch is cut into world_size shards (pl_config.shard_mode).
+ *
+ * PL_SHARD_PAD: as DistributedSampler(drop_last=False): pad the epoch by
+ * wrapping around its start to a multiple of world_size.
+ *
+ * PL_SHARD_DROP: as DistributedSampler(drop_last=True): cut the epoch's
+ * tail to a multiple of world_size. */
+#define PL_SHARD_MODE_MAP(XX)                                                  \
+    XX(PAD, 0, "pad")                                                          \
+    XX(DROP, 1, "drop")
+
 typedef enum pl_shard_mode {
-    /* As DistributedSampler(drop_last=False): pad the epoch by wrapping
-     * around its start to a multiple of world_size. */
-    PL_SHARD_PAD = 0,
-    /* As DistributedSampler(drop_last=True): cut the epoch's tail to a
-     * multiple of world_size. */
-    PL_SHARD_DROP = 1,
+#define PL_SHARD_MODE_ENUM_(name, value, word) PL_SHARD_##name = value,
+    PL_SHARD_MODE_MAP(PL_SHARD_MODE_ENUM_)
+#undef PL_SHARD_MODE_ENUM_
 } pl_shard_mode;
 
+/* The shard mode's word ("pad"), or NULL. */
+PL_EXPORT const char *pl_shard_mode_name(pl_shard_mode shard_mode);
+
+/* Sample orders (pl_config.order).
+ *
+ * PL_ORDER_GLOBAL: the exact global order: each epoch a seeded permutation
+ * of every sample, dealt to the ranks as DistributedSampler deals it (any
+ * sample may come next: random reads over the whole dataset).
+ *
+ * PL_ORDER_SHARDS: tar shards only, for streaming: each epoch a seeded
+ * permutation of the shards, their samples laid end to end and cut into
+ * world_size equal contiguous ranges (padded or cut as shard_mode says), so
+ * each rank reads whole shards in sequence, plus parts of at most two at
+ * its ends; within the rank's range the samples are shuffled inside
+ * windows of shuffle_window consecutive positions. Reads stay within a
+ * window's few shards, at the cost of a weaker shuffle (docs/DATA.md gives
+ * the exact definition). */
+#define PL_ORDER_MAP(XX)                                                       \
+    XX(GLOBAL, 0, "global")                                                    \
+    XX(SHARDS, 1, "shards")
+
 typedef enum pl_order {
-    /* The exact global order: each epoch a seeded permutation of every
-     * sample, dealt to the ranks as DistributedSampler deals it (any
-     * sample may come next: random reads over the whole dataset). */
-    PL_ORDER_GLOBAL = 0,
-    /* Tar shards only, for streaming: each epoch a seeded permutation of
-     * the shards, their samples laid end to end and cut into world_size
-     * equal contiguous ranges (padded or cut as shard_mode says), so each
-     * rank reads whole shards in sequence, plus parts of at most two at its
-     * ends; within the rank's range the samples are shuffled inside
-     * windows of shuffle_window consecutive positions. Reads stay within a
-     * window's few shards, at the cost of a weaker shuffle (docs/DATA.md
-     * gives the exact definition). */
-    PL_ORDER_SHARDS = 1,
+#define PL_ORDER_ENUM_(name, value, word) PL_ORDER_##name = value,
+    PL_ORDER_MAP(PL_ORDER_ENUM_)
+#undef PL_ORDER_ENUM_
 } pl_order;
 
+/* The order's word ("global"), or NULL. */
+PL_EXPORT const char *pl_order_name(pl_order order);
+
+/* Backends (pl_info.backend). PL_BACKEND_HOST: "device" buffers in host
+ * memory, memcpy copies. PL_BACKEND_CUDA: the CUDA runtime. */
+#define PL_BACKEND_MAP(XX)                                                     \
+    XX(HOST, 0, "host")                                                        \
+    XX(CUDA, 1, "cuda")
+
 typedef enum pl_backend {
-    PL_BACKEND_HOST = 0, /* "device" buffers in host memory, memcpy copies */
-    PL_BACKEND_CUDA = 1,
+#define PL_BACKEND_ENUM_(name, value, word) PL_BACKEND_##name = value,
+    PL_BACKEND_MAP(PL_BACKEND_ENUM_)
+#undef PL_BACKEND_ENUM_
 } pl_backend;
 
-/* A message's level says whether it changes what the caller gets. */
+/* The backend's word ("cuda"), or NULL. */
+PL_EXPORT const char *pl_backend_name(pl_backend backend);
+
+/* A message's level says whether it changes what the caller gets.
+ *
+ * PL_LOG_NOTICE: how it runs: the backend, the workers, memory fallbacks
+ * (pinned to pageable), indexes, the cache, a buffer pool that grows.
+ *
+ * PL_LOG_WARNING: what it delivers: a bad file skipped or substituted,
+ * files left out of the dataset, samples without a label (labelled 0), a
+ * resume that delivers samples again. */
+#define PL_LOG_LEVEL_MAP(XX)                                                   \
+    XX(NOTICE, 0, "notice")                                                    \
+    XX(WARNING, 1, "warning")
+
 typedef enum pl_log_level {
-    /* How it runs: the backend, the workers, memory fallbacks (pinned to
-     * pageable), indexes, the cache, a buffer pool that grows. */
-    PL_LOG_NOTICE = 0,
-    /* What it delivers: a bad file skipped or substituted, files left out
-     * of the dataset, samples without a label (labelled 0), a resume that
-     * delivers samples again. */
-    PL_LOG_WARNING = 1,
+#define PL_LOG_LEVEL_ENUM_(name, value, word) PL_LOG_##name = value,
+    PL_LOG_LEVEL_MAP(PL_LOG_LEVEL_ENUM_)
+#undef PL_LOG_LEVEL_ENUM_
 } pl_log_level;
+
+/* The level's word ("warning"), or NULL. */
+PL_EXPORT const char *pl_log_level_name(pl_log_level level);
 
 /* The device field's special values; 0, 1, ... are CUDA ordinals. An
  * ordinal that cannot be had (no driver, no such device) makes
  * pl_loader_create fail, naming it and why; only AUTO falls back to the host
  * backend, with a notice. No pinload call leaves the calling thread on
- * another CUDA device than it found it on. */
-/* The calling thread's current CUDA device (cudaGetDevice: what
- * cudaSetDevice or torch.cuda.set_device chose), else the host backend. */
-#define PL_DEVICE_AUTO (-1)
-/* The host backend, CUDA or not. */
-#define PL_DEVICE_HOST (-2)
-/* The ordinal of the launcher's local rank (LOCAL_RANK, SLURM_LOCALID, ...;
- * see PL_FROM_ENV), 0 without a launcher: one GPU per process on a node. */
-#define PL_DEVICE_LOCAL_RANK (-3)
+ * another CUDA device than it found it on.
+ *
+ * PL_DEVICE_AUTO: the calling thread's current CUDA device (cudaGetDevice:
+ * what cudaSetDevice or torch.cuda.set_device chose), else the host
+ * backend.
+ *
+ * PL_DEVICE_HOST: the host backend, CUDA or not.
+ *
+ * PL_DEVICE_LOCAL_RANK: the ordinal of the launcher's local rank
+ * (LOCAL_RANK, SLURM_LOCALID, ...; see PL_FROM_ENV), 0 without a launcher:
+ * one GPU per process on a node. */
+#define PL_DEVICE_MAP(XX)                                                      \
+    XX(AUTO, -1, "auto")                                                       \
+    XX(HOST, -2, "host")                                                       \
+    XX(LOCAL_RANK, -3, "local_rank")
+
+typedef enum pl_device {
+#define PL_DEVICE_ENUM_(name, value, word) PL_DEVICE_##name = value,
+    PL_DEVICE_MAP(PL_DEVICE_ENUM_)
+#undef PL_DEVICE_ENUM_
+} pl_device;
+
+/* A special value's word ("local_rank"); NULL for a CUDA ordinal and for
+ * any other value. */
+PL_EXPORT const char *pl_device_name(pl_device device);
 
 /* Rank and world size: take them from the launcher's environment at create
  * time, from the first family set: torchrun (RANK, WORLD_SIZE, LOCAL_RANK,
@@ -350,7 +475,8 @@ typedef struct pl_config {
      * write it: uint8 when the GPU normalises), bounded with the node's
      * other ranks (pl_loader_create). */
     int32_t prefetch;
-    int32_t memory; /* a pl_memory, for the host ring; default PINNED */
+    /* A pl_memory, for the host ring; default PL_MEMORY_PINNED. */
+    int32_t memory;
     /* 1: if pinned memory cannot be had (cudaHostAlloc fails, mlock is not
      * permitted), use pageable memory and say why in a notice; 0: fail
      * pl_loader_create with the reason. Default 1. A ring over the node's
@@ -452,13 +578,13 @@ typedef struct pl_config {
      * shards whole, a few at a time, if the bound holds those of the
      * node's ranks (docs/DATA.md). */
     int64_t cache_limit;
-    /* A transfer that moves no byte for this long is cut and retried:
-     * default 30000 ms (also the connect timeout). */
+    /* A transfer that moves no byte for this long is cut and retried
+     * (also the connect timeout), in ms: 0 (default): 30000. */
     int32_t remote_timeout_ms;
     /* Attempts after the first on a transport error, a short body, a
      * stall, HTTP 408, 429 or 5xx, with backoff (100 ms doubling, at most
-     * 5 s); a download resumes where it stopped (Range). Default 5; -1:
-     * none. */
+     * 5 s); a download resumes where it stopped (Range). 0 (default): 5;
+     * -1: none. */
     int32_t remote_retries;
     /* ---- The order, continued */
     /* A pl_order; default PL_ORDER_GLOBAL. PL_ORDER_SHARDS needs tar
@@ -554,7 +680,7 @@ typedef struct pl_batch {
  * prefetcher, allocate the ring and the device buffers. Prints one notice
  * naming the backend in use and where the ring lives. [out] *out,
  * destroyed by pl_loader_destroy (NULL on failure). PL_EINVAL names the
- * bad field; PL_EIO if the data cannot be read; PL_ENODATA if no JPEG is
+ * bad field; PL_EIO if the data cannot be read; PL_ENODATA if no image is
  * found; PL_ENOMEM, PL_ECUDA, PL_ETHREAD when a resource cannot be had.
  *
  * Pinned memory is bounded before any is allocated: the page-locked memory
@@ -707,7 +833,7 @@ PL_EXPORT int pl_loader_class_name(const pl_loader *l, int32_t label,
 PL_EXPORT int pl_loader_sample(const pl_loader *l, int64_t index,
                                const char **path, int32_t *label);
 
-/* The bytes of dataset index `index` as stored (the JPEG file, or its tar
+/* The bytes of dataset index `index` as stored (the image file, or its tar
  * member), read now, into buf[0, cap); [out] *len: how many. With buf NULL
  * or cap too small nothing is copied, *len says how many bytes are needed
  * and PL_EINVAL is returned. PL_EIO / PL_ELIMIT (over max_file_bytes) /
@@ -759,7 +885,7 @@ typedef struct pl_stats {
     uint64_t images_decoded; /* samples written to the ring */
     uint64_t images_failed;  /* bad samples (each time one was met) */
     uint64_t batches;        /* batches handed to the caller */
-    uint64_t bytes_read;     /* JPEG bytes read from files */
+    uint64_t bytes_read;     /* image bytes read from files */
     uint64_t bytes_copied;   /* bytes copied to device buffers */
     uint64_t pinned_bytes;   /* page-locked host memory held now */
     uint64_t ns_read;        /* workers: reading files */

@@ -544,8 +544,8 @@ int main(int argc, char **argv)
         snprintf(span, sizeof span, "%ld batches", o.batches);
     printf("pinload-bench: %s, %dx%d %s %s%s, batch %d, %s after %d warm-up, "
            "compute %g ms%s\n",
-           o.data, o.size, o.size, augment_name(o.augment),
-           cli_format_name(o.format),
+           o.data, o.size, o.size, pl_augment_name(o.augment),
+           pl_format_name(o.format),
            o.format == PL_FORMAT_U8_NHWC ? ""
            : o.gpu_normalize             ? " (gpu-normalize on)"
                                          : " (gpu-normalize off)",

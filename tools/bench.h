@@ -74,7 +74,6 @@ void bench_parse(int argc, char **argv, options *o);
 /* ---- bench_report.c ---- */
 
 const char *pin_name(int pin);
-const char *augment_name(pl_augment a);
 
 /* Which columns the table shows (see pick_columns). */
 typedef struct columns {

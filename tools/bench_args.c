@@ -96,14 +96,10 @@ static double parse_double(const char *flag, const char *v, double lo,
 
 static int pin_value(const char *flag, const char *v)
 {
-    if (!strcmp(v, "on"))
-        return PL_MEMORY_PINNED;
-    if (!strcmp(v, "off"))
-        return PL_MEMORY_PAGEABLE;
-    if (!strcmp(v, "managed"))
-        return PL_MEMORY_MANAGED;
-    bad("%s: \"%s\" is not on, off or managed", flag, v);
-    return -1;
+    const int pin = cli_pin(v);
+    if (pin < 0)
+        bad("%s: \"%s\" is not on, off or managed", flag, v);
+    return pin;
 }
 
 /* A comma-separated list; empty items and empty lists are errors. */
@@ -168,7 +164,6 @@ static void set_defaults(options *o)
 
 void bench_parse(int argc, char **argv, options *o)
 {
-    static const char *const augments[] = {"none", "eval", "train"};
     static const char *const onoff[] = {"on", "off"};
     static const char *const valued[] = {"--data",
                                          "--batch",
@@ -215,7 +210,7 @@ void bench_parse(int argc, char **argv, options *o)
         else if (!strcmp(f, "--size"))
             o->size = (int)parse_long(f, v, 1, 16384);
         else if (!strcmp(f, "--augment"))
-            o->augment = (pl_augment)choice(f, v, augments, 3);
+            o->augment = cli_augment("pinload-bench", bench_usage, f, v);
         else if (!strcmp(f, "--format"))
             o->format = cli_format("pinload-bench", bench_usage, f, v);
         else if (!strcmp(f, "--gpu-normalize"))

@@ -340,7 +340,6 @@ static void plan_parse(int argc, char **argv, plan_job *j)
         "--ranks-per-node", "--batch",  "--epochs",     "--cache-limit",
         "--bandwidth",      "--order",  "--name-bytes", "--size",
         "--prefetch",       NULL};
-    static const char *const orders[] = {"global", "shards", NULL};
     *j = (plan_job){.nodes = 1,
                     .ranks_per_node = 8,
                     .batch = 256,
@@ -380,7 +379,7 @@ static void plan_parse(int argc, char **argv, plan_job *j)
         else if (!strcmp(f, "--bandwidth"))
             j->bandwidth = plan_number(f, v, 0);
         else if (!strcmp(f, "--order"))
-            j->order = cli_choice("pinload-bench", bench_usage, f, v, orders);
+            j->order = (int)cli_order("pinload-bench", bench_usage, f, v);
         else if (!strcmp(f, "--name-bytes")) /* no name is kept a sample */
             (void)plan_number(f, v, 1);
         else if (!strcmp(f, "--size"))

@@ -22,13 +22,6 @@ const char *pin_name(int pin)
                                       : "off";
 }
 
-const char *augment_name(pl_augment a)
-{
-    return a == PL_AUGMENT_TRAIN  ? "train"
-           : a == PL_AUGMENT_EVAL ? "eval"
-                                  : "none";
-}
-
 /* Which columns the table shows. By default it fits 100 columns: the
  * optional ones (H2D on CUDA, step and overlap with --compute-ms, the
  * ratio with --baseline) take the place of the per-stage times; --wide
@@ -186,7 +179,7 @@ int write_json(const char *path, const options *o, const char *mach,
             "  \"format\": \"%s\",\n  \"device\": %d,\n"
             "  \"warmup_batches\": %d,\n  \"batches_per_row\": %ld,\n"
             "  \"seconds_per_row\": %g,\n",
-            date, augment_name(o->augment), cli_format_name(o->format),
+            date, pl_augment_name(o->augment), pl_format_name(o->format),
             o->device, o->warmup, o->seconds > 0 ? -1L : o->batches,
             o->seconds);
     fprintf(f,
@@ -278,7 +271,7 @@ static void write_plot_script(FILE *g, const options *o, const char *mach,
                        i ? "," : "", o->workers[i]);
     char line1[1200], line2[800];
     snprintf(line1, sizeof line1, "pinload-bench: %s, %dx%d %s, batch %d",
-             o->data, o->size, o->size, augment_name(o->augment), o->batch);
+             o->data, o->size, o->size, pl_augment_name(o->augment), o->batch);
     snprintf(line2, sizeof line2, "%s; %s", mach, backend);
     fputs("set terminal pngcairo size 960,600 font ',10'\nset title ", g);
     gp_quote(g, line1);

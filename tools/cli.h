@@ -119,20 +119,45 @@ static inline double cli_size(const char *prog, const char *usage,
 }
 
 /* The index of v in `names` (NULL-terminated); otherwise print "PROG: FLAG:
- * ..." naming the choices and the usage to stderr and exit 2. */
+ * unknown value "V" (a, b or c)" and the usage to stderr and exit 2. */
 static inline int cli_choice(const char *prog, const char *usage,
                              const char *flag, const char *v,
                              const char *const *names)
 {
-    for (int i = 0; names[i]; i++)
-        if (strcmp(v, names[i]) == 0)
-            return i;
+    int n = 0;
+    for (; names[n]; n++)
+        if (strcmp(v, names[n]) == 0)
+            return n;
     fprintf(stderr, "%s: %s: unknown value \"%s\" (", prog, flag, v);
-    for (int i = 0; names[i]; i++)
-        fprintf(stderr, "%s%s", i ? ", " : "", names[i]);
+    for (int i = 0; i < n; i++) {
+        const char *sep = i == n - 1 ? " or " : ", ";
+        fprintf(stderr, "%s%s", i == 0 ? "" : sep, names[i]);
+    }
     fprintf(stderr, ")\n%s", usage);
     exit(2);
 }
+
+/* The value of an enum of pinload.h whose word (its pl_*_name()) is v,
+ * from the enum's own list (PL_FORMAT_MAP...): the tools take exactly the
+ * words the library and Python name. Otherwise as cli_choice. Defines
+ * cli_format, cli_augment, cli_memory, cli_on_error, cli_shard_mode and
+ * cli_order. */
+#define CLI_WORD_(name, value, word) word,
+#define CLI_VALUE_(name, value, word) value,
+#define CLI_ENUM_PARSER_(fn, type, MAP)                                        \
+    static inline type fn(const char *prog, const char *usage,                 \
+                          const char *flag, const char *v)                     \
+    {                                                                          \
+        static const char *const words[] = {MAP(CLI_WORD_) NULL};              \
+        static const type values[] = {MAP(CLI_VALUE_)};                        \
+        return values[cli_choice(prog, usage, flag, v, words)];                \
+    }
+CLI_ENUM_PARSER_(cli_format, pl_format, PL_FORMAT_MAP)
+CLI_ENUM_PARSER_(cli_augment, pl_augment, PL_AUGMENT_MAP)
+CLI_ENUM_PARSER_(cli_memory, pl_memory, PL_MEMORY_MAP)
+CLI_ENUM_PARSER_(cli_on_error, pl_on_error, PL_ON_ERROR_MAP)
+CLI_ENUM_PARSER_(cli_shard_mode, pl_shard_mode, PL_SHARD_MODE_MAP)
+CLI_ENUM_PARSER_(cli_order, pl_order, PL_ORDER_MAP)
 
 /* The exit codes every tool documents in its --help. */
 #define CLI_EXIT_CODES                                                         \
@@ -194,19 +219,21 @@ static inline const char *cli_value(const char *prog, const char *usage,
     exit(2);
 }
 
-/* --device, the same words in every tool: auto (the calling thread's CUDA
- * device, else the host), host, local-rank (the launcher's local rank),
- * cuda (CUDA device 0, or fail), cuda:N or N (CUDA device N, or fail).
- * [out] *must_cuda: 1 if a CUDA device was named. */
-#define CLI_DEVICES "auto|host|local-rank|cuda|cuda:N"
+/* --device, the same words in every tool: those of PL_DEVICE_MAP, auto
+ * (the calling thread's CUDA device, else the host), host and local_rank
+ * (the launcher's local rank; local-rank too), then cuda (CUDA device 0, or
+ * fail), cuda:N or N (CUDA device N, or fail). [out] *must_cuda: 1 if a
+ * CUDA device was named. */
+#define CLI_DEVICES "auto|host|local_rank|cuda|cuda:N"
 static inline int cli_device(const char *prog, const char *usage,
                              const char *flag, const char *v, int *must_cuda)
 {
     *must_cuda = 0;
-    if (strcmp(v, "auto") == 0)
-        return PL_DEVICE_AUTO;
-    if (strcmp(v, "host") == 0)
-        return PL_DEVICE_HOST;
+#define CLI_DEVICE_(name, value, word)                                         \
+    if (strcmp(v, word) == 0)                                                  \
+        return value;
+    PL_DEVICE_MAP(CLI_DEVICE_)
+#undef CLI_DEVICE_
     if (strcmp(v, "local-rank") == 0)
         return PL_DEVICE_LOCAL_RANK;
     *must_cuda = 1;
@@ -221,46 +248,25 @@ static inline int cli_device(const char *prog, const char *usage,
     return (int)cli_long(prog, usage, flag, n, 0, 65535);
 }
 
-/* --format: u8, f32, f16 or bf16. */
-static inline pl_format cli_format(const char *prog, const char *usage,
-                                   const char *flag, const char *v)
+/* --pin, as the tools take it: on (pinned memory), off (pageable), or a
+ * word of PL_MEMORY_MAP (pinned, pageable, managed). The pl_memory, or -1
+ * for any other word. */
+static inline int cli_pin(const char *v)
 {
-    if (strcmp(v, "u8") == 0)
-        return PL_FORMAT_U8_NHWC;
-    if (strcmp(v, "f32") == 0)
-        return PL_FORMAT_F32_NCHW;
-    if (strcmp(v, "f16") == 0)
-        return PL_FORMAT_F16_NCHW;
-    if (strcmp(v, "bf16") == 0)
-        return PL_FORMAT_BF16_NCHW;
-    fprintf(stderr, "%s: %s: unknown value \"%s\" (u8, f32, f16 or bf16)\n%s",
-            prog, flag, v, usage);
-    exit(2);
-}
-
-/* --order: global or shards (pl_config.order). */
-static inline pl_order cli_order(const char *prog, const char *usage,
-                                 const char *flag, const char *v)
-{
-    if (strcmp(v, "global") == 0)
-        return PL_ORDER_GLOBAL;
-    if (strcmp(v, "shards") == 0)
-        return PL_ORDER_SHARDS;
-    fprintf(stderr, "%s: %s: unknown value \"%s\" (global or shards)\n%s", prog,
-            flag, v, usage);
-    exit(2);
+    if (strcmp(v, "on") == 0)
+        return PL_MEMORY_PINNED;
+    if (strcmp(v, "off") == 0)
+        return PL_MEMORY_PAGEABLE;
+#define CLI_MEMORY_(name, value, word)                                         \
+    if (strcmp(v, word) == 0)                                                  \
+        return value;
+    PL_MEMORY_MAP(CLI_MEMORY_)
+#undef CLI_MEMORY_
+    return -1;
 }
 
 /* The options --order and --shuffle-window (usage text). */
 #define CLI_ORDER_USAGE "[--order global|shards] [--shuffle-window N]"
-
-static inline const char *cli_format_name(pl_format f)
-{
-    return f == PL_FORMAT_F32_NCHW    ? "f32"
-           : f == PL_FORMAT_F16_NCHW  ? "f16"
-           : f == PL_FORMAT_BF16_NCHW ? "bf16"
-                                      : "u8";
-}
 
 /* When the work counted by cli_progress began (its ETA counts from
  * here); the first call of cli_progress sets it otherwise. */

@@ -18,6 +18,11 @@ that the sdist builds from itself alone):
   docs/python.md               the table of keywords that are not a field
                                as it is, between its two marker comments
 
+A keyword naming an enum's values (format="f32") takes the words of that
+enum's list in the header (PL_FORMAT_MAP: XX(NAME, value, "word")), the
+words pl_format_name() gives and the tools take: CHOICES and DEVICES in
+_options.py are written from those lists, never by hand.
+
 A field is a keyword of its own name as it is (an int32_t, int64_t or
 uint64_t is an integer, a float[3] three numbers, a const char * a string)
 unless PYTHON, the one hand-kept table below, says otherwise: a flag, a
@@ -28,18 +33,40 @@ an enum ("a pl_order"), or that has no comment, stops this script with the
 field's name: a new field is never forgotten.
 
 --check writes nothing: each stale file is named and the status is 1
-(`make test` runs it; `make config-fields` writes them). Python 3 stdlib
-only.
+(`make test` runs it; `make config-fields` writes them). It also holds
+what is kept by hand against the header, naming each difference (status
+1, in either mode):
+
+  README.md                    its configuration table lists every
+                               pl_config field, once, and no other; an
+                               integer field's default there is the
+                               header comment's ("default 64")
+  include/pinload.h            every integer field's comment says its
+                               default, and the float and pointer fields'
+                               say it where they do
+  python/pinload/_pinload.pyi  declares every enum constant
+  PYTHON (below)               a name-valued keyword's docs name each of
+                               its words, and "(the default" the default's
+
+--defaults PROG: PROG prints pl_config_default()'s values, a field a line
+("batch_size 64", "mean 0.485 0.456 0.406", "data NULL"), and the header's
+and the README's defaults are held against them too: the library is the
+source of the defaults, the texts are checked (`make config-check` builds
+PROG from --defaults-program, which writes its C source from the header's
+fields to stdout). Python 3 stdlib only.
 """
 
 import argparse
 import os
 import re
+import subprocess
 import sys
 import textwrap
 
 SCRIPT = "tools/config-fields.py"
 HEADER = "include/pinload.h"
+README = "README.md"
+STUBS = "python/pinload/_pinload.pyi"
 C_TABLE = "python/src/config_fields.h"
 OPTIONS = "python/pinload/_options.py"
 INIT = "python/pinload/__init__.py"
@@ -56,23 +83,26 @@ class Keyword:
     """One Python keyword that is not a C field as it is."""
 
     def __init__(self, keyword, fields, kind, pytype, doc=None, values=None,
-                 choices=None, unset=None, row=None):
+                 enum=None, unset=None, row=None):
         self.keyword = keyword      # its name; None: no keyword at all
         self.fields = fields        # the pl_config fields it sets
         self.kind = kind            # how pinload/__init__.py converts it
         self.pytype = pytype        # its annotation in LoaderOptions
         self.doc = doc              # None: the header's comment
         self.values = values        # docs/python.md's "values" column
-        self.choices = choices      # name -> _pinload constant (kind choice)
+        self.enum = enum            # the pl_* enum whose words it takes
+        self.choices = None         # word -> _pinload constant, from the
+                                    # enum's list (kind choice)
         self.unset = unset          # the field's value when left out (None:
                                     # the C default)
         self.row = row or [keyword]  # docs/python.md's keyword column
 
 
-def choice(keyword, names, doc, values=None, pytype="str"):
-    return Keyword(keyword, [keyword], "choice", pytype, doc,
-                   values or ", ".join('`"%s"`' % n for n in names),
-                   choices=names)
+def choice(keyword, enum, doc, values=None, pytype="str"):
+    """A keyword taking the words of `enum`'s list in the header (its
+    docs/python.md values: each word quoted, unless given)."""
+    return Keyword(keyword, [keyword], "choice", pytype, doc, values,
+                   enum=enum)
 
 
 def flag(field):
@@ -95,8 +125,7 @@ PYTHON = [
             "the output's height and width in pixels: an int for both, or "
             "(height, width); default 224",
             "an int, or `(height, width)`"),
-    choice("format", {"u8": "FORMAT_U8_NHWC", "f32": "FORMAT_F32_NCHW",
-                      "f16": "FORMAT_F16_NCHW", "bf16": "FORMAT_BF16_NCHW"},
+    choice("format", "pl_format",
            '"u8" (uint8 NHWC, the default), "f32", "f16" or "bf16" '
            "(normalised NCHW; bf16 a torch.bfloat16 tensor), or the torch "
            "dtype: torch.uint8, torch.float32, torch.float16, "
@@ -105,8 +134,7 @@ PYTHON = [
            "NCHW; bf16 a `torch.bfloat16` tensor, NumPy has no such type), "
            "or the images' torch dtype (`torch.float32` for `\"f32\"`)",
            pytype="Union[str, TorchDtype]"),
-    choice("augment", {"none": "AUGMENT_NONE", "eval": "AUGMENT_EVAL",
-                       "train": "AUGMENT_TRAIN"},
+    choice("augment", "pl_augment",
            '"train" (RandomResizedCrop + flip, the default), "eval" (Resize '
            '+ CenterCrop) or "none" (resize to size)'),
     flag("dct_scaling"),
@@ -122,7 +150,7 @@ PYTHON = [
             "launcher)", row=["rank", "world_size"]),
     Keyword("world_size", ["world_size"], "rank", "int",
             "the number of shards: with rank, or neither"),
-    choice("shard_mode", {"pad": "SHARD_PAD", "drop": "SHARD_DROP"},
+    choice("shard_mode", "pl_shard_mode",
            '"pad" (the default) or "drop": DistributedSampler\'s drop_last'),
     Keyword("resume", ["resume"], "state", "StateLike",
             "None (default): start at first_epoch; else go on from a state "
@@ -130,9 +158,7 @@ PYTHON = [
             "loader would have delivered next",
             "a `state_dict()` or `state()`"),
     flag("pin_workers"),
-    choice("memory", {"pinned": "MEMORY_PINNED",
-                      "pageable": "MEMORY_PAGEABLE",
-                      "managed": "MEMORY_MANAGED"},
+    choice("memory", "pl_memory",
            'the host ring\'s memory: "pinned" (the default), "pageable" or '
            '"managed"'),
     flag("pinned_fallback"),
@@ -141,11 +167,10 @@ PYTHON = [
             '"host"/"cpu", "local_rank", "cuda", "cuda:N", N, or a '
             "torch.device",
             '`"auto"`, `"host"`/`"cpu"`, `"local_rank"`, `"cuda"`, '
-            '`"cuda:N"`, `N`, a `torch.device`'),
+            '`"cuda:N"`, `N`, a `torch.device`', enum="pl_device"),
     flag("keep_host"),
     flag("gpu_normalize"),
-    choice("on_error", {"fail": "ON_ERROR_FAIL", "skip": "ON_ERROR_SKIP",
-                        "substitute": "ON_ERROR_SUBSTITUTE"},
+    choice("on_error", "pl_on_error",
            'what a bad file does: "skip" (the default), "fail" or '
            '"substitute" (zeros, with its status)'),
     flag("strict"),
@@ -175,7 +200,7 @@ PYTHON = [
             "`BusyError`; `N`: at most N buffers; `0`: `device_buffers`",
             unset=-1),
     Keyword("cache_dir", ["cache_dir"], "path", "PathLike"),
-    choice("order", {"global": "ORDER_GLOBAL", "shards": "ORDER_SHARDS"},
+    choice("order", "pl_order",
            '"global" (the default: the exact global shuffle) or "shards" '
            "(tar shards only: a seeded order of the shards dealt to the "
            "ranks in equal ranges, each read in sequence, shuffled within "
@@ -270,6 +295,60 @@ def parse(text):
         fields.append(Field(name, ctype, " ".join(pending), end))
         pending, last_line = [], end
     return fields
+
+
+class Value:
+    """One value of an enum's list: PL_FORMAT_F32_NCHW, 1, "f32"."""
+
+    def __init__(self, const, value, word):
+        self.const, self.value, self.word = const, value, word
+
+
+def parse_enums(text):
+    """The enums made from a list, XX(NAME, value, "word"), with a
+    PL_*_ENUM_(name, value, word) generator: {"pl_format": [Value...]}."""
+    lists = {}
+    for m in re.finditer(r"^#define (PL_\w+_MAP)\(XX\)((?:.*\\\n)*.*)$",
+                         text, re.M):
+        lists[m.group(1)] = re.findall(r'XX\((\w+), (-?\d+), "([^"]*)"\)',
+                                       m.group(2))
+    enums = {}
+    for m in re.finditer(r"typedef enum (pl_\w+) \{\n#define (\w+)\(name, "
+                         r"value, word\) (PL_\w*)##name = value,\n\s*"
+                         r"(PL_\w+_MAP)\(\2\)", text):
+        enum, prefix, name = m.group(1), m.group(3), m.group(4)
+        if not lists.get(name):
+            raise Failure("%s: %s generates %s, and has no XX(NAME, value, "
+                          '"word") lines' % (HEADER, name, enum))
+        enums[enum] = [Value(prefix + n, int(v), w) for n, v, w in lists[name]]
+    if not enums:
+        raise Failure("%s: no enum made from a PL_*_MAP(XX) list" % HEADER)
+    return enums
+
+
+def parse_constants(text, enums):
+    """Every constant a default may be written as: the enums' values and
+    the plain ones (#define PL_FROM_ENV (-1))."""
+    consts = {v.const: v.value for vs in enums.values() for v in vs}
+    for m in re.finditer(r"^#define (PL_[A-Z0-9_]+) \(?(-?\d+)\)?$", text,
+                         re.M):
+        consts[m.group(1)] = int(m.group(2))
+    return consts
+
+
+def resolve(enums):
+    """Each name-valued keyword's words, from its enum's list."""
+    for k in PYTHON:
+        if k.enum is None:
+            continue
+        if k.enum not in enums:
+            raise Failure("%s: PYTHON's %s takes the words of %s, which %s "
+                          "does not list (a PL_*_MAP)"
+                          % (SCRIPT, k.keyword, k.enum, HEADER))
+        if k.kind == "choice":
+            k.choices = dict((v.word, v.const[3:]) for v in enums[k.enum])
+            if k.values is None:
+                k.values = ", ".join('`"%s"`' % w for w in k.choices)
 
 
 def plan(fields):
@@ -376,7 +455,7 @@ def annotation(k):
     return k.pytype if k.pytype in ("Any",) else "Optional[%s]" % k.pytype
 
 
-def options(keywords):
+def options(keywords, enums):
     out = ['"""pinload.Loader\'s keywords. tools/config-fields.py wrote '
            "this file",
            "from include/pinload.h's pl_config (the docs are its comments) "
@@ -433,14 +512,23 @@ def options(keywords):
                       ", ".join('"%s"' % f for f in k.fields) +
                       ("," if len(k.fields) == 1 else ""), k.unset))
     out += ["}", "",
-            "#: a name-valued keyword's names, and the _pinload constants "
-            "they stand for",
+            "#: a name-valued keyword's words (its enum's list in pinload.h, "
+            "as",
+            "#: pl_*_name() gives them), and the _pinload constants they "
+            "stand for",
             "CHOICES: Dict[str, Dict[str, str]] = {"]
     for k, _ in keywords:
         if k.kind == "choice":
             out.append('    "%s": {' % k.keyword)
             out += ['        "%s": "%s",' % c for c in k.choices.items()]
             out.append("    },")
+    out += ["}", "",
+            "#: device=: the words of the device field's special values "
+            "(PL_DEVICE_MAP),",
+            "#: and the _pinload constants they stand for",
+            "DEVICES: Dict[str, str] = {"]
+    out += ['    "%s": "%s",' % (v.word, v.const[3:])
+            for v in enums["pl_device"]]
     out += ["}", ""]
     return "\n".join(out)
 
@@ -502,16 +590,246 @@ def splice_docs(text, keywords):
     return "\n".join(lines[:start + 1] + docs_table(keywords) + lines[end:])
 
 
-def outputs(root):
+# ---------------------------------------------------------------------------
+# What is kept by hand, held against the header (and the library)
+
+UNITS = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+NUMBERS3 = r"-?\d*\.?\d+ -?\d*\.?\d+ -?\d*\.?\d+"
+# A comment's statement of its default: "default 64", "Default 256 MiB",
+# "default ImageNet's 0.485 0.456 0.406", "0 (default)", "NULL (default)".
+DEFAULT_SAID = re.compile(
+    r"\b[Dd]efault:?\s+(?:\w+'s\s+)?(%s|-?\d+(?:\s*[KMG]iB)?|PL_[A-Z0-9_]+"
+    r"|NULL)\b|(?<![\w.])(-?\d+|PL_[A-Z0-9_]+|NULL) \(default\)" % NUMBERS3)
+INTEGER = ("int32_t", "int64_t", "uint64_t")
+
+
+def value_of(text, consts):
+    """A default as written ("64", "256 MiB", "`PL_ORDER_GLOBAL`", "NULL",
+    "0.485 0.456 0.406"): an int, "NULL", three floats, or None if it is
+    none of those (a sentence: "ImageNet", "stderr")."""
+    t = text.strip().strip("`").strip()
+    if re.fullmatch(NUMBERS3, t):
+        return tuple(float(x) for x in t.split())
+    m = re.match(r"(-?\d+)(?:\s*([KMG]iB))?(?![\w.])", t)
+    if m:
+        return int(m.group(1)) * UNITS.get(m.group(2), 1)
+    m = re.match(r"(PL_[A-Z0-9_]+)\b", t)
+    if m:
+        return consts.get(m.group(1), m.group(1))  # unknown: its name
+    return "NULL" if re.match(r"NULL\b", t) else None
+
+
+def same(a, b):
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        # float32 holds the header's decimals to about 7 digits
+        return len(a) == len(b) and all(abs(x - y) <= 1e-6 * max(1, abs(x))
+                                        for x, y in zip(a, b))
+    return a == b
+
+
+def shown(v):
+    return " ".join("%g" % x for x in v) if isinstance(v, tuple) else str(v)
+
+
+def header_defaults(fields, consts, problems):
+    """{field: the default its comment states}, naming each integer field
+    whose comment states none, and each constant the header lacks."""
+    said = {}
+    for f in fields:
+        m = DEFAULT_SAID.search(f.doc)
+        v = value_of(m.group(1) or m.group(2), consts) if m else None
+        if isinstance(v, str) and v != "NULL":
+            problems.append("%s:%d: pl_config.%s's default is %s, which the "
+                            "header does not define" % (HEADER, f.line,
+                                                        f.name, v))
+        elif v is not None:
+            said[f.name] = v
+        elif f.ctype in INTEGER:
+            problems.append('%s:%d: pl_config.%s\'s comment does not say its '
+                            'default ("default 64", "0 (default)")'
+                            % (HEADER, f.line, f.name))
+    return said
+
+
+def split_top(cell):
+    """A table cell cut at its top-level ", " (not within parentheses or
+    backquotes): "224, 224" is two, "0 (no bound, ever)" one."""
+    parts, depth, quoted, start = [], 0, False, 0
+    for i, ch in enumerate(cell):
+        if ch == "`":
+            quoted = not quoted
+        elif not quoted and ch in "([":
+            depth += 1
+        elif not quoted and ch in ")]":
+            depth -= 1
+        elif (not quoted and depth == 0 and cell.startswith(", ", i)):
+            parts.append(cell[start:i])
+            start = i + 2
+    return [p.strip() for p in parts + [cell[start:]]]
+
+
+def readme_rows(text):
+    """README.md's configuration table: (field, its default's text, line)
+    for each field a row names (`width`, `height` | 224, 224 | ...)."""
+    m = re.search(r"^## Configuration\b.*\n\n(\|.*\n\|[-|]*\n)((?:\|.*\n)*)",
+                  text, re.M)
+    if not m:
+        raise Failure('%s: no table under its "## Configuration" heading'
+                      % README)
+    base = text.count("\n", 0, m.start(2)) + 1
+    rows = []
+    for i, line in enumerate(m.group(2).splitlines()):
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+        names = re.findall(r"`(\w+)`", cells[0]) if cells else []
+        if len(cells) < 2 or not names:
+            raise Failure("%s:%d: a row of the configuration table without "
+                          "`field` | default" % (README, base + i))
+        parts = split_top(cells[1])
+        if len(parts) != len(names):
+            parts = [cells[1]] * len(names)  # one default for them all
+        rows += [(n, p, base + i) for n, p in zip(names, parts)]
+    return rows
+
+
+def check_readme(text, fields, said, consts, problems):
+    """The README's table against the header: every field once, no other
+    name, and the defaults the header states."""
+    rows = readme_rows(text)
+    by_name = dict((f.name, f) for f in fields)
+    seen = {}
+    for name, cell, line in rows:
+        if name not in by_name:
+            problems.append("%s:%d: the configuration table names %s, which "
+                            "pl_config has not" % (README, line, name))
+            continue
+        if name in seen:
+            problems.append("%s:%d: the configuration table names %s again "
+                            "(line %d)" % (README, line, name, seen[name]))
+            continue
+        seen[name] = line
+        f, v = by_name[name], value_of(cell, consts)
+        if f.ctype in INTEGER and not isinstance(v, int):
+            problems.append("%s:%d: %s's default is %r: say the number (or "
+                            "the PL_ constant)" % (README, line, name, cell))
+        elif v is not None and name in said and not same(v, said[name]):
+            problems.append("%s:%d: %s's default is %s; %s says %s"
+                            % (README, line, name, shown(v), HEADER,
+                               shown(said[name])))
+    for f in fields:
+        if f.name not in seen:
+            problems.append("%s: the configuration table (\"## "
+                            "Configuration\") lacks pl_config.%s"
+                            % (README, f.name))
+    return dict((n, value_of(c, consts)) for n, c, _ in rows)
+
+
+def library_defaults(prog, fields):
+    """What PROG (--defaults-program, built) prints: {field: value}."""
+    out = subprocess.run([prog], stdout=subprocess.PIPE, check=True,
+                         universal_newlines=True).stdout
+    got = {}
+    for line in out.splitlines():
+        name, _, rest = line.partition(" ")
+        got[name] = rest if rest in ("NULL", "set") else value_of(rest, {})
+    if list(got) != [f.name for f in fields]:
+        raise Failure("%s prints the fields %s, not the header's: rebuild it "
+                      "(make config-check)" % (prog, ", ".join(got)))
+    return got
+
+
+def check_library(lib, fields, said, readme, problems):
+    """The header's and the README's defaults against the library's."""
+    for f in fields:
+        v = lib[f.name]
+        if f.name in said and not same(said[f.name], v):
+            problems.append("%s:%d: pl_config.%s's comment says default %s; "
+                            "pl_config_default() gives %s"
+                            % (HEADER, f.line, f.name, shown(said[f.name]),
+                               shown(v)))
+        r = readme.get(f.name)
+        if r is not None and not same(r, v):
+            problems.append("%s: %s's default is %s in the configuration "
+                            "table; pl_config_default() gives %s"
+                            % (README, f.name, shown(r), shown(v)))
+
+
+def check_words(enums, said, stubs, problems):
+    """Python's hand-written texts against the enums' lists: each
+    name-valued keyword's docs name every word, and the default's as "the
+    default"; the extension's stubs declare every constant."""
+    for k in PYTHON:
+        if k.enum is None:
+            continue
+        words = [v.word for v in enums[k.enum]]
+        for text, where in ((k.doc, "doc"), (k.values, "docs/python.md "
+                                                       "values")):
+            missing = [w for w in words if text and '"%s"' % w not in text]
+            if missing:
+                problems.append('%s: PYTHON\'s %s %s does not name %s'
+                                % (SCRIPT, k.keyword, where,
+                                   ", ".join('"%s"' % w for w in missing)))
+        m = re.search(r'"(\w+)" \([^)]*\bthe default\b', k.doc or "")
+        want = [v.word for v in enums[k.enum]
+                if v.value == said.get(k.fields[0])]
+        if m and want and m.group(1) != want[0]:
+            problems.append('%s: PYTHON\'s %s doc calls "%s" the default; '
+                            '%s says "%s"' % (SCRIPT, k.keyword, m.group(1),
+                                              HEADER, want[0]))
+    for vs in enums.values():
+        for v in vs:
+            if not re.search(r"^%s: int$" % v.const[3:], stubs, re.M):
+                problems.append("%s: no `%s: int` (pinload.h's %s)"
+                                % (STUBS, v.const[3:], v.const))
+
+
+def defaults_program(fields):
+    """A C program printing pl_config_default()'s values, a field a line,
+    as library_defaults reads them."""
+    out = ["/* tools/config-fields.py --defaults-program wrote this from "
+           "include/pinload.h:",
+           " * pl_config_default()'s values, a field a line. */",
+           "#include <stdio.h>", "", '#include "pinload.h"', "",
+           "int main(void)", "{", "    pl_config c;",
+           "    pl_config_default(&c);"]
+    for f in fields:
+        if f.ctype in ("int32_t", "int64_t"):
+            out.append('    printf("%s %%lld\\n", (long long)c.%s);'
+                       % (f.name, f.name))
+        elif f.ctype == "uint64_t":
+            out.append('    printf("%s %%llu\\n", (unsigned long long)c.%s);'
+                       % (f.name, f.name))
+        elif f.ctype == "float[3]":
+            out.append('    printf("%s %%.9g %%.9g %%.9g\\n", c.%s[0], '
+                       'c.%s[1], c.%s[2]);' % ((f.name,) * 4))
+        else:
+            out.append('    printf("%s %%s\\n", c.%s ? "set" : "NULL");'
+                       % (f.name, f.name))
+    return "\n".join(out + ["    return 0;", "}", ""])
+
+
+def outputs(root, prog=None):
+    """The files written from the header, and what differs between the
+    header and the texts kept by hand (and the library, given PROG)."""
     def read(path):
         with open(os.path.join(root, path), encoding="utf-8") as f:
             return f.read()
-    fields = parse(read(HEADER))
+    header = read(HEADER)
+    fields = parse(header)
+    enums = parse_enums(header)
+    consts = parse_constants(header, enums)
+    resolve(enums)
     keywords = plan(fields)
+    problems = []
+    said = header_defaults(fields, consts, problems)
+    readme = check_readme(read(README), fields, said, consts, problems)
+    check_words(enums, said, read(STUBS), problems)
+    if prog:
+        check_library(library_defaults(prog, fields), fields, said, readme,
+                      problems)
     return {C_TABLE: c_table(fields),
-            OPTIONS: options(keywords),
+            OPTIONS: options(keywords, enums),
             INIT: splice_init(read(INIT), keywords),
-            DOCS: splice_docs(read(DOCS), keywords)}
+            DOCS: splice_docs(read(DOCS), keywords)}, problems
 
 
 def main():
@@ -521,10 +839,18 @@ def main():
     ap.add_argument("--root", default=os.path.join(
         os.path.dirname(os.path.abspath(__file__)), ".."),
         help="the checkout (default: this script's)")
+    ap.add_argument("--defaults", metavar="PROG",
+                    help="hold the defaults against what PROG prints")
+    ap.add_argument("--defaults-program", action="store_true",
+                    help="write PROG's C source to stdout, and nothing else")
     args = ap.parse_args()
     try:
-        want = outputs(args.root)
-    except (Failure, OSError) as e:
+        if args.defaults_program:
+            with open(os.path.join(args.root, HEADER), encoding="utf-8") as f:
+                sys.stdout.write(defaults_program(parse(f.read())))
+            return 0
+        want, problems = outputs(args.root, args.defaults)
+    except (Failure, OSError, subprocess.CalledProcessError) as e:
         print("config-fields: %s" % e, file=sys.stderr)
         return 2
     stale = []
@@ -542,14 +868,21 @@ def main():
             with open(full, "w", encoding="utf-8") as f:
                 f.write(text)
             print("config-fields: wrote %s" % path)
+    for p in problems:
+        print("config-fields: %s" % p, file=sys.stderr)
     if args.check and stale:
         for path in stale:
             print("config-fields: %s is stale: run tools/config-fields.py "
                   "(make config-fields)" % path, file=sys.stderr)
         return 1
+    if problems:
+        return 1
     if args.check:
         print("config-fields: the %d files written from %s's pl_config are "
               "up to date" % (len(want), HEADER))
+        print("config-fields: %s's table, %s and PYTHON's docs agree with "
+              "it%s" % (README, STUBS, ", and its defaults with the "
+                        "library's" if args.defaults else ""))
     return 0
 
 

@@ -78,10 +78,7 @@ static int parse_choice(const char *flag, const char *v,
 
 static void parse(int argc, char **argv, options *o)
 {
-    static const char *const augments[] = {"none", "eval", "train"};
     static const char *const onoff[] = {"off", "on"};
-    static const char *const policies[] = {"fail", "skip", "substitute"};
-    static const char *const pins[] = {"off", "on", "managed"};
     static const char *const valued[] = {"--data",
                                          "--out",
                                          "--size",
@@ -132,7 +129,7 @@ static void parse(int argc, char **argv, options *o)
         else if (strcmp(f, "--size") == 0)
             o->cfg.width = o->cfg.height = (int)parse_long(f, v, 1, 16384);
         else if (strcmp(f, "--augment") == 0)
-            o->cfg.augment = (pl_augment)parse_choice(f, v, augments, 3);
+            o->cfg.augment = cli_augment("pinload-dump", usage, f, v);
         else if (strcmp(f, "--seed") == 0)
             o->cfg.seed = (uint64_t)parse_long(f, v, 0, __LONG_MAX__);
         else if (strcmp(f, "--epoch") == 0)
@@ -142,18 +139,18 @@ static void parse(int argc, char **argv, options *o)
         else if (strcmp(f, "--prefetch") == 0)
             o->cfg.prefetch = (int)parse_long(f, v, 1, 1024);
         else if (strcmp(f, "--pin") == 0) {
-            static const pl_memory by_name[] = {
-                PL_MEMORY_PAGEABLE, PL_MEMORY_PINNED, PL_MEMORY_MANAGED};
-            o->cfg.memory = by_name[parse_choice(f, v, pins, 3)];
+            o->cfg.memory = cli_pin(v);
+            if (o->cfg.memory < 0)
+                cli_usage_error("pinload-dump", usage,
+                                "%s: unknown value \"%s\" (on, off or managed)",
+                                f, v);
         } else if (strcmp(f, "--batch") == 0)
             o->cfg.batch_size = (int)parse_long(f, v, 1, 65536);
         else if (strcmp(f, "--limit") == 0)
             o->limit = (int)parse_long(f, v, 0, __INT_MAX__);
-        else if (strcmp(f, "--on-error") == 0) {
-            static const pl_on_error by_name[] = {
-                PL_ON_ERROR_FAIL, PL_ON_ERROR_SKIP, PL_ON_ERROR_SUBSTITUTE};
-            o->cfg.on_error = by_name[parse_choice(f, v, policies, 3)];
-        } else if (strcmp(f, "--shuffle") == 0)
+        else if (strcmp(f, "--on-error") == 0)
+            o->cfg.on_error = cli_on_error("pinload-dump", usage, f, v);
+        else if (strcmp(f, "--shuffle") == 0)
             o->cfg.shuffle = parse_choice(f, v, onoff, 2);
         else if (strcmp(f, "--drop-last") == 0)
             o->cfg.drop_last = parse_choice(f, v, onoff, 2);

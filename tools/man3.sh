@@ -1,8 +1,9 @@
 #!/bin/sh
 # man3.sh HEADER OUTDIR: the API's man pages (section 3), made from the
 # public header's own comments so that they cannot drift from it.
-#   pinload.3        the header's opening comment: what pinload is, the
-#                    life of a program, status codes, thread safety, ABI
+#   pinload.3        the header's opening comment: what pinload is (its
+#                    first line, "pinload: ...", the NAME), the life of a
+#                    program, status codes, thread safety, ABI
 #   one page per section of the header (the "/* -----" banners): its
 #                    functions' prototypes as SYNOPSIS, then each
 #                    declaration's comment and code, in the header's order
@@ -129,6 +130,11 @@ BEGIN { state = "top"; page = ""; ncom = 0; code = ""; incom = 0 }
 # The opening comments, up to the include guard: pinload(3).
 state == "top" {
     if ($0 ~ /^#ifndef PINLOAD_H/) { state = "pre"; next }
+    # The first line, "pinload: what it is.", is the NAME of pinload(3).
+    if (ntop == 0 && summary == "" && $0 ~ /^\/\* pinload: /) {
+        summary = $0; sub(/^\/\* pinload: /, "", summary); sub(/\.$/, "", summary)
+        next
+    }
     top[++ntop] = strip_comment($0)
     next
 }
@@ -168,14 +174,14 @@ END {
     # pinload(3)
     f = out "/pinload.3"
     printf th, "PINLOAD", version > f
-    emit(f, ".SH NAME\npinload \\- a pinned-memory JPEG data loader that keeps GPUs fed")
+    emit(f, ".SH NAME\npinload \\- " esc(summary))
     emit(f, ".SH SYNOPSIS\n.nf\n#include <pinload.h>\n.fi\n.PP\nLink with \\fB$(pkg-config --libs pinload)\\fP, or CMake\\(aqs \\fBpinload::pinload\\fP.")
     emit(f, ".SH DESCRIPTION")
     comment_roff(f, ntop, top)
     emit(f, ".SH SEE ALSO")
     s = ""
     for (i = 1; i <= npages; i++) s = s (s == "" ? "" : ",\n") "\\fB" pages[i] "\\fP(3)"
-    emit(f, s "; pinload-bench(1), pinload-dump(1), pinload-mkdata(1); the README and docs/ of the source")
+    emit(f, s "; pinload-bench(1), pinload-dump(1), pinload-mkdata(1), pinload-pack(1); the README and docs/ of the source")
     man[++nman] = "pinload.3"
     for (i = 1; i <= npages; i++) {
         p = pages[i]; f = out "/" p ".3"

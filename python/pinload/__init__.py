@@ -70,10 +70,9 @@ _WORDS: Dict[str, str] = {
     "PL_" + const: '%s="%s"' % (keyword, name)
     for keyword, names in _options.CHOICES.items()
     for name, const in names.items()}
-_WORDS.update({"PL_DEVICE_AUTO": 'device="auto"',
-               "PL_DEVICE_HOST": 'device="host"',
-               "PL_DEVICE_LOCAL_RANK": 'device="local_rank"',
-               "PL_FROM_ENV": "None"})
+_WORDS.update({"PL_" + const: 'device="%s"' % name
+               for name, const in _options.DEVICES.items()})
+_WORDS["PL_FROM_ENV"] = "None"
 #: pl_config field -> its keyword (width -> size, channels_last -> layout)
 _FIELD_KEYWORDS: Dict[str, str] = {
     field: keyword for keyword, (_, fields, _) in _options.KEYWORDS.items()
@@ -249,6 +248,13 @@ def _format(value: Union[str, TorchDtype]) -> int:
                         ", ".join(_TORCH_FORMATS)))
 
 
+#: device= by name: the header's words (_options.DEVICES), and torch's
+_DEVICES: Dict[str, int] = {
+    name: getattr(_C, const) for name, const in _options.DEVICES.items()}
+_DEVICES.update({"cuda": _C.DEVICE_AUTO, "cpu": _C.DEVICE_HOST,
+                 "local-rank": _C.DEVICE_LOCAL_RANK})
+
+
 def _device(value: Any) -> int:
     """'auto', 'host'/'cpu', 'local_rank', 'cuda', 'cuda:N', an int, or a
     torch.device."""
@@ -267,12 +273,8 @@ def _device(value: Any) -> int:
                              " 'host', 'local_rank')" % value)
         return value
     if isinstance(value, str):
-        named = {"auto": _C.DEVICE_AUTO, "cuda": _C.DEVICE_AUTO,
-                 "host": _C.DEVICE_HOST, "cpu": _C.DEVICE_HOST,
-                 "local_rank": _C.DEVICE_LOCAL_RANK,
-                 "local-rank": _C.DEVICE_LOCAL_RANK}
-        if value in named:
-            return named[value]
+        if value in _DEVICES:
+            return _DEVICES[value]
         if value.startswith("cuda:") and value[5:].isdigit():
             return int(value[5:])
     raise ValueError("device: %r is not 'auto', 'host', 'local_rank', "
@@ -716,12 +718,12 @@ class Loader:
                     own shards whole, a few at a time, if the bound holds
                     those of the node's ranks (docs/DATA.md).
     remote_timeout_ms  A transfer that moves no byte for this long is cut
-                    and retried: default 30000 ms (also the connect
-                    timeout).
+                    and retried (also the connect timeout), in ms: 0
+                    (default): 30000.
     remote_retries  Attempts after the first on a transport error, a short
                     body, a stall, HTTP 408, 429 or 5xx, with backoff (100
                     ms doubling, at most 5 s); a download resumes where it
-                    stopped (Range). Default 5; -1: none.
+                    stopped (Range). 0 (default): 5; -1: none.
     order           "global" (the default: the exact global shuffle) or
                     "shards" (tar shards only: a seeded order of the shards
                     dealt to the ranks in equal ranges, each read in

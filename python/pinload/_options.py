@@ -174,13 +174,13 @@ class LoaderOptions(TypedDict, total=False):
     shards whole, a few at a time, if the bound holds those of the
     node's ranks (docs/DATA.md)."""
     remote_timeout_ms: Optional[int]
-    """A transfer that moves no byte for this long is cut and retried:
-    default 30000 ms (also the connect timeout)."""
+    """A transfer that moves no byte for this long is cut and retried (also
+    the connect timeout), in ms: 0 (default): 30000."""
     remote_retries: Optional[int]
     """Attempts after the first on a transport error, a short body, a
     stall, HTTP 408, 429 or 5xx, with backoff (100 ms doubling, at most
-    5 s); a download resumes where it stopped (Range). Default 5; -1:
-    none."""
+    5 s); a download resumes where it stopped (Range). 0 (default): 5;
+    -1: none."""
     order: Optional[str]
     """"global" (the default: the exact global shuffle) or "shards" (tar
     shards only: a seeded order of the shards dealt to the ranks in
@@ -264,7 +264,8 @@ KEYWORDS: Dict[str, Tuple[str, Tuple[str, ...], Optional[int]]] = {
     "label_field": ("str", ("label_field",), None),
 }
 
-#: a name-valued keyword's names, and the _pinload constants they stand for
+#: a name-valued keyword's words (its enum's list in pinload.h, as
+#: pl_*_name() gives them), and the _pinload constants they stand for
 CHOICES: Dict[str, Dict[str, str]] = {
     "format": {
         "u8": "FORMAT_U8_NHWC",
@@ -295,4 +296,12 @@ CHOICES: Dict[str, Dict[str, str]] = {
         "global": "ORDER_GLOBAL",
         "shards": "ORDER_SHARDS",
     },
+}
+
+#: device=: the words of the device field's special values (PL_DEVICE_MAP),
+#: and the _pinload constants they stand for
+DEVICES: Dict[str, str] = {
+    "auto": "DEVICE_AUTO",
+    "host": "DEVICE_HOST",
+    "local_rank": "DEVICE_LOCAL_RANK",
 }

@@ -3,6 +3,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 library_version: str
 codes: Dict[str, int]
+#: each enum constant's word, as pl_*_name() gives it ("f32")
+names: Dict[str, str]
 
 FORMAT_U8_NHWC: int
 FORMAT_F32_NCHW: int

@@ -122,40 +122,60 @@ static int module_exec(PyObject *m)
         if (!*types[i] || PyModule_AddType(m, *types[i]) < 0)
             return -1;
     }
-    static const struct {
+    /* The enums' values, from their lists in pinload.h (PL_FORMAT_MAP...),
+     * as FORMAT_U8_NHWC and its kin, and `names`: each one's word, as the
+     * library's pl_*_name() gives it ({"FORMAT_U8_NHWC": "u8", ...}): the
+     * words Python's keywords take (_options.CHOICES). */
+    const struct {
         const char *name;
         long value;
+        const char *word;
     } ints[] = {
-        {"FORMAT_U8_NHWC", PL_FORMAT_U8_NHWC},
-        {"FORMAT_F32_NCHW", PL_FORMAT_F32_NCHW},
-        {"FORMAT_F16_NCHW", PL_FORMAT_F16_NCHW},
-        {"FORMAT_BF16_NCHW", PL_FORMAT_BF16_NCHW},
-        {"AUGMENT_NONE", PL_AUGMENT_NONE},
-        {"AUGMENT_EVAL", PL_AUGMENT_EVAL},
-        {"AUGMENT_TRAIN", PL_AUGMENT_TRAIN},
-        {"MEMORY_PINNED", PL_MEMORY_PINNED},
-        {"MEMORY_PAGEABLE", PL_MEMORY_PAGEABLE},
-        {"MEMORY_MANAGED", PL_MEMORY_MANAGED},
-        {"ON_ERROR_FAIL", PL_ON_ERROR_FAIL},
-        {"ON_ERROR_SKIP", PL_ON_ERROR_SKIP},
-        {"ON_ERROR_SUBSTITUTE", PL_ON_ERROR_SUBSTITUTE},
-        {"SHARD_PAD", PL_SHARD_PAD},
-        {"SHARD_DROP", PL_SHARD_DROP},
-        {"ORDER_GLOBAL", PL_ORDER_GLOBAL},
-        {"ORDER_SHARDS", PL_ORDER_SHARDS},
-        {"BACKEND_HOST", PL_BACKEND_HOST},
-        {"BACKEND_CUDA", PL_BACKEND_CUDA},
-        {"LOG_NOTICE", PL_LOG_NOTICE},
-        {"LOG_WARNING", PL_LOG_WARNING},
-        {"DEVICE_AUTO", PL_DEVICE_AUTO},
-        {"DEVICE_HOST", PL_DEVICE_HOST},
-        {"DEVICE_LOCAL_RANK", PL_DEVICE_LOCAL_RANK},
-        {"FROM_ENV", PL_FROM_ENV},
-        {"STATE_BYTES", PL_STATE_BYTES},
+#define ENUM_(prefix, fn, name, value) {prefix #name, value, fn(value)},
+#define FORMAT_(name, value, word) ENUM_("FORMAT_", pl_format_name, name, value)
+#define AUGMENT_(name, value, word)                                            \
+    ENUM_("AUGMENT_", pl_augment_name, name, value)
+#define MEMORY_(name, value, word) ENUM_("MEMORY_", pl_memory_name, name, value)
+#define ON_ERROR_(name, value, word)                                           \
+    ENUM_("ON_ERROR_", pl_on_error_name, name, value)
+#define SHARD_(name, value, word)                                              \
+    ENUM_("SHARD_", pl_shard_mode_name, name, value)
+#define ORDER_(name, value, word) ENUM_("ORDER_", pl_order_name, name, value)
+#define BACKEND_(name, value, word)                                            \
+    ENUM_("BACKEND_", pl_backend_name, name, value)
+#define LOG_(name, value, word) ENUM_("LOG_", pl_log_level_name, name, value)
+#define DEVICE_(name, value, word) ENUM_("DEVICE_", pl_device_name, name, value)
+        /* One list a line. */
+        /* clang-format off */
+        PL_FORMAT_MAP(FORMAT_)
+        PL_AUGMENT_MAP(AUGMENT_)
+        PL_MEMORY_MAP(MEMORY_)
+        PL_ON_ERROR_MAP(ON_ERROR_)
+        PL_SHARD_MODE_MAP(SHARD_)
+        PL_ORDER_MAP(ORDER_)
+        PL_BACKEND_MAP(BACKEND_)
+        PL_LOG_LEVEL_MAP(LOG_)
+        PL_DEVICE_MAP(DEVICE_)
+        /* clang-format on */
+        {"FROM_ENV", PL_FROM_ENV, NULL},
+        {"STATE_BYTES", PL_STATE_BYTES, NULL},
     };
-    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
+    PyObject *names = PyDict_New();
+    for (size_t i = 0; names && i < sizeof ints / sizeof ints[0]; i++) {
         if (add_int(m, ints[i].name, ints[i].value) < 0)
-            return -1;
+            Py_CLEAR(names);
+        else if (ints[i].word) {
+            PyObject *w = PyUnicode_FromString(ints[i].word);
+            if (!w || PyDict_SetItemString(names, ints[i].name, w) < 0)
+                Py_CLEAR(names);
+            Py_XDECREF(w);
+        }
+    }
+    if (!names || PyModule_AddObjectRef(m, "names", names) < 0) {
+        Py_XDECREF(names);
+        return -1;
+    }
+    Py_DECREF(names);
     /* Every status code the library defines, by name. */
     PyObject *codes = PyDict_New();
     for (int rc = 1; codes && rc >= -64; rc--) {

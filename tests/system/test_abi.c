@@ -261,8 +261,8 @@ Test(abi, image_load_fills_a_newer_struct_and_free_touches_only_its_fields)
 }
 
 /* What a binder sees: the header preprocessed by a compiler that is not
- * GCC (no __GNUC__) holds no attribute, and every status code is a plain
- * "NAME = value" enumerator. */
+ * GCC (no __GNUC__) holds no attribute, and every status code and enum
+ * value is a plain "NAME = value" enumerator. */
 Test(abi, the_header_reads_plainly_without_gcc_extensions)
 {
     char dir[64], out[128], cmd[1024];
@@ -296,6 +296,16 @@ Test(abi, the_header_reads_plainly_without_gcc_extensions)
         "PL_ETHREAD = -10,",     "PL_EBUSY = -11,", "PL_ECLOSED = -12,"};
     for (size_t k = 0; k < sizeof codes / sizeof codes[0]; k++)
         cr_assert_not_null(strstr(text, codes[k]), "no \"%s\"", codes[k]);
+    /* The enums made from lists (PL_FORMAT_MAP...) read the same way. */
+    cr_assert_null(strstr(text, "_MAP("), "%s", text);
+    static const char *const values[] = {
+        "PL_FORMAT_BF16_NCHW = 3,",  "PL_AUGMENT_TRAIN = 2,",
+        "PL_MEMORY_MANAGED = 2,",    "PL_ON_ERROR_SUBSTITUTE = 2,",
+        "PL_SHARD_DROP = 1,",        "PL_ORDER_SHARDS = 1,",
+        "PL_BACKEND_CUDA = 1,",      "PL_LOG_WARNING = 1,",
+        "PL_DEVICE_LOCAL_RANK = -3,"};
+    for (size_t k = 0; k < sizeof values / sizeof values[0]; k++)
+        cr_assert_not_null(strstr(text, values[k]), "no \"%s\"", values[k]);
     cr_assert_not_null(strstr(text, "pl_loader_create_sized("));
     free(text);
     tu_rm_rf(dir);

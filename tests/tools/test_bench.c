@@ -71,7 +71,7 @@ Test(bench, bad_arguments_exit_2_with_a_reason_and_the_usage)
     snprintf(a, sizeof a, "--data %s --format f64", root);
     expect_usage_error(a, "unknown value \"f64\" (u8, f32, f16 or bf16)");
     snprintf(a, sizeof a, "--data %s --device gpu", root);
-    expect_usage_error(a, "is not one of auto|host|local-rank|cuda|cuda:N");
+    expect_usage_error(a, "is not one of auto|host|local_rank|cuda|cuda:N");
     snprintf(a, sizeof a, "--data %s --workers 0 --baseline", root);
     expect_usage_error(a, "--workers 0 with --baseline");
     snprintf(a, sizeof a, "--data %s --workers 1,,2", root);

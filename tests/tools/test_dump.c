@@ -565,7 +565,7 @@ Test(dump, device_words_are_the_benchs, .timeout = 120)
 {
     assert_usage_error_saying(
         "--data /tmp --out /tmp/pinload-never --device gpu",
-        "\"gpu\" is not one of auto|host|local-rank|cuda|cuda:N");
+        "\"gpu\" is not one of auto|host|local_rank|cuda|cuda:N");
     assert_usage_error_saying(
         "--data /tmp --out /tmp/pinload-never --device cuda:x", "cuda:x");
     char root[64], bad[256], args[1024];
