@@ -55,6 +55,18 @@ static inline const char *tu_shared_data(void)
 #ifndef TU_SANITIZED
 #define TU_SANITIZED 0
 #endif
+/* 1 under ThreadSanitizer, whose shadow holds several times the memory a
+ * program touches: no peak-memory bound can be asserted there. */
+#if defined(__SANITIZE_THREAD__)
+#define TU_THREAD_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TU_THREAD_SANITIZED 1
+#endif
+#endif
+#ifndef TU_THREAD_SANITIZED
+#define TU_THREAD_SANITIZED 0
+#endif
 
 /* The build directory the suite was built in (tools live there). */
 static inline const char *tu_build_dir(void)
