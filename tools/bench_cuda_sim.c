@@ -12,18 +12,19 @@
 
 #include "bench_cuda.h"
 
-/* The host function's share of a step: how long, and where its span goes
- * (the host's monotonic clock stands for the device's). */
+/* The host function's share of one step, made for it and freed by it: how
+ * long, and where its span goes, if the step is kept (the host's monotonic
+ * clock stands for the device's). */
 typedef struct held {
     unsigned long long us;
-    unsigned long long span[2];
+    unsigned long long *span; /* [2], or NULL */
 } held;
 
 struct bench_cuda {
     cudaStream_t stream;
     void *sink; /* page-locked: the read-back does not block the host */
     size_t sink_bytes;
-    held *steps; /* [BENCH_STEPS_MAX] */
+    unsigned long long (*spans)[2]; /* [BENCH_STEPS_MAX] */
 };
 
 static unsigned long long mono_ns(void)
@@ -44,11 +45,11 @@ bench_cuda *bench_cuda_open(void)
     bench_cuda *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
-    c->steps = calloc(BENCH_STEPS_MAX, sizeof *c->steps);
-    if (!c->steps || cudaStreamCreateWithFlags(&c->stream,
+    c->spans = calloc(BENCH_STEPS_MAX, sizeof *c->spans);
+    if (!c->spans || cudaStreamCreateWithFlags(&c->stream,
                                                cudaStreamNonBlocking) !=
                          cudaSuccess) {
-        free(c->steps);
+        free(c->spans);
         free(c);
         return NULL;
     }
@@ -62,7 +63,7 @@ void bench_cuda_close(bench_cuda *c)
     cudaStreamSynchronize(c->stream);
     cudaStreamDestroy(c->stream);
     cudaFreeHost(c->sink);
-    free(c->steps);
+    free(c->spans);
     free(c);
 }
 
@@ -75,12 +76,16 @@ struct CUstream_st *bench_cuda_stream(bench_cuda *c)
 static void hold(void *arg)
 {
     held *h = arg;
-    h->span[0] = mono_ns();
+    const unsigned long long t0 = mono_ns();
     struct timespec t = {(time_t)(h->us / 1000000u),
                          (long)(h->us % 1000000u) * 1000};
     while (nanosleep(&t, &t) != 0) {
     }
-    h->span[1] = mono_ns();
+    if (h->span) {
+        h->span[0] = t0;
+        h->span[1] = mono_ns();
+    }
+    free(h);
 }
 
 void bench_cuda_step(bench_cuda *c, const void *data, size_t n, double ms,
@@ -96,12 +101,13 @@ void bench_cuda_step(bench_cuda *c, const void *data, size_t n, double ms,
         c->sink_bytes = n;
     }
     cudaMemcpyAsync(c->sink, data, n, cudaMemcpyDeviceToHost, c->stream);
-    /* Steps past the kept ones share the last entry's span. */
-    held *h = &c->steps[index >= 0 && index < BENCH_STEPS_MAX
-                            ? index
-                            : BENCH_STEPS_MAX - 1];
+    held *h = malloc(sizeof *h);
+    if (!h)
+        return;
     h->us = (unsigned long long)(ms * 1000.0);
-    cudaLaunchHostFunc(c->stream, hold, h);
+    h->span = index >= 0 && index < BENCH_STEPS_MAX ? c->spans[index] : NULL;
+    if (cudaLaunchHostFunc(c->stream, hold, h) != cudaSuccess)
+        free(h);
 }
 
 long bench_cuda_times(bench_cuda *c, unsigned long long *ns, long n)
@@ -109,8 +115,8 @@ long bench_cuda_times(bench_cuda *c, unsigned long long *ns, long n)
     if (n > BENCH_STEPS_MAX)
         n = BENCH_STEPS_MAX;
     for (long i = 0; i < n; i++) {
-        ns[2 * i] = c->steps[i].span[0];
-        ns[2 * i + 1] = c->steps[i].span[1];
+        ns[2 * i] = c->spans[i][0];
+        ns[2 * i + 1] = c->spans[i][1];
     }
     return n > 0 ? n : 0;
 }
