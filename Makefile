@@ -226,7 +226,8 @@ DEPS_MODE ?= check
         valgrind default-data \
         install uninstall clean test-install man abi-check \
         sdist wheel test-package \
-        print-build print-libs test-python test-gpu-session test-gpu-build \
+        print-build print-libs test-python test-python-sanitize \
+        test-gpu-session test-gpu-build \
         format deps deps-test deps-check config-fields config-check FORCE
 all: lib tools samples examples
 # A build made before the suites moved has their old paths
@@ -546,6 +547,12 @@ test-package: $(BUILD)/pinload-mkdata | $(BUILD)/.deps-test
 # builds only (the extension links the library without sanitizers).
 test-python: $(TOOLS) lib | $(BUILD)/.deps-test
 	@$(NO_LAUNCHER) PINLOAD_BUILD=$(BUILD) tools/test-python.sh
+
+# The package's thread and lifetime tests with the extension and the
+# library under a sanitizer (SANITIZE=address,undefined or thread), in
+# build/pyenv (test-python makes it); the tools from a plain build.
+test-python-sanitize:
+	@$(NO_LAUNCHER) SANITIZE=$(SANITIZE) tools/test-python-sanitize.sh
 
 # What python/setup.py links the extension with: the build folder (its
 # libpinload.a) and the libraries beside it.

@@ -20,19 +20,23 @@ each batch kept beyond that (in a list, by autograd), up to
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import json
 import logging
+import operator
 import os
 import re
 import sys
 import threading
 import types
 import difflib
+import weakref
 import inspect
 import warnings
-from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterator, List,
-                    Mapping, NamedTuple, Optional, Sequence, Set, Tuple,
-                    Union, get_type_hints, overload)
+from typing import (TYPE_CHECKING, Any, Callable, Deque, Dict, Iterator,
+                    List, Mapping, NamedTuple, Optional, Sequence, Set,
+                    Tuple, Union, get_type_hints, overload)
 
 from . import _options, _pinload
 # The keywords' types (tools/config-fields.py writes them from pinload.h).
@@ -301,35 +305,70 @@ class Failure(NamedTuple):
     warnings: int
 
 
-class _Epoch:
-    """The batches of one epoch, from where the loader stands. A plain
-    iterator, not a generator, so that threads may share it: each batch
-    goes to exactly one of them. Each call takes a ticket first: one per
-    batch left, and one for the epoch's end, so no call runs into the next
-    epoch however the threads interleave. It keeps no batch: the caller's
-    loop holds what it holds."""
+#: How often a change waiting for another thread's epoch looks whether
+#: that epoch's iterator or thread is gone (a finished epoch, or one given
+#: up by a break, wakes it at once).
+_POLL_S = 0.05
 
-    def __init__(self, loader: "Loader", c: _pinload.Loader,
-                 left: int) -> None:
+
+class _Run:
+    """One epoch as the loader delivers it: the C loader it runs on, its
+    batches left (a ticket each, so that no call runs into the next epoch
+    however threads interleave), the calls inside the C loader now, and
+    what holds it. An iterator's run is held while its iterator and the
+    thread that called iter() are alive and batches are left: a change
+    another thread asks for (iter(), set_epoch, load_state_dict) waits for
+    it. loader.next()'s own stepping holds nothing. The fields are guarded
+    by the Loader's _cv."""
+
+    __slots__ = ("c", "left", "out", "end_taken", "over", "thread",
+                 "iterator")
+
+    def __init__(self, c: _pinload.Loader, left: int,
+                 thread: Optional[threading.Thread],
+                 iterator: Optional["weakref.ref[_Epoch]"]) -> None:
+        self.c = c
+        self.left = left          # batch tickets not yet taken
+        self.out = 0              # calls inside c.next() for this run
+        self.end_taken = False    # a call is taking the epoch's end
+        self.over = False         # no batch more: its end, or a change
+        self.thread = thread
+        self.iterator = iterator
+
+    def holds(self, me: threading.Thread) -> bool:
+        """Whether a change thread `me` asks for must wait for this run."""
+        if (self.over or self.left == 0 or self.thread is None or
+                self.thread is me):
+            return False
+        it = self.iterator
+        return (it is not None and it() is not None and
+                self.thread.is_alive())
+
+
+class _Epoch:
+    """The batches of one epoch (one _Run). A plain iterator, not a
+    generator, so that threads may share it: each batch goes to exactly
+    one of them, and none runs into the next epoch. It keeps no batch: the
+    caller's loop holds what it holds."""
+
+    def __init__(self, loader: "Loader") -> None:
         self._loader = loader
-        self._c = c
-        self._tickets = left + 1  # the batches left, then the end
-        self._lock = threading.Lock()
+        self._run: Optional[_Run] = None  # set by Loader.__iter__
 
     def __iter__(self) -> "_Epoch":
         return self
 
     def __next__(self) -> Batch:
-        with self._lock:
-            if self._tickets == 0:
-                raise StopIteration
-            self._tickets -= 1
-        b = self._loader._next_of(self._c)
+        run = self._run
+        b = None if run is None else self._loader._take(run)
         if b is None:
-            with self._lock:
-                self._tickets = 0
             raise StopIteration
         return b
+
+
+def _closed() -> "ClosedError":
+    return ClosedError(_C.codes["PL_ECLOSED"], "PL_ECLOSED",
+                       "the loader is closed")
 
 
 def _unknown(name: str) -> TypeError:
@@ -498,7 +537,11 @@ class _Log:
     loader delivers), and the first warning of each kind also to
     warnings.warn, once the call that met it returns (flush), so that a
     warnings filter "error" raises it from that call. A warning a C loader
-    made again repeats word for word is INFO."""
+    made again repeats word for word is INFO. The library's messages the
+    extension hands over while this thread is inside one of the Loader's
+    changes or batch calls (held()) wait in a queue for that flush: a log
+    callable or handler that calls back into the loader must find it
+    whole, and not wait for itself."""
 
     def __init__(self, user: Optional[Callable[[int, str], None]]) -> None:
         if user is not None and not callable(user):
@@ -507,11 +550,35 @@ class _Log:
         self._said: Set[str] = set()
         self._kinds: Set[str] = set()
         self._pending: List[str] = []
+        # A deque: any thread may append while another drains it.
+        self._queued: Deque[Tuple[int, str]] = collections.deque()
+        self._holding = threading.local()
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """The library's messages met on this thread meanwhile wait for
+        flush()."""
+        h = self._holding
+        h.depth = getattr(h, "depth", 0) + 1
+        try:
+            yield
+        finally:
+            h.depth -= 1
 
     def __call__(self, level: int, text: str) -> None:
         """The extension's callback: a pl_log_level and the message."""
-        self.say(logging.WARNING if level == _C.LOG_WARNING
-                 else logging.INFO, _python_words(text))
+        self._queued.append((level, text))
+        if not getattr(self._holding, "depth", 0):
+            self._drain()
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                level, text = self._queued.popleft()
+            except IndexError:
+                return
+            self.say(logging.WARNING if level == _C.LOG_WARNING
+                     else logging.INFO, _python_words(text))
 
     def say(self, level: int, text: str, kind: Optional[str] = None) -> None:
         if self._user is not None:
@@ -527,7 +594,9 @@ class _Log:
                 self._pending.append(text)
 
     def flush(self) -> None:
-        """The warnings met since the last flush, as PinloadWarning."""
+        """The library's messages held since the last flush, then the
+        warnings met, as PinloadWarning."""
+        self._drain()
         if not self._pending:
             return
         pending, self._pending = self._pending, []
@@ -771,6 +840,13 @@ class Loader:
         self._config = cfg
         self._log = log
         self._pid = os.getpid()
+        # Where the loader stands: the C loader (made again by set_epoch,
+        # load_state_dict, an epoch after a break), the epoch being
+        # delivered, the changes waiting their turn (_turn) and close().
+        self._cv = threading.Condition()
+        self._run: Optional[_Run] = None
+        self._turns: Deque[object] = collections.deque()
+        self._closing = False
         try:
             _scale_check(cfg, log)
             self._c = _pinload.Loader(cfg, log)
@@ -790,20 +866,96 @@ class Loader:
         # The first iter() after resume=/load_state_dict goes on mid-epoch.
         self._resuming = options.get("resume") is not None
 
-    # -- construction again (set_epoch, load_state_dict) --
-    def _recreate(self, **changes: Any) -> None:
+    # -- changing where the loader stands: iter(), set_epoch,
+    # -- load_state_dict, and loader.next() starting to step an epoch --
+    @contextlib.contextmanager
+    def _turn(self, end: bool, wait: bool = True
+              ) -> Iterator[Tuple[Optional[_Run], int, int]]:
+        """This call's turn to change where the loader stands. Changes go
+        one at a time, in the order they were asked for; with `wait`, a
+        change also waits while another thread's iterator holds the epoch
+        in progress (_Run.holds), so that epoch is delivered whole. A
+        thread's own epoch never makes it wait, and it lets go of it while
+        waiting behind another change (which may be waiting for it). With
+        `end`, the epoch in progress is ended (its later calls give no
+        batch; those inside the C loader are delivered first). Yields that
+        run and where the C loader stands, (epoch, batch)."""
+        me = threading.current_thread()
+        token = object()
+        with self._log.held(), self._cv:
+            self._turns.append(token)
+            try:
+                while True:
+                    if self._closing:
+                        raise _closed()
+                    run = self._run
+                    first = self._turns[0] is token
+                    if first and not (wait and run is not None and
+                                      run.holds(me)):
+                        break
+                    if not first and run is not None and run.thread is me:
+                        # A change asked for before may wait for it.
+                        run.thread = None
+                        self._cv.notify_all()
+                    self._cv.wait(_POLL_S if first else None)
+                if run is not None:
+                    run.over = run.over or end
+                    while run.over and run.out > 0:
+                        self._cv.wait()
+                e, b, _ = _pinload.state_get(self._c.state())
+            except BaseException:
+                self._turns.remove(token)
+                self._cv.notify_all()
+                raise
+        try:
+            with self._log.held():
+                yield run, e, b
+        finally:
+            with self._cv:
+                self._turns.remove(token)
+                self._cv.notify_all()
+
+    def _rebuild(self, what: str, run: Optional[_Run],
+                 **changes: Any) -> None:
+        """Make the C loader again with `changes`, in _turn. The new one is
+        made before the old one goes: refused (the data unreachable, a
+        state of other data), the error names `what` and the loader is as
+        it was, its epoch in progress included. Made, it ends `run`."""
         cfg = dict(self._config)
         cfg.pop("resume", None)
         cfg.update(changes)
+        try:
+            new = _pinload.Loader(cfg, self._log)
+        except Error as e:
+            raise type(e)(e.code, e.name,
+                          "%s: %s (the loader is as it was)"
+                          % (what, e.detail)) from None
+        with self._cv:
+            closing = self._closing
+            if not closing:
+                if run is not None:
+                    run.over = True
+                    while run.out > 0:
+                        self._cv.wait()
+                old, self._c = self._c, new
+                self._info = new.info()
+        if closing:
+            new.close()
+            raise _closed()
         # Batches still alive keep the old loader (and its buffers) until
         # they go: close() destroys it only then.
-        self._c.close()
-        try:
-            self._c = _pinload.Loader(cfg, self._log)
-        finally:
-            self._log.flush()
-        self._info = self._c.info()
-        self._resuming = "resume" in changes
+        old.close()
+
+    def _call(self, method: str, *args: Any) -> Any:
+        """A call on the C loader; on the new one if a change replaced it
+        while the call was on its way (the old one closed under it)."""
+        while True:
+            c = self._c
+            try:
+                return getattr(c, method)(*args)
+            except ClosedError:
+                if self._closing or self._c is c:
+                    raise
 
     def _here(self) -> None:
         """Refuse a forked child (a DataLoader worker, num_workers > 0):
@@ -829,37 +981,100 @@ class Loader:
         batch (the one set_epoch pinned, if it was called), or, the first
         time after resume= or load_state_dict, the rest of the saved one.
         An epoch left part-way (a break, islice, limit_train_batches) is
-        over: the next iter() starts the epoch after it."""
-        self._start_epoch()
-        return self._epoch_batches(self._c)
-
-    def _start_epoch(self) -> None:
+        over: the next iter() starts the epoch after it. From another
+        thread while one iterates an epoch, it waits until that one is
+        over, then starts the next (docs/python.md, "Threads")."""
         self._here()
-        epoch, batch, _ = _pinload.state_get(self._c.state())
-        resuming, self._resuming = self._resuming, False
-        if batch == 0 or (resuming and batch < len(self)):
-            return
-        if batch >= len(self):
-            # Every batch was delivered; the end was not taken yet.
-            try:
-                if self._c.next() is None:
-                    return
-            except BusyError:
-                pass  # every buffer still held: start the next one afresh
-        self._recreate(first_epoch=epoch + 1)
+        epoch = _Epoch(self)
+        try:
+            with self._turn(end=True) as (_, e, b):
+                n = len(self)
+                if not (b == 0 or (self._resuming and b < n)):
+                    if b < n or not self._end_taken():
+                        self._rebuild("iter(loader): epoch %d (epoch %d was "
+                                      "left part-way)" % (e + 1, e), None,
+                                      first_epoch=e + 1)
+                    e, b, _ = _pinload.state_get(self._c.state())
+                self._resuming = False
+                run = _Run(self._c, n - b, threading.current_thread(),
+                           weakref.ref(epoch))
+                with self._cv:
+                    self._run = run
+        finally:
+            self._log.flush()
+        epoch._run = run
+        return epoch
 
-    def _epoch_batches(self, c: _pinload.Loader) -> Iterator[Batch]:
-        epoch, batch, _ = _pinload.state_get(c.state())
-        return _Epoch(self, c, len(self) - batch)
+    def _end_taken(self) -> bool:
+        """The end of an epoch whose batches were all delivered, taken from
+        the C loader; False when it cannot be had (every buffer still
+        held): the next epoch then starts afresh."""
+        try:
+            b = self._c.next()
+        except BusyError:
+            return False
+        if b is None:
+            return True
+        b.release()  # not the end: the count was wrong; start afresh
+        return False
+
+    def _take(self, run: _Run) -> Optional[Batch]:
+        """The next batch of `run`, or None once it is over (its end was
+        taken, or a change ended it). A batch's ticket is taken first, and
+        given back if the C loader delivers none (BusyError, an error);
+        the end is asked for only once the calls in flight are back, or
+        the C loader could give one of their batches to it."""
+        self._here()  # before any lock: a fork's may be held for ever
+        with self._cv:
+            if run.over:
+                return None
+            if self._closing:
+                raise _closed()
+            end = run.left == 0
+            if end:
+                if run.end_taken:
+                    return None
+                run.end_taken = True
+                while run.out > 0 and not run.over:
+                    self._cv.wait()
+                if run.over:
+                    return None
+            else:
+                run.left -= 1
+            run.out += 1
+        try:
+            with self._log.held():
+                try:
+                    b = self._next_of(run.c)
+                except BaseException:
+                    with self._cv:
+                        run.out -= 1
+                        if end:
+                            run.end_taken = False
+                        else:
+                            run.left += 1
+                        self._cv.notify_all()
+                    raise
+                with self._cv:
+                    run.out -= 1
+                    if b is None or end:
+                        run.over = True
+                    self._cv.notify_all()
+        finally:
+            self._log.flush()  # with no call counted: it may call back
+        if end and b is not None:
+            epoch, index = b.epoch, b.index
+            b.release()
+            raise RuntimeError("pinload: batch %d of epoch %d came after the "
+                               "epoch's last batch (a bug: please report it)"
+                               % (index, epoch))
+        return b
 
     def _next_of(self, c: _pinload.Loader) -> Optional[Batch]:
-        self._here()
         try:
             return c.next()
         except BusyError as e:
             return self._next_after_collect(c, e)
-        finally:
-            self._log.flush()
 
     def _next_after_collect(self, c: _pinload.Loader,
                             error: BusyError) -> Optional[Batch]:
@@ -879,9 +1094,24 @@ class Loader:
                 % error.detail) from None
 
     def next(self) -> Optional[Batch]:
-        """The next batch of the current epoch, or None at its end (the
-        following call starts the next epoch)."""
-        return self._next_of(self._c)
+        """The next batch of the epoch in progress, or None at its end (the
+        following call starts the next epoch). Shares the epoch an
+        iterator is delivering, if one is: its batches go to it or here,
+        each once."""
+        self._here()
+        with self._cv:
+            run = self._run
+        if run is None or run.over:
+            try:
+                with self._turn(end=False, wait=False) as (run, _, b):
+                    if run is None or run.over:
+                        run = _Run(self._c, len(self) - b, None, None)
+                        with self._cv:
+                            self._run = run
+            finally:
+                self._log.flush()
+        assert run is not None
+        return self._take(run)
 
     def __len__(self) -> int:
         """Batches per epoch (the same on every rank and error policy)."""
@@ -891,19 +1121,32 @@ class Loader:
         """Make `epoch` the one iterated next (as DistributedSampler's):
         free when it is the loader's next epoch, or the resumed one whose
         rest the next iter() gives (the loop `set_epoch(e); for b in
-        loader` resumes exactly), else the loader starts again at it."""
+        loader` resumes exactly), else the loader starts again at it. An
+        epoch another thread is iterating is delivered whole first."""
         self._here()
-        e, b, _ = _pinload.state_get(self._c.state())
-        if e == epoch and (b == 0 or self._resuming):
-            return
-        self._recreate(first_epoch=int(epoch))
+        try:
+            e = operator.index(epoch)
+        except TypeError:
+            raise TypeError("set_epoch: expected an integer epoch, got %r"
+                            % (epoch,)) from None
+        if e < 0:
+            raise ValueError("set_epoch(%d): epochs are numbered from 0 (the "
+                             "loader is as it was)" % e)
+        try:
+            with self._turn(end=False) as (run, at, b):
+                if at == e and (b == 0 or self._resuming):
+                    return
+                self._rebuild("set_epoch(%d)" % e, run, first_epoch=e)
+                self._resuming = False
+        finally:
+            self._log.flush()
 
     @property
     def epoch(self) -> int:
         """The epoch the next iter(loader) gives (its rest, the first time
         after resume= or load_state_dict), as set_epoch sets it; a batch's
         own is batch.epoch."""
-        e, b, _ = _pinload.state_get(self._c.state())
+        e, b, _ = _pinload.state_get(self._call("state"))
         if b == 0 or (self._resuming and b < len(self)):
             return e
         return e + 1
@@ -923,7 +1166,7 @@ class Loader:
     # -- resume --
     def state(self) -> bytes:
         """Where the loader stands, as pl_state's 128 bytes."""
-        return self._c.state()
+        return self._call("state")
 
     def state_dict(self) -> Dict[str, Any]:
         """{"state": str, "epoch": e, "batch": i}, ints and strings only
@@ -931,13 +1174,22 @@ class Loader:
         take it as it is: load_state_dict() (or Loader(resume=...)) goes on
         with exactly the batches this loader would deliver next."""
         self._here()
-        s = self._c.state()
+        s = self._call("state")
         e, b, _ = _pinload.state_get(s)
         return {"state": s.hex(), "epoch": e, "batch": b}
 
     def load_state_dict(self, state_dict: StateLike) -> None:
+        """Go on from a state_dict() (or state()): the next iter() gives
+        the rest of its epoch. Refused (not a state, a state of other
+        data), the loader is as it was."""
         self._here()
-        self._recreate(resume=_state_bytes(state_dict))
+        state = _state_bytes(state_dict)
+        try:
+            with self._turn(end=False) as (run, _, _):
+                self._rebuild("load_state_dict", run, resume=state)
+                self._resuming = True
+        finally:
+            self._log.flush()
 
     # -- what the loader is --
     @property
@@ -952,7 +1204,7 @@ class Loader:
     @property
     def stats(self) -> Dict[str, int]:
         """pl_stats as a dict (counters since create; times in ns)."""
-        return self._c.stats()
+        return self._call("stats")
 
     @property
     def extras(self) -> Tuple[str, ...]:
@@ -971,22 +1223,23 @@ class Loader:
     @property
     def classes(self) -> List[str]:
         """Class names, by label."""
-        return [self._c.class_name(i)
+        return [self._call("class_name", i)
                 for i in range(self._info["num_classes"])]
 
     @property
     def failures(self) -> List[Failure]:
         """Bad files met so far (and files decoded with warnings)."""
         return [Failure(i, path, code, name, _python_words(reason), n, w)
-                for i, path, code, name, reason, n, w in self._c.failures()]
+                for i, path, code, name, reason, n, w in
+                self._call("failures")]
 
     def sample(self, index: int) -> Tuple[str, int]:
         """(path, label) of dataset index `index`."""
-        return self._c.sample(index)
+        return self._call("sample", index)
 
     def epoch_order(self, epoch: int) -> List[int]:
         """This rank's dataset indices for `epoch`, in delivery order."""
-        return self._c.epoch_order(epoch)
+        return self._call("epoch_order", epoch)
 
     @property
     def batches_held(self) -> int:
@@ -996,13 +1249,20 @@ class Loader:
     # -- the end --
     def close(self) -> None:
         """No further batches; the C loader and its threads go once no
-        batch or tensor of it is alive (at once when none is)."""
+        batch or tensor of it is alive (at once when none is). From any
+        thread: one waiting for a batch, or for its turn to start an
+        epoch, raises ClosedError."""
+        with self._cv:
+            self._closing = True
+            self._cv.notify_all()
+        # A change making a C loader meanwhile closes that one itself: from
+        # here on none replaces self._c (_rebuild looks under _cv).
         self._c.close()
         self._log.flush()
 
     @property
     def closed(self) -> bool:
-        return self._c.closed
+        return self._closing or self._c.closed
 
     def __enter__(self) -> "Loader":
         return self

@@ -43,7 +43,7 @@ class View:
     dtype: str
     device: str
     nbytes: int
-    ptr: int
+    ptr: int  # 0 once the batch is released
     def __dlpack__(self, *, stream: Optional[int] = ...,
                    max_version: Optional[Tuple[int, int]] = ...,
                    dl_device: Optional[Tuple[int, int]] = ...,
@@ -58,6 +58,8 @@ class Batch:
     indices: View
     status: View
     extras: Dict[str, List[bytes]]
+    # What the batch is, whether it was released or not (and after its
+    # loader is closed).
     count: int
     epoch: int
     index: int

@@ -64,8 +64,8 @@ static PyObject *Batch_release(BatchObject *self, PyObject *unused)
                             "batch %lld of epoch %lld: %zd tensor(s) made from "
                             "it are alive; drop them first, or let the batch "
                             "go back when they are freed",
-                            (long long)self->b->index,
-                            (long long)self->b->epoch, self->exports);
+                            (long long)self->index, (long long)self->epoch,
+                            self->exports);
     batch_release(self);
     logq_drain(self->owner->q, self->owner->log);
     Py_RETURN_NONE;
@@ -74,7 +74,7 @@ static PyObject *Batch_release(BatchObject *self, PyObject *unused)
 static PyObject *batch_view(BatchObject *self, void *closure)
 {
     const int which = (int)(intptr_t)closure;
-    if (which == V_HOST && !self->b->host)
+    if (which == V_HOST && !self->has_host)
         Py_RETURN_NONE;
     PyTypeObject *view_type = state_of(self)->View;
     if (!view_type) /* the module was cleared (interpreter exit) */
@@ -94,11 +94,11 @@ static PyObject *Batch_get(BatchObject *s, void *closure)
 {
     switch ((int)(intptr_t)closure) {
     case B_COUNT:
-        return PyLong_FromLong(s->b->count);
+        return PyLong_FromLong(s->count);
     case B_EPOCH:
-        return PyLong_FromLongLong(s->b->epoch);
+        return PyLong_FromLongLong(s->epoch);
     case B_INDEX:
-        return PyLong_FromLongLong(s->b->index);
+        return PyLong_FromLongLong(s->index);
     case B_RELEASED:
         return PyBool_FromLong(s->released);
     default:
@@ -116,7 +116,7 @@ static PyObject *Batch_extras(BatchObject *self, void *closure)
         return PyErr_Format(PyExc_ValueError,
                             "batch %lld of epoch %lld was released: read its "
                             "extras before",
-                            (long long)b->index, (long long)b->epoch);
+                            (long long)self->index, (long long)self->epoch);
     PyObject *d = PyDict_New();
     for (int k = 0; d && k < b->num_extras; k++) {
         const pl_extra *x = &b->extras[k];

@@ -350,6 +350,10 @@ static PyObject *Loader_next(LoaderObject *self, PyObject *unused)
     bo->owner = self;
     bo->b = b;
     bo->released = 0;
+    bo->count = b->count;
+    bo->epoch = b->epoch;
+    bo->index = b->index;
+    bo->has_host = b->host != NULL;
     bo->exports = 0;
     bo->nstreams = 0;
     return (PyObject *)bo;

@@ -140,8 +140,14 @@ typedef struct {
 
 typedef struct {
     PyObject_HEAD LoaderObject *owner;
-    const pl_batch *b;
+    const pl_batch *b; /* the loader's: read it only while not released */
     int released;
+    /* What the batch is, copied at next(): once released, the pl_batch is
+     * the loader's again (refilled by its threads, or freed with it), and
+     * a Batch object may outlive both. */
+    int32_t count;
+    int64_t epoch, index;
+    int has_host;
     Py_ssize_t exports; /* DLPack tensors made from this batch, alive */
     /* The consumers' streams (__dlpack__), each once: the batch goes back
      * after the work queued on all of them. */

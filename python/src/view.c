@@ -2,18 +2,21 @@
  * DLPack without a copy (pinload_py.h). */
 #include "pinload_py.h"
 
+/* The view's layout. A released batch's pl_batch is the loader's again
+ * (refilled, or freed with it): its shape and type still come from what the
+ * Batch copied, its data pointer is NULL. */
 static void view_layout(const ViewObject *v, layout *out)
 {
-    const pl_batch *b = v->batch->b;
+    const pl_batch *b = v->batch->released ? NULL : v->batch->b;
     const pl_info *in = &v->batch->owner->info;
     memset(out, 0, sizeof *out);
     out->device.device_type = PLDL_CPU;
     out->dtype.lanes = 1;
-    const int64_t n = b->count;
+    const int64_t n = v->batch->count;
     switch (v->which) {
     case V_IMAGES:
     case V_HOST:
-        out->data = v->which == V_IMAGES ? b->data : b->host;
+        out->data = !b ? NULL : v->which == V_IMAGES ? b->data : b->host;
         if (v->which == V_IMAGES && in->backend == PL_BACKEND_CUDA) {
             out->device.device_type = PLDL_CUDA;
             out->device.device_id = in->device;
@@ -42,8 +45,9 @@ static void view_layout(const ViewObject *v, layout *out)
         return;
     case V_LABELS:
     case V_STATUS:
-        out->data = v->which == V_LABELS ? (const void *)b->labels
-                                         : (const void *)b->status;
+        out->data = !b                     ? NULL
+                    : v->which == V_LABELS ? (const void *)b->labels
+                                           : (const void *)b->status;
         out->ndim = 1;
         out->shape[0] = n;
         out->dtype = (pldl_dtype){PLDL_INT, 32, 1};
@@ -51,7 +55,7 @@ static void view_layout(const ViewObject *v, layout *out)
         out->nbytes = (size_t)n * 4;
         return;
     case V_INDICES:
-        out->data = b->indices;
+        out->data = b ? b->indices : NULL;
         out->ndim = 1;
         out->shape[0] = n;
         out->dtype = (pldl_dtype){PLDL_INT, 64, 1};
@@ -67,8 +71,7 @@ static int view_check(const ViewObject *v)
         PyErr_Format(PyExc_BufferError,
                      "batch %lld of epoch %lld was released: its memory "
                      "belongs to the loader again",
-                     (long long)v->batch->b->index,
-                     (long long)v->batch->b->epoch);
+                     (long long)v->batch->index, (long long)v->batch->epoch);
         return -1;
     }
     return 0;
