@@ -635,7 +635,18 @@ Test(remote, a_rank_of_the_shard_order_fetches_its_own_shards,
                     rt_count(&f.srv, "GET /shard-000001.tar.idx") -
                     rt_count(&f.srv, "GET /shard-000002.tar.idx") -
                     rt_count(&f.srv, "GET /shard-000003.tar.idx");
-    cr_assert_leq(all, 2, "%d shard requests for one shard an epoch", all);
+    if (all > 2) { /* which, to tell a fetch-ahead from a retry */
+        char seen[2048] = "";
+        FILE *lf = fopen(f.srv.log, "r");
+        char line[256];
+        while (lf && fgets(line, sizeof line, lf))
+            if (!strncmp(line, "GET /shard-", 11) && !strstr(line, ".idx"))
+                strncat(seen, line, sizeof seen - strlen(seen) - 1);
+        if (lf)
+            fclose(lf);
+        cr_assert_leq(all, 2, "%d shard requests for one shard an epoch:\n%s",
+                      all, seen);
+    }
     run_free(&want[0]);
     run_free(&got[0]);
     fx_down(&f);
