@@ -151,7 +151,7 @@ NVCC_HOST := -fno-exceptions,-fno-rtti,-fno-threadsafe-statics
 NVCCFLAGS := -O2 -std=c++17 -Iinclude $(NVCC_GENCODE) -Xcompiler $(NVCC_HOST)
 
 COMMON_SRC  := common/clock.c common/grow.c common/error.c common/log.c \
-               common/file.c common/machine.c
+               common/file.c common/machine.c common/braces.c
 WORKERS_SRC := workers/decode.c workers/decode_png.c workers/decode_webp.c \
                workers/resample.c workers/augment.c \
                workers/fileio.c workers/process.c workers/pool.c

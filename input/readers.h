@@ -38,10 +38,6 @@ int shards_read(catalog *c, char **paths, int n, logger *lg);
 
 /* The shard reader's parts that remote shards (remote.c) share. */
 
-/* "train-{000000..000146}.tar" (any text around the braces, a URL too):
- * 1 with the paths, 0 if `path` has no such pattern, or an error. */
-int shards_expand_braces(const char *path, char ***paths, int *n);
-
 /* Shards whose tables are mapped a file each: each mapping is one of the
  * process's vm.max_map_count areas (65,530 by default), which the
  * allocator, the libraries and the threads' stacks need too. Past it

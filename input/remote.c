@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../common/braces.h"
 #include "../common/error.h"
 #include "../common/file.h"
 #include "../common/grow.h"
@@ -29,7 +30,6 @@
 #include "sidecar.h"
 #include "tar.h"
 
-#define MAX_URLS (1 << 20)
 #define INDEX_THREADS 8 /* threads fetching indexes at create */
 #define INDEX_WINDOW 64 /* shards whose member indexes live at once */
 /* The stream's shards open beyond those a window's reads may still want
@@ -518,24 +518,6 @@ int remote_read(catalog *c, char **urls, int n, const remote_opts *o,
 
 /* ---- which data is remote ---- */
 
-static int push(char ***p, int *n, size_t *cap, char *s)
-{
-    if (!s || *n >= MAX_URLS ||
-        grow(p, cap, (size_t)*n + 1, sizeof **p, 64) < 0) {
-        free(s);
-        return PL_ENOMEM;
-    }
-    (*p)[(*n)++] = s;
-    return 0;
-}
-
-static void urls_free(char **p, int n)
-{
-    for (int i = 0; i < n; i++)
-        free(p[i]);
-    free(p);
-}
-
 /* The URL a list file's line holds, trimmed (and the first line's BOM
  * skipped); NULL for a blank or # line. */
 static char *list_line(char *line, int lineno)
@@ -661,7 +643,7 @@ static int read_url_lines(FILE *f, const char *path, char ***out, int *n)
                            "If you wrote this list and trust every line, "
                            "set PINLOAD_ALLOW_PIPE_LISTS=1",
                            path, lineno);
-        const int rc = push(out, n, &cap, strdup(s));
+        const int rc = paths_push(out, n, &cap, strdup(s));
         if (rc < 0)
             return rc;
     }
@@ -682,7 +664,7 @@ static int list_of_urls(const char *path, char ***out, int *n)
     const int rc = read_url_lines(f, path, out, n);
     fclose(f);
     if (rc <= 0 || *n == 0) {
-        urls_free(*out, *n);
+        paths_free(*out, *n);
         *out = NULL;
         *n = 0;
         return rc < 0 ? rc : 0;
@@ -696,10 +678,10 @@ int remote_detect(const char *data, char ***out, int *n)
     *n = 0;
     if (!remote_is_url(data))
         return list_of_urls(data, out, n);
-    const int rc = shards_expand_braces(data, out, n);
+    const int rc = braces_expand(data, out, n);
     if (rc != 0)
         return rc;
     size_t cap = 0;
-    const int p = push(out, n, &cap, strdup(data));
+    const int p = paths_push(out, n, &cap, strdup(data));
     return p < 0 ? p : 1;
 }

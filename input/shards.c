@@ -3,7 +3,6 @@
  * parallel from their sidecar indexes or their headers, each kept open for
  * the workers' pread. */
 
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/braces.h"
 #include "../common/error.h"
 #include "../common/file.h"
 #include "../common/grow.h"
@@ -28,30 +28,11 @@
 #include "table_file.h"
 #include "tar.h"
 
-#define MAX_SHARDS (1 << 20)
 #define SCAN_THREADS 8 /* threads indexing shards at create */
 #define SCAN_WINDOW 64 /* shards whose indexes live at once */
 /* A json member larger than this gives no label (JSON_LABEL_UNREAD). */
 #define JSON_LABEL_MAX_BYTES ((int64_t)16 << 20)
 #define FD_MARGIN 256 /* descriptors left for everything else (CUDA, files) */
-
-static void paths_free(char **p, int n)
-{
-    for (int i = 0; i < n; i++)
-        free(p[i]);
-    free(p);
-}
-
-static int push(char ***p, int *n, size_t *cap, char *s)
-{
-    if (!s || *n >= MAX_SHARDS ||
-        grow(p, cap, (size_t)*n + 1, sizeof **p, 64) < 0) {
-        free(s);
-        return PL_ENOMEM;
-    }
-    (*p)[(*n)++] = s;
-    return 0;
-}
 
 static char *join(const char *dir, const char *name)
 {
@@ -61,45 +42,6 @@ static char *join(const char *dir, const char *name)
     if (s)
         sprintf(s, "%s/%s", dir, name);
     return s;
-}
-
-/* "train-{000000..000146}.tar": the numbers from a to b, zero-padded to
- * a's width when a starts with 0. Returns 1 with the paths, 0 if `path`
- * has no such pattern, or an error. */
-int shards_expand_braces(const char *path, char ***out, int *n)
-{
-    const char *open = strchr(path, '{');
-    const char *dots = open ? strstr(open, "..") : NULL;
-    const char *close = dots ? strchr(dots, '}') : NULL;
-    if (!close)
-        return 0;
-    for (const char *c = open + 1; c < dots; c++)
-        if (!isdigit((unsigned char)*c))
-            return 0;
-    for (const char *c = dots + 2; c < close; c++)
-        if (!isdigit((unsigned char)*c))
-            return 0;
-    if (dots == open + 1 || close == dots + 2)
-        return 0;
-    const long long a = strtoll(open + 1, NULL, 10);
-    const long long b = strtoll(dots + 2, NULL, 10);
-    const int width = open[1] == '0' ? (int)(dots - open - 1) : 0;
-    if (b < a || b - a >= MAX_SHARDS)
-        return err_set(PL_EINVAL,
-                       "pl_loader_create: config.data: %s: the range "
-                       "{%lld..%lld} is empty or over %d shards",
-                       path, a, b, MAX_SHARDS);
-    size_t cap = 0;
-    for (long long v = a; v <= b; v++) {
-        char *s = malloc(strlen(path) + 32);
-        if (s)
-            sprintf(s, "%.*s%0*lld%s", (int)(open - path), path, width, v,
-                    close + 1);
-        const int rc = push(out, n, &cap, s);
-        if (rc < 0)
-            return rc;
-    }
-    return 1;
 }
 
 /* A folder whose visible entries are *.tar files: 1 with their paths, 0
@@ -126,7 +68,7 @@ static int folder_of_shards(const char *dir, char ***out, int *n)
             if (!subdirs++)
                 snprintf(first_subdir, sizeof first_subdir, "%s", e->d_name);
         } else if (S_ISREG(st.st_mode) && tar_is_name(e->d_name)) {
-            rc = push(out, n, &cap, join(dir, e->d_name));
+            rc = paths_push(out, n, &cap, join(dir, e->d_name));
         }
     }
     closedir(d);
@@ -211,7 +153,7 @@ static int list_of_shards(const char *list, char ***out, int *n)
                          list, lineno);
             break;
         }
-        const int p = push(out, n, &cap, join(dir, text));
+        const int p = paths_push(out, n, &cap, join(dir, text));
         if (p < 0)
             rc = p;
     }
@@ -232,14 +174,14 @@ int shards_detect(const char *path, char ***out, int *n)
     *n = 0;
     struct stat st;
     if (stat(path, &st) < 0)
-        return shards_expand_braces(path, out, n);
+        return braces_expand(path, out, n);
     if (S_ISDIR(st.st_mode))
         return folder_of_shards(path, out, n);
     /* A tar is a shard whatever its name (and never a list: its first
      * member's name would read as a list's first line). */
     if (tar_is_name(path) || (S_ISREG(st.st_mode) && tar_is_archive(path))) {
         size_t cap = 0;
-        const int rc = push(out, n, &cap, strdup(path));
+        const int rc = paths_push(out, n, &cap, strdup(path));
         return rc < 0 ? rc : 1;
     }
     return list_of_shards(path, out, n);

@@ -138,8 +138,8 @@ static const plan_const plan_k[K_COUNT] = {
                           "assumed: HTTP request and response headers of "
                           "one ranged GET"},
     [K_MAX_SHARDS] = {"max_shards", 1 << 20, "shards",
-                      "derived: input/shards.c and input/remote.c, "
-                      "MAX_SHARDS and MAX_URLS"},
+                      "derived: common/braces.h, PATHS_MAX: a list's "
+                      "shards or URLs"},
     [K_SHARDS_IN_HAND] = {"shards_order_shards_in_hand", 5, "shards",
                           "derived: input/remote.c, choose_stream: 2 x "
                           "span + STREAM_AHEAD 1, span 2 for a window "
