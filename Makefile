@@ -155,8 +155,9 @@ COMMON_SRC  := common/clock.c common/grow.c common/error.c common/log.c \
 WORKERS_SRC := workers/decode.c workers/decode_png.c workers/decode_webp.c \
                workers/resample.c workers/augment.c \
                workers/fileio.c workers/process.c workers/pool.c
-INPUT_SRC   := input/catalog.c input/tar.c input/sidecar.c input/shard_table.c \
-               input/table_file.c \
+INDEX_SRC   := index/tar.c index/idx_file.c index/sample_table.c \
+               index/node_tables.c
+INPUT_SRC   := input/catalog.c \
                input/folder.c \
                input/list.c input/shards.c input/json_label.c input/input.c input/remote.c \
                input/remote_http.c input/remote_cache.c input/remote_cache_dir.c
@@ -169,8 +170,8 @@ LOADER_SRC  := loader/config.c loader/launcher.c loader/cpus.c \
                loader/failures.c loader/prefetch.c loader/handoff.c \
                loader/output.c loader/state.c loader/loader.c loader/image.c \
                loader/pinned.c
-LIB_SRC  := $(COMMON_SRC) $(WORKERS_SRC) $(INPUT_SRC) $(DEVICE_SRC) \
-            $(LOADER_SRC)
+LIB_SRC  := $(COMMON_SRC) $(INDEX_SRC) $(WORKERS_SRC) $(INPUT_SRC) \
+            $(DEVICE_SRC) $(LOADER_SRC)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # With nvcc, the library carries the GPU normalisation kernel.
 ifneq ($(HAVE_NVCC),)
@@ -186,7 +187,8 @@ EXAMPLES := $(BUILD)/examples/train_classifier $(BUILD)/examples/data_parallel
 # The suites live in folders that follow the code (tests/README.md):
 # unit suites per module, the public loader's suites, the tools', and the
 # system's. Their binaries keep flat, unique names: $(BUILD)/tests/test_x.
-TEST_DIRS := tests/unit/common tests/unit/workers tests/unit/input \
+TEST_DIRS := tests/unit/common tests/unit/index tests/unit/workers \
+             tests/unit/input \
              tests/unit/device tests/unit/loader tests/loader tests/tools \
              tests/system
 vpath test_%.c $(TEST_DIRS)
@@ -616,7 +618,7 @@ $(BUILD)/.deps-fuzz: tools/install-deps.sh
 # what it finds belongs in tests/fuzz/regressions-loader, replayed by
 # test_fuzz_loader in every `make test`.
 FUZZ_LOADER_SECONDS ?= $(FUZZ_SECONDS)
-FUZZ_LOADER_SRC := $(COMMON_SRC) $(WORKERS_SRC) $(INPUT_SRC) \
+FUZZ_LOADER_SRC := $(COMMON_SRC) $(INDEX_SRC) $(WORKERS_SRC) $(INPUT_SRC) \
                    $(filter-out device/backend_cuda.c,$(DEVICE_SRC)) \
                    $(LOADER_SRC)
 $(FUZZ_DIR)/fuzz_loader: tests/fuzz/fuzz_loader.c tests/fuzz/loader_harness.h \
@@ -626,7 +628,7 @@ $(FUZZ_DIR)/fuzz_loader: tests/fuzz/fuzz_loader.c tests/fuzz/loader_harness.h \
 	clang -g -O1 -fsanitize=fuzzer,address,undefined \
 	    -fno-sanitize-recover=all -D_GNU_SOURCE -pthread -Iinclude -o $@ \
 	    tests/fuzz/fuzz_loader.c $(FUZZ_LOADER_SRC) -ljpeg $(IMAGE_LIBS) $(CURL_LIBS) $(JSON_LIBS) -lm
-# libFuzzer over the tar shard indexer (input/tar.c), seeded with
+# libFuzzer over the tar shard indexer (index/tar.c), seeded with
 # tests/fuzz/regressions-tar, which test_fuzz_tar replays.
 FUZZ_TAR_SECONDS ?= 30
 # The loader over tar shards (fuzz_loader with PINLOAD_FUZZ_SHARDS=1);
@@ -634,12 +636,12 @@ FUZZ_TAR_SECONDS ?= 30
 # test_fuzz_loader.
 FUZZ_SHARDS_SECONDS ?= 30
 $(FUZZ_DIR)/fuzz_tar: tests/fuzz/fuzz_tar.c tests/fuzz/tar_harness.h \
-                      input/tar.c input/tar.h common/grow.c common/error.c \
+                      index/tar.c index/tar.h common/grow.c common/error.c \
                       | $(BUILD)/.deps-fuzz
 	@mkdir -p $(@D)
 	clang -g -O1 -fsanitize=fuzzer,address,undefined \
 	    -fno-sanitize-recover=all -D_GNU_SOURCE -Iinclude -o $@ \
-	    tests/fuzz/fuzz_tar.c input/tar.c common/grow.c common/error.c
+	    tests/fuzz/fuzz_tar.c index/tar.c common/grow.c common/error.c
 fuzz: $(FUZZ_DIR)/fuzz_decode $(FUZZ_DIR)/fuzz_loader $(FUZZ_DIR)/fuzz_tar
 	@mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/seeds $(FUZZ_DIR)/corpus-loader
 	@n=0; if [ -d ../shared/data ]; then \
@@ -791,7 +793,7 @@ test-install: all
 
 format:
 	clang-format -i include/*.h include/pinload/*.h common/*.[ch] loader/*.[ch] \
-	    workers/*.[ch] input/*.[ch] device/*.[ch] device/*.cu tools/*.[ch] \
+	    workers/*.[ch] index/*.[ch] input/*.[ch] device/*.[ch] device/*.cu tools/*.[ch] \
 	    tools/*.cu samples/*.c examples/*/*.[ch] examples/*/*.cu \
 	    tests/*.h tests/*/*.[ch] tests/unit/*/*.c tests/gpu/*.cu \
 	    tools/compare/*.c

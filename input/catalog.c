@@ -130,7 +130,7 @@ void catalog_close(catalog *c)
     free(c->extra_size);
     free(c->shard_first);
     for (int k = 0; k < c->nshards; k++)
-        shard_table_close(&c->tables[k]);
+        sample_table_close(&c->tables[k]);
     free(c->tables);
     if (c->table_map)
         munmap(c->table_map, c->table_map_len);
@@ -303,14 +303,14 @@ void catalog_adopt_map(catalog *c, void *p, size_t len)
     c->table_map_len = len;
 }
 
-int catalog_add_shard(catalog *c, const char *name, int id, shard_table *tab)
+int catalog_add_shard(catalog *c, const char *name, int id, sample_table *tab)
 {
     size_t off;
     int rc = shard_room(c);
     if (rc == 0)
         rc = arena_add(c, name, strlen(name), &off);
     if (rc < 0) {
-        shard_table_close(tab);
+        sample_table_close(tab);
         return rc;
     }
     const int k = c->nshards++;
@@ -318,7 +318,7 @@ int catalog_add_shard(catalog *c, const char *name, int id, shard_table *tab)
     c->shard_first[k] = c->n;
     c->shard_name[k] = off;
     c->shard_source[k] = id;
-    c->heap_tables += tab->mapped == SHARD_TABLE_HEAP;
+    c->heap_tables += tab->mapped == SAMPLE_TABLE_HEAP;
     c->n += tab->nkeys;
     memset(tab, 0, sizeof *tab);
     return 0;
@@ -419,7 +419,7 @@ static int shard_of(const catalog *c, int64_t i)
 }
 
 /* Sample i of a shard catalog: its shard, its key there, and what it is
- * under the configured extras (reason as shard_table_sample's). */
+ * under the configured extras (reason as sample_table_sample's). */
 static int shard_sample_of(const catalog *c, int64_t i, shard_sample *s,
                            int64_t *key, char *reason, size_t cap)
 {
@@ -428,7 +428,7 @@ static int shard_sample_of(const catalog *c, int64_t i, shard_sample *s,
                             .n = c->nextras,
                             .required = c->extras_required};
     *key = i - c->shard_first[k];
-    shard_table_sample(&c->tables[k], *key, &x, s, reason, cap);
+    sample_table_sample(&c->tables[k], *key, &x, s, reason, cap);
     return k;
 }
 
@@ -453,7 +453,7 @@ static size_t shard_name(const catalog *c, int64_t i, int rel, char *buf,
     int64_t key;
     const int k = shard_sample_of(c, i, &s, &key, NULL, 0);
     size_t len;
-    const char *member = shard_table_sample_name(&c->tables[k], key, &s, &len);
+    const char *member = sample_table_sample_name(&c->tables[k], key, &s, &len);
     const char *shard = c->arena + c->shard_name[k];
     if (rel && !s.code) {
         const char *slash = strrchr(shard, '/');

@@ -5,7 +5,7 @@
  * heap: a name in one arena (a million samples cost few allocations) and a
  * label, opened relative to a descriptor of the data root (so a later
  * chdir() changes nothing). Tar shards are kept per shard: the shard's
- * sample table (shard_table.h), mapped read-only from its sidecar index
+ * sample table (sample_table.h), mapped read-only from its sidecar index
  * so that the page cache, not each rank, holds it, its first sample and
  * its name; a sample is found by a binary search over the shards' first
  * samples, then read from its shard's fixed-width records: a range of the
@@ -20,9 +20,9 @@
 #include <stdint.h>
 
 #include "../common/location.h"
-#include "shard_table.h"
+#include "../index/sample_table.h"
 
-#define CATALOG_EXTRAS_MAX SHARD_TABLE_EXTRAS /* PL_EXTRAS_MAX */
+#define CATALOG_EXTRAS_MAX SAMPLE_TABLE_EXTRAS /* PL_EXTRAS_MAX */
 /* Room for any sample's name (catalog_name_into): a shard's path, ':' and
  * a member's name, or a file's path. */
 #define CATALOG_NAME_MAX (2 * 4096 + 2)
@@ -69,12 +69,12 @@ typedef struct catalog {
     int nshards, shard_cap;
     /* Per shard: its sample table (mapped, or in the heap), its name as
      * given (in the arena) and its source. Nothing per sample. */
-    shard_table *tables;
+    sample_table *tables;
     size_t *shard_name;
     int *shard_source;
     int heap_tables; /* shards whose table is in the heap */
-    /* The dataset table file (table_file.h) the tables are slices of
-     * (SHARD_TABLE_PART), mapped once, or NULL. */
+    /* The dataset table file (node_tables.h) the tables are slices of
+     * (SAMPLE_TABLE_PART), mapped once, or NULL. */
     void *table_map;
     size_t table_map_len;
     /* The names catalog_name returned for shard samples, kept until
@@ -135,7 +135,7 @@ void catalog_adopt_map(catalog *c, void *p, size_t len);
  * "dir/shard.tar"; its samples are "dir/shard.tar:member"): the table's
  * keys, in order. The catalog takes tab (closed on failure too).
  * PL_ENOMEM. */
-int catalog_add_shard(catalog *c, const char *name, int id, shard_table *tab);
+int catalog_add_shard(catalog *c, const char *name, int id, sample_table *tab);
 
 /* What owns the remote sources (catalog_adopt) wants to know the order
  * the shards are read in: order_fn(p, ...) receives catalog_hint_order's

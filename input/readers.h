@@ -7,8 +7,8 @@
 #define PINLOAD_READERS_H
 
 #include "../common/log.h"
+#include "../index/tar.h"
 #include "catalog.h"
-#include "tar.h"
 
 #define MAX_CLASSES (1 << 20)
 
@@ -42,7 +42,7 @@ int shards_read(catalog *c, char **paths, int n, logger *lg);
  * process's vm.max_map_count areas (65,530 by default), which the
  * allocator, the libraries and the threads' stacks need too. Past it
  * local shards' tables come from one dataset table file, mapped once
- * (table_file.h), and remote shards' are read into the heap. The
+ * (node_tables.h), and remote shards' are read into the heap. The
  * environment variable PINLOAD_MAPPED_MAX lowers it (a hook for tests
  * only, so that a few dozen shards take that path). */
 #define SHARDS_MAPPED_MAX 32768
@@ -66,7 +66,7 @@ typedef struct unread_members {
  * "path:member", from its table (the catalog takes it, on failure too);
  * *max_label rises to the largest label seen; image members of kinds not
  * read are noted in *unread. */
-int shards_add_indexed(catalog *c, int s, const char *path, shard_table *tab,
+int shards_add_indexed(catalog *c, int s, const char *path, sample_table *tab,
                        int32_t *max_label, unread_members *unread);
 
 /* The notice naming how many shards' tables are in the heap, not mapped

@@ -24,11 +24,11 @@
 #include "../common/error.h"
 #include "../common/file.h"
 #include "../common/grow.h"
+#include "../index/idx_file.h"
+#include "../index/tar.h"
 #include "readers.h"
 #include "remote_cache.h"
 #include "remote_http.h"
-#include "sidecar.h"
-#include "tar.h"
 
 #define INDEX_THREADS 8 /* threads fetching indexes at create */
 #define INDEX_WINDOW 64 /* shards whose member indexes live at once */
@@ -246,11 +246,11 @@ static int index_pass(index_pool *p, int from, int to)
  * whatever the store's was) and mapped from there, so that the node's
  * ranks share it; in the heap where it cannot be written. */
 static int table_of(const cache_shard *sh, const tar_index *t, int in_heap,
-                    shard_table *tab)
+                    sample_table *tab)
 {
     char idx[PATH_MAX + 16];
     snprintf(idx, sizeof idx, "%s.idx", sh->path);
-    const int rc = sidecar_keep_at(idx, sh->size, t, in_heap, tab);
+    const int rc = idx_file_keep_at(idx, sh->size, t, in_heap, tab);
     if (rc == PL_ENOMEM)
         return err_set(rc, "pl_loader_create: out of memory");
     if (rc < 0)
@@ -270,7 +270,7 @@ static int add_shard(catalog *c, remote_set *rs, int i, const tar_index *t,
                      add_totals *tot)
 {
     int id;
-    shard_table tab = {0};
+    sample_table tab = {0};
     int rc = catalog_add_reader(c, &rs->s[i].reader, &id);
     assert(rc < 0 || id == i);
     if (rc == 0)

@@ -22,8 +22,8 @@
 #include "../common/clock.h"
 #include "../common/error.h"
 #include "../common/grow.h"
+#include "../index/idx_file.h"
 #include "remote_cache_dir.h"
-#include "sidecar.h"
 
 #define FAILED_RETRY_NS (60 * 1000000000LL) /* a failed shard: asked again */
 
@@ -605,7 +605,7 @@ static int index_fetch_locked(cache_shard *sh, const char *idx, tar_index *t,
         return PL_ENOMEM;
     int rc = fetch_small(sh->cache, url, idx, err, cap);
     free(url);
-    if (rc == 0 && !sidecar_read_any(idx, t, &sh->size)) {
+    if (rc == 0 && !idx_file_read_any(idx, t, &sh->size)) {
         snprintf(err, cap, "%s.idx: not a pinload shard index", sh->name);
         rc = PL_ECORRUPT;
     } else if (rc == 0) {
@@ -620,7 +620,7 @@ int cache_index(cache_shard *sh, tar_index *t, char *err, size_t cap)
 {
     char idx[PATH_MAX + 16];
     snprintf(idx, sizeof idx, "%s.idx", sh->path);
-    if (sidecar_read_any(idx, t, &sh->size))
+    if (idx_file_read_any(idx, t, &sh->size))
         return 1;
     if (http_is_pipe(sh->url))
         return 0;
@@ -628,7 +628,7 @@ int cache_index(cache_shard *sh, tar_index *t, char *err, size_t cap)
     if (lk < 0)
         return PL_EIO;
     int rc = 1;
-    if (!sidecar_read_any(idx, t, &sh->size))
+    if (!idx_file_read_any(idx, t, &sh->size))
         rc = index_fetch_locked(sh, idx, t, err, cap);
     close(lk);
     return rc;
@@ -660,7 +660,7 @@ int cache_index_whole(cache_shard *sh, tar_index *t, char *err, size_t cap)
     }
     char idx[PATH_MAX + 16];
     snprintf(idx, sizeof idx, "%s.idx", sh->path);
-    sidecar_write_at(idx, &st, t);
+    idx_file_write_at(idx, &st, t);
     sh->size = st.st_size;
     pthread_mutex_lock(&sh->mu);
     sh->fd = fd;

@@ -34,8 +34,8 @@
 #include <stdint.h>
 
 #include "../common/log.h"
+#include "../index/tar.h"
 #include "remote_http.h"
-#include "tar.h"
 
 typedef struct remote_cache remote_cache;
 

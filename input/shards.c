@@ -22,11 +22,11 @@
 #include "../common/error.h"
 #include "../common/file.h"
 #include "../common/grow.h"
+#include "../index/idx_file.h"
+#include "../index/node_tables.h"
+#include "../index/tar.h"
 #include "json_label.h"
 #include "readers.h"
-#include "sidecar.h"
-#include "table_file.h"
-#include "tar.h"
 
 #define SCAN_THREADS 8 /* threads indexing shards at create */
 #define SCAN_WINDOW 64 /* shards whose indexes live at once */
@@ -207,7 +207,7 @@ static void unread_note(unread_members *u, const char *path, const char *member)
 /* The image members of kinds not read among one key's members [first,
  * end) (those that are not one of the configured extras), into *u; and
  * whether the key has a cls member to take its label from. */
-static void note_unread(const catalog *cat, const shard_table *tab,
+static void note_unread(const catalog *cat, const sample_table *tab,
                         const char *path, int64_t first, int64_t end,
                         unread_members *u)
 {
@@ -242,7 +242,7 @@ static void note_unread(const catalog *cat, const shard_table *tab,
 
 /* Key k's label from its json member's field (config.label_field), read
  * from the shard at fd now; or a JSON_LABEL_* code. */
-static int32_t json_label_at(const catalog *cat, const shard_table *tab,
+static int32_t json_label_at(const catalog *cat, const sample_table *tab,
                              uint32_t first, uint32_t count, int fd, char **buf,
                              size_t *cap)
 {
@@ -272,7 +272,7 @@ static int32_t json_label_at(const catalog *cat, const shard_table *tab,
 /* The labels of a shard's keys from their json members, into the catalog
  * from sample `first` on; *max_label rises to the largest. */
 static int add_json_labels(catalog *cat, int s, const char *path,
-                           const shard_table *tab, int64_t first,
+                           const sample_table *tab, int64_t first,
                            int32_t *max_label)
 {
     if (cat->source_reader[s])
@@ -288,12 +288,9 @@ static int add_json_labels(catalog *cat, int s, const char *path,
     if (!labels)
         return PL_ENOMEM;
     for (uint32_t k = 0; k < tab->nkeys; k++) {
-        const unsigned char *r = tab->keys + (size_t)k * SHARD_TABLE_KEY;
-        uint32_t m0, count;
-        memcpy(&m0, r, 4);
-        memcpy(&count, r + 4, 4);
-        labels[k] =
-            json_label_at(cat, tab, m0, count, cat->source_fd[s], &buf, &cap);
+        labels[k] = json_label_at(cat, tab, shard_key_first(tab, k),
+                                  shard_key_members(tab, k), cat->source_fd[s],
+                                  &buf, &cap);
         if (labels[k] > *max_label)
             *max_label = labels[k];
     }
@@ -305,22 +302,20 @@ static int add_json_labels(catalog *cat, int s, const char *path,
 
 /* The samples of one shard: its keys, as its table has them (the catalog
  * takes the table). */
-int shards_add_indexed(catalog *cat, int s, const char *path, shard_table *tab,
+int shards_add_indexed(catalog *cat, int s, const char *path, sample_table *tab,
                        int32_t *max_label, unread_members *unread)
 {
     if (cat->label_field) {
         const int rc = add_json_labels(cat, s, path, tab, cat->n, max_label);
         if (rc < 0) {
-            shard_table_close(tab);
+            sample_table_close(tab);
             return rc;
         }
     }
     for (uint32_t k = 0; k < tab->nkeys; k++) {
-        const unsigned char *r = tab->keys + (size_t)k * SHARD_TABLE_KEY;
-        uint32_t first, count;
-        memcpy(&first, r, 4);
-        memcpy(&count, r + 4, 4);
-        note_unread(cat, tab, path, first, (int64_t)first + count, unread);
+        const int64_t first = shard_key_first(tab, k);
+        note_unread(cat, tab, path, first, first + shard_key_members(tab, k),
+                    unread);
         /* Every sample's label counts, a bad one's too: under SUBSTITUTE
          * it is delivered (a key without an image keeps its cls label). */
         const int32_t label = shard_key_label(tab, k);
@@ -336,11 +331,11 @@ typedef struct scan_job {
     const char *path;
     int fd;
     struct stat st;
-    shard_table tab;
+    sample_table tab;
     int in_heap; /* the table read into the heap, not mapped */
     int rc;
     char msg[1024]; /* the error, read in the scanning thread */
-    int from_sidecar, stale;
+    int from_idx, stale;
 } scan_job;
 
 typedef struct scan_pool {
@@ -356,13 +351,13 @@ typedef struct scan_pool {
 static void scan_one(scan_job *j)
 {
     int stale, old;
-    if (sidecar_table(j->path, &j->st, j->in_heap, &j->tab, &stale)) {
-        j->from_sidecar = 1;
+    if (idx_file_table(j->path, &j->st, j->in_heap, &j->tab, &stale)) {
+        j->from_idx = 1;
         return;
     }
     tar_index t = {0};
-    if (sidecar_find(j->path, &j->st, &t, &old)) {
-        j->from_sidecar = 1;
+    if (idx_file_find(j->path, &j->st, &t, &old)) {
+        j->from_idx = 1;
     } else {
         j->stale = stale | old;
         j->rc = tar_scan(j->fd, j->path, &t);
@@ -370,7 +365,7 @@ static void scan_one(scan_job *j)
             j->rc = tar_read_small(j->fd, j->path, &t);
     }
     if (j->rc == 0)
-        j->rc = sidecar_keep(j->path, &j->st, &t, j->in_heap, &j->tab);
+        j->rc = idx_file_keep(j->path, &j->st, &t, j->in_heap, &j->tab);
     if (j->rc > 0)
         j->rc = 0;
     if (j->rc < 0)
@@ -562,7 +557,7 @@ static int mapped_max(void)
 /* What indexing the shards met, for create's notices. */
 typedef struct scan_totals {
     int32_t max_label;
-    int sidecars, stale;
+    int idx_files, stale;
     unread_members unread;
 } scan_totals;
 
@@ -600,11 +595,11 @@ static int index_shards(catalog *cat, char **paths, int n, const int *fds,
             else
                 rc = shards_add_indexed(cat, w + i, paths[w + i], &jobs[i].tab,
                                         &tot->max_label, &tot->unread);
-            tot->sidecars += jobs[i].from_sidecar;
-            tot->stale += jobs[i].stale && !jobs[i].from_sidecar;
+            tot->idx_files += jobs[i].from_idx;
+            tot->stale += jobs[i].stale && !jobs[i].from_idx;
         }
         for (int i = 0; i < k; i++)
-            shard_table_close(&jobs[i].tab); /* those not taken */
+            sample_table_close(&jobs[i].tab); /* those not taken */
     }
     free(jobs);
     return rc;
@@ -614,8 +609,8 @@ static int index_shards(catalog *cat, char **paths, int n, const int *fds,
  * sidecar or its headers, as index_shards reads them), appended to the
  * writer: 0, or an error of the shards' own; *ok 0 if the file could not
  * be written (the shards are then indexed as usual). */
-static int write_tables(table_file_writer *wr, char **paths, int n,
-                        const int *fds, table_file_entry *e, scan_totals *tot,
+static int write_tables(node_tables_writer *wr, char **paths, int n,
+                        const int *fds, node_tables_entry *e, scan_totals *tot,
                         int *ok)
 {
     scan_job *jobs = calloc(SCAN_WINDOW, sizeof *jobs);
@@ -638,19 +633,19 @@ static int write_tables(table_file_writer *wr, char **paths, int n,
             if (jobs[i].rc < 0)
                 rc = err_set(jobs[i].rc, "pl_loader_create: %s", jobs[i].msg);
             else if (*ok)
-                *ok = table_file_add(wr, &jobs[i].tab, &e[w + i]) == 0;
-            tot->sidecars += jobs[i].from_sidecar;
-            tot->stale += jobs[i].stale && !jobs[i].from_sidecar;
+                *ok = node_tables_add(wr, &jobs[i].tab, &e[w + i]) == 0;
+            tot->idx_files += jobs[i].from_idx;
+            tot->stale += jobs[i].stale && !jobs[i].from_idx;
         }
         for (int i = 0; i < k; i++)
-            shard_table_close(&jobs[i].tab);
+            sample_table_close(&jobs[i].tab);
     }
     free(jobs);
     return rc;
 }
 
 /* The samples of tabs[0, n), slices of the catalog's mapping. */
-static int add_joined(catalog *cat, char **paths, int n, shard_table *tabs,
+static int add_joined(catalog *cat, char **paths, int n, sample_table *tabs,
                       scan_totals *tot)
 {
     int rc = 0;
@@ -659,7 +654,7 @@ static int add_joined(catalog *cat, char **paths, int n, shard_table *tabs,
             rc = shards_add_indexed(cat, i, paths[i], &tabs[i], &tot->max_label,
                                     &tot->unread);
         else
-            shard_table_close(&tabs[i]);
+            sample_table_close(&tabs[i]);
     }
     return rc;
 }
@@ -673,32 +668,32 @@ enum { JOINED_FOUND, JOINED_WRITTEN, JOINED_REWRITTEN };
  * *how, 0 if it could not be written or mapped, or an error of the
  * shards'. */
 static int map_joined(const char *file, char **paths, int n, const int *fds,
-                      table_file_entry *e, shard_table *tabs, void **map,
+                      node_tables_entry *e, sample_table *tabs, void **map,
                       size_t *len, scan_totals *tot, int *how)
 {
     int stale, again;
     *how = JOINED_FOUND;
-    if (table_file_map(file, e, n, tabs, map, len, &stale))
+    if (node_tables_map(file, e, n, tabs, map, len, &stale))
         return 1;
-    const int lock = table_file_lock(file);
-    if (table_file_map(file, e, n, tabs, map, len, &again)) {
-        table_file_unlock(lock);
+    const int lock = node_tables_lock(file);
+    if (node_tables_map(file, e, n, tabs, map, len, &again)) {
+        node_tables_unlock(lock);
         return 1;
     }
-    table_file_writer wr;
+    node_tables_writer wr;
     int ok = 0, rc = 0;
-    if (table_file_begin(&wr, file, n) == 0) {
+    if (node_tables_begin(&wr, file, n) == 0) {
         rc = write_tables(&wr, paths, n, fds, e, tot, &ok);
-        if (table_file_end(&wr, e, n, rc == 0 && ok) == 0 && rc == 0)
-            rc = table_file_map(file, e, n, tabs, map, len, &again);
+        if (node_tables_end(&wr, e, n, rc == 0 && ok) == 0 && rc == 0)
+            rc = node_tables_map(file, e, n, tabs, map, len, &again);
     }
-    table_file_unlock(lock);
+    node_tables_unlock(lock);
     *how = stale ? JOINED_REWRITTEN : JOINED_WRITTEN;
     return rc < 0 ? rc : rc == 1;
 }
 
 /* Past mapped_max() shards: every table from one dataset table file
- * (table_file.h), found valid or written now (streaming, a window of
+ * (node_tables.h), found valid or written now (streaming, a window of
  * tables at a time), and mapped once, the catalog owning the mapping. 1
  * if the shards were added so; 0 if no file could be written or mapped
  * (the caller holds the tables in the heap); or an error. */
@@ -709,8 +704,8 @@ static int index_joined(catalog *cat, char **paths, int n, const int *fds,
         [JOINED_FOUND] = "found",
         [JOINED_WRITTEN] = "written now",
         [JOINED_REWRITTEN] = "written anew: it was stale or damaged"};
-    table_file_entry *e = calloc((size_t)n, sizeof *e);
-    shard_table *tabs = calloc((size_t)n, sizeof *tabs);
+    node_tables_entry *e = calloc((size_t)n, sizeof *e);
+    sample_table *tabs = calloc((size_t)n, sizeof *tabs);
     char file[PATH_MAX];
     void *map = NULL;
     size_t len = 0;
@@ -722,13 +717,13 @@ static int index_joined(catalog *cat, char **paths, int n, const int *fds,
             rc = err_set(PL_EIO, "pl_loader_create: %s: %s", paths[i],
                          strerror(errno));
         else
-            table_file_identify(&e[i], paths[i], &st);
+            node_tables_identify(&e[i], paths[i], &st);
     }
-    if (rc == 0 && table_file_path(e, n, file, sizeof file) == 0)
+    if (rc == 0 && node_tables_path(e, n, file, sizeof file) == 0)
         rc = map_joined(file, paths, n, fds, e, tabs, &map, &len, tot, &how);
     if (rc == 1) {
         if (how == JOINED_FOUND)
-            tot->sidecars = n;
+            tot->idx_files = n;
         catalog_adopt_map(cat, map, len);
         log_msg(lg, PL_LOG_NOTICE,
                 "%d tar shards (over %d): their tables are mapped from one "
@@ -772,7 +767,7 @@ int shards_read(catalog *cat, char **paths, int n, logger *lg)
     if (rc == 0)
         log_msg(lg, PL_LOG_NOTICE,
                 "%d tar shard(s): %d indexed from their .idx file, %d read", n,
-                tot.sidecars, n - tot.sidecars);
+                tot.idx_files, n - tot.idx_files);
     if (rc == 0)
         shards_say_heap(cat, lg);
     if (rc == 0 && n > 0) {

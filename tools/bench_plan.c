@@ -60,7 +60,7 @@ enum {
  * mapped indexes), each create a process of its own. */
 static const plan_const plan_k[K_COUNT] = {
     [K_TABLE_SAMPLE] = {"table_bytes_per_sample", 94, "B",
-                        "derived: input/shard_table.h, 2 member records of "
+                        "derived: index/sample_table.h, 2 member records of "
                         "24 + a key's 16 + names 2 x 14 (KEY.jpg, KEY.cls, "
                         "NULs) + the cls text ~2; pinload-pack's .idx: "
                         "47,024 B a 500-sample shard"},
@@ -70,12 +70,12 @@ static const plan_const plan_k[K_COUNT] = {
                        "checksum 72 + the last page's rest (2,048 on "
                        "average)"},
     [K_TABLE_HEAD] = {"table_bytes_per_heap_shard", 72, "B",
-                      "derived: input/shard_table.h, SHARD_TABLE_HEAD 64 + "
+                      "derived: index/sample_table.h, SAMPLE_TABLE_HEAD 64 + "
                       "the checksum 8"},
     [K_MAPPED_MAX] = {"mapped_shards_max", 32768, "shards",
                       "derived: input/readers.h, SHARDS_MAPPED_MAX: past it "
                       "local shards' tables come from one dataset table "
-                      "file (input/table_file.h), remote ones' are read "
+                      "file (index/node_tables.h), remote ones' are read "
                       "into each rank's heap"},
     [K_PRIVATE_SHARD] = {"private_bytes_per_shard", 212, "B",
                          "measured: machine B, 2026-11-26, RssAnon after "
@@ -102,7 +102,7 @@ static const plan_const plan_k[K_COUNT] = {
                         "derived: input/remote_cache.h, cache_shard ~680 "
                         "(err[512]) + url, name, path ~200 + rshard 24"},
     [K_MEMBER_INDEX] = {"index_bytes_per_member", 96, "B",
-                        "derived: input/tar.h, sizeof(tar_member) 64 + its "
+                        "derived: index/tar.h, sizeof(tar_member) 64 + its "
                         "name's malloc chunk 32"},
     [K_MEMBERS] = {"members_per_sample", 2, "",
                    "derived: WebDataset KEY.jpg + KEY.cls, as pinload-pack "

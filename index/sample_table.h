@@ -2,7 +2,8 @@
  * of the small ones) and its samples (consecutive members with one key,
  * the path up to the first dot of the last component, and the key's cls
  * label), as fixed-width records over one block of NUL-terminated names.
- * It is laid out as the sidecar index file of version 2 (sidecar.h), so
+ * It is laid out as the shard's index file (.idx) of version 2
+ * (idx_file.h), so
  * that the catalog reads a sample straight from that file mapped
  * read-only: the pages are the page cache's, shared by every process of
  * the node that maps the file (a node's ranks), and nothing per sample is
@@ -27,44 +28,44 @@
  *       configured
  *       the name block (N bytes, zero-padded to 8)
  *   end the FNV-1a 64 of everything before. */
-#ifndef PINLOAD_SHARD_TABLE_H
-#define PINLOAD_SHARD_TABLE_H
+#ifndef PINLOAD_SAMPLE_TABLE_H
+#define PINLOAD_SAMPLE_TABLE_H
 
 #include <stddef.h>
 #include <stdint.h>
-#include <string.h>
 
+#include "../common/bytes.h"
 #include "tar.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "the mapped shard table is read in place: little-endian hosts only"
+#error "the mapped sample table is read in place: little-endian hosts only"
 #endif
 
-#define SHARD_TABLE_MAGIC "PLTARIX2"
-#define SHARD_TABLE_HEAD 64
-#define SHARD_TABLE_MEMBER 24
-#define SHARD_TABLE_KEY 16
-#define SHARD_TABLE_EXTRAS 8       /* PL_EXTRAS_MAX */
+#define SAMPLE_TABLE_MAGIC "PLTARIX2"
+#define SAMPLE_TABLE_HEAD 64
+#define SAMPLE_TABLE_MEMBER 24
+#define SAMPLE_TABLE_KEY 16
+#define SAMPLE_TABLE_EXTRAS 8       /* PL_EXTRAS_MAX */
 #define SHARD_CLS_BAD 1u           /* a key flag */
 #define SHARD_IMAGE_SCAN 0xffffffu /* a key's image: found by its members */
 
-/* How a table's bytes are held (shard_table.mapped). */
-#define SHARD_TABLE_HEAP 0   /* malloc'd: freed at close */
-#define SHARD_TABLE_MAPPED 1 /* its own mapping: unmapped at close */
-#define SHARD_TABLE_PART                                                       \
+/* How a table's bytes are held (sample_table.mapped). */
+#define SAMPLE_TABLE_HEAP 0   /* malloc'd: freed at close */
+#define SAMPLE_TABLE_MAPPED 1 /* its own mapping: unmapped at close */
+#define SAMPLE_TABLE_PART                                                       \
     2 /* a slice of a mapping another owns (the                                \
          catalog's dataset table file): left alone */
 
-typedef struct shard_table {
+typedef struct sample_table {
     const unsigned char *base; /* the whole table */
     size_t len;
-    int mapped; /* SHARD_TABLE_* : how close lets it go */
+    int mapped; /* SAMPLE_TABLE_* : how close lets it go */
     uint64_t shard_size;
     int64_t mtime_s, mtime_ns;
     uint32_t nmembers, nkeys;
     const unsigned char *members, *keys;
     const char *names;
-} shard_table;
+} sample_table;
 
 /* What sample (key) k of a shard is, for a configuration's extras: its
  * image member (-1: none), each extra's member (-1: none), its cls member
@@ -72,7 +73,7 @@ typedef struct shard_table {
  * it is not). */
 typedef struct shard_sample {
     int64_t image, cls;
-    int64_t extra[SHARD_TABLE_EXTRAS];
+    int64_t extra[SAMPLE_TABLE_EXTRAS];
     int32_t label;
     int code;
 } shard_sample;
@@ -86,70 +87,87 @@ typedef struct shard_extras {
 /* t's table as bytes: [out] *out (malloc'd) and *len. 0, or PL_ENOMEM, or
  * PL_EINVAL when t is too large for the format (over 2^32 members or a
  * name block over 4 GiB). */
-int shard_table_build(const tar_index *t, uint64_t shard_size, int64_t mtime_s,
+int sample_table_build(const tar_index *t, uint64_t shard_size, int64_t mtime_s,
                       int64_t mtime_ns, unsigned char **out, size_t *len);
 
 /* Whether p[0, len) starts like a table (its magic). */
-int shard_table_is(const unsigned char *p, size_t len);
+int sample_table_is(const unsigned char *p, size_t len);
 
 /* *tab over p[0, len) if it checks (checksum, every record in bounds and
  * the keys covering the members in order): 0, and tab holds p as `mapped`
- * says (SHARD_TABLE_*: freed, unmapped or left alone at close); -1, and p
+ * says (SAMPLE_TABLE_*: freed, unmapped or left alone at close); -1, and p
  * stays the caller's. */
-int shard_table_open(shard_table *tab, const unsigned char *p, size_t len,
+int sample_table_open(sample_table *tab, const unsigned char *p, size_t len,
                      int mapped);
 
 /* Safe on a zeroed table and twice. */
-void shard_table_close(shard_table *tab);
+void sample_table_close(sample_table *tab);
 
 /* t's members back as a tar_index (remote readers, the packer): 0 or
  * PL_ENOMEM. */
-int shard_table_members(const shard_table *tab, tar_index *t);
+int sample_table_members(const sample_table *tab, tar_index *t);
 
-static inline const unsigned char *shard_member_at(const shard_table *tab,
+static inline const unsigned char *shard_member_at(const sample_table *tab,
                                                    int64_t m)
 {
-    return tab->members + (size_t)m * SHARD_TABLE_MEMBER;
+    return tab->members + (size_t)m * SAMPLE_TABLE_MEMBER;
 }
 
-static inline int64_t shard_member_offset(const shard_table *tab, int64_t m)
+/* The records are read here alone, through common/bytes.h's readers. */
+
+static inline int64_t shard_member_offset(const sample_table *tab, int64_t m)
 {
-    uint64_t v;
-    memcpy(&v, shard_member_at(tab, m), 8);
-    return (int64_t)v;
+    return (int64_t)le_get64(shard_member_at(tab, m));
 }
 
-static inline int64_t shard_member_size(const shard_table *tab, int64_t m)
+static inline int64_t shard_member_size(const sample_table *tab, int64_t m)
 {
-    uint64_t v;
-    memcpy(&v, shard_member_at(tab, m) + 8, 8);
-    return (int64_t)v;
+    return (int64_t)le_get64(shard_member_at(tab, m) + 8);
 }
 
-static inline const char *shard_member_name(const shard_table *tab, int64_t m)
+static inline const char *shard_member_name(const sample_table *tab, int64_t m)
 {
-    uint32_t at;
-    memcpy(&at, shard_member_at(tab, m) + 16, 4);
-    return tab->names + at;
+    return tab->names + le_get32(shard_member_at(tab, m) + 16);
 }
 
-static inline int32_t shard_key_label(const shard_table *tab, int64_t k)
+static inline const unsigned char *shard_key_at(const sample_table *tab,
+                                                int64_t k)
 {
-    int32_t v;
-    memcpy(&v, tab->keys + (size_t)k * SHARD_TABLE_KEY + 8, 4);
-    return v;
+    return tab->keys + (size_t)k * SAMPLE_TABLE_KEY;
+}
+
+/* Key k's members: [first, first + members). */
+static inline uint32_t shard_key_first(const sample_table *tab, int64_t k)
+{
+    return le_get32(shard_key_at(tab, k));
+}
+
+static inline uint32_t shard_key_members(const sample_table *tab, int64_t k)
+{
+    return le_get32(shard_key_at(tab, k) + 4);
+}
+
+static inline int32_t shard_key_label(const sample_table *tab, int64_t k)
+{
+    return (int32_t)le_get32(shard_key_at(tab, k) + 8);
+}
+
+/* SHARD_CLS_BAD, and the image's place in bits 8 to 31. */
+static inline uint32_t shard_key_flags(const sample_table *tab, int64_t k)
+{
+    return le_get32(shard_key_at(tab, k) + 12);
 }
 
 /* Sample k of the table under extras x: [out] *s; with reason non-NULL,
  * why it is bad (reason[0] '\0' when it is not). */
-void shard_table_sample(const shard_table *tab, int64_t k,
+void sample_table_sample(const sample_table *tab, int64_t k,
                         const shard_extras *x, shard_sample *s, char *reason,
                         size_t cap);
 
 /* The name sample k goes by after the shard's ("shard.tar:" + this): its
  * image member's, else its key (the first member's name up to its key's
  * end): [out] *len chars at the result, not NUL-terminated for a key. */
-const char *shard_table_sample_name(const shard_table *tab, int64_t k,
+const char *sample_table_sample_name(const sample_table *tab, int64_t k,
                                     const shard_sample *s, size_t *len);
 
 /* The extension of a member (after the first dot of its last component),

@@ -1,6 +1,6 @@
-/* The dataset table file: its name, checking and mapping it, writing it a
- * table at a time (table_file.h has the layout). */
-#include "table_file.h"
+/* The node-wide dataset table file: its name, checking and mapping it,
+ * writing it a table at a time (node_tables.h has the layout). */
+#include "node_tables.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,10 +13,10 @@
 
 #include "../common/bytes.h"
 
-#include "sidecar.h"
+#include "idx_file.h"
 
 
-void table_file_identify(table_file_entry *e, const char *path,
+void node_tables_identify(node_tables_entry *e, const char *path,
                          const struct stat *st)
 {
     memset(e, 0, sizeof *e);
@@ -33,10 +33,10 @@ void table_file_identify(table_file_entry *e, const char *path,
     e->path_hash = fnv1a(h, path, strlen(path));
 }
 
-int table_file_path(const table_file_entry *e, int n, char *out, size_t cap)
+int node_tables_path(const node_tables_entry *e, int n, char *out, size_t cap)
 {
     char dir[PATH_MAX];
-    if (sidecar_dir(dir, sizeof dir) < 0)
+    if (idx_file_dir(dir, sizeof dir) < 0)
         return -1;
     uint64_t h = FNV_SEED;
     for (int i = 0; i < n; i++)
@@ -48,7 +48,7 @@ int table_file_path(const table_file_entry *e, int n, char *out, size_t cap)
 }
 
 /* Directory entry i of the file as bytes, at d. */
-static void entry_put(unsigned char *d, const table_file_entry *e)
+static void entry_put(unsigned char *d, const node_tables_entry *e)
 {
     le_put64(d, e->offset);
     le_put64(d + 8, e->len);
@@ -64,12 +64,12 @@ static void entry_put(unsigned char *d, const table_file_entry *e)
 static uint64_t head_sum(const unsigned char *p, int n)
 {
     const uint64_t h = fnv1a(FNV_SEED, p, 24);
-    return fnv1a(h, p + TABLE_FILE_HEAD, (size_t)n * TABLE_FILE_ENTRY);
+    return fnv1a(h, p + NODE_TABLES_HEAD, (size_t)n * NODE_TABLES_ENTRY);
 }
 
 /* Whether directory entry d is shard e's, its table in bounds of a file
  * of `size` bytes past the directory. */
-static int entry_fits(const unsigned char *d, const table_file_entry *e,
+static int entry_fits(const unsigned char *d, const node_tables_entry *e,
                       uint64_t dir_end, uint64_t size)
 {
     const uint64_t off = le_get64(d), len = le_get64(d + 8);
@@ -82,20 +82,20 @@ static int entry_fits(const unsigned char *d, const table_file_entry *e,
 /* The tables of the file p[0, size) for shards e[0, n), into tabs: 0, or
  * -1 (and none is left open) if anything does not check. */
 static int open_tables(const unsigned char *p, uint64_t size,
-                       const table_file_entry *e, int n, shard_table *tabs)
+                       const node_tables_entry *e, int n, sample_table *tabs)
 {
-    const uint64_t dir_end = TABLE_FILE_HEAD + (uint64_t)n * TABLE_FILE_ENTRY;
-    if (size < dir_end || memcmp(p, TABLE_FILE_MAGIC, 8) != 0 ||
+    const uint64_t dir_end = NODE_TABLES_HEAD + (uint64_t)n * NODE_TABLES_ENTRY;
+    if (size < dir_end || memcmp(p, NODE_TABLES_MAGIC, 8) != 0 ||
         le_get64(p + 8) != (uint64_t)n || le_get64(p + 16) != 0 ||
         le_get64(p + 24) != head_sum(p, n))
         return -1;
     for (int i = 0; i < n; i++) {
         const unsigned char *d =
-            p + TABLE_FILE_HEAD + (size_t)i * TABLE_FILE_ENTRY;
-        shard_table *t = &tabs[i];
+            p + NODE_TABLES_HEAD + (size_t)i * NODE_TABLES_ENTRY;
+        sample_table *t = &tabs[i];
         if (!entry_fits(d, &e[i], dir_end, size) ||
-            shard_table_open(t, p + le_get64(d), (size_t)le_get64(d + 8),
-                             SHARD_TABLE_PART) < 0 ||
+            sample_table_open(t, p + le_get64(d), (size_t)le_get64(d + 8),
+                             SAMPLE_TABLE_PART) < 0 ||
             t->shard_size != e[i].size || t->mtime_s != e[i].mtime_s ||
             t->mtime_ns != e[i].mtime_ns) {
             memset(tabs, 0, (size_t)n * sizeof *tabs); /* slices: no close */
@@ -105,8 +105,8 @@ static int open_tables(const unsigned char *p, uint64_t size,
     return 0;
 }
 
-int table_file_map(const char *path, const table_file_entry *e, int n,
-                   shard_table *tabs, void **map, size_t *len, int *stale)
+int node_tables_map(const char *path, const node_tables_entry *e, int n,
+                   sample_table *tabs, void **map, size_t *len, int *stale)
 {
     *stale = 0;
     const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
@@ -115,7 +115,7 @@ int table_file_map(const char *path, const table_file_entry *e, int n,
     struct stat st;
     void *m = MAP_FAILED;
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-        st.st_size >= TABLE_FILE_HEAD)
+        st.st_size >= NODE_TABLES_HEAD)
         m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
     close(fd);
     if (m == MAP_FAILED ||
@@ -130,7 +130,7 @@ int table_file_map(const char *path, const table_file_entry *e, int n,
     return 1;
 }
 
-int table_file_begin(table_file_writer *w, const char *path, int n)
+int node_tables_begin(node_tables_writer *w, const char *path, int n)
 {
     memset(w, 0, sizeof *w);
     snprintf(w->path, sizeof w->path, "%s", path);
@@ -138,10 +138,10 @@ int table_file_begin(table_file_writer *w, const char *path, int n)
      * write apart. */
     snprintf(w->tmp, sizeof w->tmp, "%s.tmp.%ld.%lx", path, (long)getpid(),
              (unsigned long)(uintptr_t)w);
-    sidecar_make_folder_of(path);
+    idx_file_make_folder_of(path);
     w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NONBLOCK | O_CLOEXEC,
                  0644);
-    w->at = TABLE_FILE_HEAD + (uint64_t)n * TABLE_FILE_ENTRY;
+    w->at = NODE_TABLES_HEAD + (uint64_t)n * NODE_TABLES_ENTRY;
     return w->fd < 0 ? -1 : 0;
 }
 
@@ -158,8 +158,8 @@ static int write_at(int fd, const unsigned char *p, size_t n, uint64_t at)
     return 0;
 }
 
-int table_file_add(table_file_writer *w, const shard_table *tab,
-                   table_file_entry *e)
+int node_tables_add(node_tables_writer *w, const sample_table *tab,
+                   node_tables_entry *e)
 {
     e->offset = w->at;
     e->len = tab->len;
@@ -169,16 +169,16 @@ int table_file_add(table_file_writer *w, const shard_table *tab,
     return 0;
 }
 
-int table_file_end(table_file_writer *w, const table_file_entry *e, int n,
+int node_tables_end(node_tables_writer *w, const node_tables_entry *e, int n,
                    int ok)
 {
-    const size_t dir_end = TABLE_FILE_HEAD + (size_t)n * TABLE_FILE_ENTRY;
+    const size_t dir_end = NODE_TABLES_HEAD + (size_t)n * NODE_TABLES_ENTRY;
     unsigned char *h = ok ? calloc(1, dir_end) : NULL;
     if (h) {
-        memcpy(h, TABLE_FILE_MAGIC, 8);
+        memcpy(h, NODE_TABLES_MAGIC, 8);
         le_put64(h + 8, (uint64_t)n);
         for (int i = 0; i < n; i++)
-            entry_put(h + TABLE_FILE_HEAD + (size_t)i * TABLE_FILE_ENTRY,
+            entry_put(h + NODE_TABLES_HEAD + (size_t)i * NODE_TABLES_ENTRY,
                       &e[i]);
         le_put64(h + 24, head_sum(h, n));
     }
@@ -192,12 +192,12 @@ int table_file_end(table_file_writer *w, const table_file_entry *e, int n,
     return -1;
 }
 
-int table_file_lock(const char *path)
+int node_tables_lock(const char *path)
 {
     char lock[PATH_MAX + 8];
     if (snprintf(lock, sizeof lock, "%s.lock", path) >= (int)sizeof lock)
         return -1;
-    sidecar_make_folder_of(path);
+    idx_file_make_folder_of(path);
     const int fd =
         open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0644);
     if (fd < 0)
@@ -212,7 +212,7 @@ int table_file_lock(const char *path)
     return fd;
 }
 
-void table_file_unlock(int fd)
+void node_tables_unlock(int fd)
 {
     if (fd >= 0)
         close(fd); /* and the lock with it */

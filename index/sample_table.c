@@ -1,6 +1,6 @@
-/* The shard table: built from a scan's index, checked when opened, and a
- * sample's members found by key (shard_table.h has the layout). */
-#include "shard_table.h"
+/* A shard's sample table: built from a scan's index, checked when opened, and a
+ * sample's members found by key (sample_table.h has the layout). */
+#include "sample_table.h"
 
 #include <ctype.h>
 #include <limits.h>
@@ -142,7 +142,7 @@ static int measure(const tar_index *t, size_t *keys, uint64_t *names)
     return 0;
 }
 
-int shard_table_build(const tar_index *t, uint64_t shard_size, int64_t mtime_s,
+int sample_table_build(const tar_index *t, uint64_t shard_size, int64_t mtime_s,
                       int64_t mtime_ns, unsigned char **out, size_t *len)
 {
     size_t nkeys;
@@ -150,14 +150,14 @@ int shard_table_build(const tar_index *t, uint64_t shard_size, int64_t mtime_s,
     const int rc = measure(t, &nkeys, &nnames);
     if (rc < 0)
         return rc;
-    const size_t at_m = SHARD_TABLE_HEAD,
-                 at_k = at_m + t->n * SHARD_TABLE_MEMBER,
-                 at_n = at_k + nkeys * SHARD_TABLE_KEY,
+    const size_t at_m = SAMPLE_TABLE_HEAD,
+                 at_k = at_m + t->n * SAMPLE_TABLE_MEMBER,
+                 at_n = at_k + nkeys * SAMPLE_TABLE_KEY,
                  end = at_n + (((size_t)nnames + 7) & ~(size_t)7);
     unsigned char *b = calloc(1, end + 8);
     if (!b)
         return PL_ENOMEM;
-    memcpy(b, SHARD_TABLE_MAGIC, 8);
+    memcpy(b, SAMPLE_TABLE_MAGIC, 8);
     le_put64(b + 8, shard_size);
     le_put64(b + 16, (uint64_t)mtime_s);
     le_put64(b + 24, (uint64_t)mtime_ns);
@@ -167,7 +167,7 @@ int shard_table_build(const tar_index *t, uint64_t shard_size, int64_t mtime_s,
     size_t name = 0;
     for (size_t i = 0; i < t->n; i++) {
         const tar_member *m = &t->m[i];
-        unsigned char *r = b + at_m + i * SHARD_TABLE_MEMBER;
+        unsigned char *r = b + at_m + i * SAMPLE_TABLE_MEMBER;
         const size_t nl = strlen(m->name);
         le_put64(r, (uint64_t)m->offset);
         le_put64(r + 8, (uint64_t)m->size);
@@ -183,7 +183,7 @@ int shard_table_build(const tar_index *t, uint64_t shard_size, int64_t mtime_s,
     size_t k = 0;
     for (size_t i = 0, j; i < t->n; i = j, k++) {
         j = key_end(t, i);
-        put_key(b + at_k + k * SHARD_TABLE_KEY, t, i, j);
+        put_key(b + at_k + k * SAMPLE_TABLE_KEY, t, i, j);
     }
     le_put64(b + end, fnv1a(FNV_SEED, b, end));
     *out = b;
@@ -193,15 +193,15 @@ int shard_table_build(const tar_index *t, uint64_t shard_size, int64_t mtime_s,
 
 /* ---- opening ---- */
 
-int shard_table_is(const unsigned char *p, size_t len)
+int sample_table_is(const unsigned char *p, size_t len)
 {
-    return len >= 8 && memcmp(p, SHARD_TABLE_MAGIC, 8) == 0;
+    return len >= 8 && memcmp(p, SAMPLE_TABLE_MAGIC, 8) == 0;
 }
 
 /* Every member's name and small bytes in the block, its range in the
  * shard; the keys covering the members in order, each one's members one
  * key. */
-static int records_check(const shard_table *t, uint64_t nnames)
+static int records_check(const sample_table *t, uint64_t nnames)
 {
     for (uint32_t i = 0; i < t->nmembers; i++) {
         const unsigned char *r = shard_member_at(t, i);
@@ -217,9 +217,10 @@ static int records_check(const shard_table *t, uint64_t nnames)
     }
     uint64_t next = 0;
     for (uint32_t k = 0; k < t->nkeys; k++) {
-        const unsigned char *r = t->keys + (size_t)k * SHARD_TABLE_KEY;
-        const uint32_t first = le_get32(r), count = le_get32(r + 4),
-                       label = le_get32(r + 8), flags = le_get32(r + 12);
+        const uint32_t first = shard_key_first(t, k),
+                       count = shard_key_members(t, k),
+                       label = (uint32_t)shard_key_label(t, k),
+                       flags = shard_key_flags(t, k);
         /* A label as read_label gives them: what the class table is sized
          * by, so never trusted past that. */
         if (first != next || count == 0 || count > t->nmembers - first ||
@@ -232,16 +233,16 @@ static int records_check(const shard_table *t, uint64_t nnames)
     return next == t->nmembers ? 0 : -1;
 }
 
-int shard_table_open(shard_table *tab, const unsigned char *p, size_t len,
+int sample_table_open(sample_table *tab, const unsigned char *p, size_t len,
                      int mapped)
 {
     memset(tab, 0, sizeof *tab);
-    if (len < SHARD_TABLE_HEAD + 8 || !shard_table_is(p, len) || len % 8 ||
+    if (len < SAMPLE_TABLE_HEAD + 8 || !sample_table_is(p, len) || len % 8 ||
         le_get64(p + len - 8) != fnv1a(FNV_SEED, p, len - 8))
         return -1;
     const uint64_t m = le_get64(p + 32), k = le_get64(p + 40), nn = le_get64(p + 48);
     if (m > UINT32_MAX || k > m || nn > UINT32_MAX ||
-        SHARD_TABLE_HEAD + m * SHARD_TABLE_MEMBER + k * SHARD_TABLE_KEY +
+        SAMPLE_TABLE_HEAD + m * SAMPLE_TABLE_MEMBER + k * SAMPLE_TABLE_KEY +
                 ((nn + 7) & ~(uint64_t)7) + 8 !=
             len ||
         le_get64(p + 8) > INT64_MAX)
@@ -251,9 +252,9 @@ int shard_table_open(shard_table *tab, const unsigned char *p, size_t len,
     tab->mtime_ns = (int64_t)le_get64(p + 24);
     tab->nmembers = (uint32_t)m;
     tab->nkeys = (uint32_t)k;
-    tab->members = p + SHARD_TABLE_HEAD;
-    tab->keys = tab->members + m * SHARD_TABLE_MEMBER;
-    tab->names = (const char *)(tab->keys + k * SHARD_TABLE_KEY);
+    tab->members = p + SAMPLE_TABLE_HEAD;
+    tab->keys = tab->members + m * SAMPLE_TABLE_MEMBER;
+    tab->names = (const char *)(tab->keys + k * SAMPLE_TABLE_KEY);
     if (records_check(tab, nn) < 0) {
         memset(tab, 0, sizeof *tab);
         return -1;
@@ -264,16 +265,16 @@ int shard_table_open(shard_table *tab, const unsigned char *p, size_t len,
     return 0;
 }
 
-void shard_table_close(shard_table *tab)
+void sample_table_close(sample_table *tab)
 {
-    if (tab->base && tab->mapped == SHARD_TABLE_MAPPED)
+    if (tab->base && tab->mapped == SAMPLE_TABLE_MAPPED)
         munmap((void *)tab->base, tab->len);
-    else if (tab->mapped == SHARD_TABLE_HEAP)
+    else if (tab->mapped == SAMPLE_TABLE_HEAP)
         free((void *)tab->base);
     memset(tab, 0, sizeof *tab);
 }
 
-int shard_table_members(const shard_table *tab, tar_index *t)
+int sample_table_members(const sample_table *tab, tar_index *t)
 {
     memset(t, 0, sizeof *t);
     for (uint32_t i = 0; i < tab->nmembers; i++) {
@@ -306,17 +307,17 @@ static int extra_of(const shard_extras *x, const char *ext,
     return -1;
 }
 
-void shard_table_sample(const shard_table *tab, int64_t k,
+void sample_table_sample(const sample_table *tab, int64_t k,
                         const shard_extras *x, shard_sample *s, char *reason,
                         size_t cap)
 {
-    const unsigned char *r = tab->keys + (size_t)k * SHARD_TABLE_KEY;
-    const int64_t first = le_get32(r), end = first + le_get32(r + 4);
-    const uint32_t flags = le_get32(r + 12);
+    const int64_t first = shard_key_first(tab, k),
+                  end = first + shard_key_members(tab, k);
+    const uint32_t flags = shard_key_flags(tab, k);
     s->image = s->cls = -1;
-    for (int e = 0; e < SHARD_TABLE_EXTRAS; e++)
+    for (int e = 0; e < SAMPLE_TABLE_EXTRAS; e++)
         s->extra[e] = -1;
-    s->label = (int32_t)le_get32(r + 8);
+    s->label = shard_key_label(tab, k);
     const uint32_t image = flags >> 8;
     if (x->n == 0 && !(flags & SHARD_CLS_BAD) && image != SHARD_IMAGE_SCAN) {
         /* The common case: the image as the record has it, no names read */
@@ -357,7 +358,7 @@ void shard_table_sample(const shard_table *tab, int64_t k,
     else
         s->code = 0;
     if (s->code)
-        for (int e = 0; e < SHARD_TABLE_EXTRAS; e++)
+        for (int e = 0; e < SAMPLE_TABLE_EXTRAS; e++)
             s->extra[e] = -1;
     if (!reason || !s->code)
         return;
@@ -379,7 +380,7 @@ void shard_table_sample(const shard_table *tab, int64_t k,
     }
 }
 
-const char *shard_table_sample_name(const shard_table *tab, int64_t k,
+const char *sample_table_sample_name(const sample_table *tab, int64_t k,
                                     const shard_sample *s, size_t *len)
 {
     if (s->image >= 0) {
@@ -387,8 +388,7 @@ const char *shard_table_sample_name(const shard_table *tab, int64_t k,
         *len = strlen(name);
         return name;
     }
-    const char *key =
-        shard_member_name(tab, le_get32(tab->keys + (size_t)k * SHARD_TABLE_KEY));
+    const char *key = shard_member_name(tab, shard_key_first(tab, k));
     const char *ext;
     shard_split_key(key, len, &ext);
     return key;

@@ -1,6 +1,6 @@
-/* The sidecar index: its places, reading it back, writing it atomically
- * (sidecar.h has the format). */
-#include "sidecar.h"
+/* A shard's index file (.idx): its places, reading it back, writing it
+ * atomically (idx_file.h has the format). */
+#include "idx_file.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -13,12 +13,12 @@
 
 #include "../common/bytes.h"
 #include "../common/error.h"
-#include "shard_table.h"
+#include "sample_table.h"
 
 #define IDX_MAGIC "PLTARIX1"
 #define IDX_MAX_BYTES ((size_t)1 << 30)
 
-int sidecar_dir(char *out, size_t cap)
+int idx_file_dir(char *out, size_t cap)
 {
     const char *dir = getenv("PINLOAD_INDEX_DIR");
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
@@ -37,7 +37,7 @@ int sidecar_dir(char *out, size_t cap)
 /* Where the sidecar of `path` may be, in order (which = 0, 1): with
  * $PINLOAD_INDEX_DIR set, there only; otherwise next to the shard, then in
  * the user's cache folder. -1 when `which` has no place. */
-static int sidecar_path(const char *path, int which, char *out, size_t cap)
+static int idx_file_path(const char *path, int which, char *out, size_t cap)
 {
     const char *fixed = getenv("PINLOAD_INDEX_DIR");
     if (which == 0 && !(fixed && *fixed))
@@ -45,7 +45,7 @@ static int sidecar_path(const char *path, int which, char *out, size_t cap)
     if (which == 1 && fixed && *fixed)
         return -1;
     char abs[PATH_MAX], dir[PATH_MAX];
-    if (!realpath(path, abs) || sidecar_dir(dir, sizeof dir) < 0)
+    if (!realpath(path, abs) || idx_file_dir(dir, sizeof dir) < 0)
         return -1;
     const char *base = strrchr(abs, '/');
     return snprintf(
@@ -106,7 +106,7 @@ static void bytes_free(unsigned char *p, size_t len, int mapped)
 
 /* Whether a table's shard is st's (st NULL: a remote shard's index, whose
  * size is the shard's to be, its mtime the packer's; size < 0: any). */
-static int table_matches(const shard_table *tab, const struct stat *st,
+static int table_matches(const sample_table *tab, const struct stat *st,
                          int64_t size)
 {
     if (st)
@@ -166,7 +166,7 @@ static int v1_members(const unsigned char *b, size_t n, uint64_t size_of_shard,
  * if there is none usable (absent, stale or damaged: *stale says which of
  * the last two). Something else under the index's name (a folder, a FIFO:
  * opened without blocking) counts as absent. */
-static int sidecar_load(const char *idx, const struct stat *st, tar_index *t,
+static int idx_file_load(const char *idx, const struct stat *st, tar_index *t,
                         int *stale, int64_t *shard_size)
 {
     *stale = 0;
@@ -175,15 +175,15 @@ static int sidecar_load(const char *idx, const struct stat *st, tar_index *t,
     if (file_bytes(idx, 0, &b, &n) < 0)
         return 0;
     int ok = 0;
-    shard_table tab;
-    if (shard_table_is(b, n)) {
-        if (shard_table_open(&tab, b, n, 0) == 0) {
+    sample_table tab;
+    if (sample_table_is(b, n)) {
+        if (sample_table_open(&tab, b, n, 0) == 0) {
             ok = table_matches(&tab, st, -1) &&
                  tab.shard_size <= (uint64_t)INT64_MAX &&
-                 shard_table_members(&tab, t) == 0;
+                 sample_table_members(&tab, t) == 0;
             if (ok && shard_size)
                 *shard_size = (int64_t)tab.shard_size;
-            shard_table_close(&tab); /* frees b */
+            sample_table_close(&tab); /* frees b */
             b = NULL;
         }
     } else if (memcmp(b, IDX_MAGIC, 8) == 0 &&
@@ -204,7 +204,7 @@ static int sidecar_load(const char *idx, const struct stat *st, tar_index *t,
 
 /* Write the sidecar (best effort: a shard on a read-only file system is
  * read all the same), bytes b[0, n). 0 if written. */
-static int sidecar_save(const char *idx, const unsigned char *b, size_t n)
+static int idx_file_save(const char *idx, const unsigned char *b, size_t n)
 {
     char tmp[PATH_MAX + 128];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", idx, (long)getpid());
@@ -233,12 +233,12 @@ static int sidecar_save(const char *idx, const unsigned char *b, size_t n)
 static int build(const tar_index *t, const struct stat *st, int64_t size,
                  unsigned char **b, size_t *n)
 {
-    return shard_table_build(t, st ? (uint64_t)st->st_size : (uint64_t)size,
+    return sample_table_build(t, st ? (uint64_t)st->st_size : (uint64_t)size,
                              st ? (int64_t)st->st_mtim.tv_sec : 0,
                              st ? (int64_t)st->st_mtim.tv_nsec : 0, b, n);
 }
 
-void sidecar_make_folder_of(const char *file)
+void idx_file_make_folder_of(const char *file)
 {
     char dir[PATH_MAX + 64];
     snprintf(dir, sizeof dir, "%s", file);
@@ -255,55 +255,55 @@ void sidecar_make_folder_of(const char *file)
     mkdir(dir, 0755);
 }
 
-int sidecar_find(const char *path, const struct stat *st, tar_index *t,
+int idx_file_find(const char *path, const struct stat *st, tar_index *t,
                  int *stale)
 {
     char idx[PATH_MAX + 64];
     *stale = 0;
     for (int which = 0; which < 2; which++) {
         int bad = 0;
-        if (sidecar_path(path, which, idx, sizeof idx) == 0 &&
-            sidecar_load(idx, st, t, &bad, NULL))
+        if (idx_file_path(path, which, idx, sizeof idx) == 0 &&
+            idx_file_load(idx, st, t, &bad, NULL))
             return 1;
         *stale |= bad;
     }
     return 0;
 }
 
-int sidecar_table_at(const char *idx, const struct stat *st, int64_t size,
-                     int in_heap, shard_table *tab, int *stale)
+int idx_file_table_at(const char *idx, const struct stat *st, int64_t size,
+                     int in_heap, sample_table *tab, int *stale)
 {
     unsigned char *b;
     size_t n;
     *stale = 0;
     if (file_bytes(idx, !in_heap, &b, &n) < 0)
         return 0;
-    if (!shard_table_is(b, n)) { /* version 1: read, and written anew */
+    if (!sample_table_is(b, n)) { /* version 1: read, and written anew */
         bytes_free(b, n, !in_heap);
         return 0;
     }
-    if (shard_table_open(tab, b, n, !in_heap) < 0) {
+    if (sample_table_open(tab, b, n, !in_heap) < 0) {
         bytes_free(b, n, !in_heap);
         *stale = 1;
         return 0;
     }
     if (!table_matches(tab, st, size)) {
-        shard_table_close(tab);
+        sample_table_close(tab);
         *stale = 1;
         return 0;
     }
     return 1;
 }
 
-int sidecar_table(const char *path, const struct stat *st, int in_heap,
-                  shard_table *tab, int *stale)
+int idx_file_table(const char *path, const struct stat *st, int in_heap,
+                  sample_table *tab, int *stale)
 {
     char idx[PATH_MAX + 64];
     *stale = 0;
     for (int which = 0; which < 2; which++) {
         int bad = 0;
-        if (sidecar_path(path, which, idx, sizeof idx) == 0 &&
-            sidecar_table_at(idx, st, -1, in_heap, tab, &bad))
+        if (idx_file_path(path, which, idx, sizeof idx) == 0 &&
+            idx_file_table_at(idx, st, -1, in_heap, tab, &bad))
             return 1;
         *stale |= bad;
     }
@@ -311,17 +311,17 @@ int sidecar_table(const char *path, const struct stat *st, int in_heap,
 }
 
 /* The table of bytes b[0, n) in the heap (taken). */
-static int keep_in_heap(unsigned char *b, size_t n, shard_table *tab)
+static int keep_in_heap(unsigned char *b, size_t n, sample_table *tab)
 {
-    if (shard_table_open(tab, b, n, 0) < 0) {
+    if (sample_table_open(tab, b, n, 0) < 0) {
         free(b);
         return err_set(PL_ECORRUPT, "a shard's table did not check");
     }
     return 0;
 }
 
-int sidecar_keep(const char *path, const struct stat *st, const tar_index *t,
-                 int in_heap, shard_table *tab)
+int idx_file_keep(const char *path, const struct stat *st, const tar_index *t,
+                 int in_heap, sample_table *tab)
 {
     unsigned char *b;
     size_t n;
@@ -330,12 +330,12 @@ int sidecar_keep(const char *path, const struct stat *st, const tar_index *t,
         return rc;
     char idx[PATH_MAX + 64];
     for (int which = 0; which < 2; which++) {
-        if (sidecar_path(path, which, idx, sizeof idx) < 0)
+        if (idx_file_path(path, which, idx, sizeof idx) < 0)
             continue;
-        sidecar_make_folder_of(idx);
+        idx_file_make_folder_of(idx);
         int stale;
-        if (sidecar_save(idx, b, n) == 0 &&
-            sidecar_table_at(idx, st, -1, in_heap, tab, &stale)) {
+        if (idx_file_save(idx, b, n) == 0 &&
+            idx_file_table_at(idx, st, -1, in_heap, tab, &stale)) {
             free(b);
             return 1;
         }
@@ -344,19 +344,19 @@ int sidecar_keep(const char *path, const struct stat *st, const tar_index *t,
     return rc < 0 ? rc : 0;
 }
 
-int sidecar_keep_at(const char *idx, int64_t size, const tar_index *t,
-                    int in_heap, shard_table *tab)
+int idx_file_keep_at(const char *idx, int64_t size, const tar_index *t,
+                    int in_heap, sample_table *tab)
 {
     int stale;
-    if (sidecar_table_at(idx, NULL, size, in_heap, tab, &stale))
+    if (idx_file_table_at(idx, NULL, size, in_heap, tab, &stale))
         return 1;
     unsigned char *b;
     size_t n;
     int rc = build(t, NULL, size, &b, &n);
     if (rc < 0)
         return rc;
-    if (sidecar_save(idx, b, n) == 0 &&
-        sidecar_table_at(idx, NULL, size, in_heap, tab, &stale)) {
+    if (idx_file_save(idx, b, n) == 0 &&
+        idx_file_table_at(idx, NULL, size, in_heap, tab, &stale)) {
         free(b);
         return 1;
     }
@@ -364,7 +364,7 @@ int sidecar_keep_at(const char *idx, int64_t size, const tar_index *t,
     return rc < 0 ? rc : 0;
 }
 
-int sidecar_write(const char *path, const struct stat *st, const tar_index *t)
+int idx_file_write(const char *path, const struct stat *st, const tar_index *t)
 {
     unsigned char *b;
     size_t n;
@@ -373,28 +373,28 @@ int sidecar_write(const char *path, const struct stat *st, const tar_index *t)
     char idx[PATH_MAX + 64];
     int rc = -1;
     for (int which = 0; which < 2 && rc < 0; which++) {
-        if (sidecar_path(path, which, idx, sizeof idx) < 0)
+        if (idx_file_path(path, which, idx, sizeof idx) < 0)
             continue;
-        sidecar_make_folder_of(idx);
-        rc = sidecar_save(idx, b, n);
+        idx_file_make_folder_of(idx);
+        rc = idx_file_save(idx, b, n);
     }
     free(b);
     return rc;
 }
 
-int sidecar_read_any(const char *idx, tar_index *t, int64_t *shard_size)
+int idx_file_read_any(const char *idx, tar_index *t, int64_t *shard_size)
 {
     int stale;
-    return sidecar_load(idx, NULL, t, &stale, shard_size);
+    return idx_file_load(idx, NULL, t, &stale, shard_size);
 }
 
-int sidecar_write_at(const char *idx, const struct stat *st, const tar_index *t)
+int idx_file_write_at(const char *idx, const struct stat *st, const tar_index *t)
 {
     unsigned char *b;
     size_t n;
     if (build(t, st, 0, &b, &n) < 0)
         return -1;
-    const int rc = sidecar_save(idx, b, n);
+    const int rc = idx_file_save(idx, b, n);
     free(b);
     return rc;
 }

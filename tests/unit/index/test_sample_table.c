@@ -1,4 +1,4 @@
-/* The shard table (input/shard_table.c), the sidecar index's version 2:
+/* A shard's sample table (index/sample_table.c), the index file's version 2:
  * what a scan's index becomes (keys, labels), what opening refuses (a
  * table whose checksum holds but whose records do not), and what a key is
  * under a configuration's extras. */
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../input/shard_table.h"
+#include "../index/sample_table.h"
 #include "pinload.h"
 
 static void add(tar_index *t, const char *name, int64_t off, int64_t size,
@@ -47,7 +47,7 @@ static uint64_t fnv(const unsigned char *p, size_t n)
 static unsigned char *built(const tar_index *t, size_t *len)
 {
     unsigned char *b;
-    cr_assert_eq(shard_table_build(t, 8192, 1, 2, &b, len), 0);
+    cr_assert_eq(sample_table_build(t, 8192, 1, 2, &b, len), 0);
     return b;
 }
 
@@ -56,8 +56,8 @@ static unsigned char *key_at(unsigned char *b, int k)
 {
     uint64_t m;
     memcpy(&m, b + 32, 8);
-    return b + SHARD_TABLE_HEAD + m * SHARD_TABLE_MEMBER +
-           (size_t)k * SHARD_TABLE_KEY;
+    return b + SAMPLE_TABLE_HEAD + m * SAMPLE_TABLE_MEMBER +
+           (size_t)k * SAMPLE_TABLE_KEY;
 }
 
 static void reseal(unsigned char *b, size_t len)
@@ -66,14 +66,14 @@ static void reseal(unsigned char *b, size_t len)
     memcpy(b + len - 8, &h, 8);
 }
 
-Test(shard_table, keys_and_labels_from_a_scan)
+Test(sample_table, keys_and_labels_from_a_scan)
 {
     tar_index t;
     index_of_four(&t);
     size_t len;
     unsigned char *b = built(&t, &len);
-    shard_table tab;
-    cr_assert_eq(shard_table_open(&tab, b, len, 0), 0);
+    sample_table tab;
+    cr_assert_eq(sample_table_open(&tab, b, len, 0), 0);
     cr_assert_eq(tab.nmembers, 7);
     cr_assert_eq(tab.nkeys, 4);
     cr_assert_eq(tab.shard_size, 8192);
@@ -85,60 +85,60 @@ Test(shard_table, keys_and_labels_from_a_scan)
     cr_assert_eq(shard_member_offset(&tab, 6), 3584);
     cr_assert_eq(shard_member_size(&tab, 6), 20);
     tar_index back;
-    cr_assert_eq(shard_table_members(&tab, &back), 0);
+    cr_assert_eq(sample_table_members(&tab, &back), 0);
     cr_assert_eq(back.n, 7);
     cr_assert_str_eq(back.m[5].name, "k2.txt");
     cr_assert_eq(back.m[5].small_len, 2);
     cr_assert_eq(memcmp(back.m[5].small, "hi", 2), 0);
     cr_assert_eq(back.m[0].small_len, -1);
     tar_index_free(&back);
-    shard_table_close(&tab);
+    sample_table_close(&tab);
     tar_index_free(&t);
 }
 
 /* Under extras "png" (required), k0's image is its jpg and its png the
  * extra; k1 is bad by its label, k2 by having no image, d/k3 by lacking
  * the png; each says why, as the heap catalog said it. */
-Test(shard_table, a_key_under_the_configured_extras)
+Test(sample_table, a_key_under_the_configured_extras)
 {
     tar_index t;
     index_of_four(&t);
     size_t len;
     unsigned char *b = built(&t, &len);
-    shard_table tab;
-    cr_assert_eq(shard_table_open(&tab, b, len, 0), 0);
+    sample_table tab;
+    cr_assert_eq(sample_table_open(&tab, b, len, 0), 0);
     static const char *const names[] = {"png"};
     const shard_extras x = {.names = names, .n = 1, .required = 1};
     shard_sample s;
     char why[256];
     size_t nlen;
-    shard_table_sample(&tab, 0, &x, &s, why, sizeof why);
+    sample_table_sample(&tab, 0, &x, &s, why, sizeof why);
     cr_assert_eq(s.code, 0);
     cr_assert_eq(s.image, 0);
     cr_assert_eq(s.extra[0], 1);
     cr_assert_eq(s.label, 3);
     cr_assert_str_eq(why, "");
-    shard_table_sample(&tab, 1, &x, &s, why, sizeof why);
+    sample_table_sample(&tab, 1, &x, &s, why, sizeof why);
     cr_assert_eq(s.code, PL_ECORRUPT);
     cr_assert_str_eq(why, "k1.cls: \"x\" is not a label (a decimal number "
                           "below 2^20)");
-    shard_table_sample(&tab, 2, &x, &s, why, sizeof why);
+    sample_table_sample(&tab, 2, &x, &s, why, sizeof why);
     cr_assert_eq(s.code, PL_ENOTJPEG);
     cr_assert_str_eq(why, "key k2 has no jpg, jpeg, png or webp member");
-    const char *name = shard_table_sample_name(&tab, 2, &s, &nlen);
+    const char *name = sample_table_sample_name(&tab, 2, &s, &nlen);
     cr_assert_eq(nlen, 2);
     cr_assert_eq(strncmp(name, "k2", 2), 0);
-    shard_table_sample(&tab, 3, &x, &s, why, sizeof why);
+    sample_table_sample(&tab, 3, &x, &s, why, sizeof why);
     cr_assert_eq(s.code, PL_ENOEXTRA);
     cr_assert_eq(s.extra[0], -1);
     cr_assert_str_eq(why, "key d/k3 has no png member (config.extras)");
     /* Without extras the png of k0 is no image either: the jpg is first. */
     const shard_extras none = {0};
-    shard_table_sample(&tab, 3, &none, &s, NULL, 0);
+    sample_table_sample(&tab, 3, &none, &s, NULL, 0);
     cr_assert_eq(s.code, 0);
-    name = shard_table_sample_name(&tab, 3, &s, &nlen);
+    name = sample_table_sample_name(&tab, 3, &s, &nlen);
     cr_assert_str_eq(name, "d/k3.jpg");
-    shard_table_close(&tab);
+    sample_table_close(&tab);
     tar_index_free(&t);
 }
 
@@ -146,7 +146,7 @@ Test(shard_table, a_key_under_the_configured_extras)
  * label past 2^20 (the class table is sized by labels), flags unknown, a
  * key that skips a member, a member past the shard's end, a name without
  * its NUL; and one whose checksum fails. */
-Test(shard_table, records_out_of_bounds_are_refused)
+Test(sample_table, records_out_of_bounds_are_refused)
 {
     tar_index t;
     index_of_four(&t);
@@ -172,31 +172,31 @@ Test(shard_table, records_out_of_bounds_are_refused)
             break;
         case 3:
             w = 8180; /* d/k3.jpg's 20 bytes from 8180: past 8192 */
-            memcpy(b + SHARD_TABLE_HEAD + 6 * SHARD_TABLE_MEMBER, &w, 8);
+            memcpy(b + SAMPLE_TABLE_HEAD + 6 * SAMPLE_TABLE_MEMBER, &w, 8);
             break;
         case 4:
             memset(b + len - 8 - 8, 'z', 8); /* the last name's NUL */
             break;
         case 5:
-            b[SHARD_TABLE_HEAD] ^= 1;
+            b[SAMPLE_TABLE_HEAD] ^= 1;
             break;
         }
         if (c != 5)
             reseal(b, len);
-        shard_table tab;
-        cr_assert_eq(shard_table_open(&tab, b, len, 0), -1, "case %d", c);
+        sample_table tab;
+        cr_assert_eq(sample_table_open(&tab, b, len, 0), -1, "case %d", c);
         free(b);
     }
-    shard_table tab;
-    cr_assert_eq(shard_table_open(&tab, good, len, 0), 0);
-    shard_table_close(&tab);
+    sample_table tab;
+    cr_assert_eq(sample_table_open(&tab, good, len, 0), 0);
+    sample_table_close(&tab);
     tar_index_free(&t);
 }
 
 /* Without extras a key's image comes from its record, its members' names
  * unread: the same member the scan under an extra no key has finds, for
  * every key (images after other members, keys without one, a bad cls). */
-Test(shard_table, the_recorded_image_is_the_scanned_one)
+Test(sample_table, the_recorded_image_is_the_scanned_one)
 {
     tar_index t;
     index_of_four(&t);
@@ -206,15 +206,15 @@ Test(shard_table, the_recorded_image_is_the_scanned_one)
     add(&t, "k4.jpg", 5632, 9, NULL);
     size_t len;
     unsigned char *b = built(&t, &len);
-    shard_table tab;
-    cr_assert_eq(shard_table_open(&tab, b, len, 0), 0);
+    sample_table tab;
+    cr_assert_eq(sample_table_open(&tab, b, len, 0), 0);
     static const char *const names[] = {"zzz"};
     const shard_extras none = {0}, absent = {.names = names, .n = 1};
     for (uint32_t k = 0; k < tab.nkeys; k++) {
         shard_sample fast, scanned;
         char why_fast[256], why_scanned[256];
-        shard_table_sample(&tab, k, &none, &fast, why_fast, sizeof why_fast);
-        shard_table_sample(&tab, k, &absent, &scanned, why_scanned,
+        sample_table_sample(&tab, k, &none, &fast, why_fast, sizeof why_fast);
+        sample_table_sample(&tab, k, &absent, &scanned, why_scanned,
                            sizeof why_scanned);
         cr_assert_eq(fast.image, scanned.image, "key %u", k);
         cr_assert_eq(fast.code, scanned.code, "key %u", k);
@@ -222,9 +222,9 @@ Test(shard_table, the_recorded_image_is_the_scanned_one)
         cr_assert_str_eq(why_fast, why_scanned, "key %u", k);
     }
     shard_sample s;
-    shard_table_sample(&tab, 4, &none, &s, NULL, 0);
+    sample_table_sample(&tab, 4, &none, &s, NULL, 0);
     cr_assert_eq(s.image, 9, "k4's webp, its first image member");
     cr_assert_eq(s.label, 1);
-    shard_table_close(&tab);
+    sample_table_close(&tab);
     tar_index_free(&t);
 }
