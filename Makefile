@@ -157,9 +157,9 @@ WORKERS_SRC := workers/decode.c workers/decode_png.c workers/decode_webp.c \
                workers/fileio.c workers/process.c workers/pool.c
 INDEX_SRC   := index/tar.c index/idx_file.c index/sample_table.c \
                index/node_tables.c
-INPUT_SRC   := input/catalog.c \
-               input/folder.c \
-               input/list.c input/shards.c input/json_label.c input/input.c input/remote.c \
+CATALOG_SRC := catalog/catalog.c catalog/json_label.c catalog/shard_samples.c
+INPUT_SRC   := input/folder.c \
+               input/list.c input/shards.c input/input.c input/remote.c \
                input/remote_http.c input/remote_cache.c input/remote_cache_dir.c
 DEVICE_SRC  := device/backend.c device/backend_host.c
 ifneq ($(HAVE_CUDA),)
@@ -170,8 +170,8 @@ LOADER_SRC  := loader/config.c loader/launcher.c loader/cpus.c \
                loader/failures.c loader/prefetch.c loader/handoff.c \
                loader/output.c loader/state.c loader/loader.c loader/image.c \
                loader/pinned.c
-LIB_SRC  := $(COMMON_SRC) $(INDEX_SRC) $(WORKERS_SRC) $(INPUT_SRC) \
-            $(DEVICE_SRC) $(LOADER_SRC)
+LIB_SRC  := $(COMMON_SRC) $(INDEX_SRC) $(CATALOG_SRC) $(WORKERS_SRC) \
+            $(INPUT_SRC) $(DEVICE_SRC) $(LOADER_SRC)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # With nvcc, the library carries the GPU normalisation kernel.
 ifneq ($(HAVE_NVCC),)
@@ -618,7 +618,8 @@ $(BUILD)/.deps-fuzz: tools/install-deps.sh
 # what it finds belongs in tests/fuzz/regressions-loader, replayed by
 # test_fuzz_loader in every `make test`.
 FUZZ_LOADER_SECONDS ?= $(FUZZ_SECONDS)
-FUZZ_LOADER_SRC := $(COMMON_SRC) $(INDEX_SRC) $(WORKERS_SRC) $(INPUT_SRC) \
+FUZZ_LOADER_SRC := $(COMMON_SRC) $(INDEX_SRC) $(CATALOG_SRC) $(WORKERS_SRC) \
+                   $(INPUT_SRC) \
                    $(filter-out device/backend_cuda.c,$(DEVICE_SRC)) \
                    $(LOADER_SRC)
 $(FUZZ_DIR)/fuzz_loader: tests/fuzz/fuzz_loader.c tests/fuzz/loader_harness.h \
@@ -793,7 +794,7 @@ test-install: all
 
 format:
 	clang-format -i include/*.h include/pinload/*.h common/*.[ch] loader/*.[ch] \
-	    workers/*.[ch] index/*.[ch] input/*.[ch] device/*.[ch] device/*.cu tools/*.[ch] \
+	    workers/*.[ch] index/*.[ch] catalog/*.[ch] input/*.[ch] device/*.[ch] device/*.cu tools/*.[ch] \
 	    tools/*.cu samples/*.c examples/*/*.[ch] examples/*/*.cu \
 	    tests/*.h tests/*/*.[ch] tests/unit/*/*.c tests/gpu/*.cu \
 	    tools/compare/*.c

@@ -1,9 +1,10 @@
 /* The dataset table file: the sample tables (sample_table.h) of every
  * shard of a dataset, one after another in one file, mapped once. Each
  * mapping is one of the process's vm.max_map_count areas (65,530 by
- * default), so past SHARDS_MAPPED_MAX shards (readers.h) the tables are
- * not mapped one file each but from this file: the page cache holds them,
- * shared by the node's ranks, and a rank keeps O(shards) of its own.
+ * default), so past SHARDS_MAPPED_MAX shards (catalog/shard_samples.h)
+ * the tables are not mapped one file each but from this file: the page
+ * cache holds them, shared by the node's ranks, and a rank keeps
+ * O(shards) of its own.
  *
  * It lives in the index folder (idx_file_dir: $PINLOAD_INDEX_DIR, else the
  * user's cache folder), named by a hash of the shards' absolute paths

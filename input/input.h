@@ -4,8 +4,8 @@
 #ifndef PINLOAD_INPUT_H
 #define PINLOAD_INPUT_H
 
+#include "../catalog/catalog.h"
 #include "../common/log.h"
-#include "catalog.h"
 #include "remote.h"
 
 /* Read `data` into c (catalog_init'ed, its extras set): remote shards (http(s)://,

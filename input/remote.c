@@ -20,13 +20,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../catalog/shard_samples.h"
 #include "../common/braces.h"
 #include "../common/error.h"
 #include "../common/file.h"
 #include "../common/grow.h"
 #include "../index/idx_file.h"
 #include "../index/tar.h"
-#include "readers.h"
 #include "remote_cache.h"
 #include "remote_http.h"
 
@@ -276,8 +276,8 @@ static int add_shard(catalog *c, remote_set *rs, int i, const tar_index *t,
     if (rc == 0)
         rc = table_of(rs->s[i].c, t, i >= SHARDS_MAPPED_MAX, &tab);
     if (rc == 0)
-        rc = shards_add_indexed(c, id, rs->s[i].c->name, &tab, &tot->max_label,
-                                &tot->unread);
+        rc = shard_samples_add(c, id, rs->s[i].c->name, &tab, &tot->max_label,
+                               &tot->unread);
     return rc;
 }
 
@@ -480,14 +480,14 @@ static int add_shards(catalog *c, remote_set *rs, const char *first, logger *lg)
     add_totals tot = {0};
     int rc = index_all(c, rs, &tot, lg);
     if (rc == 0)
-        shards_say_unread(&tot.unread, lg);
+        shard_samples_say_unread(&tot.unread, lg);
     if (rc == 0)
-        shards_say_heap(c, lg);
+        shard_samples_say_heap(c, lg);
     char classes[PATH_MAX + 64];
     if (rc == 0)
         rc = fetch_classes(rs, first, classes, sizeof classes);
     if (rc == 0)
-        rc = shards_add_classes(c, classes, tot.max_label, lg);
+        rc = shard_samples_add_classes(c, classes, tot.max_label, lg);
     return rc;
 }
 

@@ -9,8 +9,8 @@
 
 #include <stdint.h>
 
+#include "../catalog/catalog.h"
 #include "../common/log.h"
-#include "catalog.h"
 
 /* The config's remote fields (0 / NULL: their defaults). */
 typedef struct remote_opts {

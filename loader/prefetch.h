@@ -14,8 +14,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "../catalog/catalog.h"
 #include "../device/backend.h"
-#include "../input/catalog.h"
 #include "failures.h"
 #include "handoff.h"
 #include "output.h"

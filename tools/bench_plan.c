@@ -73,10 +73,10 @@ static const plan_const plan_k[K_COUNT] = {
                       "derived: index/sample_table.h, SAMPLE_TABLE_HEAD 64 + "
                       "the checksum 8"},
     [K_MAPPED_MAX] = {"mapped_shards_max", 32768, "shards",
-                      "derived: input/readers.h, SHARDS_MAPPED_MAX: past it "
-                      "local shards' tables come from one dataset table "
-                      "file (index/node_tables.h), remote ones' are read "
-                      "into each rank's heap"},
+                      "derived: catalog/shard_samples.h, SHARDS_MAPPED_MAX: "
+                      "past it local shards' tables come from one dataset "
+                      "table file (index/node_tables.h), remote ones' are "
+                      "read into each rank's heap"},
     [K_PRIVATE_SHARD] = {"private_bytes_per_shard", 212, "B",
                          "measured: machine B, 2026-11-26, RssAnon after "
                          "create and a batch over 4,000 shards against 1,000 "
@@ -460,7 +460,7 @@ static void print_table(const plan_job *j, const plan_row *r, int n)
     if (n > 0 && r[0].heap_tables > 0)
         printf("warning: past %.0f remote shards the tables are read into "
                "each rank's heap: %.0f shards,\n%.1f GiB a rank "
-               "(input/readers.h, SHARDS_MAPPED_MAX)\n",
+               "(catalog/shard_samples.h, SHARDS_MAPPED_MAX)\n",
                K(K_MAPPED_MAX), j->shards - K(K_MAPPED_MAX),
                r[0].heap_tables / (1024 * MIB));
     if (j->shards > K(K_MAX_SHARDS))

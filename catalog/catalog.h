@@ -23,6 +23,8 @@
 #include "../index/sample_table.h"
 
 #define CATALOG_EXTRAS_MAX SAMPLE_TABLE_EXTRAS /* PL_EXTRAS_MAX */
+/* Classes a catalog may hold: labels are below it. */
+#define MAX_CLASSES (1 << 20)
 /* Room for any sample's name (catalog_name_into): a shard's path, ':' and
  * a member's name, or a file's path. */
 #define CATALOG_NAME_MAX (2 * 4096 + 2)
