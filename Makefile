@@ -158,9 +158,9 @@ WORKERS_SRC := workers/decode.c workers/decode_png.c workers/decode_webp.c \
 INDEX_SRC   := index/tar.c index/idx_file.c index/sample_table.c \
                index/node_tables.c
 CATALOG_SRC := catalog/catalog.c catalog/json_label.c catalog/shard_samples.c
-INPUT_SRC   := input/folder.c \
-               input/list.c input/shards.c input/input.c input/remote.c \
-               input/remote_http.c input/remote_cache.c input/remote_cache_dir.c
+REMOTE_SRC  := remote/remote.c remote/http.c remote/cache.c \
+               remote/cache_dir.c
+INPUT_SRC   := input/input.c input/folder.c input/list.c input/shards.c
 DEVICE_SRC  := device/backend.c device/backend_host.c
 ifneq ($(HAVE_CUDA),)
 DEVICE_SRC  += device/backend_cuda.c
@@ -170,8 +170,8 @@ LOADER_SRC  := loader/config.c loader/launcher.c loader/cpus.c \
                loader/failures.c loader/prefetch.c loader/handoff.c \
                loader/output.c loader/state.c loader/loader.c loader/image.c \
                loader/pinned.c
-LIB_SRC  := $(COMMON_SRC) $(INDEX_SRC) $(CATALOG_SRC) $(WORKERS_SRC) \
-            $(INPUT_SRC) $(DEVICE_SRC) $(LOADER_SRC)
+LIB_SRC  := $(COMMON_SRC) $(INDEX_SRC) $(CATALOG_SRC) $(REMOTE_SRC) \
+            $(WORKERS_SRC) $(INPUT_SRC) $(DEVICE_SRC) $(LOADER_SRC)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # With nvcc, the library carries the GPU normalisation kernel.
 ifneq ($(HAVE_NVCC),)
@@ -188,7 +188,7 @@ EXAMPLES := $(BUILD)/examples/train_classifier $(BUILD)/examples/data_parallel
 # unit suites per module, the public loader's suites, the tools', and the
 # system's. Their binaries keep flat, unique names: $(BUILD)/tests/test_x.
 TEST_DIRS := tests/unit/common tests/unit/index tests/unit/workers \
-             tests/unit/input \
+             tests/unit/input tests/unit/remote \
              tests/unit/device tests/unit/loader tests/loader tests/tools \
              tests/system
 vpath test_%.c $(TEST_DIRS)
@@ -618,8 +618,8 @@ $(BUILD)/.deps-fuzz: tools/install-deps.sh
 # what it finds belongs in tests/fuzz/regressions-loader, replayed by
 # test_fuzz_loader in every `make test`.
 FUZZ_LOADER_SECONDS ?= $(FUZZ_SECONDS)
-FUZZ_LOADER_SRC := $(COMMON_SRC) $(INDEX_SRC) $(CATALOG_SRC) $(WORKERS_SRC) \
-                   $(INPUT_SRC) \
+FUZZ_LOADER_SRC := $(COMMON_SRC) $(INDEX_SRC) $(CATALOG_SRC) $(REMOTE_SRC) \
+                   $(WORKERS_SRC) $(INPUT_SRC) \
                    $(filter-out device/backend_cuda.c,$(DEVICE_SRC)) \
                    $(LOADER_SRC)
 $(FUZZ_DIR)/fuzz_loader: tests/fuzz/fuzz_loader.c tests/fuzz/loader_harness.h \
@@ -794,7 +794,8 @@ test-install: all
 
 format:
 	clang-format -i include/*.h include/pinload/*.h common/*.[ch] loader/*.[ch] \
-	    workers/*.[ch] index/*.[ch] catalog/*.[ch] input/*.[ch] device/*.[ch] device/*.cu tools/*.[ch] \
+	    workers/*.[ch] index/*.[ch] catalog/*.[ch] remote/*.[ch] \
+	    input/*.[ch] device/*.[ch] device/*.cu tools/*.[ch] \
 	    tools/*.cu samples/*.c examples/*/*.[ch] examples/*/*.cu \
 	    tests/*.h tests/*/*.[ch] tests/unit/*/*.c tests/gpu/*.cu \
 	    tools/compare/*.c

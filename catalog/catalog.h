@@ -49,7 +49,7 @@ typedef struct catalog {
     const location_reader **source_reader; /* [nsources]: a remote source's
                                               reader, else NULL */
     int nsources, source_cap;
-    /* What the remote sources' readers belong to (input/remote.c), freed
+    /* What the remote sources' readers belong to (remote/remote.c), freed
      * by catalog_close after the sources. */
     void *owned;
     void (*owned_stop)(void *);

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 /* A source whose bytes are not in an open file of ours (a remote shard):
- * the module that makes it (input/remote.c) reads them on the worker's
+ * the module that makes it (remote/remote.c) reads them on the worker's
  * thread, fetching or waiting as it must, and says why it could not. Any
  * thread may call read; it returns 0 with the size bytes at dst, or PL_E*
  * with reason[cap]. */

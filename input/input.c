@@ -7,8 +7,8 @@
 
 #include "../common/braces.h"
 #include "../common/error.h"
+#include "../remote/remote.h"
 #include "readers.h"
-#include "remote.h"
 
 static int read_shards(catalog *c, const char *data, logger *lg, int *found)
 {

@@ -6,7 +6,7 @@
 
 #include "../catalog/catalog.h"
 #include "../common/log.h"
-#include "remote.h"
+#include "../remote/remote.h"
 
 /* Read `data` into c (catalog_init'ed, its extras set): remote shards (http(s)://,
  * s3://, pipe: URLs, a pattern or a list of them, read through the cache

@@ -1,8 +1,8 @@
-/* The node cache of remote shards (remote_cache.h): the folder and its
+/* The node cache of remote shards (cache.h): the folder and its
  * names, the file locks, downloads through NAME.part renamed into place,
  * LRU eviction under the limit, each shard's state for the threads that
  * read it, and the thread that fetches the shards ahead of the workers. */
-#include "remote_cache.h"
+#include "cache.h"
 
 #include <assert.h>
 #include <ctype.h>
@@ -23,14 +23,14 @@
 #include "../common/error.h"
 #include "../common/grow.h"
 #include "../index/idx_file.h"
-#include "remote_cache_dir.h"
+#include "cache_dir.h"
 
 #define FAILED_RETRY_NS (60 * 1000000000LL) /* a failed shard: asked again */
 
 enum { SH_NONE, SH_FETCHING, SH_READY, SH_FAILED };
 
 struct remote_cache {
-    char *dir;     /* checked (remote_cache_dir.h), without links */
+    char *dir;     /* checked (cache_dir.h), without links */
     int shared;    /* a group's folder: the files made group-writable */
     int64_t limit; /* bytes; 0: none */
     remote_http *http;

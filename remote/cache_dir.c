@@ -1,10 +1,10 @@
-/* The node cache's folder (remote_cache_dir.h): made 0700 where missing,
+/* The node cache's folder (cache_dir.h): made 0700 where missing,
  * and refused when another user could change what lies in it, as ssh and
  * tmux refuse a folder of theirs that someone else owns or may write.
  * Without HOME and XDG_CACHE_HOME the cache is /tmp/pinload-UID/shards, a
  * name anyone can make first: a folder there that another user made (or
  * a link another user planted) must not be where a root job writes. */
-#include "remote_cache_dir.h"
+#include "cache_dir.h"
 
 #include <errno.h>
 #include <limits.h>

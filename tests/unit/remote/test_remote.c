@@ -1,4 +1,4 @@
-/* Remote shards over http:// (input/remote.c) against tests/remote/httpd.py
+/* Remote shards over http:// (remote/remote.c) against tests/remote/httpd.py
  * on 127.0.0.1: the local shards' bytes and labels through the node cache,
  * indexes from URL.idx or (said first) from the shards, one request per
  * shard, atomic cache files; and the faults: a connection cut mid-body, a
@@ -1104,7 +1104,7 @@ Test(remote, labels_from_json_are_refused_for_remote_shards,
     fx_down(&f);
 }
 
-#define WIN_SHARDS 150 /* three windows of indexes (input/remote.c: 64) */
+#define WIN_SHARDS 150 /* three windows of indexes (remote/remote.c: 64) */
 
 /* dir/pack/shard-%06d.tar, WIN_SHARDS shards of one JPEG and its label,
  * their .idx beside them (a local create writes them); the server on it. */

@@ -2,8 +2,8 @@
  * readers the workers call. The URLs are expanded and sorted, each
  * shard's index fetched at create (from URL.idx, or from the shard
  * fetched whole), and the mode chosen: whole shards through the node
- * cache (remote_cache.h) when it holds the data, else every member read
- * alone with a ranged request (remote_http.h). The set owns the
+ * cache (cache.h) when it holds the data, else every member read
+ * alone with a ranged request (http.h). The set owns the
  * transfers, the cache and the stop flag they share; the catalog owns
  * the set (catalog_adopt), stopping it before the workers are joined and
  * freeing it when it closes. */
@@ -27,8 +27,8 @@
 #include "../common/grow.h"
 #include "../index/idx_file.h"
 #include "../index/tar.h"
-#include "remote_cache.h"
-#include "remote_http.h"
+#include "cache.h"
+#include "http.h"
 
 #define INDEX_THREADS 8 /* threads fetching indexes at create */
 #define INDEX_WINDOW 64 /* shards whose member indexes live at once */

@@ -1,4 +1,4 @@
-/* The node cache of remote shards (remote_cache.c), a folder the ranks of
+/* The node cache of remote shards (cache.c), a folder the ranks of
  * a node share (config.cache_dir) of files named after a hash of each
  * shard's URL: NAME (the whole shard, only ever renamed into place once
  * complete), NAME.idx (its index), NAME.lock (held exclusively by whoever
@@ -12,13 +12,13 @@
  *
  * No file there is opened through a symbolic link (O_NOFOLLOW), and a
  * download's file is one of the cache's own (open_part): with the checks
- * on the folder itself (remote_cache_dir.h), another user of the machine
+ * on the folder itself (cache_dir.h), another user of the machine
  * cannot make the cache write or read a file outside it.
  *
  * It owns the files it makes there, each shard's state and open
  * descriptor (until cache_free), and the fetch-ahead thread (from
  * cache_start_ahead to cache_free). It borrows the transfers
- * (remote_http.h) and the stop flag, which must outlive it.
+ * (http.h) and the stop flag, which must outlive it.
  *
  * Thread safety: cache_read may be called from any thread at once, and
  * with the fetch-ahead thread (each shard's state under its mutex, never
@@ -35,7 +35,7 @@
 
 #include "../common/log.h"
 #include "../index/tar.h"
-#include "remote_http.h"
+#include "http.h"
 
 typedef struct remote_cache remote_cache;
 
@@ -49,7 +49,7 @@ typedef struct cache_shard {
     /* From its index: -1 until the one thread indexing it at create sets
      * it; read-only after create. */
     int64_t size;
-    /* Under mu, remote_cache.c's alone. */
+    /* Under mu, cache.c's alone. */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int state, fd; /* open, locked shared, once the shard is here */
@@ -66,7 +66,7 @@ typedef struct cache_shard {
 
 /* The cache in dir (NULL or "": $PINLOAD_CACHE_DIR, else
  * $XDG_CACHE_HOME/pinload/shards, ~/.cache/pinload/shards or
- * /tmp/pinload-UID/shards), made and checked (remote_cache_dir.h: refused
+ * /tmp/pinload-UID/shards), made and checked (cache_dir.h: refused
  * when another user could change its files), of at most `limit` bytes
  * (0: no limit), for the n shards at urls (copied). 0 with [out] *out;
  * PL_EIO with pl_last_error saying why the folder is refused; or

@@ -2,8 +2,8 @@
  * pattern of them, or a list file of them), indexed at create from the
  * sidecar indexes beside them (URL.idx) and read through a node cache that
  * the ranks of a node share (docs/DATA.md has the rules). remote.c is the
- * set of shards and their readers; remote_cache.h the node cache,
- * remote_http.h the transfers, both internal to it. */
+ * set of shards and their readers; cache.h the node cache,
+ * http.h the transfers, both internal to it. */
 #ifndef PINLOAD_REMOTE_H
 #define PINLOAD_REMOTE_H
 

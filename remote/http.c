@@ -1,8 +1,8 @@
-/* The transfers of remote shards (remote_http.h): libcurl's handles and
+/* The transfers of remote shards (http.h): libcurl's handles and
  * their reuse, one GET with its retries, backoff and Range resume, SigV4
  * for s3:// and its redirects, pipe: commands, and URLs shown without
  * their credentials. */
-#include "remote_http.h"
+#include "http.h"
 
 #include <curl/curl.h>
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* s3:// shards (input/remote.c) against moto's S3 server on 127.0.0.1
+/* s3:// shards (remote/remote.c) against moto's S3 server on 127.0.0.1
  * (tests/remote/s3d.py, authentication on): requests signed with SigV4
  * from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, path-style at
  * AWS_ENDPOINT_URL; the local shards' bytes and labels; a wrong secret is

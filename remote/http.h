@@ -1,4 +1,4 @@
-/* The transfers of remote shards (remote_http.c): one GET of a whole
+/* The transfers of remote shards (http.c): one GET of a whole
  * object into a file, or of a byte range into memory, through libcurl
  * (http://, https://, and s3:// signed with SigV4 from the AWS_*
  * environment), or a pipe: command's output; each retried with backoff,

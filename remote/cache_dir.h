@@ -1,9 +1,9 @@
-/* The node cache's folder (remote_cache_dir.c), made and checked before
+/* The node cache's folder (cache_dir.c), made and checked before
  * any file is opened in it, so that another user of the machine cannot
  * turn the cache against its user: the folders it makes are 0700, and a
  * folder is refused when another user could change what lies in it (the
  * rules, and how to share a cache on purpose, are in docs/DATA.md). Used
- * by the cache (remote_cache.c) alone. */
+ * by the cache (cache.c) alone. */
 #ifndef PINLOAD_REMOTE_CACHE_DIR_H
 #define PINLOAD_REMOTE_CACHE_DIR_H
 
