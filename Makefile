@@ -158,8 +158,8 @@ WORKERS_SRC := workers/decode.c workers/decode_png.c workers/decode_webp.c \
 INDEX_SRC   := index/tar.c index/idx_file.c index/sample_table.c \
                index/node_tables.c
 CATALOG_SRC := catalog/catalog.c catalog/json_label.c catalog/shard_samples.c
-REMOTE_SRC  := remote/remote.c remote/http.c remote/cache.c \
-               remote/cache_dir.c
+REMOTE_SRC  := remote/remote.c remote/cache.c remote/cache_dir.c \
+               remote/transfer.c remote/http.c remote/s3.c remote/pipe.c
 INPUT_SRC   := input/input.c input/folder.c input/list.c input/shards.c
 DEVICE_SRC  := device/backend.c device/backend_host.c
 ifneq ($(HAVE_CUDA),)
@@ -188,7 +188,7 @@ EXAMPLES := $(BUILD)/examples/train_classifier $(BUILD)/examples/data_parallel
 # unit suites per module, the public loader's suites, the tools', and the
 # system's. Their binaries keep flat, unique names: $(BUILD)/tests/test_x.
 TEST_DIRS := tests/unit/common tests/unit/index tests/unit/workers \
-             tests/unit/input tests/unit/remote \
+             tests/unit/remote tests/unit/input \
              tests/unit/device tests/unit/loader tests/loader tests/tools \
              tests/system
 vpath test_%.c $(TEST_DIRS)
@@ -231,9 +231,14 @@ DEPS_MODE ?= check
         print-build print-libs test-python test-gpu-session test-gpu-build \
         format deps deps-test deps-check config-fields config-check FORCE
 all: lib tools samples examples
-# A build made before the suites moved has their old paths
-# (tests/test_x.c) in its .d files: they need no rule.
+# A build made before the suites moved has their old paths in its .d
+# files (tests/test_x.c; tests/unit/input/test_remote*.c before remote/
+# was a room): they need no rule. vpath takes a path it has a rule for
+# as found, in TEST_DIRS' order: a folder suites moved to comes before
+# the one they left.
 tests/test_%.c: ;
+tests/unit/input/test_remote.c: ;
+tests/unit/input/test_remote_%.c: ;
 tests/stress.c: ;
 
 # The CMake package's files (find_package(pinload); made below).

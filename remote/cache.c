@@ -33,7 +33,7 @@ struct remote_cache {
     char *dir;     /* checked (cache_dir.h), without links */
     int shared;    /* a group's folder: the files made group-writable */
     int64_t limit; /* bytes; 0: none */
-    remote_http *http;
+    transfers *xfer;
     atomic_int *stop;
     logger *lg;
     atomic_int warned_full;
@@ -61,7 +61,7 @@ static uint64_t fnv(const char *s)
     return fnv1a(FNV_SEED, s, strlen(s));
 }
 
-/* The cache's name for `key` (http_cache_key's): a hash, then its last
+/* The cache's name for `key` (transfer_cache_key's): a hash, then its last
  * component made safe for a file name. */
 static char *cache_name(const char *dir, const char *key)
 {
@@ -215,8 +215,8 @@ static int shard_init(remote_cache *c, cache_shard *sh, const char *url)
     sh->size = -1;
     atomic_init(&sh->seq_pos, -1);
     char shown[2048], key[4200];
-    http_display(url, shown, sizeof shown);
-    http_cache_key(c->http, url, key, sizeof key);
+    transfer_display(url, shown, sizeof shown);
+    transfer_cache_key(c->xfer, url, key, sizeof key);
     sh->url = strdup(url);
     sh->name = strdup(shown);
     sh->path = cache_name(c->dir, key);
@@ -224,8 +224,7 @@ static int shard_init(remote_cache *c, cache_shard *sh, const char *url)
 }
 
 int cache_new(const char *dir, int64_t limit, char **urls, int n,
-              remote_http *http, atomic_int *stop, logger *lg,
-              remote_cache **out)
+              transfers *xfer, atomic_int *stop, logger *lg, remote_cache **out)
 {
     *out = NULL;
     char given[PATH_MAX], real[PATH_MAX];
@@ -246,7 +245,7 @@ int cache_new(const char *dir, int64_t limit, char **urls, int n,
     atomic_init(&c->open, 0);
     atomic_init(&c->reached, -1);
     c->limit = limit;
-    c->http = http;
+    c->xfer = xfer;
     c->stop = stop;
     c->lg = lg;
     c->shared = shared;
@@ -480,13 +479,13 @@ static int rename_in(const char *url, const char *part, const char *path,
         return 0;
     const int e = errno;
     char shown[1024];
-    http_display(url, shown, sizeof shown);
+    transfer_display(url, shown, sizeof shown);
     snprintf(err, cap, "%s: rename into the cache: %s", shown, strerror(e));
     return PL_EIO;
 }
 
 /* url fetched into the file `part` of the cache, opened with open_part:
- * http_fetch's answer, or PL_EIO naming the file. */
+ * transfer_fetch's answer, or PL_EIO naming the file. */
 static int download_into(const remote_cache *c, const char *url,
                          const char *part, int64_t expect, char *err,
                          size_t cap)
@@ -496,7 +495,7 @@ static int download_into(const remote_cache *c, const char *url,
         snprintf(err, cap, "%s: %s", part, strerror(errno));
         return PL_EIO;
     }
-    const int rc = http_fetch(c->http, url, fd, expect, err, cap);
+    const int rc = transfer_fetch(c->xfer, url, fd, expect, err, cap);
     close(fd);
     return rc;
 }
@@ -509,7 +508,7 @@ static int fetch_locked(cache_shard *sh, char *err, size_t cap)
     if (!part)
         return PL_ENOMEM;
     int rc = download_into(sh->cache, sh->url, part, sh->size, err, cap);
-    if (rc == HTTP_ABSENT)
+    if (rc == TRANSFER_ABSENT)
         rc = PL_EIO; /* a shard its index names: missing is an error */
     if (rc == 0)
         rc = rename_in(sh->url, part, sh->path, err, cap);
@@ -573,7 +572,7 @@ static int fetch_small(const remote_cache *c, const char *url, const char *path,
         rc = rename_in(url, part, path, err, cap);
     if (rc != 0)
         unlink(part);
-    return rc == HTTP_ABSENT ? 1 : rc;
+    return rc == TRANSFER_ABSENT ? 1 : rc;
 }
 
 int cache_fetch_file(remote_cache *c, const char *url, char *out, size_t cap,
@@ -581,7 +580,7 @@ int cache_fetch_file(remote_cache *c, const char *url, char *out, size_t cap,
 {
     out[0] = '\0';
     char key[4200];
-    http_cache_key(c->http, url, key, sizeof key);
+    transfer_cache_key(c->xfer, url, key, sizeof key);
     char *path = cache_name(c->dir, key);
     if (!path)
         return PL_ENOMEM;
@@ -622,7 +621,7 @@ int cache_index(cache_shard *sh, tar_index *t, char *err, size_t cap)
     snprintf(idx, sizeof idx, "%s.idx", sh->path);
     if (idx_file_read_any(idx, t, &sh->size))
         return 1;
-    if (http_is_pipe(sh->url))
+    if (transfer_is_command(sh->url))
         return 0;
     const int lk = lock_shard(sh, err, cap);
     if (lk < 0)

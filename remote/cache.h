@@ -18,7 +18,7 @@
  * It owns the files it makes there, each shard's state and open
  * descriptor (until cache_free), and the fetch-ahead thread (from
  * cache_start_ahead to cache_free). It borrows the transfers
- * (http.h) and the stop flag, which must outlive it.
+ * (transfer.h) and the stop flag, which must outlive it.
  *
  * Thread safety: cache_read may be called from any thread at once, and
  * with the fetch-ahead thread (each shard's state under its mutex, never
@@ -35,7 +35,7 @@
 
 #include "../common/log.h"
 #include "../index/tar.h"
-#include "http.h"
+#include "transfer.h"
 
 typedef struct remote_cache remote_cache;
 
@@ -44,7 +44,7 @@ typedef struct cache_shard {
     /* Set by cache_new, read-only after. */
     remote_cache *cache;
     char *url;  /* as given (may carry credentials) */
-    char *name; /* as shown: http_display's */
+    char *name; /* as shown: transfer_display's */
     char *path; /* NAME */
     /* From its index: -1 until the one thread indexing it at create sets
      * it; read-only after create. */
@@ -72,7 +72,7 @@ typedef struct cache_shard {
  * PL_EIO with pl_last_error saying why the folder is refused; or
  * PL_ENOMEM. */
 int cache_new(const char *dir, int64_t limit, char **urls, int n,
-              remote_http *http, atomic_int *stop, logger *lg,
+              transfers *xfer, atomic_int *stop, logger *lg,
               remote_cache **out);
 
 /* Stops and joins the fetch-ahead thread, closes the shards (a cut

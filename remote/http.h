@@ -1,72 +1,75 @@
-/* The transfers of remote shards (http.c): one GET of a whole
- * object into a file, or of a byte range into memory, through libcurl
- * (http://, https://, and s3:// signed with SigV4 from the AWS_*
- * environment), or a pipe: command's output; each retried with backoff,
- * a whole object resumed with Range where the last attempt stopped. It
- * owns the libcurl handles (kept idle for their connections, reused by
- * the next transfer) and the S3 settings, and it alone shows URLs in
- * messages, without their credentials.
- *
- * Credentials stay with their host: an http(s):// URL's redirects are
- * followed, its user:password@ sent to its own scheme, host and port
- * alone, and never from https:// to http://; an s3:// request's redirects
- * are never followed (its session token and signature would go to
- * whichever host the Location names, and that host's unsigned answer be
- * taken for the object): an answer at AWS that places the bucket in
- * another region is asked again of that region's endpoint, signed anew
- * for it; any other is an error naming where it pointed.
- *
- * Thread safety: after http_new, any thread may call any function at once
- * (the settings are read-only; one lock guards the idle handles, another
- * the buckets' regions a redirect said, neither held across a transfer).
- * The stop flag, which the caller owns and sets when the loader closes,
- * cuts every transfer, backoff and command. */
-#ifndef PINLOAD_REMOTE_HTTP_H
-#define PINLOAD_REMOTE_HTTP_H
+/* HTTP through libcurl (http.c): the requests of the http(s):// rows and
+ * of s3:// (s3.c), which signs them and chooses where they go. One GET
+ * into a sink, on an idle handle (its connection reused) or a new one;
+ * whole objects resumed with Range; ranges. Internal to remote/. */
+#ifndef PINLOAD_HTTP_H
+#define PINLOAD_HTTP_H
 
-#include <stdatomic.h>
+#include <curl/curl.h>
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct remote_http remote_http;
+#include "scheme.h"
 
-/* http_fetch's answer when the store has no such object (HTTP 404, 410,
- * or 403, as S3 says it without credentials to list). */
-#define HTTP_ABSENT 1
+#define REGION_MAX 32 /* an AWS region's name, its NUL included */
 
-/* Transfers that give up after timeout_ms without a byte (0: 30 s) and
- * make 1 + retries attempts (0: 5 retries; -1: none); *stop (the caller's,
- * which must outlive it) cuts them. NULL without memory. */
-remote_http *http_new(int32_t timeout_ms, int32_t retries, atomic_int *stop);
+/* Where one GET's body goes, and what its answer said. */
+typedef struct sink {
+    int fd;       /* a file written from `base` on, or -1 */
+    int64_t base; /* the file's bytes before this transfer */
+    uint8_t *buf; /* or exactly `want` bytes here */
+    int64_t want;
+    int64_t got;
+    int64_t range_start; /* Content-Range's first byte, -1 if none */
+    int64_t total;       /* the whole object's size, if said; else -1 */
+    long status;
+    /* An answer that is not data: its x-amz-bucket-region header ("" if
+     * none, or not a region's name), the first bytes of its body (S3's
+     * error, which may say <Region>), and (s3:// only) where its Location
+     * points, as shown ("" if nowhere). */
+    char bucket_region[REGION_MAX];
+    char error_body[1024];
+    size_t error_len;
+    char location[256];
+    int failed; /* a write failed */
+    CURL *h;
+    transfers *t;
+    int64_t moved_ns; /* when the last byte came */
+    curl_off_t moved; /* bytes so far */
+    int stalled;
+} sink;
 
-/* Frees the idle handles and the settings; NULL is accepted. No transfer
- * may be under way. */
-void http_free(remote_http *h);
+/* One request, as its scheme makes it. */
+typedef struct http_req {
+    const char *target; /* the URL it goes to; NULL: not a valid one */
+    int follow;         /* libcurl follows its redirects */
+    const char *ca;     /* the CA bundle, or NULL: libcurl's own */
+    /* Sets the scheme's own headers on h (s3://: SigV4 for `region`), or
+     * NULL: the list to free after the transfer. */
+    struct curl_slist *(*sign)(const transfers *t, CURL *h, const char *region);
+    const char *region;
+} http_req;
 
-/* url whole into the file open for reading and writing at fd (the
- * caller's, who opened it safely: what it holds is resumed with Range)
- * until it holds `expect` bytes (-1: what the server says the whole is),
- * then synced to disk. 0; HTTP_ABSENT; or PL_E*. On failure err[cap] says
- * "URL: why (after N attempts)". */
-int http_fetch(remote_http *h, const char *url, int fd, int64_t expect,
-               char *err, size_t cap);
+/* One GET of url (from byte `from`, to `to` inclusive, or to the end for
+ * -1) into k, as a scheme makes its requests. */
+typedef void http_get_fn(transfers *t, const char *url, int64_t from,
+                         int64_t to, sink *k, attempt *a);
 
-/* Bytes [off, off + size) of url into dst (an http(s):// or s3:// URL,
- * whose server must honour Range). 0, or PL_EIO with reason[cap]. */
-int http_range(remote_http *h, const char *url, int64_t off, int64_t size,
-               void *dst, char *reason, size_t cap);
+/* The GET rq describes into k (bytes as http_get_fn's). */
+void http_once(transfers *t, const http_req *rq, int64_t from, int64_t to,
+               sink *k, attempt *a);
 
-/* A URL as it may be shown: without user:password@ and without its query
- * (a presigned URL's signature), into out[cap]. */
+/* A row's whole and range (scheme.h) for requests made by get. */
+int http_whole(transfers *t, http_get_fn *get, const char *url, int fd,
+               int64_t have, int64_t expect, attempt *a);
+void http_part(transfers *t, http_get_fn *get, const char *url, int64_t off,
+               int64_t size, void *dst, attempt *a);
+
+/* The CA bundle the environment names for every URL (CURL_CA_BUNDLE, else
+ * SSL_CERT_FILE), or NULL. */
+const char *http_ca(const transfers *t);
+
+/* url without user:password@ and without its query, into out[cap]. */
 void http_display(const char *url, char *out, size_t cap);
-
-/* What names the object at url in a cache (out[cap]): the URL as shown,
- * plus for s3:// the endpoint or region that resolves the bucket; a pipe:
- * command as it is. */
-void http_cache_key(const remote_http *h, const char *url, char *out,
-                    size_t cap);
-
-/* Whether url is a pipe: command (no ranges, and nothing beside it). */
-int http_is_pipe(const char *url);
 
 #endif

@@ -3,7 +3,7 @@
  * shard's index fetched at create (from URL.idx, or from the shard
  * fetched whole), and the mode chosen: whole shards through the node
  * cache (cache.h) when it holds the data, else every member read
- * alone with a ranged request (http.h). The set owns the
+ * alone with a ranged request (transfer.h). The set owns the
  * transfers, the cache and the stop flag they share; the catalog owns
  * the set (catalog_adopt), stopping it before the workers are joined and
  * freeing it when it closes. */
@@ -28,7 +28,7 @@
 #include "../index/idx_file.h"
 #include "../index/tar.h"
 #include "cache.h"
-#include "http.h"
+#include "transfer.h"
 
 #define INDEX_THREADS 8 /* threads fetching indexes at create */
 #define INDEX_WINDOW 64 /* shards whose member indexes live at once */
@@ -52,21 +52,15 @@ struct remote_set {
     /* Set once, when the catalog stops: every transfer, backoff and wait
      * for a lock gives up. */
     atomic_int stop;
-    remote_http *http;
-    remote_cache *cache; /* borrows http and stop */
+    transfers *xfer;
+    remote_cache *cache; /* borrows xfer and stop */
 };
 
 /* ---- URLs ---- */
 
-static int has_prefix(const char *s, const char *p)
-{
-    return strncmp(s, p, strlen(p)) == 0;
-}
-
 int remote_is_url(const char *s)
 {
-    return has_prefix(s, "http://") || has_prefix(s, "https://") ||
-           has_prefix(s, "s3://") || has_prefix(s, "pipe:");
+    return transfer_knows(s);
 }
 
 /* ---- the workers' reader ---- */
@@ -83,7 +77,8 @@ static int shard_read(const location_reader *r, int64_t off, int64_t size,
         cache_read(sh->c, !sh->set->ranged, off, size, dst, reason, cap);
     if (rc != 1)
         return rc;
-    return http_range(sh->set->http, sh->c->url, off, size, dst, reason, cap);
+    return transfer_range(sh->set->xfer, sh->c->url, off, size, dst, reason,
+                          cap);
 }
 
 /* ---- the set's life ---- */
@@ -106,7 +101,7 @@ static void set_free(void *p)
         return;
     atomic_store(&rs->stop, 1);
     cache_free(rs->cache); /* first: it borrows the transfers */
-    http_free(rs->http);
+    transfers_free(rs->xfer);
     free(rs->s);
     free(rs);
 }
@@ -121,9 +116,9 @@ static int set_new(char **urls, int n, const remote_opts *o, logger *lg,
     if (!rs)
         return err_set(PL_ENOMEM, "pl_loader_create: out of memory");
     atomic_init(&rs->stop, 0);
-    rs->http = http_new(o->timeout_ms, o->retries, &rs->stop);
-    int rc = rs->http ? cache_new(o->cache_dir, o->cache_limit, urls, n,
-                                  rs->http, &rs->stop, lg, &rs->cache)
+    rs->xfer = transfers_new(o->timeout_ms, o->retries, &rs->stop);
+    int rc = rs->xfer ? cache_new(o->cache_dir, o->cache_limit, urls, n,
+                                  rs->xfer, &rs->stop, lg, &rs->cache)
                       : PL_ENOMEM;
     rs->s = calloc((size_t)n, sizeof *rs->s);
     if (rc == 0 && !rs->s)
@@ -152,7 +147,7 @@ static int fetch_classes(remote_set *rs, const char *first, char *out,
                          size_t cap)
 {
     out[0] = '\0';
-    if (http_is_pipe(first))
+    if (transfer_is_command(first))
         return 0;
     const char *slash = strrchr(first, '/');
     if (!slash || slash < strstr(first, "://") + 3)
@@ -452,7 +447,7 @@ static int choose_mode(remote_set *rs, const catalog *c, const remote_opts *o,
     int pipes = 0;
     for (int i = 0; i < rs->n; i++) {
         total += rs->s[i].c->size;
-        pipes += http_is_pipe(rs->s[i].c->url);
+        pipes += transfer_is_command(rs->s[i].c->url);
     }
     if ((rs->stream = choose_stream(rs, c, o, total, lg)))
         return 0;
@@ -635,7 +630,7 @@ static int read_url_lines(FILE *f, const char *path, char ***out, int *n)
                                 "before",
                                 path, lineno)
                       : 0;
-        if (http_is_pipe(s) && !pipe_lists_allowed())
+        if (transfer_is_command(s) && !pipe_lists_allowed())
             return err_set(PL_EINVAL,
                            "pl_loader_create: %s:%d: a pipe: command in a "
                            "list file is not run: commands run only from "
