@@ -154,7 +154,7 @@ COMMON_SRC  := common/clock.c common/grow.c common/error.c common/log.c \
                common/file.c common/machine.c common/braces.c
 WORKERS_SRC := workers/decode.c workers/decode_png.c workers/decode_webp.c \
                workers/resample.c workers/augment.c \
-               workers/fileio.c workers/process.c workers/pool.c
+               workers/fileio.c workers/sample.c workers/pool.c
 INDEX_SRC   := index/tar.c index/idx_file.c index/sample_table.c \
                index/node_tables.c
 CATALOG_SRC := catalog/catalog.c catalog/json_label.c catalog/shard_samples.c
@@ -608,7 +608,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_DIR := $(BUILD)/fuzz
 FUZZ_SRC := $(COMMON_SRC) workers/decode.c workers/decode_png.c \
             workers/decode_webp.c workers/resample.c \
-            workers/augment.c workers/fileio.c workers/process.c
+            workers/augment.c workers/fileio.c workers/sample.c
 $(FUZZ_DIR)/fuzz_decode: tests/fuzz/fuzz_decode.c tests/fuzz/harness.h \
                          $(FUZZ_SRC) | $(BUILD)/.deps-fuzz
 	@mkdir -p $(@D)

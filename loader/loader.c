@@ -782,7 +782,7 @@ static int read_to_buffer(const pl_loader *l, const char *fn,
                           size_t cap, size_t *len)
 {
     fileio_buf fb = {0};
-    char reason[PROCESS_REASON_MAX];
+    char reason[SAMPLE_REASON_MAX];
     int rc = fileio_read_loc(loc, l->rc.cfg.max_file_bytes, &fb, reason,
                              sizeof reason);
     if (rc == 0) {
@@ -817,7 +817,7 @@ PL_EXPORT int pl_loader_read_sample(const pl_loader *l, int64_t index,
     int rc = check_index(l, fn, index);
     if (rc < 0)
         return rc;
-    char name[CATALOG_NAME_MAX], why[PROCESS_REASON_MAX];
+    char name[CATALOG_NAME_MAX], why[SAMPLE_REASON_MAX];
     const char *path = catalog_name_into(&l->cat, index, name, sizeof name);
     location loc;
     if ((rc = catalog_locate(&l->cat, index, &loc, why, sizeof why)) < 0)

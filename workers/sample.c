@@ -1,4 +1,4 @@
-#include "process.h"
+#include "sample.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -15,13 +15,13 @@
  * output. */
 #define CROP_MARGIN 8
 
-int process_init(process_ctx *c, const decode_limits *lim)
+int sample_init(sample_ctx *c, const decode_limits *lim)
 {
     memset(c, 0, sizeof *c);
     return decoder_create(&c->dec, lim);
 }
 
-void process_fini(process_ctx *c)
+void sample_fini(sample_ctx *c)
 {
     decoder_destroy(c->dec);
     fileio_buf_free(&c->file);
@@ -35,14 +35,14 @@ void process_fini(process_ctx *c)
 
 static int oom(char *reason, const char *what)
 {
-    snprintf(reason, PROCESS_REASON_MAX, "out of memory for %s", what);
+    snprintf(reason, SAMPLE_REASON_MAX, "out of memory for %s", what);
     return PL_ENOMEM;
 }
 
 /* The filters in the coordinates of the image decoded at 1/denom: the
  * plan's source rectangle scales by 1/denom (fractionally), its taps stay
  * inside it. */
-static int plan_filters(process_ctx *c, const augment_params *p,
+static int plan_filters(sample_ctx *c, const augment_params *p,
                         const augment_plan *plan, char *reason)
 {
     int sw, sh;
@@ -63,7 +63,7 @@ static int plan_filters(process_ctx *c, const augment_params *p,
 /* Decode the rows and columns the filters read (and a margin of columns)
  * into c->src; from here on the horizontal filter counts columns from the
  * first decoded one. */
-static int decode_region(process_ctx *c, const augment_plan *plan, char *reason)
+static int decode_region(sample_ctx *c, const augment_plan *plan, char *reason)
 {
     int sw, sh;
     decoder_scaled_size(c->dec, plan->denom, &sw, &sh);
@@ -93,7 +93,7 @@ static int decode_region(process_ctx *c, const augment_plan *plan, char *reason)
  * decodes the rows (where the damage and its warnings are) without the
  * IDCT and colour conversion; the last row is read, as skipping to the very
  * end decodes nothing. */
-static int decode_rest(process_ctx *c, char *reason)
+static int decode_rest(sample_ctx *c, char *reason)
 {
     const int last = decoder_height(c->dec) - 1;
     int rc = 0;
@@ -108,7 +108,7 @@ static int decode_rest(process_ctx *c, char *reason)
 }
 
 /* Both passes, each output row written straight into the sample. */
-static int resize_into(process_ctx *c, const augment_params *p,
+static int resize_into(sample_ctx *c, const augment_params *p,
                        const augment_plan *plan, void *dst, char *reason)
 {
     const size_t stride = (size_t)decoder_width(c->dec) * 3;
@@ -138,9 +138,9 @@ static int resize_into(process_ctx *c, const augment_params *p,
 
 /* After a read that took since t0 and returned rc: the sample from the
  * bytes read, or zeros. */
-static int from_read(process_ctx *c, const augment_params *p, int rc,
+static int from_read(sample_ctx *c, const augment_params *p, int rc,
                      uint64_t t0, int64_t epoch, int64_t index, void *dst,
-                     process_times *t, char reason[PROCESS_REASON_MAX])
+                     sample_times *t, char reason[SAMPLE_REASON_MAX])
 {
     t->ns_read += clock_now_ns() - t0;
     if (rc < 0) {
@@ -148,24 +148,25 @@ static int from_read(process_ctx *c, const augment_params *p, int rc,
         return rc;
     }
     t->bytes_read += c->file.len;
-    return process_buffer(c, p, c->file.data, c->file.len, epoch, index, dst, t,
-                          reason);
+    return sample_produce_buffer(c, p, c->file.data, c->file.len, epoch, index,
+                                 dst, t, reason);
 }
 
-int process_sample(process_ctx *c, const augment_params *p, const location *loc,
+int sample_produce(sample_ctx *c, const augment_params *p, const location *loc,
                    int64_t max_file_bytes, int64_t epoch, int64_t index,
-                   void *dst, process_times *t, char reason[PROCESS_REASON_MAX])
+                   void *dst, sample_times *t, char reason[SAMPLE_REASON_MAX])
 {
     const uint64_t t0 = clock_now_ns();
     c->warnings = 0;
     const int rc = fileio_read_loc(loc, max_file_bytes, &c->file, reason,
-                                   PROCESS_REASON_MAX);
+                                   SAMPLE_REASON_MAX);
     return from_read(c, p, rc, t0, epoch, index, dst, t, reason);
 }
 
-int process_buffer(process_ctx *c, const augment_params *p, const uint8_t *buf,
-                   size_t len, int64_t epoch, int64_t index, void *dst,
-                   process_times *t, char reason[PROCESS_REASON_MAX])
+int sample_produce_buffer(sample_ctx *c, const augment_params *p,
+                          const uint8_t *buf, size_t len, int64_t epoch,
+                          int64_t index, void *dst, sample_times *t,
+                          char reason[SAMPLE_REASON_MAX])
 {
     const uint64_t t1 = clock_now_ns();
     decode_info info;
@@ -205,21 +206,21 @@ fail:
     return rc;
 }
 
-int process_decode_full(process_ctx *c, int dirfd, const char *path,
-                        int64_t max_file_bytes, uint8_t **rgb, int *width,
-                        int *height, char reason[PROCESS_REASON_MAX])
+int sample_decode_full(sample_ctx *c, int dirfd, const char *path,
+                       int64_t max_file_bytes, uint8_t **rgb, int *width,
+                       int *height, char reason[SAMPLE_REASON_MAX])
 {
     const int rc = fileio_read(dirfd, path, max_file_bytes, &c->file, reason,
-                               PROCESS_REASON_MAX);
+                               SAMPLE_REASON_MAX);
     if (rc < 0)
         return rc;
-    return process_decode_buffer(c, c->file.data, c->file.len, rgb, width,
-                                 height, reason);
+    return sample_decode_buffer(c, c->file.data, c->file.len, rgb, width,
+                                height, reason);
 }
 
-int process_decode_buffer(process_ctx *c, const uint8_t *buf, size_t len,
-                          uint8_t **rgb, int *width, int *height,
-                          char reason[PROCESS_REASON_MAX])
+int sample_decode_buffer(sample_ctx *c, const uint8_t *buf, size_t len,
+                         uint8_t **rgb, int *width, int *height,
+                         char reason[SAMPLE_REASON_MAX])
 {
     uint8_t *out = NULL;
     decode_info info;
