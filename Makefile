@@ -167,7 +167,7 @@ DEVICE_SRC  += device/backend_cuda.c
 endif
 LOADER_SRC  := loader/config.c loader/launcher.c loader/cpus.c \
                loader/sampler.c loader/schedule.c loader/ring.c \
-               loader/failures.c loader/prefetch.c loader/handoff.c \
+               loader/failures.c loader/copier.c loader/dev_buffers.c \
                loader/output.c loader/state.c loader/loader.c loader/image.c \
                loader/pinned.c
 LIB_SRC  := $(COMMON_SRC) $(INDEX_SRC) $(CATALOG_SRC) $(REMOTE_SRC) \

@@ -1,4 +1,6 @@
-/* The device buffers and their hand-off to the caller. This module owns
+/* The device buffers and their hand-off to the caller (the handoff
+ * object, handoff_*: the queue between the copy engine and the caller,
+ * which it is named for; the file is named for what it owns). It owns
  * each buffer whole: its device memory (and, as the output plan needs, a
  * uint8 staging area and a page-locked host mirror), its copy stream, its
  * state and its life, from handoff_init to handoff_fini; and the
@@ -7,7 +9,7 @@
  * pl_loader_release (stream-ordered on CUDA, with its fallback on the
  * host), PL_EBUSY, the epoch boundaries the caller sees, where the caller
  * stands (pl_loader_state) and the sticky error. The copy engine
- * (prefetch.h) fills the buffers it lends.
+ * (copier.h) fills the buffers it lends.
  *
  * The pool grows on demand (config.max_device_buffers): when the caller
  * holds every buffer and waits for the next batch, which today would be
@@ -24,8 +26,8 @@
  * if it cannot, waits for the caller's stream), without the lock; a buffer
  * whose release can be ordered neither way is RETIRED, never used again,
  * and the loader's error is set. One mutex, handoff.mu, guards it all. */
-#ifndef PINLOAD_HANDOFF_H
-#define PINLOAD_HANDOFF_H
+#ifndef PINLOAD_DEV_BUFFERS_H
+#define PINLOAD_DEV_BUFFERS_H
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -127,7 +129,7 @@ typedef struct handoff {
 int handoff_init(handoff *h, const handoff_config *cfg);
 /* Wait for each buffer's stream (its copies, and the caller's kernels
  * reading the batch it released last) and free everything; once nothing
- * can use a buffer any more (after prefetch_stop), the device current.
+ * can use a buffer any more (after copier_stop), the device current.
  * The waits take `ms` milliseconds at most in all (< 0: no limit): a
  * buffer whose stream still runs then is left allocated, its stream
  * too (the ring slot its copies read, and their callback, must outlive

@@ -1,4 +1,4 @@
-#include "handoff.h"
+#include "dev_buffers.h"
 
 #include <assert.h>
 #include <limits.h>

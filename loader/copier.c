@@ -1,4 +1,4 @@
-#include "prefetch.h"
+#include "copier.h"
 
 #include <assert.h>
 #include <signal.h>
@@ -38,7 +38,7 @@ static void add(_Atomic uint64_t *c, uint64_t v)
 
 /* ---- the prefetcher thread ---- */
 
-static int open_buffer(prefetch *p, fill *f)
+static int open_buffer(copier *p, fill *f)
 {
     backend *be = p->cfg.be;
     dbuf *d = handoff_acquire(p->cfg.ho);
@@ -70,7 +70,7 @@ static void note_stream(fill *f, dbuf *d)
     f->used[f->nused++] = d;
 }
 
-static int close_run(prefetch *p, fill *f, const ring_slot *s)
+static int close_run(copier *p, fill *f, const ring_slot *s)
 {
     if (f->run_len == 0)
         return 0;
@@ -101,7 +101,7 @@ static int close_run(prefetch *p, fill *f, const ring_slot *s)
     return 0;
 }
 
-static int queue_batch(prefetch *p, fill *f)
+static int queue_batch(copier *p, fill *f)
 {
     backend *be = p->cfg.be;
     dbuf *d = f->cur;
@@ -147,7 +147,7 @@ static int queue_batch(prefetch *p, fill *f)
     return 0;
 }
 
-static int fail_on_sample(prefetch *p, const ring_pos *pos)
+static int fail_on_sample(copier *p, const ring_pos *pos)
 {
     char reason[512] = "reason not recorded (out of memory)";
     int code;
@@ -160,12 +160,12 @@ static int fail_on_sample(prefetch *p, const ring_pos *pos)
 
 /* Whether position pos goes into a batch: good samples do, and bad ones
  * too under SUBSTITUTE (as zeros). */
-static int wanted(const prefetch *p, const ring_pos *pos)
+static int wanted(const copier *p, const ring_pos *pos)
 {
     return pos->status == 0 || p->cfg.on_error == PL_ON_ERROR_SUBSTITUTE;
 }
 
-static int add_position(prefetch *p, fill *f, const ring_slot *s, int i)
+static int add_position(copier *p, fill *f, const ring_slot *s, int i)
 {
     int rc = 0;
     if (!f->cur && (rc = open_buffer(p, f)) != 0)
@@ -197,7 +197,7 @@ static int add_position(prefetch *p, fill *f, const ring_slot *s, int i)
 
 /* The epoch has all its samples: its short last batch goes out (under
  * drop_last there is none), and the next epoch begins. */
-static int end_epoch(prefetch *p, fill *f, const ring_slot *s)
+static int end_epoch(copier *p, fill *f, const ring_slot *s)
 {
     int rc = close_run(p, f, s);
     if (rc == 0 && f->cur && f->count > 0)
@@ -216,7 +216,7 @@ static int end_epoch(prefetch *p, fill *f, const ring_slot *s)
  * or every one since the last good sample, whose file has gone bad since):
  * the epoch cannot be filled, and the caller must hear it rather than see
  * an empty epoch or wait for ever. */
-static int no_good_sample(prefetch *p, const ring_slot *s)
+static int no_good_sample(copier *p, const ring_slot *s)
 {
     return handoff_fail(p->cfg.ho, PL_ENODATA,
                         "pl_loader_next: epoch %lld: none of the %lld samples "
@@ -230,7 +230,7 @@ static int no_good_sample(prefetch *p, const ring_slot *s)
 
 /* Copy slot s's samples out, then hand the slot back to the workers once
  * the copies that read it have completed. */
-static int take_slot(prefetch *p, fill *f, ring_slot *s)
+static int take_slot(copier *p, fill *f, ring_slot *s)
 {
     ring *r = p->cfg.ring;
     backend *be = p->cfg.be;
@@ -277,9 +277,9 @@ static int take_slot(prefetch *p, fill *f, ring_slot *s)
  * device that broke under a copy never runs its callback. Then the copy
  * streams say so, and the caller gets the error instead of waiting for a
  * batch that cannot come. */
-static void *prefetch_main(void *arg)
+static void *copier_main(void *arg)
 {
-    prefetch *p = arg;
+    copier *p = arg;
     backend *be = p->cfg.be;
     const resume_point *r = &p->cfg.start;
     fill f = {.epoch = r->epoch};
@@ -310,33 +310,34 @@ static void *prefetch_main(void *arg)
     return NULL;
 }
 
-int prefetch_start(prefetch *p, const prefetch_config *cfg)
+int copier_start(copier *p, const copier_config *cfg)
 {
     memset(p, 0, sizeof *p);
     p->cfg = *cfg;
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    const int rc = pthread_create(&p->thread, NULL, prefetch_main, p);
+    const int rc = pthread_create(&p->thread, NULL, copier_main, p);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0)
         return err_set(PL_ETHREAD,
                        "pl_loader_create: cannot start the "
                        "prefetcher thread: %s",
                        strerror(rc));
+    /* The name top -H and gdb show, config.prefetch's, as before. */
     pthread_setname_np(p->thread, "pl-prefetch");
     p->started = 1;
     return 0;
 }
 
-void prefetch_stop(prefetch *p)
+void copier_stop(copier *p)
 {
     if (p->started)
         pthread_join(p->thread, NULL);
     p->started = 0;
 }
 
-void prefetch_get_stats(prefetch *p, prefetch_stats *s)
+void copier_get_stats(copier *p, copier_stats *s)
 {
     uint64_t dn = 0, db = 0;
     handoff_copy_time(p->cfg.ho, &dn, &db);
