@@ -185,25 +185,25 @@ TOOLS    := $(BUILD)/pinload-dump $(BUILD)/pinload-mkdata $(BUILD)/pinload-bench
 SAMPLES  := $(BUILD)/samples/minimal $(BUILD)/samples/train_loop
 EXAMPLES := $(BUILD)/examples/train_classifier $(BUILD)/examples/data_parallel
 # The suites live in folders that follow the code (tests/README.md):
-# unit suites per module, the public loader's suites, the tools', and the
-# system's. Their binaries keep flat, unique names: $(BUILD)/tests/test_x.
+# unit suites per module, the public API's end to end (tests/api), the
+# tools', and the system's. Their binaries keep flat, unique names:
+# $(BUILD)/tests/test_x.
 TEST_DIRS := tests/unit/common tests/unit/index tests/unit/workers \
-             tests/unit/remote tests/unit/input \
-             tests/unit/device tests/unit/loader tests/loader tests/tools \
-             tests/system
+             tests/unit/remote tests/unit/input tests/unit/device \
+             tests/unit/loader tests/api tests/tools tests/system
 vpath test_%.c $(TEST_DIRS)
 ALL_TEST_SRC := $(foreach d,$(TEST_DIRS),$(wildcard $(d)/test_*.c))
 test_bin = $(addprefix $(BUILD)/tests/,$(sort $(basename $(notdir $(1)))))
 # The suites of the CUDA backend and the simulator (tests/unit/device) and
 # the tools run on simulated CUDA (test_cuda_programs) need the simulated
 # runtime: they are built in the CUDA=sim build only, with the loader
-# suites (tests/loader/test_loader_*.c, one per section) run against
+# suites (tests/api/test_loader_*.c, one per section) run against
 # simulated CUDA.
 SIM_ONLY := $(wildcard tests/unit/device/test_*.c) \
             $(wildcard tests/tools/test_cuda_*.c)
 TEST_SRC := $(filter-out $(SIM_ONLY),$(ALL_TEST_SRC))
 TEST_BIN := $(call test_bin,$(TEST_SRC))
-LOADER_TEST_BIN := $(call test_bin,$(wildcard tests/loader/test_loader_*.c))
+LOADER_TEST_BIN := $(call test_bin,$(wildcard tests/api/test_loader_*.c))
 SIM_TEST_BIN := $(call test_bin,$(SIM_ONLY)) $(LOADER_TEST_BIN) \
                 $(BUILD)/tests/test_resume
 STRESS   := $(BUILD)/tests/stress
@@ -232,11 +232,12 @@ DEPS_MODE ?= check
         format deps deps-test deps-check config-fields config-check FORCE
 all: lib tools samples examples
 # A build made before the suites moved has their old paths in its .d
-# files (tests/test_x.c; tests/unit/input/test_remote*.c before remote/
-# was a room): they need no rule. vpath takes a path it has a rule for
-# as found, in TEST_DIRS' order: a folder suites moved to comes before
-# the one they left.
+# files (tests/test_x.c; tests/loader/, and tests/unit/input/test_remote*.c
+# before remote/ was a room): they need no rule. vpath takes a path it
+# has a rule for as found, in TEST_DIRS' order: a folder suites moved to
+# comes before the one they left.
 tests/test_%.c: ;
+tests/loader/test_%.c: ;
 tests/unit/input/test_remote.c: ;
 tests/unit/input/test_remote_%.c: ;
 tests/stress.c: ;
