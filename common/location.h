@@ -1,7 +1,8 @@
 /* Where a sample's bytes lie: a file named relative to an open directory,
- * or a range of an open file (a member of a tar shard). input/ says where
- * each sample is (catalog_locate); workers/ read it (fileio_read_loc); the
- * loader passes one to the other without looking inside. */
+ * or a range of an open file (a member of a tar shard). The catalog says
+ * where each sample is (catalog_locate); workers/ read it
+ * (fileio_read_loc); the loader passes one to the other without looking
+ * inside. */
 #ifndef PINLOAD_LOCATION_H
 #define PINLOAD_LOCATION_H
 
