@@ -151,26 +151,27 @@ NVCC_HOST := -fno-exceptions,-fno-rtti,-fno-threadsafe-statics
 NVCCFLAGS := -O2 -std=c++17 -Iinclude $(NVCC_GENCODE) -Xcompiler $(NVCC_HOST)
 
 COMMON_SRC  := common/clock.c common/grow.c common/error.c common/names.c \
-               common/log.c common/file.c common/machine.c
+               common/log.c common/file.c common/machine.c common/braces.c
 WORKERS_SRC := workers/decode.c workers/decode_png.c workers/decode_webp.c \
                workers/resample.c workers/augment.c \
-               workers/fileio.c workers/process.c workers/pool.c
-INPUT_SRC   := input/catalog.c input/tar.c input/sidecar.c input/shard_table.c \
-               input/table_file.c \
-               input/folder.c \
-               input/list.c input/shards.c input/json_label.c input/input.c input/remote.c \
-               input/remote_http.c input/remote_cache.c input/remote_cache_dir.c
+               workers/fileio.c workers/sample.c workers/pool.c
+INDEX_SRC   := index/tar.c index/idx_file.c index/sample_table.c \
+               index/node_tables.c
+CATALOG_SRC := catalog/catalog.c catalog/json_label.c catalog/shard_samples.c
+REMOTE_SRC  := remote/remote.c remote/cache.c remote/cache_dir.c \
+               remote/transfer.c remote/http.c remote/s3.c remote/pipe.c
+INPUT_SRC   := input/input.c input/folder.c input/list.c input/shards.c
 DEVICE_SRC  := device/backend.c device/backend_host.c
 ifneq ($(HAVE_CUDA),)
 DEVICE_SRC  += device/backend_cuda.c
 endif
 LOADER_SRC  := loader/config.c loader/launcher.c loader/cpus.c \
                loader/sampler.c loader/schedule.c loader/ring.c \
-               loader/failures.c loader/prefetch.c loader/handoff.c \
+               loader/failures.c loader/copier.c loader/dev_buffers.c \
                loader/output.c loader/state.c loader/loader.c loader/image.c \
                loader/pinned.c
-LIB_SRC  := $(COMMON_SRC) $(WORKERS_SRC) $(INPUT_SRC) $(DEVICE_SRC) \
-            $(LOADER_SRC)
+LIB_SRC  := $(COMMON_SRC) $(INDEX_SRC) $(CATALOG_SRC) $(REMOTE_SRC) \
+            $(WORKERS_SRC) $(INPUT_SRC) $(DEVICE_SRC) $(LOADER_SRC)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # With nvcc, the library carries the GPU normalisation kernel.
 ifneq ($(HAVE_NVCC),)
@@ -184,24 +185,25 @@ TOOLS    := $(BUILD)/pinload-dump $(BUILD)/pinload-mkdata $(BUILD)/pinload-bench
 SAMPLES  := $(BUILD)/samples/minimal $(BUILD)/samples/train_loop
 EXAMPLES := $(BUILD)/examples/train_classifier $(BUILD)/examples/data_parallel
 # The suites live in folders that follow the code (tests/README.md):
-# unit suites per module, the public loader's suites, the tools', and the
-# system's. Their binaries keep flat, unique names: $(BUILD)/tests/test_x.
-TEST_DIRS := tests/unit/common tests/unit/workers tests/unit/input \
-             tests/unit/device tests/unit/loader tests/loader tests/tools \
-             tests/system
+# unit suites per module, the public API's end to end (tests/api), the
+# tools', and the system's. Their binaries keep flat, unique names:
+# $(BUILD)/tests/test_x.
+TEST_DIRS := tests/unit/common tests/unit/index tests/unit/workers \
+             tests/unit/remote tests/unit/input tests/unit/device \
+             tests/unit/loader tests/api tests/tools tests/system
 vpath test_%.c $(TEST_DIRS)
 ALL_TEST_SRC := $(foreach d,$(TEST_DIRS),$(wildcard $(d)/test_*.c))
 test_bin = $(addprefix $(BUILD)/tests/,$(sort $(basename $(notdir $(1)))))
 # The suites of the CUDA backend and the simulator (tests/unit/device) and
 # the tools run on simulated CUDA (test_cuda_programs) need the simulated
 # runtime: they are built in the CUDA=sim build only, with the loader
-# suites (tests/loader/test_loader_*.c, one per section) run against
+# suites (tests/api/test_loader_*.c, one per section) run against
 # simulated CUDA.
 SIM_ONLY := $(wildcard tests/unit/device/test_*.c) \
             $(wildcard tests/tools/test_cuda_*.c)
 TEST_SRC := $(filter-out $(SIM_ONLY),$(ALL_TEST_SRC))
 TEST_BIN := $(call test_bin,$(TEST_SRC))
-LOADER_TEST_BIN := $(call test_bin,$(wildcard tests/loader/test_loader_*.c))
+LOADER_TEST_BIN := $(call test_bin,$(wildcard tests/api/test_loader_*.c))
 SIM_TEST_BIN := $(call test_bin,$(SIM_ONLY)) $(LOADER_TEST_BIN) \
                 $(BUILD)/tests/test_resume
 STRESS   := $(BUILD)/tests/stress
@@ -230,9 +232,15 @@ DEPS_MODE ?= check
         test-gpu-session test-gpu-build \
         format deps deps-test deps-check config-fields config-check FORCE
 all: lib tools samples examples
-# A build made before the suites moved has their old paths
-# (tests/test_x.c) in its .d files: they need no rule.
+# A build made before the suites moved has their old paths in its .d
+# files (tests/test_x.c; tests/loader/, and tests/unit/input/test_remote*.c
+# before remote/ was a room): they need no rule. vpath takes a path it
+# has a rule for as found, in TEST_DIRS' order: a folder suites moved to
+# comes before the one they left.
 tests/test_%.c: ;
+tests/loader/test_%.c: ;
+tests/unit/input/test_remote.c: ;
+tests/unit/input/test_remote_%.c: ;
 tests/stress.c: ;
 
 # The CMake package's files (find_package(pinload); made below).
@@ -608,7 +616,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_DIR := $(BUILD)/fuzz
 FUZZ_SRC := $(COMMON_SRC) workers/decode.c workers/decode_png.c \
             workers/decode_webp.c workers/resample.c \
-            workers/augment.c workers/fileio.c workers/process.c
+            workers/augment.c workers/fileio.c workers/sample.c
 $(FUZZ_DIR)/fuzz_decode: tests/fuzz/fuzz_decode.c tests/fuzz/harness.h \
                          $(FUZZ_SRC) | $(BUILD)/.deps-fuzz
 	@mkdir -p $(@D)
@@ -623,7 +631,8 @@ $(BUILD)/.deps-fuzz: tools/install-deps.sh
 # what it finds belongs in tests/fuzz/regressions-loader, replayed by
 # test_fuzz_loader in every `make test`.
 FUZZ_LOADER_SECONDS ?= $(FUZZ_SECONDS)
-FUZZ_LOADER_SRC := $(COMMON_SRC) $(WORKERS_SRC) $(INPUT_SRC) \
+FUZZ_LOADER_SRC := $(COMMON_SRC) $(INDEX_SRC) $(CATALOG_SRC) $(REMOTE_SRC) \
+                   $(WORKERS_SRC) $(INPUT_SRC) \
                    $(filter-out device/backend_cuda.c,$(DEVICE_SRC)) \
                    $(LOADER_SRC)
 $(FUZZ_DIR)/fuzz_loader: tests/fuzz/fuzz_loader.c tests/fuzz/loader_harness.h \
@@ -633,7 +642,7 @@ $(FUZZ_DIR)/fuzz_loader: tests/fuzz/fuzz_loader.c tests/fuzz/loader_harness.h \
 	clang -g -O1 -fsanitize=fuzzer,address,undefined \
 	    -fno-sanitize-recover=all -D_GNU_SOURCE -pthread -Iinclude -o $@ \
 	    tests/fuzz/fuzz_loader.c $(FUZZ_LOADER_SRC) -ljpeg $(IMAGE_LIBS) $(CURL_LIBS) $(JSON_LIBS) -lm
-# libFuzzer over the tar shard indexer (input/tar.c), seeded with
+# libFuzzer over the tar shard indexer (index/tar.c), seeded with
 # tests/fuzz/regressions-tar, which test_fuzz_tar replays.
 FUZZ_TAR_SECONDS ?= 30
 # The loader over tar shards (fuzz_loader with PINLOAD_FUZZ_SHARDS=1);
@@ -641,12 +650,12 @@ FUZZ_TAR_SECONDS ?= 30
 # test_fuzz_loader.
 FUZZ_SHARDS_SECONDS ?= 30
 $(FUZZ_DIR)/fuzz_tar: tests/fuzz/fuzz_tar.c tests/fuzz/tar_harness.h \
-                      input/tar.c input/tar.h common/grow.c common/error.c \
+                      index/tar.c index/tar.h common/grow.c common/error.c \
                       | $(BUILD)/.deps-fuzz
 	@mkdir -p $(@D)
 	clang -g -O1 -fsanitize=fuzzer,address,undefined \
 	    -fno-sanitize-recover=all -D_GNU_SOURCE -Iinclude -o $@ \
-	    tests/fuzz/fuzz_tar.c input/tar.c common/grow.c common/error.c
+	    tests/fuzz/fuzz_tar.c index/tar.c common/grow.c common/error.c
 fuzz: $(FUZZ_DIR)/fuzz_decode $(FUZZ_DIR)/fuzz_loader $(FUZZ_DIR)/fuzz_tar
 	@mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/seeds $(FUZZ_DIR)/corpus-loader
 	@n=0; if [ -d ../shared/data ]; then \
@@ -807,7 +816,8 @@ test-install: all
 
 format:
 	clang-format -i include/*.h include/pinload/*.h common/*.[ch] loader/*.[ch] \
-	    workers/*.[ch] input/*.[ch] device/*.[ch] device/*.cu tools/*.[ch] \
+	    workers/*.[ch] index/*.[ch] catalog/*.[ch] remote/*.[ch] \
+	    input/*.[ch] device/*.[ch] device/*.cu tools/*.[ch] \
 	    tools/*.cu samples/*.c examples/*/*.[ch] examples/*/*.cu \
 	    tests/*.h tests/*/*.[ch] tests/unit/*/*.c tests/gpu/*.cu \
 	    tools/compare/*.c

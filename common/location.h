@@ -1,7 +1,8 @@
 /* Where a sample's bytes lie: a file named relative to an open directory,
- * or a range of an open file (a member of a tar shard). input/ says where
- * each sample is (catalog_locate); workers/ read it (fileio_read_loc); the
- * loader passes one to the other without looking inside. */
+ * or a range of an open file (a member of a tar shard). The catalog says
+ * where each sample is (catalog_locate); workers/ read it
+ * (fileio_read_loc); the loader passes one to the other without looking
+ * inside. */
 #ifndef PINLOAD_LOCATION_H
 #define PINLOAD_LOCATION_H
 
@@ -9,7 +10,7 @@
 #include <stdint.h>
 
 /* A source whose bytes are not in an open file of ours (a remote shard):
- * the module that makes it (input/remote.c) reads them on the worker's
+ * the module that makes it (remote/remote.c) reads them on the worker's
  * thread, fetching or waiting as it must, and says why it could not. Any
  * thread may call read; it returns 0 with the size bytes at dst, or PL_E*
  * with reason[cap]. */

@@ -2,13 +2,13 @@
 #include "input.h"
 
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../common/braces.h"
 #include "../common/error.h"
+#include "../remote/remote.h"
 #include "readers.h"
-#include "remote.h"
 
 static int read_shards(catalog *c, const char *data, logger *lg, int *found)
 {
@@ -19,9 +19,7 @@ static int read_shards(catalog *c, const char *data, logger *lg, int *found)
     if (rc <= 0)
         return rc;
     const int read = shards_read(c, paths, n, lg);
-    for (int i = 0; i < n; i++)
-        free(paths[i]);
-    free(paths);
+    paths_free(paths, n);
     return read;
 }
 
@@ -35,9 +33,7 @@ static int read_remote(catalog *c, const char *data, const remote_opts *o,
     if (rc <= 0)
         return rc;
     const int read = remote_read(c, urls, n, o, lg);
-    for (int i = 0; i < n; i++)
-        free(urls[i]);
-    free(urls);
+    paths_free(urls, n);
     return read;
 }
 

@@ -4,9 +4,9 @@
 #ifndef PINLOAD_INPUT_H
 #define PINLOAD_INPUT_H
 
+#include "../catalog/catalog.h"
 #include "../common/log.h"
-#include "catalog.h"
-#include "remote.h"
+#include "../remote/remote.h"
 
 /* Read `data` into c (catalog_init'ed, its extras set): remote shards (http(s)://,
  * s3://, pipe: URLs, a pattern or a list of them, read through the cache

@@ -6,11 +6,8 @@
 #ifndef PINLOAD_READERS_H
 #define PINLOAD_READERS_H
 
+#include "../catalog/catalog.h"
 #include "../common/log.h"
-#include "catalog.h"
-#include "tar.h"
-
-#define MAX_CLASSES (1 << 20)
 
 /* An ImageFolder tree, or a flat folder of images (one class named after
  * it): folder.c. Files named .jpg, .jpeg, .png or .webp are samples; the
@@ -35,55 +32,5 @@ int shards_detect(const char *path, char ***paths, int *n);
  * jpeg, png or webp member (other image members are named in a notice),
  * its label the cls member (decimal text), 0 without one. */
 int shards_read(catalog *c, char **paths, int n, logger *lg);
-
-/* The shard reader's parts that remote shards (remote.c) share. */
-
-/* "train-{000000..000146}.tar" (any text around the braces, a URL too):
- * 1 with the paths, 0 if `path` has no such pattern, or an error. */
-int shards_expand_braces(const char *path, char ***paths, int *n);
-
-/* Shards whose tables are mapped a file each: each mapping is one of the
- * process's vm.max_map_count areas (65,530 by default), which the
- * allocator, the libraries and the threads' stacks need too. Past it
- * local shards' tables come from one dataset table file, mapped once
- * (table_file.h), and remote shards' are read into the heap. The
- * environment variable PINLOAD_MAPPED_MAX lowers it (a hook for tests
- * only, so that a few dozen shards take that path). */
-#define SHARDS_MAPPED_MAX 32768
-
-#define SHARDS_UNREAD_NAMED 5 /* members the notice names */
-
-/* Image members of kinds not read (bmp, pgm, ppm, tif, tiff), across
- * every shard: a count and the first few "shard.tar:member" names, for
- * one create warning (nothing is left out silently); and the keys read so
- * far, and those of them without a cls member (labelled 0, unless
- * config.label_field names their labels' field). */
-typedef struct unread_members {
-    size_t count;
-    char names[SHARDS_UNREAD_NAMED * 160];
-    size_t len;
-    int64_t keys, unlabelled;
-    char unlabelled_name[240]; /* the first of them, "shard.tar:key" */
-} unread_members;
-
-/* The samples of one indexed shard, source `s` of the catalog, named
- * "path:member", from its table (the catalog takes it, on failure too);
- * *max_label rises to the largest label seen; image members of kinds not
- * read are noted in *unread. */
-int shards_add_indexed(catalog *c, int s, const char *path, shard_table *tab,
-                       int32_t *max_label, unread_members *unread);
-
-/* The notice naming how many shards' tables are in the heap, not mapped
- * from an index file, if any are. */
-void shards_say_heap(const catalog *c, logger *lg);
-
-/* The warnings naming the members left out and the keys without a label,
- * if there are any: both change what the caller gets. */
-void shards_say_unread(const unread_members *u, logger *lg);
-
-/* The class names: from the file `classes` (one per line, label 0 first;
- * NULL, "" or absent: none), else the decimal labels 0..max_label. */
-int shards_add_classes(catalog *c, const char *classes, int32_t max_label,
-                       logger *lg);
 
 #endif

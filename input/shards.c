@@ -3,7 +3,6 @@
  * parallel from their sidecar indexes or their headers, each kept open for
  * the workers' pread. */
 
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -14,44 +13,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../catalog/shard_samples.h"
+#include "../common/braces.h"
 #include "../common/error.h"
 #include "../common/file.h"
-#include "../common/grow.h"
-#include "json_label.h"
+#include "../index/idx_file.h"
+#include "../index/node_tables.h"
+#include "../index/tar.h"
 #include "readers.h"
-#include "sidecar.h"
-#include "table_file.h"
-#include "tar.h"
 
-#define MAX_SHARDS (1 << 20)
 #define SCAN_THREADS 8 /* threads indexing shards at create */
 #define SCAN_WINDOW 64 /* shards whose indexes live at once */
-/* A json member larger than this gives no label (JSON_LABEL_UNREAD). */
-#define JSON_LABEL_MAX_BYTES ((int64_t)16 << 20)
 #define FD_MARGIN 256 /* descriptors left for everything else (CUDA, files) */
-
-static void paths_free(char **p, int n)
-{
-    for (int i = 0; i < n; i++)
-        free(p[i]);
-    free(p);
-}
-
-static int push(char ***p, int *n, size_t *cap, char *s)
-{
-    if (!s || *n >= MAX_SHARDS ||
-        grow(p, cap, (size_t)*n + 1, sizeof **p, 64) < 0) {
-        free(s);
-        return PL_ENOMEM;
-    }
-    (*p)[(*n)++] = s;
-    return 0;
-}
 
 static char *join(const char *dir, const char *name)
 {
@@ -61,45 +38,6 @@ static char *join(const char *dir, const char *name)
     if (s)
         sprintf(s, "%s/%s", dir, name);
     return s;
-}
-
-/* "train-{000000..000146}.tar": the numbers from a to b, zero-padded to
- * a's width when a starts with 0. Returns 1 with the paths, 0 if `path`
- * has no such pattern, or an error. */
-int shards_expand_braces(const char *path, char ***out, int *n)
-{
-    const char *open = strchr(path, '{');
-    const char *dots = open ? strstr(open, "..") : NULL;
-    const char *close = dots ? strchr(dots, '}') : NULL;
-    if (!close)
-        return 0;
-    for (const char *c = open + 1; c < dots; c++)
-        if (!isdigit((unsigned char)*c))
-            return 0;
-    for (const char *c = dots + 2; c < close; c++)
-        if (!isdigit((unsigned char)*c))
-            return 0;
-    if (dots == open + 1 || close == dots + 2)
-        return 0;
-    const long long a = strtoll(open + 1, NULL, 10);
-    const long long b = strtoll(dots + 2, NULL, 10);
-    const int width = open[1] == '0' ? (int)(dots - open - 1) : 0;
-    if (b < a || b - a >= MAX_SHARDS)
-        return err_set(PL_EINVAL,
-                       "pl_loader_create: config.data: %s: the range "
-                       "{%lld..%lld} is empty or over %d shards",
-                       path, a, b, MAX_SHARDS);
-    size_t cap = 0;
-    for (long long v = a; v <= b; v++) {
-        char *s = malloc(strlen(path) + 32);
-        if (s)
-            sprintf(s, "%.*s%0*lld%s", (int)(open - path), path, width, v,
-                    close + 1);
-        const int rc = push(out, n, &cap, s);
-        if (rc < 0)
-            return rc;
-    }
-    return 1;
 }
 
 /* A folder whose visible entries are *.tar files: 1 with their paths, 0
@@ -126,7 +64,7 @@ static int folder_of_shards(const char *dir, char ***out, int *n)
             if (!subdirs++)
                 snprintf(first_subdir, sizeof first_subdir, "%s", e->d_name);
         } else if (S_ISREG(st.st_mode) && tar_is_name(e->d_name)) {
-            rc = push(out, n, &cap, join(dir, e->d_name));
+            rc = paths_push(out, n, &cap, join(dir, e->d_name));
         }
     }
     closedir(d);
@@ -211,7 +149,7 @@ static int list_of_shards(const char *list, char ***out, int *n)
                          list, lineno);
             break;
         }
-        const int p = push(out, n, &cap, join(dir, text));
+        const int p = paths_push(out, n, &cap, join(dir, text));
         if (p < 0)
             rc = p;
     }
@@ -232,14 +170,14 @@ int shards_detect(const char *path, char ***out, int *n)
     *n = 0;
     struct stat st;
     if (stat(path, &st) < 0)
-        return shards_expand_braces(path, out, n);
+        return braces_expand(path, out, n);
     if (S_ISDIR(st.st_mode))
         return folder_of_shards(path, out, n);
     /* A tar is a shard whatever its name (and never a list: its first
      * member's name would read as a list's first line). */
     if (tar_is_name(path) || (S_ISREG(st.st_mode) && tar_is_archive(path))) {
         size_t cap = 0;
-        const int rc = push(out, n, &cap, strdup(path));
+        const int rc = paths_push(out, n, &cap, strdup(path));
         return rc < 0 ? rc : 1;
     }
     return list_of_shards(path, out, n);
@@ -250,155 +188,17 @@ static int cmp_path(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void unread_note(unread_members *u, const char *path, const char *member)
-{
-    if (u->count++ >= SHARDS_UNREAD_NAMED)
-        return;
-    const int n = snprintf(u->names + u->len, sizeof u->names - u->len,
-                           "%s%.80s:%.60s", u->len ? ", " : "", path, member);
-    if (n > 0)
-        u->len += (size_t)n < sizeof u->names - u->len
-                      ? (size_t)n
-                      : sizeof u->names - u->len - 1;
-}
-
-/* The image members of kinds not read among one key's members [first,
- * end) (those that are not one of the configured extras), into *u; and
- * whether the key has a cls member to take its label from. */
-static void note_unread(const catalog *cat, const shard_table *tab,
-                        const char *path, int64_t first, int64_t end,
-                        unread_members *u)
-{
-    int taken[CATALOG_EXTRAS_MAX] = {0};
-    int cls = 0;
-    for (int64_t j = first; j < end; j++) {
-        size_t kl;
-        const char *ext, *name = shard_member_name(tab, j);
-        shard_split_key(name, &kl, &ext);
-        cls |= strcasecmp(ext, "cls") == 0;
-        int k = 0;
-        while (k < cat->nextras &&
-               (taken[k] || strcasecmp(ext, cat->extra_names[k]) != 0))
-            k++;
-        if (k < cat->nextras)
-            taken[k] = 1;
-        else if (shard_image_ext(ext) == -1)
-            unread_note(u, path, name);
-    }
-    u->keys++;
-    if (cls || cat->label_field || end == first)
-        return;
-    if (u->unlabelled++ == 0) {
-        size_t kl;
-        const char *ext, *name = shard_member_name(tab, first);
-        shard_split_key(name, &kl, &ext);
-        const size_t cut = kl > 100 ? kl - 100 : 0; /* a long key's end */
-        snprintf(u->unlabelled_name, sizeof u->unlabelled_name, "%.120s:%s%.*s",
-                 path, cut ? "..." : "", (int)(kl - cut), name + cut);
-    }
-}
-
-/* Key k's label from its json member's field (config.label_field), read
- * from the shard at fd now; or a JSON_LABEL_* code. */
-static int32_t json_label_at(const catalog *cat, const shard_table *tab,
-                             uint32_t first, uint32_t count, int fd, char **buf,
-                             size_t *cap)
-{
-    for (uint32_t m = first; m < first + count; m++) {
-        size_t klen;
-        const char *ext;
-        shard_split_key(shard_member_name(tab, m), &klen, &ext);
-        if (strcasecmp(ext, "json") != 0)
-            continue;
-        const int64_t off = shard_member_offset(tab, m);
-        const int64_t size = shard_member_size(tab, m);
-        if (size > JSON_LABEL_MAX_BYTES ||
-            grow(buf, cap, (size_t)size + 1, 1, 4096) < 0)
-            return JSON_LABEL_UNREAD;
-        for (int64_t got = 0; got < size;) {
-            const ssize_t n =
-                pread(fd, *buf + got, (size_t)(size - got), (off_t)(off + got));
-            if (n <= 0 && !(n < 0 && errno == EINTR))
-                return JSON_LABEL_UNREAD;
-            got += n > 0 ? n : 0;
-        }
-        return json_label_of(*buf, (size_t)size, cat->label_field, MAX_CLASSES);
-    }
-    return JSON_LABEL_NO_MEMBER;
-}
-
-/* The labels of a shard's keys from their json members, into the catalog
- * from sample `first` on; *max_label rises to the largest. */
-static int add_json_labels(catalog *cat, int s, const char *path,
-                           const shard_table *tab, int64_t first,
-                           int32_t *max_label)
-{
-    if (cat->source_reader[s])
-        return err_set(PL_EINVAL,
-                       "pl_loader_create: config.label_field: %s is a remote "
-                       "shard; labels from JSON members are read at create, "
-                       "from local shards only (pinload-pack can store them "
-                       "as cls members)",
-                       path);
-    int32_t *labels = malloc((tab->nkeys ? tab->nkeys : 1) * sizeof *labels);
-    char *buf = NULL;
-    size_t cap = 0;
-    if (!labels)
-        return PL_ENOMEM;
-    for (uint32_t k = 0; k < tab->nkeys; k++) {
-        const unsigned char *r = tab->keys + (size_t)k * SHARD_TABLE_KEY;
-        uint32_t m0, count;
-        memcpy(&m0, r, 4);
-        memcpy(&count, r + 4, 4);
-        labels[k] =
-            json_label_at(cat, tab, m0, count, cat->source_fd[s], &buf, &cap);
-        if (labels[k] > *max_label)
-            *max_label = labels[k];
-    }
-    const int rc = catalog_set_json_labels(cat, first, labels, tab->nkeys);
-    free(labels);
-    free(buf);
-    return rc;
-}
-
-/* The samples of one shard: its keys, as its table has them (the catalog
- * takes the table). */
-int shards_add_indexed(catalog *cat, int s, const char *path, shard_table *tab,
-                       int32_t *max_label, unread_members *unread)
-{
-    if (cat->label_field) {
-        const int rc = add_json_labels(cat, s, path, tab, cat->n, max_label);
-        if (rc < 0) {
-            shard_table_close(tab);
-            return rc;
-        }
-    }
-    for (uint32_t k = 0; k < tab->nkeys; k++) {
-        const unsigned char *r = tab->keys + (size_t)k * SHARD_TABLE_KEY;
-        uint32_t first, count;
-        memcpy(&first, r, 4);
-        memcpy(&count, r + 4, 4);
-        note_unread(cat, tab, path, first, (int64_t)first + count, unread);
-        /* Every sample's label counts, a bad one's too: under SUBSTITUTE
-         * it is delivered (a key without an image keeps its cls label). */
-        const int32_t label = shard_key_label(tab, k);
-        if (!cat->label_field && label > *max_label)
-            *max_label = label;
-    }
-    return catalog_add_shard(cat, path, s, tab);
-}
-
 /* ---- indexing the shards, in parallel ---- */
 
 typedef struct scan_job {
     const char *path;
     int fd;
     struct stat st;
-    shard_table tab;
+    sample_table tab;
     int in_heap; /* the table read into the heap, not mapped */
     int rc;
     char msg[1024]; /* the error, read in the scanning thread */
-    int from_sidecar, stale;
+    int from_idx, stale;
 } scan_job;
 
 typedef struct scan_pool {
@@ -414,13 +214,13 @@ typedef struct scan_pool {
 static void scan_one(scan_job *j)
 {
     int stale, old;
-    if (sidecar_table(j->path, &j->st, j->in_heap, &j->tab, &stale)) {
-        j->from_sidecar = 1;
+    if (idx_file_table(j->path, &j->st, j->in_heap, &j->tab, &stale)) {
+        j->from_idx = 1;
         return;
     }
     tar_index t = {0};
-    if (sidecar_find(j->path, &j->st, &t, &old)) {
-        j->from_sidecar = 1;
+    if (idx_file_find(j->path, &j->st, &t, &old)) {
+        j->from_idx = 1;
     } else {
         j->stale = stale | old;
         j->rc = tar_scan(j->fd, j->path, &t);
@@ -428,7 +228,7 @@ static void scan_one(scan_job *j)
             j->rc = tar_read_small(j->fd, j->path, &t);
     }
     if (j->rc == 0)
-        j->rc = sidecar_keep(j->path, &j->st, &t, j->in_heap, &j->tab);
+        j->rc = idx_file_keep(j->path, &j->st, &t, j->in_heap, &j->tab);
     if (j->rc > 0)
         j->rc = 0;
     if (j->rc < 0)
@@ -496,76 +296,6 @@ static int reserve_fds(int n, logger *lg)
     return 0;
 }
 
-/* The class names of a pack: classes.txt in the first shard's folder
- * (pinload-pack writes it), one per line, label 0 first. 0 if there is
- * none (the names are then the decimal labels), 1 once they are all in
- * the catalog; or an error naming the file and the line: an empty or
- * repeated name, or fewer names than the shards' labels need. */
-static int read_classes(catalog *cat, const char *path, int32_t max_label,
-                        logger *lg)
-{
-    const char *why;
-    FILE *f = file_open_regular(path, &why);
-    if (!f) {
-        if (errno == ENOENT)
-            return 0;
-        return err_set(PL_EIO, "pl_loader_create: %s: %s", path, why);
-    }
-    char *line = NULL, **names = NULL;
-    size_t cap = 0;
-    int32_t n = 0, names_cap = 0;
-    int rc = 0;
-    ssize_t len;
-    while (rc == 0 && (len = getline(&line, &cap, f)) >= 0) {
-        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
-            line[--len] = '\0';
-        if (len == 0) {
-            rc = err_set(PL_EINVAL,
-                         "pl_loader_create: %s, line %d: an empty class name",
-                         path, (int)n + 1);
-            break;
-        }
-        for (int32_t k = 0; k < n; k++)
-            if (strcmp(names[k], line) == 0)
-                rc = err_set(PL_EINVAL,
-                             "pl_loader_create: %s, line %d: class \"%s\" is "
-                             "named twice (line %d too)",
-                             path, (int)n + 1, line, (int)k + 1);
-        if (rc == 0 && n == names_cap) {
-            names_cap = names_cap ? 2 * names_cap : 64;
-            char **g = realloc(names, (size_t)names_cap * sizeof *g);
-            if (!g)
-                rc = PL_ENOMEM;
-            else
-                names = g;
-        }
-        if (rc == 0 && !(names[n] = strdup(line)))
-            rc = PL_ENOMEM;
-        if (rc == 0)
-            n++;
-    }
-    const int read_error = ferror(f);
-    fclose(f);
-    free(line);
-    if (rc == 0 && read_error)
-        rc = err_set(PL_EIO, "pl_loader_create: %s: read error", path);
-    if (rc == 0 && n <= max_label)
-        rc = err_set(PL_EINVAL,
-                     "pl_loader_create: %s names %d classes, but the shards "
-                     "hold label %d: it belongs to another pack",
-                     path, (int)n, (int)max_label);
-    for (int32_t k = 0; k < n; k++) {
-        if (rc == 0)
-            rc = catalog_add_class(cat, names[k]);
-        free(names[k]);
-    }
-    free(names);
-    if (rc == PL_ENOMEM)
-        return err_set(rc, "pl_loader_create: out of memory");
-    if (rc == 0)
-        log_msg(lg, PL_LOG_NOTICE, "%d class names from %s", (int)n, path);
-    return rc < 0 ? rc : 1;
-}
 
 /* Open every shard (they stay open for the loader's life): [out]
  * fds[0, n). */
@@ -620,7 +350,7 @@ static int mapped_max(void)
 /* What indexing the shards met, for create's notices. */
 typedef struct scan_totals {
     int32_t max_label;
-    int sidecars, stale;
+    int idx_files, stale;
     unread_members unread;
 } scan_totals;
 
@@ -656,13 +386,13 @@ static int index_shards(catalog *cat, char **paths, int n, const int *fds,
             if (jobs[i].rc < 0)
                 rc = err_set(jobs[i].rc, "pl_loader_create: %s", jobs[i].msg);
             else
-                rc = shards_add_indexed(cat, w + i, paths[w + i], &jobs[i].tab,
-                                        &tot->max_label, &tot->unread);
-            tot->sidecars += jobs[i].from_sidecar;
-            tot->stale += jobs[i].stale && !jobs[i].from_sidecar;
+                rc = shard_samples_add(cat, w + i, paths[w + i], &jobs[i].tab,
+                                       &tot->max_label, &tot->unread);
+            tot->idx_files += jobs[i].from_idx;
+            tot->stale += jobs[i].stale && !jobs[i].from_idx;
         }
         for (int i = 0; i < k; i++)
-            shard_table_close(&jobs[i].tab); /* those not taken */
+            sample_table_close(&jobs[i].tab); /* those not taken */
     }
     free(jobs);
     return rc;
@@ -672,8 +402,8 @@ static int index_shards(catalog *cat, char **paths, int n, const int *fds,
  * sidecar or its headers, as index_shards reads them), appended to the
  * writer: 0, or an error of the shards' own; *ok 0 if the file could not
  * be written (the shards are then indexed as usual). */
-static int write_tables(table_file_writer *wr, char **paths, int n,
-                        const int *fds, table_file_entry *e, scan_totals *tot,
+static int write_tables(node_tables_writer *wr, char **paths, int n,
+                        const int *fds, node_tables_entry *e, scan_totals *tot,
                         int *ok)
 {
     scan_job *jobs = calloc(SCAN_WINDOW, sizeof *jobs);
@@ -696,28 +426,28 @@ static int write_tables(table_file_writer *wr, char **paths, int n,
             if (jobs[i].rc < 0)
                 rc = err_set(jobs[i].rc, "pl_loader_create: %s", jobs[i].msg);
             else if (*ok)
-                *ok = table_file_add(wr, &jobs[i].tab, &e[w + i]) == 0;
-            tot->sidecars += jobs[i].from_sidecar;
-            tot->stale += jobs[i].stale && !jobs[i].from_sidecar;
+                *ok = node_tables_add(wr, &jobs[i].tab, &e[w + i]) == 0;
+            tot->idx_files += jobs[i].from_idx;
+            tot->stale += jobs[i].stale && !jobs[i].from_idx;
         }
         for (int i = 0; i < k; i++)
-            shard_table_close(&jobs[i].tab);
+            sample_table_close(&jobs[i].tab);
     }
     free(jobs);
     return rc;
 }
 
 /* The samples of tabs[0, n), slices of the catalog's mapping. */
-static int add_joined(catalog *cat, char **paths, int n, shard_table *tabs,
+static int add_joined(catalog *cat, char **paths, int n, sample_table *tabs,
                       scan_totals *tot)
 {
     int rc = 0;
     for (int i = 0; i < n; i++) {
         if (rc == 0)
-            rc = shards_add_indexed(cat, i, paths[i], &tabs[i], &tot->max_label,
-                                    &tot->unread);
+            rc = shard_samples_add(cat, i, paths[i], &tabs[i], &tot->max_label,
+                                   &tot->unread);
         else
-            shard_table_close(&tabs[i]);
+            sample_table_close(&tabs[i]);
     }
     return rc;
 }
@@ -731,32 +461,32 @@ enum { JOINED_FOUND, JOINED_WRITTEN, JOINED_REWRITTEN };
  * *how, 0 if it could not be written or mapped, or an error of the
  * shards'. */
 static int map_joined(const char *file, char **paths, int n, const int *fds,
-                      table_file_entry *e, shard_table *tabs, void **map,
+                      node_tables_entry *e, sample_table *tabs, void **map,
                       size_t *len, scan_totals *tot, int *how)
 {
     int stale, again;
     *how = JOINED_FOUND;
-    if (table_file_map(file, e, n, tabs, map, len, &stale))
+    if (node_tables_map(file, e, n, tabs, map, len, &stale))
         return 1;
-    const int lock = table_file_lock(file);
-    if (table_file_map(file, e, n, tabs, map, len, &again)) {
-        table_file_unlock(lock);
+    const int lock = node_tables_lock(file);
+    if (node_tables_map(file, e, n, tabs, map, len, &again)) {
+        node_tables_unlock(lock);
         return 1;
     }
-    table_file_writer wr;
+    node_tables_writer wr;
     int ok = 0, rc = 0;
-    if (table_file_begin(&wr, file, n) == 0) {
+    if (node_tables_begin(&wr, file, n) == 0) {
         rc = write_tables(&wr, paths, n, fds, e, tot, &ok);
-        if (table_file_end(&wr, e, n, rc == 0 && ok) == 0 && rc == 0)
-            rc = table_file_map(file, e, n, tabs, map, len, &again);
+        if (node_tables_end(&wr, e, n, rc == 0 && ok) == 0 && rc == 0)
+            rc = node_tables_map(file, e, n, tabs, map, len, &again);
     }
-    table_file_unlock(lock);
+    node_tables_unlock(lock);
     *how = stale ? JOINED_REWRITTEN : JOINED_WRITTEN;
     return rc < 0 ? rc : rc == 1;
 }
 
 /* Past mapped_max() shards: every table from one dataset table file
- * (table_file.h), found valid or written now (streaming, a window of
+ * (node_tables.h), found valid or written now (streaming, a window of
  * tables at a time), and mapped once, the catalog owning the mapping. 1
  * if the shards were added so; 0 if no file could be written or mapped
  * (the caller holds the tables in the heap); or an error. */
@@ -767,8 +497,8 @@ static int index_joined(catalog *cat, char **paths, int n, const int *fds,
         [JOINED_FOUND] = "found",
         [JOINED_WRITTEN] = "written now",
         [JOINED_REWRITTEN] = "written anew: it was stale or damaged"};
-    table_file_entry *e = calloc((size_t)n, sizeof *e);
-    shard_table *tabs = calloc((size_t)n, sizeof *tabs);
+    node_tables_entry *e = calloc((size_t)n, sizeof *e);
+    sample_table *tabs = calloc((size_t)n, sizeof *tabs);
     char file[PATH_MAX];
     void *map = NULL;
     size_t len = 0;
@@ -780,13 +510,13 @@ static int index_joined(catalog *cat, char **paths, int n, const int *fds,
             rc = err_set(PL_EIO, "pl_loader_create: %s: %s", paths[i],
                          strerror(errno));
         else
-            table_file_identify(&e[i], paths[i], &st);
+            node_tables_identify(&e[i], paths[i], &st);
     }
-    if (rc == 0 && table_file_path(e, n, file, sizeof file) == 0)
+    if (rc == 0 && node_tables_path(e, n, file, sizeof file) == 0)
         rc = map_joined(file, paths, n, fds, e, tabs, &map, &len, tot, &how);
     if (rc == 1) {
         if (how == JOINED_FOUND)
-            tot->sidecars = n;
+            tot->idx_files = n;
         catalog_adopt_map(cat, map, len);
         log_msg(lg, PL_LOG_NOTICE,
                 "%d tar shards (over %d): their tables are mapped from one "
@@ -826,13 +556,13 @@ int shards_read(catalog *cat, char **paths, int n, logger *lg)
                 "(changed since, or damaged): those shards were read anew",
                 tot.stale);
     if (rc == 0)
-        shards_say_unread(&tot.unread, lg);
+        shard_samples_say_unread(&tot.unread, lg);
     if (rc == 0)
         log_msg(lg, PL_LOG_NOTICE,
                 "%d tar shard(s): %d indexed from their .idx file, %d read", n,
-                tot.sidecars, n - tot.sidecars);
+                tot.idx_files, n - tot.idx_files);
     if (rc == 0)
-        shards_say_heap(cat, lg);
+        shard_samples_say_heap(cat, lg);
     if (rc == 0 && n > 0) {
         const char *slash = strrchr(paths[0], '/');
         char classes[PATH_MAX];
@@ -840,56 +570,7 @@ int shards_read(catalog *cat, char **paths, int n, logger *lg)
                      slash ? (int)(slash - paths[0] + 1) : 0,
                      paths[0]) >= (int)sizeof classes)
             classes[0] = '\0';
-        rc = shards_add_classes(cat, classes, tot.max_label, lg);
-    }
-    return rc;
-}
-
-void shards_say_heap(const catalog *cat, logger *lg)
-{
-    if (cat->heap_tables)
-        log_msg(lg, PL_LOG_NOTICE,
-                "%d of %d shard(s) have no index file mapped (none could be "
-                "written beside them or in the cache folder, or over %d "
-                "shards, no dataset table file): their sample tables are held "
-                "in this process's "
-                "memory instead of the page cache, about 96 bytes a sample "
-                "(set PINLOAD_INDEX_DIR to a writable folder)",
-                cat->heap_tables, cat->nshards, SHARDS_MAPPED_MAX);
-}
-
-/* Warnings, not notices: the samples left out and the labels made up
- * change what the caller trains on. */
-void shards_say_unread(const unread_members *u, logger *lg)
-{
-    if (u->count)
-        log_msg(lg, PL_LOG_WARNING,
-                "%zu image member(s) of kinds not supported (bmp, pgm, ppm, "
-                "tif, tiff; JPEG, PNG and WebP are) left out: %s%s",
-                u->count, u->names,
-                u->count > SHARDS_UNREAD_NAMED ? ", ..." : "");
-    if (u->unlabelled)
-        log_msg(lg, PL_LOG_WARNING,
-                "%lld of %lld sample(s) have no cls member (KEY.cls, a "
-                "decimal label), first %s: they are labelled 0 (store "
-                "labels as cls members, as pinload-pack does, or name a "
-                "JSON member's field with config.label_field)",
-                (long long)u->unlabelled, (long long)u->keys,
-                u->unlabelled_name);
-}
-
-int shards_add_classes(catalog *cat, const char *classes, int32_t max_label,
-                       logger *lg)
-{
-    int named = 0;
-    if (classes && classes[0] &&
-        (named = read_classes(cat, classes, max_label, lg)) < 0)
-        return named;
-    int rc = 0;
-    for (int32_t c = 0; rc == 0 && !named && c <= max_label; c++) {
-        char name[16];
-        snprintf(name, sizeof name, "%d", c);
-        rc = catalog_add_class(cat, name);
+        rc = shard_samples_add_classes(cat, classes, tot.max_label, lg);
     }
     return rc;
 }

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "../common/defaults.h"
-#include "../workers/process.h"
+#include "../workers/sample.h"
 #include "abi.h"
 #include "../common/error.h"
 
@@ -24,17 +24,17 @@ static int decode(const char *fn, const char *path, const void *buf, size_t len,
     abi_copy_out(caller, size, &ours, sizeof ours);
     decode_limits lim;
     decode_limits_default(&lim);
-    process_ctx ctx;
-    rc = process_init(&ctx, &lim);
+    sample_ctx ctx;
+    rc = sample_init(&ctx, &lim);
     if (rc < 0)
         return err_set(rc, "%s: out of memory", fn);
-    char reason[PROCESS_REASON_MAX];
-    rc = path ? process_decode_full(&ctx, AT_FDCWD, path,
-                                    DEFAULT_MAX_FILE_BYTES, &img->pixels,
-                                    &img->width, &img->height, reason)
-              : process_decode_buffer(&ctx, buf, len, &img->pixels, &img->width,
-                                      &img->height, reason);
-    process_fini(&ctx);
+    char reason[SAMPLE_REASON_MAX];
+    rc = path ? sample_decode_full(&ctx, AT_FDCWD, path, DEFAULT_MAX_FILE_BYTES,
+                                   &img->pixels, &img->width, &img->height,
+                                   reason)
+              : sample_decode_buffer(&ctx, buf, len, &img->pixels, &img->width,
+                                     &img->height, reason);
+    sample_fini(&ctx);
     if (rc < 0)
         return path ? err_set(rc, "%s: %s: %s", fn, path, reason)
                     : err_set(rc, "%s: %s", fn, reason);

@@ -11,17 +11,17 @@
 #include "../workers/pool.h"
 #include "../device/backend.h"
 #include "config.h"
+#include "copier.h"
 #include "../input/input.h"
 #include "abi.h"
 #include "../common/defaults.h"
 #include "../common/error.h"
+#include "dev_buffers.h"
 #include "failures.h"
-#include "handoff.h"
 #include "../common/log.h"
 #include "../common/machine.h"
 #include "output.h"
 #include "pinned.h"
-#include "prefetch.h"
 #include "resume.h"
 #include "ring.h"
 #include "sampler.h"
@@ -36,7 +36,7 @@ struct pl_loader {
     failures fails;
     ring ring;
     handoff ho;
-    prefetch pf;
+    copier cp;
     pool *pool;
     /* What create got to, so that destroy undoes exactly that. */
     int have_log, have_fails, have_ring, have_ho;
@@ -473,7 +473,7 @@ static int start_pipeline(pl_loader *l)
     if ((rc = pool_create(&l->pool, &wc)) < 0)
         return err_set(rc, "pl_loader_create: out of memory for %d workers",
                        l->rc.num_workers);
-    const prefetch_config pc = {
+    const copier_config pc = {
         .ring = &l->ring,
         .ho = &l->ho,
         .be = l->be,
@@ -485,7 +485,7 @@ static int start_pipeline(pl_loader *l)
         .samples_per_epoch = l->samples,
         .start = l->start,
     };
-    if ((rc = prefetch_start(&l->pf, &pc)) < 0)
+    if ((rc = copier_start(&l->cp, &pc)) < 0)
         return rc;
     if ((rc = pool_start(l->pool)) < 0)
         return err_set(rc, "pl_loader_create: cannot start %d worker threads",
@@ -647,7 +647,7 @@ PL_EXPORT void pl_loader_destroy(pl_loader *l)
         ring_stop(&l->ring);
     if (l->have_ho)
         handoff_stop(&l->ho);
-    prefetch_stop(&l->pf); /* a no-op unless it started */
+    copier_stop(&l->cp); /* a no-op unless it started */
     catalog_stop(&l->cat); /* a worker fetching a remote shard gives up */
     pool_destroy(l->pool);
     int saved = 0; /* frees on the loader's device, the caller's kept */
@@ -724,7 +724,7 @@ PL_EXPORT int pl_batch_wait(const pl_batch *b, struct CUstream_st *stream)
         return err_set(PL_EINVAL, "pl_batch_wait: batch is NULL");
     if (!b->ready)
         return 0; /* host backend: the data is complete already */
-    /* A batch is its device buffer (handoff.h): its stream knows the
+    /* A batch is its device buffer (dev_buffers.h): its stream knows the
      * device, whose streams NULL and cudaStreamPerThread must name. */
     return backend_stream_wait(((const dbuf *)b)->stream, stream);
 }
@@ -782,7 +782,7 @@ static int read_to_buffer(const pl_loader *l, const char *fn,
                           size_t cap, size_t *len)
 {
     fileio_buf fb = {0};
-    char reason[PROCESS_REASON_MAX];
+    char reason[SAMPLE_REASON_MAX];
     int rc = fileio_read_loc(loc, l->rc.cfg.max_file_bytes, &fb, reason,
                              sizeof reason);
     if (rc == 0) {
@@ -817,7 +817,7 @@ PL_EXPORT int pl_loader_read_sample(const pl_loader *l, int64_t index,
     int rc = check_index(l, fn, index);
     if (rc < 0)
         return rc;
-    char name[CATALOG_NAME_MAX], why[PROCESS_REASON_MAX];
+    char name[CATALOG_NAME_MAX], why[SAMPLE_REASON_MAX];
     const char *path = catalog_name_into(&l->cat, index, name, sizeof name);
     location loc;
     if ((rc = catalog_locate(&l->cat, index, &loc, why, sizeof why)) < 0)
@@ -893,11 +893,11 @@ PL_EXPORT int pl_loader_stats_sized(const pl_loader *l, pl_stats *caller,
         return PL_EINVAL;
     pool_stats ps;
     handoff_stats hs;
-    prefetch_stats fs;
+    copier_stats fs;
     ring_stats rs;
     pool_get_stats(l->pool, &ps);
     handoff_get_stats(&l->ho, &hs);
-    prefetch_get_stats((prefetch *)&l->pf, &fs); /* harvests: atomics */
+    copier_get_stats((copier *)&l->cp, &fs); /* harvests: atomics */
     ring_get_stats(&l->ring, &rs);
     memset(out, 0, sizeof *out);
     out->images_decoded = ps.decoded;

@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "../input/catalog.h"
+#include "../catalog/catalog.h"
 #include "pinload.h"
 
 typedef struct state_fields {

@@ -60,7 +60,7 @@ enum {
  * mapped indexes), each create a process of its own. */
 static const plan_const plan_k[K_COUNT] = {
     [K_TABLE_SAMPLE] = {"table_bytes_per_sample", 94, "B",
-                        "derived: input/shard_table.h, 2 member records of "
+                        "derived: index/sample_table.h, 2 member records of "
                         "24 + a key's 16 + names 2 x 14 (KEY.jpg, KEY.cls, "
                         "NULs) + the cls text ~2; pinload-pack's .idx: "
                         "47,024 B a 500-sample shard"},
@@ -70,13 +70,13 @@ static const plan_const plan_k[K_COUNT] = {
                        "checksum 72 + the last page's rest (2,048 on "
                        "average)"},
     [K_TABLE_HEAD] = {"table_bytes_per_heap_shard", 72, "B",
-                      "derived: input/shard_table.h, SHARD_TABLE_HEAD 64 + "
+                      "derived: index/sample_table.h, SAMPLE_TABLE_HEAD 64 + "
                       "the checksum 8"},
     [K_MAPPED_MAX] = {"mapped_shards_max", 32768, "shards",
-                      "derived: input/readers.h, SHARDS_MAPPED_MAX: past it "
-                      "local shards' tables come from one dataset table "
-                      "file (input/table_file.h), remote ones' are read "
-                      "into each rank's heap"},
+                      "derived: catalog/shard_samples.h, SHARDS_MAPPED_MAX: "
+                      "past it local shards' tables come from one dataset "
+                      "table file (index/node_tables.h), remote ones' are "
+                      "read into each rank's heap"},
     [K_PRIVATE_SHARD] = {"private_bytes_per_shard", 212, "B",
                          "measured: machine B, 2026-11-26, RssAnon after "
                          "create and a batch over 4,000 shards against 1,000 "
@@ -92,17 +92,17 @@ static const plan_const plan_k[K_COUNT] = {
                          "(about 30 B a shard)"},
     [K_SCAN_WINDOW] = {"scan_window_shards", 64, "shards",
                        "derived: input/shards.c, SCAN_WINDOW, and "
-                       "input/remote.c, INDEX_WINDOW"},
+                       "remote/remote.c, INDEX_WINDOW"},
     [K_SCAN_SAMPLE] = {"scan_bytes_per_window_sample", 44, "B",
                        "measured: machine B, 2026-11-26, peak RssAnon of the "
                        "create that writes the indexes over the one that "
                        "maps them, a window's sample (42-46 at 500 and "
                        "2,000 a shard); kept by the allocator after"},
     [K_SHARD_REMOTE] = {"bytes_per_remote_shard", 900, "B",
-                        "derived: input/remote_cache.h, cache_shard ~680 "
+                        "derived: remote/cache.h, cache_shard ~680 "
                         "(err[512]) + url, name, path ~200 + rshard 24"},
     [K_MEMBER_INDEX] = {"index_bytes_per_member", 96, "B",
-                        "derived: input/tar.h, sizeof(tar_member) 64 + its "
+                        "derived: index/tar.h, sizeof(tar_member) 64 + its "
                         "name's malloc chunk 32"},
     [K_MEMBERS] = {"members_per_sample", 2, "",
                    "derived: WebDataset KEY.jpg + KEY.cls, as pinload-pack "
@@ -130,7 +130,7 @@ static const plan_const plan_k[K_COUNT] = {
                          "create over the global's at 2M samples: 0.529 / "
                          "0.530 s (1,000 shards), 0.647 / 0.635 (4,000)"},
     [K_INDEX_THREADS] = {"index_requests_in_flight", 8, "",
-                         "derived: input/remote.c, INDEX_THREADS"},
+                         "derived: remote/remote.c, INDEX_THREADS"},
     [K_LATENCY] = {"request_latency", 0.02, "s",
                    "assumed: an object store's first byte (S3: 10-50 ms); "
                    "not measured here"},
@@ -138,10 +138,10 @@ static const plan_const plan_k[K_COUNT] = {
                           "assumed: HTTP request and response headers of "
                           "one ranged GET"},
     [K_MAX_SHARDS] = {"max_shards", 1 << 20, "shards",
-                      "derived: input/shards.c and input/remote.c, "
-                      "MAX_SHARDS and MAX_URLS"},
+                      "derived: common/braces.h, PATHS_MAX: a list's "
+                      "shards or URLs"},
     [K_SHARDS_IN_HAND] = {"shards_order_shards_in_hand", 5, "shards",
-                          "derived: input/remote.c, choose_stream: 2 x "
+                          "derived: remote/remote.c, choose_stream: 2 x "
                           "span + STREAM_AHEAD 1, span 2 for a window "
                           "(shuffle_window, default 4096) smaller than "
                           "every shard (more for smaller shards)"},
@@ -199,7 +199,7 @@ static void rank_memory(const plan_job *j, int remote, int order, plan_row *r)
     /* Create's transient: local shards are indexed K_SCAN_WINDOW at a
      * time (the peak of the create that writes the indexes; mapping them
      * adds nothing); remote shards' member indexes, a window of them
-     * (input/remote.c, INDEX_WINDOW), until each becomes its table. */
+     * (remote/remote.c, INDEX_WINDOW), until each becomes its table. */
     const double window = s < K(K_SCAN_WINDOW) ? s : K(K_SCAN_WINDOW);
     r->peak = r->resident +
               window * per *
@@ -221,7 +221,7 @@ static void rank_memory(const plan_job *j, int remote, int order, plan_row *r)
 
 /* The node cache under the global order: whole shards while the data fits
  * cache_limit (each node fetches every shard once, in order), else every
- * sample one ranged request, every epoch (input/remote.c, choose_mode). */
+ * sample one ranged request, every epoch (remote/remote.c, choose_mode). */
 static void global_fetch(const plan_job *j, plan_row *r)
 {
     const double n = j->samples, s = j->shards, e = j->epochs;
@@ -459,7 +459,7 @@ static void print_table(const plan_job *j, const plan_row *r, int n)
     if (n > 0 && r[0].heap_tables > 0)
         printf("warning: past %.0f remote shards the tables are read into "
                "each rank's heap: %.0f shards,\n%.1f GiB a rank "
-               "(input/readers.h, SHARDS_MAPPED_MAX)\n",
+               "(catalog/shard_samples.h, SHARDS_MAPPED_MAX)\n",
                K(K_MAPPED_MAX), j->shards - K(K_MAPPED_MAX),
                r[0].heap_tables / (1024 * MIB));
     if (j->shards > K(K_MAX_SHARDS))

@@ -4,11 +4,18 @@
 #
 #   include/  the public header; includes nothing of ours
 #   common/   includes common/ only
-#   workers/, input/, device/
-#             include common/ and themselves, never one another
-#   loader/   includes all of the above
+#   index/, device/, codecs/
+#             include common/
+#   catalog/  includes index/ and common/
+#   remote/   includes catalog/, index/ and common/ (never input/)
+#   workers/  includes codecs/ and common/
+#   input/    includes remote/, catalog/, index/, codecs/ and common/
+#   loader/   includes all of the above; nothing includes it
 #   tools/, samples/, examples/, python/src/
 #             the public header and their own folder only
+#
+# Each folder includes itself as well; any other arrow is forbidden, so
+# none runs back up and there is no circle.
 #
 # Exceptions, each with its reason:
 #   examples/ -> tools/cli.h
@@ -28,10 +35,13 @@ cd "${1:-$(dirname "$0")/..}"
 # Which folders FROM may include, besides itself and include/.
 allowed() {
     case "$1" in
-    include) echo "" ;;
-    common) echo "" ;;
-    workers | input | device) echo "common" ;;
-    loader) echo "common workers input device" ;;
+    include | common) echo "" ;;
+    index | device | codecs) echo "common" ;;
+    catalog) echo "index common" ;;
+    remote) echo "catalog index common" ;;
+    workers) echo "codecs common" ;;
+    input) echo "remote catalog index codecs common" ;;
+    loader) echo "input remote catalog index workers codecs device common" ;;
     *) echo "" ;;
     esac
 }
@@ -54,8 +64,8 @@ module_of() {
     esac
 }
 
-files=$(find include common workers input device loader tools samples \
-    examples python/src -type f \( -name '*.c' -o -name '*.h' -o \
+files=$(find include common index device codecs catalog remote workers \
+    input loader tools samples examples python/src -type f \( -name '*.c' -o -name '*.h' -o \
     -name '*.cu' -o -name '*.cc' -o -name '*.cpp' \) 2>/dev/null | sort)
 
 bad=0

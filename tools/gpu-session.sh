@@ -267,7 +267,7 @@ phase_test() {
     [ "$sim" = 1 ] || { mkdir -p "$B" && touch "$B/.deps-test"; }
     # shellcheck disable=SC2086
     step build-tests make -j"$jobs" $MAKEVARS \
-        $(ls tests/loader/test_loader_*.c | sed "s|tests/loader/\(.*\)\.c|$B/tests/\1|") \
+        $(ls tests/api/test_loader_*.c | sed "s|tests/api/\(.*\)\.c|$B/tests/\1|") \
         $B/tests/test_resume
     local t
     for t in $B/tests/test_loader_* $B/tests/test_resume; do

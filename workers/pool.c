@@ -16,7 +16,7 @@ typedef struct worker {
     int id;
     int started;
     pthread_t thread;
-    process_ctx ctx;
+    sample_ctx ctx;
     /* Written by this worker alone, read by pool_get_stats. */
     _Atomic uint64_t decoded, failed, warned, bytes_read;
     _Atomic uint64_t ns_read, ns_decode, ns_augment;
@@ -35,7 +35,7 @@ static void add(_Atomic uint64_t *c, uint64_t v)
 
 /* The job's extras into its buffers, after good pixels: a read that fails
  * makes the sample bad, naming the extra. */
-static int read_extras(const pool_config *cfg, pool_job *job, process_times *t)
+static int read_extras(const pool_config *cfg, pool_job *job, sample_times *t)
 {
     int rc = 0;
     for (int k = 0; k < job->extras.n; k++) {
@@ -44,7 +44,7 @@ static int read_extras(const pool_config *cfg, pool_job *job, process_times *t)
         if (rc != 0 || !job->extras.has[k])
             continue;
         const uint64_t t0 = clock_now_ns();
-        char why[PROCESS_REASON_MAX - 48];
+        char why[SAMPLE_REASON_MAX - 48];
         rc = fileio_read_loc(&job->extras.loc[k], cfg->max_file_bytes, b, why,
                              sizeof why);
         t->ns_read += clock_now_ns() - t0;
@@ -75,14 +75,14 @@ static void *worker_main(void *arg)
         job.worker = w->id;
         if (!cfg->source.claim(cfg->source.ctx, &job))
             break;
-        process_times t = {0};
+        sample_times t = {0};
         w->ctx.warnings = 0;
         w->ctx.file.process_error = 0;
         if (job.preset_status) {
             job.status = job.preset_status;
             memset(job.dst, 0, augment_sample_bytes(cfg->augment));
         } else {
-            job.status = process_sample(&w->ctx, cfg->augment, &job.loc,
+            job.status = sample_produce(&w->ctx, cfg->augment, &job.loc,
                                         cfg->max_file_bytes, job.epoch,
                                         job.index, job.dst, &t, job.reason);
         }
@@ -122,7 +122,7 @@ int pool_create(pool **out, const pool_config *cfg)
         worker *w = &p->workers[i];
         w->pool = p;
         w->id = i;
-        if (process_init(&w->ctx, &cfg->limits) < 0)
+        if (sample_init(&w->ctx, &cfg->limits) < 0)
             goto fail;
     }
     *out = p;
@@ -192,7 +192,7 @@ void pool_destroy(pool *p)
     if (p->workers) {
         pool_join(p);
         for (int i = 0; i < p->cfg.workers; i++)
-            process_fini(&p->workers[i].ctx);
+            sample_fini(&p->workers[i].ctx);
         free(p->workers);
     }
     free(p);

@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "fileio.h"
-#include "process.h"
+#include "sample.h"
 
 #define POOL_EXTRAS_MAX 8 /* PL_EXTRAS_MAX */
 
@@ -41,8 +41,8 @@ typedef struct pool_job {
     int process_error;               /* status is the process's failure (out
                                         of descriptors or memory, retried),
                                         not the file's */
-    char reason[PROCESS_REASON_MAX]; /* why it failed, or the first
-                                        warning */
+    char reason[SAMPLE_REASON_MAX];  /* why it failed, or the first
+                                         warning */
 } pool_job;
 
 typedef struct pool_source {

@@ -8,12 +8,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* One context for the whole run, as a worker keeps its own: reuse after
      * every kind of failure is part of what is tested, and so is that each
      * input gives what it gives a fresh context. */
-    static process_ctx ctx;
+    static sample_ctx ctx;
     static int ready;
     if (!ready) {
         decode_limits lim;
         fuzz_limits(&lim);
-        if (process_init(&ctx, &lim) < 0)
+        if (sample_init(&ctx, &lim) < 0)
             abort();
         ready = 1;
     }

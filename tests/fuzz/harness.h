@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../workers/process.h"
+#include "../../workers/sample.h"
 
 #define FUZZ_HEADER 8
 
@@ -33,12 +33,12 @@ typedef struct fuzz_result {
     int rc, warnings;
     uint8_t *dst; /* the sample, malloc'd */
     size_t n;
-    char reason[PROCESS_REASON_MAX];
+    char reason[SAMPLE_REASON_MAX];
 } fuzz_result;
 
 /* Runs one input through ctx into *r (free r->dst). Returns 0 if the input
  * is too short to hold a configuration (nothing run), else 1. */
-static inline int fuzz_run(process_ctx *ctx, const uint8_t *data, size_t size,
+static inline int fuzz_run(sample_ctx *ctx, const uint8_t *data, size_t size,
                            fuzz_result *r)
 {
     memset(r, 0, sizeof *r);
@@ -56,9 +56,10 @@ static inline int fuzz_run(process_ctx *ctx, const uint8_t *data, size_t size,
     r->n = augment_sample_bytes(&p);
     r->dst = (uint8_t *)malloc(r->n);
     memset(r->dst, 0xA5, r->n);
-    process_times t = {0};
-    r->rc = process_buffer(ctx, &p, data + FUZZ_HEADER, size - FUZZ_HEADER,
-                           data[5], data[7], r->dst, &t, r->reason);
+    sample_times t = {0};
+    r->rc =
+        sample_produce_buffer(ctx, &p, data + FUZZ_HEADER, size - FUZZ_HEADER,
+                              data[5], data[7], r->dst, &t, r->reason);
     r->warnings = ctx->warnings;
     return 1;
 }
@@ -85,7 +86,7 @@ static inline void fuzz_check_result(const fuzz_result *r, const uint8_t *data)
 }
 
 /* Returns the sample's status; aborts on a broken contract. */
-static inline int fuzz_one(process_ctx *ctx, const uint8_t *data, size_t size)
+static inline int fuzz_one(sample_ctx *ctx, const uint8_t *data, size_t size)
 {
     fuzz_result r;
     if (!fuzz_run(ctx, data, size, &r))
@@ -100,7 +101,7 @@ static inline int fuzz_one(process_ctx *ctx, const uint8_t *data, size_t size)
  * status, reason, warnings, every byte; a sample is a function of its
  * file, seed, epoch and index only. fuzz_one's contract is checked too;
  * [out] *rc, the status. */
-static inline int fuzz_same_as_alone(process_ctx *ctx, const uint8_t *data,
+static inline int fuzz_same_as_alone(sample_ctx *ctx, const uint8_t *data,
                                      size_t size, int *rc)
 {
     fuzz_result r, alone;
@@ -108,11 +109,11 @@ static inline int fuzz_same_as_alone(process_ctx *ctx, const uint8_t *data,
     if (!fuzz_run(ctx, data, size, &r))
         return 1;
     fuzz_check_result(&r, data);
-    process_ctx fresh;
+    sample_ctx fresh;
     decode_limits lim = *decoder_limits(ctx->dec);
-    fuzz_check(process_init(&fresh, &lim) == 0);
+    fuzz_check(sample_init(&fresh, &lim) == 0);
     fuzz_run(&fresh, data, size, &alone);
-    process_fini(&fresh);
+    sample_fini(&fresh);
     const int same = r.rc == alone.rc && r.warnings == alone.warnings &&
                      strcmp(r.reason, alone.reason) == 0 &&
                      memcmp(r.dst, alone.dst, r.n) == 0;
@@ -123,7 +124,7 @@ static inline int fuzz_same_as_alone(process_ctx *ctx, const uint8_t *data,
 }
 
 /* The same, aborting when the two differ (the fuzzer's way to report). */
-static inline int fuzz_one_as_alone(process_ctx *ctx, const uint8_t *data,
+static inline int fuzz_one_as_alone(sample_ctx *ctx, const uint8_t *data,
                                     size_t size)
 {
     int rc;

@@ -1,4 +1,4 @@
-/* One fuzz input through the tar shard indexer (input/tar.c), shared by the
+/* One fuzz input through the tar shard indexer (index/tar.c), shared by the
  * libFuzzer target (fuzz_tar.c) and the seeded runs in the regular suite
  * (test_fuzz_tar.c). The input is the shard's bytes, in a memory file. The
  * contract: tar_scan returns 0 or a negative code with a sentence naming
@@ -18,7 +18,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "../../input/tar.h"
+#include "../../index/tar.h"
 #include "pinload.h"
 
 static inline void fuzz_tar_check(int ok, const char *what)

@@ -13,7 +13,7 @@
 #include "testutil.h"
 
 typedef struct replay {
-    process_ctx ctx;
+    sample_ctx ctx;
     int files, failed;
     double worst_s;
     char worst[1024];
@@ -91,7 +91,7 @@ static void replay_init(replay *r, int fuzz)
         fuzz_limits(&lim);
     else
         decode_limits_default(&lim);
-    cr_assert_eq(process_init(&r->ctx, &lim), 0);
+    cr_assert_eq(sample_init(&r->ctx, &lim), 0);
 }
 
 Test(fuzz, regression_inputs_replay_cleanly)
@@ -99,7 +99,7 @@ Test(fuzz, regression_inputs_replay_cleanly)
     replay r;
     replay_init(&r, 1);
     replay_dir(&r, "tests/fuzz/regressions", 0);
-    process_fini(&r.ctx);
+    sample_fini(&r.ctx);
     cr_log_info("%d regression inputs, %d failed cleanly", r.files, r.failed);
 }
 
@@ -119,7 +119,7 @@ Test(fuzz, every_hard_file_ends_in_a_status_within_a_second)
         snprintf(dir, sizeof dir, "%s/%s", base, sub[i]);
         replay_dir(&r, dir, 1);
     }
-    process_fini(&r.ctx);
+    sample_fini(&r.ctx);
     const double bound = TU_SANITIZED ? 10.0 : 1.0;
     cr_assert_gt(r.files, 150, "only %d runs", r.files);
     cr_assert_lt(r.worst_s, bound, "%s took %.3f s", r.worst, r.worst_s);
@@ -130,7 +130,7 @@ Test(fuzz, every_hard_file_ends_in_a_status_within_a_second)
 /* ---- each file as alone, after every other ---- */
 
 typedef struct alone_run {
-    process_ctx ctx;
+    sample_ctx ctx;
     uint8_t *quirk[JQ_KINDS];
     size_t quirk_len[JQ_KINDS];
     int runs, shared;
@@ -188,7 +188,7 @@ Test(fuzz, every_shared_and_quirk_file_decodes_as_alone_after_every_other,
     memset(&a, 0, sizeof a);
     decode_limits lim;
     decode_limits_default(&lim);
-    cr_assert_eq(process_init(&a.ctx, &lim), 0);
+    cr_assert_eq(sample_init(&a.ctx, &lim), 0);
     uint8_t rgb[53 * 37 * 3];
     for (int k = 0; k < JQ_KINDS; k++) {
         tu_pattern(rgb, 53, 37, (unsigned)k + 1);
@@ -201,7 +201,7 @@ Test(fuzz, every_shared_and_quirk_file_decodes_as_alone_after_every_other,
     cr_log_info("%d shared files, %d runs, each as alone", a.shared, a.runs);
     for (int k = 0; k < JQ_KINDS; k++)
         free(a.quirk[k]);
-    process_fini(&a.ctx);
+    sample_fini(&a.ctx);
 }
 
 /* ---- PNG and WebP ---- */
@@ -217,10 +217,10 @@ Test(fuzz, png_and_webp_fixtures_and_their_damage_replay_as_alone)
     const char *dir = "tests/fixtures/formats";
     DIR *d = opendir(dir);
     cr_assert_not_null(d, "%s", dir);
-    process_ctx ctx;
+    sample_ctx ctx;
     decode_limits lim;
     fuzz_limits(&lim);
-    cr_assert_eq(process_init(&ctx, &lim), 0);
+    cr_assert_eq(sample_init(&ctx, &lim), 0);
     int runs = 0, ok = 0;
     for (struct dirent *de; (de = readdir(d)) != NULL;) {
         const char *dot = strrchr(de->d_name, '.');
@@ -253,7 +253,7 @@ Test(fuzz, png_and_webp_fixtures_and_their_damage_replay_as_alone)
         free(bytes);
     }
     closedir(d);
-    process_fini(&ctx);
+    sample_fini(&ctx);
     cr_assert_geq(runs, 28 * 9, "only %d runs", runs);
     cr_log_info("%d runs, %d decoded", runs, ok);
 }

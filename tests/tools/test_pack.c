@@ -214,7 +214,7 @@ Test(pack, the_pack_is_the_same_whatever_the_thread_count, .timeout = TIMEOUT)
         free(a);
         free(b);
     }
-    /* Each shard's index beside it, for remote reads (input/remote.c). */
+    /* Each shard's index beside it, for remote reads (remote/remote.c). */
     for (int s = 0; s < 4; s++) {
         char idx[256];
         snprintf(idx, sizeof idx, "%s/shard-%06d.tar.idx", out[0], s);

@@ -1017,7 +1017,7 @@ Test(shards, sample_names_are_made_once_and_kept_until_destroy,
 }
 
 /* The dataset table file of folder idx: its path, and [out] *st. */
-static void table_file_at(const char *idx, char path[512], struct stat *st)
+static void node_tables_at(const char *idx, char path[512], struct stat *st)
 {
     char cmd[600];
     snprintf(cmd, sizeof cmd, "ls %s/*.tables", idx);
@@ -1098,7 +1098,7 @@ Test(shards, past_the_mapping_limit_tables_come_from_one_file,
     cr_assert_null(strstr(n.text, "warning: "), "every key has its cls: %s",
                    n.text);
     struct stat first, st;
-    table_file_at(idx, file, &first);
+    node_tables_at(idx, file, &first);
 
     read_epoch(data, &e, 1);
     assert_same_epoch(&ref, &e, "tables from one file");
@@ -1106,7 +1106,7 @@ Test(shards, past_the_mapping_limit_tables_come_from_one_file,
     read_epoch_in(data, &e, 2, PL_ORDER_SHARDS);
     assert_same_epoch(&ref_shards, &e, "PL_ORDER_SHARDS from one file");
     free(e.pixels);
-    table_file_at(idx, file, &st);
+    node_tables_at(idx, file, &st);
     cr_assert_eq(st.st_ino, first.st_ino, "the file was written again");
     cr_assert_eq(st.st_mtim.tv_nsec, first.st_mtim.tv_nsec);
     cr_assert_eq(st.st_mtim.tv_sec, first.st_mtim.tv_sec);
@@ -1123,7 +1123,7 @@ Test(shards, past_the_mapping_limit_tables_come_from_one_file,
     n = (kept_log){.mu = PTHREAD_MUTEX_INITIALIZER};
     create_logged(data, &n);
     cr_assert_not_null(strstr(n.text, "written anew"), "%s", n.text);
-    table_file_at(idx, file, &st);
+    node_tables_at(idx, file, &st);
     cr_assert_neq(st.st_ino, first.st_ino, "a stale file was kept");
     read_epoch(data, &e, 2);
     assert_same_epoch(&ref, &e, "after a shard was touched");
@@ -1146,7 +1146,7 @@ Test(shards, past_the_mapping_limit_tables_come_from_one_file,
         create_logged(data, &n);
         cr_assert_not_null(strstr(n.text, "written anew"), "%d: %s", at,
                            n.text);
-        table_file_at(idx, file, &st);
+        node_tables_at(idx, file, &st);
         cr_assert_neq(st.st_ino, flipped.st_ino, "%d: a damaged file kept", at);
         read_epoch(data, &e, 2);
         assert_same_epoch(&ref, &e, "after a damaged file");
@@ -1207,7 +1207,7 @@ Test(shards, ranks_racing_to_write_the_table_file_all_succeed,
     }
     cr_assert_eq(wrote, 1, "%d ranks wrote the table file", wrote);
     struct stat st;
-    table_file_at(idx, file, &st);
+    node_tables_at(idx, file, &st);
     snprintf(cmd, sizeof cmd, "ls %s | grep -c tmp", idx);
     FILE *f = popen(cmd, "r");
     char count[16] = "";

@@ -1,13 +1,13 @@
 /* Augmentation plans (workers/augment.c): torchvision's RandomResizedCrop
  * with a p = 0.5 flip, Resize + CenterCrop for evaluation, plain resize;
- * whole samples through process_sample against djpeg plus an independent
+ * whole samples through sample_produce against djpeg plus an independent
  * double-precision resize; the DCT scale. The row writers (u8, f32, f16)
  * are test_augment_writer.c's. */
 #include <fcntl.h>
 #include <math.h>
 
 #include "../workers/augment.h"
-#include "../workers/process.h"
+#include "../workers/sample.h"
 #include "testaugment.h"
 #include "testutil.h"
 
@@ -277,7 +277,7 @@ Test(augment, none_resizes_the_whole_image_to_the_output)
         }
 }
 
-/* ---- whole samples through process_sample -------------------------------- */
+/* ---- whole samples through sample_produce -------------------------------- */
 
 /* An independent double-precision reference of the antialiased bilinear
  * resize (Pillow's filter: centre (i + 0.5) * in / out, triangle widened by
@@ -361,7 +361,7 @@ typedef struct e2e {
     char dir[64], path[256];
     uint8_t *ref; /* djpeg's decode */
     int w, h;
-    process_ctx ctx;
+    sample_ctx ctx;
     size_t file_len;
 } e2e;
 
@@ -378,7 +378,7 @@ static void e2e_setup(e2e *e, int w, int h, const tu_jpeg_opts *o)
     e->file_len = (size_t)st.st_size;
     decode_limits lim;
     decode_limits_default(&lim);
-    cr_assert_eq(process_init(&e->ctx, &lim), 0);
+    cr_assert_eq(sample_init(&e->ctx, &lim), 0);
 }
 
 /* Strict mode on or off for the context's next samples. */
@@ -391,7 +391,7 @@ static void set_strict(decoder *d, int strict)
 
 static void e2e_teardown(e2e *e)
 {
-    process_fini(&e->ctx);
+    sample_fini(&e->ctx);
     free(e->ref);
     tu_rm_rf(e->dir);
 }
@@ -405,10 +405,10 @@ static void check_sample(e2e *e, const augment_params *p, int64_t epoch,
     const size_t n = augment_sample_bytes(p);
     uint8_t *dst = malloc(n);
     memset(dst, 0xCD, n);
-    process_times t = {0};
-    char reason[PROCESS_REASON_MAX] = "";
+    sample_times t = {0};
+    char reason[SAMPLE_REASON_MAX] = "";
     const int rc =
-        process_sample(&e->ctx, p, &(location){.fd = AT_FDCWD, .path = e->path},
+        sample_produce(&e->ctx, p, &(location){.fd = AT_FDCWD, .path = e->path},
                        (int64_t)256 << 20, epoch, index, dst, &t, reason);
     cr_assert_eq(rc, 0, "%s (%s)", pl_err_name(rc), reason);
     cr_assert_eq(t.bytes_read, e->file_len);
@@ -494,13 +494,13 @@ Test(augment, f32_sample_is_the_lut_of_the_u8_sample_in_planes)
     uint8_t *u8 = malloc(augment_sample_bytes(&pu));
     float *f32 = malloc(augment_sample_bytes(&pf));
     for (int64_t index = 0; index < 4; index++) {
-        process_times t = {0};
-        char reason[PROCESS_REASON_MAX];
-        cr_assert_eq(process_sample(&e.ctx, &pu,
+        sample_times t = {0};
+        char reason[SAMPLE_REASON_MAX];
+        cr_assert_eq(sample_produce(&e.ctx, &pu,
                                     &(location){.fd = AT_FDCWD, .path = e.path},
                                     1 << 20, 0, index, u8, &t, reason),
                      0, "%s", reason);
-        cr_assert_eq(process_sample(&e.ctx, &pf,
+        cr_assert_eq(sample_produce(&e.ctx, &pf,
                                     &(location){.fd = AT_FDCWD, .path = e.path},
                                     1 << 20, 0, index, f32, &t, reason),
                      0, "%s", reason);
@@ -549,10 +549,10 @@ Test(augment, failing_samples_are_all_zero_with_their_status)
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
             set_strict(e.ctx.dec, cases[i].strict);
             memset(dst, 0xAB, n);
-            process_times t = {0};
-            char reason[PROCESS_REASON_MAX] = "";
+            sample_times t = {0};
+            char reason[SAMPLE_REASON_MAX] = "";
             const char *path = paths[cases[i].which];
-            const int rc = process_sample(
+            const int rc = sample_produce(
                 &e.ctx, &p, &(location){.fd = AT_FDCWD, .path = path}, 1 << 20,
                 0, 0, dst, &t, reason);
             cr_assert_eq(rc, cases[i].code, "%s: %s, expected %s (%s)", path,
@@ -599,17 +599,17 @@ Test(augment, strict_mode_fails_every_crop_of_a_damaged_file)
         augment_plan_make(&p, 0, index, 160, 400, &pl);
         const int in_top_half = pl.src_y + pl.src_h <= 200;
         top_crops += in_top_half;
-        process_times t = {0};
-        char reason[PROCESS_REASON_MAX] = "";
+        sample_times t = {0};
+        char reason[SAMPLE_REASON_MAX] = "";
         set_strict(e.ctx.dec, 0);
-        int rc = process_sample(&e.ctx, &p,
+        int rc = sample_produce(&e.ctx, &p,
                                 &(location){.fd = AT_FDCWD, .path = e.path},
                                 1 << 20, 0, index, dst, &t, reason);
         if (in_top_half)
             cr_assert_eq(rc, 0, "lenient, crop in the intact part: %s (%s)",
                          pl_err_name(rc), reason);
         set_strict(e.ctx.dec, 1);
-        rc = process_sample(&e.ctx, &p,
+        rc = sample_produce(&e.ctx, &p,
                             &(location){.fd = AT_FDCWD, .path = e.path},
                             1 << 20, 0, index, dst, &t, reason);
         cr_assert_eq(rc, PL_ECORRUPT, "strict, index %lld (crop y %d..%d): %s",
@@ -690,10 +690,10 @@ Test(augment, dct_scaled_samples_stay_close_to_the_exact_resize)
                 continue;
             const size_t n = augment_sample_bytes(&p);
             uint8_t *got = malloc(n);
-            process_times t = {0};
-            char reason[PROCESS_REASON_MAX] = "";
+            sample_times t = {0};
+            char reason[SAMPLE_REASON_MAX] = "";
             cr_assert_eq(
-                process_sample(&e.ctx, &p,
+                sample_produce(&e.ctx, &p,
                                &(location){.fd = AT_FDCWD, .path = e.path},
                                1 << 24, 0, index, got, &t, reason),
                 0, "%s", reason);

@@ -1,4 +1,4 @@
-/* The decoder (workers/decode.c) and process_decode_full on generated
+/* The decoder (workers/decode.c) and sample_decode_full on generated
  * files: every entry point against djpeg, the header, the limits, skipping
  * rows, reuse after each kind of failure, strict mode, cropped rows. The
  * shared photos and hard files are test_decode_files.c's; pl_image_load
@@ -11,7 +11,7 @@
 
 #include "../common/grow.h"
 #include "../workers/decode.h"
-#include "../workers/process.h"
+#include "../workers/sample.h"
 #include "testdecode.h"
 #include "testutil.h"
 
@@ -20,7 +20,7 @@
 /* ---- generated files ----------------------------------------------------- */
 
 /* The subsamplings and shapes the encoder can make, bit-exact with djpeg
- * through every entry point: decoder_*, process_decode_full and
+ * through every entry point: decoder_*, sample_decode_full and
  * pl_image_load. */
 Test(decode, generated_jpegs_match_djpeg_through_every_entry_point)
 {
@@ -44,8 +44,8 @@ Test(decode, generated_jpegs_match_djpeg_through_every_entry_point)
     default_decoder(&d);
     decode_limits lim;
     decode_limits_default(&lim);
-    process_ctx ctx;
-    cr_assert_eq(process_init(&ctx, &lim), 0);
+    sample_ctx ctx;
+    cr_assert_eq(sample_init(&ctx, &lim), 0);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char path[256], name[32], reason[DECODE_REASON_MAX] = "";
         snprintf(name, sizeof name, "g%zu.jpg", i);
@@ -61,8 +61,8 @@ Test(decode, generated_jpegs_match_djpeg_through_every_entry_point)
         assert_matches_djpeg(path, rgb, w, h);
         free(rgb);
 
-        rc = process_decode_full(&ctx, AT_FDCWD, path, MAX_FILE_BYTES, &rgb, &w,
-                                 &h, reason);
+        rc = sample_decode_full(&ctx, AT_FDCWD, path, MAX_FILE_BYTES, &rgb, &w,
+                                &h, reason);
         cr_assert_eq(rc, 0, "case %zu: %s (%s)", i, pl_err_name(rc), reason);
         assert_matches_djpeg(path, rgb, w, h);
         free(rgb);
@@ -74,7 +74,7 @@ Test(decode, generated_jpegs_match_djpeg_through_every_entry_point)
         pl_image_free(&img);
         free(buf);
     }
-    process_fini(&ctx);
+    sample_fini(&ctx);
     decoder_destroy(d);
     tu_rm_rf(dir);
 }
@@ -383,7 +383,7 @@ Test(decode, decoder_is_reusable_after_each_kind_of_failure)
     tu_rm_rf(dir);
 }
 
-Test(decode, process_decode_full_is_reusable_after_a_bad_file)
+Test(decode, sample_decode_full_is_reusable_after_a_bad_file)
 {
     char dir[64], good[256], bad[256];
     tu_tmpdir(dir);
@@ -393,26 +393,26 @@ Test(decode, process_decode_full_is_reusable_after_a_bad_file)
     tu_write_file(bad, "BM not really", 13);
     decode_limits lim;
     decode_limits_default(&lim);
-    process_ctx ctx;
-    cr_assert_eq(process_init(&ctx, &lim), 0);
-    char reason[PROCESS_REASON_MAX] = "";
+    sample_ctx ctx;
+    cr_assert_eq(sample_init(&ctx, &lim), 0);
+    char reason[SAMPLE_REASON_MAX] = "";
     uint8_t *rgb = NULL;
     int w = -1, h = -1;
-    int rc = process_decode_full(&ctx, AT_FDCWD, bad, MAX_FILE_BYTES, &rgb, &w,
-                                 &h, reason);
+    int rc = sample_decode_full(&ctx, AT_FDCWD, bad, MAX_FILE_BYTES, &rgb, &w,
+                                &h, reason);
     cr_assert_eq(rc, PL_ENOTJPEG);
     cr_assert_str_eq(reason, "not a JPEG file (BMP data)");
     cr_assert_null(rgb);
     cr_assert(w == -1 && h == -1, "outputs untouched on failure");
-    rc = process_decode_full(&ctx, AT_FDCWD, good, MAX_FILE_BYTES, &rgb, &w, &h,
-                             reason);
+    rc = sample_decode_full(&ctx, AT_FDCWD, good, MAX_FILE_BYTES, &rgb, &w, &h,
+                            reason);
     cr_assert_eq(rc, 0, "%s", reason);
     assert_matches_djpeg(good, rgb, w, h);
     free(rgb);
     /* A file over max_file_bytes is refused before it is read. */
-    rc = process_decode_full(&ctx, AT_FDCWD, good, 10, &rgb, &w, &h, reason);
+    rc = sample_decode_full(&ctx, AT_FDCWD, good, 10, &rgb, &w, &h, reason);
     cr_assert_eq(rc, PL_ELIMIT, "%s", pl_err_name(rc));
-    process_fini(&ctx);
+    sample_fini(&ctx);
     tu_rm_rf(dir);
 }
 
@@ -554,7 +554,7 @@ Test(decode, closing_or_finishing_an_idle_decoder_is_safe)
 /* A partial-width decode (jpeg_crop_scanline) at any DCT scale gives the
  * pixels of a full decode at that scale, except within a few columns of a
  * cropped edge, where fancy upsampling treats the edge as the image's:
- * process.c decodes 8 columns beyond what it reads, so that is checked. */
+ * sample.c decodes 8 columns beyond what it reads, so that is checked. */
 Test(decode, cropped_rows_equal_the_full_decode_inside_the_margin)
 {
     char dir[64], path[128];
@@ -647,27 +647,27 @@ Test(decode, a_huge_samples_decoded_rows_are_not_kept_for_the_next)
     tu_write_jpeg(small, 320, 240, 4, NULL);
     decode_limits lim;
     decode_limits_default(&lim);
-    process_ctx ctx;
-    cr_assert_eq(process_init(&ctx, &lim), 0);
+    sample_ctx ctx;
+    cr_assert_eq(sample_init(&ctx, &lim), 0);
     augment_params p;
     static const float mean[3] = {0, 0, 0}, std[3] = {1, 1, 1};
     augment_params_init(&p, PL_AUGMENT_NONE, PL_FORMAT_U8_NHWC, 16, 16, 1, mean,
                         std);
     p.dct_scaling = 0; /* the whole frame at full scale */
     uint8_t out[16 * 16 * 3];
-    process_times t = {0};
-    char reason[PROCESS_REASON_MAX] = "";
-    cr_assert_eq(process_sample(&ctx, &p,
+    sample_times t = {0};
+    char reason[SAMPLE_REASON_MAX] = "";
+    cr_assert_eq(sample_produce(&ctx, &p,
                                 &(location){.fd = AT_FDCWD, .path = big},
                                 MAX_FILE_BYTES, 0, 0, out, &t, reason),
                  0, "%s", reason);
     cr_assert_geq(ctx.src_cap, (size_t)4200 * 3000 * 3);
-    cr_assert_eq(process_sample(&ctx, &p,
+    cr_assert_eq(sample_produce(&ctx, &p,
                                 &(location){.fd = AT_FDCWD, .path = small},
                                 MAX_FILE_BYTES, 0, 1, out, &t, reason),
                  0, "%s", reason);
     cr_assert_leq(ctx.src_cap, GROW_KEEP_BYTES, "kept %zu bytes", ctx.src_cap);
     cr_assert_geq(ctx.src_cap, (size_t)320 * 240 * 3);
-    process_fini(&ctx);
+    sample_fini(&ctx);
     tu_rm_rf(dir);
 }

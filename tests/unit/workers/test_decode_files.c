@@ -1,4 +1,4 @@
-/* The decoder (workers/decode.c) and process_decode_full on the shared
+/* The decoder (workers/decode.c) and sample_decode_full on the shared
  * photos and hard files (../shared/data: skipped where absent) and on
  * bytes that are not JPEG at all: pixels equal djpeg's bit for bit, and
  * every file the decoder refuses is named for what it is. */
@@ -7,7 +7,7 @@
 #include <strings.h>
 
 #include "../workers/decode.h"
-#include "../workers/process.h"
+#include "../workers/sample.h"
 #include "testdecode.h"
 #include "testutil.h"
 
@@ -72,7 +72,7 @@ static void collect_jpegs(const char *dir, int recursive, path_list *l)
     closedir(d);
 }
 
-/* Decodes every JPEG of a shared photo folder with one process_ctx (so the
+/* Decodes every JPEG of a shared photo folder with one sample_ctx (so the
  * context is reused across files too) and compares each with djpeg. */
 static void check_photos(const char *sub, int recursive, size_t expect)
 {
@@ -87,22 +87,22 @@ static void check_photos(const char *sub, int recursive, size_t expect)
 
     decode_limits lim;
     decode_limits_default(&lim);
-    process_ctx ctx;
-    cr_assert_eq(process_init(&ctx, &lim), 0);
+    sample_ctx ctx;
+    cr_assert_eq(sample_init(&ctx, &lim), 0);
     size_t checked = 0;
     for (size_t i = 0; i < l.n; i++) {
-        char reason[PROCESS_REASON_MAX] = "";
+        char reason[SAMPLE_REASON_MAX] = "";
         uint8_t *rgb = NULL;
         int w = 0, h = 0;
-        const int rc = process_decode_full(
-            &ctx, AT_FDCWD, l.v[i], MAX_FILE_BYTES, &rgb, &w, &h, reason);
+        const int rc = sample_decode_full(&ctx, AT_FDCWD, l.v[i],
+                                          MAX_FILE_BYTES, &rgb, &w, &h, reason);
         cr_assert_eq(rc, 0, "%s: %s (%s)", l.v[i], pl_err_name(rc), reason);
         assert_matches_djpeg(l.v[i], rgb, w, h);
         free(rgb);
         checked++;
     }
     cr_assert_eq(checked, expect);
-    process_fini(&ctx);
+    sample_fini(&ctx);
     paths_free(&l);
 }
 

@@ -1,5 +1,5 @@
 /* PNG and WebP through the decoder (workers/decode.c, decode_png.c,
- * decode_webp.c) and the sample path (process.c): pixels against Pillow's
+ * decode_webp.c) and the sample path (sample.c): pixels against Pillow's
  * Image.open(f).convert("RGB") for every PNG colour type and bit depth,
  * tRNS and Adam7, and WebP lossy, lossless and with alpha; the format taken
  * from the signature, never the name; bombs refused from the header within
@@ -20,7 +20,7 @@
 
 #include "../common/clock.h"
 #include "../workers/decode.h"
-#include "../workers/process.h"
+#include "../workers/sample.h"
 #include "testbombs.h"
 #include "testdecode.h"
 #include "testutil.h"
@@ -63,7 +63,7 @@ static void assert_same(const char *what, const uint8_t *got,
               tu_max_diff(got, want, n));
 }
 
-/* Whole decodes through the row protocol and through process_decode_buffer
+/* Whole decodes through the row protocol and through sample_decode_buffer
  * (pl_image_load's path), each equal to Pillow's bytes. */
 static void check_whole(const char *name, const char *ext, decode_format fmt)
 {
@@ -85,16 +85,16 @@ static void check_whole(const char *name, const char *ext, decode_format fmt)
                  name, reason);
     assert_same(name, rgb, ref, w, h);
     free(rgb);
-    process_ctx c;
+    sample_ctx c;
     decode_limits lim;
     decode_limits_default(&lim);
-    cr_assert_eq(process_init(&c, &lim), 0);
-    char preason[PROCESS_REASON_MAX] = "";
-    cr_assert_eq(process_decode_buffer(&c, buf, len, &rgb, &w, &h, preason), 0,
+    cr_assert_eq(sample_init(&c, &lim), 0);
+    char preason[SAMPLE_REASON_MAX] = "";
+    cr_assert_eq(sample_decode_buffer(&c, buf, len, &rgb, &w, &h, preason), 0,
                  "%s: %s", name, preason);
     assert_same(name, rgb, ref, w, h);
     free(rgb);
-    process_fini(&c);
+    sample_fini(&c);
     decoder_destroy(d);
     free(buf);
     free(ref);
@@ -446,8 +446,8 @@ typedef struct measured {
 } measured;
 
 /* How the image is decoded: whole (pl_image_decode's way) or as a 224 x 224
- * sample (the loader's: process_buffer) without augmentation, evaluation's
- * resize and centre crop, or a training crop. */
+ * sample (the loader's: sample_produce_buffer) without augmentation,
+ * evaluation's resize and centre crop, or a training crop. */
 typedef enum how { WHOLE, SAMPLE_NONE, SAMPLE_EVAL, SAMPLE_TRAIN } how;
 
 static int64_t status_bytes(const char *key)
@@ -466,14 +466,13 @@ static int64_t status_bytes(const char *key)
     return (int64_t)kib * 1024;
 }
 
-static int decode_as(process_ctx *c, how h, const uint8_t *buf, size_t len,
+static int decode_as(sample_ctx *c, how h, const uint8_t *buf, size_t len,
                      char *reason)
 {
     if (h == WHOLE) {
         uint8_t *rgb = NULL;
         int w, ht;
-        const int rc =
-            process_decode_buffer(c, buf, len, &rgb, &w, &ht, reason);
+        const int rc = sample_decode_buffer(c, buf, len, &rgb, &w, &ht, reason);
         free(rgb);
         return rc;
     }
@@ -486,8 +485,9 @@ static int decode_as(process_ctx *c, how h, const uint8_t *buf, size_t len,
     augment_params p;
     augment_params_init(&p, mode[h], PL_FORMAT_U8_NHWC, 224, 224, 7, mean, sd);
     uint8_t *dst = malloc(augment_sample_bytes(&p));
-    process_times t = {0};
-    const int rc = process_buffer(c, &p, buf, len, 0, 3, dst, &t, reason);
+    sample_times t = {0};
+    const int rc =
+        sample_produce_buffer(c, &p, buf, len, 0, 3, dst, &t, reason);
     free(dst);
     return rc;
 }
@@ -502,8 +502,8 @@ static measured measure(how h, const uint8_t *buf, size_t len,
     if (pid == 0) {
         close(fds[0]);
         measured m = {0};
-        process_ctx c;
-        if (process_init(&c, lim) < 0)
+        sample_ctx c;
+        if (sample_init(&c, lim) < 0)
             _exit(1);
         /* A fixed mmap threshold: glibc's sliding one could serve a large
          * block from the heap, whose top the cap would then count twice. */
@@ -527,7 +527,7 @@ static measured measure(how h, const uint8_t *buf, size_t len,
         m.rc = decode_as(&c, h, buf, len, m.reason);
         m.secs = tu_seconds() - t0;
         m.peak = status_bytes("VmHWM") - hwm;
-        process_fini(&c);
+        sample_fini(&c);
         const ssize_t n = write(fds[1], &m, sizeof m);
         _exit(n == (ssize_t)sizeof m ? 0 : 1);
     }

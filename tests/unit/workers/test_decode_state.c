@@ -9,7 +9,7 @@
  * decoded, through the decoder itself and through a worker's whole path
  * (crop, resize, every output format). */
 #include "../workers/decode.h"
-#include "../workers/process.h"
+#include "../workers/sample.h"
 #include "jpegquirks.h"
 #include "testutil.h"
 
@@ -19,7 +19,7 @@
 /* What one decode gave: status, reason, warnings, size and pixels. */
 typedef struct outcome {
     int rc, warnings, w, h;
-    char reason[PROCESS_REASON_MAX];
+    char reason[SAMPLE_REASON_MAX];
     uint8_t *px;
     size_t n;
 } outcome;
@@ -70,7 +70,7 @@ static void decode_whole(decoder *d, const uint8_t *b, size_t len, outcome *o)
 }
 
 /* A worker's path: sample `index` of epoch 3, train augmentation. */
-static void process_one(process_ctx *c, pl_format fmt, int64_t index,
+static void process_one(sample_ctx *c, pl_format fmt, int64_t index,
                         const uint8_t *b, size_t len, outcome *o)
 {
     static const float mean[3] = {0.485f, 0.456f, 0.406f};
@@ -81,8 +81,9 @@ static void process_one(process_ctx *c, pl_format fmt, int64_t index,
     o->n = augment_sample_bytes(&p);
     o->px = malloc(o->n);
     memset(o->px, 0x5A, o->n);
-    process_times t = {0};
-    o->rc = process_buffer(c, &p, b, len, 3, index, o->px, &t, o->reason);
+    sample_times t = {0};
+    o->rc =
+        sample_produce_buffer(c, &p, b, len, 3, index, o->px, &t, o->reason);
     o->warnings = c->warnings;
 }
 
@@ -226,13 +227,13 @@ static void check_worker_pairs(pl_format fmt)
     decode_limits_default(&lim);
     outcome alone[JQ_KINDS];
     for (int b = 0; b < JQ_KINDS; b++) {
-        process_ctx fresh;
-        cr_assert_eq(process_init(&fresh, &lim), 0);
+        sample_ctx fresh;
+        cr_assert_eq(sample_init(&fresh, &lim), 0);
         process_one(&fresh, fmt, 100 + b, f.bytes[b], f.len[b], &alone[b]);
-        process_fini(&fresh);
+        sample_fini(&fresh);
     }
-    process_ctx c;
-    cr_assert_eq(process_init(&c, &lim), 0);
+    sample_ctx c;
+    cr_assert_eq(sample_init(&c, &lim), 0);
     char wrong[4096] = "";
     int nwrong = 0;
     for (int a = 0; a < JQ_KINDS; a++)
@@ -249,7 +250,7 @@ static void check_worker_pairs(pl_format fmt)
         }
     cr_assert_eq(nwrong, 0, "format %d: %d pairs differ from alone: %s", fmt,
                  nwrong, wrong);
-    process_fini(&c);
+    sample_fini(&c);
     for (int b = 0; b < JQ_KINDS; b++)
         outcome_free(&alone[b]);
     fixtures_free(&f);

@@ -115,7 +115,7 @@ static uint8_t *ref_resize(const uint8_t *src, int src_w, int sx, int sy,
     return out;
 }
 
-/* ---- the library's pipeline, as workers/process.c drives it -------------- */
+/* ---- the library's pipeline, as workers/sample.c drives it -------------- */
 
 /* An axis over a whole interval of in_n pixels, as the tests use it. */
 static int plan(resample_axis *a, int in_n, int rs_n, int off, int out_n)

@@ -1,0 +1,250 @@
+#include "sample.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/clock.h"
+#include "../common/grow.h"
+#include "pinload.h"
+
+/* Columns decoded beyond those the filter reads: libjpeg's fancy upsampling
+ * treats the edges of a partial-width decode as image edges, so the pixels
+ * next to them may differ from a full decode; these never reach the
+ * output. */
+#define CROP_MARGIN 8
+
+int sample_init(sample_ctx *c, const decode_limits *lim)
+{
+    memset(c, 0, sizeof *c);
+    return decoder_create(&c->dec, lim);
+}
+
+void sample_fini(sample_ctx *c)
+{
+    decoder_destroy(c->dec);
+    fileio_buf_free(&c->file);
+    resample_axis_free(&c->h);
+    resample_axis_free(&c->v);
+    free(c->src);
+    free(c->vrow);
+    free(c->row);
+    memset(c, 0, sizeof *c);
+}
+
+static int oom(char *reason, const char *what)
+{
+    snprintf(reason, SAMPLE_REASON_MAX, "out of memory for %s", what);
+    return PL_ENOMEM;
+}
+
+/* The filters in the coordinates of the image decoded at 1/denom: the
+ * plan's source rectangle scales by 1/denom (fractionally), its taps stay
+ * inside it. */
+static int plan_filters(sample_ctx *c, const augment_params *p,
+                        const augment_plan *plan, char *reason)
+{
+    int sw, sh;
+    decoder_scaled_size(c->dec, plan->denom, &sw, &sh);
+    const double d = plan->denom;
+    const double x0 = plan->src_x / d, x1 = (plan->src_x + plan->src_w) / d;
+    const double y0 = plan->src_y / d, y1 = (plan->src_y + plan->src_h) / d;
+    const int bx1 = (int)ceil(x1) < sw ? (int)ceil(x1) : sw;
+    const int by1 = (int)ceil(y1) < sh ? (int)ceil(y1) : sh;
+    if (resample_axis_plan(&c->h, x0, x1, (int)floor(x0), bx1, plan->rs_w,
+                           plan->out_x, p->out_w) < 0 ||
+        resample_axis_plan(&c->v, y0, y1, (int)floor(y0), by1, plan->rs_h,
+                           plan->out_y, p->out_h) < 0)
+        return oom(reason, "the resize weights");
+    return 0;
+}
+
+/* Decode the rows and columns the filters read (and a margin of columns)
+ * into c->src; from here on the horizontal filter counts columns from the
+ * first decoded one. */
+static int decode_region(sample_ctx *c, const augment_plan *plan, char *reason)
+{
+    int sw, sh;
+    decoder_scaled_size(c->dec, plan->denom, &sw, &sh);
+    const int cx0 = c->h.lo - CROP_MARGIN > 0 ? c->h.lo - CROP_MARGIN : 0;
+    const int cx1 = c->h.hi + CROP_MARGIN < sw ? c->h.hi + CROP_MARGIN : sw;
+    int rc = decoder_start(c->dec, plan->denom, cx0, cx1 - cx0, reason);
+    if (rc < 0)
+        return rc;
+    resample_axis_shift(&c->h, decoder_xoff(c->dec));
+    const size_t stride = (size_t)decoder_width(c->dec) * 3;
+    const int rows = c->v.hi - c->v.lo;
+    if (grow_scratch(&c->src, &c->src_cap, stride * (size_t)rows, 1, 0) < 0 ||
+        grow(&c->vrow, &c->vrow_cap,
+             (stride + (size_t)resample_pad(&c->h)) * sizeof *c->vrow, 1,
+             0) < 0) {
+        decoder_close(c->dec);
+        return oom(reason, "the decoded rows");
+    }
+    rc = decoder_skip_to(c->dec, c->v.lo, reason);
+    if (rc == 0)
+        rc = decoder_read_into(c->dec, c->src, stride, rows, reason);
+    return rc;
+}
+
+/* Strict mode judges the whole file, not just the rows this crop needs,
+ * so a file is bad or good whatever the sample's crop. Skipping entropy-
+ * decodes the rows (where the damage and its warnings are) without the
+ * IDCT and colour conversion; the last row is read, as skipping to the very
+ * end decodes nothing. */
+static int decode_rest(sample_ctx *c, char *reason)
+{
+    const int last = decoder_height(c->dec) - 1;
+    int rc = 0;
+    if (decoder_row(c->dec) < last)
+        rc = decoder_skip_to(c->dec, last, reason);
+    while (rc == 0 && decoder_row(c->dec) <= last) {
+        const uint8_t *rows;
+        int n;
+        rc = decoder_read(c->dec, &rows, &n, reason);
+    }
+    return rc;
+}
+
+/* Both passes, each output row written straight into the sample. */
+static int resize_into(sample_ctx *c, const augment_params *p,
+                       const augment_plan *plan, void *dst, char *reason)
+{
+    const size_t stride = (size_t)decoder_width(c->dec) * 3;
+    const int x0 = c->h.lo * 3, x1 = c->h.hi * 3;
+    if (p->format != PL_FORMAT_U8_NHWC &&
+        grow(&c->row, &c->row_cap, (size_t)p->out_w * 3, 1, 0) < 0)
+        return oom(reason, "an output row");
+    /* The spare lanes read after the last pixel are ignored; zero them so
+     * nothing uninitialised is ever read. */
+    memset(c->vrow + x1, 0, (size_t)resample_pad(&c->h) * sizeof *c->vrow);
+    for (int y = 0; y < p->out_h; y++) {
+        resample_v(&c->v, c->src, stride, y, x0, x1, c->vrow);
+        if (p->format == PL_FORMAT_F32_NCHW) {
+            resample_h(&c->h, c->vrow, plan->flip, c->row);
+            augment_store_f32(p, c->row, y, dst);
+        } else if (p->format == PL_FORMAT_F16_NCHW ||
+                   p->format == PL_FORMAT_BF16_NCHW) {
+            resample_h(&c->h, c->vrow, plan->flip, c->row);
+            augment_store_f16(p, c->row, y, dst);
+        } else {
+            resample_h(&c->h, c->vrow, plan->flip,
+                       (uint8_t *)dst + (size_t)y * p->out_w * 3);
+        }
+    }
+    return 0;
+}
+
+/* After a read that took since t0 and returned rc: the sample from the
+ * bytes read, or zeros. */
+static int from_read(sample_ctx *c, const augment_params *p, int rc,
+                     uint64_t t0, int64_t epoch, int64_t index, void *dst,
+                     sample_times *t, char reason[SAMPLE_REASON_MAX])
+{
+    t->ns_read += clock_now_ns() - t0;
+    if (rc < 0) {
+        memset(dst, 0, augment_sample_bytes(p));
+        return rc;
+    }
+    t->bytes_read += c->file.len;
+    return sample_produce_buffer(c, p, c->file.data, c->file.len, epoch, index,
+                                 dst, t, reason);
+}
+
+int sample_produce(sample_ctx *c, const augment_params *p, const location *loc,
+                   int64_t max_file_bytes, int64_t epoch, int64_t index,
+                   void *dst, sample_times *t, char reason[SAMPLE_REASON_MAX])
+{
+    const uint64_t t0 = clock_now_ns();
+    c->warnings = 0;
+    const int rc = fileio_read_loc(loc, max_file_bytes, &c->file, reason,
+                                   SAMPLE_REASON_MAX);
+    return from_read(c, p, rc, t0, epoch, index, dst, t, reason);
+}
+
+int sample_produce_buffer(sample_ctx *c, const augment_params *p,
+                          const uint8_t *buf, size_t len, int64_t epoch,
+                          int64_t index, void *dst, sample_times *t,
+                          char reason[SAMPLE_REASON_MAX])
+{
+    const uint64_t t1 = clock_now_ns();
+    decode_info info;
+    augment_plan plan;
+    c->warnings = 0;
+    int rc = decoder_open(c->dec, buf, len, &info, reason);
+    const uint64_t t_header = clock_now_ns();
+    t->ns_decode += t_header - t1; /* the header is decoding too */
+    if (rc == 0) {
+        augment_plan_make(p, epoch, index, info.width, info.height, &plan);
+        if (!decoder_can_scale(c->dec))
+            plan.denom = 1;
+        rc = plan_filters(c, p, &plan, reason);
+    }
+    const uint64_t t2 = clock_now_ns();
+    t->ns_augment += t2 - t_header;
+    if (rc == 0)
+        rc = decode_region(c, &plan, reason);
+    if (rc == 0 && decoder_limits(c->dec)->strict)
+        rc = decode_rest(c, reason);
+    const char *first;
+    c->warnings = decoder_warnings(c->dec, &first);
+    if (c->warnings)
+        snprintf(c->first_warning, sizeof c->first_warning, "%s", first);
+    decoder_close(c->dec);
+    const uint64_t t3 = clock_now_ns();
+    t->ns_decode += t3 - t2;
+    if (rc == 0)
+        rc = resize_into(c, p, &plan, dst, reason);
+    t->ns_augment += clock_now_ns() - t3;
+    if (rc < 0)
+        goto fail;
+    return 0;
+fail:
+    decoder_close(c->dec);
+    memset(dst, 0, augment_sample_bytes(p));
+    return rc;
+}
+
+int sample_decode_full(sample_ctx *c, int dirfd, const char *path,
+                       int64_t max_file_bytes, uint8_t **rgb, int *width,
+                       int *height, char reason[SAMPLE_REASON_MAX])
+{
+    const int rc = fileio_read(dirfd, path, max_file_bytes, &c->file, reason,
+                               SAMPLE_REASON_MAX);
+    if (rc < 0)
+        return rc;
+    return sample_decode_buffer(c, c->file.data, c->file.len, rgb, width,
+                                height, reason);
+}
+
+int sample_decode_buffer(sample_ctx *c, const uint8_t *buf, size_t len,
+                         uint8_t **rgb, int *width, int *height,
+                         char reason[SAMPLE_REASON_MAX])
+{
+    uint8_t *out = NULL;
+    decode_info info;
+    int rc = decoder_open(c->dec, buf, len, &info, reason);
+    if (rc == 0)
+        rc = decoder_start(c->dec, 1, 0, info.width, reason);
+    if (rc < 0)
+        goto fail;
+    const size_t stride = (size_t)info.width * 3;
+    out = malloc(stride * (size_t)info.height);
+    if (!out) {
+        rc = oom(reason, "the image");
+        goto fail;
+    }
+    rc = decoder_read_into(c->dec, out, stride, info.height, reason);
+    if (rc < 0)
+        goto fail;
+    decoder_close(c->dec);
+    *rgb = out;
+    *width = info.width;
+    *height = info.height;
+    return 0;
+fail:
+    decoder_close(c->dec);
+    free(out);
+    return rc;
+}
