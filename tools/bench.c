@@ -1,9 +1,14 @@
 /* pinload-bench: how fast does pinload feed a GPU here? Sweeps pinned
- * memory, num_workers and prefetch depth, one loader at a time, and prints
- * one row per combination: throughput, the time the consumer waited, and
- * the loader's own split of time by stage, so the bottleneck shows. Uses
- * only the public API (plus CUDA for the simulated training step). */
+ * memory, num_workers and prefetch depth, one loader at a time, each
+ * combination once a round over --rounds interleaved rounds, and prints
+ * one row per combination, each figure its median over the rounds:
+ * throughput (with its lowest and highest round), the time the consumer
+ * waited, and the loader's own split of time by stage, so the bottleneck
+ * shows; then which row is fastest where the spread allows saying so, and
+ * the settings to paste. Uses only the public API (plus CUDA for the
+ * simulated training step). */
 #define _DEFAULT_SOURCE /* gethostname */
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -17,6 +22,7 @@
 #include "bench_baseline.h"
 #include "bench_cuda.h"
 #include "bench.h"
+#include "bench_rounds.h"
 #include "cli.h"
 #include "pinload.h"
 
@@ -73,9 +79,10 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* The progress line on a terminal: which row of how many, the batches of
- * this pass (of how many, or seconds of how many), img/s, and the time
- * left for the whole sweep at this row's pace. */
+/* The progress line on a terminal: which round of how many, which row of
+ * how many, the batches of this pass (of how many, or seconds of how
+ * many), img/s, and the time left for the whole sweep, every round, at
+ * this row's pace. */
 static void progress(const options *o, const row *r, long done, long images,
                      double t0, double compute_ms)
 {
@@ -89,9 +96,11 @@ static void progress(const options *o, const row *r, long done, long images,
                         : done > 0     ? el * (double)o->batches / (double)done
                                        : 0.0;
     const int passes = o->compute_ms > 0 ? 3 : 1;
+    const int rows_left =
+        o->rows - o->row_at + (o->rounds - o->round_at) * o->rows;
     const double left = (pass - el) +
                         (compute_ms > 0 ? 0 : (passes - 1) * pass) +
-                        (double)(o->rows - o->row_at) * passes * pass;
+                        (double)rows_left * passes * pass;
     char of[48];
     if (o->seconds > 0)
         snprintf(of, sizeof of, "%ld batches, %.0f of %.0f s", done, el,
@@ -100,10 +109,10 @@ static void progress(const options *o, const row *r, long done, long images,
         snprintf(of, sizeof of, "%ld of %ld batches", done, o->batches);
     const long secs = left > 0 ? (long)(left + 0.5) : 0;
     fprintf(stderr,
-            "\r  row %d of %d: pin %s, %d workers, prefetch %d, %s: %s, "
-            "%.0f img/s, ETA %ld:%02ld   ",
-            o->row_at, o->rows, pin_name(r->pin), r->workers, r->prefetch,
-            compute_ms > 0 ? "step" : "load", of,
+            "\r  round %d of %d, row %d of %d: pin %s, %d workers, "
+            "prefetch %d, %s: %s, %.0f img/s, ETA %ld:%02ld   ",
+            o->round_at, o->rounds, o->row_at, o->rows, pin_name(r->pin),
+            r->workers, r->prefetch, compute_ms > 0 ? "step" : "load", of,
             el > 0 ? (double)images / el : 0.0, secs / 60, secs % 60);
 }
 
@@ -229,7 +238,7 @@ static int measure(const options *o, bench_cuda *cu, pl_loader *l,
  * a pass, at least). A gap before step i is "late" as far as step i was
  * launched after step i - 1 had ended (the caller had no batch yet); the
  * rest of the gap the launched step waited on the device (for its batch's
- * copy). With --timeline, one line per step. */
+ * copy). With --timeline, one line per step, every round's. */
 static void step_gaps(const options *o, bench_cuda *cu, const pass *pc,
                       row *r)
 {
@@ -257,8 +266,8 @@ static void step_gaps(const options *o, bench_cuda *cu, const pass *pc,
         idle += gap;
         late += lt;
         if (o->timeline)
-            fprintf(o->timeline, "%s,%d,%d,%ld,%.3f,%.3f,%.3f,%.3f,%.3f\n",
-                    pin_name(r->pin), r->workers, r->prefetch, i,
+            fprintf(o->timeline, "%d,%s,%d,%d,%ld,%.3f,%.3f,%.3f,%.3f,%.3f\n",
+                    o->round_at, pin_name(r->pin), r->workers, r->prefetch, i,
                     (launch - base) * 1e3, (start - base) * 1e3,
                     ((double)ns[2 * i + 1] * 1e-9 - base) * 1e3, gap * 1e3,
                     lt * 1e3);
@@ -401,7 +410,7 @@ static int run_combo(const options *o, bench_cuda *cu, bench_log *bl, row *r)
     keep_problems(l, bl);
     pl_loader_destroy(l);
     if (!o->quiet)
-        fprintf(stderr, "\r%*s\r", 110, "");
+        fprintf(stderr, "\r%*s\r", 130, "");
     return rc;
 }
 
@@ -511,6 +520,162 @@ static int check_output(const char *flag, const char *path)
     return 0;
 }
 
+/* ---- the rounds ---- */
+
+/* The sweep: every combination (pin outermost, then prefetch, then
+ * workers), measured once a round, the rounds interleaved (all rows in
+ * round 1, then all in round 2...), each measure a fresh loader. */
+typedef struct sweep {
+    row *plan;   /* [total]: each row's settings */
+    row *meas;   /* [total x rounds]: row i's round k at i * rounds + k */
+    int *done;   /* [total]: the rounds measured of each row */
+    double *img; /* [total x rounds]: the reported rows' img_s_round */
+    row *rows;   /* [total]: the reported rows, the first n */
+    int total, n;
+    int in_round; /* rows measured in the round under way */
+} sweep;
+
+static int sweep_open(sweep *sw, const options *o)
+{
+    memset(sw, 0, sizeof *sw);
+    sw->total = o->npin * o->nprefetch * o->nworkers;
+    const size_t all = (size_t)sw->total * (size_t)o->rounds;
+    sw->plan = calloc((size_t)sw->total, sizeof *sw->plan);
+    sw->meas = calloc(all, sizeof *sw->meas);
+    sw->done = calloc((size_t)sw->total, sizeof *sw->done);
+    sw->img = calloc(all, sizeof *sw->img);
+    sw->rows = calloc((size_t)sw->total, sizeof *sw->rows);
+    if (!sw->plan || !sw->meas || !sw->done || !sw->img || !sw->rows) {
+        fprintf(stderr,
+                "pinload-bench: out of memory for %d rows of %d "
+                "rounds\n",
+                sw->total, o->rounds);
+        return -1;
+    }
+    int i = 0;
+    for (int p = 0; p < o->npin; p++)
+        for (int q = 0; q < o->nprefetch; q++)
+            for (int w = 0; w < o->nworkers; w++)
+                sw->plan[i++] = (row){.pin = o->pin[p],
+                                      .workers = o->workers[w],
+                                      .prefetch = o->prefetch[q]};
+    return 0;
+}
+
+static void sweep_close(sweep *sw)
+{
+    free(sw->plan);
+    free(sw->meas);
+    free(sw->done);
+    free(sw->img);
+    free(sw->rows);
+}
+
+/* Without a GPU pinned and pageable memory differ only by noise (the
+ * host backend's "copy" is a memcpy from either): say so, and unless
+ * --pin was given, drop the pageable rows, so the rounds cost no more
+ * than one round of both did. Called once the first row (pinned: the
+ * default list's first) is measured, when the backend is known. */
+static void host_pin(options *o, sweep *sw)
+{
+    if (o->pin_given) {
+        if (o->npin > 1)
+            printf("note: no GPU (host backend): pinned and pageable memory "
+                   "differ only in copies\n  to a GPU; the pin rows here "
+                   "differ by noise\n");
+        return;
+    }
+    printf("note: no GPU (host backend): pinned and pageable memory differ "
+           "only in copies\n  to a GPU, so --pin is on alone here (--pin "
+           "on,off measures both)\n");
+    assert(sw->plan[0].pin == PL_MEMORY_PINNED && sw->done[0] == 1);
+    int keep = 0;
+    for (int i = 0; i < sw->total; i++)
+        if (sw->plan[i].pin == PL_MEMORY_PINNED)
+            sw->plan[keep++] = sw->plan[i];
+    sw->total = keep;
+    o->pin[0] = PL_MEMORY_PINNED;
+    o->npin = 1;
+}
+
+/* What the first measured row tells: the backend, cudaMemcpy's ceilings
+ * on CUDA, the pin note without a GPU; the table's columns. */
+static void first_row(options *o, bench_log *bl, sweep *sw, columns *cols)
+{
+    printf("backend: %s\n", bl->backend);
+    if (bl->cuda)
+        print_memcpy_ceiling(o);
+    else
+        host_pin(o, sw);
+    *cols = pick_columns(o, bl->cuda);
+    fflush(stdout);
+}
+
+/* Every round of every row, until done, an error (1) or a signal (128 +
+ * it, after the row in hand); the exit status. */
+static int sweep_run(options *o, bench_cuda *cu, bench_log *bl, sweep *sw,
+                     columns *cols)
+{
+    for (int k = 0; k < o->rounds; k++) {
+        o->round_at = k + 1;
+        sw->in_round = 0;
+        for (int i = 0; i < sw->total; i++) {
+            row *r = &sw->meas[(size_t)i * (size_t)o->rounds + (size_t)k];
+            *r = sw->plan[i];
+            o->row_at = i + 1;
+            o->rows = sw->total;
+            if (run_combo(o, cu, bl, r) < 0)
+                return 1;
+            if (cli_signal && r->batches == 0)
+                return 128 + cli_signal; /* nothing measured */
+            sw->done[i]++;
+            sw->in_round++;
+            if (k == 0 && i == 0)
+                first_row(o, bl, sw, cols);
+            if (cli_signal)
+                return 128 + cli_signal; /* this row, then stop */
+        }
+    }
+    return 0;
+}
+
+/* The reported rows: each measured row's rounds combined (bench_combine),
+ * in the plan's order, and set against the baseline. */
+static void sweep_combine(const options *o, sweep *sw)
+{
+    sw->n = 0;
+    for (int i = 0; i < sw->total; i++) {
+        if (sw->done[i] == 0)
+            continue;
+        const size_t at = (size_t)i * (size_t)o->rounds;
+        row *r = &sw->rows[sw->n++];
+        bench_combine(&sw->meas[at], sw->done[i], &sw->img[at], r);
+        r->vs_base = o->base_full[r->workers] > 0
+                         ? r->img_s / o->base_full[r->workers]
+                         : -1;
+    }
+}
+
+/* The run's first line: the data, the batch and the length of a row. */
+static void print_title(const options *o)
+{
+    char span[64];
+    if (o->seconds > 0)
+        snprintf(span, sizeof span, "%g s", o->seconds);
+    else
+        snprintf(span, sizeof span, "%ld batches", o->batches);
+    printf("pinload-bench: %s, %dx%d %s %s%s, batch %d, %s after %d warm-up, "
+           "compute %g ms%s, %d round%s\n",
+           o->data, o->size, o->size, pl_augment_name(o->augment),
+           pl_format_name(o->format),
+           o->format == PL_FORMAT_U8_NHWC ? ""
+           : o->gpu_normalize             ? " (gpu-normalize on)"
+                                          : " (gpu-normalize off)",
+           o->batch, span, o->warmup, o->compute_ms,
+           o->order == PL_ORDER_SHARDS ? ", order shards" : "", o->rounds,
+           o->rounds == 1 ? "" : "s");
+}
+
 int main(int argc, char **argv)
 {
     if (bench_wants_plan(argc, argv))
@@ -527,93 +692,56 @@ int main(int argc, char **argv)
         o.timeline = cli_open_file(o.timeline_path, 1, why, sizeof why);
         if (!o.timeline)
             return report_error("--timeline", o.timeline_path, why);
-        fprintf(o.timeline, "pin,workers,prefetch,step,launch_ms,start_ms,"
-                            "end_ms,gap_ms,late_ms\n");
+        fprintf(o.timeline, "round,pin,workers,prefetch,step,launch_ms,"
+                            "start_ms,end_ms,gap_ms,late_ms\n");
+    }
+    sweep sw;
+    if (sweep_open(&sw, &o) < 0) {
+        sweep_close(&sw);
+        return 1;
     }
     char mach[256];
     machine(mach, sizeof mach);
     bench_log bl = {.backend = "?"};
     bench_cuda *cu = o.device == PL_DEVICE_HOST ? NULL : bench_cuda_open();
-    const int total = o.npin * o.nprefetch * o.nworkers;
-    row *rows = calloc((size_t)total, sizeof *rows);
-    int n = 0, status = 0;
-    char span[64];
-    if (o.seconds > 0)
-        snprintf(span, sizeof span, "%g s", o.seconds);
-    else
-        snprintf(span, sizeof span, "%ld batches", o.batches);
-    printf("pinload-bench: %s, %dx%d %s %s%s, batch %d, %s after %d warm-up, "
-           "compute %g ms%s\n",
-           o.data, o.size, o.size, pl_augment_name(o.augment),
-           pl_format_name(o.format),
-           o.format == PL_FORMAT_U8_NHWC ? ""
-           : o.gpu_normalize             ? " (gpu-normalize on)"
-                                         : " (gpu-normalize off)",
-           o.batch, span, o.warmup, o.compute_ms,
-           o.order == PL_ORDER_SHARDS ? ", order shards" : "");
+    int status = 0;
+    print_title(&o);
     printf("machine: %s\n", mach);
     if (o.baseline && measure_baselines(&o) < 0)
         status = 1;
-    int printed = 0;
     columns cols = {0};
-    for (int p = 0; p < o.npin && status == 0; p++)
-        for (int q = 0; q < o.nprefetch && status == 0; q++)
-            for (int w = 0; w < o.nworkers && status == 0; w++) {
-                row *r = &rows[n];
-                *r = (row){.pin = o.pin[p],
-                           .workers = o.workers[w],
-                           .prefetch = o.prefetch[q]};
-                o.row_at = n + 1;
-                o.rows = o.npin * o.nprefetch * o.nworkers;
-                if (run_combo(&o, cu, &bl, r) < 0) {
-                    status = 1;
-                    break;
-                }
-                if (cli_signal && r->batches == 0) {
-                    status = 128 + cli_signal; /* nothing measured */
-                    break;
-                }
-                r->vs_base = o.base_full[r->workers] > 0
-                                 ? r->img_s / o.base_full[r->workers]
-                                 : -1;
-                if (!printed++) {
-                    printf("backend: %s\n", bl.backend);
-                    if (bl.cuda)
-                        print_memcpy_ceiling(&o);
-                    cols = pick_columns(&o, bl.cuda);
-                    print_header(&cols);
-                }
-                print_row(&cols, r);
-                n++;
-                if (cli_signal)
-                    status = 128 + cli_signal; /* this row, then stop */
-            }
+    if (status == 0)
+        status = sweep_run(&o, cu, &bl, &sw, &cols);
+    sweep_combine(&o, &sw);
+    const int n = sw.n;
     if (n > 0) {
-        const row *best = &rows[0];
-        for (int i = 1; i < n; i++)
-            if (rows[i].img_s > best->img_s)
-                best = &rows[i];
-        printf("best: pin %s, %d workers, prefetch %d: %.1f images/s\n",
-               pin_name(best->pin), best->workers, best->prefetch, best->img_s);
+        print_header(&cols);
+        for (int i = 0; i < n; i++)
+            print_row(&cols, &sw.rows[i]);
+        print_verdict(sw.rows, n);
     }
     print_problems(&bl);
     char why[256];
-    if (n > 0 && o.csv && write_csv(o.csv, rows, n, why, sizeof why) != 0)
+    if (n > 0 && o.csv && write_csv(o.csv, sw.rows, n, why, sizeof why) != 0)
         status = report_error("--csv", o.csv, why);
     if (n > 0 && o.json &&
-        write_json(o.json, &o, mach, bl.backend, rows, n, why, sizeof why) != 0)
+        write_json(o.json, &o, mach, bl.backend, sw.rows, n, why, sizeof why) !=
+            0)
         status = report_error("--json", o.json, why);
     if (n > 0 && o.plot &&
-        write_plot(o.plot, &o, mach, bl.backend, rows, n, why, sizeof why) != 0)
+        write_plot(o.plot, &o, mach, bl.backend, sw.rows, n, why, sizeof why) !=
+            0)
         status = report_error("--plot", o.plot, why);
     if (cli_signal)
         fprintf(stderr,
-                "pinload-bench: stopped by signal %d after %d row%s; "
-                "the files have every row measured\n",
-                (int)cli_signal, n, n == 1 ? "" : "s");
+                "pinload-bench: stopped by signal %d after %d row%s (round "
+                "%d of %d); the files have every row measured, each the "
+                "median of its rounds so far\n",
+                (int)cli_signal, sw.in_round, sw.in_round == 1 ? "" : "s",
+                o.round_at, o.rounds);
     if (o.timeline && fclose(o.timeline) != 0)
         status = report_error("--timeline", o.timeline_path, strerror(errno));
-    free(rows);
+    sweep_close(&sw);
     bench_cuda_close(cu);
     return status;
 }

@@ -1,14 +1,17 @@
 /* pinload-bench's parts: the options (tools/bench_args.c parses them),
  * one measured row, and the report (tools/bench_report.c: the table, CSV,
- * JSON and plot). tools/bench.c measures. */
+ * JSON and plot). tools/bench.c measures; tools/bench_rounds.h makes one
+ * row of a combination's rounds and judges the rows. */
 #ifndef PINLOAD_BENCH_H
 #define PINLOAD_BENCH_H
 
+#include <stddef.h>
 #include <stdio.h>
 
 #include "pinload.h"
 
 #define MAX_LIST 32
+#define BENCH_ROUNDS_MAX 100 /* --rounds */
 
 typedef struct options {
     const char *data;
@@ -18,6 +21,8 @@ typedef struct options {
     int workers[MAX_LIST], nworkers;
     int prefetch[MAX_LIST], nprefetch;
     int pin[MAX_LIST], npin; /* pl_memory values */
+    int pin_given;           /* --pin was given (else on alone on the host) */
+    int rounds;              /* --rounds: each combination's measures */
     long batches;
     double seconds;
     int warmup;
@@ -32,6 +37,7 @@ typedef struct options {
     int baseline;
     double baseline_seconds;
     int row_at, rows; /* the row being measured (1-based), of how many */
+    int round_at;     /* the round under way (1-based), of o->rounds */
     double base_full[1025], base_eighth[1025]; /* by thread count */
     double memcpy_gbs, memcpy_pageable_gbs;    /* cudaMemcpy's H2D, or 0 */
     int gpu_normalize;  /* --gpu-normalize: pl_config.gpu_normalize */
@@ -40,27 +46,53 @@ typedef struct options {
     int shuffle_window; /* --shuffle-window: pl_config.shuffle_window */
 } options;
 
+/* One combination: its settings and figures. A round's row holds one
+ * measure; the reported row, each figure's median over the rounds
+ * (bench_combine in bench_rounds.h). */
 typedef struct row {
     int pin, workers, prefetch;
     long images, batches;
-    double seconds;
-    double img_s, mb_s, h2d_gbs;
-    double wait_mean_ms, wait_p99_ms;
-    double us_read, us_decode, us_augment, us_copy; /* per image */
-    double load_ms; /* per batch, without compute */
-    /* With --compute-ms: the load passes before and after the step's
-     * (load_ms is their mean); -1 otherwise. */
-    double load_before_ms, load_after_ms;
-    double vs_base; /* img_s / full-decode baseline at these threads, or -1 */
-    double step_ms, overlap_pct; /* with --compute-ms; -1 otherwise */
-    /* With --compute-ms on a GPU: the GPU's idle time between steps, and
-     * the part of it when the next batch had not reached the caller yet
-     * (the rest: the step waited for the batch's copy); -1 otherwise. */
-    double gpu_idle_ms, late_ms;
-    /* Per batch of the last pass: workers waiting for a free ring slot,
-     * the prefetcher for a device buffer (pl_stats). */
-    double slot_wait_ms, buffer_wait_ms;
+    /* The reported row's: how many rounds measured it, the lowest and
+     * highest of their img/s, and each round's (img_s_round[rounds], in
+     * the order measured). */
+    int rounds;
+    double img_s_min, img_s_max;
+    const double *img_s_round;
+    union {
+        struct {
+            double seconds;
+            double img_s, mb_s, h2d_gbs;
+            double wait_mean_ms, wait_p99_ms;
+            double us_read, us_decode, us_augment, us_copy; /* per image */
+            double load_ms; /* per batch, without compute */
+            /* With --compute-ms: the load passes before and after the
+             * step's (load_ms is their mean); -1 otherwise. */
+            double load_before_ms, load_after_ms;
+            /* img_s / full-decode baseline at these threads, or -1 */
+            double vs_base;
+            double step_ms, overlap_pct; /* with --compute-ms; -1 otherwise */
+            /* With --compute-ms on a GPU: the GPU's idle time between
+             * steps, and the part of it when the next batch had not
+             * reached the caller yet (the rest: the step waited for the
+             * batch's copy); -1 otherwise. */
+            double gpu_idle_ms, late_ms;
+            /* Per batch of the last pass: workers waiting for a free ring
+             * slot, the prefetcher for a device buffer (pl_stats). */
+            double slot_wait_ms, buffer_wait_ms;
+        };
+        /* The same figures as a list, so that every one (a new one too:
+         * doubles only, in the struct above) gets its median. A figure
+         * that does not apply is negative. */
+        double figure[20];
+    };
 } row;
+
+#define BENCH_FIGURES (sizeof(((row *)0)->figure) / sizeof(double))
+_Static_assert(sizeof(row) ==
+                   offsetof(row, figure) + sizeof(((row *)0)->figure),
+               "row.figure must cover every figure of row");
+_Static_assert(offsetof(row, buffer_wait_ms) + sizeof(double) == sizeof(row),
+               "row.figure must hold figures only (the last: buffer_wait_ms)");
 
 /* ---- bench_args.c ---- */
 
@@ -75,14 +107,20 @@ void bench_parse(int argc, char **argv, options *o);
 
 const char *pin_name(int pin);
 
-/* Which columns the table shows (see pick_columns). */
+/* Which columns the table shows (see pick_columns), and the rounds
+ * asked (a row of fewer, cut short by a signal, says so). */
 typedef struct columns {
-    int stages, h2d, step, vs;
+    int mb, stages, h2d, step, vs;
+    int rounds;
 } columns;
 
 columns pick_columns(const options *o, int cuda);
 void print_header(const columns *c);
 void print_row(const columns *c, const row *r);
+/* After the table: which row is fastest, if the rounds' spread allows
+ * saying so (bench_judge), and last the settings to paste, in C and
+ * Python. rows[0..n-1], n >= 1, from bench_combine. */
+void print_verdict(const row *rows, int n);
 /* The reports; each -1 with the reason in why when path cannot be
  * written. */
 int write_csv(const char *path, const row *rows, int n, char *why,

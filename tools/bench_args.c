@@ -17,7 +17,7 @@ const char bench_usage[] =
     "none|eval|train]\n"
     "       [--format u8|f32|f16|bf16] [--gpu-normalize on|off] [--workers "
     "LIST]\n"
-    "       [--prefetch LIST] [--pin LIST]\n"
+    "       [--prefetch LIST] [--pin LIST] [--rounds R]\n"
     "       [--batches N | --seconds S] [--warmup N] [--compute-ms X]\n"
     "       [--device " CLI_DEVICES "] [--csv FILE] [--json FILE]\n"
     "       [--plot FILE.png] [--quiet] [--baseline [--baseline-seconds S]]\n"
@@ -25,7 +25,8 @@ const char bench_usage[] =
     "       [--timeline FILE] [--wide] [--version] [--help]\n"
     "       pinload-bench --plan --samples N --shards S --bytes B [--nodes K]\n"
     "       [--ranks-per-node R] [--batch B] [--epochs E] [--cache-limit X]\n"
-    "       [--bandwidth Y] [--order global|shards] [--name-bytes L] [--size N]\n"
+    "       [--bandwidth Y] [--order global|shards] [--name-bytes L] [--size "
+    "N]\n"
     "       [--prefetch P] [--json] | pinload-bench --plan --constants\n"
     "PATH may be remote shards (http(s)://, s3://, pipe:); --cache-limit is "
     "then\nconfig.cache_limit (below the data: every sample a ranged "
@@ -33,9 +34,14 @@ const char bench_usage[] =
     "LIST is comma-separated, e.g. --workers 1,2,4 --prefetch 1,2,4 --pin "
     "on,off,managed;\n"
     "--workers 0 is the library's default (this process's share of the "
-    "CPUs).\n"
-    "Every combination runs in turn, one loader at a time, after a warm-up; "
-    "one row\nis printed per combination as it finishes, then the best.\n"
+    "CPUs). Without\na GPU (the host backend) --pin defaults to on alone: "
+    "pinned and pageable memory\ndiffer only in copies to a GPU.\n"
+    "Every combination runs once a round, one loader at a time, after a "
+    "warm-up, the\nrounds interleaved (--rounds, default 3: round 1 runs "
+    "every row, then round 2...);\na row shows each figure's median over "
+    "its rounds, img/s with its lowest and\nhighest round. A row is named "
+    "best only where its lowest round beats every\nother row's highest; "
+    "the last lines give the settings to paste, in C and Python.\n"
     "--baseline first measures plain TurboJPEG full-size decoding of the same "
     "files,\nfrom memory, on as many threads as each row's workers (and at 1/8 "
     "scale, the\nceiling), and shows every row as a ratio to it.\n"
@@ -155,6 +161,7 @@ static void set_defaults(options *o)
     o->pin[0] = PL_MEMORY_PINNED;
     o->pin[1] = PL_MEMORY_PAGEABLE;
     o->npin = 2;
+    o->rounds = 3;
     o->batches = 30;
     o->warmup = 4;
     o->device = PL_DEVICE_AUTO;
@@ -173,6 +180,7 @@ void bench_parse(int argc, char **argv, options *o)
                                          "--workers",
                                          "--prefetch",
                                          "--pin",
+                                         "--rounds",
                                          "--batches",
                                          "--seconds",
                                          "--warmup",
@@ -220,7 +228,9 @@ void bench_parse(int argc, char **argv, options *o)
         else if (!strcmp(f, "--prefetch"))
             o->nprefetch = parse_list(f, v, o->prefetch, 0, 1);
         else if (!strcmp(f, "--pin"))
-            o->npin = parse_list(f, v, o->pin, 1, 0);
+            o->npin = parse_list(f, v, o->pin, 1, 0), o->pin_given = 1;
+        else if (!strcmp(f, "--rounds"))
+            o->rounds = (int)parse_long(f, v, 1, BENCH_ROUNDS_MAX);
         else if (!strcmp(f, "--batches"))
             o->batches = parse_long(f, v, 1, 100000000), o->seconds = 0;
         else if (!strcmp(f, "--seconds"))

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "bench_rounds.h"
 #include "cli.h"
 
 const char *pin_name(int pin)
@@ -24,44 +25,98 @@ const char *pin_name(int pin)
 
 /* Which columns the table shows. By default it fits 100 columns: the
  * optional ones (H2D on CUDA, step and overlap with --compute-ms, the
- * ratio with --baseline) take the place of the per-stage times; --wide
- * shows every column (the CSV and JSON always have them all). */
+ * ratio with --baseline) take the place of the per-stage times, and MB/s
+ * (img/s times the batch's bytes: nothing new) gives its room to img/s's
+ * lowest and highest rounds; --wide shows every column (the CSV and JSON
+ * always have them all). */
 
 columns pick_columns(const options *o, int cuda)
 {
-    columns c = {.h2d = o->wide || cuda,
+    columns c = {.mb = o->wide,
+                 .h2d = o->wide || cuda,
                  .step = o->wide || o->compute_ms > 0,
-                 .vs = o->wide || o->baseline};
+                 .vs = o->wide || o->baseline,
+                 .rounds = o->rounds};
     c.stages = o->wide || !(c.h2d || c.step || c.vs);
     return c;
+}
+
+/* Appends a header cell: " %*s" of the label, width w (w < 0: left
+ * aligned, no leading space). */
+static void head_cell(char *line, size_t cap, int w, const char *label)
+{
+    const size_t at = strlen(line);
+    if (w < 0)
+        snprintf(line + at, cap - at, "%-*s", -w, label);
+    else
+        snprintf(line + at, cap - at, " %*s", w, label);
 }
 
 void print_header(const columns *c)
 {
     for (int line = 0; line < 2; line++) {
         const int top = line == 0;
-        printf("%-8s %7s %8s %9s %8s", top ? "pin" : "", top ? "workers" : "",
-               top ? "prefetch" : "", top ? "img/s" : "", top ? "MB/s" : "");
+        char l[256] = "";
+        head_cell(l, sizeof l, -7, top ? "pin" : "");
+        head_cell(l, sizeof l, 7, top ? "workers" : "");
+        head_cell(l, sizeof l, 8, top ? "prefetch" : "");
+        head_cell(l, sizeof l, 19,
+                  top             ? "img/s"
+                  : c->rounds > 1 ? "median (min-max)"
+                                  : "");
+        if (c->mb)
+            head_cell(l, sizeof l, 8, top ? "MB/s" : "");
         if (c->h2d)
-            printf(" %8s", top ? "H2D GB/s" : "");
-        printf(" %9s %9s", top ? "wait ms" : "", top ? "p99 ms" : "");
-        if (c->stages)
-            printf(" %7s %8s %8s %7s", top ? "read" : "us/img",
-                   top ? "decode" : "us/img", top ? "augment" : "us/img",
-                   top ? "copy" : "us/img");
-        if (c->step)
-            printf(" %8s %8s", top ? "step ms" : "", top ? "overlap" : "");
+            head_cell(l, sizeof l, 8, top ? "H2D GB/s" : "");
+        head_cell(l, sizeof l, 8, top ? "wait ms" : "");
+        head_cell(l, sizeof l, 8, top ? "p99 ms" : "");
+        if (c->stages) {
+            head_cell(l, sizeof l, 7, top ? "read" : "us/img");
+            head_cell(l, sizeof l, 8, top ? "decode" : "us/img");
+            head_cell(l, sizeof l, 8, top ? "augment" : "us/img");
+            head_cell(l, sizeof l, 7, top ? "copy" : "us/img");
+        }
+        if (c->step) {
+            head_cell(l, sizeof l, 7, top ? "step ms" : "");
+            head_cell(l, sizeof l, 7, top ? "overlap" : "");
+        }
         if (c->vs)
-            printf(" %8s", top ? "vs base" : "");
-        printf("\n");
-        if (!c->stages)
-            break; /* the second line only labels the stage times */
+            head_cell(l, sizeof l, 7, top ? "vs base" : "");
+        size_t end = strlen(l);
+        while (end > 0 && l[end - 1] == ' ')
+            end--;
+        printf("%.*s\n", (int)end, l);
+        if (!c->stages && c->rounds < 2)
+            break; /* the second line only labels stage times and rounds */
     }
+}
+
+/* An img/s figure: whole above 100, one decimal below. */
+static int rate(char *buf, size_t cap, double v)
+{
+    return snprintf(buf, cap, v >= 100 ? "%.0f" : "%.1f", v);
+}
+
+/* "median (min-max)", or the median alone from one round asked, or
+ * "median (1 round)" where a signal cut a row's rounds short. */
+static void rate_cell(char *buf, size_t cap, const columns *c, const row *r)
+{
+    const int at = rate(buf, cap, r->img_s);
+    if (at < 0 || (size_t)at >= cap || c->rounds < 2)
+        return;
+    if (r->rounds < 2) {
+        snprintf(buf + at, cap - (size_t)at, " (1 round)");
+        return;
+    }
+    char lo[32], hi[32];
+    rate(lo, sizeof lo, r->img_s_min);
+    rate(hi, sizeof hi, r->img_s_max);
+    snprintf(buf + at, cap - (size_t)at, " (%s-%s)", lo, hi);
 }
 
 void print_row(const columns *c, const row *r)
 {
-    char h2d[16] = "-", step[16] = "-", ov[16] = "-", vs[16] = "-";
+    char h2d[16] = "-", step[16] = "-", ov[16] = "-", vs[16] = "-", img[80];
     if (r->vs_base >= 0)
         snprintf(vs, sizeof vs, "%.2fx", r->vs_base);
     if (r->h2d_gbs > 0)
@@ -70,19 +125,78 @@ void print_row(const columns *c, const row *r)
         snprintf(step, sizeof step, "%.2f", r->step_ms);
         snprintf(ov, sizeof ov, "%.0f%%", r->overlap_pct);
     }
-    printf("%-8s %7d %8d %9.1f %8.1f", pin_name(r->pin), r->workers,
-           r->prefetch, r->img_s, r->mb_s);
+    rate_cell(img, sizeof img, c, r);
+    printf("%-7s %7d %8d %19s", pin_name(r->pin), r->workers, r->prefetch, img);
+    if (c->mb)
+        printf(" %8.1f", r->mb_s);
     if (c->h2d)
         printf(" %8s", h2d);
-    printf(" %9.2f %9.2f", r->wait_mean_ms, r->wait_p99_ms);
+    printf(" %8.2f %8.2f", r->wait_mean_ms, r->wait_p99_ms);
     if (c->stages)
         printf(" %7.0f %8.0f %8.0f %7.0f", r->us_read, r->us_decode,
                r->us_augment, r->us_copy);
     if (c->step)
-        printf(" %8s %8s", step, ov);
+        printf(" %7s %7s", step, ov);
     if (c->vs)
-        printf(" %8s", vs);
+        printf(" %7s", vs);
     printf("\n");
+    fflush(stdout);
+}
+
+/* "pin on, 2 workers, prefetch 4: 1234 img/s (1100-1290)" */
+static void print_named(const char *lead, const row *r)
+{
+    char med[32], lo[32], hi[32];
+    rate(med, sizeof med, r->img_s);
+    rate(lo, sizeof lo, r->img_s_min);
+    rate(hi, sizeof hi, r->img_s_max);
+    printf("%spin %s, %d workers, prefetch %d: %s img/s", lead,
+           pin_name(r->pin), r->workers, r->prefetch, med);
+    if (r->rounds > 1)
+        printf(" (%s-%s)", lo, hi);
+}
+
+void print_verdict(const row *rows, int n)
+{
+    const bench_verdict v = bench_judge(rows, n);
+    const row *f = &rows[v.fastest];
+    const char *why = "the only row";
+    char most[32];
+    switch (v.judged) {
+    case BENCH_CLEAR:
+        rate(most, sizeof most, rows[v.nearest].img_s_max);
+        print_named("best: ", f);
+        printf("\n  clear of every other row: their highest round is %s at "
+               "most\n",
+               most);
+        why = "the best row";
+        break;
+    case BENCH_WITHIN_SPREAD:
+        printf("no row is clearly fastest: %d other row%s within the spread "
+               "of the highest median\n",
+               v.within, v.within == 1 ? " is" : "s are");
+        print_named("  highest median: ", f);
+        print_named("\n  nearest:        ", &rows[v.nearest]);
+        printf("\n");
+        why = "the fewest workers, then the least prefetch, of the rows "
+              "within that spread";
+        break;
+    case BENCH_NO_SPREAD:
+        printf("no row is clearly fastest: a row measured in one round has "
+               "no spread to judge by\n");
+        print_named("  highest: ", f);
+        printf("\n");
+        why = "the highest, not judged against the noise";
+        break;
+    case BENCH_ONE_ROW:
+        break;
+    }
+    char line[256];
+    printf("settings to paste (%s):\n", why);
+    bench_paste_c(line, sizeof line, &rows[v.paste]);
+    printf("  C:      %s\n", line);
+    bench_paste_python(line, sizeof line, &rows[v.paste]);
+    printf("  Python: %s\n", line);
     fflush(stdout);
 }
 
@@ -102,7 +216,9 @@ int write_csv(const char *path, const row *rows, int n, char *why,
     fprintf(f, "pin,workers,prefetch,images,batches,seconds,images_per_s,"
                "mb_per_s,h2d_gb_per_s,wait_mean_ms,wait_p99_ms,read_us,"
                "decode_us,augment_us,copy_us,load_ms,step_ms,overlap_pct,"
-               "vs_baseline,gpu_idle_ms,late_ms,slot_wait_ms,buffer_wait_ms\n");
+               "vs_baseline,gpu_idle_ms,late_ms,slot_wait_ms,buffer_wait_ms,"
+               "rounds,images_per_s_min,images_per_s_max,"
+               "images_per_s_rounds\n");
     for (int i = 0; i < n; i++) {
         const row *r = &rows[i];
         fprintf(f, "%s,%d,%d,%ld,%ld,%.9f,%.2f,%.2f,", pin_name(r->pin),
@@ -121,7 +237,11 @@ int write_csv(const char *path, const row *rows, int n, char *why,
         csv_num(f, r->gpu_idle_ms, "%.3f");
         fputc(',', f);
         csv_num(f, r->late_ms, "%.3f");
-        fprintf(f, ",%.3f,%.3f\n", r->slot_wait_ms, r->buffer_wait_ms);
+        fprintf(f, ",%.3f,%.3f,%d,%.2f,%.2f,", r->slot_wait_ms,
+                r->buffer_wait_ms, r->rounds, r->img_s_min, r->img_s_max);
+        for (int k = 0; k < r->rounds; k++)
+            fprintf(f, "%s%.2f", k ? ";" : "", r->img_s_round[k]);
+        fputc('\n', f);
     }
     return fclose(f);
 }
@@ -147,6 +267,38 @@ static void json_num(FILE *f, double v)
         fprintf(f, "%.3f", v);
     else
         fputs("null", f);
+}
+
+/* A row's settings as a JSON object. */
+static void json_settings(FILE *f, const row *r)
+{
+    fprintf(f, "{\"pin\": \"%s\", \"workers\": %d, \"prefetch\": %d}",
+            pin_name(r->pin), r->workers, r->prefetch);
+}
+
+/* The verdict (bench_judge), as print_verdict prints it: the judgement,
+ * the best row or null, and the settings pasted. */
+static void write_json_verdict(FILE *f, const row *rows, int n)
+{
+    static const char *const judged[] = {
+        [BENCH_CLEAR] = "clear",
+        [BENCH_WITHIN_SPREAD] = "within_spread",
+        [BENCH_NO_SPREAD] = "no_spread",
+        [BENCH_ONE_ROW] = "one_row",
+    };
+    const bench_verdict v = bench_judge(rows, n);
+    const row *p = &rows[v.paste];
+    fprintf(f, "  \"judged\": \"%s\",\n  \"best\": ", judged[v.judged]);
+    if (v.judged == BENCH_CLEAR)
+        json_settings(f, &rows[v.fastest]);
+    else
+        fputs("null", f);
+    fprintf(f, ",\n  \"highest_median\": ");
+    json_settings(f, &rows[v.fastest]);
+    fprintf(f,
+            ",\n  \"settings\": {\"num_workers\": %d, \"prefetch\": %d, "
+            "\"memory\": \"%s\"}\n",
+            p->workers, p->prefetch, pl_memory_name((pl_memory)p->pin));
 }
 
 int write_json(const char *path, const options *o, const char *mach,
@@ -184,8 +336,8 @@ int write_json(const char *path, const options *o, const char *mach,
             o->seconds);
     fprintf(f,
             "  \"batch\": %d,\n  \"size\": %d,\n  \"compute_ms\": %g,\n"
-            "  \"rows\": [\n",
-            o->batch, o->size, o->compute_ms);
+            "  \"rounds\": %d,\n  \"rows\": [\n",
+            o->batch, o->size, o->compute_ms, o->rounds);
     for (int i = 0; i < n; i++) {
         const row *r = &rows[i];
         fprintf(f,
@@ -217,9 +369,17 @@ int write_json(const char *path, const options *o, const char *mach,
         json_num(f, r->load_before_ms);
         fprintf(f, ", \"load_after_ms\": ");
         json_num(f, r->load_after_ms);
-        fprintf(f, "}%s\n", i + 1 < n ? "," : "");
+        fprintf(f,
+                ", \"rounds\": %d, \"images_per_s_min\": %.2f, "
+                "\"images_per_s_max\": %.2f, \"images_per_s_rounds\": [",
+                r->rounds, r->img_s_min, r->img_s_max);
+        for (int k = 0; k < r->rounds; k++)
+            fprintf(f, "%s%.2f", k ? ", " : "", r->img_s_round[k]);
+        fprintf(f, "]}%s\n", i + 1 < n ? "," : "");
     }
-    fprintf(f, "  ]\n}\n");
+    fprintf(f, "  ],\n");
+    write_json_verdict(f, rows, n);
+    fprintf(f, "}\n");
     return fclose(f);
 }
 
@@ -249,14 +409,18 @@ static int write_plot_data(FILE *f, const options *o, const row *rows, int n)
             for (int i = 0; i < n; i++)
                 if (rows[i].pin == o->pin[p] &&
                     rows[i].prefetch == o->prefetch[q])
-                    fprintf(f, "%d %.2f\n", rows[i].workers, rows[i].img_s);
+                    fprintf(f, "%d %.2f %.2f %.2f\n", rows[i].workers,
+                            rows[i].img_s, rows[i].img_s_min,
+                            rows[i].img_s_max);
             fprintf(f, "\n\n");
         }
     return fflush(f);
 }
 
 /* The gnuplot script: images/s against workers, one line per (pin,
- * prefetch), the PNG on gnuplot's stdout (no output path in the script). */
+ * prefetch) through the medians, with bars from each row's lowest round
+ * to its highest; the PNG on gnuplot's stdout (no output path in the
+ * script). */
 static void write_plot_script(FILE *g, const options *o, const char *mach,
                               const char *backend, const char *dat)
 {
@@ -277,15 +441,25 @@ static void write_plot_script(FILE *g, const options *o, const char *mach,
     gp_quote(g, line1);
     fputs(".\"\\n\".", g);
     gp_quote(g, line2);
+    const int lines = o->npin * o->nprefetch;
+    char ylabel[96] = "images/s";
+    if (o->rounds > 1)
+        snprintf(ylabel, sizeof ylabel,
+                 "images/s: median of %d rounds, bars lowest to highest",
+                 o->rounds);
     fprintf(g,
             " noenhanced\nset xlabel 'worker threads'\n"
-            "set ylabel 'images/s'\nset key outside right\nset grid\n"
+            "set ylabel '%s'\nset key outside right\nset grid\n"
             "set yrange [0:*]\nset xrange [%g:%g]\nset xtics (%s)\n"
             "plot for [i=0:%d] ",
-            lo - 0.5, hi + 0.5, tics, o->npin * o->nprefetch - 1);
+            ylabel, lo - 0.5, hi + 0.5, tics, lines - 1);
     gp_quote(g, dat);
-    fputs(" index i using 1:2 with linespoints lw 2 title columnheader(1)\n",
-          g);
+    /* Each line a little to the side, so that bars at one worker count
+     * do not hide one another. */
+    fprintf(g,
+            " index i using ($1 + (i - %g) * %g):2:3:4 with yerrorlines "
+            "lw 2 title columnheader(1)\n",
+            (lines - 1) / 2.0, (hi - lo + 1) * 0.012);
 }
 
 /* gnuplot run directly (no shell), reading `script_fd`, its PNG going to

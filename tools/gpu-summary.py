@@ -5,7 +5,9 @@ pinned, pageable at least 80% of cudaMemcpy pageable), step time against
 max(compute, load) (target: within 2% with pinned memory, and where the
 GPU's idle time went), the sweeps' scaling (target: 16 workers at least 12x one),
 and pinload against PyTorch's DataLoader (target: at least 2.5x at equal
-workers). Usage: python3 tools/gpu-summary.py LOGS_DIR
+workers). Each figure of a pinload-bench row is its median over the
+bench's rounds (--rounds, default 3; images_per_s_min and _max give the
+spread). Usage: python3 tools/gpu-summary.py LOGS_DIR
 """
 import glob
 import json
