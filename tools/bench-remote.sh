@@ -26,7 +26,8 @@ last=$(printf '%06d' $((n - 1)))
 samples=$(awk -F'\t' 'NR > 1 && !/^#/ { s += $2 } END { print s }' \
     "$dir/manifest.tsv")
 batches=$((samples / 64))
-args="--workers 2 --prefetch 2 --pin off --warmup 0 --batch 64 --batches $batches"
+# One round a measure: a second round would find the cache the first filled.
+args="--rounds 1 --workers 2 --prefetch 2 --pin off --warmup 0 --batch 64 --batches $batches"
 
 row() { # $1: label, $2: data; each measure on a cold cache
     rm -rf "$work/cache" "$work/dump"

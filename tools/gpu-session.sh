@@ -296,8 +296,10 @@ bench() { # bench NAME ARGS...: pinload-bench with CSV and JSON kept
     local name=$1
     shift
     # shellcheck disable=SC2046
+    # One round a row (GPU_SESSION_ROUNDS): a lent GPU's minutes are few;
+    # the figures that compare rows run them side by side in one call.
     step "$name" "$BENCH" --device cuda --csv "$logs/$name.csv" \
-        --json "$logs/$name.json" --quiet "$@" \
+        --json "$logs/$name.json" --quiet --rounds "${GPU_SESSION_ROUNDS:-1}" "$@" \
         ${GPU_SESSION_SECONDS:+--seconds "$GPU_SESSION_SECONDS"} \
         ${GPU_SESSION_BATCH:+--batch "$GPU_SESSION_BATCH"}
 }

@@ -188,7 +188,7 @@ def pinload_rate(args, workers):
              "--augment", args.augment, "--format", args.format,
              "--gpu-normalize", args.gpu_normalize, "--warmup",
              str(args.warmup), "--device", args.device, "--json", out,
-             "--quiet"] + span,
+             "--rounds", "1", "--quiet"] + span,  # one run, as the other's
             check=True, stdout=subprocess.DEVNULL)
         with open(out) as f:
             return json.load(f)["rows"][0]["images_per_s"]
