@@ -322,7 +322,7 @@ void sample_table_sample(const sample_table *tab, int64_t k,
     if (x->n == 0 && !(flags & SHARD_CLS_BAD) && image != SHARD_IMAGE_SCAN) {
         /* The common case: the image as the record has it, no names read */
         s->image = image ? first + image - 1 : -1;
-        s->code = image ? 0 : PL_ENOTJPEG;
+        s->code = image ? 0 : PL_ENOTIMAGE;
         if (reason && image) {
             reason[0] = '\0';
             return;
@@ -350,9 +350,9 @@ void sample_table_sample(const sample_table *tab, int64_t k,
             missing = e;
     const int cls_bad = (flags & SHARD_CLS_BAD) && s->cls >= 0;
     if (cls_bad)
-        s->code = s->image >= 0 ? PL_ECORRUPT : PL_ENOTJPEG;
+        s->code = s->image >= 0 ? PL_ECORRUPT : PL_ENOTIMAGE;
     else if (s->image < 0)
-        s->code = PL_ENOTJPEG;
+        s->code = PL_ENOTIMAGE;
     else if (missing >= 0)
         s->code = PL_ENOEXTRA;
     else

@@ -565,7 +565,7 @@ static void make_sample(packer *p, int64_t i, packed_sample *r)
      * bytes are not packed. */
     r->ext = image_ext(bytes, len);
     if (!r->ext) {
-        r->code = PL_ENOTJPEG;
+        r->code = PL_ENOTIMAGE;
         snprintf(r->why, sizeof r->why,
                  "%s: not a JPEG, PNG or WebP image", name);
         free(bytes);

@@ -218,7 +218,7 @@ int decoder_has_row_buffers(const decoder *d)
     return d->rows != NULL || d->cmyk_rows != NULL;
 }
 
-/* Names what a file that does not start with SOI seems to be instead. */
+/* Names what a file of no format pinload reads seems to be instead. */
 static void describe_not_jpeg(const uint8_t *b, size_t len, char *reason)
 {
     static const struct {
@@ -232,13 +232,14 @@ static void describe_not_jpeg(const uint8_t *b, size_t len, char *reason)
         {"P3", 2, "PPM"},     {"P6", 2, "PPM"},
     };
     if (len == 0) {
-        snprintf(reason, DECODE_REASON_MAX, "not a JPEG file (empty)");
+        snprintf(reason, DECODE_REASON_MAX,
+                 "not an image pinload reads (empty)");
         return;
     }
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
         if (len >= kinds[i].n && memcmp(b, kinds[i].magic, kinds[i].n) == 0) {
-            snprintf(reason, DECODE_REASON_MAX, "not a JPEG file (%s data)",
-                     kinds[i].what);
+            snprintf(reason, DECODE_REASON_MAX,
+                     "not an image pinload reads (%s data)", kinds[i].what);
             return;
         }
     }
@@ -247,12 +248,12 @@ static void describe_not_jpeg(const uint8_t *b, size_t len, char *reason)
     for (size_t i = 0; i < len && i < 4; i++)
         o += (size_t)snprintf(hex + o, sizeof hex - o, i ? " %02x" : "%02x",
                               b[i]);
-    snprintf(reason, DECODE_REASON_MAX, "not a JPEG file (starts with %s)",
-             hex);
+    snprintf(reason, DECODE_REASON_MAX,
+             "not an image pinload reads (starts with %s)", hex);
 }
 
 /* Whether buf[0, len) starts as a PNG whose 8-byte signature is cut short
- * or damaged: then it is a bad PNG, not something other than JPEG. The
+ * or damaged: then it is a bad PNG, not something pinload does not read. The
  * signature's CR LF, LF and ^Z are there to catch text-mode copies, which
  * change exactly those bytes. */
 static int damaged_png(const uint8_t *b, size_t len, char *reason)
@@ -283,7 +284,7 @@ static int fail(decoder *d, char *reason)
     } else {
         switch (e->pub.msg_code) {
         case JERR_NO_SOI:
-            code = PL_ENOTJPEG;
+            code = PL_ENOTIMAGE;
             break;
         case JERR_BAD_PRECISION:
         case JERR_SOF_UNSUPPORTED:
@@ -440,7 +441,7 @@ int decoder_open(decoder *d, const uint8_t *buf, size_t len, decode_info *info,
         if (damaged_png(buf, len, reason))
             return PL_ECORRUPT;
         describe_not_jpeg(buf, len, reason);
-        return PL_ENOTJPEG;
+        return PL_ENOTIMAGE;
     }
     d->open = 1;
     if (setjmp(d->jerr.jump))
