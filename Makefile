@@ -152,8 +152,8 @@ NVCCFLAGS := -O2 -std=c++17 -Iinclude $(NVCC_GENCODE) -Xcompiler $(NVCC_HOST)
 
 COMMON_SRC  := common/clock.c common/grow.c common/error.c common/names.c \
                common/log.c common/file.c common/machine.c common/braces.c
-WORKERS_SRC := workers/decode.c workers/decode_png.c workers/decode_webp.c \
-               workers/resample.c workers/augment.c \
+CODECS_SRC  := codecs/codec.c codecs/jpeg.c codecs/png.c codecs/webp.c
+WORKERS_SRC := workers/decode.c workers/resample.c workers/augment.c \
                workers/fileio.c workers/sample.c workers/pool.c
 INDEX_SRC   := index/tar.c index/idx_file.c index/sample_table.c \
                index/node_tables.c
@@ -170,8 +170,9 @@ LOADER_SRC  := loader/config.c loader/launcher.c loader/cpus.c \
                loader/failures.c loader/copier.c loader/dev_buffers.c \
                loader/output.c loader/state.c loader/loader.c loader/image.c \
                loader/pinned.c
-LIB_SRC  := $(COMMON_SRC) $(INDEX_SRC) $(CATALOG_SRC) $(REMOTE_SRC) \
-            $(WORKERS_SRC) $(INPUT_SRC) $(DEVICE_SRC) $(LOADER_SRC)
+LIB_SRC  := $(COMMON_SRC) $(CODECS_SRC) $(INDEX_SRC) $(CATALOG_SRC) \
+            $(REMOTE_SRC) $(WORKERS_SRC) $(INPUT_SRC) $(DEVICE_SRC) \
+            $(LOADER_SRC)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # With nvcc, the library carries the GPU normalisation kernel.
 ifneq ($(HAVE_NVCC),)
@@ -188,7 +189,8 @@ EXAMPLES := $(BUILD)/examples/train_classifier $(BUILD)/examples/data_parallel
 # unit suites per module, the public API's end to end (tests/api), the
 # tools', and the system's. Their binaries keep flat, unique names:
 # $(BUILD)/tests/test_x.
-TEST_DIRS := tests/unit/common tests/unit/index tests/unit/workers \
+TEST_DIRS := tests/unit/common tests/unit/codecs tests/unit/index \
+             tests/unit/workers \
              tests/unit/remote tests/unit/input tests/unit/device \
              tests/unit/loader tests/api tests/tools tests/system
 vpath test_%.c $(TEST_DIRS)
@@ -608,15 +610,15 @@ $(BUILD)/.deps-bench: tools/install-deps.sh
 
 # libFuzzer over the decode and augment path, seeded with ../shared/data's
 # hard cases and photos and the PNG and WebP fixtures (each behind an
-# 8-byte configuration header): the signature takes inputs to the JPEG,
-# PNG or WebP decoder.
+# 8-byte configuration header): the signature takes inputs to each row
+# of the table of formats (codecs/).
 # Every crash it finds belongs in tests/fuzz/regressions, replayed by
 # test_fuzz in every `make test`.
 FUZZ_SECONDS ?= 60
 FUZZ_DIR := $(BUILD)/fuzz
-FUZZ_SRC := $(COMMON_SRC) workers/decode.c workers/decode_png.c \
-            workers/decode_webp.c workers/resample.c \
-            workers/augment.c workers/fileio.c workers/sample.c
+FUZZ_SRC := $(COMMON_SRC) $(CODECS_SRC) workers/decode.c \
+            workers/resample.c workers/augment.c workers/fileio.c \
+            workers/sample.c
 $(FUZZ_DIR)/fuzz_decode: tests/fuzz/fuzz_decode.c tests/fuzz/harness.h \
                          $(FUZZ_SRC) | $(BUILD)/.deps-fuzz
 	@mkdir -p $(@D)
@@ -631,8 +633,8 @@ $(BUILD)/.deps-fuzz: tools/install-deps.sh
 # what it finds belongs in tests/fuzz/regressions-loader, replayed by
 # test_fuzz_loader in every `make test`.
 FUZZ_LOADER_SECONDS ?= $(FUZZ_SECONDS)
-FUZZ_LOADER_SRC := $(COMMON_SRC) $(INDEX_SRC) $(CATALOG_SRC) $(REMOTE_SRC) \
-                   $(WORKERS_SRC) $(INPUT_SRC) \
+FUZZ_LOADER_SRC := $(COMMON_SRC) $(CODECS_SRC) $(INDEX_SRC) $(CATALOG_SRC) \
+                   $(REMOTE_SRC) $(WORKERS_SRC) $(INPUT_SRC) \
                    $(filter-out device/backend_cuda.c,$(DEVICE_SRC)) \
                    $(LOADER_SRC)
 $(FUZZ_DIR)/fuzz_loader: tests/fuzz/fuzz_loader.c tests/fuzz/loader_harness.h \

@@ -12,6 +12,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "../codecs/codec.h"
 #include "../common/error.h"
 #include "../common/file.h"
 #include "../common/grow.h"
@@ -52,7 +53,7 @@ static void note_unread(const catalog *cat, const sample_table *tab,
             k++;
         if (k < cat->nextras)
             taken[k] = 1;
-        else if (shard_image_ext(ext) == -1)
+        else if (codec_extension_kind(ext) == -1)
             unread_note(u, path, name);
     }
     u->keys++;
@@ -241,12 +242,16 @@ void shard_samples_say_heap(const catalog *cat, logger *lg)
  * change what the caller trains on. */
 void shard_samples_say_unread(const unread_members *u, logger *lg)
 {
-    if (u->count)
+    if (u->count) {
+        char unread[64], formats[64];
+        codec_words(unread, sizeof unread, CODEC_UNREAD, ", ");
+        codec_words(formats, sizeof formats, CODEC_NAMES, " and ");
         log_msg(lg, PL_LOG_WARNING,
-                "%zu image member(s) of kinds not supported (bmp, pgm, ppm, "
-                "tif, tiff; JPEG, PNG and WebP are) left out: %s%s",
-                u->count, u->names,
+                "%zu image member(s) of kinds not supported (%s; %s are) left "
+                "out: %s%s",
+                u->count, unread, formats, u->names,
                 u->count > SHARDS_UNREAD_NAMED ? ", ..." : "");
+    }
     if (u->unlabelled)
         log_msg(lg, PL_LOG_WARNING,
                 "%lld of %lld sample(s) have no cls member (KEY.cls, a "

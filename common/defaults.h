@@ -1,5 +1,5 @@
 /* Defaults that two tiers need, written once: pl_config_default()
- * (loader/config.c) and decode_limits_default() (workers/decode.c) both
+ * (loader/config.c) and decode_limits_default() (codecs/codec.c) both
  * read them. Every other default lives in pl_config_default alone. The
  * texts that state them (pinload.h's comments, the README's table, and so
  * Python's docs) are held against pl_config_default() by `make

@@ -100,7 +100,8 @@ PL_EXPORT unsigned pl_version_number(void);
  * Values never change; new codes are appended. PL_EPOCH_END is not an
  * error: pl_loader_next's "this epoch has no more batches". A binding may
  * expand the list with its own XX(name, value, message), as the enum below
- * does. */
+ * does. A code renamed keeps its old name in the enum, after the list, for
+ * the same value: PL_ENOTJPEG is PL_ENOTIMAGE's first name. */
 #define PL_STATUS_MAP(XX)                                                      \
     XX(OK, 0, "success")                                                       \
     XX(EPOCH_END, 1, "end of epoch")                                           \
@@ -108,7 +109,7 @@ PL_EXPORT unsigned pl_version_number(void);
     XX(ENOMEM, -2, "out of memory")                                            \
     XX(EIO, -3, "input/output error")                                          \
     XX(ENODATA, -4, "no images found")                                         \
-    XX(ENOTJPEG, -5, "not a JPEG file")                                        \
+    XX(ENOTIMAGE, -5, "not an image pinload reads (JPEG, PNG, WebP)")          \
     XX(ECORRUPT, -6, "corrupt image data")                                     \
     XX(EUNSUPPORTED, -7, "unsupported image feature")                          \
     XX(ELIMIT, -8, "image exceeds a configured limit")                         \
@@ -122,6 +123,9 @@ typedef enum pl_status {
 #define PL_STATUS_ENUM_(name, value, msg) PL_##name = value,
     PL_STATUS_MAP(PL_STATUS_ENUM_)
 #undef PL_STATUS_ENUM_
+    /* clang-format off */
+    PL_ENOTJPEG = PL_ENOTIMAGE /* the old name */
+    /* clang-format on */
 } pl_status;
 
 /* A one-line description of a status code ("corrupt image data"), or
@@ -132,8 +136,8 @@ PL_EXPORT const char *pl_strerror(int status);
 PL_EXPORT const char *pl_err_name(int status);
 
 /* The detail of the last error returned to the calling thread by any pinload
- * function, such as "pl_loader_next: train/cat/7.jpg: not a JPEG file
- * (starts with 89 50 4e 47)". Empty before the first error. Thread-local:
+ * function, such as "pl_loader_next: train/cat/7.gif: not an image pinload
+ * reads (GIF data)". Empty before the first error. Thread-local:
  * valid until the calling thread's next pinload call. */
 PL_EXPORT const char *pl_last_error(void);
 
@@ -837,7 +841,7 @@ PL_EXPORT int pl_loader_sample(const pl_loader *l, int64_t index,
  * member), read now, into buf[0, cap); [out] *len: how many. With buf NULL
  * or cap too small nothing is copied, *len says how many bytes are needed
  * and PL_EINVAL is returned. PL_EIO / PL_ELIMIT (over max_file_bytes) /
- * PL_ENOTJPEG (a tar key without an image) name the file. */
+ * PL_ENOTIMAGE (a tar key without an image) name the file. */
 PL_EXPORT int pl_loader_read_sample(const pl_loader *l, int64_t index,
                                     void *buf, size_t cap, size_t *len);
 
@@ -926,7 +930,7 @@ typedef struct pl_failure {
     int64_t index;      /* dataset index */
     const char *path;   /* valid until pl_loader_destroy */
     int32_t code;       /* PL_E*, or 0 for a file decoded with warnings */
-    const char *reason; /* "not a JPEG file (starts with 42 4d)", or the
+    const char *reason; /* "not an image pinload reads (BMP data)", or the
                            first warning; valid until pl_loader_destroy */
     int64_t count;      /* times met so far */
     int32_t warnings;   /* libjpeg warnings in the rows decoded, first time */
@@ -961,8 +965,8 @@ typedef struct pl_image {
 PL_EXPORT int pl_image_load_sized(const char *path, pl_image *img, size_t size);
 
 /* The same for the image in buf[0, len) (pl_loader_read_sample's bytes,
- * say); buf may be NULL when len is 0 (an empty file: PL_ENOTJPEG, "not a
- * JPEG file (empty)"). */
+ * say); buf may be NULL when len is 0 (an empty file: PL_ENOTIMAGE, "not
+ * an image pinload reads (empty)"). */
 #define pl_image_decode(buf, len, img)                                         \
     pl_image_decode_sized((buf), (len), (img), sizeof(pl_image))
 PL_EXPORT int pl_image_decode_sized(const void *buf, size_t len, pl_image *img,

@@ -10,6 +10,7 @@
 #include <strings.h>
 #include <sys/mman.h>
 
+#include "../codecs/codec.h"
 #include "../common/bytes.h"
 #include "../common/error.h"
 
@@ -23,19 +24,6 @@ void shard_split_key(const char *name, size_t *klen, const char **ext)
     const char *dot = strchr(base, '.');
     *klen = dot ? (size_t)(dot - name) : strlen(name);
     *ext = dot ? dot + 1 : "";
-}
-
-int shard_image_ext(const char *ext)
-{
-    static const char *const read[] = {"jpg", "jpeg", "png", "webp"};
-    static const char *const unread[] = {"bmp", "pgm", "ppm", "tif", "tiff"};
-    for (size_t i = 0; i < sizeof read / sizeof *read; i++)
-        if (strcasecmp(ext, read[i]) == 0)
-            return 1;
-    for (size_t i = 0; i < sizeof unread / sizeof *unread; i++)
-        if (strcasecmp(ext, unread[i]) == 0)
-            return -1;
-    return 0;
 }
 
 /* A .cls member's label: decimal digits, blanks around them. -1 if it is
@@ -97,7 +85,9 @@ static size_t key_end(const tar_index *t, size_t i)
 /* Key [i, j)'s record: its members, its cls member's label, and its image
  * when no extras are configured (the first member of an image kind pinload
  * reads), so that a sample of the common configuration is found without
- * reading its members' names. */
+ * reading its members' names. Which kinds those are is the table of
+ * formats' (codecs/codec.h): a format added there is not in the records of
+ * index files written before it. */
 static void put_key(unsigned char *k, const tar_index *t, size_t i, size_t j)
 {
     int32_t label = 0;
@@ -107,7 +97,7 @@ static void put_key(unsigned char *k, const tar_index *t, size_t i, size_t j)
         size_t kl;
         const char *ext;
         shard_split_key(t->m[m].name, &kl, &ext);
-        if (!image && shard_image_ext(ext) == 1)
+        if (!image && codec_extension_kind(ext) == 1)
             image = m - i + 1 < SHARD_IMAGE_SCAN ? (uint32_t)(m - i + 1)
                                                  : SHARD_IMAGE_SCAN;
         if (cls || strcasecmp(ext, "cls") != 0)
@@ -322,7 +312,7 @@ void sample_table_sample(const sample_table *tab, int64_t k,
     if (x->n == 0 && !(flags & SHARD_CLS_BAD) && image != SHARD_IMAGE_SCAN) {
         /* The common case: the image as the record has it, no names read */
         s->image = image ? first + image - 1 : -1;
-        s->code = image ? 0 : PL_ENOTJPEG;
+        s->code = image ? 0 : PL_ENOTIMAGE;
         if (reason && image) {
             reason[0] = '\0';
             return;
@@ -334,7 +324,8 @@ void sample_table_sample(const sample_table *tab, int64_t k,
         size_t kl;
         const char *ext;
         shard_split_key(shard_member_name(tab, j), &kl, &ext);
-        const int kind = shard_image_ext(ext), e = extra_of(x, ext, s->extra);
+        const int kind = codec_extension_kind(ext),
+                  e = extra_of(x, ext, s->extra);
         if (e >= 0) /* an extra (a cls one still gives the label) */
             s->extra[e] = j;
         if (s->cls < 0 && strcasecmp(ext, "cls") == 0)
@@ -350,9 +341,9 @@ void sample_table_sample(const sample_table *tab, int64_t k,
             missing = e;
     const int cls_bad = (flags & SHARD_CLS_BAD) && s->cls >= 0;
     if (cls_bad)
-        s->code = s->image >= 0 ? PL_ECORRUPT : PL_ENOTJPEG;
+        s->code = s->image >= 0 ? PL_ECORRUPT : PL_ENOTIMAGE;
     else if (s->image < 0)
-        s->code = PL_ENOTJPEG;
+        s->code = PL_ENOTIMAGE;
     else if (missing >= 0)
         s->code = PL_ENOEXTRA;
     else
@@ -372,8 +363,10 @@ void sample_table_sample(const sample_table *tab, int64_t k,
                    (const unsigned char *)name + strlen(name) + 1,
                    m[20] == NO_SMALL ? -1 : m[20], reason, cap);
     } else if (s->image < 0) {
-        snprintf(reason, cap, "key %.*s has no jpg, jpeg, png or webp member",
-                 (int)klen, key);
+        char exts[64];
+        codec_words(exts, sizeof exts, CODEC_EXTENSIONS, " or ");
+        snprintf(reason, cap, "key %.*s has no %s member", (int)klen, key,
+                 exts);
     } else {
         snprintf(reason, cap, "key %.*s has no %s member (config.extras)",
                  (int)klen, key, x->names[missing]);

@@ -23,9 +23,9 @@
  *       (i32: the cls member's, 0 without one or when it is not a label),
  *       flags (u32: bit 0 set: the cls member is not a label; bits 8 to
  *       31: the key's first member of a kind pinload reads (jpg, jpeg,
- *       png, webp), 1 + its place in the key; 0: none; 2^24 - 1: too far
- *       in, found by reading the names), the image when no extras are
- *       configured
+ *       png, webp: codec_extension_kind), 1 + its place in the key; 0:
+ *       none; 2^24 - 1: too far in, found by reading the names), the
+ *       image when no extras are configured
  *       the name block (N bytes, zero-padded to 8)
  *   end the FNV-1a 64 of everything before. */
 #ifndef PINLOAD_SAMPLE_TABLE_H
@@ -173,9 +173,5 @@ const char *sample_table_sample_name(const sample_table *tab, int64_t k,
 /* The extension of a member (after the first dot of its last component),
  * and the length of its key. */
 void shard_split_key(const char *name, size_t *klen, const char **ext);
-
-/* A member extension's kind: an image pinload reads (1), an image kind it
- * does not (-1: bmp, pgm, ppm, tif, tiff), or any other (0). */
-int shard_image_ext(const char *ext);
 
 #endif

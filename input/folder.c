@@ -2,9 +2,10 @@
  * by the sorted class folders, as torchvision's ImageFolder) or a flat
  * folder of images (one class). Each directory, by device and inode, is
  * listed once, so links that loop or share sub-directories end. Files
- * named .jpg, .jpeg, .png or .webp are samples (the decoder tells the
- * format from the bytes); the other names torchvision's ImageFolder takes
- * (.bmp .pgm .ppm .tif .tiff) are counted and named in a warning, so
+ * named with an extension of the table of formats (.jpg, .jpeg, .png,
+ * .webp) are samples (the decoder tells the format from the bytes); the
+ * other names torchvision's ImageFolder takes (codec_unread: .bmp .pgm
+ * .ppm .tif .tiff) are counted and named in a warning, so
  * that nothing it would read is left out without a word. What the listing
  * leaves out (a path too long, a folder that cannot be opened or is too
  * deep, images that belong to no class, a class without images) is a
@@ -18,10 +19,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../codecs/codec.h"
 #include "../common/error.h"
 #include "../common/grow.h"
 #include "readers.h"
@@ -30,20 +31,10 @@
 
 /* ---- directory entries ---- */
 
-static int is_image_name(const char *name)
-{
-    const char *dot = strrchr(name, '.');
-    return dot &&
-           (strcasecmp(dot, ".jpg") == 0 || strcasecmp(dot, ".jpeg") == 0 ||
-            strcasecmp(dot, ".png") == 0 || strcasecmp(dot, ".webp") == 0);
-}
-
 /* ---- image files not read ---- */
 
 /* The extensions torchvision's ImageFolder reads that pinload does not. */
-static const char *const unread_ext[] = {".bmp", ".pgm", ".ppm", ".tif",
-                                         ".tiff"};
-#define UNREAD_KINDS (sizeof unread_ext / sizeof *unread_ext)
+#define UNREAD_KINDS CODEC_UNREAD_COUNT
 #define UNREAD_NAMED 5 /* names given in the notice, per extension */
 
 typedef struct unread {
@@ -55,14 +46,11 @@ typedef struct unread {
 static int unread_kind(const char *name)
 {
     const char *dot = strrchr(name, '.');
-    for (size_t k = 0; dot && k < UNREAD_KINDS; k++)
-        if (strcasecmp(dot, unread_ext[k]) == 0)
-            return (int)k;
-    return -1;
+    return dot ? codec_unread_index(dot + 1) : -1;
 }
 
 /* Counts the file at `path` (relative to the root) if its extension is
- * one of unread_ext. PL_ENOMEM. */
+ * one of codec_unread. PL_ENOMEM. */
 static int unread_add(unread *u, const char *path)
 {
     const int k = unread_kind(path);
@@ -79,13 +67,15 @@ static int unread_add(unread *u, const char *path)
 /* One notice per extension met: "root: 12 .tif files not supported ...". */
 static void unread_log(unread *u, logger *lg, const char *root)
 {
+    char formats[64];
+    codec_words(formats, sizeof formats, CODEC_NAMES, " and ");
     for (size_t k = 0; k < UNREAD_KINDS; k++) {
         if (u->count[k])
             log_msg(lg, PL_LOG_WARNING,
-                    "%s: %zu %s file%s not supported (JPEG, PNG and WebP "
-                    "are), left out: %s%s",
-                    root, u->count[k], unread_ext[k],
-                    u->count[k] == 1 ? "" : "s", u->names[k],
+                    "%s: %zu .%s file%s not supported (%s are), left out: "
+                    "%s%s",
+                    root, u->count[k], codec_unread[k],
+                    u->count[k] == 1 ? "" : "s", formats, u->names[k],
                     u->count[k] > UNREAD_NAMED ? ", ..." : "");
         free(u->names[k]);
     }
@@ -305,7 +295,7 @@ static int walk_dir(walk *w, int dirfd, size_t path_len)
     for (size_t i = 0; rc == 0 && i < e.n; i++) {
         if (e.v[i].is_dir)
             continue;
-        const int image = is_image_name(e.v[i].name);
+        const int image = codec_is_image_name(e.v[i].name);
         if (!image && unread_kind(e.v[i].name) < 0)
             continue;
         const size_t len = path_push(w, path_len, e.v[i].name);
@@ -386,7 +376,7 @@ static int read_folder(catalog *cat, logger *lg)
     size_t dirs = 0, files = 0;
     for (size_t i = 0; i < e.n; i++) {
         dirs += e.v[i].is_dir;
-        files += !e.v[i].is_dir && is_image_name(e.v[i].name);
+        files += !e.v[i].is_dir && codec_is_image_name(e.v[i].name);
     }
     walk *w = calloc(1, sizeof *w);
     if (!w) {
@@ -411,7 +401,7 @@ static int read_folder(catalog *cat, logger *lg)
         const char *slash = strrchr(cat->root, '/');
         rc = catalog_add_class(cat, slash && slash[1] ? slash + 1 : cat->root);
         for (size_t i = 0; rc == 0 && i < e.n; i++)
-            if (is_image_name(e.v[i].name))
+            if (codec_is_image_name(e.v[i].name))
                 rc = catalog_add_file(cat, e.v[i].name, strlen(e.v[i].name), 0);
             else if (!e.v[i].is_dir)
                 rc = unread_add(&w->unread, e.v[i].name);

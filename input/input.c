@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../codecs/codec.h"
 #include "../common/braces.h"
 #include "../common/error.h"
 #include "../remote/remote.h"
@@ -63,10 +64,11 @@ int input_open(catalog *c, const char *data, const remote_opts *remote,
     if (rc == PL_ENOMEM)
         rc = err_set(PL_ENOMEM, "pl_loader_create: %s: out of memory listing",
                      data);
+    char formats[64];
+    codec_words(formats, sizeof formats, CODEC_NAMES, " or ");
     if (rc == 0 && catalog_size(c) == 0)
-        rc = err_set(PL_ENODATA,
-                     "pl_loader_create: %s: no JPEG, PNG or WebP files found",
-                     data);
+        rc = err_set(PL_ENODATA, "pl_loader_create: %s: no %s files found",
+                     data, formats);
     if (rc == 0 && catalog_size(c) >= ((int64_t)1 << 32))
         rc = err_set(PL_EINVAL, "pl_loader_create: %s: more than 2^32 files",
                      data);

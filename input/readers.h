@@ -10,8 +10,9 @@
 #include "../common/log.h"
 
 /* An ImageFolder tree, or a flat folder of images (one class named after
- * it): folder.c. Files named .jpg, .jpeg, .png or .webp are samples; the
- * other kinds torchvision's ImageFolder reads are named in a notice. */
+ * it): folder.c. Files named with an extension of the table of formats
+ * (.jpg, .jpeg, .png, .webp) are samples; the other kinds torchvision's
+ * ImageFolder reads are named in a notice. */
 int folder_read(catalog *c, const char *dir, logger *lg);
 
 /* A list file of "path label" lines, paths relative to its folder:

@@ -449,9 +449,10 @@ static inline void check_rank(const job *j, int r, char order[][128],
                          r, row->path, policy_flag[j->policy]);
             cr_assert(is_bad(fx, row->path), "rank %d skipped good %s", r,
                       row->path);
-            cr_assert_eq(
-                strncmp(row->status, "PL_ENOTJPEG: not a JPEG file (", 30), 0,
-                "%s: %s", row->path, row->status);
+            static const char why[] =
+                "PL_ENOTIMAGE: not an image pinload reads (";
+            cr_assert_eq(strncmp(row->status, why, sizeof why - 1), 0, "%s: %s",
+                         row->path, row->status);
             skipped++;
             continue;
         }
@@ -460,7 +461,7 @@ static inline void check_rank(const job *j, int r, char order[][128],
         cr_assert_eq(row->position, k, "rank %d: row %d", r, i);
         cr_assert_str_eq(row->path, want[k], "rank %d position %d", r, k);
         const int bad = is_bad(fx, row->path);
-        cr_assert_str_eq(row->status, bad ? "PL_ENOTJPEG" : "ok", "%s",
+        cr_assert_str_eq(row->status, bad ? "PL_ENOTIMAGE" : "ok", "%s",
                          row->path);
         memcpy(got->path[k], want[k], sizeof want[k]);
         assert_ppm(p->out, k, bad);

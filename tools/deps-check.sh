@@ -4,10 +4,11 @@
 #
 #   include/  the public header; includes nothing of ours
 #   common/   includes common/ only
-#   index/, device/, codecs/
+#   codecs/, device/
 #             include common/
-#   catalog/  includes index/ and common/
-#   remote/   includes catalog/, index/ and common/ (never input/)
+#   index/    includes codecs/ and common/
+#   catalog/  includes index/, codecs/ and common/
+#   remote/   includes catalog/, index/, codecs/ and common/ (never input/)
 #   workers/  includes codecs/ and common/
 #   input/    includes remote/, catalog/, index/, codecs/ and common/
 #   loader/   includes all of the above; nothing includes it
@@ -36,9 +37,10 @@ cd "${1:-$(dirname "$0")/..}"
 allowed() {
     case "$1" in
     include | common) echo "" ;;
-    index | device | codecs) echo "common" ;;
-    catalog) echo "index common" ;;
-    remote) echo "catalog index common" ;;
+    codecs | device) echo "common" ;;
+    index) echo "codecs common" ;;
+    catalog) echo "index codecs common" ;;
+    remote) echo "catalog index codecs common" ;;
     workers) echo "codecs common" ;;
     input) echo "remote catalog index codecs common" ;;
     loader) echo "input remote catalog index workers codecs device common" ;;

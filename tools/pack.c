@@ -134,7 +134,9 @@ static int64_t parse_size(const char *v)
 }
 
 /* --extras' names (the loader checks their form), none of them a member
- * the pack writes itself. */
+ * the pack writes itself: every extension the loader takes as an image,
+ * and cls. (The tools see the public header alone: test_pack holds this
+ * list and image_ext's against the library's table of formats.) */
 static void split_extras(options *o)
 {
     static const char *const own[] = {"jpg", "jpeg", "png", "webp", "cls"};
@@ -493,7 +495,8 @@ typedef struct packer {
 } packer;
 
 /* The member extension of an image's bytes, by their signature, or NULL
- * for bytes of none of the formats the loader reads. */
+ * for bytes of none of the formats the loader reads (JPEG's stricter than
+ * the loader's: FF D8 FF, a marker after SOI). */
 static const char *image_ext(const uint8_t *b, size_t n)
 {
     if (n >= 3 && b[0] == 0xff && b[1] == 0xd8 && b[2] == 0xff)
@@ -565,7 +568,7 @@ static void make_sample(packer *p, int64_t i, packed_sample *r)
      * bytes are not packed. */
     r->ext = image_ext(bytes, len);
     if (!r->ext) {
-        r->code = PL_ENOTJPEG;
+        r->code = PL_ENOTIMAGE;
         snprintf(r->why, sizeof r->why,
                  "%s: not a JPEG, PNG or WebP image", name);
         free(bytes);

@@ -53,7 +53,7 @@ sdist() {
     cp -R "$root/python/pinload" "$root/python/src" "$stage/"
     cp "$root/python/setup.py" "$root/python/pyproject.toml" \
         "$root/python/README.md" "$root/LICENSE" "$stage/"
-    for d in include common index catalog remote workers input device \
+    for d in include common codecs index catalog remote workers input device \
         loader cmake; do
         cp -R "$root/$d" "$stage/csrc/"
     done

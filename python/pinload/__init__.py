@@ -51,7 +51,8 @@ elif TYPE_CHECKING:  # CPython 3.10: only type checkers read **options' type
 __all__ = [
     "Loader", "Batch", "View", "Failure", "Dataset", "state_info", "Error",
     "InvalidArgument", "NoDataError",
-    "NotJPEGError", "CorruptError", "UnsupportedError", "LimitError",
+    "NotImageError", "NotJPEGError", "CorruptError", "UnsupportedError",
+    "LimitError",
     "CudaError", "ThreadError", "BusyError", "ClosedError", "ReadError",
     "MissingExtraError", "PinloadWarning",
     "OutOfMemory", "library_version", "__version__", "LoaderOptions",
@@ -151,8 +152,13 @@ class NoDataError(Error):
     """PL_ENODATA: no JPEG found, or no sample of an epoch decodes."""
 
 
-class NotJPEGError(Error):
-    """PL_ENOTJPEG (under on_error="fail")."""
+class NotImageError(Error):
+    """PL_ENOTIMAGE: not an image pinload reads (JPEG, PNG, WebP) (under
+    on_error="fail")."""
+
+
+# Its first name (PL_ENOTJPEG's), kept.
+NotJPEGError = NotImageError
 
 
 class CorruptError(Error):
@@ -191,7 +197,7 @@ class MissingExtraError(Error):
 _CLASSES = {
     "PL_EINVAL": InvalidArgument, "PL_ENOMEM": OutOfMemory,
     "PL_EIO": ReadError, "PL_ENODATA": NoDataError,
-    "PL_ENOTJPEG": NotJPEGError, "PL_ECORRUPT": CorruptError,
+    "PL_ENOTIMAGE": NotImageError, "PL_ECORRUPT": CorruptError,
     "PL_EUNSUPPORTED": UnsupportedError, "PL_ELIMIT": LimitError,
     "PL_ECUDA": CudaError, "PL_ETHREAD": ThreadError, "PL_EBUSY": BusyError,
     "PL_ECLOSED": ClosedError, "PL_ENOEXTRA": MissingExtraError,

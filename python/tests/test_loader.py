@@ -205,12 +205,13 @@ def test_a_bad_file_under_fail_raises_naming_it(dataset, tmp_path):
     root, bad = _tree_with_a_bad_file(dataset, tmp_path)
     loader = pinload.Loader(root, batch_size=3, size=16, on_error="fail",
                             shuffle=False, num_workers=1, device="host")
-    with pytest.raises(pinload.NotJPEGError) as e:
+    with pytest.raises(pinload.NotImageError) as e:
         batches(loader)
-    assert bad in str(e.value) and e.value.name == "PL_ENOTJPEG"
-    # The error stays.
+    assert bad in str(e.value) and e.value.name == "PL_ENOTIMAGE"
+    # The error stays; its first name is the same class.
     with pytest.raises(pinload.NotJPEGError):
         loader.next()
+    assert pinload.NotJPEGError is pinload.NotImageError
 
 
 def test_a_bad_file_under_skip_is_logged_and_listed(dataset, tmp_path,
@@ -231,7 +232,7 @@ def test_a_bad_file_under_skip_is_logged_and_listed(dataset, tmp_path,
     assert any(bad in r.getMessage() for r in warnings)
     assert any("backend: host" in r.getMessage() for r in caplog.records
                if r.levelno == logging.INFO)
-    assert f.path == bad and f.name == "PL_ENOTJPEG" and f.count >= 1
+    assert f.path == bad and f.name == "PL_ENOTIMAGE" and f.count >= 1
 
 
 def test_a_log_callable_gets_levels_and_may_call_the_loader(dataset,

@@ -22,8 +22,8 @@ static void make_tree_with_bad(char root[64], bad_set *bad)
     write_not_jpeg(bad->path[0]);
     write_empty(bad->path[1]);
     write_truncated_header(bad->path[2]);
-    bad->code[0] = PL_ENOTJPEG;
-    bad->code[1] = PL_ENOTJPEG;
+    bad->code[0] = PL_ENOTIMAGE;
+    bad->code[1] = PL_ENOTIMAGE;
     bad->code[2] = PL_ECORRUPT;
 }
 
@@ -172,8 +172,8 @@ Test(loader, skip_counts_each_bad_file_once_per_epoch, .timeout = TIMEOUT)
     write_not_jpeg(bad.path[0]);
     write_empty(bad.path[1]);
     write_truncated_header(bad.path[2]);
-    bad.code[0] = PL_ENOTJPEG;
-    bad.code[1] = PL_ENOTJPEG;
+    bad.code[0] = PL_ENOTIMAGE;
+    bad.code[1] = PL_ENOTIMAGE;
     bad.code[2] = PL_ECORRUPT;
     log_count lc;
     log_count_init(&lc);
@@ -341,7 +341,7 @@ Test(loader, fail_delivers_the_batches_before_the_bad_file_then_sticks,
     }
     for (int again = 0; again < 3; again++) {
         const pl_batch *b = NULL;
-        cr_assert_eq(pl_loader_next(l, &b), PL_ENOTJPEG, "call %d", again);
+        cr_assert_eq(pl_loader_next(l, &b), PL_ENOTIMAGE, "call %d", again);
         cr_assert_null(b);
         cr_assert_not_null(strstr(pl_last_error(), badp), "%s",
                            pl_last_error());
@@ -352,7 +352,7 @@ Test(loader, fail_delivers_the_batches_before_the_bad_file_then_sticks,
     cr_assert_eq(n, 1);
     cr_assert_eq(f[0].index, 12);
     cr_assert_str_eq(f[0].path, badp);
-    cr_assert_eq(f[0].code, PL_ENOTJPEG);
+    cr_assert_eq(f[0].code, PL_ENOTIMAGE);
     pl_loader_destroy(l);
     pthread_mutex_lock(&lc.mu);
     cr_assert_eq(lc.warnings, 0, "FAIL reports through pl_loader_next");
@@ -373,9 +373,9 @@ Test(loader, fail_on_the_first_file_delivers_nothing, .timeout = TIMEOUT)
     c.shuffle = 0;
     pl_loader *l = create(&c);
     const pl_batch *b;
-    cr_assert_eq(pl_loader_next(l, &b), PL_ENOTJPEG);
+    cr_assert_eq(pl_loader_next(l, &b), PL_ENOTIMAGE);
     cr_assert_not_null(strstr(pl_last_error(), badp), "%s", pl_last_error());
-    cr_assert_eq(pl_loader_next(l, &b), PL_ENOTJPEG);
+    cr_assert_eq(pl_loader_next(l, &b), PL_ENOTIMAGE);
     fx_done(l, root);
 }
 

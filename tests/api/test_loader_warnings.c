@@ -101,7 +101,7 @@ Test(loader, warning_counts_do_not_carry_over_to_the_next_file,
     cr_assert_eq(n, 3);
     cr_assert_eq(f[0].code, 0);
     cr_assert_geq(f[0].warnings, 1);
-    cr_assert_eq(f[1].code, PL_ENOTJPEG);
+    cr_assert_eq(f[1].code, PL_ENOTIMAGE);
     cr_assert_eq(f[1].warnings, 0, "bmp.jpg: %d warnings", f[1].warnings);
     cr_assert_eq(f[2].code, PL_EIO);
     cr_assert_eq(f[2].warnings, 0, "gone.jpg: %d warnings", f[2].warnings);

@@ -263,7 +263,7 @@ Test(resume, costs_no_decoding_of_the_batches_before_k, .timeout = TIMEOUT)
         const char *path;
         cr_assert_eq(pl_loader_sample(probe, ref.epoch[0].idx[i], &path, NULL),
                      0);
-        tu_write_file(path, "", 0); /* an empty file: PL_ENOTJPEG */
+        tu_write_file(path, "", 0); /* an empty file: PL_ENOTIMAGE */
     }
     pl_loader_destroy(probe);
     pl_config r = c;

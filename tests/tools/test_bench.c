@@ -907,8 +907,8 @@ Test(bench, problem_files_are_listed_once_at_the_end, .timeout = 120)
     cr_assert_eq(run_tool(args, &out, &err), 0, "%s", err);
     char line[512];
     snprintf(line, sizeof line,
-             "pinload-bench: bad: %s: not a JPEG file (GIF data) "
-             "(PL_ENOTJPEG)\n",
+             "pinload-bench: bad: %s: not an image pinload reads (GIF data) "
+             "(PL_ENOTIMAGE)\n",
              bad);
     const char *at = strstr(err, line);
     cr_assert_not_null(at, "stderr: %s", err);

@@ -296,7 +296,8 @@ Test(dump, on_error_fail_exits_nonzero_naming_the_bad_file, .timeout = 120)
     char line[2048];
     snprintf(line, sizeof line, "%.*s", (int)(nl - msg), msg);
     cr_assert_not_null(strstr(line, bad), "stderr line: %s", line);
-    cr_assert_not_null(strstr(line, "not a JPEG"), "stderr line: %s", line);
+    cr_assert_not_null(strstr(line, "not an image pinload reads"),
+                       "stderr line: %s", line);
     result_free(&r);
     tu_rm_rf(root);
 }
@@ -314,11 +315,12 @@ Test(dump, on_error_skip_lists_the_bad_file_without_a_position, .timeout = 120)
     cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
     /* The list of problem files at the end names it once, with the code. */
     char line[512];
-    snprintf(line, sizeof line, "pinload-dump: bad: %s: not a JPEG file", bad);
+    snprintf(line, sizeof line,
+             "pinload-dump: bad: %s: not an image pinload reads", bad);
     const char *at = strstr(r.err, line);
     cr_assert_not_null(at, "stderr: %s", r.err);
     cr_assert_null(strstr(at + 1, line), "listed twice: %s", r.err);
-    cr_assert_not_null(strstr(at, "(PL_ENOTJPEG)\n"), "%s", at);
+    cr_assert_not_null(strstr(at, "(PL_ENOTIMAGE)\n"), "%s", at);
     result_free(&r);
     /* The bad file's place goes to the next good sample of the order,
      * wrapping to its start (equal steps on every rank): 7 positions. */
@@ -333,10 +335,11 @@ Test(dump, on_error_skip_lists_the_bad_file_without_a_position, .timeout = 120)
             cr_assert_eq(rows[k].position, -1);
             cr_assert_eq(rows[k].label, 1);
             cr_assert_str_neq(rows[k].status, "ok");
-            cr_assert_not_null(strstr(rows[k].status, "PL_ENOTJPEG"), "%s",
+            cr_assert_not_null(strstr(rows[k].status, "PL_ENOTIMAGE"), "%s",
                                rows[k].status);
-            cr_assert_not_null(strstr(rows[k].status, "not a JPEG"), "%s",
-                               rows[k].status);
+            cr_assert_not_null(
+                strstr(rows[k].status, "not an image pinload reads"), "%s",
+                rows[k].status);
             continue;
         }
         cr_assert_eq(rows[k].position, next++, "row %d", k);
@@ -847,7 +850,7 @@ Test(dump, extras_are_written_beside_each_ppm, .timeout = 120)
 /* --raw reads each file's bytes and decodes them with pl_image_decode: an
  * empty file comes back as no buffer at all before any other file has
  * been read, and its row said "PL_EINVAL: pl_image_decode: NULL argument";
- * it is "not a JPEG file (empty)". */
+ * it is "not an image pinload reads (empty)". */
 Test(dump, raw_names_an_empty_file_empty, .timeout = 120)
 {
     char root[64], p[256], out[128], args[1024];
@@ -874,8 +877,8 @@ Test(dump, raw_names_an_empty_file_empty, .timeout = 120)
             continue;
         seen++;
         cr_assert_str_eq(rows[k].status,
-                         "PL_ENOTJPEG: pl_image_decode: not a JPEG file "
-                         "(empty)");
+                         "PL_ENOTIMAGE: pl_image_decode: not an image "
+                         "pinload reads (empty)");
     }
     cr_assert_eq(seen, 1);
     free(rows);

@@ -5,6 +5,7 @@
 
 #include <sys/wait.h>
 
+#include "../codecs/codec.h"
 #include "pinload.h"
 #include "testloader.h"
 #include "testutil.h"
@@ -335,6 +336,66 @@ Test(pack, png_and_webp_are_packed_as_themselves, .timeout = TIMEOUT)
     free(b);
     tu_rm_rf(out);
     fx_done(NULL, root);
+}
+
+/* The pack sees only the public header, so its list of formats is its
+ * own; it is held here against the library's table of formats
+ * (codecs/codec.h): a file of each row's format is packed as KEY.<its
+ * first extension>, and no row's extension can be an --extras name. A
+ * format added to the table fails this test until the pack knows it. */
+Test(pack, the_pack_knows_every_format_the_loader_reads, .timeout = TIMEOUT)
+{
+    /* A file of each format, by its first extension. */
+    static const char *const sample[][2] = {
+        {"jpg", NULL}, {"png", "rgb8.png"}, {"webp", "lossless.webp"}};
+    char dir[64], p[512], args[1024], *err;
+    tu_tmpdir(dir);
+    char want[512] = "";
+    for (int i = 0; i < CODEC_COUNT; i++) {
+        const char *ext = codecs[i]->extensions[0];
+        int k = 0;
+        while (k < 3 && strcmp(sample[k][0], ext) != 0)
+            k++;
+        cr_assert_lt(k, 3, "no %s sample: add one to this test", ext);
+        snprintf(p, sizeof p, "%s/img/f%02d.%s", dir, i, ext);
+        tu_mkdirs_for(p);
+        if (sample[k][1]) {
+            char src[256];
+            snprintf(src, sizeof src, "tests/fixtures/formats/%s",
+                     sample[k][1]);
+            size_t len;
+            uint8_t *b = tu_read_file(src, &len);
+            tu_write_file(p, b, len);
+            free(b);
+        } else {
+            tu_write_jpeg(p, 24, 16, 3, NULL);
+        }
+        const size_t o = strlen(want);
+        snprintf(want + o, sizeof want - o, "%09d.%s %09d.cls ", i, ext, i);
+    }
+    snprintf(args, sizeof args,
+             "--data %s/img --out %s/out --per-shard 10 --quiet", dir, dir);
+    cr_assert_eq(pack(dir, args, &err), 0, "%s", err);
+    free(err);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "tar tf %s/out/shard-000000.tar | tr '\\n' ' '",
+             dir);
+    FILE *f = popen(cmd, "r");
+    char listing[512] = "";
+    cr_assert_not_null(fgets(listing, sizeof listing, f));
+    pclose(f);
+    cr_assert_str_eq(listing, want);
+    for (int i = 0; i < CODEC_COUNT; i++)
+        for (const char *const *e = codecs[i]->extensions; *e; e++) {
+            snprintf(args, sizeof args,
+                     "--data %s/img --out %s/x --per-shard 10 --extras txt,%s",
+                     dir, dir, *e);
+            cr_assert_eq(pack(dir, args, &err), 2, "--extras %s: %s", *e, err);
+            cr_assert_not_null(strstr(err, "is a member the pack writes"),
+                               "--extras %s: %s", *e, err);
+            free(err);
+        }
+    tu_rm_rf(dir);
 }
 
 /* --extras carries a source's side data into the shards: a list file's

@@ -263,7 +263,7 @@ Test(tool_paths, dump_lists_bad_files_one_line_each_whatever_their_names)
              data, dir);
     cr_assert_eq(tool(dir, "pinload-dump", args, &err), 0, "%s", err);
     expect_in(err, "pinload-dump: bad: ");
-    expect_in(err, "f01\\nx\\ty.jpg: not a JPEG file");
+    expect_in(err, "f01\\nx\\ty.jpg: not an image pinload reads");
     cr_assert_null(strstr(err, "f01\nx"), "a raw newline: %s", err);
     free(err);
     /* Under FAIL, the error that stops the dump is one line too. */
@@ -273,7 +273,7 @@ Test(tool_paths, dump_lists_bad_files_one_line_each_whatever_their_names)
              data, dir);
     cr_assert_eq(tool(dir, "pinload-dump", args, &err), 1, "%s", err);
     expect_in(err, "pinload-dump: pl_loader_next: ");
-    expect_in(err, "f01\\nx\\ty.jpg: not a JPEG file");
+    expect_in(err, "f01\\nx\\ty.jpg: not an image pinload reads");
     cr_assert_null(strstr(err, "f01\nx"), "a raw newline: %s", err);
     free(err);
     fx_done(NULL, data);
@@ -442,7 +442,7 @@ Test(tool_paths, pack_stores_only_images_it_reads, .timeout = 60)
     free(err);
     snprintf(p, sizeof p, "%s/o/manifest.tsv", dir);
     char *m = tu_slurp(p);
-    expect_in(m, "f01.jpg\tPL_ENOTJPEG");
+    expect_in(m, "f01.jpg\tPL_ENOTIMAGE");
     expect_in(m, "# end: 2 samples in 1 shards, 1 not packed\n");
     free(m);
     fx_done(NULL, data);

@@ -23,8 +23,12 @@ Test(error, every_code_has_a_distinct_name_and_message)
             cr_assert_str_neq(pl_strerror(codes[i]), pl_strerror(codes[j]));
         }
     }
-    cr_assert_str_eq(pl_err_name(PL_ENOTJPEG), "PL_ENOTJPEG");
-    cr_assert_str_eq(pl_strerror(PL_ENOTJPEG), "not a JPEG file");
+    cr_assert_str_eq(pl_err_name(PL_ENOTIMAGE), "PL_ENOTIMAGE");
+    cr_assert_str_eq(pl_strerror(PL_ENOTIMAGE),
+                     "not an image pinload reads (JPEG, PNG, WebP)");
+    /* The code's first name stays, for the same value. */
+    cr_assert_eq(PL_ENOTJPEG, PL_ENOTIMAGE);
+    cr_assert_eq(PL_ENOTIMAGE, -5);
     cr_assert_str_eq(pl_err_name(PL_EPOCH_END), "PL_EPOCH_END");
     cr_assert_str_eq(pl_strerror(PL_OK), "success");
 }

@@ -123,7 +123,7 @@ Test(sample_table, a_key_under_the_configured_extras)
     cr_assert_str_eq(why, "k1.cls: \"x\" is not a label (a decimal number "
                           "below 2^20)");
     sample_table_sample(&tab, 2, &x, &s, why, sizeof why);
-    cr_assert_eq(s.code, PL_ENOTJPEG);
+    cr_assert_eq(s.code, PL_ENOTIMAGE);
     cr_assert_str_eq(why, "key k2 has no jpg, jpeg, png or webp member");
     const char *name = sample_table_sample_name(&tab, 2, &s, &nlen);
     cr_assert_eq(nlen, 2);

@@ -812,7 +812,7 @@ Test(dataset, shard_samples_fingerprint_as_before)
     cr_assert_eq(catalog_label(&ds, 1), 2);
     location loc;
     char why[256];
-    cr_assert_eq(catalog_locate(&ds, 1, &loc, why, sizeof why), PL_ENOTJPEG);
+    cr_assert_eq(catalog_locate(&ds, 1, &loc, why, sizeof why), PL_ENOTIMAGE);
     cr_assert_str_eq(why, "key k1 has no jpg, jpeg, png or webp member");
     cr_assert_eq(catalog_locate(&ds, 0, &loc, why, sizeof why), 0);
     cr_assert_eq(loc.size, 10);

@@ -284,7 +284,7 @@ Test(shards, bad_members_are_the_samples_errors, .timeout = TIMEOUT)
         const char *reason;
     } bad[] = {
         {6, PL_ELIMIT, "over the limit of 4000"},
-        {7, PL_ENOTJPEG, "key h1 has no jpg, jpeg, png or webp member"},
+        {7, PL_ENOTIMAGE, "key h1 has no jpg, jpeg, png or webp member"},
         {8, PL_ECORRUPT, "h2.cls: \"cat\" is not a label"},
     };
     pl_config c;
@@ -519,10 +519,10 @@ Test(shards, read_sample_gives_the_packed_files_bytes, .timeout = TIMEOUT)
     uint8_t buf[16];
     memset(buf, 'x', sizeof buf);
     cr_assert_eq(pl_loader_read_sample(l, 3, buf, sizeof buf, &len),
-                 PL_ENOTJPEG);
+                 PL_ENOTIMAGE);
     cr_assert_not_null(strstr(pl_last_error(), "s.tar:k3"), "%s",
                        pl_last_error());
-    cr_assert_eq(pl_image_decode(buf, 4, &(pl_image){0}), PL_ENOTJPEG);
+    cr_assert_eq(pl_image_decode(buf, 4, &(pl_image){0}), PL_ENOTIMAGE);
     pl_loader_destroy(l);
     tu_rm_rf(dir);
 }

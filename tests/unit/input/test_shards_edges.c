@@ -223,7 +223,7 @@ Test(shards, a_bad_samples_label_is_a_class_too, .timeout = TIMEOUT)
     cr_assert_eq(b->labels[0], 1);
     cr_assert_eq(b->status[0], 0);
     cr_assert_eq(b->labels[1], 7);
-    cr_assert_eq(b->status[1], PL_ENOTJPEG);
+    cr_assert_eq(b->status[1], PL_ENOTIMAGE);
     pl_loader_release(l, b, NULL);
     pl_loader_destroy(l);
     tu_rm_rf(dir);

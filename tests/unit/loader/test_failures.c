@@ -14,10 +14,10 @@ Test(failures, one_record_per_file_in_the_order_met_with_counts)
 {
     failures f;
     failures_init(&f, 10);
-    cr_assert_eq(failures_record(&f, 7, PL_ENOTJPEG, "a/7", "PNG", 0), 1);
+    cr_assert_eq(failures_record(&f, 7, PL_ENOTIMAGE, "a/7", "PNG", 0), 1);
     cr_assert_eq(failures_record(&f, 2, PL_EIO, "a/2", "gone", 0), 1);
-    cr_assert_eq(failures_record(&f, 7, PL_ENOTJPEG, "a/7", "PNG", 0), 0);
-    cr_assert_eq(failures_record(&f, 7, PL_ENOTJPEG, "a/7", "PNG", 0), 0);
+    cr_assert_eq(failures_record(&f, 7, PL_ENOTIMAGE, "a/7", "PNG", 0), 0);
+    cr_assert_eq(failures_record(&f, 7, PL_ENOTIMAGE, "a/7", "PNG", 0), 0);
     cr_assert_eq(f.n, 2);
     cr_assert_eq(get(&f, 0).index, 7);
     cr_assert_eq(get(&f, 0).count, 3);

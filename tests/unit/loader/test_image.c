@@ -81,10 +81,10 @@ Test(decode, pl_image_decode_of_no_bytes_says_empty)
     const void *bufs[] = {NULL, none};
     for (int i = 0; i < 2; i++) {
         const int rc = pl_image_decode(bufs[i], 0, &img);
-        cr_assert_eq(rc, PL_ENOTJPEG, "%s: %s", pl_err_name(rc),
+        cr_assert_eq(rc, PL_ENOTIMAGE, "%s: %s", pl_err_name(rc),
                      pl_last_error());
         cr_assert_str_eq(pl_last_error(),
-                         "pl_image_decode: not a JPEG file (empty)");
+                         "pl_image_decode: not an image pinload reads (empty)");
         cr_assert_null(img.pixels);
     }
     cr_assert_eq(pl_image_decode(NULL, 5, &img), PL_EINVAL);
@@ -93,8 +93,9 @@ Test(decode, pl_image_decode_of_no_bytes_says_empty)
     tu_tmpdir(dir);
     snprintf(path, sizeof path, "%s/empty.jpg", dir);
     tu_write_file(path, "", 0);
-    cr_assert_eq(pl_image_load(path, &img), PL_ENOTJPEG);
-    cr_assert_not_null(strstr(pl_last_error(), "not a JPEG file (empty)"), "%s",
-                       pl_last_error());
+    cr_assert_eq(pl_image_load(path, &img), PL_ENOTIMAGE);
+    cr_assert_not_null(
+        strstr(pl_last_error(), "not an image pinload reads (empty)"), "%s",
+        pl_last_error());
     tu_rm_rf(dir);
 }

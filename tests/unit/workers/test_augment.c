@@ -535,7 +535,7 @@ Test(augment, failing_samples_are_all_zero_with_their_status)
         int which, strict, code;
         const char *reason;
     } cases[] = {
-        {0, 0, PL_ENOTJPEG, "not a JPEG file (GIF data)"},
+        {0, 0, PL_ENOTIMAGE, "not an image pinload reads (GIF data)"},
         {1, 0, PL_EIO, "No such file"},
         {2, 1, PL_ECORRUPT, "(strict)"},
     };

@@ -341,7 +341,7 @@ Test(decode, decoder_is_reusable_after_each_kind_of_failure)
         case 2: /* not a JPEG */
             rc = decode_all(d, (const uint8_t *)"GIF89a\1\0\1\0", 10, &rgb, &w,
                             &h, reason);
-            want = PL_ENOTJPEG;
+            want = PL_ENOTIMAGE;
             break;
         case 3: /* over the limit */
         {
@@ -400,8 +400,8 @@ Test(decode, sample_decode_full_is_reusable_after_a_bad_file)
     int w = -1, h = -1;
     int rc = sample_decode_full(&ctx, AT_FDCWD, bad, MAX_FILE_BYTES, &rgb, &w,
                                 &h, reason);
-    cr_assert_eq(rc, PL_ENOTJPEG);
-    cr_assert_str_eq(reason, "not a JPEG file (BMP data)");
+    cr_assert_eq(rc, PL_ENOTIMAGE);
+    cr_assert_str_eq(reason, "not an image pinload reads (BMP data)");
     cr_assert_null(rgb);
     cr_assert(w == -1 && h == -1, "outputs untouched on failure");
     rc = sample_decode_full(&ctx, AT_FDCWD, good, MAX_FILE_BYTES, &rgb, &w, &h,

@@ -258,11 +258,12 @@ Test(decode, non_jpeg_files_are_named_for_what_they_are)
         snprintf(path, sizeof path, "%s/%s", dir, cases[i].file);
         pl_image img;
         const int rc = pl_image_load(path, &img);
-        cr_assert_eq(rc, PL_ENOTJPEG, "%s: %s (%s)", cases[i].file,
+        cr_assert_eq(rc, PL_ENOTIMAGE, "%s: %s (%s)", cases[i].file,
                      pl_err_name(rc), pl_last_error());
         cr_assert_null(img.pixels);
         char want[128];
-        snprintf(want, sizeof want, "not a JPEG file %s", cases[i].what);
+        snprintf(want, sizeof want, "not an image pinload reads %s",
+                 cases[i].what);
         cr_assert_not_null(strstr(pl_last_error(), want), "%s: \"%s\"",
                            cases[i].file, pl_last_error());
         cr_assert_not_null(strstr(pl_last_error(), path), "%s",
@@ -279,16 +280,16 @@ Test(decode, non_jpeg_buffers_are_named_or_shown_in_hex)
         size_t len;
         const char *reason;
     } cases[] = {
-        {"GIF89a....", 10, "not a JPEG file (GIF data)"},
-        {"RIFF\0\0\0\0AVI ", 12, "not a JPEG file (RIFF data)"},
-        {"MM\0*\0\0\0\x08", 8, "not a JPEG file (TIFF data)"},
-        {"P3\n1 1\n255\n", 11, "not a JPEG file (PPM data)"},
-        {"P1\n1 1\n", 7, "not a JPEG file (PBM data)"},
+        {"GIF89a....", 10, "not an image pinload reads (GIF data)"},
+        {"RIFF\0\0\0\0AVI ", 12, "not an image pinload reads (RIFF data)"},
+        {"MM\0*\0\0\0\x08", 8, "not an image pinload reads (TIFF data)"},
+        {"P3\n1 1\n255\n", 11, "not an image pinload reads (PPM data)"},
+        {"P1\n1 1\n", 7, "not an image pinload reads (PBM data)"},
         {"\x00\x01\x02\x03\x04", 5,
-         "not a JPEG file (starts with 00 01 02 03)"},
-        {"\xff", 1, "not a JPEG file (starts with ff)"},
-        {"\xff\xd9", 2, "not a JPEG file (starts with ff d9)"},
-        {"", 0, "not a JPEG file (empty)"},
+         "not an image pinload reads (starts with 00 01 02 03)"},
+        {"\xff", 1, "not an image pinload reads (starts with ff)"},
+        {"\xff\xd9", 2, "not an image pinload reads (starts with ff d9)"},
+        {"", 0, "not an image pinload reads (empty)"},
     };
     decoder *d;
     default_decoder(&d);
@@ -297,7 +298,7 @@ Test(decode, non_jpeg_buffers_are_named_or_shown_in_hex)
         decode_info info;
         const int rc = decoder_open(d, (const uint8_t *)cases[i].bytes,
                                     cases[i].len, &info, reason);
-        cr_assert_eq(rc, PL_ENOTJPEG, "case %zu: %s", i, pl_err_name(rc));
+        cr_assert_eq(rc, PL_ENOTIMAGE, "case %zu: %s", i, pl_err_name(rc));
         cr_assert_str_eq(reason, cases[i].reason, "case %zu", i);
         cr_assert_eq(decoder_is_open(d), 0, "nothing is left open");
     }

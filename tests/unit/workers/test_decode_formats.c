@@ -1,5 +1,5 @@
-/* PNG and WebP through the decoder (workers/decode.c, decode_png.c,
- * decode_webp.c) and the sample path (sample.c): pixels against Pillow's
+/* PNG and WebP through the decoder (workers/decode.c over codecs/png.c
+ * and codecs/webp.c) and the sample path (sample.c): pixels against Pillow's
  * Image.open(f).convert("RGB") for every PNG colour type and bit depth,
  * tRNS and Adam7, and WebP lossy, lossless and with alpha; the format taken
  * from the signature, never the name; bombs refused from the header within
@@ -65,7 +65,7 @@ static void assert_same(const char *what, const uint8_t *got,
 
 /* Whole decodes through the row protocol and through sample_decode_buffer
  * (pl_image_load's path), each equal to Pillow's bytes. */
-static void check_whole(const char *name, const char *ext, decode_format fmt)
+static void check_whole(const char *name, const char *ext, const codec *fmt)
 {
     size_t len, ref_len;
     uint8_t *ref;
@@ -76,7 +76,8 @@ static void check_whole(const char *name, const char *ext, decode_format fmt)
     decode_info info;
     cr_assert_eq(decoder_open(d, buf, len, &info, reason), 0, "%s: %s", name,
                  reason);
-    cr_assert_eq(info.format, fmt, "%s", name);
+    cr_assert_eq(info.codec, fmt, "%s: %s", name,
+                 info.codec ? info.codec->name : "none");
     cr_assert_eq((size_t)info.width * info.height * 3, ref_len, "%s", name);
     cr_assert_eq(decoder_can_scale(d), 0);
     uint8_t *rgb;
@@ -103,13 +104,13 @@ static void check_whole(const char *name, const char *ext, decode_format fmt)
 Test(decode_formats, every_png_colour_type_and_depth_equals_pillow)
 {
     for (size_t i = 0; i < sizeof png_cases / sizeof *png_cases; i++)
-        check_whole(png_cases[i], "png", DECODE_PNG);
+        check_whole(png_cases[i], "png", &codec_png);
 }
 
 Test(decode_formats, webp_lossy_lossless_and_alpha_equal_pillow)
 {
     for (size_t i = 0; i < sizeof webp_cases / sizeof *webp_cases; i++)
-        check_whole(webp_cases[i], "webp", DECODE_WEBP);
+        check_whole(webp_cases[i], "webp", &codec_webp);
 }
 
 /* A crop (rows skipped, columns cut) equals the same rectangle of Pillow's
@@ -796,8 +797,8 @@ Test(decode_formats, the_need_from_the_header_bounds_what_decoding_holds,
 }
 
 /* A PNG whose signature a text-mode copy damaged (CR LF made LF), or that
- * ends inside it, is a bad PNG, whatever it is named: never "not a JPEG
- * file (PNG data)". And a PNG named .jpg decodes as the PNG it is. */
+ * ends inside it, is a bad PNG, whatever it is named: never "not an image
+ * pinload reads". And a PNG named .jpg decodes as the PNG it is. */
 Test(decode_formats, a_png_is_a_png_whatever_its_name_or_damage)
 {
     size_t len, ref_len;

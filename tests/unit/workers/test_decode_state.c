@@ -128,7 +128,7 @@ Test(decode_state, each_fixture_alone_decodes_as_its_kind_says)
             cr_assert(strstr(o.reason, "no image") != NULL, "%s", o.reason);
             break;
         case JQ_NOT_JPEG:
-            cr_assert_eq(o.rc, PL_ENOTJPEG);
+            cr_assert_eq(o.rc, PL_ENOTIMAGE);
             break;
         case JQ_TRUNCATED:
             cr_assert_eq(o.rc, 0, "%s", o.reason);

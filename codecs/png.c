@@ -6,9 +6,9 @@
  * needs every pass before any row is whole, so it is decoded whole. What
  * decoding holds (every pixel handed out, the rows, an interlaced image
  * whole, the ancillary chunks) is checked against the decode memory budget
- * from the IHDR chunk, before anything else is read. */
-#include "decode_png.h"
-
+ * from the IHDR chunk, before anything else is read. Each row handed out
+ * is the RGB of Pillow's convert("RGB"): alpha and tRNS dropped, palette
+ * and grey expanded. */
 #include <spng.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +16,7 @@
 
 #include "../common/clock.h"
 #include "../common/grow.h"
+#include "codec.h"
 #include "pinload.h"
 
 /* Ancillary chunks libspng 0.7 reads before the image data and keeps,
@@ -32,7 +33,7 @@
  * spng_set_option refuses any other value until that many are read). */
 #define PNG_CHUNK_COUNT 1000
 
-struct png_dec {
+typedef struct png_dec {
     spng_ctx *ctx;
     struct spng_ihdr ihdr;
     uint64_t deadline_ns;
@@ -47,37 +48,59 @@ struct png_dec {
     uint8_t *image; /* the whole decoded image (interlaced) */
     size_t image_cap;
     int64_t chunk_max, chunks_max; /* the ancillary chunk limits set */
-};
+} png_dec;
 
 static const uint8_t signature[8] = {0x89, 'P',  'N',  'G',
                                      '\r', '\n', 0x1A, '\n'};
 
-int png_dec_sniff(const uint8_t *buf, size_t len)
+static int png_dec_sniff(const uint8_t *buf, size_t len)
 {
     return len >= sizeof signature &&
            memcmp(buf, signature, sizeof signature) == 0;
 }
 
-int png_dec_create(png_dec **out)
+/* Whether buf[0, len) starts as a PNG whose 8-byte signature is cut short
+ * or damaged: then it is a bad PNG, not something pinload does not read.
+ * The signature's CR LF, LF and ^Z are there to catch text-mode copies,
+ * which change exactly those bytes. */
+static int png_dec_damaged(const uint8_t *b, size_t len, char *reason)
 {
-    *out = calloc(1, sizeof **out);
+    if (len < 4 || memcmp(b, "\x89PNG", 4) != 0)
+        return 0;
+    if (len < 8) {
+        snprintf(reason, DECODE_REASON_MAX,
+                 "PNG: truncated in its signature (%zu bytes)", len);
+        return 1;
+    }
+    snprintf(reason, DECODE_REASON_MAX,
+             "PNG: damaged signature (%02x %02x %02x %02x %02x %02x %02x %02x "
+             "where 89 50 4e 47 0d 0a 1a 0a belongs: a text-mode copy?)",
+             b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]);
+    return 1;
+}
+
+static int png_dec_create(void **out)
+{
+    *out = calloc(1, sizeof(png_dec));
     return *out ? 0 : PL_ENOMEM;
 }
 
-void png_dec_destroy(png_dec *p)
+static void png_dec_close(void *st)
 {
+    png_dec *p = st;
+    spng_ctx_free(p->ctx);
+    p->ctx = NULL;
+}
+
+static void png_dec_destroy(void *st)
+{
+    png_dec *p = st;
     if (!p)
         return;
     png_dec_close(p);
     free(p->row);
     free(p->image);
     free(p);
-}
-
-void png_dec_close(png_dec *p)
-{
-    spng_ctx_free(p->ctx);
-    p->ctx = NULL;
 }
 
 /* A size in the words of the limits: MiB, whole where they are. */
@@ -140,15 +163,9 @@ static int check_header(const png_dec *p, const decode_limits *lim,
                         int64_t need, char *reason)
 {
     const struct spng_ihdr *h = &p->ihdr;
-    const int64_t pixels = (int64_t)h->width * h->height;
-    if (h->width > (uint32_t)lim->max_width ||
-        h->height > (uint32_t)lim->max_height || pixels > lim->max_pixels) {
-        snprintf(reason, DECODE_REASON_MAX,
-                 "%ux%u exceeds the limits (max %dx%d, %lld pixels)", h->width,
-                 h->height, lim->max_width, lim->max_height,
-                 (long long)lim->max_pixels);
-        return PL_ELIMIT;
-    }
+    const int rc = codec_check_size(h->width, h->height, lim, reason);
+    if (rc < 0)
+        return rc;
     if (need <= lim->max_memory)
         return 0;
     const int interlaced = h->interlace_method != SPNG_INTERLACE_NONE;
@@ -177,10 +194,11 @@ static int set_chunk_limits(png_dec *p, const decode_limits *lim, int64_t need)
     return spng_set_chunk_limits(p->ctx, (size_t)chunk, (size_t)p->chunks_max);
 }
 
-int png_dec_open(png_dec *p, const uint8_t *buf, size_t len,
-                 const decode_limits *lim, uint64_t deadline_ns,
-                 decode_info *info, char *reason)
+static int png_dec_open(void *st, const uint8_t *buf, size_t len,
+                        const decode_limits *lim, uint64_t deadline_ns,
+                        decode_info *info, char *reason)
 {
+    png_dec *p = st;
     png_dec_close(p);
     p->deadline_ns = deadline_ns;
     p->max_decode_ms = lim->max_decode_ms;
@@ -217,16 +235,21 @@ static int over_time(png_dec *p, char *reason)
 {
     if (!p->deadline_ns || clock_now_ns() <= p->deadline_ns)
         return 0;
-    snprintf(reason, DECODE_REASON_MAX,
-             "decoding took longer than the limit of %lld ms",
-             (long long)p->max_decode_ms);
     png_dec_close(p);
-    return PL_ELIMIT;
+    return codec_over_time(reason, p->max_decode_ms);
 }
 
-int png_dec_start(png_dec *p, int x0, int w, char *reason)
+/* Full size only: the rows handed out hold columns [x0, x0 + w). */
+static int png_dec_start(void *st, int denom, int x0, int w, codec_region *r,
+                         char *reason)
 {
+    png_dec *p = st;
     const int interlaced = p->ihdr.interlace_method != SPNG_INTERLACE_NONE;
+    const int rc = codec_check_full_size(denom, x0, w, (int)p->ihdr.width,
+                                         (int)p->ihdr.height, reason);
+    if (rc < 0)
+        return rc;
+    *r = (codec_region){.xoff = x0, .width = w, .height = (int)p->ihdr.height};
     size_t size;
     int err = spng_decoded_image_size(p->ctx, p->fmt, &size);
     if (err)
@@ -252,8 +275,9 @@ int png_dec_start(png_dec *p, int x0, int w, char *reason)
     return interlaced ? over_time(p, reason) : 0;
 }
 
-int png_dec_row(const png_dec *p)
+static int png_dec_row(const void *st)
 {
+    const png_dec *p = st;
     return p->y;
 }
 
@@ -281,7 +305,10 @@ static void to_rgb(const png_dec *p, const uint8_t *row, uint8_t *dst)
     }
 }
 
-int png_dec_read(png_dec *p, uint8_t *dst, size_t stride, int n, char *reason)
+/* The next n rows into dst, rows `stride` bytes apart; dst NULL: decode
+ * and discard them. */
+static int png_dec_read(png_dec *p, uint8_t *dst, size_t stride, int n,
+                        char *reason)
 {
     if (!p->ctx) {
         snprintf(reason, DECODE_REASON_MAX, "PNG: no image open");
@@ -304,3 +331,35 @@ int png_dec_read(png_dec *p, uint8_t *dst, size_t stride, int n, char *reason)
     }
     return 0;
 }
+
+static int png_dec_read_into(void *st, uint8_t *dst, size_t stride, int n,
+                             int until, char *reason)
+{
+    (void)until; /* libspng inflates row by row */
+    return png_dec_read(st, dst, stride, n, reason);
+}
+
+/* Rows above y are inflated all the same (each row is filtered against
+ * the one above it), and discarded. */
+static int png_dec_skip_to(void *st, int y, char *reason)
+{
+    png_dec *p = st;
+    return y > p->y ? png_dec_read(p, NULL, 0, y - p->y, reason) : 0;
+}
+
+static const char *const extensions[] = {"png", NULL};
+
+const codec codec_png = {
+    .name = "PNG",
+    .extensions = extensions,
+    .sniff = png_dec_sniff,
+    .damaged = png_dec_damaged,
+    .create = png_dec_create,
+    .destroy = png_dec_destroy,
+    .open = png_dec_open,
+    .start = png_dec_start,
+    .skip_to = png_dec_skip_to,
+    .read_into = png_dec_read_into,
+    .row = png_dec_row,
+    .close = png_dec_close,
+};

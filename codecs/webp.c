@@ -2,9 +2,11 @@
  * columns asked for (plus a margin, so that the pixels handed out equal
  * those of a whole decode: lossy WebP's chroma upsampling treats a crop's
  * edges as the image's), in RGB, fed to libwebp's incremental decoder a
- * slice at a time so that the decode's time limit is checked as it goes. */
-#include "decode_webp.h"
-
+ * slice at a time so that the decode's time limit is checked as it goes.
+ * A still image (lossy, lossless, with or without alpha), alpha dropped as
+ * Pillow's convert("RGB") drops it; libwebp decodes only the rectangle
+ * asked for (and the rows above it, which prediction needs), so the rows
+ * are decoded in one piece when the first of them is read. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,12 +15,13 @@
 
 #include "../common/clock.h"
 #include "../common/grow.h"
+#include "codec.h"
 #include "pinload.h"
 
 #define WEBP_MARGIN 8 /* pixels around the rows and columns read */
 #define WEBP_SLICE ((size_t)64 << 10) /* input bytes per incremental step */
 
-struct webp_dec {
+typedef struct webp_dec {
     const uint8_t *buf;
     size_t len;
     int open;
@@ -32,30 +35,32 @@ struct webp_dec {
     int px0, pw, py0, py1;
     uint8_t *pix;
     size_t pix_cap;
-};
+} webp_dec;
 
-int webp_dec_sniff(const uint8_t *buf, size_t len)
+static int webp_dec_sniff(const uint8_t *buf, size_t len)
 {
     return len >= 12 && memcmp(buf, "RIFF", 4) == 0 &&
            memcmp(buf + 8, "WEBP", 4) == 0;
 }
 
-int webp_dec_create(webp_dec **out)
+static int webp_dec_create(void **out)
 {
-    *out = calloc(1, sizeof **out);
+    *out = calloc(1, sizeof(webp_dec));
     return *out ? 0 : PL_ENOMEM;
 }
 
-void webp_dec_destroy(webp_dec *w)
+static void webp_dec_destroy(void *st)
 {
+    webp_dec *w = st;
     if (!w)
         return;
     free(w->pix);
     free(w);
 }
 
-void webp_dec_close(webp_dec *w)
+static void webp_dec_close(void *st)
 {
+    webp_dec *w = st;
     w->open = 0;
     w->buf = NULL;
 }
@@ -120,15 +125,9 @@ static int64_t decode_bytes(const WebPBitstreamFeatures *f)
 static int check_header(const WebPBitstreamFeatures *f,
                         const decode_limits *lim, int64_t need, char *reason)
 {
-    const int64_t pixels = (int64_t)f->width * f->height;
-    if (f->width > lim->max_width || f->height > lim->max_height ||
-        pixels > lim->max_pixels) {
-        snprintf(reason, DECODE_REASON_MAX,
-                 "%dx%d exceeds the limits (max %dx%d, %lld pixels)", f->width,
-                 f->height, lim->max_width, lim->max_height,
-                 (long long)lim->max_pixels);
-        return PL_ELIMIT;
-    }
+    const int rc = codec_check_size(f->width, f->height, lim, reason);
+    if (rc < 0)
+        return rc;
     if (need > lim->max_memory) {
         char what[64];
         snprintf(what, sizeof what, "%dx%d %s WebP", f->width, f->height,
@@ -148,10 +147,11 @@ static int check_header(const WebPBitstreamFeatures *f,
     return 0;
 }
 
-int webp_dec_open(webp_dec *w, const uint8_t *buf, size_t len,
-                  const decode_limits *lim, uint64_t deadline_ns,
-                  decode_info *info, char *reason)
+static int webp_dec_open(void *state, const uint8_t *buf, size_t len,
+                         const decode_limits *lim, uint64_t deadline_ns,
+                         decode_info *info, char *reason)
 {
+    webp_dec *w = state;
     webp_dec_close(w);
     WebPBitstreamFeatures f;
     const VP8StatusCode st = WebPGetFeatures(buf, len, &f);
@@ -177,9 +177,17 @@ int webp_dec_open(webp_dec *w, const uint8_t *buf, size_t len,
     return 0;
 }
 
-int webp_dec_start(webp_dec *w, int x0, int width, char *reason)
+/* Full size only: the rows handed out hold columns [x0, x0 + width);
+ * nothing is decoded before the first of them is read. */
+static int webp_dec_start(void *st, int denom, int x0, int width,
+                          codec_region *r, char *reason)
 {
-    (void)reason;
+    webp_dec *w = st;
+    const int rc =
+        codec_check_full_size(denom, x0, width, w->width, w->height, reason);
+    if (rc < 0)
+        return rc;
+    *r = (codec_region){.xoff = x0, .width = width, .height = w->height};
     w->x0 = x0;
     w->w = width;
     w->y = 0;
@@ -187,15 +195,20 @@ int webp_dec_start(webp_dec *w, int x0, int width, char *reason)
     return 0;
 }
 
-int webp_dec_row(const webp_dec *w)
+static int webp_dec_row(const void *st)
 {
+    const webp_dec *w = st;
     return w->y;
 }
 
-void webp_dec_skip_to(webp_dec *w, int y)
+/* Rows above y are never decoded, unless prediction needs them. */
+static int webp_dec_skip_to(void *st, int y, char *reason)
 {
+    webp_dec *w = st;
+    (void)reason;
     if (y > w->y)
         w->y = y;
+    return 0;
 }
 
 /* Feeds libwebp the input a slice at a time, checking the clock between
@@ -257,11 +270,8 @@ static int decode_rect(webp_dec *w, int y0, int y1, char *reason)
     const VP8StatusCode st = decode_slices(w, &cfg, &late);
     WebPFreeDecBuffer(&cfg.output);
     if (late) {
-        snprintf(reason, DECODE_REASON_MAX,
-                 "decoding took longer than the limit of %lld ms",
-                 (long long)w->max_decode_ms);
         webp_dec_close(w);
-        return PL_ELIMIT;
+        return codec_over_time(reason, w->max_decode_ms);
     }
     if (st != VP8_STATUS_OK)
         return fail(w, st, reason);
@@ -272,9 +282,10 @@ static int decode_rect(webp_dec *w, int y0, int y1, char *reason)
     return 0;
 }
 
-int webp_dec_read(webp_dec *w, uint8_t *dst, size_t stride, int n, int until,
-                  char *reason)
+static int webp_dec_read_into(void *st, uint8_t *dst, size_t stride, int n,
+                              int until, char *reason)
 {
+    webp_dec *w = st;
     if (!w->open) {
         snprintf(reason, DECODE_REASON_MAX, "WebP: no image open");
         return PL_EINVAL;
@@ -294,3 +305,19 @@ int webp_dec_read(webp_dec *w, uint8_t *dst, size_t stride, int n, int until,
     w->y += n;
     return 0;
 }
+
+static const char *const extensions[] = {"webp", NULL};
+
+const codec codec_webp = {
+    .name = "WebP",
+    .extensions = extensions,
+    .sniff = webp_dec_sniff,
+    .create = webp_dec_create,
+    .destroy = webp_dec_destroy,
+    .open = webp_dec_open,
+    .start = webp_dec_start,
+    .skip_to = webp_dec_skip_to,
+    .read_into = webp_dec_read_into,
+    .row = webp_dec_row,
+    .close = webp_dec_close,
+};
