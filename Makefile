@@ -85,16 +85,29 @@ HAVE_CUDA :=
 else
 HAVE_CUDA := $(wildcard $(CUDA_HOME)/include/cuda_runtime_api.h)
 endif
+# nvJPEG's header, for the GPU decoder (device/nvjpeg.c, which loads the
+# library itself at run time: nothing links it): the toolkit's, else the
+# one tools/install-deps.sh unpacks from the nvidia-nvjpeg wheel into
+# build/nvjpeg (never committed). NVJPEG_INC=DIR names another folder;
+# without one the library builds without the GPU decoder.
+NVJPEG_INC ?= $(patsubst %/nvjpeg.h,%,$(firstword $(wildcard \
+              $(CUDA_HOME)/include/nvjpeg.h \
+              build/nvjpeg/nvidia/cu*/include/nvjpeg.h)))
 ifneq ($(SIM),)
 # The simulated runtime: the library is built exactly as for CUDA (the
 # toolkit's headers), but links tests/cudasim instead of libcudart, and has
-# no kernels (nvcc's code needs the real runtime).
+# no kernels of nvcc's (they need the real runtime): the GPU decoder's are
+# the sim's (tests/cudasim/kernels_sim.c, PL_HAVE_GPU_RESIZE), and its
+# nvJPEG the fake one, build/sim/libnvjpegsim.so, which the suites load
+# (PINLOAD_NVJPEG) and which calls the sim's runtime in the program: its
+# symbols are exported from every program (-rdynamic).
 ifeq ($(HAVE_CUDA),)
 $(error CUDA=sim needs the CUDA toolkit's headers in $(CUDA_HOME)/include)
 endif
-CPPFLAGS_ALL += -DPL_HAVE_CUDA -I$(CUDA_HOME)/include
+CPPFLAGS_ALL += -DPL_HAVE_CUDA -DPL_HAVE_GPU_RESIZE -I$(CUDA_HOME)/include
 CUDASIM  := $(BUILD)/libcudasim.a
 LIBS     += $(CUDASIM) -lrt
+LDFLAGS  += -rdynamic
 SIM_FLAGS := -DPL_CUDA_SIM -I$(CUDA_HOME)/include -Itests/cudasim
 HAVE_NVCC :=
 else ifneq ($(HAVE_CUDA),)
@@ -110,6 +123,13 @@ LIBS     += -L$(CUDA_LIBDIR) -lcudart -Wl,-rpath,$(CUDA_LIBDIR)
 endif
 # Kernels (the bench's simulated step, the samples) need nvcc as well.
 HAVE_NVCC := $(wildcard $(NVCC))
+endif
+ifneq ($(HAVE_CUDA),)
+ifneq ($(NVJPEG_INC),)
+CPPFLAGS_ALL += -DPL_HAVE_NVJPEG -isystem $(NVJPEG_INC)
+HAVE_NVJPEG := 1
+LIBS     += -ldl
+endif
 endif
 # NCCL, for examples/data_parallel's all-reduce: nccl.h (2.14 or newer, for
 # communicators that never block) and libnccl in $(NCCL_HOME), default
@@ -154,7 +174,8 @@ COMMON_SRC  := common/clock.c common/grow.c common/error.c common/names.c \
                common/log.c common/file.c common/machine.c common/braces.c
 CODECS_SRC  := codecs/codec.c codecs/jpeg.c codecs/png.c codecs/webp.c
 WORKERS_SRC := workers/decode.c workers/resample.c workers/augment.c \
-               workers/fileio.c workers/sample.c workers/pool.c
+               workers/fileio.c workers/sample.c workers/route.c \
+               workers/pool.c
 INDEX_SRC   := index/tar.c index/idx_file.c index/sample_table.c \
                index/node_tables.c
 CATALOG_SRC := catalog/catalog.c catalog/json_label.c catalog/shard_samples.c
@@ -164,20 +185,24 @@ INPUT_SRC   := input/input.c input/folder.c input/list.c input/shards.c
 DEVICE_SRC  := device/backend.c device/backend_host.c
 ifneq ($(HAVE_CUDA),)
 DEVICE_SRC  += device/backend_cuda.c
+ifneq ($(HAVE_NVJPEG),)
+DEVICE_SRC  += device/nvjpeg.c
+endif
 endif
 LOADER_SRC  := loader/config.c loader/launcher.c loader/cpus.c \
                loader/sampler.c loader/schedule.c loader/ring.c \
                loader/failures.c loader/copier.c loader/dev_buffers.c \
                loader/output.c loader/state.c loader/loader.c loader/image.c \
-               loader/pinned.c
+               loader/pinned.c loader/decode_gpu.c
 LIB_SRC  := $(COMMON_SRC) $(CODECS_SRC) $(INDEX_SRC) $(CATALOG_SRC) \
             $(REMOTE_SRC) $(WORKERS_SRC) $(INPUT_SRC) $(DEVICE_SRC) \
             $(LOADER_SRC)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
-# With nvcc, the library carries the GPU normalisation kernel.
+# With nvcc, the library carries the GPU normalisation kernel and the GPU
+# decoder's resize kernels.
 ifneq ($(HAVE_NVCC),)
-CPPFLAGS_ALL += -DPL_HAVE_NVCC
-LIB_OBJ  += $(BUILD)/obj/device/normalize.o
+CPPFLAGS_ALL += -DPL_HAVE_NVCC -DPL_HAVE_GPU_RESIZE
+LIB_OBJ  += $(BUILD)/obj/device/normalize.o $(BUILD)/obj/device/gpu_resize.o
 endif
 
 TOOLS    := $(BUILD)/pinload-dump $(BUILD)/pinload-mkdata $(BUILD)/pinload-bench \
@@ -271,12 +296,31 @@ $(BUILD)/obj/device/normalize.o: device/normalize.cu device/normalize.h \
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -Xcompiler -fPIC,-fvisibility=hidden -c $< -o $@
 
+$(BUILD)/obj/device/gpu_resize.o: device/gpu_resize.cu device/gpu_resize.h \
+                                  | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCCFLAGS) -Xcompiler -fPIC,-fvisibility=hidden -c $< -o $@
+
 # The resampler's loops are written to be vectorised; -O3 lets gcc do it.
 $(BUILD)/obj/workers/resample.o: CFLAGS_ALL += -O3
 
-# The simulated CUDA runtime, for CUDA=sim builds (tests/cudasim/cudasim.h).
-$(BUILD)/libcudasim.a: $(BUILD)/obj/tests/cudasim/cudasim.o
-	rm -f $@ && ar rcs $@ $<
+# The simulated CUDA runtime, for CUDA=sim builds (tests/cudasim/cudasim.h),
+# with the GPU decoder's kernels run on the host (kernels_sim.c). Its
+# symbols keep default visibility: the fake nvJPEG, a shared library,
+# calls them in the program.
+$(BUILD)/libcudasim.a: $(BUILD)/obj/tests/cudasim/cudasim.o \
+                       $(BUILD)/obj/tests/cudasim/kernels_sim.o
+	rm -f $@ && ar rcs $@ $^
+$(BUILD)/obj/tests/cudasim/%.o: CFLAGS_ALL += -fvisibility=default
+# The fake nvJPEG (tests/cudasim/nvjpegsim.c), as pinload loads the real
+# one; its cuda* and cudasim_* calls resolve in the program that loads it.
+NVJPEGSIM := $(if $(and $(SIM),$(HAVE_NVJPEG)),$(BUILD)/libnvjpegsim.so)
+$(BUILD)/libnvjpegsim.so: tests/cudasim/nvjpegsim.c tests/cudasim/cudasim.h \
+                          | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) \
+	    -fvisibility=hidden -shared -Wl,-soname,libnvjpeg.so.13 $(LDFLAGS) \
+	    -o $@ $< -ljpeg
 
 $(BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)
@@ -443,14 +487,14 @@ $(BUILD)/samples/%: samples/%.c $(BUILD)/libpinload.a $(CUDASIM)
 	    $(BUILD)/libpinload.a $(LIBS)
 
 # Every object nvcc builds (tools/no-cxx-check.sh reads them).
-CU_OBJ := $(filter %/normalize.o,$(LIB_OBJ)) \
+CU_OBJ := $(filter %/normalize.o %/gpu_resize.o,$(LIB_OBJ)) \
           $(filter %/bench_cuda.o,$(BENCH_CUDA_OBJ)) $(TRAIN_CUDA_OBJ)
 
 # Tests link the objects themselves, so they can reach the internals.
 TEST_HDR := $(wildcard tests/*.h) tests/fuzz/harness.h \
             tests/fuzz/loader_harness.h tests/fuzz/tar_harness.h
 $(BUILD)/tests/test_%: test_%.c $(TEST_HDR) $(LIB_OBJ) \
-                  $(CUDASIM) \
+                  $(CUDASIM) $(NVJPEGSIM) \
                   | $(BUILD)/.deps-test
 	@mkdir -p $(@D)
 	$(CC) $(TEST_INC) $(CPPFLAGS_ALL) $(SIM_FLAGS) $(CFLAGS_ALL) $(LDFLAGS) \
@@ -466,7 +510,7 @@ $(STRESS): tests/system/stress.c tests/jpegwrite.h $(BUILD)/libpinload.a \
 # test_faults links its own build of the library, in which allocations,
 # thread creation, mlock and read go through the test's hooks.
 FAULT_OBJ := $(LIB_SRC:%.c=$(BUILD)/fault-obj/%.o) \
-             $(filter %/normalize.o,$(LIB_OBJ))
+             $(filter %/normalize.o %/gpu_resize.o,$(LIB_OBJ))
 $(BUILD)/fault-obj/%.o: %.c tests/faults/faults.h | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_ALL) -DPL_FAULT_INJECTION -include tests/faults/faults.h \
@@ -635,7 +679,7 @@ $(BUILD)/.deps-fuzz: tools/install-deps.sh
 FUZZ_LOADER_SECONDS ?= $(FUZZ_SECONDS)
 FUZZ_LOADER_SRC := $(COMMON_SRC) $(CODECS_SRC) $(INDEX_SRC) $(CATALOG_SRC) \
                    $(REMOTE_SRC) $(WORKERS_SRC) $(INPUT_SRC) \
-                   $(filter-out device/backend_cuda.c,$(DEVICE_SRC)) \
+                   $(filter-out device/backend_cuda.c device/nvjpeg.c,$(DEVICE_SRC)) \
                    $(LOADER_SRC)
 $(FUZZ_DIR)/fuzz_loader: tests/fuzz/fuzz_loader.c tests/fuzz/loader_harness.h \
                          tests/jpegwrite.h $(FUZZ_LOADER_SRC) \

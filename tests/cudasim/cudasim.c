@@ -69,7 +69,21 @@
     X(cudaGraphLaunch)                                                         \
     X(cudaGraphExecDestroy)                                                    \
     X(cudaGraphDestroy)                                                        \
-    X(cudasim_launch)
+    X(cudasim_launch)                                                          \
+    SIM_NVJPEG_CALLS(X)
+
+/* The fake nvJPEG's calls (nvjpegsim.c), counted and open to faults through
+ * cudasim_call. */
+#define SIM_NVJPEG_CALLS(X)                                                    \
+    X(nvjpegCreateExV2)                                                        \
+    X(nvjpegDecoderCreate)                                                     \
+    X(nvjpegDecoderStateCreate)                                                \
+    X(nvjpegBufferPinnedCreateV2)                                              \
+    X(nvjpegBufferDeviceCreateV2)                                              \
+    X(nvjpegJpegStreamParse)                                                   \
+    X(nvjpegDecodeJpegHost)                                                    \
+    X(nvjpegDecodeJpegTransferToDevice)                                        \
+    X(nvjpegDecodeJpegDevice)
 
 enum {
 #define X(n) F_##n,
@@ -115,6 +129,8 @@ typedef enum op_kind {
     OP_PREFETCH,
 } op_kind;
 
+#define OP_USES 6
+
 typedef struct op {
     struct op *next, *cb_next;
     op_kind kind;
@@ -122,7 +138,8 @@ typedef struct op {
     const char *src;
     size_t n;
     int value;
-    alloc *use[2];
+    alloc *use[OP_USES];  /* memory it reads or writes */
+    void (*drop)(void *); /* a kernel's: frees arg when it is not run */
     struct CUevent_st *ev;
     struct CUstream_st *other;
     uint64_t gen; /* RECORD, WAIT_EVENT: the event's record; WAIT_STREAM: a
@@ -437,6 +454,11 @@ static cudaError_t usual_error(int fid)
     case F_cudaStreamCreateWithFlags:
     case F_cudaEventCreate:
     case F_cudaEventCreateWithFlags:
+    case F_nvjpegCreateExV2:
+    case F_nvjpegDecoderCreate:
+    case F_nvjpegDecoderStateCreate:
+    case F_nvjpegBufferPinnedCreateV2:
+    case F_nvjpegBufferDeviceCreateV2:
         return cudaErrorMemoryAllocation;
     case F_cudaSetDevice:
         return cudaErrorInvalidDevice;
@@ -653,6 +675,9 @@ static int needs_ctx(int fid)
     case F_cudaRuntimeGetVersion:
     case F_cudaPointerGetAttributes:
     case F_cudaGetDriverEntryPointByVersion:
+#define NO_CTX_(n) case F_##n:
+        SIM_NVJPEG_CALLS(NO_CTX_)
+#undef NO_CTX_
         return 0;
     default:
         return 1;
@@ -972,7 +997,7 @@ static void finish(struct CUstream_st *s, op *o, cudaError_t result)
     if (!s->head)
         s->tail = NULL;
     s->completed++;
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < OP_USES; i++)
         unuse(o->use[i]);
     if (o->kind == OP_RECORD && result == cudaSuccess &&
         o->gen > o->ev->completed) {
@@ -1119,6 +1144,8 @@ static void *stream_main(void *arg)
         if (o->fail && !ctx(s->device))
             break_device(s->device, o->fail);
         if (ctx(s->device)) { /* dropped: host functions are not called */
+            if (o->drop)
+                o->drop(o->arg);
             finish(s, o, ctx(s->device));
             continue;
         }
@@ -1282,7 +1309,7 @@ static cudaError_t enqueue(struct CUstream_st *s, op *o)
     const cudaError_t e = implicit_sync(s);
     if (e != cudaSuccess)
         return e;
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < OP_USES; i++)
         if (o->use[i])
             o->use[i]->inflight++;
     push(s, o);
@@ -2012,29 +2039,76 @@ cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *arg)
 cudaError_t cudasim_launch(cudaStream_t stream, void (*fn)(void *), void *arg,
                            const void *reads, size_t n)
 {
+    const void *mem[1] = {reads};
+    const size_t bytes[1] = {n};
+    return cudasim_launch_n(stream, fn, arg, NULL, mem, bytes,
+                            reads && n ? 1 : 0);
+}
+
+cudaError_t cudasim_launch_n(cudaStream_t stream, void (*fn)(void *), void *arg,
+                             void (*drop)(void *), const void *const *mem,
+                             const size_t *n, int count)
+{
     cudaError_t async;
     cudaError_t e = begin(F_cudasim_launch, 1, stream, &async);
     struct CUstream_st *s = NULL;
-    endpoint r = {0};
+    endpoint r[OP_USES];
+    memset(r, 0, sizeof r);
     op *o = NULL;
-    if (e == cudaSuccess && !fn)
+    if (e == cudaSuccess && (!fn || count < 0 || count > OP_USES))
         e = cudaErrorInvalidValue;
     if (e == cudaSuccess)
         e = get_stream(stream, &s);
     if (e == cudaSuccess)
         e = ctx(s->device);
-    if (e == cudaSuccess && reads && n)
-        e = resolve(reads, n, &r);
+    /* An argument the operation owns cannot be replayed by a graph. */
+    if (e == cudaSuccess && drop && s->cap != CAP_NONE)
+        e = cudaErrorStreamCaptureUnsupported;
+    for (int i = 0; i < count && e == cudaSuccess; i++)
+        if (mem[i] && n[i])
+            e = resolve(mem[i], n[i], &r[i]);
     if (e == cudaSuccess && !(o = new_op(OP_KERNEL)))
         e = cudaErrorMemoryAllocation;
     if (e == cudaSuccess) {
         o->fn = fn;
         o->arg = arg;
-        o->use[0] = r.a;
+        o->drop = drop;
+        for (int i = 0; i < count; i++)
+            o->use[i] = r[i].a;
         o->fail = async;
         e = submit(s, o, 0);
     }
     return end(e);
+}
+
+cudaError_t cudasim_call(const char *name)
+{
+    const int fid = find_fid(name);
+    if (fid < 0)
+        return cudaErrorInvalidValue;
+    /* begin() counts it and delivers a rule's fault; the error is the
+     * caller's to report in its own terms, not a runtime error left
+     * pending on the thread. */
+    const cudaError_t e = begin(fid, 0, NULL, NULL);
+    pthread_mutex_unlock(&G.mu);
+    return e;
+}
+
+int cudasim_inflight(const void *p)
+{
+    pthread_mutex_lock(&G.mu);
+    int bad;
+    const alloc *a = find_alloc(p, 0, &bad);
+    const int n = a ? a->inflight : 0;
+    pthread_mutex_unlock(&G.mu);
+    return n;
+}
+
+void cudasim_violation(const char *what)
+{
+    pthread_mutex_lock(&G.mu);
+    violation("%s", what);
+    pthread_mutex_unlock(&G.mu);
 }
 
 /* ---- events ---- */
@@ -2286,8 +2360,8 @@ static op *clone_op(const op *g)
     o->src = g->src;
     o->n = g->n;
     o->value = g->value;
-    o->use[0] = g->use[0];
-    o->use[1] = g->use[1];
+    for (int i = 0; i < OP_USES; i++)
+        o->use[i] = g->use[i];
     o->fn = g->fn;
     o->arg = g->arg;
     o->ev = g->ev;
