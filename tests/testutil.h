@@ -326,6 +326,13 @@ static inline double tu_seconds(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* Runs the shell command `cmd`, which must exit 0. */
+static inline void tu_system(const char *cmd)
+{
+    const int rc = system(cmd);
+    cr_assert_eq(rc, 0, "%s: exit %d", cmd, rc);
+}
+
 /* Runs the shell command `cmd` (exec'd, so the signal reaches the tool),
  * waits until `ready` exists (a file the tool makes once under way, or
  * NULL), then `after_s` seconds, sends it `sig`, and returns its exit

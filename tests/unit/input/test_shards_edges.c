@@ -16,12 +16,6 @@
 #include "testloader.h"
 #include "testutil.h"
 
-static void run_cmd(const char *cmd)
-{
-    const int rc = system(cmd);
-    cr_assert_eq(rc, 0, "%s: exit %d", cmd, rc);
-}
-
 /* Notices, joined. */
 typedef struct notes {
     pthread_mutex_t mu;
@@ -54,7 +48,7 @@ Test(shards, more_shards_than_the_open_file_limit, .timeout = TIMEOUT)
              "    with tarfile.open(\"sh/s-%%03d.tar\" %% i, \"w\") as t:\n"
              "        t.add(\"s.jpg\", \"k%%d.jpg\" %% i)'",
              dir);
-    run_cmd(cmd);
+    tu_system(cmd);
     snprintf(data, sizeof data, "%s/sh", dir);
     struct rlimit rl;
     cr_assert_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
@@ -118,7 +112,7 @@ Test(shards, the_index_falls_back_to_the_cache_folder, .timeout = TIMEOUT)
     snprintf(cmd, sizeof cmd,
              "cd %s/stage && tar -cf ../s.tar k0.jpg && mkdir ../s.tar.idx",
              dir);
-    run_cmd(cmd);
+    tu_system(cmd);
     snprintf(xdg, sizeof xdg, "%s/xdg", dir);
     setenv("XDG_CACHE_HOME", xdg, 1);
     unsetenv("PINLOAD_INDEX_DIR");
@@ -161,7 +155,7 @@ Test(shards, fifos_in_place_of_an_index_or_a_shard_never_block,
              "cd %s/stage && tar -cf ../s.tar k0.jpg && mkfifo ../s.tar.idx "
              "../f.tar",
              dir);
-    run_cmd(cmd);
+    tu_system(cmd);
     unsetenv("PINLOAD_INDEX_DIR");
     snprintf(data, sizeof data, "%s/s.tar", dir);
     notes n = {.mu = PTHREAD_MUTEX_INITIALIZER};
@@ -205,7 +199,7 @@ Test(shards, a_bad_samples_label_is_a_class_too, .timeout = TIMEOUT)
     tu_write_file(p, "7\n", 2);
     snprintf(cmd, sizeof cmd,
              "cd %s/stage && tar -cf ../s.tar a.jpg a.cls b.cls", dir);
-    run_cmd(cmd);
+    tu_system(cmd);
     snprintf(data, sizeof data, "%s/s.tar", dir);
     pl_config c;
     base_cfg(&c, data);
@@ -248,7 +242,7 @@ Test(shards, shards_beside_a_sub_folder_are_refused_naming_both_readings,
              "k1.jpg && tar -cf ../d/s-000001.tar k2.jpg && mkdir ../d/.cache "
              "../d/preview && cp k0.jpg ../d/preview/look.jpg",
              dir);
-    run_cmd(cmd);
+    tu_system(cmd);
     snprintf(data, sizeof data, "%s/d", dir);
     pl_config c;
     base_cfg(&c, data);
@@ -272,7 +266,7 @@ Test(shards, shards_beside_a_sub_folder_are_refused_naming_both_readings,
     pl_loader_destroy(l);
     /* Without the visible sub-folder, the hidden one changes nothing. */
     snprintf(cmd, sizeof cmd, "rm -r %s/d/preview", dir);
-    run_cmd(cmd);
+    tu_system(cmd);
     snprintf(data, sizeof data, "%s/d", dir);
     c.data = data;
     cr_assert_eq(pl_loader_create(&c, &l), 0, "%s", pl_last_error());
