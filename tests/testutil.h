@@ -333,6 +333,24 @@ static inline void tu_system(const char *cmd)
     cr_assert_eq(rc, 0, "%s: exit %d", cmd, rc);
 }
 
+/* A line of this process's /proc/self/status (VmRSS, VmHWM, RssAnon...),
+ * in KiB; -1 if there is none. */
+static inline long tu_status_kib(const char *key)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+    const size_t n = strlen(key);
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, key, n) == 0 && line[n] == ':') {
+            kib = atol(line + n + 1);
+            break;
+        }
+    if (f)
+        fclose(f);
+    return kib;
+}
+
 /* Runs the shell command `cmd` (exec'd, so the signal reaches the tool),
  * waits until `ready` exists (a file the tool makes once under way, or
  * NULL), then `after_s` seconds, sends it `sig`, and returns its exit

@@ -648,8 +648,8 @@ Test(bench, plan_values_follow_the_documented_formulas)
      * samples each, 2 members of 96 B a sample) */
     const double resident = 100 * (shard + 900) + 1000 * sample + ring;
     assert_near(json_num(out, g, "rank_resident_bytes"), resident, "resident");
-    assert_near(json_num(out, g, "rank_peak_bytes"), resident + 64 * 10 * 2 * 96,
-                "peak");
+    assert_near(json_num(out, g, "rank_peak_bytes"),
+                resident + 64 * 10 * 2 * 96, "peak");
     assert_near(json_num(out, g, "node_peak_bytes"),
                 4 * (resident + 64 * 10 * 2 * 96) + shared, "node peak");
     /* create: the samples and shards, 100 .idx requests 8 at a time,
@@ -763,23 +763,6 @@ Test(bench, plan_refuses_bad_arguments_naming_the_option)
                        "--bandwidth needs a value");
 }
 
-/* VmHWM or VmRSS of this process, in KiB. */
-static long status_kib(const char *key)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kib = -1;
-    const size_t n = strlen(key);
-    while (f && fgets(line, sizeof line, f))
-        if (strncmp(line, key, n) == 0 && line[n] == ':') {
-            kib = atol(line + n + 1);
-            break;
-        }
-    if (f)
-        fclose(f);
-    return kib;
-}
-
 static void quiet_log(void *ctx, pl_log_level level, const char *msg)
 {
     (void)ctx, (void)level, (void)msg;
@@ -804,14 +787,14 @@ static double child_peak(const char *data)
         c.rank = 0;
         c.world_size = 1;
         c.log = quiet_log;
-        const long before = status_kib("VmRSS");
+        const long before = tu_status_kib("VmRSS");
         pl_loader *l;
         const pl_batch *b;
         double peak = -1;
         if (pl_loader_create(&c, &l) == 0) {
             if (pl_loader_next(l, &b) == 0) {
                 pl_loader_release(l, b, NULL);
-                peak = (double)(status_kib("VmHWM") - before) * 1024.0;
+                peak = (double)(tu_status_kib("VmHWM") - before) * 1024.0;
             }
             pl_loader_destroy(l);
         }
