@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../tools/tarwrite.h"
 #include "jpegwrite.h"
 
 /* ---- shared data ---- */
@@ -262,6 +263,31 @@ static inline int tu_max_diff(const uint8_t *a, const uint8_t *b, size_t n)
             m = d;
     }
     return m;
+}
+
+/* ---- tars ---- */
+
+/* A valid tar at `path` whose first member is named "pipe:touch MARKER #"
+ * (a list's first line, once cut at the header's first NUL: the shell
+ * would take the rest for a comment), and with `jpeg`, the sample k0 of
+ * that image, label 2. tar -tf lists nothing odd. */
+static inline void tu_hostile_tar(const char *path, const char *marker,
+                                  const char *jpeg)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f, "%s", path);
+    char name[100];
+    cr_assert_lt(snprintf(name, sizeof name, "pipe:touch %s #", marker), 100);
+    cr_assert_gt(tarw_member(f, name, "x", 1), 0);
+    if (jpeg) {
+        size_t len;
+        uint8_t *b = tu_read_file(jpeg, &len);
+        cr_assert_gt(tarw_member(f, "k0.jpg", b, len), 0);
+        cr_assert_gt(tarw_member(f, "k0.cls", "2", 1), 0);
+        free(b);
+    }
+    cr_assert_eq(tarw_end(f), 0);
+    cr_assert_eq(fclose(f), 0);
 }
 
 /* ---- what pinload-dump writes ---- */

@@ -16,22 +16,6 @@
 #include "testloader.h"
 #include "testutil.h"
 
-/* Notices, joined. */
-typedef struct notes {
-    pthread_mutex_t mu;
-    char text[8192];
-} notes;
-
-static void keep_notes(void *ctx, pl_log_level level, const char *msg)
-{
-    (void)level;
-    notes *n = ctx;
-    pthread_mutex_lock(&n->mu);
-    const size_t at = strlen(n->text);
-    snprintf(n->text + at, sizeof n->text - at, "%s\n", msg);
-    pthread_mutex_unlock(&n->mu);
-}
-
 /* Every shard stays open, so a set of more shards than the soft limit on
  * open files allows (1,024 is common; LAION-sized sets have tens of
  * thousands) raises that limit, saying so; past the hard limit, create
@@ -55,10 +39,10 @@ Test(shards, more_shards_than_the_open_file_limit, .timeout = TIMEOUT)
     rl.rlim_cur = 128;
     cr_assert_eq(setrlimit(RLIMIT_NOFILE, &rl), 0, "%s", strerror(errno));
 
-    notes n = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    tu_log n = {.mu = PTHREAD_MUTEX_INITIALIZER};
     pl_config c;
     base_cfg(&c, data);
-    c.log = keep_notes;
+    c.log = tu_keep_log;
     c.log_ctx = &n;
     c.on_error = PL_ON_ERROR_FAIL;
     pl_loader *l;
@@ -119,9 +103,9 @@ Test(shards, the_index_falls_back_to_the_cache_folder, .timeout = TIMEOUT)
     snprintf(data, sizeof data, "%s/s.tar", dir);
     pl_config c;
     base_cfg(&c, data);
-    c.log = keep_notes;
+    c.log = tu_keep_log;
     for (int k = 0; k < 2; k++) {
-        notes n = {.mu = PTHREAD_MUTEX_INITIALIZER};
+        tu_log n = {.mu = PTHREAD_MUTEX_INITIALIZER};
         c.log_ctx = &n;
         pl_loader *l;
         cr_assert_eq(pl_loader_create(&c, &l), 0, "%s", pl_last_error());
@@ -158,10 +142,10 @@ Test(shards, fifos_in_place_of_an_index_or_a_shard_never_block,
     tu_system(cmd);
     unsetenv("PINLOAD_INDEX_DIR");
     snprintf(data, sizeof data, "%s/s.tar", dir);
-    notes n = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    tu_log n = {.mu = PTHREAD_MUTEX_INITIALIZER};
     pl_config c;
     base_cfg(&c, data);
-    c.log = keep_notes;
+    c.log = tu_keep_log;
     c.log_ctx = &n;
     pl_loader *l;
     cr_assert_eq(pl_loader_create(&c, &l), 0, "%s", pl_last_error());
