@@ -16,6 +16,7 @@ static const char *const call_name[F_COUNT] = {
 #undef X
 };
 
+/* The one state, G for short (sim.h). */
 struct sim_state sim_g = {.mu = PTHREAD_MUTEX_INITIALIZER,
                           .done = PTHREAD_COND_INITIALIZER,
                           .cb_cv = PTHREAD_COND_INITIALIZER};
