@@ -274,9 +274,11 @@ $(BUILD)/obj/device/normalize.o: device/normalize.cu device/normalize.h \
 # The resampler's loops are written to be vectorised; -O3 lets gcc do it.
 $(BUILD)/obj/workers/resample.o: CFLAGS_ALL += -O3
 
-# The simulated CUDA runtime, for CUDA=sim builds (tests/cudasim/cudasim.h).
-$(BUILD)/libcudasim.a: $(BUILD)/obj/tests/cudasim/cudasim.o
-	rm -f $@ && ar rcs $@ $<
+# The simulated CUDA runtime, for CUDA=sim builds (tests/cudasim/cudasim.h;
+# its files share tests/cudasim/sim.h).
+CUDASIM_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/cudasim/*.c))
+$(BUILD)/libcudasim.a: $(CUDASIM_OBJ)
+	rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)
