@@ -825,6 +825,23 @@ class Loader:
                     remote ones, folders and list files are PL_EINVAL.
                     Default None: the cls member. The library keeps no
                     pointer after create.
+    transform       The ops each sample goes through, as a spec: ops
+                    separated by ';', each a name with its values in
+                    parentheses, positional then key=value
+                    ("rrc(224,scale=0.08:1);hflip(0.5);grayscale(0.1);
+                    normalize(mean=0.485:0.456:0.406,std=0.229:0.224:0.225)"):
+                    first the geometric ops (random_resized_crop or rrc,
+                    resize, center_crop, hflip, vflip: fused into the
+                    decode, one resample at most, ending at width x height),
+                    then the pixel ops (grayscale), then normalize (float
+                    formats only; without it they are normalised with mean
+                    and std), each op drawing from its own random stream,
+                    keyed by (seed, epoch, dataset index, its place). Parsed
+                    at create: PL_EINVAL names the op and the parameter
+                    ("config.transform: rrc: scale=0.08:x: not a number");
+                    pl_transform_check checks one without a loader. Default
+                    None: augment's preset (which a spec replaces). The
+                    library keeps no pointer after create.
     """
 
     defaults = dict(_DEFAULTS)
