@@ -153,8 +153,15 @@ NVCCFLAGS := -O2 -std=c++17 -Iinclude $(NVCC_GENCODE) -Xcompiler $(NVCC_HOST)
 COMMON_SRC  := common/clock.c common/grow.c common/error.c common/names.c \
                common/log.c common/file.c common/machine.c common/braces.c
 CODECS_SRC  := codecs/codec.c codecs/jpeg.c codecs/png.c codecs/webp.c
+# The augmentation ops (workers/ops/op.h): the table, the spec, the
+# pipeline, and one file per kind of op.
+OPS_SRC     := workers/ops/op_table.c workers/ops/spec.c \
+               workers/ops/pipeline.c workers/ops/geometry.c \
+               workers/ops/random_resized_crop.c workers/ops/resize.c \
+               workers/ops/center_crop.c workers/ops/flip.c \
+               workers/ops/grayscale.c workers/ops/normalize_op.c
 WORKERS_SRC := workers/decode.c workers/resample.c workers/augment.c \
-               workers/fileio.c workers/sample.c workers/pool.c
+               workers/fileio.c workers/sample.c workers/pool.c $(OPS_SRC)
 INDEX_SRC   := index/tar.c index/idx_file.c index/sample_table.c \
                index/node_tables.c
 CATALOG_SRC := catalog/catalog.c catalog/json_label.c catalog/shard_samples.c
@@ -169,7 +176,7 @@ LOADER_SRC  := loader/config.c loader/launcher.c loader/cpus.c \
                loader/sampler.c loader/schedule.c loader/ring.c \
                loader/failures.c loader/copier.c loader/dev_buffers.c \
                loader/output.c loader/state.c loader/loader.c loader/image.c \
-               loader/pinned.c
+               loader/pinned.c loader/transform.c
 LIB_SRC  := $(COMMON_SRC) $(CODECS_SRC) $(INDEX_SRC) $(CATALOG_SRC) \
             $(REMOTE_SRC) $(WORKERS_SRC) $(INPUT_SRC) $(DEVICE_SRC) \
             $(LOADER_SRC)
@@ -620,7 +627,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_DIR := $(BUILD)/fuzz
 FUZZ_SRC := $(COMMON_SRC) $(CODECS_SRC) workers/decode.c \
             workers/resample.c workers/augment.c workers/fileio.c \
-            workers/sample.c
+            workers/sample.c $(OPS_SRC)
 $(FUZZ_DIR)/fuzz_decode: tests/fuzz/fuzz_decode.c tests/fuzz/harness.h \
                          $(FUZZ_SRC) | $(BUILD)/.deps-fuzz
 	@mkdir -p $(@D)
@@ -820,8 +827,8 @@ test-install: all
 
 format:
 	clang-format -i include/*.h include/pinload/*.h common/*.[ch] loader/*.[ch] \
-	    workers/*.[ch] index/*.[ch] catalog/*.[ch] remote/*.[ch] \
-	    input/*.[ch] device/*.[ch] device/*.cu tools/*.[ch] \
+	    workers/*.[ch] workers/ops/*.[ch] index/*.[ch] catalog/*.[ch] \
+	    remote/*.[ch] input/*.[ch] device/*.[ch] device/*.cu tools/*.[ch] \
 	    tools/*.cu samples/*.c examples/*/*.[ch] examples/*/*.cu \
 	    tests/*.h tests/*/*.[ch] tests/unit/*/*.c tests/gpu/*.cu \
 	    tools/compare/*.c

@@ -103,8 +103,6 @@ static int check_ranges(const range *r, size_t n)
 
 static int check_shape(const pl_config *c)
 {
-    if (!c->data || !*c->data)
-        return BAD("data", "required (a directory or a list file)");
     const range r[] = {
         {"batch_size", c->batch_size, 1, 1 << 16},
         {"width", c->width, 1, 1 << 14},
@@ -138,6 +136,27 @@ static int check_shape(const pl_config *c)
                        top);
     }
     return 0;
+}
+
+/* config.transform into *ops (with what check_shape let through). */
+static int parse_transform(const pl_config *c, int *has, ops_pipeline *ops)
+{
+    *has = c->transform != NULL;
+    if (!*has)
+        return 0;
+    op_setup s = {.out_w = c->width, .out_h = c->height, .format = c->format};
+    memcpy(s.mean, c->mean, sizeof s.mean);
+    memcpy(s.std, c->std, sizeof s.std);
+    char why[512];
+    if (ops_parse(ops, c->transform, &s, why, sizeof why) < 0)
+        return BAD("transform", "%s", why);
+    return 0;
+}
+
+int config_output(const pl_config *cfg, int *has_transform, ops_pipeline *ops)
+{
+    const int rc = check_shape(cfg);
+    return rc ? rc : parse_transform(cfg, has_transform, ops);
 }
 
 static int check_order(const pl_config *c)
@@ -311,6 +330,8 @@ int config_resolve(const pl_config *cfg, config_resolved *out)
         return err_set(PL_EINVAL, "pl_loader_create: config is NULL");
     memset(out, 0, sizeof *out);
     out->cfg = *cfg;
+    if (!cfg->data || !*cfg->data)
+        return BAD("data", "required (a directory or a list file)");
     int rc = check_shape(cfg);
     if (!rc)
         rc = check_order(cfg);
@@ -318,9 +339,13 @@ int config_resolve(const pl_config *cfg, config_resolved *out)
         rc = check_pipeline(cfg);
     if (!rc)
         rc = split_extras(cfg, out);
+    if (!rc)
+        rc = parse_transform(cfg, &out->has_transform, &out->ops);
     if (rc)
         return rc;
     out->cfg.extras = NULL; /* not kept: out->extras has the names */
+    /* Nor the spec: out->ops is it. */
+    out->cfg.transform = NULL;
     if (cfg->order == PL_ORDER_SHARDS && cfg->shuffle_window == 0)
         out->cfg.shuffle_window = SAMPLER_DEFAULT_WINDOW;
 

@@ -301,7 +301,9 @@ static int check_resume_fields(const pl_loader *l, const state_fields *st)
 static int plan_start(pl_loader *l)
 {
     const pl_config *c = &l->rc.cfg;
-    state_fingerprint(&l->print, &l->cat, c, l->rc.rank, l->rc.world);
+    state_fingerprint(&l->print, &l->cat, c,
+                      l->rc.has_transform ? &l->rc.ops : NULL, l->rc.rank,
+                      l->rc.world);
     l->start.epoch = c->first_epoch;
     if (!c->resume)
         return 0;
@@ -530,7 +532,8 @@ static int start_on_device(pl_loader *l)
     int rc = l->be->ops->enter(l->be, &saved);
     if (rc < 0)
         return rc;
-    output_plan_make(&l->out, &l->rc.cfg, l->be);
+    output_plan_make(&l->out, &l->rc.cfg,
+                     l->rc.has_transform ? &l->rc.ops : NULL, l->be);
     rc = start_pipeline(l);
     l->be->ops->leave(l->be, saved);
     return rc;
