@@ -825,6 +825,13 @@ class Loader:
                     remote ones, folders and list files are PL_EINVAL.
                     Default None: the cls member. The library keeps no
                     pointer after create.
+    remote_create_timeout_ms  The most pl_loader_create spends on the remote
+                    shards' transfers (their indexes, the shards without one
+                    fetched whole, classes.txt), attempts, backoff and waits
+                    for another rank's download included, in ms: past it
+                    they are cut and create fails, PL_EIO naming the first
+                    shard in order and this field. 0 (default): 600000 (10
+                    minutes); -1: none.
     """
 
     defaults = dict(_DEFAULTS)
