@@ -173,14 +173,22 @@ NVCCFLAGS := -O2 -std=c++17 -Iinclude $(NVCC_GENCODE) -Xcompiler $(NVCC_HOST)
 COMMON_SRC  := common/clock.c common/grow.c common/error.c common/names.c \
                common/log.c common/file.c common/machine.c common/braces.c
 CODECS_SRC  := codecs/codec.c codecs/jpeg.c codecs/png.c codecs/webp.c
+# The augmentation ops (workers/ops/op.h): the table, the spec, the
+# pipeline, and one file per kind of op.
+OPS_SRC     := workers/ops/op_table.c workers/ops/spec.c \
+               workers/ops/pipeline.c workers/ops/geometry.c \
+               workers/ops/random_resized_crop.c workers/ops/resize.c \
+               workers/ops/center_crop.c workers/ops/flip.c \
+               workers/ops/grayscale.c workers/ops/normalize_op.c
 WORKERS_SRC := workers/decode.c workers/resample.c workers/augment.c \
                workers/fileio.c workers/sample.c workers/route.c \
-               workers/pool.c
+               workers/pool.c $(OPS_SRC)
 INDEX_SRC   := index/tar.c index/idx_file.c index/sample_table.c \
                index/node_tables.c
 CATALOG_SRC := catalog/catalog.c catalog/json_label.c catalog/shard_samples.c
 REMOTE_SRC  := remote/remote.c remote/cache.c remote/cache_dir.c \
-               remote/transfer.c remote/http.c remote/s3.c remote/pipe.c
+               remote/transfer.c remote/http.c remote/s3.c remote/gs.c \
+               remote/hf.c remote/pipe.c
 INPUT_SRC   := input/input.c input/folder.c input/list.c input/shards.c
 DEVICE_SRC  := device/backend.c device/backend_host.c
 ifneq ($(HAVE_CUDA),)
@@ -193,7 +201,7 @@ LOADER_SRC  := loader/config.c loader/launcher.c loader/cpus.c \
                loader/sampler.c loader/schedule.c loader/ring.c \
                loader/failures.c loader/copier.c loader/dev_buffers.c \
                loader/output.c loader/state.c loader/loader.c loader/image.c \
-               loader/pinned.c loader/decode_gpu.c
+               loader/pinned.c loader/transform.c loader/decode_gpu.c
 LIB_SRC  := $(COMMON_SRC) $(CODECS_SRC) $(INDEX_SRC) $(CATALOG_SRC) \
             $(REMOTE_SRC) $(WORKERS_SRC) $(INPUT_SRC) $(DEVICE_SRC) \
             $(LOADER_SRC)
@@ -304,12 +312,13 @@ $(BUILD)/obj/device/gpu_resize.o: device/gpu_resize.cu device/gpu_resize.h \
 # The resampler's loops are written to be vectorised; -O3 lets gcc do it.
 $(BUILD)/obj/workers/resample.o: CFLAGS_ALL += -O3
 
-# The simulated CUDA runtime, for CUDA=sim builds (tests/cudasim/cudasim.h),
-# with the GPU decoder's kernels run on the host (kernels_sim.c). Its
-# symbols keep default visibility: the fake nvJPEG, a shared library,
-# calls them in the program.
-$(BUILD)/libcudasim.a: $(BUILD)/obj/tests/cudasim/cudasim.o \
-                       $(BUILD)/obj/tests/cudasim/kernels_sim.o
+# The simulated CUDA runtime, for CUDA=sim builds (tests/cudasim/cudasim.h;
+# its files share tests/cudasim/sim.h), with the GPU decoder's kernels run
+# on the host (kernels_sim.c). Its symbols keep default visibility: the
+# fake nvJPEG, a shared library, calls them in the program.
+CUDASIM_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out \
+                   tests/cudasim/nvjpegsim.c,$(wildcard tests/cudasim/*.c)))
+$(BUILD)/libcudasim.a: $(CUDASIM_OBJ)
 	rm -f $@ && ar rcs $@ $^
 $(BUILD)/obj/tests/cudasim/%.o: CFLAGS_ALL += -fvisibility=default
 # The fake nvJPEG (tests/cudasim/nvjpegsim.c), as pinload loads the real
@@ -662,7 +671,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_DIR := $(BUILD)/fuzz
 FUZZ_SRC := $(COMMON_SRC) $(CODECS_SRC) workers/decode.c \
             workers/resample.c workers/augment.c workers/fileio.c \
-            workers/sample.c
+            workers/sample.c $(OPS_SRC)
 $(FUZZ_DIR)/fuzz_decode: tests/fuzz/fuzz_decode.c tests/fuzz/harness.h \
                          $(FUZZ_SRC) | $(BUILD)/.deps-fuzz
 	@mkdir -p $(@D)
@@ -862,8 +871,8 @@ test-install: all
 
 format:
 	clang-format -i include/*.h include/pinload/*.h common/*.[ch] loader/*.[ch] \
-	    workers/*.[ch] index/*.[ch] catalog/*.[ch] remote/*.[ch] \
-	    input/*.[ch] device/*.[ch] device/*.cu tools/*.[ch] \
+	    workers/*.[ch] workers/ops/*.[ch] index/*.[ch] catalog/*.[ch] \
+	    remote/*.[ch] input/*.[ch] device/*.[ch] device/*.cu tools/*.[ch] \
 	    tools/*.cu samples/*.c examples/*/*.[ch] examples/*/*.cu \
 	    tests/*.h tests/*/*.[ch] tests/unit/*/*.c tests/gpu/*.cu \
 	    tools/compare/*.c

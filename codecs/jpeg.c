@@ -291,8 +291,18 @@ static void start(jpeg_dec *j, int denom, int x0, int w, codec_region *r)
     j->cinfo.scale_denom = (unsigned)denom;
     jpeg_start_decompress(&j->cinfo);
     JDIMENSION xoff = (JDIMENSION)x0, width = (JDIMENSION)w;
-    if (xoff > 0 || width < j->cinfo.output_width)
+    /* jpeg_crop_scanline of libjpeg-turbo 2.1 leaves columns of the crop
+     * uninitialised where a sampling factor is above 2 (4:1:1, 4:1:0, 2x4:
+     * its plain, not fancy, upsampling): the output then depended on what
+     * the heap held, and so on the worker count. Those files are decoded
+     * at full width (their crops cost the columns beside them, nothing
+     * else). */
+    const int croppable = j->cinfo.max_h_samp_factor <= 2 &&
+                          j->cinfo.max_v_samp_factor <= 2;
+    if (croppable && (xoff > 0 || width < j->cinfo.output_width))
         jpeg_crop_scanline(&j->cinfo, &xoff, &width);
+    else
+        xoff = 0;
     j->width = (int)j->cinfo.output_width; /* the cropped width */
     r->xoff = (int)xoff;
     r->width = j->width;

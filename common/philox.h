@@ -10,7 +10,7 @@
 /* Domains keep the streams of unrelated uses apart. */
 enum {
     PHILOX_DOMAIN_PERMUTE = 0x5045524d, /* "PERM": epoch order */
-    PHILOX_DOMAIN_AUGMENT = 0x41554746, /* "AUGF": crop and flip */
+    PHILOX_DOMAIN_AUGMENT = 0x41554746, /* "AUGF": augmentation ops */
     PHILOX_DOMAIN_SHARDS = 0x53485244,  /* "SHRD": PL_ORDER_SHARDS' shards */
     PHILOX_DOMAIN_WINDOW = 0x57494e44,  /* "WIND": and its windows */
 };
@@ -67,6 +67,18 @@ static inline void philox_stream_init(philox_stream *s, uint64_t seed,
     s->ctr[3] =
         domain ^ ((uint32_t)(index >> 32) << 16) ^ (uint32_t)(epoch >> 32);
     s->left = 0;
+}
+
+/* Op `op` of an augmentation pipeline (workers/ops/op.h) draws from its
+ * own part of the sample's stream, from block op << 24 on: no op shifts
+ * another's draws, each has 2^24 blocks (2^26 words), and op 0's stream is
+ * the sample's from its start, the one crop and flip drew from before
+ * pipelines. */
+static inline void philox_stream_op(philox_stream *s, uint64_t seed,
+                                    uint64_t epoch, uint64_t index, unsigned op)
+{
+    philox_stream_init(s, seed, PHILOX_DOMAIN_AUGMENT, epoch, index);
+    s->ctr[0] = (uint32_t)op << 24;
 }
 
 static inline uint32_t philox_next_u32(philox_stream *s)

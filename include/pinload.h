@@ -596,9 +596,10 @@ typedef struct pl_config {
      * Python binding sets it: batches the caller keeps cost memory, never
      * an error. */
     int32_t max_device_buffers;
-    /* ---- Remote shards: config.data of http(s)://, s3:// or pipe: URLs
-     * (docs/DATA.md). A pipe: command runs only from config.data itself:
-     * a list file's pipe: lines are refused unless the environment sets
+    /* ---- Remote shards: config.data of http(s)://, s3://, gs://, hf:// or
+     * pipe: URLs (docs/DATA.md); any other scheme is PL_EINVAL naming it.
+     * A pipe: command runs only from config.data itself: a list file's
+     * pipe: lines are refused unless the environment sets
      * PINLOAD_ALLOW_PIPE_LISTS=1, and a tar is never read as a list. */
     /* The node's cache of fetched shards, shared by the ranks of a node
      * (file locks: each shard is fetched once per node). Default NULL:
@@ -660,6 +661,30 @@ typedef struct pl_config {
      * list files are PL_EINVAL. Default NULL: the cls member. The library
      * keeps no pointer after create. */
     const char *label_field;
+    /* ---- Augmentation as ops (docs/transforms.md) */
+    /* The ops each sample goes through, as a spec: ops separated by ';',
+     * each a name with its values in parentheses, positional then
+     * key=value ("rrc(224,scale=0.08:1);hflip(0.5);grayscale(0.1);
+     * normalize(mean=0.485:0.456:0.406,std=0.229:0.224:0.225)"): first
+     * the geometric ops (random_resized_crop or rrc, resize, center_crop,
+     * hflip, vflip: fused into the decode, one resample at most, ending at
+     * width x height), then the pixel ops (grayscale), then normalize
+     * (float formats only; without it they are normalised with mean and
+     * std), each op drawing from its own random stream, keyed by (seed,
+     * epoch, dataset index, its place). Parsed at create: PL_EINVAL names
+     * the op and the parameter ("config.transform: rrc: scale=0.08:x: not
+     * a number"); pl_transform_check checks one without a loader.
+     * Default NULL: augment's preset (which a spec replaces). The library
+     * keeps no pointer after create. */
+    const char *transform;
+    /* ---- Remote shards, continued */
+    /* The most pl_loader_create spends on the remote shards' transfers
+     * (their indexes, the shards without one fetched whole, classes.txt),
+     * attempts, backoff and waits for another rank's download included, in
+     * ms: past it they are cut and create fails, PL_EIO naming the first
+     * shard in order and this field. 0 (default): 600000 (10 minutes); -1:
+     * none. */
+    int32_t remote_create_timeout_ms;
     /* ---- Decoding */
     /* A pl_decode: where JPEGs are decoded; default PL_DECODE_CPU.
      * PL_DECODE_GPU and PL_DECODE_AUTO decode them on the GPU with nvJPEG
@@ -671,6 +696,47 @@ typedef struct pl_config {
 /* Fill *cfg with the defaults listed above. */
 #define pl_config_default(cfg) pl_config_default_sized((cfg), sizeof(pl_config))
 PL_EXPORT void pl_config_default_sized(pl_config *cfg, size_t size);
+
+/* ---------------------------------------------------------------------------
+ * Transforms: what a loader does to one image, without a loader */
+
+/* Check cfg's transform (config.transform, or config.augment's preset)
+ * for cfg's output (width, height, format, mean, std) as pl_loader_create
+ * checks it; cfg->data is not read. 0, or PL_EINVAL naming the op and the
+ * parameter. [out] canonical (may be NULL): the ops with every parameter
+ * written out, NUL-terminated within cap bytes (cut short if it does not
+ * fit). Any thread. */
+#define pl_transform_check(cfg, canonical, cap)                                \
+    pl_transform_check_sized((cfg), sizeof(pl_config), (canonical), (cap))
+PL_EXPORT int pl_transform_check_sized(const pl_config *cfg, size_t size,
+                                       char *canonical, size_t cap);
+
+/* What cfg's transform draws for dataset index `index` of `epoch` (with
+ * cfg->seed) on an image of img_w x img_h pixels: every op's parameters,
+ * in the spec's grammar ("random_resized_crop(top=3,left=10,height=200,
+ * width=150);hflip(flip=1)"), NUL-terminated in buf[0, cap). PL_EINVAL if
+ * it does not fit; [out] *len (may be NULL): its length. Any thread. */
+#define pl_transform_params(cfg, img_w, img_h, epoch, index, buf, cap, len)    \
+    pl_transform_params_sized((cfg), sizeof(pl_config), (img_w), (img_h),      \
+                              (epoch), (index), (buf), (cap), (len))
+PL_EXPORT int pl_transform_params_sized(const pl_config *cfg, size_t size,
+                                        int32_t img_w, int32_t img_h,
+                                        int64_t epoch, int64_t index, char *buf,
+                                        size_t cap, size_t *len);
+
+/* The sample a loader of cfg makes for dataset index `index` of `epoch`
+ * from an image decoded at full size (no DCT scaling, whatever
+ * cfg->dct_scaling says): rgb, img_h rows of img_w RGB pixels, packed
+ * (pl_image's pixels); into out, out_bytes = pl_info.sample_bytes of cfg's
+ * format. Any thread. */
+#define pl_transform_image(cfg, rgb, img_w, img_h, epoch, index, out, bytes)   \
+    pl_transform_image_sized((cfg), sizeof(pl_config), (rgb), (img_w),         \
+                             (img_h), (epoch), (index), (out), (bytes))
+PL_EXPORT int pl_transform_image_sized(const pl_config *cfg, size_t size,
+                                       const uint8_t *rgb, int32_t img_w,
+                                       int32_t img_h, int64_t epoch,
+                                       int64_t index, void *out,
+                                       size_t out_bytes);
 
 /* ---------------------------------------------------------------------------
  * The loader */

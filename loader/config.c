@@ -104,8 +104,6 @@ static int check_ranges(const range *r, size_t n)
 
 static int check_shape(const pl_config *c)
 {
-    if (!c->data || !*c->data)
-        return BAD("data", "required (a directory or a list file)");
     const range r[] = {
         {"batch_size", c->batch_size, 1, 1 << 16},
         {"width", c->width, 1, 1 << 14},
@@ -139,6 +137,27 @@ static int check_shape(const pl_config *c)
                        top);
     }
     return 0;
+}
+
+/* config.transform into *ops (with what check_shape let through). */
+static int parse_transform(const pl_config *c, int *has, ops_pipeline *ops)
+{
+    *has = c->transform != NULL;
+    if (!*has)
+        return 0;
+    op_setup s = {.out_w = c->width, .out_h = c->height, .format = c->format};
+    memcpy(s.mean, c->mean, sizeof s.mean);
+    memcpy(s.std, c->std, sizeof s.std);
+    char why[512];
+    if (ops_parse(ops, c->transform, &s, why, sizeof why) < 0)
+        return BAD("transform", "%s", why);
+    return 0;
+}
+
+int config_output(const pl_config *cfg, int *has_transform, ops_pipeline *ops)
+{
+    const int rc = check_shape(cfg);
+    return rc ? rc : parse_transform(cfg, has_transform, ops);
 }
 
 static int check_order(const pl_config *c)
@@ -235,6 +254,9 @@ static int check_pipeline(const pl_config *c)
         /* 0: the default; a day at most */
         {"remote_timeout_ms", c->remote_timeout_ms, 0, 86400000},
         {"remote_retries", c->remote_retries, -1, 100},
+        /* 0: the default; -1: none; a day at most */
+        {"remote_create_timeout_ms", c->remote_create_timeout_ms, -1,
+         86400000},
         {"decode", (int)c->decode, 0, PL_DECODE_AUTO},
     };
     const int rc = check_ranges(r, N_(r));
@@ -313,6 +335,8 @@ int config_resolve(const pl_config *cfg, config_resolved *out)
         return err_set(PL_EINVAL, "pl_loader_create: config is NULL");
     memset(out, 0, sizeof *out);
     out->cfg = *cfg;
+    if (!cfg->data || !*cfg->data)
+        return BAD("data", "required (a directory or a list file)");
     int rc = check_shape(cfg);
     if (!rc)
         rc = check_order(cfg);
@@ -320,9 +344,13 @@ int config_resolve(const pl_config *cfg, config_resolved *out)
         rc = check_pipeline(cfg);
     if (!rc)
         rc = split_extras(cfg, out);
+    if (!rc)
+        rc = parse_transform(cfg, &out->has_transform, &out->ops);
     if (rc)
         return rc;
     out->cfg.extras = NULL; /* not kept: out->extras has the names */
+    /* Nor the spec: out->ops is it. */
+    out->cfg.transform = NULL;
     if (cfg->order == PL_ORDER_SHARDS && cfg->shuffle_window == 0)
         out->cfg.shuffle_window = SAMPLER_DEFAULT_WINDOW;
 

@@ -5,6 +5,7 @@
 #ifndef PINLOAD_CONFIG_H
 #define PINLOAD_CONFIG_H
 
+#include "../workers/ops/ops.h"
 #include "pinload.h"
 
 /* The longest name config.extras may give. */
@@ -23,6 +24,10 @@ typedef struct config_resolved {
     /* config.extras, split: the names in the order given. */
     int nextras;
     char extras[PL_EXTRAS_MAX][CONFIG_EXTRA_NAME_MAX + 1];
+    /* config.transform, parsed (cfg.transform is then NULL: not kept);
+     * has_transform 0: config.augment's preset. */
+    int has_transform;
+    ops_pipeline ops;
 } config_resolved;
 
 /* Check every field of *cfg and settle the automatic ones (the shard
@@ -30,5 +35,10 @@ typedef struct config_resolved {
  * pl_last_error to "pl_loader_create: config.<field>: <why>" and returns
  * PL_EINVAL. */
 int config_resolve(const pl_config *cfg, config_resolved *out);
+
+/* The output's fields alone (width, height, format, augment, mean, std,
+ * transform), checked as config_resolve checks them, config.data not
+ * read; [out] *has_transform and *ops as config_resolve sets them. */
+int config_output(const pl_config *cfg, int *has_transform, ops_pipeline *ops);
 
 #endif

@@ -188,6 +188,8 @@ static void on_finish(void *ctx, pool_job *job)
         handoff_fail(&l->ho, job->status, "pl_loader_next: %s: %s",
                      catalog_name_into(&l->cat, job->index, name, sizeof name),
                      job->reason);
+    else if (job->status == PL_ECLOSED)
+        ; /* a read cut by pl_loader_destroy: not the file's failure */
     else if (job->status != 0 || job->warnings)
         note_failure(l, job);
     ring_finish(&l->ring, s, job->status == 0);
@@ -313,7 +315,9 @@ static int check_resume_fields(const pl_loader *l, const state_fields *st)
 static int plan_start(pl_loader *l)
 {
     const pl_config *c = &l->rc.cfg;
-    state_fingerprint(&l->print, &l->cat, c, l->rc.rank, l->rc.world);
+    state_fingerprint(&l->print, &l->cat, c,
+                      l->rc.has_transform ? &l->rc.ops : NULL, l->rc.rank,
+                      l->rc.world);
     l->start.epoch = c->first_epoch;
     if (!c->resume)
         return 0;
@@ -554,7 +558,8 @@ static int start_on_device(pl_loader *l)
     int rc = l->be->ops->enter(l->be, &saved);
     if (rc < 0)
         return rc;
-    output_plan_make(&l->out, &l->rc.cfg, l->be);
+    output_plan_make(&l->out, &l->rc.cfg,
+                     l->rc.has_transform ? &l->rc.ops : NULL, l->be);
     rc = start_pipeline(l);
     l->be->ops->leave(l->be, saved);
     return rc;
@@ -614,6 +619,8 @@ static int loader_create(const pl_config *cfg, pl_loader **out)
                                 .cache_limit = c->cache_limit,
                                 .timeout_ms = c->remote_timeout_ms,
                                 .retries = c->remote_retries,
+                                .create_timeout_ms =
+                                    c->remote_create_timeout_ms,
                                 .stream_window = window,
                                 .ranks = l->rc.local_world};
     for (int k = 0; k < l->rc.nextras; k++)

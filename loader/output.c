@@ -1,21 +1,26 @@
 #include "output.h"
 
-void output_plan_make(output_plan *o, const pl_config *c, const backend *be)
+void output_plan_make(output_plan *o, const pl_config *c,
+                      const ops_pipeline *ops, const backend *be)
 {
     o->format = c->format;
     o->width = c->width;
     o->height = c->height;
-    /* Only a backend with the kernel can (CUDA built with nvcc). */
+    /* Only a backend with the kernel can (CUDA built with nvcc), and only
+     * when no op works on the floats after normalising. */
     o->gpu_normalize = be->ops->normalize != NULL &&
                        c->format != PL_FORMAT_U8_NHWC && c->gpu_normalize &&
-                       !c->keep_host;
+                       !c->keep_host && !(ops && ops->ntensor);
     const pl_format ring = o->gpu_normalize ? PL_FORMAT_U8_NHWC : c->format;
     augment_params_init(&o->aug, c->augment, ring, c->width, c->height, c->seed,
                         c->mean, c->std);
     o->aug.dct_scaling = c->dct_scaling;
     o->aug.channels_last = c->channels_last && c->format != PL_FORMAT_U8_NHWC;
     /* The GPU's table is the delivered format's, whatever the ring holds. */
-    augment_lut16_for(&o->aug, c->format);
+    if (ops)
+        augment_params_set_ops(&o->aug, ops, c->format);
+    else
+        augment_lut16_for(&o->aug, c->format);
     o->sample_bytes = augment_format_bytes(c->format, c->width, c->height);
     o->ring_sample_bytes = augment_sample_bytes(&o->aug);
 }

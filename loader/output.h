@@ -22,7 +22,9 @@ typedef struct output_plan {
     augment_params aug;       /* the workers' (aug.format: the ring's) */
 } output_plan;
 
-void output_plan_make(output_plan *o, const pl_config *c, const backend *be);
+/* ops: config.transform's pipeline, or NULL for config.augment's preset. */
+void output_plan_make(output_plan *o, const pl_config *c,
+                      const ops_pipeline *ops, const backend *be);
 
 /* The table the GPU normalises with (gpu_normalize): 3 x 256 floats, or
  * halves for PL_FORMAT_F16_NCHW. [out] *bytes. */

@@ -35,7 +35,7 @@ static uint64_t fnv_float(uint64_t h, float f)
 }
 
 void state_fingerprint(state_fields *f, const catalog *cat, const pl_config *c,
-                       int rank, int world)
+                       const ops_pipeline *ops, int rank, int world)
 {
     memset(f, 0, sizeof *f);
     f->rank = rank;
@@ -86,6 +86,14 @@ void state_fingerprint(state_fields *f, const catalog *cat, const pl_config *c,
      * states saved before it existed still match. */
     if (c->channels_last && c->format != PL_FORMAT_U8_NHWC)
         h = fnv_u64(h, 0xc1a5u);
+    /* The ops, every parameter written out: hashed only when
+     * config.transform is set, likewise. */
+    if (ops) {
+        char spec[8192];
+        const int n = ops_format(ops, spec, sizeof spec);
+        h = fnv_u64(h, 0x7a5fu);
+        h = fnv1a(h, spec, n < (int)sizeof spec ? (size_t)n : sizeof spec - 1);
+    }
     f->pixels_hash = h;
 }
 
@@ -238,8 +246,9 @@ const char *state_mismatch(const state_fields *s, const state_fields *n,
                  s->on_error, n->on_error);
     else if (s->pixels_hash != n->pixels_hash)
         snprintf(buf, cap,
-                 "the state was saved with other mean, std, "
-                 "dct_scaling, strict, channels_last or limits");
+                 "the state was saved with another transform, or "
+                 "other mean, std, dct_scaling, strict, channels_last or "
+                 "limits");
     else
         return NULL;
     return buf;

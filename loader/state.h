@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "../catalog/catalog.h"
+#include "../workers/ops/ops.h"
 #include "pinload.h"
 
 typedef struct state_fields {
@@ -29,13 +30,16 @@ typedef struct state_fields {
      * a copy of the dataset. (Format 1 hashed full paths and labels:
      * state_list_hash_v1.) */
     uint64_t list_hash;
-    uint64_t pixels_hash; /* mean, std, dct_scaling, strict, the limits */
+    uint64_t pixels_hash; /* transform, mean, std, dct_scaling, strict, the
+                             limits */
 } state_fields;
 
 /* The fingerprint of a loader's dataset and configuration (every field but
- * epoch, batch, position). */
+ * epoch, batch, position); ops: config.transform's pipeline, or NULL for
+ * the preset (hashed only when set, so that states saved before it
+ * existed still match). */
 void state_fingerprint(state_fields *f, const catalog *cat, const pl_config *c,
-                       int rank, int world);
+                       const ops_pipeline *ops, int rank, int world);
 
 /* Format 1's list hash (full paths and labels), to compare a format 1
  * state with: computed only when one is resumed from. */

@@ -1,13 +1,15 @@
 /* What lets a loader suite run on either backend: the device the tests ask
  * for, and a batch's pixels read into host memory whatever the backend;
- * with the two helpers every loader suite uses (a quiet log, a create
- * that must succeed).
+ * with the helpers every loader suite uses (a quiet log, a kept log, a
+ * create that must succeed).
  * `make test CUDA=sim` sets PINLOAD_TEST_DEVICE=cuda, so the loader suites
  * (test_loader_*) run every loader on (simulated) CUDA device 0; otherwise
  * the host backend. */
 #ifndef PINLOAD_TESTCUDA_H
 #define PINLOAD_TESTCUDA_H
 
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +26,25 @@ static inline void quiet(void *ctx, pl_log_level level, const char *msg)
     (void)ctx;
     (void)level;
     (void)msg;
+}
+
+/* Every message of a loader, a line each, kept for a test to look into;
+ * any of the loader's threads may log. A tu_log starts zeroed, its mutex
+ * initialised (PTHREAD_MUTEX_INITIALIZER). */
+typedef struct tu_log {
+    pthread_mutex_t mu;
+    char text[16384];
+} tu_log;
+
+/* The log callback that keeps them: ctx is the tu_log. */
+static inline void tu_keep_log(void *ctx, pl_log_level level, const char *msg)
+{
+    tu_log *a = ctx;
+    (void)level;
+    pthread_mutex_lock(&a->mu);
+    const size_t n = strlen(a->text);
+    snprintf(a->text + n, sizeof a->text - n, "%s\n", msg);
+    pthread_mutex_unlock(&a->mu);
 }
 
 /* pl_loader_create that must succeed, naming the error if not. */

@@ -1,6 +1,7 @@
 /* The remote suites' fixture: a pack of tar shards with their indexes, and
  * tests/remote/httpd.py serving it on 127.0.0.1 (started and stopped by
- * the test, with a lifetime of its own), its request log counted.
+ * the test, with a lifetime of its own), its request log counted; the two
+ * together (rt_pack) with a node cache's folder.
  * Header-only, like testutil.h. */
 #ifndef PINLOAD_TESTREMOTE_H
 #define PINLOAD_TESTREMOTE_H
@@ -224,6 +225,103 @@ static inline void rt_log_fn(void *ctx, pl_log_level level, const char *msg)
         snprintf(g->text + g->len, sizeof g->text - g->len, "%s\n", msg);
     if (k > 0 && g->len + (size_t)k < sizeof g->text)
         g->len += (size_t)k;
+}
+
+/* ---- a pack served over http:// ---- */
+
+/* The pack (rt_make_pack) in a folder of its own and tests/remote/httpd.py
+ * serving it: the local shards' pattern, the same shards' URLs, and a
+ * node cache's folder beside them. */
+typedef struct rt_pack {
+    char dir[64];
+    char local[256];
+    char url[256];
+    char cache[128];
+    rt_server srv;
+} rt_pack;
+
+/* The pack made and served with faults (NULL-terminated, as rt_start
+ * takes them) at `rate` bytes/s (0: no limit). */
+static inline void rt_pack_up_at(rt_pack *f, const char *const *faults,
+                                 double rate)
+{
+    tu_tmpdir(f->dir);
+    rt_make_pack(f->dir);
+    snprintf(f->local, sizeof f->local, "%s/pack/shard-{000000..%06d}.tar",
+             f->dir, RT_SHARDS - 1);
+    snprintf(f->cache, sizeof f->cache, "%s/cache", f->dir);
+    char root[128];
+    snprintf(root, sizeof root, "%s/pack", f->dir);
+    rt_start(&f->srv, f->dir, root, faults, rate);
+    rt_url(&f->srv, f->url, sizeof f->url);
+}
+
+static inline void rt_pack_up(rt_pack *f, const char *const *faults)
+{
+    rt_pack_up_at(f, faults, 0);
+}
+
+static inline void rt_pack_down(rt_pack *f)
+{
+    rt_stop(&f->srv);
+    tu_rm_rf(f->dir);
+}
+
+/* A loader of f's URLs through its cache that fails on the first error. */
+static inline void rt_remote_cfg(const rt_pack *f, pl_config *c, int workers)
+{
+    base_cfg(c, f->url);
+    c->cache_dir = f->cache;
+    c->num_workers = workers;
+    c->remote_timeout_ms = 2000;
+    c->on_error = PL_ON_ERROR_FAIL;
+}
+
+/* Two epochs of the local shards. */
+static inline void rt_local_run(const rt_pack *f, int workers, run *out)
+{
+    pl_config c;
+    base_cfg(&c, f->local);
+    c.num_workers = workers;
+    run_loader(&c, 2, out);
+}
+
+/* Files in the cache whose names end in `suffix`. */
+static inline int rt_cache_files(const rt_pack *f, const char *suffix)
+{
+    DIR *d = opendir(f->cache);
+    if (!d)
+        return 0;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        const size_t a = strlen(e->d_name), b = strlen(suffix);
+        n += a > b && strcmp(e->d_name + a - b, suffix) == 0;
+    }
+    closedir(d);
+    return n;
+}
+
+/* Each shard asked for `times` times in the server's log, whole or by
+ * range. */
+static inline void rt_assert_each_shard_fetched(const rt_pack *f, int times)
+{
+    for (int s = 0; s < RT_SHARDS; s++) {
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "GET /shard-%06d.tar ", s);
+        cr_assert_eq(rt_count(&f->srv, prefix), times,
+                     "shard %d: %d requests, want %d", s,
+                     rt_count(&f->srv, prefix), times);
+    }
+}
+
+/* The shard order (PL_ORDER_SHARDS) of data, shuffled in windows of
+ * `window`. */
+static inline void rt_shard_order(pl_config *c, const char *data,
+                                  int64_t window)
+{
+    c->data = data;
+    c->order = PL_ORDER_SHARDS;
+    c->shuffle_window = (int32_t)window;
 }
 
 #endif

@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../tools/tarwrite.h"
 #include "jpegwrite.h"
 
 /* ---- shared data ---- */
@@ -264,6 +265,31 @@ static inline int tu_max_diff(const uint8_t *a, const uint8_t *b, size_t n)
     return m;
 }
 
+/* ---- tars ---- */
+
+/* A valid tar at `path` whose first member is named "pipe:touch MARKER #"
+ * (a list's first line, once cut at the header's first NUL: the shell
+ * would take the rest for a comment), and with `jpeg`, the sample k0 of
+ * that image, label 2. tar -tf lists nothing odd. */
+static inline void tu_hostile_tar(const char *path, const char *marker,
+                                  const char *jpeg)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f, "%s", path);
+    char name[100];
+    cr_assert_lt(snprintf(name, sizeof name, "pipe:touch %s #", marker), 100);
+    cr_assert_gt(tarw_member(f, name, "x", 1), 0);
+    if (jpeg) {
+        size_t len;
+        uint8_t *b = tu_read_file(jpeg, &len);
+        cr_assert_gt(tarw_member(f, "k0.jpg", b, len), 0);
+        cr_assert_gt(tarw_member(f, "k0.cls", "2", 1), 0);
+        free(b);
+    }
+    cr_assert_eq(tarw_end(f), 0);
+    cr_assert_eq(fclose(f), 0);
+}
+
 /* ---- what pinload-dump writes ---- */
 
 /* The whole of a file, NUL-terminated (malloc'd). */
@@ -324,6 +350,31 @@ static inline double tu_seconds(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Runs the shell command `cmd`, which must exit 0. */
+static inline void tu_system(const char *cmd)
+{
+    const int rc = system(cmd);
+    cr_assert_eq(rc, 0, "%s: exit %d", cmd, rc);
+}
+
+/* A line of this process's /proc/self/status (VmRSS, VmHWM, RssAnon...),
+ * in KiB; -1 if there is none. */
+static inline long tu_status_kib(const char *key)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+    const size_t n = strlen(key);
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, key, n) == 0 && line[n] == ':') {
+            kib = atol(line + n + 1);
+            break;
+        }
+    if (f)
+        fclose(f);
+    return kib;
 }
 
 /* Runs the shell command `cmd` (exec'd, so the signal reaches the tool),

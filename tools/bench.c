@@ -308,6 +308,7 @@ static pl_loader *open_loader(const options *o, bench_log *bl, row *r)
     cfg.batch_size = o->batch;
     cfg.width = cfg.height = o->size;
     cfg.augment = o->augment;
+    cfg.transform = o->transform;
     cfg.format = o->format;
     cfg.num_workers = r->workers;
     cfg.prefetch = r->prefetch;
@@ -666,7 +667,8 @@ static void print_title(const options *o)
         snprintf(span, sizeof span, "%ld batches", o->batches);
     printf("pinload-bench: %s, %dx%d %s %s%s, batch %d, %s after %d warm-up, "
            "compute %g ms%s, %d round%s\n",
-           o->data, o->size, o->size, pl_augment_name(o->augment),
+           o->data, o->size, o->size,
+           o->transform ? o->transform : pl_augment_name(o->augment),
            pl_format_name(o->format),
            o->format == PL_FORMAT_U8_NHWC ? ""
            : o->gpu_normalize             ? " (gpu-normalize on)"

@@ -17,6 +17,7 @@ typedef struct options {
     const char *data;
     int batch, size;
     pl_augment augment;
+    const char *transform; /* --augment SPEC: config.transform, or NULL */
     pl_format format;
     int workers[MAX_LIST], nworkers;
     int prefetch[MAX_LIST], nprefetch;

@@ -13,8 +13,8 @@
 #include "cli.h"
 
 const char bench_usage[] =
-    "usage: pinload-bench --data PATH [--batch B] [--size N] [--augment "
-    "none|eval|train]\n"
+    "usage: pinload-bench --data PATH [--batch B] [--size N] "
+    "[--augment " CLI_AUGMENT_USAGE "]\n"
     "       [--format u8|f32|f16|bf16] [--gpu-normalize on|off] [--workers "
     "LIST]\n"
     "       [--prefetch LIST] [--pin LIST] [--rounds R]\n"
@@ -52,6 +52,9 @@ const char bench_usage[] =
     "start\nand end, and the GPU's idle gap before it, as CSV; the CSV and "
     "JSON give every\nrow's mean gap, the part of it the batch was late, "
     "and the loader's own waits.\n"
+    "--augment takes a preset or a spec of ops, as config.transform "
+    "(docs/transforms.md):\n--augment 'rrc(scale=0.5:1);hflip;"
+    "grayscale(0.2)'.\n"
     "--gpu-normalize off makes the CPU normalise float formats on CUDA (on, "
     "the\n"
     "default, copies uint8 and normalises on the GPU).\n"
@@ -218,7 +221,7 @@ void bench_parse(int argc, char **argv, options *o)
         else if (!strcmp(f, "--size"))
             o->size = (int)parse_long(f, v, 1, 16384);
         else if (!strcmp(f, "--augment"))
-            o->augment = cli_augment("pinload-bench", bench_usage, f, v);
+            o->augment = cli_augment_spec(v, &o->transform);
         else if (!strcmp(f, "--format"))
             o->format = cli_format("pinload-bench", bench_usage, f, v);
         else if (!strcmp(f, "--gpu-normalize"))
@@ -262,6 +265,12 @@ void bench_parse(int argc, char **argv, options *o)
     }
     if (!o->data)
         bad("--data is required");
+    pl_config check;
+    pl_config_default(&check);
+    check.width = check.height = o->size;
+    check.format = o->format;
+    check.transform = o->transform;
+    cli_check_transform("pinload-bench", bench_usage, &check);
     for (int w = 0; w < o->nworkers && o->baseline; w++)
         if (o->workers[w] == 0)
             bad("--workers 0 with --baseline: give thread counts, the "

@@ -326,14 +326,14 @@ int write_json(const char *path, const options *o, const char *mach,
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
     fprintf(f, ",\n  \"pinload_version\": ");
     json_string(f, pl_version());
+    fprintf(f, ",\n  \"date\": \"%s\",\n  \"augment\": ", date);
+    json_string(f, o->transform ? o->transform : pl_augment_name(o->augment));
     fprintf(f,
-            ",\n  \"date\": \"%s\",\n  \"augment\": \"%s\",\n"
-            "  \"format\": \"%s\",\n  \"device\": %d,\n"
+            ",\n  \"format\": \"%s\",\n  \"device\": %d,\n"
             "  \"warmup_batches\": %d,\n  \"batches_per_row\": %ld,\n"
             "  \"seconds_per_row\": %g,\n",
-            date, pl_augment_name(o->augment), pl_format_name(o->format),
-            o->device, o->warmup, o->seconds > 0 ? -1L : o->batches,
-            o->seconds);
+            pl_format_name(o->format), o->device, o->warmup,
+            o->seconds > 0 ? -1L : o->batches, o->seconds);
     fprintf(f,
             "  \"batch\": %d,\n  \"size\": %d,\n  \"compute_ms\": %g,\n"
             "  \"rounds\": %d,\n  \"rows\": [\n",
@@ -435,7 +435,9 @@ static void write_plot_script(FILE *g, const options *o, const char *mach,
                        i ? "," : "", o->workers[i]);
     char line1[1200], line2[800];
     snprintf(line1, sizeof line1, "pinload-bench: %s, %dx%d %s, batch %d",
-             o->data, o->size, o->size, pl_augment_name(o->augment), o->batch);
+             o->data, o->size, o->size,
+             o->transform ? o->transform : pl_augment_name(o->augment),
+             o->batch);
     snprintf(line2, sizeof line2, "%s; %s", mach, backend);
     fputs("set terminal pngcairo size 960,600 font ',10'\nset title ", g);
     gp_quote(g, line1);

@@ -159,6 +159,47 @@ CLI_ENUM_PARSER_(cli_on_error, pl_on_error, PL_ON_ERROR_MAP)
 CLI_ENUM_PARSER_(cli_shard_mode, pl_shard_mode, PL_SHARD_MODE_MAP)
 CLI_ENUM_PARSER_(cli_order, pl_order, PL_ORDER_MAP)
 
+/* --augment's value: a preset's word (none, eval or train: returned, as
+ * config.augment takes it, with *spec NULL), or else a spec of ops
+ * (docs/transforms.md; config.transform: *spec = v, and the preset
+ * returned is train, which the spec replaces). cli_check_transform checks
+ * the spec once the options are read. */
+#define CLI_AUGMENT_USAGE "none|eval|train|SPEC"
+static inline pl_augment cli_augment_spec(const char *v, const char **spec)
+{
+    static const char *const words[] = {PL_AUGMENT_MAP(CLI_WORD_) NULL};
+    static const pl_augment values[] = {PL_AUGMENT_MAP(CLI_VALUE_)};
+    for (int i = 0; words[i]; i++)
+        if (strcmp(v, words[i]) == 0) {
+            *spec = NULL;
+            return values[i];
+        }
+    *spec = v;
+    return PL_AUGMENT_TRAIN;
+}
+
+/* cfg's transform (from --augment SPEC) checked for cfg's output as the
+ * loader will check it: a usage error naming the op and the parameter
+ * ("PROG: --augment: config.transform: rrc: scale=0.08:x: not a
+ * number"), exit 2. */
+static inline void cli_check_transform(const char *prog, const char *usage,
+                                       const pl_config *cfg)
+{
+    if (!cfg->transform || pl_transform_check(cfg, NULL, 0) == 0)
+        return;
+    const char *why = pl_last_error();
+    const char *fn = "pl_transform_check: ";
+    if (strncmp(why, fn, strlen(fn)) == 0)
+        why += strlen(fn);
+    /* One bare word is more likely a preset mistyped than an op. */
+    if (!strpbrk(cfg->transform, "();=,"))
+        cli_usage_error(prog, usage,
+                        "--augment: unknown value \"%s\" (none, eval, train "
+                        "or a spec of ops; as a spec: %s)",
+                        cfg->transform, why);
+    cli_usage_error(prog, usage, "--augment: %s", why);
+}
+
 /* The exit codes every tool documents in its --help. */
 #define CLI_EXIT_CODES                                                         \
     "Exit status: 0 done; 1 a run-time failure (named on stderr); 2 a usage\n" \

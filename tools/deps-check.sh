@@ -9,7 +9,11 @@
 #   index/    includes codecs/ and common/
 #   catalog/  includes index/, codecs/ and common/
 #   remote/   includes catalog/, index/, codecs/ and common/ (never input/)
-#   workers/  includes codecs/ and common/
+#   workers/  includes workers/ops/, codecs/ and common/
+#   workers/ops/
+#             the augmentation ops, a room inside workers/: includes
+#             common/ only (ops see pixels, never a decoder, a file or
+#             the pool), so each op runs on an image alone
 #   input/    includes remote/, catalog/, index/, codecs/ and common/
 #   loader/   includes all of the above; nothing includes it
 #   tools/, samples/, examples/, python/src/
@@ -41,9 +45,10 @@ allowed() {
     index) echo "codecs common" ;;
     catalog) echo "index codecs common" ;;
     remote) echo "catalog index codecs common" ;;
-    workers) echo "codecs common" ;;
+    workers) echo "workers/ops codecs common" ;;
+    workers/ops) echo "common" ;;
     input) echo "remote catalog index codecs common" ;;
-    loader) echo "input remote catalog index workers codecs device common" ;;
+    loader) echo "input remote catalog index workers workers/ops codecs device common" ;;
     *) echo "" ;;
     esac
 }
@@ -57,10 +62,12 @@ exception() {
     return 1
 }
 
-# The module a source file belongs to: its top folder (python/src is one).
+# The module a source file belongs to: its top folder (python/src and
+# workers/ops are one each).
 module_of() {
     case "$1" in
     python/src/*) echo "python/src" ;;
+    workers/ops/*) echo "workers/ops" ;;
     */*) echo "${1%%/*}" ;;
     *) echo "." ;;
     esac

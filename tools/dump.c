@@ -15,8 +15,8 @@
 #include "pinload.h"
 
 static const char usage[] =
-    "usage: pinload-dump --data PATH --out DIR [--raw | --size N --augment "
-    "none|eval|train]\n"
+    "usage: pinload-dump --data PATH --out DIR [--raw | --size N "
+    "--augment " CLI_AUGMENT_USAGE "]\n"
     "                    [--seed S] [--epoch E] [--workers N] [--prefetch N] "
     "[--pin on|off|managed]\n"
     "                    [--batch B] [--limit N] "
@@ -31,7 +31,10 @@ static const char usage[] =
     "Writes DIR/NNNNNN.ppm (P6 RGB) per delivered sample of one epoch, "
     "numbered by\nits place in the epoch, and DIR/index.tsv (position, path, "
     "label, status).\n--raw decodes each file at its own size, without crop "
-    "or resize.\n--extras writes each sample's extras beside its PPM "
+    "or resize.\n--augment takes a preset or a spec of ops, as "
+    "config.transform (docs/transforms.md):\n"
+    "--augment 'rrc(scale=0.5:1);hflip;grayscale(0.2)'.\n--extras writes each "
+    "sample's extras beside its PPM "
     "(NNNNNN.txt, NNNNNN.json), as\nstored; --extras-required makes a "
     "sample lacking one bad.\n"
     "Rank and world size come from the launcher's variables (torchrun, SLURM, "
@@ -129,7 +132,7 @@ static void parse(int argc, char **argv, options *o)
         else if (strcmp(f, "--size") == 0)
             o->cfg.width = o->cfg.height = (int)parse_long(f, v, 1, 16384);
         else if (strcmp(f, "--augment") == 0)
-            o->cfg.augment = cli_augment("pinload-dump", usage, f, v);
+            o->cfg.augment = cli_augment_spec(v, &o->cfg.transform);
         else if (strcmp(f, "--seed") == 0)
             o->cfg.seed = (uint64_t)parse_long(f, v, 0, __LONG_MAX__);
         else if (strcmp(f, "--epoch") == 0)
@@ -180,6 +183,8 @@ static void parse(int argc, char **argv, options *o)
     if (o->raw && o->cfg.extras)
         die("%s writes pixels only, no extras", "--raw");
     o->cfg.data = o->data;
+    if (!o->raw)
+        cli_check_transform("pinload-dump", usage, &o->cfg);
 }
 
 /* ---- states ---- */

@@ -1,7 +1,7 @@
 #!/bin/sh
 # The Python package's tests, as a user would meet it: a virtual
 # environment (build/pyenv, made once), NumPy, pytest, mypy, PyTorch,
-# PyTorch Lightning and Accelerate from the package index, `pip install
+# torchvision, PyTorch Lightning and Accelerate from the package index, `pip install
 # ./python` from this checkout, then pytest.
 #   PINLOAD_TEST_TORCH=1   PyTorch is required (CI): failing to install it
 #                          fails the run
@@ -38,6 +38,18 @@ then
     if ! pip install torch; then
         [ "$torch" = 1 ] && { echo "test-python: PyTorch is required" >&2; exit 1; }
         echo "test-python: PyTorch could not be installed: its tests skip"
+    fi
+fi
+# torchvision, for the transforms' reference tests
+# (python/tests/test_transforms_ref.py: each op against
+# torchvision.transforms.v2.functional), under the same rule.
+if [ "$torch" != 0 ] && "$venv/bin/python" -c 'import torch' 2>/dev/null &&
+    ! "$venv/bin/python" -c 'import torchvision' 2>/dev/null
+then
+    echo "test-python: installing torchvision from the package index"
+    if ! pip install torchvision; then
+        [ "$torch" = 1 ] && { echo "test-python: torchvision is required" >&2; exit 1; }
+        echo "test-python: torchvision could not be installed: its tests skip"
     fi
 fi
 # PyTorch Lightning, for the framework tests (Trainer.fit on a loader),

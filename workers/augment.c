@@ -3,7 +3,12 @@
 #include <math.h>
 #include <string.h>
 
-#include "../common/philox.h"
+static void make_lut(augment_params *p, const float mean[3], const float std[3])
+{
+    for (int c = 0; c < 3; c++)
+        for (int v = 0; v < 256; v++)
+            p->lut[c][v] = ((float)v / 255.0f - mean[c]) / std[c];
+}
 
 void augment_params_init(augment_params *p, pl_augment mode, pl_format format,
                          int out_w, int out_h, uint64_t seed,
@@ -16,10 +21,20 @@ void augment_params_init(augment_params *p, pl_augment mode, pl_format format,
     p->seed = seed;
     p->dct_scaling = 0; /* exact unless the caller asks for speed */
     p->channels_last = 0;
-    for (int c = 0; c < 3; c++)
-        for (int v = 0; v < 256; v++)
-            p->lut[c][v] = ((float)v / 255.0f - mean[c]) / std[c];
+    op_setup s = {.out_w = out_w, .out_h = out_h, .format = format};
+    memcpy(s.mean, mean, sizeof s.mean);
+    memcpy(s.std, std, sizeof s.std);
+    ops_preset(&p->ops, mode, &s);
+    make_lut(p, mean, std);
     augment_lut16_for(p, format);
+}
+
+void augment_params_set_ops(augment_params *p, const ops_pipeline *ops,
+                            pl_format format16)
+{
+    p->ops = *ops;
+    make_lut(p, ops->mean, ops->std);
+    augment_lut16_for(p, format16);
 }
 
 void augment_lut16_for(augment_params *p, pl_format format)
@@ -89,104 +104,40 @@ uint16_t augment_half(float f)
     return (uint16_t)(sign | h);
 }
 
-/* Python's round(): halves go to the even neighbour, which rint() does in
- * the default rounding mode. torchvision's crop arithmetic relies on it. */
-static int py_round(double x)
+/* The largest DCT scale-down that still leaves at least one decoded pixel
+ * per resized pixel, as Pillow's draft mode picks it; 1 for a rectangle
+ * reaching past the image (zeros there: decoded at full size). */
+static int pick_denom(const augment_params *p, const augment_plan *plan,
+                      int width, int height)
 {
-    return (int)rint(x);
-}
-
-/* torchvision.transforms.RandomResizedCrop.get_params with scale (0.08, 1)
- * and ratio (3/4, 4/3): ten tries at a random area and aspect ratio, then a
- * centre crop clamped to the ratio range. */
-static void random_resized_crop(philox_stream *rng, int width, int height,
-                                augment_plan *plan)
-{
-    const double area = (double)width * height;
-    const double log_lo = log(3.0 / 4.0), log_hi = log(4.0 / 3.0);
-    for (int attempt = 0; attempt < 10; attempt++) {
-        const double target =
-            area * (0.08 + (1.0 - 0.08) * philox_next_double(rng));
-        const double aspect =
-            exp(log_lo + (log_hi - log_lo) * philox_next_double(rng));
-        const int w = py_round(sqrt(target * aspect));
-        const int h = py_round(sqrt(target / aspect));
-        if (w > 0 && w <= width && h > 0 && h <= height) {
-            plan->src_y =
-                (int)philox_next_below(rng, (uint32_t)(height - h + 1));
-            plan->src_x =
-                (int)philox_next_below(rng, (uint32_t)(width - w + 1));
-            plan->src_w = w;
-            plan->src_h = h;
-            return;
-        }
-    }
-    const double in_ratio = (double)width / height;
-    int w = width, h = height;
-    if (in_ratio < 3.0 / 4.0)
-        h = py_round(w / (3.0 / 4.0));
-    else if (in_ratio > 4.0 / 3.0)
-        w = py_round(h * (4.0 / 3.0));
-    plan->src_w = w;
-    plan->src_h = h;
-    plan->src_x = (width - w) / 2;
-    plan->src_y = (height - h) / 2;
-}
-
-/* torchvision's Resize(s) (shorter side to s, the longer truncated as
- * int(s * long / short)) followed by CenterCrop(out_h, out_w). */
-static void resize_center_crop(const augment_params *p, int width, int height,
-                               augment_plan *plan)
-{
-    const int big = p->out_w > p->out_h ? p->out_w : p->out_h;
-    const int s = big * 256 / 224;
-    plan->src_x = plan->src_y = 0;
-    plan->src_w = width;
-    plan->src_h = height;
-    if (width <= height) {
-        plan->rs_w = s;
-        plan->rs_h = (int)((double)s * height / width);
-    } else {
-        plan->rs_h = s;
-        plan->rs_w = (int)((double)s * width / height);
-    }
-    plan->out_x = py_round((plan->rs_w - p->out_w) / 2.0);
-    plan->out_y = py_round((plan->rs_h - p->out_h) / 2.0);
+    if (plan->src_x < 0 || plan->src_y < 0 ||
+        plan->src_x + plan->src_w > width || plan->src_y + plan->src_h > height)
+        return 1;
+    for (int d = 8; p->dct_scaling && d > 1; d /= 2)
+        if (plan->src_w >= d * plan->rs_w && plan->src_h >= d * plan->rs_h)
+            return d;
+    return 1;
 }
 
 void augment_plan_make(const augment_params *p, int64_t epoch, int64_t index,
                        int width, int height, augment_plan *plan)
 {
+    op_geometry g;
+    ops_geometry(&p->ops, p->seed, epoch, index, width, height, &g);
     memset(plan, 0, sizeof *plan);
-    plan->rs_w = p->out_w;
-    plan->rs_h = p->out_h;
-    switch (p->mode) {
-    case PL_AUGMENT_TRAIN: {
-        philox_stream rng;
-        philox_stream_init(&rng, p->seed, PHILOX_DOMAIN_AUGMENT,
-                           (uint64_t)epoch, (uint64_t)index);
-        random_resized_crop(&rng, width, height, plan);
-        plan->flip = philox_next_double(&rng) < 0.5;
-        break;
-    }
-    case PL_AUGMENT_EVAL:
-        resize_center_crop(p, width, height, plan);
-        break;
-    case PL_AUGMENT_NONE:
-    default:
-        plan->src_w = width;
-        plan->src_h = height;
-        break;
-    }
-    /* The largest DCT scale-down that still leaves at least one decoded
-     * pixel per resized pixel, as Pillow's draft mode picks it. */
-    plan->denom = 1;
-    for (int d = 8; p->dct_scaling && d > 1; d /= 2) {
-        if (plan->src_w >= d * plan->rs_w && plan->src_h >= d * plan->rs_h) {
-            plan->denom = d;
-            break;
-        }
-    }
+    plan->src_x = g.src_x;
+    plan->src_y = g.src_y;
+    plan->src_w = g.src_w;
+    plan->src_h = g.src_h;
+    plan->rs_w = g.rs_w;
+    plan->rs_h = g.rs_h;
+    plan->out_x = g.win_x;
+    plan->out_y = g.win_y;
+    plan->flip = g.hflip;
+    plan->vflip = g.vflip;
+    plan->interp = g.interp;
+    plan->antialias = g.antialias;
+    plan->denom = pick_denom(p, plan, width, height);
 }
 
 void augment_store_f32(const augment_params *p, const uint8_t *rgb, int y,

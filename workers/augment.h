@@ -1,16 +1,18 @@
 /* Augmentation: where each output sample's pixels come from (crop, resize,
- * flip), drawn from philox keyed by (seed, epoch, dataset index) and the
- * image's size alone, and how resized rows are written out (u8 NHWC, or
- * normalised f32 or f16 NCHW). */
+ * flip: the geometric prefix of the ops pipeline, ops/ops.h), drawn from
+ * philox keyed by (seed, epoch, dataset index, op) and the image's size
+ * alone, and how resized rows are written out (u8 NHWC, or normalised f32,
+ * f16 or bf16, NCHW or channels-last). */
 #ifndef PINLOAD_AUGMENT_H
 #define PINLOAD_AUGMENT_H
 
 #include <stdint.h>
 
+#include "ops/ops.h"
 #include "pinload.h"
 
 typedef struct augment_params {
-    pl_augment mode;
+    pl_augment mode; /* the preset, when ops is one */
     pl_format format;
     int out_w, out_h;
     uint64_t seed;
@@ -25,21 +27,37 @@ typedef struct augment_params {
      * even): half precision, or bfloat16 for PL_FORMAT_BF16_NCHW. */
     float lut[3][256];
     uint16_t lut16[3][256];
+    /* The ops every sample goes through: the preset's, or
+     * config.transform's (augment_params_set_ops). */
+    ops_pipeline ops;
 } augment_params;
 
+/* The preset `mode`'s pipeline, and the tables of mean and std. */
 void augment_params_init(augment_params *p, pl_augment mode, pl_format format,
                          int out_w, int out_h, uint64_t seed,
                          const float mean[3], const float std[3]);
 
+/* Run `ops` instead (parsed for this output), and make the tables from its
+ * mean and std (normalize's, or the config's); lut16 for `format16`, the
+ * delivered 16-bit format (augment_lut16_for). */
+void augment_params_set_ops(augment_params *p, const ops_pipeline *ops,
+                            pl_format format16);
+
 /* Where one sample comes from: the source rectangle of the decoded image
  * is scaled to rs_w x rs_h, and the out_w x out_h window at (out_x, out_y)
- * of that is the output, mirrored left-right when flip is set. */
+ * of that is the output, mirrored left-right when flip is set and
+ * top-bottom when vflip is. The rectangle may reach past the image, and
+ * the window past the scaled rectangle (a crop larger than the image):
+ * those pixels are zeros (padded, denom 1). */
 typedef struct augment_plan {
     int src_x, src_y, src_w, src_h;
     int rs_w, rs_h;
     int out_x, out_y;
     int flip;
     int denom; /* decode at 1/denom: 1, 2, 4 or 8 */
+    int vflip;
+    int interp;    /* an op_interp (ops/op.h) */
+    int antialias; /* bilinear and bicubic widen when shrinking */
 } augment_plan;
 
 /* The plan for dataset index `index` in `epoch`, for an image of

@@ -95,53 +95,259 @@ static void pair_up(const int16_t *w, int n, int npairs, int32_t *out)
     }
 }
 
-/* Pillow's coefficients: output pixel x of the scaled interval is centred
- * on source coordinate in0 + (x + 0.5) * scale and reads the source pixels
- * whose centres lie within `support` of it. */
+/* Pillow's bicubic kernel, a = -0.5 (what torchvision's antialiased
+ * bicubic matches), and PyTorch's plain bicubic, a = -0.75. */
+static double cubic(double x, double a)
+{
+    x = fabs(x);
+    if (x < 1.0)
+        return ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0;
+    if (x < 2.0)
+        return (((x - 5.0) * x + 8.0) * x - 4.0) * a;
+    return 0.0;
+}
+
+/* One output's taps before quantising: the first source pixel and n
+ * weights in ws (their sum in *sum). */
+typedef struct taps_of {
+    int xmin, n;
+    double sum;
+} taps_of;
+
+/* Pillow's convolution: output pixel `pos` of the scaled interval is
+ * centred on source coordinate in0 + (pos + 0.5) * scale and reads the
+ * source pixels whose centres lie within `support` of it. */
+/* PyTorch's plain bicubic (a = -0.75, not widened) at the edges: the taps
+ * past the bounds read the edge pixel (its indices clamped), so their
+ * weights go to the edge's tap rather than being dropped and the rest
+ * renormalised, as Pillow and the antialiased filters do. */
+static void cubic_replicate(double center, int taps, int pos, int bound_lo,
+                            int bound_hi, double *ws, taps_of *t)
+{
+    (void)pos;
+    const int x0 = (int)floor(center - 2.0 + 0.5);
+    int lo = x0 < bound_lo ? bound_lo : x0;
+    int hi = x0 + 4 > bound_hi ? bound_hi : x0 + 4;
+    if (lo >= hi) /* all four past one edge: that edge's pixel */
+        lo = hi = x0 < bound_lo ? bound_lo : bound_hi - 1, hi++;
+    const int n = hi - lo < taps ? hi - lo : taps;
+    for (int k = 0; k < n; k++)
+        ws[k] = 0.0;
+    for (int k = 0; k < 4; k++) {
+        int x = x0 + k;
+        x = x < lo ? lo : x >= lo + n ? lo + n - 1 : x;
+        ws[x - lo] += cubic(x0 + k - center + 0.5, -0.75);
+    }
+    t->xmin = lo;
+    t->n = n;
+    t->sum = 0.0;
+    for (int k = 0; k < n; k++)
+        t->sum += ws[k];
+}
+
+static void conv_taps(const resample_filter *f, double in0, double scale,
+                      double filterscale, double support, int taps, int pos,
+                      int bound_lo, int bound_hi, double *ws, taps_of *t)
+{
+    const double center = in0 + (pos + 0.5) * scale;
+    if (f->interp == OP_INTERP_BICUBIC && !f->antialias) {
+        cubic_replicate(center, taps, pos, bound_lo, bound_hi, ws, t);
+        return;
+    }
+    int xmin = (int)floor(center - support + 0.5);
+    int xmax = (int)floor(center + support + 0.5);
+    xmin = xmin < bound_lo ? bound_lo : xmin;
+    xmax = xmax > bound_hi ? bound_hi : xmax;
+    int n = xmax - xmin;
+    n = n > taps ? taps : n;
+    double sum = 0.0;
+    if (f->interp == OP_INTERP_BICUBIC)
+        for (int k = 0; k < n; k++)
+            sum += ws[k] = cubic((k + xmin - center + 0.5) / filterscale, -0.5);
+    else
+        for (int k = 0; k < n; k++)
+            sum += ws[k] = triangle((k + xmin - center + 0.5) / filterscale);
+    if (sum <= 0.0) { /* a sliver beyond the bounds: nearest pixel */
+        xmin = (int)floor(center);
+        xmin = xmin < bound_lo    ? bound_lo
+               : xmin >= bound_hi ? bound_hi - 1
+                                  : xmin;
+        n = 1;
+        ws[0] = sum = 1.0;
+    }
+    t->xmin = xmin;
+    t->n = n;
+    t->sum = sum;
+}
+
+/* PyTorch's nearest and nearest_exact source index, in float32 as
+ * UpSample.h computes it, for an interval of whole pixels; a fractional one
+ * (a DCT-scaled decode) in double. */
+static int nearest_index(int exact, double in0, double in1, int rs_n, int pos)
+{
+    if (in0 == floor(in0) && in1 == floor(in1)) {
+        const int n = (int)(in1 - in0);
+        int i;
+        const float sc = (float)n / (float)rs_n;
+        if (!exact && rs_n == n)
+            i = pos;
+        else if (!exact && rs_n == 2 * n)
+            i = pos >> 1;
+        else if (!exact)
+            i = (int)floorf((float)pos * sc);
+        else
+            i = (int)floorf((float)((pos + 0.5) * (double)sc));
+        return (int)in0 + (i < n - 1 ? i : n - 1);
+    }
+    const double scale = (in1 - in0) / rs_n;
+    return (int)floor(in0 + (pos + (exact ? 0.5 : 0.0)) * scale);
+}
+
+/* PyTorch's area (adaptive average pooling): the pixels from
+ * floor(pos * n / rs_n) to ceil((pos + 1) * n / rs_n), equally weighted. */
+static void area_taps(double in0, double in1, int rs_n, int pos, double *ws,
+                      taps_of *t)
+{
+    int start, end;
+    if (in0 == floor(in0) && in1 == floor(in1)) {
+        const int64_t n = (int64_t)(in1 - in0);
+        start = (int)in0 + (int)((int64_t)pos * n / rs_n);
+        end = (int)in0 + (int)(((int64_t)pos + 1) * n + rs_n - 1) / rs_n;
+    } else {
+        start = (int)floor(in0 + (double)pos * (in1 - in0) / rs_n);
+        end = (int)ceil(in0 + (double)(pos + 1) * (in1 - in0) / rs_n);
+    }
+    t->xmin = start;
+    t->n = end > start ? end - start : 1;
+    for (int k = 0; k < t->n; k++)
+        ws[k] = 1.0;
+    t->sum = t->n;
+}
+
+/* Keep taps [xmin, xmin + n) within [lo, hi) (after quantising: the
+ * dropped ones read zeros); their weights move down with them. */
+static void trim(int16_t *w, taps_of *t, int lo, int hi)
+{
+    int drop = lo > t->xmin ? lo - t->xmin : 0;
+    drop = drop < t->n ? drop : t->n;
+    if (drop) {
+        memmove(w, w + drop, (size_t)(t->n - drop) * sizeof *w);
+        t->xmin += drop;
+        t->n -= drop;
+    }
+    if (t->xmin + t->n > hi)
+        t->n = hi > t->xmin ? hi - t->xmin : 0;
+}
+
 int resample_axis_plan(resample_axis *a, double in0, double in1, int bound_lo,
                        int bound_hi, int rs_n, int off, int out_n)
 {
+    const resample_filter bilinear = {OP_INTERP_BILINEAR, 1};
+    return resample_axis_plan_with(a, &bilinear, in0, in1, bound_lo, bound_hi,
+                                   bound_lo, bound_hi, rs_n, off, out_n);
+}
+
+/* The most taps one output of filter f may need. */
+static int max_taps(const resample_filter *f, double scale, double *filterscale,
+                    double *support)
+{
+    *filterscale = f->antialias && scale > 1.0 ? scale : 1.0;
+    switch (f->interp) {
+    case OP_INTERP_NEAREST:
+    case OP_INTERP_NEAREST_EXACT:
+        return 1;
+    case OP_INTERP_AREA:
+        return (int)ceil(scale) + 2;
+    case OP_INTERP_BICUBIC:
+        *support = 2.0 * *filterscale;
+        break;
+    default: /* bilinear: a triangle of radius 1, widened */
+        *support = *filterscale;
+        break;
+    }
+    return (int)ceil(*support) * 2 + 1;
+}
+
+/* Output i's taps into a (first, count, weights). */
+static void plan_one(resample_axis *a, const resample_filter *f, double in0,
+                     double in1, int bound_lo, int bound_hi, int data_lo,
+                     int data_hi, int rs_n, int pos, double filterscale,
+                     double support, int i)
+{
+    const int taps = a->taps;
+    double *ws = a->scratch; /* [taps] weights, then [taps] remainders */
+    int16_t *w = a->w + (size_t)i * taps;
+    taps_of t = {0, 0, 0.0};
+    if (pos < 0 || pos >= rs_n) { /* past the resized image: zeros */
+        a->first[i] = 0;
+        a->count[i] = 0;
+        return;
+    }
+    if (f->interp == OP_INTERP_NEAREST ||
+        f->interp == OP_INTERP_NEAREST_EXACT) {
+        int x = nearest_index(f->interp == OP_INTERP_NEAREST_EXACT, in0, in1,
+                              rs_n, pos);
+        x = x < bound_lo ? bound_lo : x >= bound_hi ? bound_hi - 1 : x;
+        t = (taps_of){x, 1, 1.0};
+        ws[0] = 1.0;
+    } else if (f->interp == OP_INTERP_AREA) {
+        area_taps(in0, in1, rs_n, pos, ws, &t);
+        /* Within the bounds (which a fractional interval's rounding may
+         * pass) and the taps planned for. */
+        int lo = t.xmin > bound_lo ? t.xmin : bound_lo;
+        int hi = t.xmin + t.n < bound_hi ? t.xmin + t.n : bound_hi;
+        if (hi <= lo) {
+            lo = lo < bound_hi ? lo : bound_hi - 1;
+            hi = lo + 1;
+        }
+        t.xmin = lo;
+        t.n = hi - lo < taps ? hi - lo : taps;
+        t.sum = t.n;
+    } else {
+        conv_taps(f, in0, (in1 - in0) / rs_n, filterscale, support, taps, pos,
+                  bound_lo, bound_hi, ws, &t);
+    }
+    quantise(ws, ws + taps, a->order, t.n, t.sum, w);
+    if (t.xmin < data_lo || t.xmin + t.n > data_hi)
+        trim(w, &t, data_lo, data_hi);
+    a->first[i] = t.xmin;
+    a->count[i] = t.n;
+}
+
+int resample_axis_plan_with(resample_axis *a, const resample_filter *f,
+                            double in0, double in1, int bound_lo, int bound_hi,
+                            int data_lo, int data_hi, int rs_n, int off,
+                            int out_n)
+{
     const double scale = (in1 - in0) / rs_n;
-    const double filterscale = scale > 1.0 ? scale : 1.0;
-    const double support = filterscale; /* triangle radius 1, widened */
-    const int taps = (int)ceil(support) * 2 + 1;
+    double filterscale = 1.0, support = 1.0;
+    const int taps = max_taps(f, scale, &filterscale, &support);
     if (reserve(a, out_n, taps) < 0)
         return PL_ENOMEM;
-    double *ws = a->scratch; /* [taps] weights, then [taps] remainders */
     a->out_n = out_n;
     a->taps = taps;
-    a->lo = bound_hi;
-    a->hi = bound_lo;
-    for (int i = 0; i < out_n; i++) {
-        const double center = in0 + (off + i + 0.5) * scale;
-        int xmin = (int)floor(center - support + 0.5);
-        int xmax = (int)floor(center + support + 0.5);
-        xmin = xmin < bound_lo ? bound_lo : xmin;
-        xmax = xmax > bound_hi ? bound_hi : xmax;
-        int n = xmax - xmin;
-        n = n > taps ? taps : n;
-        double sum = 0.0;
-        for (int k = 0; k < n; k++)
-            sum += ws[k] = triangle((k + xmin - center + 0.5) / filterscale);
-        if (sum <= 0.0) { /* a sliver beyond the bounds: nearest pixel */
-            xmin = (int)floor(center);
-            xmin = xmin < bound_lo    ? bound_lo
-                   : xmin >= bound_hi ? bound_hi - 1
-                                      : xmin;
-            n = 1;
-            ws[0] = sum = 1.0;
-        }
-        quantise(ws, ws + taps, a->order, n, sum, a->w + (size_t)i * taps);
-        a->first[i] = xmin;
-        a->count[i] = n;
-        a->lo = xmin < a->lo ? xmin : a->lo;
-        a->hi = xmin + n > a->hi ? xmin + n : a->hi;
-    }
-    /* As many pairs as the widest output needs: usually fewer than the
-     * bound `taps` allows. */
-    int widest = 1;
     for (int i = 0; i < out_n; i++)
+        plan_one(a, f, in0, in1, bound_lo, bound_hi, data_lo, data_hi, rs_n,
+                 off + i, filterscale, support, i);
+    /* What the outputs read, and as many pairs as the widest needs
+     * (usually fewer than the bound `taps` allows). An output without
+     * taps points at the first pixel read, reading nothing. */
+    int widest = 1;
+    a->lo = data_hi > bound_hi ? bound_hi : data_hi;
+    a->hi = data_lo < bound_lo ? bound_lo : data_lo;
+    for (int i = 0; i < out_n; i++) {
+        if (!a->count[i])
+            continue;
+        a->lo = a->first[i] < a->lo ? a->first[i] : a->lo;
+        a->hi = a->first[i] + a->count[i] > a->hi ? a->first[i] + a->count[i]
+                                                  : a->hi;
         widest = a->count[i] > widest ? a->count[i] : widest;
+    }
+    if (a->lo > a->hi) /* nothing read at all */
+        a->lo = a->hi;
+    for (int i = 0; i < out_n; i++)
+        if (!a->count[i])
+            a->first[i] = a->lo;
     a->npairs = (widest + 1) / 2;
     for (int i = 0; i < out_n; i++)
         pair_up(a->w + (size_t)i * taps, a->count[i], a->npairs,

@@ -1,7 +1,12 @@
-/* Separable bilinear resampling with antialiasing, the filter Pillow and
- * torchvision (antialias=True) use: a triangle of radius 1 output pixel,
- * widened to radius `scale` source pixels when shrinking, so every source
- * pixel under an output pixel counts.
+/* Separable resampling. The default, and the presets' filter: bilinear
+ * with antialiasing, the filter Pillow and torchvision (antialias=True)
+ * use: a triangle of radius 1 output pixel, widened to radius `scale`
+ * source pixels when shrinking, so every source pixel under an output
+ * pixel counts. The others (resample_axis_plan_with; ops/op.h names them):
+ * Pillow's bicubic (a = -0.5, radius 2, widened likewise; without
+ * antialias PyTorch's a = -0.75, not widened), bilinear not widened,
+ * nearest and nearest_exact (PyTorch's source index, in float32 as it
+ * computes it) and area (PyTorch's adaptive average pooling).
  *
  * Fixed point: weights are Q14 integers summing to exactly 1 << 14, so a
  * constant image stays constant. The vertical pass runs first, over whole
@@ -13,6 +18,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "ops/op.h"
 
 #define RESAMPLE_WBITS 14 /* weight precision */
 #define RESAMPLE_QBITS 6  /* fraction bits of the intermediate rows */
@@ -26,7 +33,7 @@ typedef struct resample_axis {
     int out_n;
     int taps;   /* weights stored per output */
     int *first; /* [out_n] first source pixel */
-    int *count; /* [out_n] taps used, <= taps */
+    int *count; /* [out_n] taps used, <= taps (0: the output is 0) */
     int16_t *w; /* [out_n * taps] Q14 weights, each output's summing to
                    1 << RESAMPLE_WBITS */
     /* The same weights as int16 pairs in int32s, zero-padded to npairs per
@@ -45,6 +52,26 @@ typedef struct resample_axis {
 int resample_axis_plan(resample_axis *a, double in0, double in1, int bound_lo,
                        int bound_hi, int rs_n, int off, int out_n);
 void resample_axis_free(resample_axis *a);
+
+/* A filter: an op_interp (ops/op.h), and for bilinear and bicubic whether
+ * it widens when shrinking (antialias). */
+typedef struct resample_filter {
+    int interp;
+    int antialias;
+} resample_filter;
+
+/* resample_axis_plan with filter f, and where the source has pixels:
+ * taps outside [data_lo, data_hi) but inside the bounds (a crop reaching
+ * past the image, which torchvision pads with zeros) are dropped after the
+ * weights are made, so those pixels count as zeros; and outputs outside
+ * [0, rs_n) (a window reaching past the resized image) have no taps: 0.
+ * Needs bound_lo < bound_hi, out_n >= 1; off may be negative. With the
+ * bilinear antialiased filter and the data covering the bounds, the
+ * weights are resample_axis_plan's, bit for bit. */
+int resample_axis_plan_with(resample_axis *a, const resample_filter *f,
+                            double in0, double in1, int bound_lo, int bound_hi,
+                            int data_lo, int data_hi, int rs_n, int off,
+                            int out_n);
 
 /* Renumber the source pixels: pixel p becomes p - origin (when the rows
  * handed to the passes start at `origin`). */

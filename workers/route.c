@@ -2,6 +2,23 @@
 
 #include "pinload.h"
 
+/* Whether the GPU's kernels do what the workers would for this plan: a
+ * horizontal flip and the antialiased bilinear filter over a crop inside
+ * the image and a window inside the resized one, and no pixel or tensor
+ * op after the resize (config.transform's vflip, other filters, padded
+ * crops, grayscale... stay on the workers, whose bytes they are). */
+static int gpu_can_plan(const augment_params *p, const augment_plan *plan,
+                        int width, int height)
+{
+    return !plan->vflip && plan->interp == OP_INTERP_BILINEAR &&
+           plan->antialias && p->ops.npixels == 0 && p->ops.ntensor == 0 &&
+           plan->src_x >= 0 && plan->src_y >= 0 &&
+           plan->src_x + plan->src_w <= width &&
+           plan->src_y + plan->src_h <= height && plan->out_x >= 0 &&
+           plan->out_y >= 0 && plan->out_x + p->out_w <= plan->rs_w &&
+           plan->out_y + p->out_h <= plan->rs_h;
+}
+
 void route_fini(route_ctx *r)
 {
     resample_axis_free(&r->h);
@@ -20,6 +37,8 @@ int route_plan(route_ctx *r, decoder *dec, const augment_params *p,
         return 0;
     augment_plan plan;
     augment_plan_make(p, epoch, index, info.width, info.height, &plan);
+    if (!gpu_can_plan(p, &plan, info.width, info.height))
+        return 0;
     /* The filters as sample.c plans them at scale 1 (plan_filters): the
      * source rectangle, taps kept inside it and the image. */
     const int x1 = plan.src_x + plan.src_w, y1 = plan.src_y + plan.src_h;

@@ -3,8 +3,10 @@
  * header and plans its crop as for any sample; a JPEG of the common kind
  * (decode_info.common_jpeg) is handed over with its bytes and its
  * filters, planned at full size (the other decoder has no DCT scaling);
- * anything else, or what the other decoder refuses, the worker decodes
- * itself, so every error is the CPU path's. */
+ * anything else (a plan the GPU's kernels do not do: config.transform's
+ * vflip, other filters, padded crops, pixel and tensor ops), or what the
+ * other decoder refuses, the worker decodes itself, so every error is the
+ * CPU path's. */
 #ifndef PINLOAD_ROUTE_H
 #define PINLOAD_ROUTE_H
 

@@ -30,6 +30,8 @@ void sample_fini(sample_ctx *c)
     free(c->src);
     free(c->vrow);
     free(c->row);
+    free(c->img);
+    free(c->scratch.buf);
     memset(c, 0, sizeof *c);
 }
 
@@ -39,24 +41,41 @@ static int oom(char *reason, const char *what)
     return PL_ENOMEM;
 }
 
-/* The filters in the coordinates of the image decoded at 1/denom: the
- * plan's source rectangle scales by 1/denom (fractionally), its taps stay
- * inside it. */
+/* The filters in the coordinates of an image of sw x sh pixels, decoded
+ * at 1/denom: the plan's source rectangle scales by 1/denom
+ * (fractionally), its taps stay inside it, and where it reaches past the
+ * image (a padded crop, at denom 1) the taps there read zeros. */
 static int plan_filters(sample_ctx *c, const augment_params *p,
-                        const augment_plan *plan, char *reason)
+                        const augment_plan *plan, int sw, int sh, char *reason)
 {
-    int sw, sh;
-    decoder_scaled_size(c->dec, plan->denom, &sw, &sh);
     const double d = plan->denom;
     const double x0 = plan->src_x / d, x1 = (plan->src_x + plan->src_w) / d;
     const double y0 = plan->src_y / d, y1 = (plan->src_y + plan->src_h) / d;
-    const int bx1 = (int)ceil(x1) < sw ? (int)ceil(x1) : sw;
-    const int by1 = (int)ceil(y1) < sh ? (int)ceil(y1) : sh;
-    if (resample_axis_plan(&c->h, x0, x1, (int)floor(x0), bx1, plan->rs_w,
-                           plan->out_x, p->out_w) < 0 ||
-        resample_axis_plan(&c->v, y0, y1, (int)floor(y0), by1, plan->rs_h,
-                           plan->out_y, p->out_h) < 0)
+    /* Past the scaled size by its rounding only, unless padded. */
+    const int pad_x =
+        plan->denom == 1 && (plan->src_x < 0 || plan->src_x + plan->src_w > sw);
+    const int pad_y =
+        plan->denom == 1 && (plan->src_y < 0 || plan->src_y + plan->src_h > sh);
+    const int bx1 = (int)ceil(x1) < sw || pad_x ? (int)ceil(x1) : sw;
+    const int by1 = (int)ceil(y1) < sh || pad_y ? (int)ceil(y1) : sh;
+    const resample_filter f = {plan->interp, plan->antialias};
+    if (resample_axis_plan_with(&c->h, &f, x0, x1, (int)floor(x0), bx1, 0, sw,
+                                plan->rs_w, plan->out_x, p->out_w) < 0 ||
+        resample_axis_plan_with(&c->v, &f, y0, y1, (int)floor(y0), by1, 0, sh,
+                                plan->rs_h, plan->out_y, p->out_h) < 0)
         return oom(reason, "the resize weights");
+    return 0;
+}
+
+/* The buffers the passes use for rows of `stride` bytes: the decoded rows
+ * (rows of them) and one vertically filtered row. */
+static int grow_rows(sample_ctx *c, size_t stride, int rows, char *reason)
+{
+    if (grow_scratch(&c->src, &c->src_cap, stride * (size_t)rows, 1, 0) < 0 ||
+        grow(&c->vrow, &c->vrow_cap,
+             (stride + (size_t)resample_pad(&c->h)) * sizeof *c->vrow, 1,
+             0) < 0)
+        return oom(reason, "the decoded rows");
     return 0;
 }
 
@@ -75,12 +94,9 @@ static int decode_region(sample_ctx *c, const augment_plan *plan, char *reason)
     resample_axis_shift(&c->h, decoder_xoff(c->dec));
     const size_t stride = (size_t)decoder_width(c->dec) * 3;
     const int rows = c->v.hi - c->v.lo;
-    if (grow_scratch(&c->src, &c->src_cap, stride * (size_t)rows, 1, 0) < 0 ||
-        grow(&c->vrow, &c->vrow_cap,
-             (stride + (size_t)resample_pad(&c->h)) * sizeof *c->vrow, 1,
-             0) < 0) {
+    if ((rc = grow_rows(c, stride, rows, reason)) < 0) {
         decoder_close(c->dec);
-        return oom(reason, "the decoded rows");
+        return rc;
     }
     rc = decoder_skip_to(c->dec, c->v.lo, reason);
     if (rc == 0)
@@ -107,11 +123,13 @@ static int decode_rest(sample_ctx *c, char *reason)
     return rc;
 }
 
-/* Both passes, each output row written straight into the sample. */
-static int resize_into(sample_ctx *c, const augment_params *p,
-                       const augment_plan *plan, void *dst, char *reason)
+/* Both passes over the rows (source row v.lo at `rows`, `stride` bytes
+ * apart), each output row written straight into the sample: the default
+ * path, without pixel or tensor ops. */
+static int resize_rows(sample_ctx *c, const augment_params *p,
+                       const augment_plan *plan, const uint8_t *rows,
+                       size_t stride, void *dst, char *reason)
 {
-    const size_t stride = (size_t)decoder_width(c->dec) * 3;
     const int x0 = c->h.lo * 3, x1 = c->h.hi * 3;
     if (p->format != PL_FORMAT_U8_NHWC &&
         grow(&c->row, &c->row_cap, (size_t)p->out_w * 3, 1, 0) < 0)
@@ -120,20 +138,72 @@ static int resize_into(sample_ctx *c, const augment_params *p,
      * nothing uninitialised is ever read. */
     memset(c->vrow + x1, 0, (size_t)resample_pad(&c->h) * sizeof *c->vrow);
     for (int y = 0; y < p->out_h; y++) {
-        resample_v(&c->v, c->src, stride, y, x0, x1, c->vrow);
+        const int oy = plan->vflip ? p->out_h - 1 - y : y;
+        resample_v(&c->v, rows, stride, y, x0, x1, c->vrow);
         if (p->format == PL_FORMAT_F32_NCHW) {
             resample_h(&c->h, c->vrow, plan->flip, c->row);
-            augment_store_f32(p, c->row, y, dst);
+            augment_store_f32(p, c->row, oy, dst);
         } else if (p->format == PL_FORMAT_F16_NCHW ||
                    p->format == PL_FORMAT_BF16_NCHW) {
             resample_h(&c->h, c->vrow, plan->flip, c->row);
-            augment_store_f16(p, c->row, y, dst);
+            augment_store_f16(p, c->row, oy, dst);
         } else {
             resample_h(&c->h, c->vrow, plan->flip,
-                       (uint8_t *)dst + (size_t)y * p->out_w * 3);
+                       (uint8_t *)dst + (size_t)oy * p->out_w * 3);
         }
     }
     return 0;
+}
+
+/* With pixel or tensor ops: the resized uint8 image whole (in the sample
+ * itself for u8, else in c->img), the pixel ops on it, the float sample
+ * written from it, then the tensor ops on that. */
+static int resize_ops(sample_ctx *c, const augment_params *p,
+                      const augment_plan *plan, const uint8_t *rows,
+                      size_t stride, int64_t epoch, int64_t index, void *dst,
+                      char *reason)
+{
+    const size_t row_bytes = (size_t)p->out_w * 3;
+    uint8_t *img = dst;
+    if (p->format != PL_FORMAT_U8_NHWC) {
+        if (grow(&c->img, &c->img_cap, row_bytes * (size_t)p->out_h, 1, 0) < 0)
+            return oom(reason, "the resized image");
+        img = c->img;
+    }
+    const int x0 = c->h.lo * 3, x1 = c->h.hi * 3;
+    memset(c->vrow + x1, 0, (size_t)resample_pad(&c->h) * sizeof *c->vrow);
+    for (int y = 0; y < p->out_h; y++) {
+        const int oy = plan->vflip ? p->out_h - 1 - y : y;
+        resample_v(&c->v, rows, stride, y, x0, x1, c->vrow);
+        resample_h(&c->h, c->vrow, plan->flip, img + (size_t)oy * row_bytes);
+    }
+    op_image im = {img, p->out_w, p->out_h, row_bytes, &c->scratch};
+    if (ops_pixels(&p->ops, p->seed, epoch, index, &im) < 0)
+        return oom(reason, "an op's scratch memory");
+    if (p->format == PL_FORMAT_U8_NHWC)
+        return 0;
+    for (int y = 0; y < p->out_h; y++) {
+        if (p->format == PL_FORMAT_F32_NCHW)
+            augment_store_f32(p, img + (size_t)y * row_bytes, y, dst);
+        else
+            augment_store_f16(p, img + (size_t)y * row_bytes, y, dst);
+    }
+    op_tensor t = {dst,        p->format,        p->out_w,
+                   p->out_h,   p->channels_last, (const float(*)[256])p->lut,
+                   &c->scratch};
+    if (ops_tensor(&p->ops, p->seed, epoch, index, &t) < 0)
+        return oom(reason, "an op's scratch memory");
+    return 0;
+}
+
+static int resize_into(sample_ctx *c, const augment_params *p,
+                       const augment_plan *plan, const uint8_t *rows,
+                       size_t stride, int64_t epoch, int64_t index, void *dst,
+                       char *reason)
+{
+    if (p->ops.npixels == 0 && p->ops.ntensor == 0)
+        return resize_rows(c, p, plan, rows, stride, dst, reason);
+    return resize_ops(c, p, plan, rows, stride, epoch, index, dst, reason);
 }
 
 /* After a read that took since t0 and returned rc: the sample from the
@@ -179,7 +249,9 @@ int sample_produce_buffer(sample_ctx *c, const augment_params *p,
         augment_plan_make(p, epoch, index, info.width, info.height, &plan);
         if (!decoder_can_scale(c->dec))
             plan.denom = 1;
-        rc = plan_filters(c, p, &plan, reason);
+        int sw, sh;
+        decoder_scaled_size(c->dec, plan.denom, &sw, &sh);
+        rc = plan_filters(c, p, &plan, sw, sh, reason);
     }
     const uint64_t t2 = clock_now_ns();
     t->ns_augment += t2 - t_header;
@@ -195,7 +267,8 @@ int sample_produce_buffer(sample_ctx *c, const augment_params *p,
     const uint64_t t3 = clock_now_ns();
     t->ns_decode += t3 - t2;
     if (rc == 0)
-        rc = resize_into(c, p, &plan, dst, reason);
+        rc = resize_into(c, p, &plan, c->src, (size_t)decoder_width(c->dec) * 3,
+                         epoch, index, dst, reason);
     t->ns_augment += clock_now_ns() - t3;
     if (rc < 0)
         goto fail;
@@ -246,5 +319,26 @@ int sample_decode_buffer(sample_ctx *c, const uint8_t *buf, size_t len,
 fail:
     decoder_close(c->dec);
     free(out);
+    return rc;
+}
+
+int sample_transform_pixels(sample_ctx *c, const augment_params *p,
+                            const uint8_t *rgb, int width, int height,
+                            int64_t epoch, int64_t index, void *dst,
+                            char reason[SAMPLE_REASON_MAX])
+{
+    augment_plan plan;
+    augment_plan_make(p, epoch, index, width, height, &plan);
+    plan.denom = 1; /* the pixels are decoded already */
+    const size_t stride = (size_t)width * 3;
+    int rc = plan_filters(c, p, &plan, width, height, reason);
+    /* The vertical pass reads rows from v.lo on, in place. */
+    if (rc == 0)
+        rc = grow_rows(c, stride, 0, reason);
+    if (rc == 0)
+        rc = resize_into(c, p, &plan, rgb + (size_t)c->v.lo * stride, stride,
+                         epoch, index, dst, reason);
+    if (rc < 0)
+        memset(dst, 0, augment_sample_bytes(p));
     return rc;
 }

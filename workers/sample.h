@@ -25,6 +25,9 @@ typedef struct sample_ctx {
     size_t vrow_cap;
     uint8_t *row; /* one resized output row (float output) */
     size_t row_cap;
+    uint8_t *img; /* the resized image, for pixel ops (float output) */
+    size_t img_cap;
+    op_scratch scratch; /* the ops' */
     /* libjpeg's warnings (corrupt data accepted) in the last sample. */
     int warnings;
     char first_warning[SAMPLE_REASON_MAX];
@@ -52,6 +55,14 @@ int sample_produce_buffer(sample_ctx *c, const augment_params *p,
                           const uint8_t *buf, size_t len, int64_t epoch,
                           int64_t index, void *dst, sample_times *t,
                           char reason[SAMPLE_REASON_MAX]);
+
+/* The sample from an RGB image already decoded (rgb: height rows of
+ * width pixels), as sample_produce_buffer makes it from a file decoded at
+ * full size: pl_transform_image's. */
+int sample_transform_pixels(sample_ctx *c, const augment_params *p,
+                            const uint8_t *rgb, int width, int height,
+                            int64_t epoch, int64_t index, void *dst,
+                            char reason[SAMPLE_REASON_MAX]);
 
 /* Decode the file at `path` whole, at its own size: [out] *rgb (malloc'd,
  * width * height * 3), *width, *height. */

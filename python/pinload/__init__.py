@@ -831,6 +831,30 @@ class Loader:
                     remote ones, folders and list files are PL_EINVAL.
                     Default None: the cls member. The library keeps no
                     pointer after create.
+    transform       The ops each sample goes through, as a spec: ops
+                    separated by ';', each a name with its values in
+                    parentheses, positional then key=value
+                    ("rrc(224,scale=0.08:1);hflip(0.5);grayscale(0.1);
+                    normalize(mean=0.485:0.456:0.406,std=0.229:0.224:0.225)"):
+                    first the geometric ops (random_resized_crop or rrc,
+                    resize, center_crop, hflip, vflip: fused into the
+                    decode, one resample at most, ending at width x height),
+                    then the pixel ops (grayscale), then normalize (float
+                    formats only; without it they are normalised with mean
+                    and std), each op drawing from its own random stream,
+                    keyed by (seed, epoch, dataset index, its place). Parsed
+                    at create: PL_EINVAL names the op and the parameter
+                    ("config.transform: rrc: scale=0.08:x: not a number");
+                    pl_transform_check checks one without a loader. Default
+                    None: augment's preset (which a spec replaces). The
+                    library keeps no pointer after create.
+    remote_create_timeout_ms  The most pl_loader_create spends on the remote
+                    shards' transfers (their indexes, the shards without one
+                    fetched whole, classes.txt), attempts, backoff and waits
+                    for another rank's download included, in ms: past it
+                    they are cut and create fails, PL_EIO naming the first
+                    shard in order and this field. 0 (default): 600000 (10
+                    minutes); -1: none.
     """
 
     defaults = dict(_DEFAULTS)
@@ -1322,6 +1346,66 @@ def _state_bytes(state: object) -> bytes:
 def state_info(state: StateLike) -> Tuple[int, int, int]:
     """(epoch, batch, position) a saved state stands at."""
     return _pinload.state_get(_state_bytes(state))
+
+
+def _transform_config(transform: Optional[str], size: Any, seed: int,
+                      options: Mapping[str, Any]) -> Dict[str, Any]:
+    """The config dict a Loader of these keywords would have, for the
+    transform entry points below (no data is read)."""
+    kw = dict(options, size=size, seed=seed)
+    if transform is not None:
+        kw["transform"] = transform
+    return _config(".", kw)
+
+
+def _number(text: str) -> Union[int, float]:
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
+def _plan(transform: Optional[str], size: Any, image_size: Tuple[int, int],
+          epoch: int = 0, index: int = 0, seed: int = 0,
+          **options: Any) -> List[Tuple[str, Dict[str, Union[int, float]]]]:
+    """What `transform` (a spec, docs/transforms.md; None: `augment=`'s
+    preset) draws for dataset index `index` of `epoch` on an image of
+    image_size = (width, height): [(op, {parameter: value})], as
+    pl_transform_params says, e.g. [("random_resized_crop", {"top": 3,
+    "left": 10, "height": 200, "width": 150}), ("hflip", {"flip": 1})].
+    The other keywords are Loader's (format=, augment=...). For tests and
+    for looking; the drawn values are the loader's exactly."""
+    cfg = _transform_config(transform, size, seed, options)
+    text = _pinload.transform_params(cfg, image_size[0], image_size[1],
+                                     epoch, index)
+    out: List[Tuple[str, Dict[str, Union[int, float]]]] = []
+    for part in text.split(";"):
+        name, _, inner = part.partition("(")
+        values = {}
+        for kv in inner.rstrip(")").split(","):
+            if kv:
+                k, _, v = kv.partition("=")
+                values[k] = _number(v)
+        out.append((name, values))
+    return out
+
+
+def _apply(transform: Optional[str], image: Any, size: Any, epoch: int = 0,
+           index: int = 0, seed: int = 0, **options: Any) -> bytes:
+    """The sample a Loader with `transform` (and these keywords) makes for
+    dataset index `index` of `epoch` from `image`, pixels decoded at full
+    size: a (height, width, 3) uint8 array or anything with that
+    __array_interface__ (NumPy, a torch tensor's .numpy()), as
+    pl_transform_image makes it. The sample's bytes: uint8 HWC for "u8",
+    else the format's floats (NCHW, or NHWC with layout="nhwc"). For the
+    reference tests (python/tests/test_transforms_ref.py)."""
+    shape = tuple(image.shape)
+    if len(shape) != 3 or shape[2] != 3 or str(image.dtype) != "uint8":
+        raise ValueError("_apply: expected a (height, width, 3) uint8 "
+                         "array, got %s %s" % (shape, image.dtype))
+    cfg = _transform_config(transform, size, seed, options)
+    return _pinload.transform_image(cfg, image.tobytes(), shape[1], shape[0],
+                                    epoch, index)
 
 
 class Dataset(Sequence[Tuple[str, int]]):

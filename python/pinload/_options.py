@@ -211,6 +211,28 @@ class LoaderOptions(TypedDict, total=False):
     PL_ECORRUPT saying why. Local shards only: remote ones, folders and
     list files are PL_EINVAL. Default None: the cls member. The library
     keeps no pointer after create."""
+    transform: Optional[str]
+    """The ops each sample goes through, as a spec: ops separated by ';',
+    each a name with its values in parentheses, positional then
+    key=value ("rrc(224,scale=0.08:1);hflip(0.5);grayscale(0.1);
+    normalize(mean=0.485:0.456:0.406,std=0.229:0.224:0.225)"): first the
+    geometric ops (random_resized_crop or rrc, resize, center_crop,
+    hflip, vflip: fused into the decode, one resample at most, ending at
+    width x height), then the pixel ops (grayscale), then normalize
+    (float formats only; without it they are normalised with mean and
+    std), each op drawing from its own random stream, keyed by (seed,
+    epoch, dataset index, its place). Parsed at create: PL_EINVAL names
+    the op and the parameter ("config.transform: rrc: scale=0.08:x: not
+    a number"); pl_transform_check checks one without a loader. Default
+    None: augment's preset (which a spec replaces). The library keeps no
+    pointer after create."""
+    remote_create_timeout_ms: Optional[int]
+    """The most pl_loader_create spends on the remote shards' transfers
+    (their indexes, the shards without one fetched whole, classes.txt),
+    attempts, backoff and waits for another rank's download included, in
+    ms: past it they are cut and create fails, PL_EIO naming the first
+    shard in order and this field. 0 (default): 600000 (10 minutes); -1:
+    none."""
 
 
 #: keyword: (kind, the pl_config fields it sets, the fields' value when
@@ -262,6 +284,8 @@ KEYWORDS: Dict[str, Tuple[str, Tuple[str, ...], Optional[int]]] = {
     "extras": ("extras", ("extras",), None),
     "extras_required": ("flag", ("extras_required",), None),
     "label_field": ("str", ("label_field",), None),
+    "transform": ("str", ("transform",), None),
+    "remote_create_timeout_ms": ("int", ("remote_create_timeout_ms",), None),
 }
 
 #: a name-valued keyword's words (its enum's list in pinload.h, as

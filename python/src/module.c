@@ -94,7 +94,113 @@ static PyObject *mod_strerror(PyObject *m, PyObject *arg)
     return Py_BuildValue("(ss)", pl_err_name((int)rc), pl_strerror((int)rc));
 }
 
+/* A config dict (pinload._config's) as a pl_config; keep holds what its
+ * strings point into. 0, or -1 with an exception. */
+static int transform_config(PyObject *dict, pl_config *cfg, PyObject **keep)
+{
+    pl_config_default(cfg);
+    pl_state state;
+    *keep = PyList_New(0);
+    if (!*keep)
+        return -1;
+    if (!PyDict_Check(dict)) {
+        PyErr_SetString(PyExc_TypeError, "expected a config dict");
+        return -1;
+    }
+    if (config_from_dict(dict, cfg, *keep, &state) < 0)
+        return -1;
+    cfg->resume = NULL;
+    return 0;
+}
+
+/* transform_params(config, img_w, img_h, epoch, index) -> str: what
+ * pl_transform_params says the ops draw for that sample. */
+static PyObject *mod_transform_params(PyObject *m, PyObject *args)
+{
+    PyObject *dict, *keep = NULL;
+    int w, h;
+    long long epoch, index;
+    if (!PyArg_ParseTuple(args, "OiiLL", &dict, &w, &h, &epoch, &index))
+        return NULL;
+    pl_config cfg;
+    if (transform_config(dict, &cfg, &keep) < 0) {
+        Py_XDECREF(keep);
+        return NULL;
+    }
+    char small[1024];
+    size_t len = 0;
+    int rc = pl_transform_params(&cfg, w, h, epoch, index, small, sizeof small,
+                                 &len);
+    PyObject *out = NULL;
+    if (rc == 0) {
+        out = PyUnicode_FromString(small);
+    } else if (len >= sizeof small) {
+        char *big = malloc(len + 1);
+        if (!big)
+            PyErr_NoMemory();
+        else if ((rc = pl_transform_params(&cfg, w, h, epoch, index, big,
+                                           len + 1, &len)) == 0)
+            out = PyUnicode_FromString(big);
+        free(big);
+    }
+    if (rc < 0 && !PyErr_Occurred())
+        raise_status(PyModule_GetState(m), rc, NULL);
+    Py_DECREF(keep);
+    return out;
+}
+
+/* transform_image(config, rgb bytes, img_w, img_h, epoch, index) -> bytes:
+ * the sample pl_transform_image makes from those pixels. */
+static PyObject *mod_transform_image(PyObject *m, PyObject *args)
+{
+    PyObject *dict, *pixels, *keep = NULL;
+    int w, h;
+    long long epoch, index;
+    if (!PyArg_ParseTuple(args, "OSiiLL", &dict, &pixels, &w, &h, &epoch,
+                          &index))
+        return NULL;
+    char *rgb;
+    Py_ssize_t n;
+    if (PyBytes_AsStringAndSize(pixels, &rgb, &n) < 0)
+        return NULL;
+    if (w < 1 || h < 1 || n != (Py_ssize_t)w * h * 3) {
+        PyErr_Format(PyExc_ValueError,
+                     "transform_image: %zd bytes are not %d x %d RGB pixels",
+                     n, w, h);
+        return NULL;
+    }
+    pl_config cfg;
+    if (transform_config(dict, &cfg, &keep) < 0) {
+        Py_XDECREF(keep);
+        return NULL;
+    }
+    const int bytes_per = cfg.format == PL_FORMAT_F32_NCHW ? 4
+                          : cfg.format == PL_FORMAT_U8_NHWC ? 1
+                                                            : 2;
+    const size_t size = (size_t)cfg.width * (size_t)cfg.height * 3 *
+                        (size_t)bytes_per;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size);
+    if (out) {
+        int rc;
+        char *dst = PyBytes_AsString(out);
+        Py_BEGIN_ALLOW_THREADS
+        rc = pl_transform_image(&cfg, (const uint8_t *)rgb, w, h, epoch, index,
+                                dst, size);
+        Py_END_ALLOW_THREADS
+        if (rc < 0) {
+            Py_CLEAR(out);
+            raise_status(PyModule_GetState(m), rc, NULL);
+        }
+    }
+    Py_DECREF(keep);
+    return out;
+}
+
 static PyMethodDef module_methods[] = {
+    {"transform_params", mod_transform_params, METH_VARARGS,
+     "transform_params(config, img_w, img_h, epoch, index) -> str"},
+    {"transform_image", mod_transform_image, METH_VARARGS,
+     "transform_image(config, rgb, img_w, img_h, epoch, index) -> bytes"},
     {"config_defaults", mod_config_defaults, METH_NOARGS,
      "pl_config_default() as {field: value}"},
     {"state_get", mod_state_get, METH_O,

@@ -339,28 +339,19 @@ Test(order_shards, a_state_of_another_order_is_refused, .timeout = TIMEOUT)
 Test(order_shards, local_and_remote_shards_give_the_same_order,
      .timeout = TIMEOUT)
 {
-    char dir[64], root[128], local[256], url[256], cache[128];
-    tu_tmpdir(dir);
-    rt_make_pack(dir);
-    snprintf(root, sizeof root, "%s/pack", dir);
-    snprintf(cache, sizeof cache, "%s/cache", dir);
-    snprintf(local, sizeof local, "%s/pack/shard-{000000..%06d}.tar", dir,
-             RT_SHARDS - 1);
-    rt_server srv;
-    rt_start(&srv, dir, root, NULL, 0);
-    rt_url(&srv, url, sizeof url);
+    rt_pack f;
+    rt_pack_up(&f, NULL);
     run a[2], b[2];
     pl_config c;
-    base_cfg(&c, local);
+    base_cfg(&c, f.local);
     c.order = PL_ORDER_SHARDS;
     c.shuffle_window = 3;
     c.rank = 1;
     c.world_size = 3;
-    c.cache_dir = cache;
+    c.cache_dir = f.cache;
     run_loader(&c, 2, a);
-    c.data = url;
+    c.data = f.url;
     run_loader(&c, 2, b);
-    rt_stop(&srv);
     for (int e = 0; e < 2; e++) {
         cr_assert_eq(a[e].n, RT_SAMPLES / 3);
         cr_assert_eq(a[e].n, b[e].n);
@@ -372,7 +363,7 @@ Test(order_shards, local_and_remote_shards_give_the_same_order,
         run_free(&a[e]);
         run_free(&b[e]);
     }
-    tu_rm_rf(dir);
+    rt_pack_down(&f);
 }
 
 /* Elastic, as the global order: a state saved mid-epoch by rank 0 of 2,

@@ -15,22 +15,6 @@
 
 #define MIB (1ull << 20)
 
-/* Every message, one per line. */
-typedef struct log_all {
-    pthread_mutex_t mu;
-    char text[16384];
-} log_all;
-
-static void keep_all(void *ctx, pl_log_level level, const char *msg)
-{
-    log_all *a = ctx;
-    (void)level;
-    pthread_mutex_lock(&a->mu);
-    const size_t n = strlen(a->text);
-    snprintf(a->text + n, sizeof a->text - n, "%s\n", msg);
-    pthread_mutex_unlock(&a->mu);
-}
-
 /* An empty fake sysfs (no cgroup limit, no device node) in root. */
 static void fake_sysfs(char root[64])
 {
@@ -189,12 +173,12 @@ static int node_online(int node)
 /* Creates a loader over root with the fake sysfs saying `node` for the
  * (simulated) device 0's slot, 0000:0d:00.0; [out] its info and log. */
 static pl_loader *with_gpu_node(pl_config *c, const char *sys, const char *node,
-                                log_all *log, pl_info *info)
+                                tu_log *log, pl_info *info)
 {
     fake_file(sys, "bus/pci/devices/0000:0d:00.0/numa_node", node);
     memset(log, 0, sizeof *log);
     pthread_mutex_init(&log->mu, NULL);
-    c->log = keep_all;
+    c->log = tu_keep_log;
     c->log_ctx = log;
     pl_loader *l = create(c);
     cr_assert_eq(pl_loader_info(l, info), 0);
@@ -208,7 +192,7 @@ Test(loader_pinned, info_says_which_numa_node_the_ring_is_on,
     pl_config c;
     fx_tree(root, &c, 12, 2);
     fake_sysfs(sys);
-    log_all log;
+    tu_log log;
     pl_info info;
     pl_loader *l = with_gpu_node(&c, sys, "0\n", &log, &info);
     if (!tu_on_cuda()) { /* no GPU, no node to be near */

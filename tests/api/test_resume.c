@@ -588,21 +588,6 @@ Test(resume, a_damaged_or_mismatched_state_is_refused_naming_what_differs,
 
 /* ---- ranks ---- */
 
-typedef struct notices {
-    pthread_mutex_t mu;
-    char text[4096];
-} notices;
-
-static void keep(void *ctx, pl_log_level level, const char *msg)
-{
-    notices *n = ctx;
-    (void)level;
-    pthread_mutex_lock(&n->mu);
-    const size_t used = strlen(n->text);
-    snprintf(n->text + used, sizeof n->text - used, "%s\n", msg);
-    pthread_mutex_unlock(&n->mu);
-}
-
 Test(resume,
      each_rank_resumes_its_own_state_and_an_elastic_restart_repeats_the_epoch,
      .timeout = TIMEOUT)
@@ -639,10 +624,10 @@ Test(resume,
         pl_loader *fresh = create(&e);
         run_epoch(fresh, 1, &want);
         pl_loader_destroy(fresh);
-        notices n = {.mu = PTHREAD_MUTEX_INITIALIZER};
+        tu_log n = {.mu = PTHREAD_MUTEX_INITIALIZER};
         e.first_epoch = 0;
         e.resume = &s0;
-        e.log = keep;
+        e.log = tu_keep_log;
         e.log_ctx = &n;
         pl_loader *el = create(&e);
         run_epoch(el, 1, &got);

@@ -1,7 +1,7 @@
 /* The GPU suite's kernels (gpu_kernels.cu), each behind a plain C
- * launcher, so that the suite itself (test_gpu.c) is C built by the C
- * compiler and only the kernels are nvcc's. Each launcher queues its kernel
- * on `stream` and returns the launch's status, taken back with
+ * launcher, so that the suite itself (test_gpu.c, gpu_*.c) is C built by
+ * the C compiler and only the kernels are nvcc's. Each launcher queues its
+ * kernel on `stream` and returns the launch's status, taken back with
  * cudaGetLastError so that no error is left pending on the thread. */
 #ifndef PINLOAD_GPU_KERNELS_H
 #define PINLOAD_GPU_KERNELS_H

@@ -77,23 +77,6 @@ static void make_shards(const char *root)
     make_n_shards(root, SHARDS);
 }
 
-/* VmRSS, VmHWM or RssAnon of this process, in KiB. */
-static long status_kib(const char *key)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kib = -1;
-    const size_t n = strlen(key);
-    while (f && fgets(line, sizeof line, f))
-        if (strncmp(line, key, n) == 0 && line[n] == ':') {
-            kib = atol(line + n + 1);
-            break;
-        }
-    if (f)
-        fclose(f);
-    return kib;
-}
-
 /* What create and one batch added, in bytes per sample: at the peak
  * (VmHWM), resident (VmRSS, the mapped indexes' pages included) and the
  * process's own (RssAnon). */
@@ -115,7 +98,7 @@ static cost per_sample(const char *root, pl_order order)
     c.world_size = 1;
     c.log = quiet;
     c.order = order;
-    const long before = status_kib("VmRSS"), anon = status_kib("RssAnon");
+    const long before = tu_status_kib("VmRSS"), anon = tu_status_kib("RssAnon");
     pl_loader *l;
     cr_assert_eq(pl_loader_create(&c, &l), 0, "%s", pl_last_error());
     const pl_batch *b;
@@ -123,9 +106,9 @@ static cost per_sample(const char *root, pl_order order)
     pl_loader_release(l, b, NULL);
     const double n = (double)SHARDS * PER_SHARD;
     const cost k = {
-        .peak = (double)(status_kib("VmHWM") - before) * 1024.0 / n,
-        .after = (double)(status_kib("VmRSS") - before) * 1024.0 / n,
-        .anon = (double)(status_kib("RssAnon") - anon) * 1024.0 / n};
+        .peak = (double)(tu_status_kib("VmHWM") - before) * 1024.0 / n,
+        .after = (double)(tu_status_kib("VmRSS") - before) * 1024.0 / n,
+        .anon = (double)(tu_status_kib("RssAnon") - anon) * 1024.0 / n};
     pl_loader_destroy(l);
     return k;
 }
@@ -176,14 +159,14 @@ static long private_kib_in_child(const char *root, pl_order order)
         c.log = quiet;
         c.order = order;
         c.on_error = PL_ON_ERROR_SUBSTITUTE; /* the files may be empty */
-        const long before = status_kib("RssAnon");
+        const long before = tu_status_kib("RssAnon");
         long kib = -1;
         pl_loader *l;
         const pl_batch *b;
         if (pl_loader_create(&c, &l) == 0) {
             if (pl_loader_next(l, &b) == 0) {
                 pl_loader_release(l, b, NULL);
-                kib = status_kib("RssAnon") - before;
+                kib = tu_status_kib("RssAnon") - before;
             }
             pl_loader_destroy(l);
         }
@@ -247,8 +230,8 @@ static void assert_orders_private_below(const char *root, const char *one,
                                private_kib_in_child(one, orders[o]));
         cr_log_info("%s%s order: %.1f private bytes a sample", what,
                     o ? "shard" : "exact", k);
-        cr_assert_lt(k, bound, "%s%s order: %.1f private bytes a sample",
-                     what, o ? "shard" : "exact", k);
+        cr_assert_lt(k, bound, "%s%s order: %.1f private bytes a sample", what,
+                     o ? "shard" : "exact", k);
     }
 }
 
@@ -369,7 +352,7 @@ static void *watch_anon(void *arg)
 {
     anon_watch *w = arg;
     while (!atomic_load(&w->stop)) {
-        const long k = status_kib("RssAnon");
+        const long k = tu_status_kib("RssAnon");
         if (k > w->max_kib)
             w->max_kib = k;
         usleep(1000);
@@ -405,14 +388,15 @@ static remote_peak remote_peak_in_child(const char *url, const char *cache)
         c.num_workers = 2;
         c.log = quiet;
         remote_peak k = {-1, -1};
-        const long rss = status_kib("VmRSS"), anon = status_kib("RssAnon");
+        const long rss = tu_status_kib("VmRSS"),
+                   anon = tu_status_kib("RssAnon");
         anon_watch w = {.max_kib = anon};
         atomic_init(&w.stop, 0);
         pthread_t th;
         const int watching = pthread_create(&th, NULL, watch_anon, &w) == 0;
         pl_loader *l;
         const int rc = pl_loader_create(&c, &l);
-        const long hwm = status_kib("VmHWM");
+        const long hwm = tu_status_kib("VmHWM");
         atomic_store(&w.stop, 1);
         if (watching)
             pthread_join(th, NULL);

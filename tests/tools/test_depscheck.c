@@ -35,7 +35,9 @@ static void lawful_tree(char root[64])
         "#include \"../catalog/catalog.h\"\n#include \"../index/tar.h\"\n"
         "#include \"../codecs/codec.h\"\n#include \"../common/grow.h\"\n");
     put(root, "workers/pool.h",
-        "#include \"../codecs/codec.h\"\n#include \"../common/grow.h\"\n");
+        "#include \"../codecs/codec.h\"\n#include \"../common/grow.h\"\n"
+        "#include \"ops/op.h\"\n");
+    put(root, "workers/ops/op.h", "#include \"../../common/grow.h\"\n");
     put(root, "input/input.h",
         "#include \"../remote/remote.h\"\n#include \"../catalog/catalog.h\"\n"
         "#include \"../index/tar.h\"\n#include \"../codecs/codec.h\"\n"
@@ -45,7 +47,8 @@ static void lawful_tree(char root[64])
         "#include \"../input/input.h\"\n#include \"../remote/remote.h\"\n"
         "#include \"../catalog/catalog.h\"\n#include \"../index/tar.h\"\n"
         "#include \"../workers/pool.h\"\n#include \"../codecs/codec.h\"\n"
-        "#include \"../device/backend.h\"\n");
+        "#include \"../device/backend.h\"\n"
+        "#include \"../workers/ops/op.h\"\n");
     put(root, "loader/ring.h", "#include \"../common/grow.h\"\n");
     put(root, "tools/bench.c", "#include \"pinload.h\"\n#include \"cli.h\"\n");
     put(root, "tools/cli.h", "#include <stdio.h>\n");
@@ -84,7 +87,7 @@ Test(depscheck, a_tree_that_follows_the_rule_passes)
     char root[64], *out;
     lawful_tree(root);
     cr_assert_eq(check(root, &out), 0, "%s", out);
-    cr_assert_not_null(strstr(out, "35 includes in 16 files"), "%s", out);
+    cr_assert_not_null(strstr(out, "38 includes in 17 files"), "%s", out);
     free(out);
     tu_rm_rf(root);
 }
@@ -127,6 +130,17 @@ Test(depscheck, no_room_includes_one_above_it)
                      "codecs/jpeg.c:1: codecs -> workers");
     expect_forbidden("codecs/png.c", "#include \"../index/tar.h\"\n",
                      "codecs/png.c:1: codecs -> index");
+}
+
+Test(depscheck, the_ops_room_sees_pixels_only)
+{
+    expect_forbidden("workers/ops/blur.c", "#include \"../pool.h\"\n",
+                     "workers/ops/blur.c:1: workers/ops -> workers");
+    expect_forbidden("workers/ops/blur.c",
+                     "#include \"../../codecs/codec.h\"\n",
+                     "workers/ops/blur.c:1: workers/ops -> codecs");
+    expect_forbidden("device/host.c", "#include \"../workers/ops/op.h\"\n",
+                     "device/host.c:1: device -> workers/ops");
 }
 
 Test(depscheck, nothing_below_includes_the_loader)

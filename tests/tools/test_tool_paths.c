@@ -8,7 +8,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "../../tools/tarwrite.h"
 #include "pinload.h"
 #include "testloader.h"
 #include "testutil.h"
@@ -282,26 +281,6 @@ Test(tool_paths, dump_lists_bad_files_one_line_each_whatever_their_names)
 
 /* ---- a data file never runs a command (issue 34) ---- */
 
-/* A valid tar at `path` whose first member is named "pipe:touch MARKER #",
- * then with `jpeg` the sample k0 of that image, label 2. */
-static void hostile_tar(const char *path, const char *marker, const char *jpeg)
-{
-    FILE *f = fopen(path, "wb");
-    cr_assert_not_null(f, "%s", path);
-    char name[100];
-    cr_assert_lt(snprintf(name, sizeof name, "pipe:touch %s #", marker), 100);
-    cr_assert_gt(tarw_member(f, name, "x", 1), 0);
-    if (jpeg) {
-        size_t len;
-        uint8_t *b = tu_read_file(jpeg, &len);
-        cr_assert_gt(tarw_member(f, "k0.jpg", b, len), 0);
-        cr_assert_gt(tarw_member(f, "k0.cls", "2", 1), 0);
-        free(b);
-    }
-    cr_assert_eq(tarw_end(f), 0);
-    cr_assert_eq(fclose(f), 0);
-}
-
 /* A tar whose first member is named "pipe:touch MARKER #", given to
  * pinload-dump and pinload-pack as --data: nothing runs; with an image in
  * it, the dump reads it as the shard it is. Before, both tools ran the
@@ -317,8 +296,8 @@ Test(tool_paths, a_tar_given_as_data_runs_no_command, .timeout = 60)
     snprintf(jpeg, sizeof jpeg, "%s/k0.jpg", dir);
     snprintf(cache, sizeof cache, "%s/cache", dir);
     tu_write_jpeg(jpeg, 24, 20, 5, NULL);
-    hostile_tar(bare, marker, NULL);
-    hostile_tar(with, marker, jpeg);
+    tu_hostile_tar(bare, marker, NULL);
+    tu_hostile_tar(with, marker, jpeg);
     setenv("PINLOAD_CACHE_DIR", cache, 1); /* not the user's, if it ran */
     snprintf(args, sizeof args,
              "--data %s --out %s/o --device host --size 8 --augment eval", bare,

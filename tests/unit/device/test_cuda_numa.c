@@ -20,22 +20,6 @@
 
 #define TIMEOUT 120
 
-/* Every message, one per line. */
-typedef struct log_all {
-    pthread_mutex_t mu;
-    char text[16384];
-} log_all;
-
-static void keep_all(void *ctx, pl_log_level level, const char *msg)
-{
-    log_all *a = ctx;
-    (void)level;
-    pthread_mutex_lock(&a->mu);
-    const size_t n = strlen(a->text);
-    snprintf(a->text + n, sizeof a->text - n, "%s\n", msg);
-    pthread_mutex_unlock(&a->mu);
-}
-
 /* A fake sysfs in root where the slot `bus` (sysfs's name) is on `node`. */
 static void fake_node(char root[64], const char *bus, const char *node)
 {
@@ -101,11 +85,11 @@ Test(cuda_numa, the_sims_bus_ids_are_per_device_and_settable)
 }
 
 /* The backend of device `d`, with a logger into *log. */
-static backend *open_device(int d, logger *lg, log_all *log)
+static backend *open_device(int d, logger *lg, tu_log *log)
 {
     memset(log, 0, sizeof *log);
     pthread_mutex_init(&log->mu, NULL);
-    logger_init(lg, keep_all, log);
+    logger_init(lg, tu_keep_log, log);
     backend *b = NULL;
     cr_assert_eq(backend_open(&b, d, 0, lg), 0, "%s", pl_last_error());
     cr_assert_eq(b->kind, PL_BACKEND_CUDA);
@@ -118,7 +102,7 @@ Test(cuda_numa, each_device_has_its_own_slots_node, .timeout = TIMEOUT)
     fake_node(sys, "0000:0d:00.0", "1\n");
     fake_node(sys, "0000:1b:00.0", "0\n");
     logger lg;
-    log_all log;
+    tu_log log;
     backend *b = open_device(0, &lg, &log);
     cr_assert_eq(b->numa_node, 1);
     backend_close(b);
@@ -154,7 +138,7 @@ Test(cuda_numa, pinned_memory_is_allocated_preferring_the_devices_node,
     unsigned long one = 1;
     cr_assert_eq(syscall(SYS_set_mempolicy, MPOL_BIND, &one, 2ul), 0);
     logger lg;
-    log_all log;
+    tu_log log;
     backend *b = open_device(0, &lg, &log);
     cr_assert_eq(b->numa_node, 0);
     void *p;
@@ -210,7 +194,7 @@ Test(cuda_numa, a_node_not_online_is_one_notice_and_no_failure,
     char sys[64] = "";
     fake_node(sys, "0000:0d:00.0", "1023\n");
     logger lg;
-    log_all log;
+    tu_log log;
     backend *b = open_device(0, &lg, &log);
     cr_assert_eq(b->numa_node, 1023);
     void *p[3];
@@ -252,10 +236,10 @@ Test(cuda_numa, a_loaders_ring_and_mirrors_are_on_the_gpus_node,
     pl_config c;
     sim_tree(root, &c, 12, 2);
     fake_node(sys, "0000:0d:00.0", "0\n");
-    log_all log;
+    tu_log log;
     memset(&log, 0, sizeof log);
     pthread_mutex_init(&log.mu, NULL);
-    c.log = keep_all;
+    c.log = tu_keep_log;
     c.log_ctx = &log;
     c.keep_host = 1;
     c.gpu_normalize = 0;
@@ -306,10 +290,10 @@ Test(cuda_numa, no_bus_id_is_a_notice_not_an_error, .timeout = TIMEOUT)
     pl_config c;
     sim_tree(root, &c, 12, 2);
     fake_node(sys, "0000:0d:00.0", "0\n");
-    log_all log;
+    tu_log log;
     memset(&log, 0, sizeof log);
     pthread_mutex_init(&log.mu, NULL);
-    c.log = keep_all;
+    c.log = tu_keep_log;
     c.log_ctx = &log;
     const cudasim_fault f = {.call = "cudaDeviceGetPCIBusId",
                              .nth = 1,

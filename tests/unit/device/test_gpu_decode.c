@@ -269,6 +269,55 @@ Test(gpu_decode, bf16_none_bytes_equal_the_cpu_path, .timeout = TIMEOUT)
     bytes_equal(PL_FORMAT_BF16_NCHW, PL_AUGMENT_NONE, 0);
 }
 
+/* config.transform: a plan the GPU's kernels do (a crop inside the image,
+ * the antialiased bilinear filter, a horizontal flip, normalize) goes to
+ * the GPU; one they do not (vflip, a pixel op) stays on the workers,
+ * sample by sample, and either way the bytes are the CPU path's. */
+static void transform_as_cpu(const char *spec, pl_format format,
+                             pl_stats *st)
+{
+    use_nvjpegsim();
+    char root[64];
+    make_tree(root, 22);
+    pl_config c;
+    cfg_for(&c, root, PL_DECODE_GPU);
+    c.format = format;
+    c.transform = spec;
+    same_as_cpu(c, st, spec);
+    cr_assert_eq(st->images_gpu_declined, 0, "%s", spec);
+    tu_rm_rf(root);
+}
+
+Test(gpu_decode, a_transform_the_kernels_do_runs_on_the_gpu,
+     .timeout = TIMEOUT)
+{
+    pl_stats st;
+    transform_as_cpu("rrc(scale=0.3:1);hflip(0.5);"
+                     "normalize(mean=0.5:0.4:0.3,std=0.2:0.25:0.3)",
+                     PL_FORMAT_F32_NCHW, &st);
+    cr_assert_geq(st.images_gpu, 44);
+    cr_assert_eq(st.images_gpu, st.images_decoded);
+}
+
+Test(gpu_decode, a_pixel_op_keeps_every_sample_on_the_workers,
+     .timeout = TIMEOUT)
+{
+    pl_stats st;
+    transform_as_cpu("rrc(scale=0.3:1);grayscale(0.5)", PL_FORMAT_U8_NHWC,
+                     &st);
+    cr_assert_eq(st.images_gpu, 0);
+    cr_assert_geq(st.images_decoded, 44);
+}
+
+Test(gpu_decode, a_vflipped_sample_stays_on_the_workers, .timeout = TIMEOUT)
+{
+    pl_stats st;
+    transform_as_cpu("rrc(scale=0.3:1);vflip(0.5)", PL_FORMAT_U8_NHWC, &st);
+    cr_assert_gt(st.images_gpu, 0, "the unflipped ones on the GPU");
+    cr_assert_lt(st.images_gpu, st.images_decoded,
+                 "the flipped ones on the workers");
+}
+
 /* Baseline images (4:2:0, grey, 4:4:4: kinds 0, 2, 3) go to the hardware
  * decoder, progressive ones (kind 1) to the GPU-hybrid one; without a
  * hardware decoder, all to the GPU-hybrid one. */

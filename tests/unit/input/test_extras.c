@@ -17,12 +17,6 @@
 
 #define KEYS 29
 
-static void run_cmd(const char *cmd)
-{
-    const int rc = system(cmd);
-    cr_assert_eq(rc, 0, "%s: exit %d", cmd, rc);
-}
-
 /* Key i's caption: of a length that varies, empty for i % 7 == 3; none
  * (no member) for i % 5 == 4. */
 static int caption_of(int i, char *out, size_t cap)
@@ -70,7 +64,7 @@ static void make_shards(const char *dir, char data[160])
              "mkdir -p %s/data && for s in a b; do (cd %s/stage/$s && tar "
              "-cf ../../data/$s.tar $(ls | sort)); done",
              dir, dir);
-    run_cmd(cmd);
+    tu_system(cmd);
     snprintf(data, 160, "%s/data", dir);
 }
 
@@ -334,7 +328,7 @@ Test(extras, bad_names_are_refused_naming_the_field, .timeout = TIMEOUT)
     char root[64];
     tu_make_tree(root, 3, 1);
     static const char *const bad[] = {
-        "txt,", "txt,,json", ".txt", "txt.", "a b",
+        "txt,",    "txt,,json",         ".txt",  "txt.", "a b",
         "txt,TXT", "a,b,c,d,e,f,g,h,i", "json/x"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         pl_config c;
@@ -539,8 +533,8 @@ Test(extras, labels_from_a_json_field, .timeout = TIMEOUT)
     cr_assert_eq(n, (size_t)nbad - 2);
     for (size_t k = 0; k < n; k++) {
         const int key = atoi(strstr(f[k].path, ":k") + 2);
-        cr_assert_not_null(strstr(f[k].reason, bad[key].why), "key %d: %s",
-                           key, f[k].reason);
+        cr_assert_not_null(strstr(f[k].reason, bad[key].why), "key %d: %s", key,
+                           f[k].reason);
         cr_assert_not_null(strstr(f[k].reason, "config.label_field"), "%s",
                            f[k].reason);
     }

@@ -16,28 +16,6 @@
 #include "testloader.h"
 #include "testutil.h"
 
-static void run_cmd(const char *cmd)
-{
-    const int rc = system(cmd);
-    cr_assert_eq(rc, 0, "%s: exit %d", cmd, rc);
-}
-
-/* Notices, joined. */
-typedef struct notes {
-    pthread_mutex_t mu;
-    char text[8192];
-} notes;
-
-static void keep_notes(void *ctx, pl_log_level level, const char *msg)
-{
-    (void)level;
-    notes *n = ctx;
-    pthread_mutex_lock(&n->mu);
-    const size_t at = strlen(n->text);
-    snprintf(n->text + at, sizeof n->text - at, "%s\n", msg);
-    pthread_mutex_unlock(&n->mu);
-}
-
 /* Every shard stays open, so a set of more shards than the soft limit on
  * open files allows (1,024 is common; LAION-sized sets have tens of
  * thousands) raises that limit, saying so; past the hard limit, create
@@ -54,17 +32,17 @@ Test(shards, more_shards_than_the_open_file_limit, .timeout = TIMEOUT)
              "    with tarfile.open(\"sh/s-%%03d.tar\" %% i, \"w\") as t:\n"
              "        t.add(\"s.jpg\", \"k%%d.jpg\" %% i)'",
              dir);
-    run_cmd(cmd);
+    tu_system(cmd);
     snprintf(data, sizeof data, "%s/sh", dir);
     struct rlimit rl;
     cr_assert_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
     rl.rlim_cur = 128;
     cr_assert_eq(setrlimit(RLIMIT_NOFILE, &rl), 0, "%s", strerror(errno));
 
-    notes n = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    tu_log n = {.mu = PTHREAD_MUTEX_INITIALIZER};
     pl_config c;
     base_cfg(&c, data);
-    c.log = keep_notes;
+    c.log = tu_keep_log;
     c.log_ctx = &n;
     c.on_error = PL_ON_ERROR_FAIL;
     pl_loader *l;
@@ -118,16 +96,16 @@ Test(shards, the_index_falls_back_to_the_cache_folder, .timeout = TIMEOUT)
     snprintf(cmd, sizeof cmd,
              "cd %s/stage && tar -cf ../s.tar k0.jpg && mkdir ../s.tar.idx",
              dir);
-    run_cmd(cmd);
+    tu_system(cmd);
     snprintf(xdg, sizeof xdg, "%s/xdg", dir);
     setenv("XDG_CACHE_HOME", xdg, 1);
     unsetenv("PINLOAD_INDEX_DIR");
     snprintf(data, sizeof data, "%s/s.tar", dir);
     pl_config c;
     base_cfg(&c, data);
-    c.log = keep_notes;
+    c.log = tu_keep_log;
     for (int k = 0; k < 2; k++) {
-        notes n = {.mu = PTHREAD_MUTEX_INITIALIZER};
+        tu_log n = {.mu = PTHREAD_MUTEX_INITIALIZER};
         c.log_ctx = &n;
         pl_loader *l;
         cr_assert_eq(pl_loader_create(&c, &l), 0, "%s", pl_last_error());
@@ -161,13 +139,13 @@ Test(shards, fifos_in_place_of_an_index_or_a_shard_never_block,
              "cd %s/stage && tar -cf ../s.tar k0.jpg && mkfifo ../s.tar.idx "
              "../f.tar",
              dir);
-    run_cmd(cmd);
+    tu_system(cmd);
     unsetenv("PINLOAD_INDEX_DIR");
     snprintf(data, sizeof data, "%s/s.tar", dir);
-    notes n = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    tu_log n = {.mu = PTHREAD_MUTEX_INITIALIZER};
     pl_config c;
     base_cfg(&c, data);
-    c.log = keep_notes;
+    c.log = tu_keep_log;
     c.log_ctx = &n;
     pl_loader *l;
     cr_assert_eq(pl_loader_create(&c, &l), 0, "%s", pl_last_error());
@@ -205,7 +183,7 @@ Test(shards, a_bad_samples_label_is_a_class_too, .timeout = TIMEOUT)
     tu_write_file(p, "7\n", 2);
     snprintf(cmd, sizeof cmd,
              "cd %s/stage && tar -cf ../s.tar a.jpg a.cls b.cls", dir);
-    run_cmd(cmd);
+    tu_system(cmd);
     snprintf(data, sizeof data, "%s/s.tar", dir);
     pl_config c;
     base_cfg(&c, data);
@@ -248,7 +226,7 @@ Test(shards, shards_beside_a_sub_folder_are_refused_naming_both_readings,
              "k1.jpg && tar -cf ../d/s-000001.tar k2.jpg && mkdir ../d/.cache "
              "../d/preview && cp k0.jpg ../d/preview/look.jpg",
              dir);
-    run_cmd(cmd);
+    tu_system(cmd);
     snprintf(data, sizeof data, "%s/d", dir);
     pl_config c;
     base_cfg(&c, data);
@@ -272,7 +250,7 @@ Test(shards, shards_beside_a_sub_folder_are_refused_naming_both_readings,
     pl_loader_destroy(l);
     /* Without the visible sub-folder, the hidden one changes nothing. */
     snprintf(cmd, sizeof cmd, "rm -r %s/d/preview", dir);
-    run_cmd(cmd);
+    tu_system(cmd);
     snprintf(data, sizeof data, "%s/d", dir);
     c.data = data;
     cr_assert_eq(pl_loader_create(&c, &l), 0, "%s", pl_last_error());

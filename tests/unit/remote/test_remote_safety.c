@@ -14,7 +14,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../../tools/tarwrite.h"
 #include "pinload.h"
 #include "testremote.h"
 #include "testrun.h"
@@ -34,28 +33,6 @@ static void expect_in(const char *text, const char *needle)
 }
 
 /* ---- a data file never runs a command ---- */
-
-/* A valid tar at `path` whose first member is named "pipe:touch MARKER #"
- * (a list's first line, once cut at the header's first NUL: the shell
- * would take the rest for a comment), and with `jpeg`, the sample k0 of
- * that image, label 2. tar -tf lists nothing odd. */
-static void hostile_tar(const char *path, const char *marker, const char *jpeg)
-{
-    FILE *f = fopen(path, "wb");
-    cr_assert_not_null(f, "%s", path);
-    char name[100];
-    cr_assert_lt(snprintf(name, sizeof name, "pipe:touch %s #", marker), 100);
-    cr_assert_gt(tarw_member(f, name, "x", 1), 0);
-    if (jpeg) {
-        size_t len;
-        uint8_t *b = tu_read_file(jpeg, &len);
-        cr_assert_gt(tarw_member(f, "k0.jpg", b, len), 0);
-        cr_assert_gt(tarw_member(f, "k0.cls", "2", 1), 0);
-        free(b);
-    }
-    cr_assert_eq(tarw_end(f), 0);
-    cr_assert_eq(fclose(f), 0);
-}
 
 static void allow_pipe_lists(int on)
 {
@@ -81,8 +58,8 @@ Test(remote_safety, a_tar_given_as_data_is_a_shard_never_a_command,
     snprintf(jpeg, sizeof jpeg, "%s/k0.jpg", dir);
     snprintf(cache, sizeof cache, "%s/cache", dir);
     tu_write_jpeg(jpeg, 24, 20, 5, NULL);
-    hostile_tar(bare, marker, NULL);
-    hostile_tar(sample, marker, jpeg);
+    tu_hostile_tar(bare, marker, NULL);
+    tu_hostile_tar(sample, marker, jpeg);
     size_t want_len;
     uint8_t *want = tu_read_file(jpeg, &want_len);
     for (int opt_in = 0; opt_in < 2; opt_in++) {
@@ -350,23 +327,18 @@ Test(remote_safety, a_cache_folder_another_user_could_change_is_refused,
 Test(remote_safety, the_folders_the_cache_makes_are_private,
      .timeout = RS_TIMEOUT)
 {
-    char dir[64], p[256];
-    tu_tmpdir(dir);
-    snprintf(p, sizeof p, "%s/a/b/cache", dir);
-    rt_server srv;
-    char root[128], url[256];
-    rt_make_pack(dir);
-    snprintf(root, sizeof root, "%s/pack", dir);
-    rt_start(&srv, dir, root, NULL, 0);
-    rt_url(&srv, url, sizeof url);
+    rt_pack f;
+    rt_pack_up(&f, NULL);
+    char p[256];
+    snprintf(p, sizeof p, "%s/a/b/cache", f.dir);
     pl_config c;
-    base_cfg(&c, url);
+    base_cfg(&c, f.url);
     c.cache_dir = p;
     pl_loader_destroy(create(&c));
     const char *made[] = {"a", "a/b", "a/b/cache"};
     for (int i = 0; i < 3; i++) {
         struct stat st;
-        snprintf(p, sizeof p, "%s/%s", dir, made[i]);
+        snprintf(p, sizeof p, "%s/%s", f.dir, made[i]);
         cr_assert_eq(lstat(p, &st), 0, "%s", p);
         cr_assert(S_ISDIR(st.st_mode));
         cr_assert_eq(st.st_mode & 07777, 0700, "%s: mode %04o", p,
@@ -374,14 +346,13 @@ Test(remote_safety, the_folders_the_cache_makes_are_private,
     }
     /* A link of ours: followed, the files where it leads. */
     char link[256];
-    snprintf(link, sizeof link, "%s/link", dir);
+    snprintf(link, sizeof link, "%s/link", f.dir);
     cr_assert_eq(symlink(p, link), 0);
     c.cache_dir = link;
     pl_loader_destroy(create(&c));
-    cr_assert_eq(rt_count(&srv, "GET /shard-000000.tar.idx "), 1,
+    cr_assert_eq(rt_count(&f.srv, "GET /shard-000000.tar.idx "), 1,
                  "the link's folder is not the same cache");
-    rt_stop(&srv);
-    tu_rm_rf(dir);
+    rt_pack_down(&f);
 }
 
 /* The cache's file whose name ends in `suffix` for shard s, into out: ""
@@ -411,33 +382,22 @@ static void cache_file(const char *cache, int s, const char *suffix, char *out,
 Test(remote_safety, a_link_planted_in_the_cache_is_never_followed,
      .timeout = RS_TIMEOUT)
 {
-    char dir[64], root[128], url[256], cache[128], local[256];
-    tu_tmpdir(dir);
-    rt_make_pack(dir);
-    snprintf(root, sizeof root, "%s/pack", dir);
-    snprintf(cache, sizeof cache, "%s/cache", dir);
-    snprintf(local, sizeof local, "%s/pack/shard-{000000..%06d}.tar", dir,
-             RT_SHARDS - 1);
-    rt_server srv;
-    rt_start(&srv, dir, root, NULL, 0);
-    rt_url(&srv, url, sizeof url);
+    rt_pack f;
+    rt_pack_up(&f, NULL);
     run want[1], got[1];
     pl_config c;
-    base_cfg(&c, local);
+    base_cfg(&c, f.local);
     run_loader(&c, 1, want);
-    base_cfg(&c, url);
-    c.cache_dir = cache;
-    c.remote_timeout_ms = 2000;
-    c.on_error = PL_ON_ERROR_FAIL;
+    rt_remote_cfg(&f, &c, 2);
     run_loader(&c, 1, got); /* the cache holds the shards and indexes */
     run_free(&got[0]);
 
     /* Shard 0 gone, its .part a link to the victim. */
     char victim[128], made[128], shard[512], part[520], lock[520];
-    snprintf(victim, sizeof victim, "%s/victim", dir);
-    snprintf(made, sizeof made, "%s/made-by-the-lock", dir);
+    snprintf(victim, sizeof victim, "%s/victim", f.dir);
+    snprintf(made, sizeof made, "%s/made-by-the-lock", f.dir);
     tu_write_file(victim, "the victim's bytes\n", 19);
-    cache_file(cache, 0, "", shard, sizeof shard);
+    cache_file(f.cache, 0, "", shard, sizeof shard);
     cr_assert(shard[0], "no cached shard 0");
     snprintf(part, sizeof part, "%s.part", shard);
     cr_assert_eq(unlink(shard), 0);
@@ -460,7 +420,7 @@ Test(remote_safety, a_link_planted_in_the_cache_is_never_followed,
     expect_in(g.text, "was not a file it may use (a symbolic link");
 
     /* Shard 1 gone, its .lock a link to a file that does not exist. */
-    cache_file(cache, 1, "", shard, sizeof shard);
+    cache_file(f.cache, 1, "", shard, sizeof shard);
     snprintf(lock, sizeof lock, "%s.lock", shard);
     cr_assert_eq(unlink(shard), 0);
     cr_assert_eq(unlink(lock), 0);
@@ -479,8 +439,7 @@ Test(remote_safety, a_link_planted_in_the_cache_is_never_followed,
     pl_loader_destroy(l);
     cr_assert(!exists(made), "the planted .lock link made a file");
     run_free(&want[0]);
-    rt_stop(&srv);
-    tu_rm_rf(dir);
+    rt_pack_down(&f);
 }
 
 /* A cache shared by a group on purpose: named in config.cache_dir, the
@@ -491,19 +450,15 @@ Test(remote_safety, a_link_planted_in_the_cache_is_never_followed,
 Test(remote_safety, a_groups_setgid_folder_is_a_cache_shared_on_purpose,
      .timeout = RS_TIMEOUT)
 {
-    char dir[64], root[128], url[256], cache[128];
-    tu_tmpdir(dir);
-    rt_make_pack(dir);
-    snprintf(root, sizeof root, "%s/pack", dir);
-    snprintf(cache, sizeof cache, "%s/team", dir);
+    rt_pack f;
+    rt_pack_up(&f, NULL);
+    char cache[128];
+    snprintf(cache, sizeof cache, "%s/team", f.dir);
     cr_assert_eq(mkdir(cache, 0700), 0);
     cr_assert_eq(chown(cache, OTHER_UID, getegid()), 0);
     cr_assert_eq(chmod(cache, 0770), 0);
-    rt_server srv;
-    rt_start(&srv, dir, root, NULL, 0);
-    rt_url(&srv, url, sizeof url);
     pl_config c;
-    base_cfg(&c, url);
+    base_cfg(&c, f.url);
     c.cache_dir = cache;
     c.remote_timeout_ms = 2000;
     pl_loader *l = NULL;
@@ -525,6 +480,5 @@ Test(remote_safety, a_groups_setgid_folder_is_a_cache_shared_on_purpose,
         cr_assert_eq(st.st_mode & 0777, 0660, "%s: mode %04o", p,
                      (unsigned)st.st_mode & 0777);
     }
-    rt_stop(&srv);
-    tu_rm_rf(dir);
+    rt_pack_down(&f);
 }

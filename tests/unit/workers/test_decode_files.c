@@ -304,3 +304,80 @@ Test(decode, non_jpeg_buffers_are_named_or_shown_in_hex)
     }
     decoder_destroy(d);
 }
+
+/* ---- cropped decodes ----------------------------------------------------- */
+
+/* The photo at path decoded at 1/denom: whole rows, or only columns
+ * [x0, x0 + w) as the workers ask (libjpeg's jpeg_crop_scanline); *xoff and
+ * *width say what the rows hold. */
+static uint8_t *decode_scaled(decoder *d, const uint8_t *buf, size_t len,
+                              int denom, int x0, int w, int *xoff, int *width,
+                              int *height)
+{
+    char reason[DECODE_REASON_MAX];
+    decode_info info;
+    cr_assert_eq(decoder_open(d, buf, len, &info, reason), 0, "%s", reason);
+    int sw, sh;
+    decoder_scaled_size(d, denom, &sw, &sh);
+    if (w <= 0)
+        w = sw - x0;
+    cr_assert_eq(decoder_start(d, denom, x0, w, reason), 0, "%s", reason);
+    *xoff = decoder_xoff(d);
+    *width = decoder_width(d);
+    *height = decoder_height(d);
+    const size_t stride = (size_t)*width * 3;
+    uint8_t *out = malloc(stride * (size_t)*height);
+    cr_assert_not_null(out);
+    cr_assert_eq(decoder_read_into(d, out, stride, *height, reason), 0, "%s",
+                 reason);
+    decoder_close(d);
+    return out;
+}
+
+/* Every photo of the mixed set (every chroma subsampling: 4:1:1, 4:1:0,
+ * 2x4, 4:4:0...), decoded at 1/2 with the right half of its columns cropped
+ * as a worker crops, equals the whole-width decode's columns away from the
+ * crop's left edge (fancy upsampling treats it as an image edge: the
+ * workers decode CROP_MARGIN columns beyond what they read). libjpeg-turbo
+ * 2.1's jpeg_crop_scanline gave uninitialised columns for sampling factors
+ * above 2 (4:1:0, 2x4): the output then depended on the heap, and so on the
+ * worker count. */
+Test(decode, cropped_decodes_equal_the_whole_decode_for_every_subsampling)
+{
+    char dir[4096];
+    TU_SHARED_OR_SKIP(dir, "photos/mixed");
+    path_list l = {0};
+    collect_jpegs(dir, 0, &l);
+    cr_assert_eq(l.n, 38);
+    decode_limits lim;
+    decode_limits_default(&lim);
+    decoder *d;
+    cr_assert_eq(decoder_create(&d, &lim), 0);
+    for (size_t i = 0; i < l.n; i++) {
+        size_t len;
+        uint8_t *buf = tu_read_file(l.v[i], &len);
+        int fx, fw, fh, cx, cw, ch;
+        uint8_t *full = decode_scaled(d, buf, len, 2, 0, 0, &fx, &fw, &fh);
+        const int x0 = fw / 2;
+        uint8_t *crop = decode_scaled(d, buf, len, 2, x0, fw - x0, &cx, &cw,
+                                      &ch);
+        cr_assert_eq(ch, fh);
+        cr_assert_leq(cx, x0, "%s", l.v[i]);
+        cr_assert_eq(cx + cw, fw, "%s: the crop reaches the right edge",
+                     l.v[i]);
+        for (int y = 0; y < fh; y++)
+            for (int x = x0 + 8; x < fw; x++)
+                for (int c = 0; c < 3; c++) {
+                    const int a = full[((size_t)y * fw + x) * 3 + c];
+                    const int b = crop[((size_t)y * cw + (x - cx)) * 3 + c];
+                    cr_assert_eq(a, b, "%s: pixel (%d, %d) channel %d: %d "
+                                       "cropped, %d whole",
+                                 l.v[i], x, y, c, b, a);
+                }
+        free(full);
+        free(crop);
+        free(buf);
+    }
+    decoder_destroy(d);
+    paths_free(&l);
+}

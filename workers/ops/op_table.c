@@ -1,0 +1,68 @@
+/* The op table: every kind of augmentation op, one row each (op.h says how
+ * to add one), and the few helpers the rows share. */
+#include "op.h"
+
+#include <math.h>
+#include <string.h>
+
+/* One line per kind, in the order docs/transforms.md lists them. */
+#define OP_KINDS(XX)                                                           \
+    XX(random_resized_crop)                                                    \
+    XX(resize)                                                                 \
+    XX(center_crop)                                                            \
+    XX(hflip)                                                                  \
+    XX(vflip)                                                                  \
+    XX(grayscale)                                                              \
+    XX(normalize)
+
+#define OP_DECLARE_(n) extern const op_kind op_##n;
+OP_KINDS(OP_DECLARE_)
+#undef OP_DECLARE_
+
+const op_kind *const op_kinds[] = {
+#define OP_ROW_(n) &op_##n,
+    OP_KINDS(OP_ROW_)
+#undef OP_ROW_
+        NULL,
+};
+
+const char *const op_interp_words[] = {
+#define OP_INTERP_WORD_(name, value, word) word,
+    OP_INTERP_MAP(OP_INTERP_WORD_)
+#undef OP_INTERP_WORD_
+        NULL,
+};
+
+static int same(const char *word, const char *name, size_t len)
+{
+    return word && strlen(word) == len && memcmp(word, name, len) == 0;
+}
+
+const op_kind *op_kind_find(const char *name, size_t len)
+{
+    for (int i = 0; op_kinds[i]; i++)
+        if (same(op_kinds[i]->name, name, len) ||
+            same(op_kinds[i]->alias, name, len))
+            return op_kinds[i];
+    return NULL;
+}
+
+int op_round(double x)
+{
+    return (int)rint(x);
+}
+
+void op_size(const op_value *v, int *w, int *h)
+{
+    *w = (int)v->v[0];
+    *h = v->n == 2 ? (int)v->v[1] : *w;
+}
+
+void op_size_default(op_value *v, const op_setup *s)
+{
+    if (v->n)
+        return;
+    v->n = 2;
+    v->v[0] = s->out_w;
+    v->v[1] = s->out_h;
+}

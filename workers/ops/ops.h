@@ -1,0 +1,68 @@
+/* A pipeline of augmentation ops: parsed from a spec (pl_config.transform,
+ * docs/transforms.md) or made from a preset (pl_config.augment), then run
+ * by every worker on each sample, stage by stage (op.h): the geometric
+ * prefix into an op_geometry before the decode, the pixel ops on the
+ * resized uint8 image, the tensor ops on the written float sample. Each
+ * op's draws come from its own stream, keyed (seed, epoch, index, op).
+ * Thread safety: made once at create, read-only after. */
+#ifndef PINLOAD_OPS_H
+#define PINLOAD_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "op.h"
+
+#define OPS_MAX 32 /* ops in one pipeline */
+
+typedef struct ops_pipeline {
+    int n;
+    op_instance op[OPS_MAX];
+    /* The presets' draws: their geometric ops from op 0's stream, in turn
+     * (crop, then flip), as pinload drew before pipelines, so that their
+     * bytes stay what they were. */
+    int shared_stream;
+    /* Ops [0, ngeometry) are geometric, then npixels pixel ops, then
+     * normalize (0 or 1 op), then ntensor tensor ops. */
+    int ngeometry, npixels, nnormalize, ntensor;
+    /* What float formats are normalised with: normalize's, else the
+     * config's. */
+    float mean[3], std[3];
+} ops_pipeline;
+
+/* Parse `spec` for a loader of s's output. 0, or PL_EINVAL with `why`
+ * naming the op and the parameter ("rrc: scale=0.08:x: not a number"); the
+ * caller puts what it checks before it ("config.transform: "). */
+int ops_parse(ops_pipeline *p, const char *spec, const op_setup *s, char *why,
+              size_t cap);
+
+/* The preset as a pipeline, drawing as pinload always has (shared_stream):
+ * PL_AUGMENT_TRAIN  random_resized_crop(WxH);hflip
+ * PL_AUGMENT_EVAL   resize(S);center_crop(WxH), S = max(W, H) * 256 / 224
+ * PL_AUGMENT_NONE   resize(WxH) */
+void ops_preset(ops_pipeline *p, pl_augment preset, const op_setup *s);
+
+/* The pipeline with every parameter written out, long names, numbers as
+ * %.17g (what the state's fingerprint hashes): snprintf's return. */
+int ops_format(const ops_pipeline *p, char *buf, size_t cap);
+
+/* The geometric prefix for dataset index `index` of `epoch`, on an image
+ * of img_w x img_h. */
+void ops_geometry(const ops_pipeline *p, uint64_t seed, int64_t epoch,
+                  int64_t index, int img_w, int img_h, op_geometry *g);
+
+/* The pixel ops on img (the out_w x out_h image). 0 or PL_ENOMEM. */
+int ops_pixels(const ops_pipeline *p, uint64_t seed, int64_t epoch,
+               int64_t index, op_image *img);
+
+/* The tensor ops on t. 0 or PL_ENOMEM. */
+int ops_tensor(const ops_pipeline *p, uint64_t seed, int64_t epoch,
+               int64_t index, op_tensor *t);
+
+/* Every op's drawn parameters for that sample, in the spec's grammar:
+ * "random_resized_crop(top=3,left=10,height=200,width=150);hflip(flip=1)".
+ * snprintf's return. */
+int ops_describe(const ops_pipeline *p, uint64_t seed, int64_t epoch,
+                 int64_t index, int img_w, int img_h, char *buf, size_t cap);
+
+#endif
