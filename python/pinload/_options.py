@@ -233,6 +233,12 @@ class LoaderOptions(TypedDict, total=False):
     ms: past it they are cut and create fails, PL_EIO naming the first
     shard in order and this field. 0 (default): 600000 (10 minutes); -1:
     none."""
+    decode: Optional[str]
+    """where JPEGs are decoded: "cpu" (the default: the workers, with
+    libjpeg-turbo), "gpu" (the loader's GPU, with nvJPEG loaded at run
+    time: an error without it) or "auto" (the GPU where nvJPEG can be
+    had, else the CPU, with a notice); PNG, WebP and the JPEGs nvJPEG
+    cannot decode stay on the CPU"""
 
 
 #: keyword: (kind, the pl_config fields it sets, the fields' value when
@@ -286,6 +292,7 @@ KEYWORDS: Dict[str, Tuple[str, Tuple[str, ...], Optional[int]]] = {
     "label_field": ("str", ("label_field",), None),
     "transform": ("str", ("transform",), None),
     "remote_create_timeout_ms": ("int", ("remote_create_timeout_ms",), None),
+    "decode": ("choice", ("decode",), None),
 }
 
 #: a name-valued keyword's words (its enum's list in pinload.h, as
@@ -319,6 +326,11 @@ CHOICES: Dict[str, Dict[str, str]] = {
     "order": {
         "global": "ORDER_GLOBAL",
         "shards": "ORDER_SHARDS",
+    },
+    "decode": {
+        "cpu": "DECODE_CPU",
+        "gpu": "DECODE_GPU",
+        "auto": "DECODE_AUTO",
     },
 }
 
