@@ -90,9 +90,23 @@ endif
 # one tools/install-deps.sh unpacks from the nvidia-nvjpeg wheel into
 # build/nvjpeg (never committed). NVJPEG_INC=DIR names another folder;
 # without one the library builds without the GPU decoder.
-NVJPEG_INC ?= $(patsubst %/nvjpeg.h,%,$(firstword $(wildcard \
+NVJPEG_FIND = $(patsubst %/nvjpeg.h,%,$(firstword $(wildcard \
               $(CUDA_HOME)/include/nvjpeg.h \
               build/nvjpeg/nvidia/cu*/include/nvjpeg.h)))
+NVJPEG_INC ?= $(NVJPEG_FIND)
+# The targets that install what they need fetch it first, so that this
+# very make builds with it (the dependency stamp runs too late for the
+# variables above).
+ifeq ($(NVJPEG_INC),)
+ifneq ($(CUDA),0)
+ifneq ($(wildcard $(CUDA_HOME)/include/cuda_runtime_api.h),)
+ifneq ($(filter test bench deps wheel test-package,$(MAKECMDGOALS)),)
+$(shell tools/install-deps.sh --install nvjpeg >&2)
+NVJPEG_INC := $(NVJPEG_FIND)
+endif
+endif
+endif
+endif
 ifneq ($(SIM),)
 # The simulated runtime: the library is built exactly as for CUDA (the
 # toolkit's headers), but links tests/cudasim instead of libcudart, and has
@@ -756,20 +770,22 @@ valgrind: $(STRESS) | $(BUILD)/.deps-test
 # and contexts phases on the simulated runtime, every step succeeding and every
 # figure present (CUDA=sim builds; make test runs it).
 GS_DIR := $(BUILD)/gpu-session-test
-test-gpu-session: $(TOOLS) $(SAMPLES) $(EXAMPLES)
+test-gpu-session: $(TOOLS) $(SAMPLES) $(EXAMPLES) $(NVJPEGSIM)
 	@rm -rf $(GS_DIR)
 	@$(NO_LAUNCHER) GPU_SESSION_SIM=1 GPU_SESSION_BUILD=$(BUILD) \
 	    GPU_SESSION_DIR=$(GS_DIR) OUT=$(GS_DIR)/out \
 	    GPU_SESSION_PER_CLASS=30 GPU_SESSION_SECONDS=0.3 \
 	    GPU_SESSION_BATCH=32 GPU_SESSION_WORKERS=1,2 \
-	    tools/gpu-session.sh h2d overlap sweep-generated train contexts \
+	    tools/gpu-session.sh h2d overlap sweep-generated \
+	    $(if $(NVJPEGSIM),decode) train contexts \
 	    >/dev/null
 	@s=$(GS_DIR)/out; cat $$s/summary.txt; \
 	if grep ' rc=' $$s/summary.txt | grep -v ' rc=0 '; then \
 	    echo "test-gpu-session: a step failed"; exit 1; fi; \
 	for k in 'h2d-u8:' 'h2d-f32:' 'pin on ' 'pin off ' 'pin managed ' \
 	    'overlap-1x: pin on' 'overlap-2x: pin off' 'sweep-generated-pin ' \
-	    'sweep-generated-eval-f32-gpunorm-off'; do \
+	    'sweep-generated-eval-f32-gpunorm-off' \
+	    $(if $(NVJPEGSIM),'decode-generated-u8, 2 workers: cpu' 'auto:gpu'); do \
 	    grep -q "$$k" $$s/figures.txt || { cat $$s/figures.txt; \
 	    echo "test-gpu-session: no '$$k' in figures.txt"; exit 1; }; done; \
 	tar -tzf $$s/gpu-results.tar.gz | grep -q logs/train-c.log || { \
