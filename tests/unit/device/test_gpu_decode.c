@@ -273,8 +273,7 @@ Test(gpu_decode, bf16_none_bytes_equal_the_cpu_path, .timeout = TIMEOUT)
  * the antialiased bilinear filter, a horizontal flip, normalize) goes to
  * the GPU; one they do not (vflip, a pixel op) stays on the workers,
  * sample by sample, and either way the bytes are the CPU path's. */
-static void transform_as_cpu(const char *spec, pl_format format,
-                             pl_stats *st)
+static void transform_as_cpu(const char *spec, pl_format format, pl_stats *st)
 {
     use_nvjpegsim();
     char root[64];
@@ -288,8 +287,7 @@ static void transform_as_cpu(const char *spec, pl_format format,
     tu_rm_rf(root);
 }
 
-Test(gpu_decode, a_transform_the_kernels_do_runs_on_the_gpu,
-     .timeout = TIMEOUT)
+Test(gpu_decode, a_transform_the_kernels_do_runs_on_the_gpu, .timeout = TIMEOUT)
 {
     pl_stats st;
     transform_as_cpu("rrc(scale=0.3:1);hflip(0.5);"
@@ -303,8 +301,7 @@ Test(gpu_decode, a_pixel_op_keeps_every_sample_on_the_workers,
      .timeout = TIMEOUT)
 {
     pl_stats st;
-    transform_as_cpu("rrc(scale=0.3:1);grayscale(0.5)", PL_FORMAT_U8_NHWC,
-                     &st);
+    transform_as_cpu("rrc(scale=0.3:1);grayscale(0.5)", PL_FORMAT_U8_NHWC, &st);
     cr_assert_eq(st.images_gpu, 0);
     cr_assert_geq(st.images_decoded, 44);
 }
