@@ -175,7 +175,8 @@ INDEX_SRC   := index/tar.c index/idx_file.c index/sample_table.c \
                index/node_tables.c
 CATALOG_SRC := catalog/catalog.c catalog/json_label.c catalog/shard_samples.c
 REMOTE_SRC  := remote/remote.c remote/cache.c remote/cache_dir.c \
-               remote/transfer.c remote/http.c remote/s3.c remote/pipe.c
+               remote/transfer.c remote/http.c remote/s3.c remote/gs.c \
+               remote/hf.c remote/pipe.c
 INPUT_SRC   := input/input.c input/folder.c input/list.c input/shards.c
 DEVICE_SRC  := device/backend.c device/backend_host.c
 ifneq ($(HAVE_CUDA),)

@@ -561,9 +561,10 @@ typedef struct pl_config {
      * Python binding sets it: batches the caller keeps cost memory, never
      * an error. */
     int32_t max_device_buffers;
-    /* ---- Remote shards: config.data of http(s)://, s3:// or pipe: URLs
-     * (docs/DATA.md). A pipe: command runs only from config.data itself:
-     * a list file's pipe: lines are refused unless the environment sets
+    /* ---- Remote shards: config.data of http(s)://, s3://, gs://, hf:// or
+     * pipe: URLs (docs/DATA.md); any other scheme is PL_EINVAL naming it.
+     * A pipe: command runs only from config.data itself: a list file's
+     * pipe: lines are refused unless the environment sets
      * PINLOAD_ALLOW_PIPE_LISTS=1, and a tar is never read as a list. */
     /* The node's cache of fetched shards, shared by the ranks of a node
      * (file locks: each shard is fetched once per node). Default NULL:
@@ -642,6 +643,14 @@ typedef struct pl_config {
      * a loader. Default NULL: augment's preset (which a spec replaces).
      * The library keeps no pointer after create. */
     const char *transform;
+    /* ---- Remote shards, continued */
+    /* The most pl_loader_create spends on the remote shards' transfers
+     * (their indexes, the shards without one fetched whole, classes.txt),
+     * attempts, backoff and waits for another rank's download included, in
+     * ms: past it they are cut and create fails, PL_EIO naming the first
+     * shard in order and this field. 0 (default): 600000 (10 minutes); -1:
+     * none. */
+    int32_t remote_create_timeout_ms;
 } pl_config;
 
 /* Fill *cfg with the defaults listed above. */

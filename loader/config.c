@@ -253,6 +253,9 @@ static int check_pipeline(const pl_config *c)
         /* 0: the default; a day at most */
         {"remote_timeout_ms", c->remote_timeout_ms, 0, 86400000},
         {"remote_retries", c->remote_retries, -1, 100},
+        /* 0: the default; -1: none; a day at most */
+        {"remote_create_timeout_ms", c->remote_create_timeout_ms, -1,
+         86400000},
     };
     const int rc = check_ranges(r, N_(r));
     if (rc)

@@ -183,6 +183,8 @@ static void on_finish(void *ctx, pool_job *job)
         handoff_fail(&l->ho, job->status, "pl_loader_next: %s: %s",
                      catalog_name_into(&l->cat, job->index, name, sizeof name),
                      job->reason);
+    else if (job->status == PL_ECLOSED)
+        ; /* a read cut by pl_loader_destroy: not the file's failure */
     else if (job->status != 0 || job->warnings)
         note_failure(l, job);
     ring_finish(&l->ring, s, job->status == 0);
@@ -593,6 +595,8 @@ static int loader_create(const pl_config *cfg, pl_loader **out)
                                 .cache_limit = c->cache_limit,
                                 .timeout_ms = c->remote_timeout_ms,
                                 .retries = c->remote_retries,
+                                .create_timeout_ms =
+                                    c->remote_create_timeout_ms,
                                 .stream_window = window,
                                 .ranks = l->rc.local_world};
     for (int k = 0; k < l->rc.nextras; k++)

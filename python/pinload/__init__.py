@@ -850,6 +850,13 @@ class Loader:
                     pl_transform_check checks one without a loader. Default
                     None: augment's preset (which a spec replaces). The
                     library keeps no pointer after create.
+    remote_create_timeout_ms  The most pl_loader_create spends on the remote
+                    shards' transfers (their indexes, the shards without one
+                    fetched whole, classes.txt), attempts, backoff and waits
+                    for another rank's download included, in ms: past it
+                    they are cut and create fails, PL_EIO naming the first
+                    shard in order and this field. 0 (default): 600000 (10
+                    minutes); -1: none.
     """
 
     defaults = dict(_DEFAULTS)

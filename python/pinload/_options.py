@@ -227,6 +227,13 @@ class LoaderOptions(TypedDict, total=False):
     scale=0.08:x: not a number"); pl_transform_check checks one without
     a loader. Default None: augment's preset (which a spec replaces).
     The library keeps no pointer after create."""
+    remote_create_timeout_ms: Optional[int]
+    """The most pl_loader_create spends on the remote shards' transfers
+    (their indexes, the shards without one fetched whole, classes.txt),
+    attempts, backoff and waits for another rank's download included, in
+    ms: past it they are cut and create fails, PL_EIO naming the first
+    shard in order and this field. 0 (default): 600000 (10 minutes); -1:
+    none."""
 
 
 #: keyword: (kind, the pl_config fields it sets, the fields' value when
@@ -279,6 +286,7 @@ KEYWORDS: Dict[str, Tuple[str, Tuple[str, ...], Optional[int]]] = {
     "extras_required": ("flag", ("extras_required",), None),
     "label_field": ("str", ("label_field",), None),
     "transform": ("str", ("transform",), None),
+    "remote_create_timeout_ms": ("int", ("remote_create_timeout_ms",), None),
 }
 
 #: a name-valued keyword's words (its enum's list in pinload.h, as
