@@ -54,7 +54,12 @@ WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes \
 ifeq ($(WERROR),1)
 WARN     += -Werror
 endif
-CFLAGS_ALL := -std=c11 $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden -pthread
+# -ffp-contract=off: the pixel ops (workers/ops/functional.h) repeat
+# torchvision's float32 arithmetic step by step, each step rounded where
+# PyTorch rounds; a multiply and an add fused into one rounding (GCC's
+# default where the target has FMA) would part them by a level.
+CFLAGS_ALL := -std=c11 $(WARN) $(CFLAGS) -ffp-contract=off -fPIC \
+              -fvisibility=hidden -pthread
 CPPFLAGS_ALL := -D_GNU_SOURCE -Iinclude $(CPPFLAGS) -MMD -MP
 # PNG and WebP: libspng and libwebp, found by pkg-config where it is (the
 # names it gives, static builds' private ones included), else by name.
@@ -193,7 +198,11 @@ OPS_SRC     := workers/ops/op_table.c workers/ops/spec.c \
                workers/ops/pipeline.c workers/ops/geometry.c \
                workers/ops/random_resized_crop.c workers/ops/resize.c \
                workers/ops/center_crop.c workers/ops/flip.c \
-               workers/ops/grayscale.c workers/ops/normalize_op.c
+               workers/ops/grayscale.c workers/ops/normalize_op.c \
+               workers/ops/adjust_color.c workers/ops/adjust_hue.c \
+               workers/ops/color_jitter.c workers/ops/gaussian_blur.c \
+               workers/ops/solarize.c workers/ops/posterize.c \
+               workers/ops/equalize.c workers/ops/autocontrast.c
 WORKERS_SRC := workers/decode.c workers/resample.c workers/augment.c \
                workers/fileio.c workers/sample.c workers/route.c \
                workers/pool.c $(OPS_SRC)

@@ -274,6 +274,18 @@ void op_size(const op_value *v, int *w, int *h);
 /* Unset, it becomes s's output size, W x H. */
 void op_size_default(op_value *v, const op_setup *s);
 
+/* The draw and describe of an op applied with a probability, its last
+ * parameter p, as torchvision's random transforms decide (torch.rand(1) <
+ * p): drawn an op_coin, described "apply=0" or "apply=1" (grayscale,
+ * solarize, posterize, equalize, autocontrast). */
+typedef struct op_coin {
+    int32_t apply;
+} op_coin;
+void op_coin_draw(const op_instance *op, philox_stream *rng, int w, int h,
+                  void *drawn);
+int op_coin_describe(const op_instance *op, const void *drawn, char *buf,
+                     size_t cap);
+
 /* Python's round(): halves to the even neighbour, as torchvision's crop
  * arithmetic rounds (rint in the default rounding mode). */
 int op_round(double x);

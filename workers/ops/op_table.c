@@ -3,6 +3,7 @@
 #include "op.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 /* One line per kind, in the order docs/transforms.md lists them. */
@@ -13,6 +14,12 @@
     XX(hflip)                                                                  \
     XX(vflip)                                                                  \
     XX(grayscale)                                                              \
+    XX(color_jitter)                                                           \
+    XX(gaussian_blur)                                                          \
+    XX(solarize)                                                               \
+    XX(posterize)                                                              \
+    XX(equalize)                                                               \
+    XX(autocontrast)                                                           \
     XX(normalize)
 
 #define OP_DECLARE_(n) extern const op_kind op_##n;
@@ -65,4 +72,20 @@ void op_size_default(op_value *v, const op_setup *s)
     v->n = 2;
     v->v[0] = s->out_w;
     v->v[1] = s->out_h;
+}
+
+void op_coin_draw(const op_instance *op, philox_stream *rng, int w, int h,
+                  void *drawn)
+{
+    (void)w;
+    (void)h;
+    const double p = op->arg[op->kind->nparams - 1].v[0];
+    ((op_coin *)drawn)->apply = philox_next_double(rng) < p;
+}
+
+int op_coin_describe(const op_instance *op, const void *drawn, char *buf,
+                     size_t cap)
+{
+    (void)op;
+    return snprintf(buf, cap, "apply=%d", (int)((const op_coin *)drawn)->apply);
 }

@@ -132,7 +132,9 @@ Test(ops_spec, each_error_names_the_op_as_written_and_the_parameter)
             "resize: \"hflip\" after it (ops are separated by ';')");
     refused("rotate(30)", &u8_224,
             "\"rotate\": no such op (random_resized_crop, resize, "
-            "center_crop, hflip, vflip, grayscale, normalize)");
+            "center_crop, hflip, vflip, grayscale, color_jitter, "
+            "gaussian_blur, solarize, posterize, equalize, autocontrast, "
+            "normalize)");
     refused(";(", &u8_224, "\"(\": an op's name was expected");
     refused("", &u8_224, "no ops (leave it NULL for config.augment's preset)");
     refused("resize(224,max_size=200)", &u8_224,
