@@ -151,7 +151,8 @@ NVCC_HOST := -fno-exceptions,-fno-rtti,-fno-threadsafe-statics
 NVCCFLAGS := -O2 -std=c++17 -Iinclude $(NVCC_GENCODE) -Xcompiler $(NVCC_HOST)
 
 COMMON_SRC  := common/clock.c common/grow.c common/error.c common/names.c \
-               common/log.c common/file.c common/machine.c common/braces.c
+               common/log.c common/file.c common/machine.c common/braces.c \
+               common/float16.c
 CODECS_SRC  := codecs/codec.c codecs/jpeg.c codecs/png.c codecs/webp.c
 # The augmentation ops (workers/ops/op.h): the table, the spec, the
 # pipeline, and one file per kind of op.
