@@ -160,7 +160,9 @@ OPS_SRC     := workers/ops/op_table.c workers/ops/spec.c \
                workers/ops/pipeline.c workers/ops/geometry.c \
                workers/ops/random_resized_crop.c workers/ops/resize.c \
                workers/ops/center_crop.c workers/ops/flip.c \
-               workers/ops/grayscale.c workers/ops/normalize_op.c
+               workers/ops/grayscale.c workers/ops/normalize_op.c \
+               workers/ops/affine.c workers/ops/rotate.c \
+               workers/ops/random_erasing.c
 WORKERS_SRC := workers/decode.c workers/resample.c workers/augment.c \
                workers/fileio.c workers/sample.c workers/pool.c $(OPS_SRC)
 INDEX_SRC   := index/tar.c index/idx_file.c index/sample_table.c \

@@ -13,7 +13,10 @@
     XX(hflip)                                                                  \
     XX(vflip)                                                                  \
     XX(grayscale)                                                              \
-    XX(normalize)
+    XX(rotate)                                                                 \
+    XX(affine)                                                                 \
+    XX(normalize)                                                              \
+    XX(random_erasing)
 
 #define OP_DECLARE_(n) extern const op_kind op_##n;
 OP_KINDS(OP_DECLARE_)
