@@ -85,16 +85,43 @@ HAVE_CUDA :=
 else
 HAVE_CUDA := $(wildcard $(CUDA_HOME)/include/cuda_runtime_api.h)
 endif
+# nvJPEG's header, for the GPU decoder (device/nvjpeg.c, which loads the
+# library itself at run time: nothing links it): the toolkit's, else the
+# one tools/install-deps.sh unpacks from the nvidia-nvjpeg wheel into
+# build/nvjpeg (never committed). NVJPEG_INC=DIR names another folder;
+# without one the library builds without the GPU decoder.
+NVJPEG_FIND = $(patsubst %/nvjpeg.h,%,$(firstword $(wildcard \
+              $(CUDA_HOME)/include/nvjpeg.h \
+              build/nvjpeg/nvidia/cu*/include/nvjpeg.h)))
+NVJPEG_INC ?= $(NVJPEG_FIND)
+# The targets that install what they need fetch it first, so that this
+# very make builds with it (the dependency stamp runs too late for the
+# variables above).
+ifeq ($(NVJPEG_INC),)
+ifneq ($(CUDA),0)
+ifneq ($(wildcard $(CUDA_HOME)/include/cuda_runtime_api.h),)
+ifneq ($(filter test bench deps wheel test-package,$(MAKECMDGOALS)),)
+$(shell tools/install-deps.sh --install nvjpeg >&2)
+NVJPEG_INC := $(NVJPEG_FIND)
+endif
+endif
+endif
+endif
 ifneq ($(SIM),)
 # The simulated runtime: the library is built exactly as for CUDA (the
 # toolkit's headers), but links tests/cudasim instead of libcudart, and has
-# no kernels (nvcc's code needs the real runtime).
+# no kernels of nvcc's (they need the real runtime): the GPU decoder's are
+# the sim's (tests/cudasim/kernels_sim.c, PL_HAVE_GPU_RESIZE), and its
+# nvJPEG the fake one, build/sim/libnvjpegsim.so, which the suites load
+# (PINLOAD_NVJPEG) and which calls the sim's runtime in the program: its
+# symbols are exported from every program (-rdynamic).
 ifeq ($(HAVE_CUDA),)
 $(error CUDA=sim needs the CUDA toolkit's headers in $(CUDA_HOME)/include)
 endif
-CPPFLAGS_ALL += -DPL_HAVE_CUDA -I$(CUDA_HOME)/include
+CPPFLAGS_ALL += -DPL_HAVE_CUDA -DPL_HAVE_GPU_RESIZE -I$(CUDA_HOME)/include
 CUDASIM  := $(BUILD)/libcudasim.a
 LIBS     += $(CUDASIM) -lrt
+LDFLAGS  += -rdynamic
 SIM_FLAGS := -DPL_CUDA_SIM -I$(CUDA_HOME)/include -Itests/cudasim
 HAVE_NVCC :=
 else ifneq ($(HAVE_CUDA),)
@@ -110,6 +137,13 @@ LIBS     += -L$(CUDA_LIBDIR) -lcudart -Wl,-rpath,$(CUDA_LIBDIR)
 endif
 # Kernels (the bench's simulated step, the samples) need nvcc as well.
 HAVE_NVCC := $(wildcard $(NVCC))
+endif
+ifneq ($(HAVE_CUDA),)
+ifneq ($(NVJPEG_INC),)
+CPPFLAGS_ALL += -DPL_HAVE_NVJPEG -isystem $(NVJPEG_INC)
+HAVE_NVJPEG := 1
+LIBS     += -ldl
+endif
 endif
 # NCCL, for examples/data_parallel's all-reduce: nccl.h (2.14 or newer, for
 # communicators that never block) and libnccl in $(NCCL_HOME), default
@@ -164,30 +198,36 @@ OPS_SRC     := workers/ops/op_table.c workers/ops/spec.c \
                workers/ops/affine.c workers/ops/rotate.c \
                workers/ops/random_erasing.c
 WORKERS_SRC := workers/decode.c workers/resample.c workers/augment.c \
-               workers/fileio.c workers/sample.c workers/pool.c $(OPS_SRC)
+               workers/fileio.c workers/sample.c workers/route.c \
+               workers/pool.c $(OPS_SRC)
 INDEX_SRC   := index/tar.c index/idx_file.c index/sample_table.c \
                index/node_tables.c
 CATALOG_SRC := catalog/catalog.c catalog/json_label.c catalog/shard_samples.c
 REMOTE_SRC  := remote/remote.c remote/cache.c remote/cache_dir.c \
-               remote/transfer.c remote/http.c remote/s3.c remote/pipe.c
+               remote/transfer.c remote/http.c remote/s3.c remote/gs.c \
+               remote/hf.c remote/pipe.c
 INPUT_SRC   := input/input.c input/folder.c input/list.c input/shards.c
 DEVICE_SRC  := device/backend.c device/backend_host.c
 ifneq ($(HAVE_CUDA),)
 DEVICE_SRC  += device/backend_cuda.c
+ifneq ($(HAVE_NVJPEG),)
+DEVICE_SRC  += device/nvjpeg.c
+endif
 endif
 LOADER_SRC  := loader/config.c loader/launcher.c loader/cpus.c \
                loader/sampler.c loader/schedule.c loader/ring.c \
                loader/failures.c loader/copier.c loader/dev_buffers.c \
                loader/output.c loader/state.c loader/loader.c loader/image.c \
-               loader/pinned.c loader/transform.c
+               loader/pinned.c loader/transform.c loader/decode_gpu.c
 LIB_SRC  := $(COMMON_SRC) $(CODECS_SRC) $(INDEX_SRC) $(CATALOG_SRC) \
             $(REMOTE_SRC) $(WORKERS_SRC) $(INPUT_SRC) $(DEVICE_SRC) \
             $(LOADER_SRC)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
-# With nvcc, the library carries the GPU normalisation kernel.
+# With nvcc, the library carries the GPU normalisation kernel and the GPU
+# decoder's resize kernels.
 ifneq ($(HAVE_NVCC),)
-CPPFLAGS_ALL += -DPL_HAVE_NVCC
-LIB_OBJ  += $(BUILD)/obj/device/normalize.o
+CPPFLAGS_ALL += -DPL_HAVE_NVCC -DPL_HAVE_GPU_RESIZE
+LIB_OBJ  += $(BUILD)/obj/device/normalize.o $(BUILD)/obj/device/gpu_resize.o
 endif
 
 TOOLS    := $(BUILD)/pinload-dump $(BUILD)/pinload-mkdata $(BUILD)/pinload-bench \
@@ -281,14 +321,32 @@ $(BUILD)/obj/device/normalize.o: device/normalize.cu device/normalize.h \
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -Xcompiler -fPIC,-fvisibility=hidden -c $< -o $@
 
+$(BUILD)/obj/device/gpu_resize.o: device/gpu_resize.cu device/gpu_resize.h \
+                                  | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCCFLAGS) -Xcompiler -fPIC,-fvisibility=hidden -c $< -o $@
+
 # The resampler's loops are written to be vectorised; -O3 lets gcc do it.
 $(BUILD)/obj/workers/resample.o: CFLAGS_ALL += -O3
 
 # The simulated CUDA runtime, for CUDA=sim builds (tests/cudasim/cudasim.h;
-# its files share tests/cudasim/sim.h).
-CUDASIM_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/cudasim/*.c))
+# its files share tests/cudasim/sim.h), with the GPU decoder's kernels run
+# on the host (kernels_sim.c). Its symbols keep default visibility: the
+# fake nvJPEG, a shared library, calls them in the program.
+CUDASIM_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out \
+                   tests/cudasim/nvjpegsim.c,$(wildcard tests/cudasim/*.c)))
 $(BUILD)/libcudasim.a: $(CUDASIM_OBJ)
 	rm -f $@ && ar rcs $@ $^
+$(BUILD)/obj/tests/cudasim/%.o: CFLAGS_ALL += -fvisibility=default
+# The fake nvJPEG (tests/cudasim/nvjpegsim.c), as pinload loads the real
+# one; its cuda* and cudasim_* calls resolve in the program that loads it.
+NVJPEGSIM := $(if $(and $(SIM),$(HAVE_NVJPEG)),$(BUILD)/libnvjpegsim.so)
+$(BUILD)/libnvjpegsim.so: tests/cudasim/nvjpegsim.c tests/cudasim/cudasim.h \
+                          | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) \
+	    -fvisibility=hidden -shared -Wl,-soname,libnvjpeg.so.13 $(LDFLAGS) \
+	    -o $@ $< -ljpeg
 
 $(BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)
@@ -455,14 +513,14 @@ $(BUILD)/samples/%: samples/%.c $(BUILD)/libpinload.a $(CUDASIM)
 	    $(BUILD)/libpinload.a $(LIBS)
 
 # Every object nvcc builds (tools/no-cxx-check.sh reads them).
-CU_OBJ := $(filter %/normalize.o,$(LIB_OBJ)) \
+CU_OBJ := $(filter %/normalize.o %/gpu_resize.o,$(LIB_OBJ)) \
           $(filter %/bench_cuda.o,$(BENCH_CUDA_OBJ)) $(TRAIN_CUDA_OBJ)
 
 # Tests link the objects themselves, so they can reach the internals.
 TEST_HDR := $(wildcard tests/*.h) tests/fuzz/harness.h \
             tests/fuzz/loader_harness.h tests/fuzz/tar_harness.h
 $(BUILD)/tests/test_%: test_%.c $(TEST_HDR) $(LIB_OBJ) \
-                  $(CUDASIM) \
+                  $(CUDASIM) $(NVJPEGSIM) \
                   | $(BUILD)/.deps-test
 	@mkdir -p $(@D)
 	$(CC) $(TEST_INC) $(CPPFLAGS_ALL) $(SIM_FLAGS) $(CFLAGS_ALL) $(LDFLAGS) \
@@ -478,7 +536,7 @@ $(STRESS): tests/system/stress.c tests/jpegwrite.h $(BUILD)/libpinload.a \
 # test_faults links its own build of the library, in which allocations,
 # thread creation, mlock and read go through the test's hooks.
 FAULT_OBJ := $(LIB_SRC:%.c=$(BUILD)/fault-obj/%.o) \
-             $(filter %/normalize.o,$(LIB_OBJ))
+             $(filter %/normalize.o %/gpu_resize.o,$(LIB_OBJ))
 $(BUILD)/fault-obj/%.o: %.c tests/faults/faults.h | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_ALL) -DPL_FAULT_INJECTION -include tests/faults/faults.h \
@@ -647,7 +705,7 @@ $(BUILD)/.deps-fuzz: tools/install-deps.sh
 FUZZ_LOADER_SECONDS ?= $(FUZZ_SECONDS)
 FUZZ_LOADER_SRC := $(COMMON_SRC) $(CODECS_SRC) $(INDEX_SRC) $(CATALOG_SRC) \
                    $(REMOTE_SRC) $(WORKERS_SRC) $(INPUT_SRC) \
-                   $(filter-out device/backend_cuda.c,$(DEVICE_SRC)) \
+                   $(filter-out device/backend_cuda.c device/nvjpeg.c,$(DEVICE_SRC)) \
                    $(LOADER_SRC)
 $(FUZZ_DIR)/fuzz_loader: tests/fuzz/fuzz_loader.c tests/fuzz/loader_harness.h \
                          tests/jpegwrite.h $(FUZZ_LOADER_SRC) \
@@ -715,20 +773,22 @@ valgrind: $(STRESS) | $(BUILD)/.deps-test
 # and contexts phases on the simulated runtime, every step succeeding and every
 # figure present (CUDA=sim builds; make test runs it).
 GS_DIR := $(BUILD)/gpu-session-test
-test-gpu-session: $(TOOLS) $(SAMPLES) $(EXAMPLES)
+test-gpu-session: $(TOOLS) $(SAMPLES) $(EXAMPLES) $(NVJPEGSIM)
 	@rm -rf $(GS_DIR)
 	@$(NO_LAUNCHER) GPU_SESSION_SIM=1 GPU_SESSION_BUILD=$(BUILD) \
 	    GPU_SESSION_DIR=$(GS_DIR) OUT=$(GS_DIR)/out \
 	    GPU_SESSION_PER_CLASS=30 GPU_SESSION_SECONDS=0.3 \
 	    GPU_SESSION_BATCH=32 GPU_SESSION_WORKERS=1,2 \
-	    tools/gpu-session.sh h2d overlap sweep-generated train contexts \
+	    tools/gpu-session.sh h2d overlap sweep-generated \
+	    $(if $(NVJPEGSIM),decode) train contexts \
 	    >/dev/null
 	@s=$(GS_DIR)/out; cat $$s/summary.txt; \
 	if grep ' rc=' $$s/summary.txt | grep -v ' rc=0 '; then \
 	    echo "test-gpu-session: a step failed"; exit 1; fi; \
 	for k in 'h2d-u8:' 'h2d-f32:' 'pin on ' 'pin off ' 'pin managed ' \
 	    'overlap-1x: pin on' 'overlap-2x: pin off' 'sweep-generated-pin ' \
-	    'sweep-generated-eval-f32-gpunorm-off'; do \
+	    'sweep-generated-eval-f32-gpunorm-off' \
+	    $(if $(NVJPEGSIM),'decode-generated-u8, 2 workers: cpu' 'auto:gpu'); do \
 	    grep -q "$$k" $$s/figures.txt || { cat $$s/figures.txt; \
 	    echo "test-gpu-session: no '$$k' in figures.txt"; exit 1; }; done; \
 	tar -tzf $$s/gpu-results.tar.gz | grep -q logs/train-c.log || { \

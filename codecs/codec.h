@@ -38,6 +38,11 @@ typedef struct decode_info {
     int width, height;         /* full scale */
     int components;  /* in the file: 1 to 4 (PNG: grey and alpha is 2) */
     int progressive; /* JPEG: several scans; PNG: interlaced */
+    /* JPEG: of the kind every JPEG decoder reads, GPU ones included: 8-bit
+     * Huffman-coded DCT (baseline, extended or progressive), grey or
+     * YCbCr; not arithmetic-coded, CMYK/YCCK, RGB-coded or 12-bit. 0 for
+     * the other formats. */
+    int common_jpeg;
     /* What decoding it may hold at most, whatever the crop, as checked
      * against max_memory: JPEG, libjpeg's whole-image coefficients (a file
      * of several scans; 0 for one scan, which needs a few rows); PNG and

@@ -227,6 +227,16 @@ static int renew(jpeg_dec *j, char *reason)
     return rc;
 }
 
+/* The JPEGs other decoders (nvJPEG) read as libjpeg does: 8-bit Huffman
+ * DCT, one grey component or three YCbCr ones. */
+static int common_kind(const struct jpeg_decompress_struct *ci)
+{
+    const J_COLOR_SPACE cs = ci->jpeg_color_space;
+    return !ci->arith_code && ci->data_precision == 8 &&
+           ((cs == JCS_GRAYSCALE && ci->num_components == 1) ||
+            (cs == JCS_YCbCr && ci->num_components == 3));
+}
+
 static int jpeg_dec_open(void *st, const uint8_t *buf, size_t len,
                          const decode_limits *lim, uint64_t deadline_ns,
                          decode_info *info, char *reason)
@@ -258,6 +268,7 @@ static int jpeg_dec_open(void *st, const uint8_t *buf, size_t len,
         return rc;
     }
     const J_COLOR_SPACE cs = j->cinfo.jpeg_color_space;
+    info->common_jpeg = common_kind(&j->cinfo);
     j->cmyk = (cs == JCS_CMYK || cs == JCS_YCCK);
     j->cinfo.out_color_space = j->cmyk ? JCS_CMYK : JCS_RGB;
     j->cinfo.dct_method = JDCT_ISLOW;

@@ -14,6 +14,8 @@
 
 typedef struct backend backend;
 typedef struct be_stream be_stream; /* a copy stream and its two events */
+struct gpu_decoder;
+struct gpu_decoder_config;
 
 /* What host_alloc gave. */
 typedef enum hostmem {
@@ -107,6 +109,20 @@ typedef struct backend_ops {
     int (*normalize)(backend *b, be_stream *s, void *dst, const void *src,
                      const int32_t *status, int count, int width, int height,
                      int half, int channels_last, const void *lut);
+    /* Queue on s a copy of n bytes between two places in the device's
+     * memory (the GPU decoder's samples into a batch); not timed (copy_time
+     * counts the host's copies). */
+    int (*copy_device)(backend *b, be_stream *s, void *dst, const void *src,
+                       size_t n);
+    /* Make work queued on s from now on wait for `ev`, an event of the
+     * backend's device (a GPU decoder's). */
+    int (*wait_event)(backend *b, be_stream *s, struct CUevent_st *ev);
+    /* Open the GPU decoder (gpu_decode.h) on the caller's thread, the
+     * device current: 0 with *out; PL_EUNSUPPORTED with `why` where this
+     * build or machine has none (no nvJPEG, no kernels), PL_ENOMEM /
+     * PL_ECUDA where its memory cannot be had. NULL on the host backend. */
+    int (*gpu_decoder_open)(backend *b, const struct gpu_decoder_config *cfg,
+                            struct gpu_decoder **out, char *why, size_t cap);
     /* Free the backend itself (streams and memory are freed before). */
     void (*close)(backend *b);
 } backend_ops;

@@ -18,6 +18,7 @@
 #include <cuda_runtime_api.h>
 
 #include "backend.h"
+#include "gpu_decode.h"
 #include "../common/error.h"
 #include "../common/machine.h"
 #ifdef PL_HAVE_NVCC
@@ -643,6 +644,44 @@ static int normalize(backend *b, be_stream *s, void *dst, const void *src,
 }
 #endif
 
+static int copy_device(backend *b, be_stream *s, void *dst, const void *src,
+                       size_t n)
+{
+    (void)b;
+    CK(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, s->stream));
+    return 0;
+}
+
+static int wait_event(backend *b, be_stream *s, struct CUevent_st *ev)
+{
+    (void)b;
+    CK(cudaStreamWaitEvent(s->stream, ev, 0));
+    return 0;
+}
+
+/* The GPU decoder needs nvJPEG's declarations (nvjpeg.h, PL_HAVE_NVJPEG)
+ * and the resize kernels (nvcc's, or the simulated runtime's:
+ * PL_HAVE_GPU_RESIZE); a build without either says so. */
+static int gpu_decoder_open(backend *b, const gpu_decoder_config *cfg,
+                            gpu_decoder **out, char *why, size_t cap)
+{
+#if defined(PL_HAVE_NVJPEG) && defined(PL_HAVE_GPU_RESIZE)
+    return nvjpeg_decoder_open(b, cfg, out, why, cap);
+#else
+    (void)b;
+    (void)cfg;
+    *out = NULL;
+    snprintf(why, cap, "this build of pinload has no GPU decoder (%s)",
+#ifndef PL_HAVE_NVJPEG
+             "built without nvJPEG's header, nvjpeg.h"
+#else
+             "built without nvcc, for its kernels"
+#endif
+    );
+    return PL_EUNSUPPORTED;
+#endif
+}
+
 static void cuda_close(backend *b)
 {
     cuda_backend *cb = (cuda_backend *)b;
@@ -678,6 +717,9 @@ static const backend_ops cuda_ops = {
 #ifdef PL_HAVE_NVCC
     .normalize = normalize,
 #endif
+    .copy_device = copy_device,
+    .wait_event = wait_event,
+    .gpu_decoder_open = gpu_decoder_open,
     .close = cuda_close,
 };
 

@@ -114,6 +114,22 @@ static int copy(backend *b, be_stream *s, void *dst, const void *src, size_t n,
     return 0;
 }
 
+static int copy_device(backend *b, be_stream *s, void *dst, const void *src,
+                       size_t n)
+{
+    return copy(b, s, dst, src, n, HOSTMEM_PAGEABLE);
+}
+
+/* There is no event on the host backend, and no GPU decoder to record
+ * one. */
+static int wait_event(backend *b, be_stream *s, struct CUevent_st *ev)
+{
+    (void)b;
+    (void)s;
+    (void)ev;
+    return 0;
+}
+
 /* The host backend's copies are memcpy: their time is pl_stats.ns_copy. */
 static void copy_time(backend *b, be_stream *s, uint64_t *ns, uint64_t *bytes)
 {
@@ -198,7 +214,9 @@ static const backend_ops host_ops = {
     .drain = drain,
     .sync_user = user_nothing,
     .query = stream_nothing,
-    .close = host_close,
+    .copy_device = copy_device,
+    .wait_event = wait_event,
+    .close = host_close, /* no GPU decoder: gpu_decoder_open NULL */
 };
 
 int backend_host_open(backend **out, logger *lg, const char *why)

@@ -350,6 +350,41 @@ typedef enum pl_log_level {
 /* The level's word ("warning"), or NULL. */
 PL_EXPORT const char *pl_log_level_name(pl_log_level level);
 
+/* Where JPEGs are decoded (pl_config.decode, pl_info.decode).
+ *
+ * PL_DECODE_CPU: by the worker threads, with libjpeg-turbo, as every other
+ * format is: the bytes are those of every release before the GPU decoder.
+ *
+ * PL_DECODE_GPU: on the loader's GPU with NVIDIA's nvJPEG (its hardware
+ * decoder where the GPU has one, its GPU-hybrid decoder elsewhere),
+ * loaded at run time (libnvjpeg.so.13, or the file $PINLOAD_NVJPEG names):
+ * the workers read each file and parse its header, and a baseline or
+ * progressive JPEG (8-bit Huffman, grey or YCbCr) is decoded, cropped,
+ * resized, flipped and written in the output format on the GPU, into the
+ * same batches. PNG, WebP, CMYK/YCCK, arithmetic-coded and 12-bit JPEGs,
+ * and any file nvJPEG refuses, are decoded by the workers, sample by
+ * sample, under the same error policy. Decoded at full size whatever
+ * dct_scaling says; its pixels differ from the CPU's by nvJPEG's IDCT and
+ * chroma upsampling (docs/ARCHITECTURE.md, GPU decoding). Needs the CUDA
+ * backend, nvJPEG and keep_host 0: pl_loader_create fails naming which is
+ * missing.
+ *
+ * PL_DECODE_AUTO: PL_DECODE_GPU where it can be had; else the CPU, which
+ * one notice says, with the reason. */
+#define PL_DECODE_MAP(XX)                                                      \
+    XX(CPU, 0, "cpu")                                                          \
+    XX(GPU, 1, "gpu")                                                          \
+    XX(AUTO, 2, "auto")
+
+typedef enum pl_decode {
+#define PL_DECODE_ENUM_(name, value, word) PL_DECODE_##name = value,
+    PL_DECODE_MAP(PL_DECODE_ENUM_)
+#undef PL_DECODE_ENUM_
+} pl_decode;
+
+/* The decode's word ("gpu"), or NULL. */
+PL_EXPORT const char *pl_decode_name(pl_decode decode);
+
 /* The device field's special values; 0, 1, ... are CUDA ordinals. An
  * ordinal that cannot be had (no driver, no such device) makes
  * pl_loader_create fail, naming it and why; only AUTO falls back to the host
@@ -561,9 +596,10 @@ typedef struct pl_config {
      * Python binding sets it: batches the caller keeps cost memory, never
      * an error. */
     int32_t max_device_buffers;
-    /* ---- Remote shards: config.data of http(s)://, s3:// or pipe: URLs
-     * (docs/DATA.md). A pipe: command runs only from config.data itself:
-     * a list file's pipe: lines are refused unless the environment sets
+    /* ---- Remote shards: config.data of http(s)://, s3://, gs://, hf:// or
+     * pipe: URLs (docs/DATA.md); any other scheme is PL_EINVAL naming it.
+     * A pipe: command runs only from config.data itself: a list file's
+     * pipe: lines are refused unless the environment sets
      * PINLOAD_ALLOW_PIPE_LISTS=1, and a tar is never read as a list. */
     /* The node's cache of fetched shards, shared by the ranks of a node
      * (file locks: each shard is fetched once per node). Default NULL:
@@ -641,6 +677,20 @@ typedef struct pl_config {
      * Default NULL: augment's preset (which a spec replaces). The library
      * keeps no pointer after create. */
     const char *transform;
+    /* ---- Remote shards, continued */
+    /* The most pl_loader_create spends on the remote shards' transfers
+     * (their indexes, the shards without one fetched whole, classes.txt),
+     * attempts, backoff and waits for another rank's download included, in
+     * ms: past it they are cut and create fails, PL_EIO naming the first
+     * shard in order and this field. 0 (default): 600000 (10 minutes); -1:
+     * none. */
+    int32_t remote_create_timeout_ms;
+    /* ---- Decoding */
+    /* A pl_decode: where JPEGs are decoded; default PL_DECODE_CPU.
+     * PL_DECODE_GPU and PL_DECODE_AUTO decode them on the GPU with nvJPEG
+     * (see PL_DECODE_MAP), the others on the CPU; pl_info.decode says
+     * which runs. */
+    int32_t decode;
 } pl_config;
 
 /* Fill *cfg with the defaults listed above. */
@@ -873,6 +923,19 @@ typedef struct pl_info {
     /* The NUMA node of the GPU's PCI slot (sysfs), -1 where not known or
      * on the host backend. */
     int32_t gpu_numa_node;
+    /* The decoder in use: PL_DECODE_GPU (JPEGs on the GPU, the rest on the
+     * CPU) or PL_DECODE_CPU (config.decode cpu, or auto without a GPU
+     * decoder). */
+    int32_t decode;
+    /* "nvJPEG 13.3.2 (hardware, GPU-hybrid)", or "cpu" and why the GPU's
+     * is not used ("cpu (decode auto: libnvjpeg.so.13: cannot open shared
+     * object file)"); valid until pl_loader_destroy. */
+    const char *decoder_name;
+    /* Device memory the GPU decoder took at create: its device slots
+     * (prefetch x batch_size samples, as the workers write them) and its
+     * tables; 0 with PL_DECODE_CPU. Its per-worker buffers grow with the
+     * largest image met (pl_stats.gpu_decode_bytes). */
+    uint64_t gpu_decode_bytes;
 } pl_info;
 
 #define pl_loader_info(l, out) pl_loader_info_sized((l), (out), sizeof(pl_info))
@@ -971,6 +1034,12 @@ typedef struct pl_stats {
      * buffer to copy into (the caller holds or has not released them). */
     uint64_t ns_slot_wait;   /* workers: waiting for a free ring slot */
     uint64_t ns_buffer_wait; /* prefetcher: waiting for a device buffer */
+    /* PL_DECODE_GPU: JPEGs decoded on the GPU (counted in images_decoded
+     * too), and those offered to it that nvJPEG refused, decoded by the
+     * workers instead; the device memory the GPU decoder holds now. */
+    uint64_t images_gpu;
+    uint64_t images_gpu_declined;
+    uint64_t gpu_decode_bytes;
 } pl_stats;
 
 #define pl_loader_stats(l, out)                                                \

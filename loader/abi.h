@@ -11,7 +11,9 @@
 /* The smallest size each caller-allocated struct may have: its size in the
  * first ABI-stable release. Until 1.0 that is today's size; from 1.0 on
  * these numbers never change, and fields are only added after them. */
-#define ABI_MIN_CONFIG sizeof(pl_config)
+/* pl_config grew at its end (decode): a caller built against the header
+ * before it passes, and the fields it lacks read 0, their defaults. */
+#define ABI_MIN_CONFIG offsetof(pl_config, decode)
 /* pl_info grew at its end (numa_node, gpu_numa_node): likewise. */
 #define ABI_MIN_INFO offsetof(pl_info, numa_node)
 /* pl_stats grew at its end (ns_slot_wait, ns_buffer_wait): a caller built

@@ -57,6 +57,7 @@ static void config_default(pl_config *cfg)
     cfg->max_decode_ms = DEFAULT_MAX_DECODE_MS;
     cfg->max_scans = DEFAULT_MAX_SCANS;
     cfg->max_decode_memory = DEFAULT_MAX_DECODE_MEMORY;
+    cfg->decode = PL_DECODE_CPU;
 }
 
 /* A caller's struct of `size` bytes: the defaults of the fields it has, and
@@ -253,6 +254,10 @@ static int check_pipeline(const pl_config *c)
         /* 0: the default; a day at most */
         {"remote_timeout_ms", c->remote_timeout_ms, 0, 86400000},
         {"remote_retries", c->remote_retries, -1, 100},
+        /* 0: the default; -1: none; a day at most */
+        {"remote_create_timeout_ms", c->remote_create_timeout_ms, -1,
+         86400000},
+        {"decode", (int)c->decode, 0, PL_DECODE_AUTO},
     };
     const int rc = check_ranges(r, N_(r));
     if (rc)

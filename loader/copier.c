@@ -27,6 +27,7 @@ typedef struct fill {
     /* The open run: slot positions [run_src, run_src + run_len) go to
      * buffer positions [run_dst, ...). */
     int run_src, run_dst, run_len;
+    int run_dev;   /* the run's samples are in the slot's device memory */
     dbuf *used[2]; /* buffers whose streams copy from the current slot */
     int nused;
 } fill;
@@ -70,6 +71,33 @@ static void note_stream(fill *f, dbuf *d)
     f->used[f->nused++] = d;
 }
 
+/* A run the GPU decoded: the buffer's stream waits for the event of each
+ * worker that decoded a sample of it (each worker's last sample of the
+ * slot), then copies it on the device. */
+static int copy_decoded(copier *p, fill *f, const ring_slot *s, uint8_t *dst,
+                        size_t bytes)
+{
+    backend *be = p->cfg.be;
+    const size_t sb = p->cfg.out->ring_sample_bytes;
+    const int slot = (int)(s - p->cfg.ring->slots);
+    assert(!f->cur->mirror); /* keep_host never decodes on the GPU */
+    memset(p->waited, 0, (size_t)p->cfg.workers);
+    int rc = 0;
+    for (int i = f->run_src; i < f->run_src + f->run_len && rc == 0; i++) {
+        const int w = s->pos[i].worker;
+        assert(s->pos[i].on_device && w >= 0 && w < p->cfg.workers);
+        if (p->waited[w])
+            continue;
+        p->waited[w] = 1;
+        rc = be->ops->wait_event(be, f->cur->stream,
+                                 p->cfg.gpu->ops->decoded(p->cfg.gpu, w, slot));
+    }
+    if (rc == 0)
+        rc = be->ops->copy_device(be, f->cur->stream, dst,
+                                  s->dev + sb * (size_t)f->run_src, bytes);
+    return rc;
+}
+
 static int close_run(copier *p, fill *f, const ring_slot *s)
 {
     if (f->run_len == 0)
@@ -81,7 +109,12 @@ static int close_run(copier *p, fill *f, const ring_slot *s)
     const size_t off = sb * (size_t)f->run_dst;
     const uint64_t t0 = clock_now_ns();
     int rc = 0;
-    if (f->cur->mirror) {
+    if (f->run_dev) {
+        uint8_t *dst =
+            p->cfg.out->gpu_normalize ? f->cur->staging : f->cur->dev;
+        rc = copy_decoded(p, f, s, dst + off, bytes);
+        note_stream(f, f->cur);
+    } else if (f->cur->mirror) {
         memcpy((uint8_t *)f->cur->mirror + off, src, bytes);
     } else {
         /* Straight into the batch, or into its uint8 staging area when the
@@ -170,12 +203,17 @@ static int add_position(copier *p, fill *f, const ring_slot *s, int i)
     int rc = 0;
     if (!f->cur && (rc = open_buffer(p, f)) != 0)
         return rc;
+    const ring_pos *pos = &s->pos[i];
+    /* A run is copied from one place: host memory, or the device's. */
+    if (f->run_len && f->run_dev != pos->on_device &&
+        (rc = close_run(p, f, s)) != 0)
+        return rc;
     if (f->run_len == 0) {
         f->run_src = i;
         f->run_dst = f->count;
+        f->run_dev = pos->on_device;
     }
     f->run_len++;
-    const ring_pos *pos = &s->pos[i];
     f->cur->labels[f->count] = pos->label;
     f->cur->indices[f->count] = pos->index;
     f->cur->status[f->count] = pos->status;
@@ -314,16 +352,21 @@ int copier_start(copier *p, const copier_config *cfg)
 {
     memset(p, 0, sizeof *p);
     p->cfg = *cfg;
+    if (cfg->gpu && !(p->waited = calloc((size_t)cfg->workers, 1)))
+        return err_set(PL_ENOMEM, "pl_loader_create: out of memory");
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     const int rc = pthread_create(&p->thread, NULL, copier_main, p);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc != 0)
+    if (rc != 0) {
+        free(p->waited);
+        p->waited = NULL;
         return err_set(PL_ETHREAD,
                        "pl_loader_create: cannot start the "
                        "prefetcher thread: %s",
                        strerror(rc));
+    }
     /* The name top -H and gdb show, config.prefetch's, as before. */
     pthread_setname_np(p->thread, "pl-prefetch");
     p->started = 1;
@@ -335,6 +378,8 @@ void copier_stop(copier *p)
     if (p->started)
         pthread_join(p->thread, NULL);
     p->started = 0;
+    free(p->waited);
+    p->waited = NULL;
 }
 
 void copier_get_stats(copier *p, copier_stats *s)

@@ -16,6 +16,7 @@
 
 #include "../catalog/catalog.h"
 #include "../device/backend.h"
+#include "../device/gpu_decode.h"
 #include "dev_buffers.h"
 #include "failures.h"
 #include "output.h"
@@ -36,6 +37,11 @@ typedef struct copier_config {
     pl_on_error on_error;
     int64_t samples_per_epoch; /* delivered in every epoch */
     resume_point start;
+    /* The GPU decoder (NULL: none): a position it decoded is copied from
+     * the slot's device memory, after the event of the worker that queued
+     * it (workers: how many there are). */
+    gpu_decoder *gpu;
+    int workers;
 } copier_config;
 
 typedef struct copier_stats {
@@ -49,6 +55,7 @@ typedef struct copier {
     int started;
     _Atomic uint64_t bytes_copied, ns_copy;
     _Atomic uint64_t ns_h2d, bytes_h2d; /* GPU copy time, harvested */
+    uint8_t *waited; /* [workers]: whose events the current run waited for */
 } copier;
 
 /* Start the thread on cfg (which outlives it). PL_ETHREAD. */

@@ -12,6 +12,7 @@
 #include "../device/backend.h"
 #include "config.h"
 #include "copier.h"
+#include "decode_gpu.h"
 #include "../input/input.h"
 #include "abi.h"
 #include "../common/defaults.h"
@@ -38,8 +39,9 @@ struct pl_loader {
     handoff ho;
     copier cp;
     pool *pool;
+    decode_gpu dg; /* config.decode: the GPU decoder, or none */
     /* What create got to, so that destroy undoes exactly that. */
-    int have_log, have_fails, have_ring, have_ho;
+    int have_log, have_fails, have_ring, have_ho, have_dg;
     output_plan out;    /* what the workers write and the caller gets */
     int64_t positions;  /* claimed per epoch before any top-up */
     int64_t samples;    /* delivered per epoch */
@@ -129,6 +131,8 @@ static int on_claim(void *ctx, pool_job *job)
     pos->index = idx;
     pos->label = catalog_label(&l->cat, idx);
     pos->status = 0;
+    pos->on_device = 0;
+    pos->worker = job->worker;
     job->epoch = s->epoch;
     job->index = idx;
     job->preset_status = catalog_locate(&l->cat, idx, &job->loc, job->reason,
@@ -175,6 +179,7 @@ static void on_finish(void *ctx, pool_job *job)
     pl_loader *l = ctx;
     ring_slot *s = job->tag;
     s->pos[job->tag_pos].status = job->status;
+    s->pos[job->tag_pos].on_device = job->offloaded;
     char name[CATALOG_NAME_MAX];
     if (job->process_error)
         /* Not the file's failure: it is not recorded as bad, and no policy
@@ -183,9 +188,18 @@ static void on_finish(void *ctx, pool_job *job)
         handoff_fail(&l->ho, job->status, "pl_loader_next: %s: %s",
                      catalog_name_into(&l->cat, job->index, name, sizeof name),
                      job->reason);
+    else if (job->status == PL_ECLOSED)
+        ; /* a read cut by pl_loader_destroy: not the file's failure */
     else if (job->status != 0 || job->warnings)
         note_failure(l, job);
     ring_finish(&l->ring, s, job->status == 0);
+}
+
+/* A JPEG the worker's route lets the GPU decode (decode_gpu.h). */
+static int on_offload(void *ctx, pool_job *job, const offload_sample *o)
+{
+    pl_loader *l = ctx;
+    return decode_gpu_sample(&l->dg, job, o);
 }
 
 /* ---- create ---- */
@@ -385,6 +399,9 @@ static void fill_info(pl_loader *l)
     in->channels_last = l->out.aug.channels_last;
     in->numa_node = rs.node;
     in->gpu_numa_node = l->be->numa_node;
+    in->decode = l->dg.in_use;
+    in->decoder_name = l->dg.name;
+    in->gpu_decode_bytes = l->dg.create_bytes;
 }
 
 /* The page-locked memory this loader will take, times its node's ranks,
@@ -450,6 +467,10 @@ static int start_pipeline(pl_loader *l)
     l->have_ho = 1;
     if ((rc = handoff_init(&l->ho, &hc)) < 0)
         return rc;
+    l->have_dg = 1;
+    if ((rc = decode_gpu_open(&l->dg, c, l->be, &l->out, l->rc.num_workers,
+                              &l->ring, &l->cat, &l->log)) < 0)
+        return rc;
 
     decode_limits lim;
     decode_limits_default(&lim);
@@ -470,7 +491,10 @@ static int start_pipeline(pl_loader *l)
         .max_file_bytes = c->max_file_bytes,
         .limits = lim,
         .augment = &l->out.aug,
-        .source = {.claim = on_claim, .finish = on_finish, .ctx = l},
+        .source = {.claim = on_claim,
+                   .finish = on_finish,
+                   .offload = l->dg.g ? on_offload : NULL,
+                   .ctx = l},
     };
     if ((rc = pool_create(&l->pool, &wc)) < 0)
         return err_set(rc, "pl_loader_create: out of memory for %d workers",
@@ -486,6 +510,8 @@ static int start_pipeline(pl_loader *l)
         .on_error = c->on_error,
         .samples_per_epoch = l->samples,
         .start = l->start,
+        .gpu = l->dg.g,
+        .workers = l->rc.num_workers,
     };
     if ((rc = copier_start(&l->cp, &pc)) < 0)
         return rc;
@@ -593,6 +619,8 @@ static int loader_create(const pl_config *cfg, pl_loader **out)
                                 .cache_limit = c->cache_limit,
                                 .timeout_ms = c->remote_timeout_ms,
                                 .retries = c->remote_retries,
+                                .create_timeout_ms =
+                                    c->remote_create_timeout_ms,
                                 .stream_window = window,
                                 .ranks = l->rc.local_world};
     for (int k = 0; k < l->rc.nextras; k++)
@@ -662,6 +690,8 @@ PL_EXPORT void pl_loader_destroy(pl_loader *l)
     int busy = 0;
     if (l->have_ho)
         busy = handoff_fini(&l->ho, ms); /* waits for in-flight copies */
+    if (l->have_dg) /* its streams write the ring's device memory */
+        decode_gpu_close(&l->dg);
     if (busy && l->have_log)
         log_msg(&l->log, PL_LOG_WARNING,
                 "pl_loader_destroy: work on %d released batch%s still ran "
@@ -920,6 +950,9 @@ PL_EXPORT int pl_loader_stats_sized(const pl_loader *l, pl_stats *caller,
     out->device_buffers = (uint64_t)hs.buffers;
     out->ns_slot_wait = rs.ns_slot_wait;
     out->ns_buffer_wait = hs.ns_buffer_wait;
+    out->images_gpu = ps.offloaded;
+    out->images_gpu_declined = ps.declined;
+    out->gpu_decode_bytes = decode_gpu_bytes(&l->dg);
     abi_copy_out(caller, size, &ours, sizeof ours);
     return 0;
 }

@@ -97,6 +97,22 @@ int ring_add_extras(ring *r, int nextras)
     return 0;
 }
 
+int ring_add_device(ring *r)
+{
+    const size_t batch = r->sample_bytes * (size_t)r->sched.cfg.batch_size;
+    r->dev_bytes = batch * (size_t)r->nslots;
+    const int rc =
+        r->be->ops->dev_alloc(r->be, r->dev_bytes, (void **)&r->dev_mem);
+    if (rc < 0) {
+        r->dev_mem = NULL;
+        r->dev_bytes = 0;
+        return rc;
+    }
+    for (int i = 0; i < r->nslots; i++)
+        r->slots[i].dev = r->dev_mem + batch * (size_t)i;
+    return 0;
+}
+
 void ring_fini(ring *r)
 {
     const size_t per_slot =
@@ -110,6 +126,8 @@ void ring_fini(ring *r)
     free(r->slots);
     if (r->mem)
         r->be->ops->host_free(r->be, r->mem, r->mem_bytes, r->kind);
+    if (r->dev_mem)
+        r->be->ops->dev_free(r->be, r->dev_mem);
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->work_cv);
     pthread_cond_destroy(&r->ready_cv);

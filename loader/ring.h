@@ -34,6 +34,10 @@ typedef struct ring_pos {
     int64_t index; /* dataset index */
     int32_t label;
     int32_t status; /* 0 or PL_E* */
+    /* The GPU decoder wrote the sample into the slot's device memory (dev),
+     * on the stream of worker `worker`; else its pixels are in `pixels`. */
+    int32_t on_device;
+    int32_t worker;
 } ring_pos;
 
 typedef struct ring_slot {
@@ -48,6 +52,8 @@ typedef struct ring_slot {
     int pending;   /* positions not finished */
     int copies;    /* outstanding copy completions while COPYING */
     uint8_t *pixels;
+    uint8_t *dev;  /* the same batch's place in device memory (GPU decoding;
+                      else NULL): ring_add_device */
     ring_pos *pos; /* [batch_size] */
     /* [batch_size * nextras]: position i's extra k at i * nextras + k,
      * written by the worker as it writes the pixels */
@@ -69,6 +75,8 @@ typedef struct ring {
     backend *be;
     uint8_t *mem;
     size_t mem_bytes;
+    uint8_t *dev_mem; /* the slots' device memory (ring_add_device) */
+    size_t dev_bytes;
     hostmem kind; /* what mem is */
     int node;     /* the NUMA node it was placed on, or -1 */
     /* Workers' time blocked in ring_claim: no slot to fill, every one
@@ -88,6 +96,11 @@ void ring_fini(ring *r);
  * sample's extras (empty until written; each grows to the largest entry
  * it held). PL_ENOMEM. */
 int ring_add_extras(ring *r, int nextras);
+
+/* Before the workers start: each slot gets device memory for its batch,
+ * where the GPU decoder writes the samples it decodes (pl_last_error says
+ * why not). */
+int ring_add_device(ring *r);
 
 /* Next position to fill, in order; blocks while its slot is busy. [out]
  * *slot, *pos. Returns 1, or 0 once ring_stop was called. */

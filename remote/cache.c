@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -61,12 +62,14 @@ static uint64_t fnv(const char *s)
     return fnv1a(FNV_SEED, s, strlen(s));
 }
 
-/* The cache's name for `key` (transfer_cache_key's): a hash, then its last
- * component made safe for a file name. */
-static char *cache_name(const char *dir, const char *key)
+/* The cache's name for the object `key` names (transfer_cache_key's): a
+ * hash of the key, then the last component of the URL as shown (`shown`:
+ * the shard's own name, whatever endpoint the key adds) made safe for a
+ * file name. */
+static char *cache_name(const char *dir, const char *key, const char *shown)
 {
-    const char *base = strrchr(key, '/');
-    base = base ? base + 1 : key;
+    const char *base = strrchr(shown, '/');
+    base = base ? base + 1 : shown;
     char safe[96];
     size_t k = 0;
     for (; *base && k < sizeof safe - 1; base++)
@@ -219,7 +222,7 @@ static int shard_init(remote_cache *c, cache_shard *sh, const char *url)
     transfer_cache_key(c->xfer, url, key, sizeof key);
     sh->url = strdup(url);
     sh->name = strdup(shown);
-    sh->path = cache_name(c->dir, key);
+    sh->path = cache_name(c->dir, key, shown);
     return sh->url && sh->name && sh->path ? 0 : -1;
 }
 
@@ -308,7 +311,8 @@ static int lock_file(const remote_cache *c, const char *path)
         return -1;
     share_file(c, fd);
     while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        if ((errno != EWOULDBLOCK && errno != EINTR) || atomic_load(c->stop)) {
+        if ((errno != EWOULDBLOCK && errno != EINTR) ||
+            transfer_stopping(c->xfer)) {
             const int err = errno == EWOULDBLOCK ? ECANCELED : errno;
             close(fd);
             errno = err;
@@ -485,7 +489,9 @@ static int rename_in(const char *url, const char *part, const char *path,
 }
 
 /* url fetched into the file `part` of the cache, opened with open_part:
- * transfer_fetch's answer, or PL_EIO naming the file. */
+ * transfer_fetch's answer, or PL_EIO naming the file. A download the
+ * disk has no room for is removed (TRANSFER_NO_ROOM), err naming the
+ * cache's folder and what its disk has free. */
 static int download_into(const remote_cache *c, const char *url,
                          const char *part, int64_t expect, char *err,
                          size_t cap)
@@ -497,11 +503,31 @@ static int download_into(const remote_cache *c, const char *url,
     }
     const int rc = transfer_fetch(c->xfer, url, fd, expect, err, cap);
     close(fd);
+    if (rc == TRANSFER_NO_ROOM) {
+        unlink(part); /* what it holds takes the room others need */
+        struct statvfs v;
+        const long long room = statvfs(c->dir, &v) == 0
+                                   ? (long long)(v.f_bavail * v.f_frsize)
+                                   : -1LL;
+        const size_t k = strlen(err);
+        if (expect >= 0)
+            snprintf(err + k, cap - k,
+                     "; the cache's disk is full: %s has %lld bytes free, "
+                     "the shard needs %lld",
+                     c->dir, room, (long long)expect);
+        else
+            snprintf(err + k, cap - k,
+                     "; the cache's disk is full: %s has %lld bytes free",
+                     c->dir, room);
+    }
     return rc;
 }
 
 /* With the shard's lock held: the shard fetched into its cache file
- * (through NAME.part, renamed once whole). 0, or an error in err. */
+ * (through NAME.part, renamed once whole). 0; 1 if the cache's disk has
+ * no room for it (err says so; nothing left behind), to be read member by
+ * member; or an error in err (a pipe: shard's want of room too: it has
+ * no members to read alone). */
 static int fetch_locked(cache_shard *sh, char *err, size_t cap)
 {
     char *part = with_suffix(sh->path, ".part");
@@ -510,6 +536,8 @@ static int fetch_locked(cache_shard *sh, char *err, size_t cap)
     int rc = download_into(sh->cache, sh->url, part, sh->size, err, cap);
     if (rc == TRANSFER_ABSENT)
         rc = PL_EIO; /* a shard its index names: missing is an error */
+    if (rc == TRANSFER_NO_ROOM)
+        rc = transfer_is_command(sh->url) ? PL_EIO : 1;
     if (rc == 0)
         rc = rename_in(sh->url, part, sh->path, err, cap);
     free(part);
@@ -527,13 +555,18 @@ static int lock_shard(cache_shard *sh, char *err, size_t cap)
                  errno == ELOOP || errno == EINVAL
                      ? "its .lock file is a symbolic link or not a plain "
                        "file, which pinload never follows: remove it"
+                 : errno == ECANCELED
+                     ? "the wait for another process's download of it was "
+                       "cut (the loader closes, or create's deadline, "
+                       "config.remote_create_timeout_ms, passed)"
                      : strerror(errno));
     return lk;
 }
 
 /* The shard, whole in the node's cache: [out] *fd open and locked shared.
  * Whoever takes the lock first fetches it; the others find it there. 1 if
- * the cache has no room for it. */
+ * the cache has no room for it: under its limit (err ""), or on its disk
+ * (err says so). */
 static int cache_get(cache_shard *sh, int *fd, char *err, size_t cap)
 {
     if ((*fd = open_cached(sh->path, sh->size)) >= 0)
@@ -542,6 +575,7 @@ static int cache_get(cache_shard *sh, int *fd, char *err, size_t cap)
     if (lk < 0)
         return PL_EIO;
     int rc = 0;
+    err[0] = '\0';
     if ((*fd = open_cached(sh->path, sh->size)) < 0) {
         if (reserve(sh) < 0) {
             rc = 1; /* no room: read it member by member */
@@ -572,16 +606,17 @@ static int fetch_small(const remote_cache *c, const char *url, const char *path,
         rc = rename_in(url, part, path, err, cap);
     if (rc != 0)
         unlink(part);
-    return rc == TRANSFER_ABSENT ? 1 : rc;
+    return rc == TRANSFER_ABSENT ? 1 : rc == TRANSFER_NO_ROOM ? PL_EIO : rc;
 }
 
 int cache_fetch_file(remote_cache *c, const char *url, char *out, size_t cap,
                      char *err, size_t ecap)
 {
     out[0] = '\0';
-    char key[4200];
+    char key[4200], shown[2048];
     transfer_cache_key(c->xfer, url, key, sizeof key);
-    char *path = cache_name(c->dir, key);
+    transfer_display(url, shown, sizeof shown);
+    char *path = cache_name(c->dir, key, shown);
     if (!path)
         return PL_ENOMEM;
     const int rc = fetch_small(c, url, path, err, ecap);
@@ -637,6 +672,15 @@ int cache_index_whole(cache_shard *sh, tar_index *t, char *err, size_t cap)
 {
     int fd = -1;
     int rc = cache_get(sh, &fd, err, cap);
+    if (rc == 1 && err[0]) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", err);
+        snprintf(err, cap,
+                 "%s has no index (.idx), and fetching it whole to index it "
+                 "failed: %s",
+                 sh->name, why);
+        return PL_EIO;
+    }
     if (rc == 1) {
         snprintf(err, cap,
                  "%s has no index (.idx) and the cache %s has no room to "
@@ -734,11 +778,18 @@ static int shard_ready(cache_shard *sh, int *fd, char *reason, size_t cap,
     fetched(sh, rc, got, err, how);
     remote_cache *c = sh->cache;
     if (rc == 1 && !(how & READY_TRY) &&
-        atomic_exchange(&c->warned_full, 1) == 0)
-        log_msg(c->lg, PL_LOG_WARNING,
-                "the cache %s is full of shards other ranks read: %s and "
-                "any other that does not fit are read member by member",
-                c->dir, sh->name);
+        atomic_exchange(&c->warned_full, 1) == 0) {
+        if (err[0])
+            log_msg(c->lg, PL_LOG_WARNING,
+                    "%s: %s and any other shard that does not fit are read "
+                    "member by member",
+                    err, sh->name);
+        else
+            log_msg(c->lg, PL_LOG_WARNING,
+                    "the cache %s is full of shards other ranks read: %s and "
+                    "any other that does not fit are read member by member",
+                    c->dir, sh->name);
+    }
     if (rc < 0)
         snprintf(reason, cap, "%s", err);
     *fd = got;

@@ -16,6 +16,9 @@
 #include "pinload.h"
 
 #define HANDLES_KEPT 16 /* idle libcurl handles (connections) kept */
+/* A transfer slower than this for remote_timeout_ms is cut (libcurl's
+ * low-speed check): a server that drips a byte a second never stalls. */
+#define DRIP_FLOOR 1024 /* bytes/s */
 
 typedef struct http_pool {
     /* The certificate authorities TLS trusts, from the environment at
@@ -91,9 +94,11 @@ static size_t on_header(char *p, size_t size, size_t n, void *ctx)
     const size_t len = size * n;
     char line[256];
     snprintf(line, sizeof line, "%.*s", (int)(len < 255 ? len : 255), p);
-    if (strncasecmp(line, "HTTP/", 5) == 0) { /* a new response */
+    k->in_headers = strcspn(line, "\r\n") > 0; /* a blank line ends them */
+    if (strncasecmp(line, "HTTP/", 5) == 0) {  /* a new response */
         k->range_start = -1;
         k->total = -1;
+        k->content_range[0] = '\0';
         k->bucket_region[0] = '\0';
         k->error_body[0] = '\0';
         k->error_len = 0;
@@ -105,13 +110,45 @@ static size_t on_header(char *p, size_t size, size_t n, void *ctx)
             k->bucket_region[vlen] = '\0';
         }
     } else if (strncasecmp(line, "content-range:", 14) == 0) {
+        const char *v = line + 14 + strspn(line + 14, " \t");
+        snprintf(k->content_range, sizeof k->content_range, "%.*s",
+                 (int)strcspn(v, "\r\n"), v);
         long long a, b, t;
-        if (sscanf(line + 14, " bytes %lld-%lld/%lld", &a, &b, &t) == 3) {
+        if (sscanf(v, "bytes %lld-%lld/%lld", &a, &b, &t) == 3) {
             k->range_start = a;
             k->total = t;
         }
     }
     return len;
+}
+
+/* At the body's first bytes, whether they are the bytes asked for: 1 to
+ * take them; 0 to refuse the answer, nothing written (a 206 of other
+ * bytes than asked; a 200, the whole object, to a range read); -1 if fd
+ * could not be made to take the whole object from its start. A 200 to a
+ * resume is the whole object: written from byte 0, as wget does. */
+static int body_is_asked(sink *k)
+{
+    if (!k->ranged)
+        return 1;
+    if (k->status == 206) {
+        k->bad_range = k->range_start != k->from;
+        return !k->bad_range;
+    }
+    if (k->buf) { /* the whole object: taken only if it is the range */
+        curl_off_t length = -1;
+        curl_easy_getinfo(k->h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
+        k->ignored_range = !(k->from == 0 && length == k->want);
+        return !k->ignored_range;
+    }
+    if (ftruncate(k->fd, 0) != 0) {
+        k->write_errno = errno;
+        k->failed = 1;
+        return -1;
+    }
+    k->base = 0;
+    k->restarted = 1;
+    return 1;
 }
 
 static size_t on_body(char *p, size_t size, size_t n, void *ctx)
@@ -128,6 +165,8 @@ static size_t on_body(char *p, size_t size, size_t n, void *ctx)
         k->error_body[k->error_len] = '\0';
         return len;
     }
+    if (k->got == 0 && !k->restarted && body_is_asked(k) <= 0)
+        return 0; /* refused: judge names why */
     if (k->buf) {
         if (k->got + (int64_t)len > k->want)
             return 0; /* more than asked: refused, and an error */
@@ -140,6 +179,7 @@ static size_t on_body(char *p, size_t size, size_t n, void *ctx)
             if (w <= 0) {
                 if (w < 0 && errno == EINTR)
                     continue;
+                k->write_errno = w < 0 ? errno : ENOSPC;
                 k->failed = 1;
                 return 0;
             }
@@ -208,6 +248,10 @@ static void sink_start(sink *k, CURL *h, transfers *t)
     k->stalled = 0;
     k->status = 0;
     k->got = 0;
+    k->restarted = k->ignored_range = k->bad_range = k->in_headers = 0;
+    k->failed = k->write_errno = 0;
+    k->errbuf[0] = '\0';
+    k->content_range[0] = '\0';
     k->range_start = k->total = -1;
     k->bucket_region[0] = '\0';
     k->error_body[0] = '\0';
@@ -242,9 +286,15 @@ static void set_transfer(CURL *h, const transfers *t, const http_req *rq,
     if (ca)
         curl_easy_setopt(h, CURLOPT_CAINFO, ca);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)timeout_ms);
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, (long)DRIP_FLOOR);
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME,
                      (long)((timeout_ms + 999) / 1000));
+    const int64_t deadline = atomic_load(&t->deadline_ns);
+    if (deadline > 0) {
+        const int64_t left = (deadline - (int64_t)clock_now_ns()) / 1000000;
+        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(left > 1 ? left : 1));
+    }
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, k->errbuf);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, k);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
@@ -255,10 +305,12 @@ static void set_transfer(CURL *h, const transfers *t, const http_req *rq,
 }
 
 /* Bytes `from` to `to` inclusive (-1: to the end), unless that is the
- * whole object. libcurl copies the string. */
-static void set_range(CURL *h, int64_t from, int64_t to)
+ * whole object; k notes what was asked. libcurl copies the string. */
+static void set_range(CURL *h, int64_t from, int64_t to, sink *k)
 {
-    if (from <= 0 && to < 0)
+    k->ranged = !(from <= 0 && to < 0);
+    k->from = from > 0 ? from : 0;
+    if (!k->ranged)
         return;
     char range[64];
     if (to >= 0)
@@ -291,10 +343,78 @@ static void refused_redirect(CURL *h, long st, attempt *a)
              st, shown);
 }
 
+/* Whether libcurl refused the answer for a header over its limit: in the
+ * middle of the headers, libcurl 7's CURLE_OUT_OF_MEMORY (a header line
+ * over 100 KB, said in no words), or later versions' words ("Too large
+ * response headers", CURLE_TOO_LARGE from 8.6 on). */
+static int huge_header(CURLcode cc, const sink *k)
+{
+    return (cc == CURLE_OUT_OF_MEMORY && k->in_headers) ||
+           ((cc == CURLE_RECV_ERROR || cc == CURLE_WEIRD_SERVER_REPLY ||
+             (int)cc == 100) &&
+            strstr(k->errbuf, "header") != NULL);
+}
+
+/* Why the body was refused at its first bytes (body_is_asked): neither is
+ * retried here (a whole object's next attempt starts from byte 0). */
+static void refused_body(const sink *k, attempt *a)
+{
+    a->no_ranges = 1;
+    if (k->ignored_range)
+        snprintf(a->why, sizeof a->why,
+                 "the server ignores Range requests (HTTP 200, the whole "
+                 "object, to a request for bytes from %lld), so members "
+                 "cannot be read alone: give the cache room for the whole "
+                 "dataset (cache_limit)",
+                 (long long)k->from);
+    else
+        snprintf(a->why, sizeof a->why,
+                 "a wrong Content-Range: asked for bytes from %lld, the "
+                 "server's HTTP 206 says \"%.60s\"",
+                 (long long)k->from,
+                 k->content_range[0] ? k->content_range : "(none)");
+}
+
+/* Why a transfer that libcurl ended with cc (no HTTP error, nothing
+ * refused) failed, and whether another attempt may do better. */
+static void transport_error(const transfers *t, CURLcode cc, const sink *k,
+                            attempt *a)
+{
+    const int timed_out = cc == CURLE_OPERATION_TIMEDOUT;
+    if (atomic_load(t->stop)) {
+        snprintf(a->why, sizeof a->why, "the loader is closing");
+    } else if (timed_out && transfers_past_deadline(t)) {
+        snprintf(a->why, sizeof a->why,
+                 "create's deadline passed (config.remote_create_timeout_ms, "
+                 "%d ms)",
+                 (int)t->deadline_ms);
+    } else if (timed_out && k->moved > 0) {
+        curl_off_t us = 0;
+        curl_easy_getinfo(k->h, CURLINFO_TOTAL_TIME_T, &us);
+        snprintf(a->why, sizeof a->why,
+                 "a drip: %lld bytes in %.1f s, under %d bytes/s for %d s "
+                 "(config.remote_timeout_ms)",
+                 (long long)k->moved, (double)us / 1e6, DRIP_FLOOR,
+                 (int)((t->timeout_ms + 999) / 1000));
+        a->retry = 1;
+    } else if (huge_header(cc, k)) {
+        snprintf(a->why, sizeof a->why,
+                 "an oversized header in the server's answer, refused by "
+                 "libcurl (%.120s)",
+                 k->errbuf[0] ? k->errbuf : "a header line over 100 KB");
+    } else {
+        snprintf(a->why, sizeof a->why, "%s",
+                 k->errbuf[0] ? k->errbuf : curl_easy_strerror(cc));
+        a->retry = cc != CURLE_ABORTED_BY_CALLBACK &&
+                   cc != CURLE_UNSUPPORTED_PROTOCOL &&
+                   cc != CURLE_URL_MALFORMAT && cc != CURLE_WRITE_ERROR;
+    }
+}
+
 /* The attempt's outcome from libcurl's code and the response: whether the
  * body came whole, else why not and whether another attempt may do
  * better. */
-static void judge(CURL *h, CURLcode cc, sink *k, int32_t timeout_ms, attempt *a)
+static void judge(const transfers *t, CURL *h, CURLcode cc, sink *k, attempt *a)
 {
     if (!k->status)
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &k->status);
@@ -310,18 +430,18 @@ static void judge(CURL *h, CURLcode cc, sink *k, int32_t timeout_ms, attempt *a)
     } else if (st >= 300 || (cc == CURLE_OK && st != 200 && st != 206)) {
         snprintf(a->why, sizeof a->why, "HTTP %ld", st);
         a->retry = st == 408 || st == 429 || st >= 500;
+    } else if (k->ignored_range || k->bad_range) {
+        refused_body(k, a);
     } else if (k->stalled) {
         snprintf(a->why, sizeof a->why, "no byte for %d ms (a stall)",
-                 (int)timeout_ms);
+                 (int)t->timeout_ms);
         a->retry = 1;
     } else if (k->failed) {
-        snprintf(a->why, sizeof a->why, "writing the cache: %s",
-                 strerror(errno));
+        const int e = k->write_errno;
+        snprintf(a->why, sizeof a->why, "writing the cache: %s", strerror(e));
+        a->no_room = e == ENOSPC || e == EDQUOT || e == EFBIG;
     } else {
-        snprintf(a->why, sizeof a->why, "%s", curl_easy_strerror(cc));
-        a->retry = cc != CURLE_ABORTED_BY_CALLBACK &&
-                   cc != CURLE_UNSUPPORTED_PROTOCOL &&
-                   cc != CURLE_URL_MALFORMAT && cc != CURLE_WRITE_ERROR;
+        transport_error(t, cc, k, a);
     }
 }
 
@@ -341,10 +461,10 @@ void http_once(transfers *t, const http_req *rq, int64_t from, int64_t to,
     }
     sink_start(k, h, t);
     set_transfer(h, t, rq, k);
-    set_range(h, from, to);
+    set_range(h, from, to, k);
     struct curl_slist *hdr = rq->sign ? rq->sign(t, h, rq->region) : NULL;
     const CURLcode cc = curl_easy_perform(h);
-    judge(h, cc, k, t->timeout_ms, a);
+    judge(t, h, cc, k, a);
     char *loc = NULL;
     if (!a->ok &&
         curl_easy_getinfo(h, CURLINFO_REDIRECT_URL, &loc) == CURLE_OK && loc)
@@ -365,25 +485,18 @@ static void plain_get(transfers *t, const char *url, int64_t from, int64_t to,
 
 /* One GET by get into fd from byte `have` on: 1 if fd now holds the
  * whole, 0 if not (a says why, and whether to try again), -1 if fd could
- * not be truncated (no attempt can help). */
+ * not be truncated (no attempt can help). A server that answers the
+ * Range with the whole object (HTTP 200) has it written from byte 0, in
+ * the same answer; one that answers with other bytes than asked has none
+ * written, and the next attempt starts from byte 0. */
 int http_whole(transfers *t, http_get_fn *get, const char *url, int fd,
                int64_t have, int64_t expect, attempt *a)
 {
     sink k = {.fd = fd, .base = have};
     get(t, url, have, -1, &k, a);
-    if (a->ok && have > 0 && k.status == 200) {
-        /* The Range was ignored: the whole object came from 0. */
-        if (ftruncate(fd, 0) != 0)
-            return -1;
-        k = (sink){.fd = fd, .base = 0};
-        get(t, url, 0, -1, &k, a);
-        have = 0;
-    }
-    if (a->ok && k.status == 206 && k.range_start != have) {
-        snprintf(a->why, sizeof a->why,
-                 "asked for bytes from %lld, got them from %lld",
-                 (long long)have, (long long)k.range_start);
-        a->ok = 0;
+    if (k.restarted)
+        have = 0; /* the whole object came, from byte 0 */
+    if (k.bad_range) {
         a->retry = 1;
         return ftruncate(fd, 0) == 0 ? 0 : -1;
     }
@@ -400,19 +513,15 @@ int http_whole(transfers *t, http_get_fn *get, const char *url, int fd,
     return now > whole && ftruncate(fd, 0) != 0 ? -1 : 0;
 }
 
-/* One ranged GET by get of bytes [off, off + size) into dst. */
+/* One ranged GET by get of bytes [off, off + size) into dst: a server
+ * that ignores the Range, or answers with other bytes, is refused at its
+ * first bytes (body_is_asked), naming it, and not retried. */
 void http_part(transfers *t, http_get_fn *get, const char *url, int64_t off,
                int64_t size, void *dst, attempt *a)
 {
     sink k = {.fd = -1, .buf = dst, .want = size};
     get(t, url, off, off + size - 1, &k, a);
-    if (a->ok && k.status == 200) {
-        snprintf(a->why, sizeof a->why,
-                 "the server ignores Range requests (HTTP 200 to one), "
-                 "so members cannot be read alone: give the cache room "
-                 "for the whole dataset (cache_limit)");
-        a->ok = a->retry = 0;
-    } else if (a->ok && (k.got != size || k.range_start != off)) {
+    if (a->ok && k.got != size) {
         snprintf(a->why, sizeof a->why,
                  "a short body: %lld of %lld bytes from byte %lld",
                  (long long)k.got, (long long)size, (long long)off);

@@ -20,9 +20,21 @@ typedef struct sink {
     uint8_t *buf; /* or exactly `want` bytes here */
     int64_t want;
     int64_t got;
-    int64_t range_start; /* Content-Range's first byte, -1 if none */
-    int64_t total;       /* the whole object's size, if said; else -1 */
+    /* The Range asked for (ranged: one was sent), from byte `from`. */
+    int ranged;
+    int64_t from;
+    int64_t range_start;    /* Content-Range's first byte, -1 if none */
+    int64_t total;          /* the whole object's size, if said; else -1 */
+    char content_range[96]; /* as the answer said it, "" if not */
     long status;
+    /* What the body's first bytes found: the file's transfer restarted
+     * from byte 0 (a 200 to a resume: the whole object came); the range
+     * refused, nothing written (a 200 to a range read, or a 206 of other
+     * bytes than asked). */
+    int restarted, ignored_range, bad_range;
+    int in_headers;  /* between an answer's status line and its blank line */
+    int write_errno; /* why a write to fd failed */
+    char errbuf[CURL_ERROR_SIZE]; /* libcurl's own words */
     /* An answer that is not data: its x-amz-bucket-region header ("" if
      * none, or not a region's name), the first bytes of its body (S3's
      * error, which may say <Region>), and (s3:// only) where its Location

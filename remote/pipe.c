@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,7 +34,7 @@ static pid_t spawn(const char *cmd, int fd)
 
 /* Waits for the child: 0 with its *status; or -1, a saying why, once it
  * was killed (with its group) for writing no byte to fd for timeout_ms,
- * or because the loader closes. */
+ * because the loader closes, or at create's deadline. */
 static int watch(const transfers *t, pid_t pid, int fd, int *status, attempt *a)
 {
     int64_t last_size = -1, still_ns = 0;
@@ -48,8 +49,15 @@ static int watch(const transfers *t, pid_t pid, int fd, int *status, attempt *a)
             now - still_ns > (int64_t)t->timeout_ms * 1000000) {
             kill(-pid, SIGKILL);
             waitpid(pid, status, 0);
-            snprintf(a->why, sizeof a->why, "%s",
-                     transfers_stopping(t) ? "closing" : "the command stalled");
+            if (atomic_load(t->stop))
+                snprintf(a->why, sizeof a->why, "the loader is closing");
+            else if (transfers_past_deadline(t))
+                snprintf(a->why, sizeof a->why,
+                         "create's deadline passed "
+                         "(config.remote_create_timeout_ms, %d ms)",
+                         (int)t->deadline_ms);
+            else
+                snprintf(a->why, sizeof a->why, "the command stalled");
             a->retry = !transfers_stopping(t);
             return -1;
         }
@@ -79,6 +87,15 @@ static void pipe_get(const transfers *t, const char *cmd, int fd, attempt *a)
         return;
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
         a->ok = 1;
+        return;
+    }
+    struct statvfs v;
+    if ((WIFSIGNALED(status) && WTERMSIG(status) == SIGXFSZ) ||
+        (fstatvfs(fd, &v) == 0 && v.f_bavail == 0)) {
+        /* The command's writes failed, or would have: the cache's disk. */
+        snprintf(a->why, sizeof a->why,
+                 "the command could not write the cache: its disk is full");
+        a->no_room = 1;
         return;
     }
     if (WIFEXITED(status))

@@ -35,6 +35,8 @@
 /* The stream's shards open beyond those a window's reads may still want
  * (the span behind the furthest shard read and the span from it on). */
 #define STREAM_AHEAD 1
+/* config.remote_create_timeout_ms's default: 10 minutes. */
+#define CREATE_TIMEOUT_MS 600000
 
 typedef struct remote_set remote_set;
 
@@ -73,12 +75,16 @@ static int shard_read(const location_reader *r, int64_t off, int64_t size,
         return 0;
     /* Ranged mode reads a shard whole only if create fetched it to index
      * it. */
-    const int rc =
-        cache_read(sh->c, !sh->set->ranged, off, size, dst, reason, cap);
-    if (rc != 1)
-        return rc;
-    return transfer_range(sh->set->xfer, sh->c->url, off, size, dst, reason,
-                          cap);
+    int rc = cache_read(sh->c, !sh->set->ranged, off, size, dst, reason, cap);
+    if (rc == 1)
+        rc = transfer_range(sh->set->xfer, sh->c->url, off, size, dst, reason,
+                            cap);
+    if (rc != 0 && atomic_load(&sh->set->stop)) {
+        /* Cut by pl_loader_destroy: not the sample's failure. */
+        snprintf(reason, cap, "the loader is closing");
+        return PL_ECLOSED;
+    }
+    return rc == TRANSFER_NO_RANGES ? PL_EIO : rc;
 }
 
 /* ---- the set's life ---- */
@@ -436,6 +442,39 @@ static int choose_stream(remote_set *rs, const catalog *c, const remote_opts *o,
     return 1;
 }
 
+/* Ranged mode asks the store for one range first, the first sample's
+ * bytes (its first MiB at most), as its read will: a store that ignores
+ * Range requests, or answers with other bytes, fails create once, naming
+ * it, rather than every sample of the epoch. Any other failure is left to
+ * the samples' own reads. */
+static int probe_ranges(remote_set *rs, const catalog *c, int64_t limit,
+                        int64_t total)
+{
+    location loc;
+    int64_t i = 0;
+    while (i < catalog_size(c) && (catalog_locate(c, i, &loc, NULL, 0) != 0 ||
+                                   !loc.reader || loc.size <= 0))
+        i++;
+    if (i == catalog_size(c))
+        return 0;
+    const rshard *sh = (const rshard *)loc.reader;
+    const int64_t size = loc.size < (1 << 20) ? loc.size : (1 << 20);
+    void *buf = malloc((size_t)size);
+    if (!buf)
+        return err_set(PL_ENOMEM, "pl_loader_create: out of memory");
+    char why[1024];
+    const int rc = transfer_range(rs->xfer, sh->c->url, loc.offset, size, buf,
+                                  why, sizeof why);
+    free(buf);
+    if (rc != TRANSFER_NO_RANGES)
+        return 0;
+    return err_set(PL_EIO,
+                   "pl_loader_create: the %d remote shards (%lld bytes) "
+                   "exceed cache_limit (%lld bytes), so each member would be "
+                   "read alone with a ranged request, and %s",
+                   rs->n, (long long)total, (long long)limit, why);
+}
+
 /* Whole shards when the cache holds the data, or streamed in the shard
  * order; else members by ranged requests (the exact order reads any
  * member at any time). */
@@ -458,9 +497,13 @@ static int choose_mode(remote_set *rs, const catalog *c, const remote_opts *o,
                        "pl_loader_create: config.cache_limit: %lld bytes is "
                        "less than the %lld bytes of the %d shards, and a "
                        "pipe: shard cannot be read member by member: raise "
-                       "the limit, or use http(s):// or s3:// URLs",
+                       "the limit, or use http(s)://, s3://, gs:// or hf:// "
+                       "URLs",
                        (long long)limit, (long long)total, rs->n);
     rs->ranged = 1;
+    const int rc = probe_ranges(rs, c, limit, total);
+    if (rc < 0)
+        return rc;
     log_msg(lg, PL_LOG_NOTICE,
             "the %d remote shards (%lld bytes) exceed cache_limit (%lld "
             "bytes): each member is read alone with a ranged request, in the "
@@ -495,12 +538,19 @@ int remote_read(catalog *c, char **urls, int n, const remote_opts *o,
     if (made < 0)
         return made;
     catalog_adopt(c, rs, set_stop, set_free);
+    /* Create's transfers (the indexes, the shards without one, the
+     * classes, the ranges' probe) end by its deadline; the workers' and
+     * the fetch-ahead thread's have none. */
+    const int32_t ms =
+        o->create_timeout_ms == 0 ? CREATE_TIMEOUT_MS : o->create_timeout_ms;
+    transfer_deadline(rs->xfer, ms);
     /* The remote shards are the catalog's only ones (remote_detect: all
      * of config.data), so catalog shard k is rs->s[k]. The mode needs
      * every shard's size and samples: chosen once all are added. */
     int rc = add_shards(c, rs, urls[0], lg);
     if (rc == 0)
         rc = choose_mode(rs, c, o, lg);
+    transfer_deadline(rs->xfer, 0);
     if (rc == 0)
         log_msg(lg, PL_LOG_NOTICE, "%d remote shard(s) through the cache %s", n,
                 cache_dir(rs->cache));
@@ -623,11 +673,15 @@ static int read_url_lines(FILE *f, const char *path, char ***out, int *n)
         const char *s = list_line(line, lineno);
         if (!s)
             continue;
+        char refused[512];
+        if (transfer_refusal(s, refused, sizeof refused))
+            return err_set(PL_EINVAL, "pl_loader_create: %s:%d: %s", path,
+                           lineno, refused);
         if (!remote_is_url(s))
             return *n ? err_set(PL_EINVAL,
                                 "pl_loader_create: %s:%d: expected a URL "
-                                "(http(s)://, s3://, pipe:), as on the lines "
-                                "before",
+                                "(http(s)://, s3://, gs://, hf://, pipe:), as "
+                                "on the lines before",
                                 path, lineno)
                       : 0;
         if (transfer_is_command(s) && !pipe_lists_allowed())
@@ -671,6 +725,9 @@ int remote_detect(const char *data, char ***out, int *n)
 {
     *out = NULL;
     *n = 0;
+    char why[512];
+    if (transfer_refusal(data, why, sizeof why))
+        return err_set(PL_EINVAL, "pl_loader_create: config.data: %s", why);
     if (!remote_is_url(data))
         return list_of_urls(data, out, n);
     const int rc = braces_expand(data, out, n);

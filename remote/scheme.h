@@ -13,23 +13,34 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/clock.h"
 #include "transfer.h"
 
 struct http_pool;
 struct s3_conf;
+struct gs_conf;
+struct hf_conf;
 
 struct transfers {
     int32_t timeout_ms, retries;
     atomic_int *stop;       /* the caller's */
     struct http_pool *http; /* http.c's: the idle handles, the CA bundle */
     struct s3_conf *s3;     /* s3.c's: its settings, the buckets' regions */
+    struct gs_conf *gs;     /* gs.c's: the endpoint, the HMAC key */
+    struct hf_conf *hf;     /* hf.c's: the Hub's endpoint, the token */
+    /* transfer_deadline's: when every transfer ends (clock_now_ns; 0:
+     * never), and the config's milliseconds, for the message. */
+    _Atomic int64_t deadline_ns;
+    int32_t deadline_ms;
 };
 
 /* The outcome of one attempt. */
 typedef struct attempt {
     int ok;        /* the whole requested body came */
     int retry;     /* worth another attempt */
-    char why[256]; /* "HTTP 404", "Timeout was reached"... */
+    int no_room;   /* writing the cache failed for want of room */
+    int no_ranges; /* the store answered a range with other bytes */
+    char why[320]; /* "HTTP 404", "Timeout was reached"... */
 } attempt;
 
 /* What a fetch of one scheme does; transfer.c lists the URL prefixes
@@ -57,11 +68,22 @@ typedef struct scheme {
 
 extern const scheme scheme_http; /* http.c: http:// and https:// */
 extern const scheme scheme_s3;   /* s3.c */
+extern const scheme scheme_gs;   /* gs.c */
+extern const scheme scheme_hf;   /* hf.c */
 extern const scheme scheme_pipe; /* pipe.c */
 
+/* Whether transfer_deadline's deadline has passed. */
+static inline int transfers_past_deadline(const transfers *t)
+{
+    const int64_t d = atomic_load(&t->deadline_ns);
+    return d > 0 && (int64_t)clock_now_ns() >= d;
+}
+
+/* Whether every transfer gives up now: the loader closes, or the
+ * deadline has passed. */
 static inline int transfers_stopping(const transfers *t)
 {
-    return atomic_load(t->stop);
+    return atomic_load(t->stop) || transfers_past_deadline(t);
 }
 
 /* The environment variable `name`, copied, or NULL if unset or empty. */
@@ -78,5 +100,9 @@ struct http_pool *http_pool_new(void);
 void http_pool_free(struct http_pool *p);
 struct s3_conf *s3_conf_new(void);
 void s3_conf_free(struct s3_conf *c);
+struct gs_conf *gs_conf_new(void);
+void gs_conf_free(struct gs_conf *c);
+struct hf_conf *hf_conf_new(void);
+void hf_conf_free(struct hf_conf *c);
 
 #endif

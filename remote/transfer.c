@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,10 +25,32 @@ static const struct {
     const char *prefix;
     const scheme *row;
 } schemes[] = {
-    {"http://", &scheme_http},
-    {"https://", &scheme_http},
-    {"s3://", &scheme_s3},
-    {"pipe:", &scheme_pipe},
+    {"http://", &scheme_http}, {"https://", &scheme_http},
+    {"s3://", &scheme_s3},     {"gs://", &scheme_gs},
+    {"hf://", &scheme_hf},     {"pipe:", &scheme_pipe},
+};
+
+/* The stores users name that no row takes, and what to do instead (the
+ * first whose prefix matches; the last, any scheme at all). */
+static const struct {
+    const char *scheme; /* "az" for az://...; "" for any other */
+    const char *instead;
+} refusals[] = {
+    {"gcs", "Google Cloud Storage is gs://BUCKET/KEY (its XML API, with an "
+            "HMAC key in GS_ACCESS_KEY_ID and GS_SECRET_ACCESS_KEY)"},
+    {"s3a", "S3 is s3://BUCKET/KEY"},
+    {"s3n", "S3 is s3://BUCKET/KEY"},
+    {"az", "read Azure Blob Storage through a command, as pipe:az storage "
+           "blob download --account-name A --container-name C --name KEY "
+           "--file /dev/stdout"},
+    {"abfs", "read Azure storage through a command, as pipe:az storage "
+             "blob download ... --file /dev/stdout"},
+    {"abfss", "read Azure storage through a command, as pipe:az storage "
+              "blob download ... --file /dev/stdout"},
+    {"hdfs", "read HDFS through a command, as pipe:hdfs dfs -cat URL"},
+    {"file", "name the local file without file://"},
+    {"", "read it through a command that writes the shard to its standard "
+         "output, as pipe:COMMAND (WebDataset's convention)"},
 };
 
 /* url's row, or NULL. */
@@ -50,6 +73,24 @@ static const scheme *scheme_of(const char *url)
 int transfer_knows(const char *url)
 {
     return scheme_find(url) != NULL;
+}
+
+int transfer_refusal(const char *s, char *out, size_t cap)
+{
+    const size_t n = strspn(s, "abcdefghijklmnopqrstuvwxyz"
+                               "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+-.");
+    if (n == 0 || strncmp(s + n, "://", 3) != 0 || transfer_knows(s))
+        return 0;
+    size_t i = 0;
+    while (refusals[i].scheme[0] &&
+           !(strlen(refusals[i].scheme) == n &&
+             strncasecmp(s, refusals[i].scheme, n) == 0))
+        i++;
+    snprintf(out, cap,
+             "%.*s:// is not a scheme pinload reads (http://, https://, "
+             "s3://, gs://, hf://, pipe:): %s",
+             (int)(n < 32 ? n : 32), s, refusals[i].instead);
+    return 1;
 }
 
 int transfer_is_command(const char *url)
@@ -79,9 +120,12 @@ transfers *transfers_new(int32_t timeout_ms, int32_t retries, atomic_int *stop)
     t->stop = stop;
     t->timeout_ms = timeout_ms > 0 ? timeout_ms : DEFAULT_TIMEOUT_MS;
     t->retries = retries != 0 ? retries : DEFAULT_RETRIES;
+    atomic_init(&t->deadline_ns, 0);
     t->http = http_pool_new();
     t->s3 = s3_conf_new();
-    if (!t->http || !t->s3) {
+    t->gs = gs_conf_new();
+    t->hf = hf_conf_new();
+    if (!t->http || !t->s3 || !t->gs || !t->hf) {
         transfers_free(t);
         return NULL;
     }
@@ -94,7 +138,21 @@ void transfers_free(transfers *t)
         return;
     http_pool_free(t->http);
     s3_conf_free(t->s3);
+    gs_conf_free(t->gs);
+    hf_conf_free(t->hf);
     free(t);
+}
+
+void transfer_deadline(transfers *t, int32_t ms)
+{
+    t->deadline_ms = ms > 0 ? ms : 0;
+    atomic_store(&t->deadline_ns,
+                 ms > 0 ? (int64_t)clock_now_ns() + (int64_t)ms * 1000000 : 0);
+}
+
+int transfer_stopping(const transfers *t)
+{
+    return transfers_stopping(t);
 }
 
 /* ---- attempts ---- */
@@ -115,6 +173,26 @@ static int backoff(const transfers *t, int i)
         nanosleep(&ts, NULL);
     }
     return 1;
+}
+
+/* After the attempts: if the loader's closing or the deadline cut them,
+ * a->why says so (after the last attempt's why, if one was made). */
+static void say_cut(const transfers *t, attempt *a, int attempts)
+{
+    if (atomic_load(t->stop)) {
+        if (attempts == 0)
+            snprintf(a->why, sizeof a->why, "the loader is closing");
+        return;
+    }
+    if (!transfers_past_deadline(t) ||
+        strstr(a->why, "remote_create_timeout_ms"))
+        return;
+    char last[sizeof a->why];
+    snprintf(last, sizeof last, "%s", attempts > 0 ? a->why : "");
+    snprintf(a->why, sizeof a->why,
+             "%.220s%screate's deadline passed "
+             "(config.remote_create_timeout_ms, %d ms)",
+             last, last[0] ? "; then " : "", (int)t->deadline_ms);
 }
 
 /* "URL: why (after N attempts)" into out. */
@@ -157,7 +235,7 @@ static int download(transfers *t, const char *url, int fd, int64_t expect,
     int rc = PL_EIO;
     const int tries = 1 + (t->retries < 0 ? 0 : t->retries);
     for (*attempts = 0; *attempts < tries;) {
-        if (*attempts > 0 && !backoff(t, *attempts))
+        if (transfers_stopping(t) || (*attempts > 0 && !backoff(t, *attempts)))
             break;
         ++*attempts;
         const int64_t have = resume_at(fd, expect);
@@ -172,9 +250,13 @@ static int download(transfers *t, const char *url, int fd, int64_t expect,
         }
     }
     if (rc == 0 && fsync(fd) != 0) {
-        snprintf(a->why, sizeof a->why, "fsync: %s", strerror(errno));
+        const int e = errno;
+        snprintf(a->why, sizeof a->why, "fsync: %s", strerror(e));
+        a->no_room = e == ENOSPC || e == EDQUOT || e == EFBIG;
         rc = PL_EIO;
     }
+    if (rc != 0)
+        say_cut(t, a, *attempts);
     return rc;
 }
 
@@ -194,7 +276,7 @@ int transfer_fetch(transfers *t, const char *url, int fd, int64_t expect,
     if (rc == 0)
         return 0;
     fetch_error(url, &a, attempts, err, cap);
-    return absent(&a) ? TRANSFER_ABSENT : rc;
+    return absent(&a) ? TRANSFER_ABSENT : a.no_room ? TRANSFER_NO_ROOM : rc;
 }
 
 /* ---- ranges: one member of a shard ---- */
@@ -210,7 +292,7 @@ int transfer_range(transfers *t, const char *url, int64_t off, int64_t size,
     attempt a = {0};
     int i = 0;
     while (i < tries) {
-        if (i > 0 && !backoff(t, i))
+        if (transfers_stopping(t) || (i > 0 && !backoff(t, i)))
             break;
         i++;
         s->range(t, url, off, size, dst, &a);
@@ -219,6 +301,7 @@ int transfer_range(transfers *t, const char *url, int64_t off, int64_t size,
         if (!a.retry)
             break;
     }
+    say_cut(t, &a, i);
     fetch_error(url, &a, i, reason, cap);
-    return PL_EIO;
+    return a.no_ranges ? TRANSFER_NO_RANGES : PL_EIO;
 }

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,7 +26,6 @@
 #include "bench_rounds.h"
 #include "cli.h"
 #include "pinload.h"
-
 
 /* ---- one combination ---- */
 
@@ -154,6 +154,16 @@ static void fill_row_waits(row *r, const pl_stats *s0, const pl_stats *s1,
         n ? (double)(s1->ns_buffer_wait - s0->ns_buffer_wait) / 1e6 / n : 0;
 }
 
+/* The process's CPU time so far, user and system, every thread's. */
+static double cpu_seconds(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) < 0)
+        return 0;
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
 /* Throughput, waits and the per-stage split of one measured pass. */
 static void fill_row(row *r, const pl_stats *s0, const pl_stats *s1,
                      double *waits, long n)
@@ -184,6 +194,7 @@ typedef struct pass {
     double seconds;
     long batches, images;
     pl_stats s0, s1;
+    double cpu_s; /* the process's CPU time (getrusage) over the pass */
     double *waits;
     double *launched; /* each step's launch, host clock (s), with a GPU */
 } pass;
@@ -207,6 +218,7 @@ static int measure(const options *o, bench_cuda *cu, pl_loader *l,
     if (!ps->waits || !ps->launched)
         return -1;
     pl_loader_stats(l, &ps->s0);
+    const double cpu0 = cpu_seconds();
     const double t0 = now_s();
     long n = 0, images = 0;
     while (n < cap && !cli_signal &&
@@ -224,6 +236,7 @@ static int measure(const options *o, bench_cuda *cu, pl_loader *l,
     if (cu)
         bench_cuda_sync(cu);
     ps->seconds = now_s() - t0;
+    ps->cpu_s = cpu_seconds() - cpu0;
     ps->batches = n;
     ps->images = images;
     pl_loader_stats(l, &ps->s1);
@@ -239,8 +252,7 @@ static int measure(const options *o, bench_cuda *cu, pl_loader *l,
  * launched after step i - 1 had ended (the caller had no batch yet); the
  * rest of the gap the launched step waited on the device (for its batch's
  * copy). With --timeline, one line per step, every round's. */
-static void step_gaps(const options *o, bench_cuda *cu, const pass *pc,
-                      row *r)
+static void step_gaps(const options *o, bench_cuda *cu, const pass *pc, row *r)
 {
     r->gpu_idle_ms = r->late_ms = -1;
     long n = pc->batches < BENCH_STEPS_MAX ? pc->batches : BENCH_STEPS_MAX;
@@ -315,6 +327,7 @@ static pl_loader *open_loader(const options *o, bench_log *bl, row *r)
     cfg.memory = (pl_memory)r->pin;
     cfg.device = o->device;
     cfg.gpu_normalize = o->gpu_normalize;
+    cfg.decode = r->decode;
     cfg.cache_limit = o->cache_limit;
     cfg.order = o->order;
     cfg.shuffle_window = o->shuffle_window;
@@ -331,6 +344,7 @@ static pl_loader *open_loader(const options *o, bench_log *bl, row *r)
     pl_info info;
     pl_loader_info(l, &info);
     r->workers = info.num_workers; /* what 0 (the default) resolved to */
+    r->decode_used = info.decode;  /* what auto resolved to */
     snprintf(bl->backend, sizeof bl->backend, "%s", info.backend_name);
     bl->cuda = info.backend == PL_BACKEND_CUDA;
     if (o->want_cuda && !bl->cuda) {
@@ -345,8 +359,7 @@ static pl_loader *open_loader(const options *o, bench_log *bl, row *r)
 }
 
 /* A load pass (no compute) of the loader l: its time a batch, or -1. */
-static double load_pass(const options *o, bench_cuda *cu, pl_loader *l,
-                        row *r)
+static double load_pass(const options *o, bench_cuda *cu, pl_loader *l, row *r)
 {
     pass p = {0};
     const int rc = measure(o, cu, l, 0.0, r, &p);
@@ -379,6 +392,7 @@ static int run_combo(const options *o, bench_cuda *cu, bench_log *bl, row *r)
         r->images = ps.images;
         fill_row(r, &ps.s0, &ps.s1, ps.waits, ps.batches);
         r->load_ms = ps.seconds / (double)ps.batches * 1e3;
+        r->us_cpu = ps.images ? ps.cpu_s * 1e6 / (double)ps.images : -1;
     }
     free(ps.waits);
     free(ps.launched);
@@ -539,7 +553,7 @@ typedef struct sweep {
 static int sweep_open(sweep *sw, const options *o)
 {
     memset(sw, 0, sizeof *sw);
-    sw->total = o->npin * o->nprefetch * o->nworkers;
+    sw->total = o->ndecode * o->npin * o->nprefetch * o->nworkers;
     const size_t all = (size_t)sw->total * (size_t)o->rounds;
     sw->plan = calloc((size_t)sw->total, sizeof *sw->plan);
     sw->meas = calloc(all, sizeof *sw->meas);
@@ -554,12 +568,14 @@ static int sweep_open(sweep *sw, const options *o)
         return -1;
     }
     int i = 0;
-    for (int p = 0; p < o->npin; p++)
-        for (int q = 0; q < o->nprefetch; q++)
-            for (int w = 0; w < o->nworkers; w++)
-                sw->plan[i++] = (row){.pin = o->pin[p],
-                                      .workers = o->workers[w],
-                                      .prefetch = o->prefetch[q]};
+    for (int d = 0; d < o->ndecode; d++)
+        for (int p = 0; p < o->npin; p++)
+            for (int q = 0; q < o->nprefetch; q++)
+                for (int w = 0; w < o->nworkers; w++)
+                    sw->plan[i++] = (row){.pin = o->pin[p],
+                                          .workers = o->workers[w],
+                                          .prefetch = o->prefetch[q],
+                                          .decode = o->decode[d]};
     return 0;
 }
 

@@ -41,9 +41,11 @@ typedef struct options {
     int round_at;     /* the round under way (1-based), of o->rounds */
     double base_full[1025], base_eighth[1025]; /* by thread count */
     double memcpy_gbs, memcpy_pageable_gbs;    /* cudaMemcpy's H2D, or 0 */
-    int gpu_normalize;  /* --gpu-normalize: pl_config.gpu_normalize */
-    long cache_limit;   /* --cache-limit: pl_config.cache_limit */
-    int order;          /* --order: pl_config.order */
+    int gpu_normalize; /* --gpu-normalize: pl_config.gpu_normalize */
+    int decode[MAX_LIST], ndecode; /* --decode: pl_config.decode, swept */
+    int decode_given;              /* --decode was given: its columns */
+    long cache_limit;              /* --cache-limit: pl_config.cache_limit */
+    int order;                     /* --order: pl_config.order */
     int shuffle_window; /* --shuffle-window: pl_config.shuffle_window */
 } options;
 
@@ -52,6 +54,8 @@ typedef struct options {
  * (bench_combine in bench_rounds.h). */
 typedef struct row {
     int pin, workers, prefetch;
+    int decode;      /* the sweep's --decode: pl_config.decode (a pl_decode) */
+    int decode_used; /* pl_info.decode: what auto became */
     long images, batches;
     /* The reported row's: how many rounds measured it, the lowest and
      * highest of their img/s, and each round's (img_s_round[rounds], in
@@ -80,11 +84,16 @@ typedef struct row {
             /* Per batch of the last pass: workers waiting for a free ring
              * slot, the prefetcher for a device buffer (pl_stats). */
             double slot_wait_ms, buffer_wait_ms;
+            /* The process's CPU time (user and system, getrusage) per
+             * image of the load pass: every thread's, workers, copy
+             * engine and the caller's, so decoding on the GPU shows as
+             * the CPU time it frees. */
+            double us_cpu;
         };
         /* The same figures as a list, so that every one (a new one too:
          * doubles only, in the struct above) gets its median. A figure
          * that does not apply is negative. */
-        double figure[20];
+        double figure[21];
     };
 } row;
 
@@ -92,8 +101,8 @@ typedef struct row {
 _Static_assert(sizeof(row) ==
                    offsetof(row, figure) + sizeof(((row *)0)->figure),
                "row.figure must cover every figure of row");
-_Static_assert(offsetof(row, buffer_wait_ms) + sizeof(double) == sizeof(row),
-               "row.figure must hold figures only (the last: buffer_wait_ms)");
+_Static_assert(offsetof(row, us_cpu) + sizeof(double) == sizeof(row),
+               "row.figure must hold figures only (the last: us_cpu)");
 
 /* ---- bench_args.c ---- */
 
@@ -112,6 +121,7 @@ const char *pin_name(int pin);
  * asked (a row of fewer, cut short by a signal, says so). */
 typedef struct columns {
     int mb, stages, h2d, step, vs;
+    int decode; /* --decode given: the decoder and CPU us/img */
     int rounds;
 } columns;
 

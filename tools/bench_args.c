@@ -17,6 +17,7 @@ const char bench_usage[] =
     "[--augment " CLI_AUGMENT_USAGE "]\n"
     "       [--format u8|f32|f16|bf16] [--gpu-normalize on|off] [--workers "
     "LIST]\n"
+    "       [--decode cpu,gpu,auto]\n"
     "       [--prefetch LIST] [--pin LIST] [--rounds R]\n"
     "       [--batches N | --seconds S] [--warmup N] [--compute-ms X]\n"
     "       [--device " CLI_DEVICES "] [--csv FILE] [--json FILE]\n"
@@ -58,6 +59,11 @@ const char bench_usage[] =
     "--gpu-normalize off makes the CPU normalise float formats on CUDA (on, "
     "the\n"
     "default, copies uint8 and normalises on the GPU).\n"
+    "--decode gpu decodes JPEGs on the GPU with nvJPEG (config.decode; auto: "
+    "where it\ncan be had, else the CPU); cpu, the default, on the "
+    "workers. A list (cpu,gpu,auto)\nis swept like --workers; given, the "
+    "table adds the decoder each row used and\nthe process's CPU time per "
+    "image (getrusage: every thread's).\n"
     "--order shards (tar shards only) deals a permutation of the shards to "
     "the\nranks, each read in sequence and shuffled within --shuffle-window "
     "positions\n(default 4096); global, the default, is the exact global "
@@ -133,6 +139,26 @@ static int parse_list(const char *flag, const char *v, int *out, int pin,
     return n;
 }
 
+/* --decode's comma-separated words (PL_DECODE_MAP's), each once. */
+static int parse_decodes(const char *flag, const char *v, int *out)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", v);
+    int n = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        const int d = cli_decode("pinload-bench", bench_usage, flag, tok);
+        for (int i = 0; i < n; i++)
+            if (out[i] == d)
+                bad("%s: \"%s\" twice", flag, tok);
+        out[n++] = d;
+    }
+    if (n == 0 || v[strlen(v) - 1] == ',' || strstr(v, ",,") || v[0] == ',')
+        bad("%s: empty item in \"%s\"", flag, v);
+    return n;
+}
+
 static int choice(const char *flag, const char *v, const char *const *names,
                   int n)
 {
@@ -170,6 +196,8 @@ static void set_defaults(options *o)
     o->device = PL_DEVICE_AUTO;
     o->baseline_seconds = 3.0;
     o->gpu_normalize = 1;
+    o->decode[0] = PL_DECODE_CPU;
+    o->ndecode = 1;
 }
 
 void bench_parse(int argc, char **argv, options *o)
@@ -194,6 +222,7 @@ void bench_parse(int argc, char **argv, options *o)
                                          "--json",
                                          "--plot",
                                          "--gpu-normalize",
+                                         "--decode",
                                          "--cache-limit",
                                          "--order",
                                          "--shuffle-window",
@@ -226,6 +255,8 @@ void bench_parse(int argc, char **argv, options *o)
             o->format = cli_format("pinload-bench", bench_usage, f, v);
         else if (!strcmp(f, "--gpu-normalize"))
             o->gpu_normalize = choice(f, v, onoff, 2) == 0;
+        else if (!strcmp(f, "--decode"))
+            o->ndecode = parse_decodes(f, v, o->decode), o->decode_given = 1;
         else if (!strcmp(f, "--workers"))
             o->nworkers = parse_list(f, v, o->workers, 0, 0);
         else if (!strcmp(f, "--prefetch"))
@@ -243,7 +274,8 @@ void bench_parse(int argc, char **argv, options *o)
         else if (!strcmp(f, "--compute-ms"))
             o->compute_ms = parse_double(f, v, 0, 1e5);
         else if (!strcmp(f, "--device"))
-            o->device = cli_device("pinload-bench", bench_usage, f, v, &o->want_cuda);
+            o->device =
+                cli_device("pinload-bench", bench_usage, f, v, &o->want_cuda);
         else if (!strcmp(f, "--cache-limit"))
             o->cache_limit = parse_long(f, v, 0, LONG_MAX);
         else if (!strcmp(f, "--order"))

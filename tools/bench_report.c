@@ -28,7 +28,8 @@ const char *pin_name(int pin)
  * ratio with --baseline) take the place of the per-stage times, and MB/s
  * (img/s times the batch's bytes: nothing new) gives its room to img/s's
  * lowest and highest rounds; --wide shows every column (the CSV and JSON
- * always have them all). */
+ * always have them all). --decode adds, last, the decoder each row used
+ * and the process's CPU time per image. */
 
 columns pick_columns(const options *o, int cuda)
 {
@@ -36,6 +37,7 @@ columns pick_columns(const options *o, int cuda)
                  .h2d = o->wide || cuda,
                  .step = o->wide || o->compute_ms > 0,
                  .vs = o->wide || o->baseline,
+                 .decode = o->decode_given,
                  .rounds = o->rounds};
     c.stages = o->wide || !(c.h2d || c.step || c.vs);
     return c;
@@ -82,11 +84,15 @@ void print_header(const columns *c)
         }
         if (c->vs)
             head_cell(l, sizeof l, 7, top ? "vs base" : "");
+        if (c->decode) {
+            head_cell(l, sizeof l, 8, top ? "decode" : "");
+            head_cell(l, sizeof l, 7, top ? "cpu" : "us/img");
+        }
         size_t end = strlen(l);
         while (end > 0 && l[end - 1] == ' ')
             end--;
         printf("%.*s\n", (int)end, l);
-        if (!c->stages && c->rounds < 2)
+        if (!c->stages && !c->decode && c->rounds < 2)
             break; /* the second line only labels stage times and rounds */
     }
 }
@@ -114,6 +120,17 @@ static void rate_cell(char *buf, size_t cap, const columns *c, const row *r)
     snprintf(buf + at, cap - (size_t)at, " (%s-%s)", lo, hi);
 }
 
+/* The decoder a row asked for, and for auto what it became ("auto:gpu"). */
+static void decode_cell(char *buf, size_t cap, const row *r)
+{
+    const char *asked = pl_decode_name((pl_decode)r->decode);
+    const char *used = pl_decode_name((pl_decode)r->decode_used);
+    if (r->decode == PL_DECODE_AUTO)
+        snprintf(buf, cap, "auto:%s", used ? used : "?");
+    else
+        snprintf(buf, cap, "%s", asked ? asked : "?");
+}
+
 void print_row(const columns *c, const row *r)
 {
     char h2d[16] = "-", step[16] = "-", ov[16] = "-", vs[16] = "-", img[80];
@@ -139,6 +156,13 @@ void print_row(const columns *c, const row *r)
         printf(" %7s %7s", step, ov);
     if (c->vs)
         printf(" %7s", vs);
+    if (c->decode) {
+        char dec[16], cpu[16] = "-";
+        decode_cell(dec, sizeof dec, r);
+        if (r->us_cpu >= 0)
+            snprintf(cpu, sizeof cpu, "%.0f", r->us_cpu);
+        printf(" %8s %7s", dec, cpu);
+    }
     printf("\n");
     fflush(stdout);
 }
@@ -150,8 +174,13 @@ static void print_named(const char *lead, const row *r)
     rate(med, sizeof med, r->img_s);
     rate(lo, sizeof lo, r->img_s_min);
     rate(hi, sizeof hi, r->img_s_max);
-    printf("%spin %s, %d workers, prefetch %d: %s img/s", lead,
-           pin_name(r->pin), r->workers, r->prefetch, med);
+    char dec[16] = "";
+    if (r->decode != PL_DECODE_CPU) {
+        memcpy(dec, ", decode ", 9);
+        decode_cell(dec + 9, sizeof dec - 9, r);
+    }
+    printf("%spin %s, %d workers, prefetch %d%s: %s img/s", lead,
+           pin_name(r->pin), r->workers, r->prefetch, dec, med);
     if (r->rounds > 1)
         printf(" (%s-%s)", lo, hi);
 }
@@ -218,7 +247,7 @@ int write_csv(const char *path, const row *rows, int n, char *why,
                "decode_us,augment_us,copy_us,load_ms,step_ms,overlap_pct,"
                "vs_baseline,gpu_idle_ms,late_ms,slot_wait_ms,buffer_wait_ms,"
                "rounds,images_per_s_min,images_per_s_max,"
-               "images_per_s_rounds\n");
+               "images_per_s_rounds,decode,decode_used,cpu_us\n");
     for (int i = 0; i < n; i++) {
         const row *r = &rows[i];
         fprintf(f, "%s,%d,%d,%ld,%ld,%.9f,%.2f,%.2f,", pin_name(r->pin),
@@ -241,6 +270,10 @@ int write_csv(const char *path, const row *rows, int n, char *why,
                 r->buffer_wait_ms, r->rounds, r->img_s_min, r->img_s_max);
         for (int k = 0; k < r->rounds; k++)
             fprintf(f, "%s%.2f", k ? ";" : "", r->img_s_round[k]);
+        const char *asked = pl_decode_name((pl_decode)r->decode);
+        const char *used = pl_decode_name((pl_decode)r->decode_used);
+        fprintf(f, ",%s,%s,", asked ? asked : "", used ? used : "");
+        csv_num(f, r->us_cpu, "%.1f");
         fputc('\n', f);
     }
     return fclose(f);
@@ -365,6 +398,12 @@ int write_json(const char *path, const options *o, const char *mach,
         json_num(f, r->late_ms);
         fprintf(f, ", \"slot_wait_ms\": %.3f, \"buffer_wait_ms\": %.3f",
                 r->slot_wait_ms, r->buffer_wait_ms);
+        const char *asked = pl_decode_name((pl_decode)r->decode);
+        const char *used = pl_decode_name((pl_decode)r->decode_used);
+        fprintf(f,
+                ", \"decode\": \"%s\", \"decode_used\": \"%s\", \"cpu_us\": ",
+                asked ? asked : "", used ? used : "");
+        json_num(f, r->us_cpu);
         fprintf(f, ", \"load_before_ms\": ");
         json_num(f, r->load_before_ms);
         fprintf(f, ", \"load_after_ms\": ");
@@ -399,21 +438,28 @@ static void gp_quote(FILE *g, const char *s)
     fputc('\'', g);
 }
 
-/* The chart's data: one block per (pin, prefetch), its title first. */
+/* The chart's data: one block per (decode, pin, prefetch), its title
+ * first. */
 static int write_plot_data(FILE *f, const options *o, const row *rows, int n)
 {
-    for (int p = 0; p < o->npin; p++)
-        for (int q = 0; q < o->nprefetch; q++) {
-            fprintf(f, "\"pin %s, prefetch %d\"\n", pin_name(o->pin[p]),
-                    o->prefetch[q]);
-            for (int i = 0; i < n; i++)
-                if (rows[i].pin == o->pin[p] &&
-                    rows[i].prefetch == o->prefetch[q])
-                    fprintf(f, "%d %.2f %.2f %.2f\n", rows[i].workers,
-                            rows[i].img_s, rows[i].img_s_min,
-                            rows[i].img_s_max);
-            fprintf(f, "\n\n");
-        }
+    for (int d = 0; d < o->ndecode; d++)
+        for (int p = 0; p < o->npin; p++)
+            for (int q = 0; q < o->nprefetch; q++) {
+                char dec[32] = "";
+                if (o->ndecode > 1)
+                    snprintf(dec, sizeof dec, ", decode %s",
+                             pl_decode_name((pl_decode)o->decode[d]));
+                fprintf(f, "\"pin %s, prefetch %d%s\"\n", pin_name(o->pin[p]),
+                        o->prefetch[q], dec);
+                for (int i = 0; i < n; i++)
+                    if (rows[i].pin == o->pin[p] &&
+                        rows[i].prefetch == o->prefetch[q] &&
+                        rows[i].decode == o->decode[d])
+                        fprintf(f, "%d %.2f %.2f %.2f\n", rows[i].workers,
+                                rows[i].img_s, rows[i].img_s_min,
+                                rows[i].img_s_max);
+                fprintf(f, "\n\n");
+            }
     return fflush(f);
 }
 
@@ -443,7 +489,7 @@ static void write_plot_script(FILE *g, const options *o, const char *mach,
     gp_quote(g, line1);
     fputs(".\"\\n\".", g);
     gp_quote(g, line2);
-    const int lines = o->npin * o->nprefetch;
+    const int lines = o->ndecode * o->npin * o->nprefetch;
     char ylabel[96] = "images/s";
     if (o->rounds > 1)
         snprintf(ylabel, sizeof ylabel,

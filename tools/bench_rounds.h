@@ -177,9 +177,14 @@ static inline const char *bench_memory_enum(int memory)
 /* Row r's settings as C statements on a pl_config named cfg. */
 static inline void bench_paste_c(char *buf, size_t cap, const row *r)
 {
+    const char *decode = r->decode == PL_DECODE_GPU    ? " cfg.decode = "
+                                                         "PL_DECODE_GPU;"
+                         : r->decode == PL_DECODE_AUTO ? " cfg.decode = "
+                                                         "PL_DECODE_AUTO;"
+                                                       : "";
     snprintf(buf, cap,
-             "cfg.num_workers = %d; cfg.prefetch = %d; cfg.memory = %s;",
-             r->workers, r->prefetch, bench_memory_enum(r->pin));
+             "cfg.num_workers = %d; cfg.prefetch = %d; cfg.memory = %s;%s",
+             r->workers, r->prefetch, bench_memory_enum(r->pin), decode);
 }
 
 /* Row r's settings as the keywords of Python's pinload.Loader
@@ -187,10 +192,14 @@ static inline void bench_paste_c(char *buf, size_t cap, const row *r)
 static inline void bench_paste_python(char *buf, size_t cap, const row *r)
 {
     const char *word = pl_memory_name((pl_memory)r->pin);
+    char decode[32] = "";
+    if (r->decode != PL_DECODE_CPU)
+        snprintf(decode, sizeof decode, ", decode=\"%s\"",
+                 pl_decode_name((pl_decode)r->decode));
     snprintf(buf, cap,
              "pinload.Loader(..., num_workers=%d, prefetch=%d, "
-             "memory=\"%s\")",
-             r->workers, r->prefetch, word ? word : "?");
+             "memory=\"%s\"%s)",
+             r->workers, r->prefetch, word ? word : "?", decode);
 }
 
 #endif

@@ -140,8 +140,8 @@ static inline int cli_choice(const char *prog, const char *usage,
 /* The value of an enum of pinload.h whose word (its pl_*_name()) is v,
  * from the enum's own list (PL_FORMAT_MAP...): the tools take exactly the
  * words the library and Python name. Otherwise as cli_choice. Defines
- * cli_format, cli_augment, cli_memory, cli_on_error, cli_shard_mode and
- * cli_order. */
+ * cli_format, cli_augment, cli_memory, cli_on_error, cli_shard_mode,
+ * cli_order and cli_decode. */
 #define CLI_WORD_(name, value, word) word,
 #define CLI_VALUE_(name, value, word) value,
 #define CLI_ENUM_PARSER_(fn, type, MAP)                                        \
@@ -158,6 +158,7 @@ CLI_ENUM_PARSER_(cli_memory, pl_memory, PL_MEMORY_MAP)
 CLI_ENUM_PARSER_(cli_on_error, pl_on_error, PL_ON_ERROR_MAP)
 CLI_ENUM_PARSER_(cli_shard_mode, pl_shard_mode, PL_SHARD_MODE_MAP)
 CLI_ENUM_PARSER_(cli_order, pl_order, PL_ORDER_MAP)
+CLI_ENUM_PARSER_(cli_decode, pl_decode, PL_DECODE_MAP)
 
 /* --augment's value: a preset's word (none, eval or train: returned, as
  * config.augment takes it, with *spec NULL), or else a spec of ops

@@ -220,6 +220,16 @@ PYTHON = [
             '`"txt,json"`, a sequence of names, or `{name: "bytes" \\| '
             '"str" \\| "json" \\| callable}` (below)'),
     flag("extras_required"),
+    choice("decode", "pl_decode",
+           'where JPEGs are decoded: "cpu" (the default: the workers, with '
+           'libjpeg-turbo), "gpu" (the loader\'s GPU, with nvJPEG loaded at '
+           'run time: an error without it) or "auto" (the GPU where nvJPEG '
+           "can be had, else the CPU, with a notice); PNG, WebP and the "
+           "JPEGs nvJPEG cannot decode stay on the CPU",
+           '`"cpu"` (default: the workers, libjpeg-turbo), `"gpu"` (nvJPEG '
+           "on the loader's GPU, loaded at run time: an error without it), "
+           '`"auto"` (the GPU where it can, else the CPU with a notice); '
+           "docs/ARCHITECTURE.md, GPU decoding"),
 ]
 
 # C types whose fields are keywords as they are: (kind in the C table, kind

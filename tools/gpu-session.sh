@@ -22,6 +22,9 @@
 #       sweep-generated, sweep-photos
 #                workers 1..16, pin on/off, prefetch 2/4 (train u8), then
 #                train/eval x u8/f32 (GPU normalisation on and off), batch 256
+#       decode   GPU decoding (issue 38): --decode cpu,gpu,auto at 4 and 16
+#                workers, u8 and f32, both sets: images/s and the process's
+#                CPU time per image (getrusage), nvJPEG found as above
 #       compare  PyTorch's DataLoader delivering to the GPU beside pinload,
 #                equal workers, batch 256, u8 and f32, both datasets
 #       train    examples/train_classifier, samples/train_loop and
@@ -108,6 +111,16 @@ else
             2>/dev/null | head -1 | tr -d '.')
         [ -n "$cc" ] && MAKEVARS="NVCC_ARCHS=$cc"
     fi
+fi
+# nvJPEG for GPU decoding (issue 38): the toolkit's where the image has
+# it, else the nvidia-nvjpeg wheel's unpacked here by tools/install-deps.sh
+# nvjpeg (carry build/nvjpeg); the library loads it at run time.
+# On the simulated runtime, the fake one (tests/cudasim/nvjpegsim.c).
+if [ -z "${PINLOAD_NVJPEG:-}" ] && [ "$sim" != 1 ]; then
+    nvj=$(ls build/nvjpeg/nvidia/cu*/lib/libnvjpeg.so.13 2>/dev/null | head -1)
+    [ -n "$nvj" ] && export PINLOAD_NVJPEG=$PWD/$nvj
+elif [ -z "${PINLOAD_NVJPEG:-}" ]; then
+    export PINLOAD_NVJPEG=$PWD/$B/libnvjpegsim.so
 fi
 BENCH=$B/pinload-bench
 GEN=$work/generated
@@ -348,6 +361,27 @@ sweep() { # sweep NAME DATA
     done
 }
 
+# GPU decoding (issue 38): the same rows with JPEGs decoded by the workers,
+# by nvJPEG on the GPU and by auto, side by side in one bench (the rounds
+# interleave them): images/s, and the process's CPU time per image (the
+# JSON's cpu_us, getrusage over the pass: every thread's), which is what
+# the GPU frees for the rest of a training job. pl_info's decoder name is
+# in the bench's log line; a gpu row without nvJPEG fails create, naming
+# why, and the step's rc says so.
+phase_decode() {
+    local w=${GPU_SESSION_WORKERS:-4,16} n d f
+    for n in generated photos; do
+        d=$GEN
+        [ $n = photos ] && d=$PHOTOS
+        [ -d "$d" ] || continue
+        for f in u8 f32; do
+            bench "decode-$n-$f" --data "$d" --batch 256 --workers "$w" \
+                --prefetch 4 --pin on --decode cpu,gpu,auto --format "$f" \
+                --seconds 3 --warmup 2
+        done
+    done
+}
+
 # compare NAME DATA FORMAT [compare.py options]
 compare() {
     local n=$1 d=$2 f=$3
@@ -451,9 +485,9 @@ phase_contexts() {
 # The first call (at most 8 minutes): the checks and the figures that
 # matter most; the second: the sweeps, the full compare, training.
 [ $# -gt 0 ] || set -- env test h2d overlap contexts compare-short
-[ "$1" = second ] && set -- sweep-generated sweep-photos compare train
+[ "$1" = second ] && set -- decode sweep-generated sweep-photos compare train
 [ "$1" = all ] && set -- env test h2d overlap contexts compare-short \
-    sweep-generated sweep-photos compare train
+    decode sweep-generated sweep-photos compare train
 say "== $(date -u +%FT%TZ) $(git rev-parse --short HEAD 2>/dev/null) phases: $*"
 setup || {
     pack
@@ -466,6 +500,7 @@ for p in "$@"; do
     test) phase_test ;;
     h2d) phase_h2d ;;
     overlap) phase_overlap ;;
+    decode) phase_decode ;;
     sweep-generated) sweep generated "$GEN" ;;
     sweep-photos) [ -d "$PHOTOS" ] && sweep photos "$PHOTOS" ;;
     compare) phase_compare ;;

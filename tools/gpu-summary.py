@@ -100,6 +100,38 @@ def sweeps(logs):
                      max(w), scale))
 
 
+def decode(logs):
+    """Issue 38: each decode bench's rows by workers, cpu against gpu and
+    auto: images/s and CPU us per image. Target (docs/gpu-results.md): at
+    4 workers on the photos, gpu at least 2x cpu's images/s."""
+    for path in sorted(glob.glob(os.path.join(logs, "decode-*.json"))):
+        j = load(path)
+        if not j:
+            continue
+        name = os.path.basename(path)[:-5]
+        by = {}
+        for r in j["rows"]:
+            by.setdefault(r["workers"], {})[r.get("decode", "?")] = r
+        for w in sorted(by):
+            cells = []
+            for d in ("cpu", "gpu", "auto"):
+                r = by[w].get(d)
+                if r:
+                    cells.append("%s%s %.0f img/s %.0f cpu us/img"
+                                 % (d, "" if d != "auto" else
+                                    ":" + r.get("decode_used", "?"),
+                                    r["images_per_s"], r.get("cpu_us", -1)))
+            line = "%s, %d workers: %s" % (name, w, "; ".join(cells))
+            cpu, gpu = by[w].get("cpu"), by[w].get("gpu")
+            if cpu and gpu and cpu["images_per_s"] > 0:
+                x = gpu["images_per_s"] / cpu["images_per_s"]
+                line += "  gpu/cpu %.2fx" % x
+                if w == 4 and "photos" in name:
+                    line += " target >= 2x: %s" % ("met" if x >= 2 else
+                                                   "MISSED")
+            print(line)
+
+
 def compare(logs):
     for path in sorted(glob.glob(os.path.join(logs, "compare-*.json"))):
         j = load(path)
@@ -118,7 +150,7 @@ def compare(logs):
 
 def main():
     logs = sys.argv[1] if len(sys.argv) > 1 else "build/gpu-session/logs"
-    for part in (h2d, overlap, sweeps, compare):
+    for part in (h2d, overlap, sweeps, decode, compare):
         part(logs)
 
 

@@ -7,6 +7,9 @@
 #   tools/install-deps.sh fuzz    what `make fuzz` needs (clang, libFuzzer)
 #   tools/install-deps.sh compare what `make compare` and `make compare-tools`
 #                                 need (python3-venv, libyuv-dev)
+#   tools/install-deps.sh nvjpeg  nvJPEG's header for the GPU decoder, from
+#                                 the nvidia-nvjpeg wheel into build/nvjpeg
+#                                 (build does it too; no Debian package)
 #   tools/install-deps.sh all     build, test, bench and fuzz (default)
 #   tools/install-deps.sh --check WHAT   only name what is missing
 # As root with apt-get, missing packages are installed; otherwise the exact
@@ -78,14 +81,43 @@ check_compare() {
     have_header libyuv.h || want libyuv-dev
 }
 
+# nvJPEG's header (nvjpeg.h), for the GPU decoder's build: the CUDA
+# toolkit's, else the one in the nvidia-nvjpeg wheel from the package
+# index, unpacked into build/nvjpeg (never committed; the library itself is
+# loaded at run time, never linked). Only where the toolkit's runtime
+# headers are; without the header the library builds without the GPU
+# decoder, so `check` only says so.
+nvjpeg_header() {
+    cuda=${CUDA_HOME:-/usr/local/cuda}
+    [ -f "$cuda/include/cuda_runtime_api.h" ] || return 0
+    [ -f "$cuda/include/nvjpeg.h" ] && return 0
+    ls build/nvjpeg/nvidia/cu*/include/nvjpeg.h >/dev/null 2>&1 && return 0
+    if [ "$mode" = check ]; then
+        echo "install-deps: no nvjpeg.h: pinload builds without its GPU" \
+            "decoder (make deps fetches the nvidia-nvjpeg wheel's)" >&2
+        return 0
+    fi
+    py=${PYTHON:-python3}
+    rm -rf build/nvjpeg && mkdir -p build/nvjpeg
+    if "$py" -m pip -q --disable-pip-version-check download --no-deps \
+        -d build/nvjpeg 'nvidia-nvjpeg>=13,<14' >/dev/null 2>&1 &&
+        "$py" -m zipfile -e build/nvjpeg/nvidia_nvjpeg-*.whl build/nvjpeg; then
+        echo "install-deps: nvjpeg.h from $(basename build/nvjpeg/*.whl)"
+    else
+        echo "install-deps: cannot fetch the nvidia-nvjpeg wheel: pinload" \
+            "builds without its GPU decoder" >&2
+    fi
+}
+
 case "$what" in
-build) check_build ;;
+build) check_build; nvjpeg_header ;;
+nvjpeg) nvjpeg_header ;;
 test) check_test ;;
 bench) check_bench ;;
 fuzz) check_fuzz ;;
 compare) check_compare ;;
-all) check_build; check_test; check_bench; check_fuzz ;;
-*) echo "usage: $0 build|test|bench|fuzz|compare|all" >&2; exit 2 ;;
+all) check_build; nvjpeg_header; check_test; check_bench; check_fuzz ;;
+*) echo "usage: $0 build|test|bench|fuzz|compare|nvjpeg|all" >&2; exit 2 ;;
 esac
 
 [ -z "$need" ] && exit 0

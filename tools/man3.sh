@@ -31,6 +31,7 @@ function page_of(title) {
     if (title == "Where a loader stands") return "pl_loader_state"
     if (title == "What a loader did") return "pl_loader_stats"
     if (title ~ /^Decoding one file/) return "pl_image"
+    if (title ~ /^Transforms/) return "pl_transform"
     return ""
 }
 # roff: backslashes escaped; a leading dot or quote would be a request.

@@ -78,8 +78,13 @@ wheel() {
     sdist
     raw=$build/wheel-raw
     rm -rf "$raw"
-    # From the sdist alone, in pip's isolated build environment.
-    PINLOAD_MAKE_ARGS="CUDART=static" "$build/pkgenv/bin/python" -m pip -q \
+    # From the sdist alone, in pip's isolated build environment; with the
+    # GPU decoder where nvJPEG's header is here (tools/install-deps.sh
+    # nvjpeg): its declarations only, the library is loaded at run time.
+    args="CUDART=static"
+    inc=$(ls -d "$root"/build/nvjpeg/nvidia/cu*/include 2>/dev/null | head -1)
+    [ -n "$inc" ] && args="$args NVJPEG_INC=$inc"
+    PINLOAD_MAKE_ARGS="$args" "$build/pkgenv/bin/python" -m pip -q \
         --disable-pip-version-check wheel --no-deps -w "$raw" \
         "$house/pinload-$version.tar.gz" >"$build/wheel.log" 2>&1 ||
         { cat "$build/wheel.log" >&2; fail "pip wheel of the sdist failed"; }
@@ -118,14 +123,31 @@ test_in() {
     "$1" -m venv "$2" || fail "$1 -m venv"
     "$2/bin/python" -m pip -q --disable-pip-version-check install \
         --no-deps "$whl" || fail "$1: pip install $whl"
+    run_wheel "$1" "$2" without
+    # And with nvJPEG's wheel installed beside it (the one
+    # tools/install-deps.sh fetched), which only a loader on CUDA loads.
+    nvj=$(ls "$root"/build/nvjpeg/nvidia_nvjpeg-*.whl 2>/dev/null | head -1)
+    if [ -n "$nvj" ]; then
+        "$2/bin/python" -m pip -q --disable-pip-version-check install \
+            --no-deps "$nvj" || fail "$1: pip install $nvj"
+        run_wheel "$1" "$2" with
+    else
+        echo "wheel.sh: no nvidia-nvjpeg wheel in build/nvjpeg: the wheel" \
+            "was run without libnvjpeg only"
+    fi
+}
+
+# The installed wheel run by Python $1 in venv $2, libnvjpeg $3 (with or
+# without).
+run_wheel() {
     # Away from the checkout, with nothing to find libraries by but the
     # wheel's own.
-    (cd "$tmp" && env -u LD_LIBRARY_PATH -u PYTHONPATH \
-        "$2/bin/python" - "$tmp/data" "$version" <<'PY'
+    (cd "$tmp" && env -u LD_LIBRARY_PATH -u PYTHONPATH -u PINLOAD_NVJPEG \
+        "$2/bin/python" - "$tmp/data" "$version" "$3" <<'PY'
 import os, subprocess, sys
 import pinload
 from pinload import _pinload
-data, version = sys.argv[1], sys.argv[2]
+data, version, nvjpeg = sys.argv[1], sys.argv[2], sys.argv[3]
 assert pinload.__version__ == version, pinload.__version__
 so = _pinload.__file__
 assert "/site-packages/" in so, so
@@ -149,10 +171,30 @@ loader = pinload.Loader(data, batch_size=4, size=32, seed=1,
 n = sum(b.count for b in loader)
 assert n == 15 and len(loader) == 4, (n, len(loader))
 assert loader.classes == ["class_00", "class_01", "class_02"], loader.classes
-print("wheel.sh: installed wheel ok with Python %d.%d:" % sys.version_info[:2],
-      loader.info["backend_name"])
+# nvJPEG is never a dependency: loaded at run time, by a loader on CUDA
+# with decode "gpu" or "auto" alone.
+assert "nvjpeg" not in ldd, ldd
+if nvjpeg == "with":
+    assert any(os.path.isfile(os.path.join(p, "nvidia/cu13/lib/libnvjpeg.so.13"))
+               for p in sys.path), "the nvidia-nvjpeg wheel is not installed"
+auto = pinload.Loader(data, batch_size=4, size=32, seed=1, decode="auto")
+assert sum(b.count for b in auto) == 15
+on_cuda = auto.info["backend"] == "cuda"
+if not on_cuda:
+    assert auto.info["decode"] == "cpu", auto.info
+    assert "decode auto" in auto.info["decoder_name"], auto.info
+    try:
+        pinload.Loader(data, batch_size=4, size=32, decode="gpu")
+        raise AssertionError("decode=gpu on the host backend")
+    except pinload.Error as e:
+        assert "decode: gpu: it needs the CUDA backend" in str(e), e
+maps = open("/proc/self/maps").read()
+assert on_cuda or "libnvjpeg" not in maps, "nvJPEG loaded without a GPU"
+print("wheel.sh: installed wheel ok with Python %d.%d, %s libnvjpeg:"
+      % (sys.version_info[:2] + (nvjpeg,)), loader.info["backend_name"],
+      "/", auto.info["decoder_name"])
 PY
-    ) || fail "the installed wheel does not work with $1"
+    ) || fail "the installed wheel does not work with $1 ($3 libnvjpeg)"
 }
 
 case $what in

@@ -146,6 +146,7 @@ int decoder_open(decoder *d, const uint8_t *buf, size_t len, decode_info *info,
     d->state = NULL;
     info->codec = NULL;
     info->memory = 0;
+    info->common_jpeg = 0;
     const uint64_t deadline =
         d->limits.max_decode_ms > 0
             ? clock_now_ns() + (uint64_t)d->limits.max_decode_ms * 1000000u

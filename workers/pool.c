@@ -17,8 +17,10 @@ typedef struct worker {
     int started;
     pthread_t thread;
     sample_ctx ctx;
+    route_ctx route;
     /* Written by this worker alone, read by pool_get_stats. */
     _Atomic uint64_t decoded, failed, warned, bytes_read;
+    _Atomic uint64_t offloaded, declined;
     _Atomic uint64_t ns_read, ns_decode, ns_augment;
 } worker;
 
@@ -65,6 +67,44 @@ static int read_extras(const pool_config *cfg, pool_job *job, sample_times *t)
     return rc;
 }
 
+/* sample_produce, with the offer to the source's other decoder between
+ * the read and the decode: a sample it takes costs this worker the read
+ * and the header; one it refuses is decoded here from the bytes read. */
+static int produce_routed(worker *w, pool_job *job, sample_times *t)
+{
+    const pool_config *cfg = &w->pool->cfg;
+    sample_ctx *c = &w->ctx;
+    const uint64_t t0 = clock_now_ns();
+    c->warnings = 0;
+    int rc = fileio_read_loc(&job->loc, cfg->max_file_bytes, &c->file,
+                             job->reason, SAMPLE_REASON_MAX);
+    t->ns_read += clock_now_ns() - t0;
+    if (rc < 0) {
+        memset(job->dst, 0, augment_sample_bytes(cfg->augment));
+        return rc;
+    }
+    t->bytes_read += c->file.len;
+    const uint64_t t1 = clock_now_ns();
+    offload_sample o;
+    if (route_plan(&w->route, c->dec, cfg->augment, c->file.data, c->file.len,
+                   job->epoch, job->index, &o)) {
+        rc = cfg->source.offload(cfg->source.ctx, job, &o);
+        t->ns_decode += clock_now_ns() - t1;
+        if (rc == 0) {
+            job->offloaded = 1;
+            add(&w->offloaded, 1);
+            return 0;
+        }
+        add(&w->declined, 1);
+        job->reason[0] = '\0';
+    } else {
+        t->ns_decode += clock_now_ns() - t1; /* the header */
+    }
+    return sample_produce_buffer(c, cfg->augment, c->file.data, c->file.len,
+                                 job->epoch, job->index, job->dst, t,
+                                 job->reason);
+}
+
 static void *worker_main(void *arg)
 {
     worker *w = arg;
@@ -81,6 +121,8 @@ static void *worker_main(void *arg)
         if (job.preset_status) {
             job.status = job.preset_status;
             memset(job.dst, 0, augment_sample_bytes(cfg->augment));
+        } else if (cfg->source.offload) {
+            job.status = produce_routed(w, &job, &t);
         } else {
             job.status = sample_produce(&w->ctx, cfg->augment, &job.loc,
                                         cfg->max_file_bytes, job.epoch,
@@ -191,8 +233,10 @@ void pool_destroy(pool *p)
         return;
     if (p->workers) {
         pool_join(p);
-        for (int i = 0; i < p->cfg.workers; i++)
+        for (int i = 0; i < p->cfg.workers; i++) {
             sample_fini(&p->workers[i].ctx);
+            route_fini(&p->workers[i].route);
+        }
         free(p->workers);
     }
     free(p);
@@ -208,6 +252,9 @@ void pool_get_stats(const pool *p, pool_stats *s)
         s->warned += atomic_load_explicit(&w->warned, memory_order_relaxed);
         s->bytes_read +=
             atomic_load_explicit(&w->bytes_read, memory_order_relaxed);
+        s->offloaded +=
+            atomic_load_explicit(&w->offloaded, memory_order_relaxed);
+        s->declined += atomic_load_explicit(&w->declined, memory_order_relaxed);
         s->ns_read += atomic_load_explicit(&w->ns_read, memory_order_relaxed);
         s->ns_decode +=
             atomic_load_explicit(&w->ns_decode, memory_order_relaxed);

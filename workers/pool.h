@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "fileio.h"
+#include "route.h"
 #include "sample.h"
 
 #define POOL_EXTRAS_MAX 8 /* PL_EXTRAS_MAX */
@@ -33,16 +34,18 @@ typedef struct pool_job {
         int required; /* a read's PL_ENOEXTRA fails the sample */
         fileio_buf *out;
     } extras;
-    void *tag;                       /* the source's own */
-    int tag_pos;                     /* likewise */
-    int worker;                      /* which worker holds the job */
-    int status;                      /* 0 or PL_E* */
-    int warnings;                    /* libjpeg warnings (status 0: accepted) */
-    int process_error;               /* status is the process's failure (out
-                                        of descriptors or memory, retried),
-                                        not the file's */
-    char reason[SAMPLE_REASON_MAX];  /* why it failed, or the first
-                                         warning */
+    void *tag;                      /* the source's own */
+    int tag_pos;                    /* likewise */
+    int worker;                     /* which worker holds the job */
+    int offloaded;                  /* the source's offload took it: its
+                                       pixels are not in dst */
+    int status;                     /* 0 or PL_E* */
+    int warnings;                   /* libjpeg warnings (status 0: accepted) */
+    int process_error;              /* status is the process's failure (out
+                                       of descriptors or memory, retried),
+                                       not the file's */
+    char reason[SAMPLE_REASON_MAX]; /* why it failed, or the first
+                                        warning */
 } pool_job;
 
 typedef struct pool_source {
@@ -51,6 +54,12 @@ typedef struct pool_source {
     int (*claim)(void *ctx, pool_job *job);
     /* The job is done (job->status says how). */
     void (*finish)(void *ctx, pool_job *job);
+    /* NULL, or another decoder (the GPU's), offered each image route.h
+     * lets go there: 0 when it took the sample (it writes the pixels
+     * elsewhere; the job's status is 0), an error (the reason written into
+     * job->reason is not kept) when the worker must decode it itself.
+     * Called on the worker's thread without any pool lock. */
+    int (*offload)(void *ctx, pool_job *job, const offload_sample *o);
     void *ctx;
 } pool_source;
 
@@ -65,6 +74,7 @@ typedef struct pool_config {
 
 typedef struct pool_stats {
     uint64_t decoded, failed, warned, bytes_read;
+    uint64_t offloaded, declined; /* taken by the offload, or handed back */
     uint64_t ns_read, ns_decode, ns_augment;
 } pool_stats;
 

@@ -225,6 +225,7 @@ _CHOICES: Dict[str, Dict[str, int]] = {
     for k, names in _options.CHOICES.items()}
 _FORMATS = _CHOICES["format"]
 _MEMORY = _CHOICES["memory"]
+_DECODES = _CHOICES["decode"]
 _LAYOUTS = {"nchw": 0, "nhwc": 1}
 
 
@@ -639,6 +640,24 @@ def _scale_check(cfg: Mapping[str, Any], log: _Log) -> None:
             kind="mean/std")
 
 
+
+def _nvjpeg_from_wheel() -> None:
+    """decode="gpu"/"auto": where the library would not find nvJPEG by
+    its name (libnvjpeg.so.13 on the loader's search path), the one the
+    nvidia-nvjpeg wheel installs beside this package, named in
+    PINLOAD_NVJPEG for the library to load at run time (never loaded here:
+    only a loader on the CUDA backend loads it). An explicit
+    PINLOAD_NVJPEG wins."""
+    if os.environ.get("PINLOAD_NVJPEG"):
+        return
+    for base in sys.path:
+        for sub in ("nvidia/cu13/lib", "nvidia/nvjpeg/lib"):
+            path = os.path.join(base or ".", sub, "libnvjpeg.so.13")
+            if os.path.isfile(path):
+                os.environ["PINLOAD_NVJPEG"] = path
+                return
+
+
 class Loader:
     """A pinload loader: `for batch in loader` yields one epoch's batches.
 
@@ -848,6 +867,19 @@ class Loader:
                     pl_transform_check checks one without a loader. Default
                     None: augment's preset (which a spec replaces). The
                     library keeps no pointer after create.
+    remote_create_timeout_ms  The most pl_loader_create spends on the remote
+                    shards' transfers (their indexes, the shards without one
+                    fetched whole, classes.txt), attempts, backoff and waits
+                    for another rank's download included, in ms: past it
+                    they are cut and create fails, PL_EIO naming the first
+                    shard in order and this field. 0 (default): 600000 (10
+                    minutes); -1: none.
+    decode          where JPEGs are decoded: "cpu" (the default: the
+                    workers, with libjpeg-turbo), "gpu" (the loader's GPU,
+                    with nvJPEG loaded at run time: an error without it) or
+                    "auto" (the GPU where nvJPEG can be had, else the CPU,
+                    with a notice); PNG, WebP and the JPEGs nvJPEG cannot
+                    decode stay on the CPU
     """
 
     defaults = dict(_DEFAULTS)
@@ -872,6 +904,8 @@ class Loader:
         self._closing = False
         try:
             _scale_check(cfg, log)
+            if cfg.get("decode", _DECODES["cpu"]) != _DECODES["cpu"]:
+                _nvjpeg_from_wheel()
             self._c = _pinload.Loader(cfg, log)
             self._info = self._c.info()
             device = options.get("device")
@@ -1217,10 +1251,12 @@ class Loader:
     # -- what the loader is --
     @property
     def info(self) -> Dict[str, Any]:
-        """pl_info as a dict (format, memory and backend by name)."""
+        """pl_info as a dict (format, memory, backend and decode by
+        name)."""
         d = dict(self._info)
         d["format"] = _name_of(_FORMATS, d["format"])
         d["memory"] = _name_of(_MEMORY, d["memory"])
+        d["decode"] = _name_of(_DECODES, d["decode"])
         d["backend"] = "cuda" if d["backend"] == _C.BACKEND_CUDA else "host"
         return d
 

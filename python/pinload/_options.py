@@ -226,6 +226,19 @@ class LoaderOptions(TypedDict, total=False):
     a number"); pl_transform_check checks one without a loader. Default
     None: augment's preset (which a spec replaces). The library keeps no
     pointer after create."""
+    remote_create_timeout_ms: Optional[int]
+    """The most pl_loader_create spends on the remote shards' transfers
+    (their indexes, the shards without one fetched whole, classes.txt),
+    attempts, backoff and waits for another rank's download included, in
+    ms: past it they are cut and create fails, PL_EIO naming the first
+    shard in order and this field. 0 (default): 600000 (10 minutes); -1:
+    none."""
+    decode: Optional[str]
+    """where JPEGs are decoded: "cpu" (the default: the workers, with
+    libjpeg-turbo), "gpu" (the loader's GPU, with nvJPEG loaded at run
+    time: an error without it) or "auto" (the GPU where nvJPEG can be
+    had, else the CPU, with a notice); PNG, WebP and the JPEGs nvJPEG
+    cannot decode stay on the CPU"""
 
 
 #: keyword: (kind, the pl_config fields it sets, the fields' value when
@@ -278,6 +291,8 @@ KEYWORDS: Dict[str, Tuple[str, Tuple[str, ...], Optional[int]]] = {
     "extras_required": ("flag", ("extras_required",), None),
     "label_field": ("str", ("label_field",), None),
     "transform": ("str", ("transform",), None),
+    "remote_create_timeout_ms": ("int", ("remote_create_timeout_ms",), None),
+    "decode": ("choice", ("decode",), None),
 }
 
 #: a name-valued keyword's words (its enum's list in pinload.h, as
@@ -311,6 +326,11 @@ CHOICES: Dict[str, Dict[str, str]] = {
     "order": {
         "global": "ORDER_GLOBAL",
         "shards": "ORDER_SHARDS",
+    },
+    "decode": {
+        "cpu": "DECODE_CPU",
+        "gpu": "DECODE_GPU",
+        "auto": "DECODE_AUTO",
     },
 }
 

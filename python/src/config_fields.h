@@ -53,9 +53,11 @@
     X(extras, F_PATH)                                                          \
     X(extras_required, F_I32)                                                  \
     X(label_field, F_PATH)                                                     \
-    X(transform, F_PATH)
+    X(transform, F_PATH)                                                       \
+    X(remote_create_timeout_ms, F_I32)                                         \
+    X(decode, F_I32)
 
 /* The header's last field: config.c asserts that none follows it. */
-#define PL_CONFIG_LAST_FIELD transform
+#define PL_CONFIG_LAST_FIELD decode
 
 #endif

@@ -49,8 +49,8 @@ static PyObject *loader_fail(LoaderObject *self, int rc)
 static PyObject *info_dict(const pl_info *in, PyObject *backend_name)
 {
     return Py_BuildValue(
-        "{sLsLsLsisisisisisisnsnsisisisisisisisisisOsisisisi}", "dataset_size",
-        (long long)in->dataset_size, "samples_per_epoch",
+        "{sLsLsLsisisisisisisnsnsisisisisisisisisisOsisisisisisssK}",
+        "dataset_size", (long long)in->dataset_size, "samples_per_epoch",
         (long long)in->samples_per_epoch, "batches_per_epoch",
         (long long)in->batches_per_epoch, "num_classes", in->num_classes,
         "batch_size", in->batch_size, "width", in->width, "height", in->height,
@@ -62,7 +62,9 @@ static PyObject *info_dict(const pl_info *in, PyObject *backend_name)
         in->world_size, "memory", in->memory, "pinned", in->pinned,
         "backend_name", backend_name, "gpu_normalize", in->gpu_normalize,
         "channels_last", in->channels_last, "numa_node", in->numa_node,
-        "gpu_numa_node", in->gpu_numa_node);
+        "gpu_numa_node", in->gpu_numa_node, "decode", in->decode,
+        "decoder_name", in->decoder_name, "gpu_decode_bytes",
+        (unsigned long long)in->gpu_decode_bytes);
 }
 
 /* pl_loader_create on a thread of its own, so that Ctrl-C reaches Python
@@ -399,24 +401,27 @@ static PyObject *Loader_stats(LoaderObject *self, PyObject *unused)
     loader_leave(self);
     if (rc < 0)
         return loader_fail(self, rc);
-    return Py_BuildValue("{sKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsK}", "images_decoded",
-                         (unsigned long long)s.images_decoded, "images_failed",
-                         (unsigned long long)s.images_failed, "batches",
-                         (unsigned long long)s.batches, "bytes_read",
-                         (unsigned long long)s.bytes_read, "bytes_copied",
-                         (unsigned long long)s.bytes_copied, "pinned_bytes",
-                         (unsigned long long)s.pinned_bytes, "ns_read",
-                         (unsigned long long)s.ns_read, "ns_decode",
-                         (unsigned long long)s.ns_decode, "ns_augment",
-                         (unsigned long long)s.ns_augment, "ns_copy",
-                         (unsigned long long)s.ns_copy, "ns_wait",
-                         (unsigned long long)s.ns_wait, "ns_h2d",
-                         (unsigned long long)s.ns_h2d, "bytes_h2d",
-                         (unsigned long long)s.bytes_h2d, "images_warned",
-                         (unsigned long long)s.images_warned, "device_buffers",
-                         (unsigned long long)s.device_buffers, "ns_slot_wait",
-                         (unsigned long long)s.ns_slot_wait, "ns_buffer_wait",
-                         (unsigned long long)s.ns_buffer_wait);
+    return Py_BuildValue(
+        "{sKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsK}", "images_decoded",
+        (unsigned long long)s.images_decoded, "images_failed",
+        (unsigned long long)s.images_failed, "batches",
+        (unsigned long long)s.batches, "bytes_read",
+        (unsigned long long)s.bytes_read, "bytes_copied",
+        (unsigned long long)s.bytes_copied, "pinned_bytes",
+        (unsigned long long)s.pinned_bytes, "ns_read",
+        (unsigned long long)s.ns_read, "ns_decode",
+        (unsigned long long)s.ns_decode, "ns_augment",
+        (unsigned long long)s.ns_augment, "ns_copy",
+        (unsigned long long)s.ns_copy, "ns_wait", (unsigned long long)s.ns_wait,
+        "ns_h2d", (unsigned long long)s.ns_h2d, "bytes_h2d",
+        (unsigned long long)s.bytes_h2d, "images_warned",
+        (unsigned long long)s.images_warned, "device_buffers",
+        (unsigned long long)s.device_buffers, "ns_slot_wait",
+        (unsigned long long)s.ns_slot_wait, "ns_buffer_wait",
+        (unsigned long long)s.ns_buffer_wait, "images_gpu",
+        (unsigned long long)s.images_gpu, "images_gpu_declined",
+        (unsigned long long)s.images_gpu_declined, "gpu_decode_bytes",
+        (unsigned long long)s.gpu_decode_bytes);
 }
 
 static PyObject *Loader_class_name(LoaderObject *self, PyObject *arg)

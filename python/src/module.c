@@ -251,6 +251,7 @@ static int module_exec(PyObject *m)
     ENUM_("BACKEND_", pl_backend_name, name, value)
 #define LOG_(name, value, word) ENUM_("LOG_", pl_log_level_name, name, value)
 #define DEVICE_(name, value, word) ENUM_("DEVICE_", pl_device_name, name, value)
+#define DECODE_(name, value, word) ENUM_("DECODE_", pl_decode_name, name, value)
         /* One list a line. */
         /* clang-format off */
         PL_FORMAT_MAP(FORMAT_)
@@ -262,6 +263,7 @@ static int module_exec(PyObject *m)
         PL_BACKEND_MAP(BACKEND_)
         PL_LOG_LEVEL_MAP(LOG_)
         PL_DEVICE_MAP(DEVICE_)
+        PL_DECODE_MAP(DECODE_)
         /* clang-format on */
         {"FROM_ENV", PL_FROM_ENV, NULL},
         {"STATE_BYTES", PL_STATE_BYTES, NULL},

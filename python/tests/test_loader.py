@@ -549,3 +549,41 @@ def test_every_version_comes_from_the_one_header():
     assert pinload.library_version == want
     assert pinload.__version__ == want
     assert importlib.metadata.version("pinload") == want
+
+
+def test_decode_names_where_jpegs_are_decoded(dataset, tmp_path,
+                                              monkeypatch):
+    """decode= takes the header's words; on the host backend "auto" decodes
+    on the CPU and says why, "gpu" is an error naming the field, and the
+    nvidia-nvjpeg wheel's library is named for the C library (which loads
+    it on CUDA alone), never loaded here."""
+    monkeypatch.delenv("PINLOAD_NVJPEG", raising=False)
+    lib = tmp_path / "site" / "nvidia" / "cu13" / "lib"
+    lib.mkdir(parents=True)
+    (lib / "libnvjpeg.so.13").write_bytes(b"not a library")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    cpu = pinload.Loader(dataset, batch_size=8, size=32, device="host")
+    assert cpu.info["decode"] == "cpu"
+    assert cpu.info["decoder_name"] == "cpu"
+    assert "PINLOAD_NVJPEG" not in os.environ, "decode cpu looks for none"
+    ref = batches(cpu)
+    auto = pinload.Loader(dataset, batch_size=8, size=32, device="host",
+                          decode="auto")
+    assert auto.info["decode"] == "cpu"
+    assert "decode auto" in auto.info["decoder_name"], auto.info
+    assert "CUDA backend" in auto.info["decoder_name"], auto.info
+    assert os.environ["PINLOAD_NVJPEG"] == str(lib / "libnvjpeg.so.13")
+    got = batches(auto)
+    assert len(got) == len(ref)
+    for a, b in zip(got, ref):
+        np.testing.assert_array_equal(a[0], b[0])
+    assert auto.stats["images_gpu"] == 0
+    with open("/proc/self/maps") as f:
+        assert "libnvjpeg" not in f.read()
+    with pytest.raises(pinload.InvalidArgument,
+                       match="decode: gpu: it needs the CUDA backend"):
+        pinload.Loader(dataset, batch_size=8, size=32, device="host",
+                       decode="gpu")
+    with pytest.raises(ValueError, match="decode"):
+        pinload.Loader(dataset, batch_size=8, size=32, device="host",
+                       decode="fpga")

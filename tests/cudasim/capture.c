@@ -109,8 +109,8 @@ static op *clone_op(const op *g)
     o->src = g->src;
     o->n = g->n;
     o->value = g->value;
-    o->use[0] = g->use[0];
-    o->use[1] = g->use[1];
+    for (int i = 0; i < OP_USES; i++)
+        o->use[i] = g->use[i];
     o->fn = g->fn;
     o->arg = g->arg;
     o->ev = g->ev;

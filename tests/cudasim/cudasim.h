@@ -169,6 +169,31 @@ int cudasim_blocked_threads(void);
  * functions. */
 cudaError_t cudasim_launch(cudaStream_t stream, void (*fn)(void *), void *arg,
                            const void *reads, size_t n);
+/* cudasim_launch for a kernel that uses several ranges of memory:
+ * [mem[i], mem[i] + n[i]) for i < count (at most 6) must not be freed
+ * before it has run. drop, when not NULL, is called with arg instead of fn
+ * when the operation is dropped unrun (the device broke), so that an arg
+ * fn would free is freed either way; such a kernel cannot be captured
+ * (cudaErrorStreamCaptureUnsupported). */
+cudaError_t cudasim_launch_n(cudaStream_t stream, void (*fn)(void *), void *arg,
+                             void (*drop)(void *), const void *const *mem,
+                             const size_t *n, int count);
+
+/* For a library simulated beside the runtime (the fake nvJPEG,
+ * nvjpegsim.c): its call `name` (one the sim lists: "nvjpegDecodeJpegHost"),
+ * counted (cudasim_calls) and open to faults (cudasim_inject) as the
+ * runtime's are: the error a rule gives it, else cudaSuccess. Nothing is
+ * left pending for cudaGetLastError. */
+cudaError_t cudasim_call(const char *name);
+
+/* Queued operations that still use the sim's memory at p (0 for memory
+ * not the sim's): a host write there now would race them. */
+int cudasim_inflight(const void *p);
+
+/* Report a misuse found outside the runtime (the fake nvJPEG's) as the
+ * sim's own violations are: on stderr, then abort() or counted. */
+void cudasim_violation(const char *what);
+
 /* The engine's read-write address of device pointer p (p itself for
  * managed or page-locked memory); NULL if p is not the sim's. Meant for
  * simulated kernels and for tests that inspect device memory directly. */

@@ -490,3 +490,20 @@ void *cudasim_device_view(const void *p)
     pthread_mutex_unlock(&G.mu);
     return v;
 }
+
+int cudasim_inflight(const void *p)
+{
+    pthread_mutex_lock(&G.mu);
+    int bad;
+    const alloc *a = find_alloc(p, 0, &bad);
+    const int n = a ? a->inflight : 0;
+    pthread_mutex_unlock(&G.mu);
+    return n;
+}
+
+void cudasim_violation(const char *what)
+{
+    pthread_mutex_lock(&G.mu);
+    violation("%s", what);
+    pthread_mutex_unlock(&G.mu);
+}

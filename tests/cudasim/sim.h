@@ -3,7 +3,9 @@
  * faults, the entry of every call, the control interface), contexts.c
  * (devices, primary contexts, the driver's entry points), memory.c,
  * streams.c (streams and their threads, host functions, kernels),
- * events.c and capture.c (stream capture and graphs).
+ * events.c and capture.c (stream capture and graphs); kernels_sim.c runs
+ * the GPU decoder's kernels on the host. nvjpegsim.c, the fake nvJPEG, is
+ * no part of it: a shared library of its own that calls the test API.
  *
  * One mutex (G.mu) guards every piece of state; it is released only while
  * a thread sleeps, copies bytes, runs a host function or a simulated
@@ -72,7 +74,21 @@
     X(cudaGraphLaunch)                                                         \
     X(cudaGraphExecDestroy)                                                    \
     X(cudaGraphDestroy)                                                        \
-    X(cudasim_launch)
+    X(cudasim_launch)                                                          \
+    SIM_NVJPEG_CALLS(X)
+
+/* The fake nvJPEG's calls (nvjpegsim.c), counted and open to faults through
+ * cudasim_call. */
+#define SIM_NVJPEG_CALLS(X)                                                    \
+    X(nvjpegCreateExV2)                                                        \
+    X(nvjpegDecoderCreate)                                                     \
+    X(nvjpegDecoderStateCreate)                                                \
+    X(nvjpegBufferPinnedCreateV2)                                              \
+    X(nvjpegBufferDeviceCreateV2)                                              \
+    X(nvjpegJpegStreamParse)                                                   \
+    X(nvjpegDecodeJpegHost)                                                    \
+    X(nvjpegDecodeJpegTransferToDevice)                                        \
+    X(nvjpegDecodeJpegDevice)
 
 enum {
 #define X(n) F_##n,
@@ -112,6 +128,8 @@ typedef enum op_kind {
     OP_PREFETCH,
 } op_kind;
 
+#define OP_USES 6
+
 typedef struct op {
     struct op *next, *cb_next;
     op_kind kind;
@@ -119,7 +137,8 @@ typedef struct op {
     const char *src;
     size_t n;
     int value;
-    alloc *use[2];
+    alloc *use[OP_USES];  /* memory it reads or writes */
+    void (*drop)(void *); /* a kernel's: frees arg when it is not run */
     struct CUevent_st *ev;
     struct CUstream_st *other;
     uint64_t gen; /* RECORD, WAIT_EVENT: the event's record; WAIT_STREAM: a

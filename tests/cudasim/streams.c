@@ -68,7 +68,7 @@ static void finish(struct CUstream_st *s, op *o, cudaError_t result)
     if (!s->head)
         s->tail = NULL;
     s->completed++;
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < OP_USES; i++)
         sim_unuse(o->use[i]);
     if (o->kind == OP_RECORD && result == cudaSuccess &&
         o->gen > o->ev->completed) {
@@ -215,6 +215,8 @@ static void *stream_main(void *arg)
         if (o->fail && !sim_ctx(s->device))
             sim_break_device(s->device, o->fail);
         if (sim_ctx(s->device)) { /* dropped: host functions are not called */
+            if (o->drop)
+                o->drop(o->arg);
             finish(s, o, sim_ctx(s->device));
             continue;
         }
@@ -351,7 +353,7 @@ cudaError_t sim_enqueue(struct CUstream_st *s, op *o)
     const cudaError_t e = implicit_sync(s);
     if (e != cudaSuccess)
         return e;
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < OP_USES; i++)
         if (o->use[i])
             o->use[i]->inflight++;
     push(s, o);
@@ -582,25 +584,42 @@ cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *arg)
 cudaError_t cudasim_launch(cudaStream_t stream, void (*fn)(void *), void *arg,
                            const void *reads, size_t n)
 {
+    const void *mem[1] = {reads};
+    const size_t bytes[1] = {n};
+    return cudasim_launch_n(stream, fn, arg, NULL, mem, bytes,
+                            reads && n ? 1 : 0);
+}
+
+cudaError_t cudasim_launch_n(cudaStream_t stream, void (*fn)(void *), void *arg,
+                             void (*drop)(void *), const void *const *mem,
+                             const size_t *n, int count)
+{
     cudaError_t async;
     cudaError_t e = sim_begin(F_cudasim_launch, 1, stream, &async);
     struct CUstream_st *s = NULL;
-    endpoint r = {0};
+    endpoint r[OP_USES];
+    memset(r, 0, sizeof r);
     op *o = NULL;
-    if (e == cudaSuccess && !fn)
+    if (e == cudaSuccess && (!fn || count < 0 || count > OP_USES))
         e = cudaErrorInvalidValue;
     if (e == cudaSuccess)
         e = sim_get_stream(stream, &s);
     if (e == cudaSuccess)
         e = sim_ctx(s->device);
-    if (e == cudaSuccess && reads && n)
-        e = sim_resolve(reads, n, &r);
+    /* An argument the operation owns cannot be replayed by a graph. */
+    if (e == cudaSuccess && drop && s->cap != CAP_NONE)
+        e = cudaErrorStreamCaptureUnsupported;
+    for (int i = 0; i < count && e == cudaSuccess; i++)
+        if (mem[i] && n[i])
+            e = sim_resolve(mem[i], n[i], &r[i]);
     if (e == cudaSuccess && !(o = sim_new_op(OP_KERNEL)))
         e = cudaErrorMemoryAllocation;
     if (e == cudaSuccess) {
         o->fn = fn;
         o->arg = arg;
-        o->use[0] = r.a;
+        o->drop = drop;
+        for (int i = 0; i < count; i++)
+            o->use[i] = r[i].a;
         o->fail = async;
         e = sim_submit(s, o, 0);
     }

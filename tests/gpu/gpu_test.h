@@ -1,6 +1,7 @@
 /* What the files of the CUDA-path suite share (test_gpu.c: the runner, the
  * dataset, the host reference and the suite's table; gpu_bytes.c,
- * gpu_reuse.c, gpu_contexts.c, gpu_capture.c: the tests by subject, see
+ * gpu_reuse.c, gpu_contexts.c, gpu_capture.c, gpu_decode.c: the tests by
+ * subject, see
  * test_gpu.c). One program, test_cuda. */
 #ifndef PINLOAD_GPU_TEST_H
 #define PINLOAD_GPU_TEST_H
@@ -119,6 +120,17 @@ outcome no_context_on_gpu0_for_a_loader_on_device_1(const char *data,
 outcome no_context_left_on_a_thread_that_never_chose_a_device(const char *data,
                                                               const void *arg);
 outcome fresh_thread_child(const char *data, int device);
+
+/* gpu_decode.c: a row of gpu_decode_psnr: the output format, whether the
+ * GPU normalises, the augmentation. */
+typedef struct decode_case {
+    pl_format format;
+    int gpu_normalize;
+    pl_augment augment;
+} decode_case;
+
+outcome gpu_decode_psnr(const char *data, const void *arg);
+outcome gpu_decode_destroy_frees(const char *data, const void *arg);
 
 /* gpu_capture.c: its tests, a row per mode and loader. */
 void run_capture_tests(const char *data);

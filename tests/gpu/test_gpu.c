@@ -21,7 +21,10 @@
  * - CUDA graph capture (gpu_capture.c): a capture in each mode (global,
  *   thread-local, relaxed) on another thread while a loader delivers must
  *   end with a graph that runs, and pl_batch_wait / pl_loader_release on
- *   a capturing stream are refused without spoiling the capture.
+ *   a capturing stream are refused without spoiling the capture;
+ * - GPU decoding (issue 38, gpu_decode.c): nvJPEG's samples against the
+ *   CPU path's within a PSNR bound in each format, and destroy mid-epoch
+ *   leaving no device memory behind.
  *
  * Prints "PASS name", "FAIL name" (after the failed check's line and
  * values) or "SKIP name: reason" per test (one that needs two GPUs, on a
@@ -298,6 +301,12 @@ static const float_case f16 = {PL_FORMAT_F16_NCHW, 0};
 
 static const float_case bf16 = {PL_FORMAT_BF16_NCHW, 0};
 
+static const decode_case dec_u8 = {PL_FORMAT_U8_NHWC, 0, PL_AUGMENT_TRAIN};
+static const decode_case dec_f32 = {PL_FORMAT_F32_NCHW, 0, PL_AUGMENT_EVAL};
+static const decode_case dec_f32_norm = {PL_FORMAT_F32_NCHW, 1,
+                                         PL_AUGMENT_TRAIN};
+static const decode_case dec_f16 = {PL_FORMAT_F16_NCHW, 1, PL_AUGMENT_NONE};
+
 static const test tests[] = {
     {"cuda_backend_pins_the_ring", cuda_backend_pins_the_ring, NULL},
     {"u8_pinned_batches_equal_host_backend", u8_pinned, NULL},
@@ -322,6 +331,12 @@ static const test tests[] = {
      no_context_on_gpu0_for_a_loader_on_device_1, NULL},
     {"no_context_left_on_a_thread_that_never_chose_a_device",
      no_context_left_on_a_thread_that_never_chose_a_device, NULL},
+    {"gpu_decode_u8_train_psnr_against_cpu", gpu_decode_psnr, &dec_u8},
+    {"gpu_decode_f32_eval_psnr_against_cpu", gpu_decode_psnr, &dec_f32},
+    {"gpu_decode_f32_gpu_normalize_psnr_against_cpu", gpu_decode_psnr,
+     &dec_f32_norm},
+    {"gpu_decode_f16_none_psnr_against_cpu", gpu_decode_psnr, &dec_f16},
+    {"gpu_decode_destroy_frees_device_memory", gpu_decode_destroy_frees, NULL},
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))

@@ -6,6 +6,9 @@ requests, a log of every request, injected faults and a bandwidth limit.
              [--fault KIND:PATH:COUNT ...] [--rate BYTES_PER_S]
              [--bind ADDR] [--tls PEM] [--header-log F]
              [--redirect STATUS:BASE[@SUFFIX]] [--answer-header NAME:VALUE ...]
+             [--ignore-range] [--bad-content-range] [--huge-header BYTES]
+             [--drip BYTES_PER_S] [--require-bearer TOKEN]
+             [--refuse-header NAME] [--sigv4 KEY:SECRET:REGION:SERVICE]
 
 It writes its port to --port-file once it listens, appends one line per
 request to --log ("GET /path RANGE STATUS"), and exits after --lifetime
@@ -22,8 +25,29 @@ A fault applies to the first COUNT requests (-1: all) for the path PATH
 sends the headers and a quarter of the body, then stalls for a minute;
 `500` and `404` answer that status; `short` sends half the body and ends
 the response cleanly (a lying Content-Length).
+
+The faults of a store that misbehaves, each for every request (issue 34):
+--ignore-range answers a Range request with 200 and the whole body, as a
+server without ranges does; --bad-content-range answers it with 206, the
+bytes from 0 and a Content-Range saying so, whatever was asked;
+--huge-header adds a header line of BYTES bytes to every answer; --drip
+sends every body at BYTES_PER_S, each connection on its own (a
+byte-per-second drip that never stalls).
+
+The services pinload speaks to, as they answer: --require-bearer answers
+401 to a request without "Authorization: Bearer TOKEN" (the Hugging Face
+Hub, a gated or private repository); --refuse-header answers 400 to a
+request carrying header NAME (a CDN's presigned URL refuses an
+Authorization header beside its own signature: "only one auth mechanism
+allowed"); --sigv4 answers 403 SignatureDoesNotMatch to a request not
+signed with AWS's Signature Version 4 by KEY and SECRET for REGION and
+SERVICE (Google Cloud Storage's XML API with an HMAC key: region auto,
+service s3), checked as the store checks it, the signed headers, the
+payload's hash and the credential scope included.
 """
 import argparse
+import hashlib
+import hmac
 import os
 import re
 import socket
@@ -32,6 +56,7 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import quote, unquote
 
 
 class Bucket:
@@ -52,6 +77,52 @@ class Bucket:
             wait = self.next - now
         if wait > 0:
             time.sleep(wait)
+
+
+def sigv4_refusal(handler, spec):
+    """Why the request is not signed as the store checks it (AWS's
+    Signature Version 4 with KEY and SECRET for REGION and SERVICE), or
+    None if it is."""
+    key, secret, region, service = spec
+    auth = handler.headers.get("Authorization", "")
+    m = re.match(r"AWS4-HMAC-SHA256 Credential=([^/]+)/(\d{8})/([^/]+)/"
+                 r"([^/]+)/aws4_request, ?SignedHeaders=([^,]+), ?"
+                 r"Signature=([0-9a-f]{64})$", auth)
+    if not m:
+        return "no AWS4-HMAC-SHA256 Authorization header"
+    got_key, date, got_region, got_service, signed, signature = m.groups()
+    if got_key != key:
+        return "the access key %s is not known" % got_key
+    if (got_region, got_service) != (region, service):
+        return "the credential scope is %s/%s, not %s/%s" % (
+            got_region, got_service, region, service)
+    amz_date = handler.headers.get("x-amz-date", "")
+    if not amz_date.startswith(date):
+        return "x-amz-date is not the scope's date"
+    names = signed.split(";")
+    if "host" not in names:
+        return "the host header is not signed"
+    path, _, query = handler.path.partition("?")
+    pairs = sorted(tuple(quote(unquote(x), safe="-_.~") for x in
+                         (kv.split("=", 1) + [""])[:2])
+                   for kv in query.split("&") if kv)
+    canonical = "\n".join([
+        handler.command, path, "&".join("%s=%s" % kv for kv in pairs),
+        "".join("%s:%s\n" % (n, " ".join(
+            (handler.headers.get(n) or "").split())) for n in names),
+        signed,
+        handler.headers.get("x-amz-content-sha256",
+                            hashlib.sha256(b"").hexdigest())])
+    scope = "%s/%s/%s/aws4_request" % (date, region, service)
+    to_sign = "\n".join(["AWS4-HMAC-SHA256", amz_date, scope,
+                         hashlib.sha256(canonical.encode()).hexdigest()])
+    k = ("AWS4" + secret).encode()
+    for part in (date, region, service, "aws4_request"):
+        k = hmac.new(k, part.encode(), hashlib.sha256).digest()
+    want = hmac.new(k, to_sign.encode(), hashlib.sha256).hexdigest()
+    if not hmac.compare_digest(want, signature):
+        return "the signature does not match"
+    return None
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -94,6 +165,39 @@ class Handler(BaseHTTPRequestHandler):
     def answer_headers(self):
         for name, value in self.server.answer_headers:
             self.send_header(name, value)
+        if self.server.huge_header:
+            self.send_header("X-Padding", "a" * self.server.huge_header)
+
+    def refuse(self, status, rng, body):
+        """An answer that is not data: status, with body."""
+        self.record(status, rng)
+        self.send_response(status)
+        self.answer_headers()
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def refusal(self, rng):
+        """Whether the service refuses the request (then answered)."""
+        srv = self.server
+        bearer = self.headers.get("Authorization", "")
+        if srv.bearer and bearer != "Bearer " + srv.bearer:
+            self.refuse(401, rng, b'{"error":"Invalid credentials in '
+                                  b'Authorization header"}')
+            return True
+        for name in srv.refused_headers:
+            if self.headers.get(name) is not None:
+                self.refuse(400, rng, b"<Error><Code>InvalidArgument</Code>"
+                                      b"<Message>Only one auth mechanism "
+                                      b"allowed</Message></Error>")
+                return True
+        why = srv.sigv4 and sigv4_refusal(self, srv.sigv4)
+        if why:
+            self.refuse(403, rng, ("<Error><Code>SignatureDoesNotMatch</Code>"
+                                   "<Message>%s</Message></Error>" %
+                                   why).encode())
+            return True
+        return False
 
     def redirect(self, rng):
         status, base, _ = self.server.redirect
@@ -109,6 +213,8 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self, head=False):
         rng = self.headers.get("Range")
         self.record_headers()
+        if self.refusal(rng):
+            return
         if self.server.redirect and \
                 self.path.split("?")[0].endswith(self.server.redirect[2]):
             self.redirect(rng)
@@ -133,6 +239,8 @@ class Handler(BaseHTTPRequestHandler):
         size = os.path.getsize(path)
         start, end, status = 0, size - 1, 200
         m = re.match(r"bytes=(\d+)-(\d*)$", rng or "")
+        if self.server.ignore_range:
+            m = None
         if m:
             start = int(m.group(1))
             end = min(int(m.group(2)), size - 1) if m.group(2) else size - 1
@@ -144,6 +252,8 @@ class Handler(BaseHTTPRequestHandler):
                 self.end_headers()
                 return
             status = 206
+            if self.server.bad_content_range:  # the bytes from 0, said so
+                start, end = 0, end - start
         self.record(status, rng)
         length = end - start + 1
         self.send_response(status)
@@ -176,6 +286,13 @@ class Handler(BaseHTTPRequestHandler):
         self.send(data)
 
     def send(self, data):
+        if self.server.drip:
+            step = max(1, int(self.server.drip / 10))
+            for i in range(0, len(data), step):
+                self.wfile.write(data[i:i + step])
+                self.wfile.flush()
+                time.sleep(step / self.server.drip)
+            return
         rate = self.server.bucket.rate
         step = 65536 if not rate else max(256, min(65536, int(rate / 50)))
         for i in range(0, len(data), step):
@@ -211,6 +328,13 @@ def main():
     ap.add_argument("--header-log")
     ap.add_argument("--redirect")
     ap.add_argument("--answer-header", action="append", default=[])
+    ap.add_argument("--ignore-range", action="store_true")
+    ap.add_argument("--bad-content-range", action="store_true")
+    ap.add_argument("--huge-header", type=int, default=0)
+    ap.add_argument("--drip", type=float, default=0)
+    ap.add_argument("--require-bearer")
+    ap.add_argument("--refuse-header", action="append", default=[])
+    ap.add_argument("--sigv4")
     a = ap.parse_args()
     srv = Server((a.bind, 0), Handler)
     if a.tls:
@@ -229,6 +353,13 @@ def main():
         srv.redirect = (int(status), base, suffix)
     srv.answer_headers = [[p.strip() for p in h.split(":", 1)]
                           for h in a.answer_header]
+    srv.ignore_range = a.ignore_range
+    srv.bad_content_range = a.bad_content_range
+    srv.huge_header = a.huge_header
+    srv.drip = a.drip
+    srv.bearer = a.require_bearer
+    srv.refused_headers = a.refuse_header
+    srv.sigv4 = a.sigv4.split(":") if a.sigv4 else None
     srv.log_lock = threading.Lock()
     srv.bucket = Bucket(a.rate)
     srv.faults = []

@@ -69,6 +69,33 @@ Test(abi, a_newer_callers_config_gets_defaults_and_zeros_past_ours)
     assert_canary(&b, size, "pl_config_default");
 }
 
+/* A program built against the header before pl_config gained decode
+ * passes its smaller struct: accepted, the field it lacks its default (the
+ * CPU), and pl_config_default_sized writes no byte past it. */
+Test(abi, a_config_from_before_decode_decodes_on_the_cpu)
+{
+    char root[64];
+    tu_make_tree(root, 8, 2);
+    bigger b;
+    fill(&b);
+    const size_t old = offsetof(pl_config, decode);
+    pl_config *c = (pl_config *)b.bytes;
+    pl_config_default_sized(c, old);
+    assert_canary(&b, old, "pl_config_default");
+    c->data = root;
+    c->device = PL_DEVICE_HOST;
+    c->batch_size = 4;
+    c->width = c->height = 16;
+    pl_loader *l;
+    cr_assert_eq(pl_loader_create_sized(c, old, &l), 0, "%s", pl_last_error());
+    pl_info in;
+    cr_assert_eq(pl_loader_info(l, &in), 0);
+    cr_assert_eq(in.decode, PL_DECODE_CPU);
+    cr_assert_str_eq(in.decoder_name, "cpu");
+    pl_loader_destroy(l);
+    tu_rm_rf(root);
+}
+
 Test(abi, a_config_from_a_newer_header_is_used_if_its_new_fields_are_0)
 {
     char root[64];
@@ -101,7 +128,9 @@ Test(abi, sizes_below_the_first_stable_ones_are_einval_naming_the_struct)
     pl_config c;
     pl_config_default(&c);
     pl_loader *l2;
-    cr_assert_eq(pl_loader_create_sized(&c, sizeof c - 8, &l2), PL_EINVAL);
+    cr_assert_eq(
+        pl_loader_create_sized(&c, offsetof(pl_config, decode) - 8, &l2),
+        PL_EINVAL);
     cr_assert_not_null(strstr(pl_last_error(), "sizeof(pl_config)"), "%s",
                        pl_last_error());
     pl_info info;

@@ -783,7 +783,8 @@ Test(bench, csv_json_and_png_agree_with_the_table)
                          45),
                  0, "%s", csv);
     cr_assert_not_null(strstr(csv, ",buffer_wait_ms,rounds,images_per_s_min,"
-                                   "images_per_s_max,images_per_s_rounds\n"),
+                                   "images_per_s_max,images_per_s_rounds,"
+                                   "decode,decode_used,cpu_us\n"),
                        "%s", csv);
     const char *line = strchr(csv, '\n') + 1;
     for (int i = 0; i < 2; i++, line = strchr(line, '\n') + 1) {
@@ -912,4 +913,54 @@ Test(bench, data_with_no_good_file_is_an_error_not_an_endless_loop,
     free(out);
     free(err);
     tu_rm_rf(root);
+}
+
+/* --decode is a sweep axis like --workers: a row per decoder asked, the
+ * table and the CSV naming it and what auto became (the CPU on the host
+ * backend), with the process's CPU time per image. */
+Test(bench, decode_is_swept_and_each_row_names_its_decoder)
+{
+    char root[64], out_dir[64];
+    make_data(root);
+    tu_tmpdir(out_dir);
+    char a[1024];
+    snprintf(a, sizeof a,
+             "--data %s --decode cpu,auto --workers 1,2 --prefetch 2 "
+             "--pin on --device host --batches 3 --batch 4 --size 32 "
+             "--warmup 1 --csv %s/t.csv --quiet",
+             root, out_dir);
+    char *out, *err;
+    cr_assert_eq(run_tool(a, &out, &err), 0, "%s", err);
+    cr_assert_not_null(strstr(out, " decode "), "%s", out);
+    int auto_cpu = 0;
+    for (const char *p = out; (p = strstr(p, " auto:cpu ")); p++)
+        auto_cpu++;
+    cr_assert_eq(auto_cpu, 2, "%s", out);
+    char path[128];
+    size_t n;
+    snprintf(path, sizeof path, "%s/t.csv", out_dir);
+    char *csv = (char *)tu_read_file(path, &n);
+    csv[n] = '\0';
+    int rows = 0, autos = 0;
+    for (const char *line = strchr(csv, '\n') + 1; *line;
+         line = strchr(line, '\n') + 1, rows++) {
+        const char *end = strchr(line, '\n');
+        const char *tail = end;
+        for (int commas = 0; tail > line && commas < 3; tail--)
+            commas += tail[-1] == ',';
+        char asked[8], used[8];
+        double us;
+        cr_assert_eq(sscanf(tail, ",%7[^,],%7[^,],%lf", asked, used, &us), 3,
+                     "%.*s", (int)(end - line), line);
+        cr_assert_str_eq(used, "cpu");
+        cr_assert_gt(us, 0, "CPU time per image");
+        autos += !strcmp(asked, "auto");
+    }
+    cr_assert_eq(rows, 4, "%s", csv);
+    cr_assert_eq(autos, 2, "%s", csv);
+    free(csv);
+    free(out);
+    free(err);
+    tu_rm_rf(root);
+    tu_rm_rf(out_dir);
 }

@@ -248,6 +248,7 @@ static int host_pixels(pl_config c, int epochs, uint8_t *out[MAXB],
     c.device = PL_DEVICE_HOST;
     c.memory = PL_MEMORY_PAGEABLE;
     c.keep_host = 0;
+    c.decode = PL_DECODE_CPU;
     pl_loader *l = create(&c);
     int n = 0;
     for (int e = 0; e < epochs; e++) {
@@ -273,6 +274,11 @@ static int host_pixels(pl_config c, int epochs, uint8_t *out[MAXB],
  * ten more batches or all of them, then ends it, launches the graph, and
  * checks that the loader delivered every batch, byte for byte, and goes
  * on. */
+/* config.decode of the loaders capture_while_loading makes: gpu decodes
+ * JPEGs on the workers' own streams, with nvJPEG's calls (the fake's, which
+ * allocate and wait on those threads) beside the capture. */
+static int capture_decode = PL_DECODE_CPU;
+
 static void capture_while_loading(pl_memory memory, int keep_host,
                                   enum cudaStreamCaptureMode mode)
 {
@@ -282,12 +288,20 @@ static void capture_while_loading(pl_memory memory, int keep_host,
     sim_tree(root, &c, 60, 2);
     c.memory = memory;
     c.keep_host = keep_host;
+    c.decode = capture_decode;
+    c.dct_scaling = capture_decode == PL_DECODE_CPU; /* the GPU's is exact */
     uint8_t *ref[MAXB];
     size_t ref_bytes[MAXB];
     const int epochs = 2;
     const int want = host_pixels(c, epochs, ref, ref_bytes);
     consumer co = {.epochs = epochs};
     co.l = create(&c);
+    pl_info in;
+    cr_assert_eq(pl_loader_info(co.l, &in), 0);
+    cr_assert_eq(in.decode,
+                 capture_decode == PL_DECODE_CPU ? PL_DECODE_CPU
+                                                 : PL_DECODE_GPU,
+                 "%s", in.decoder_name);
     CUDA_OK(cudaStreamCreateWithFlags(&co.s, cudaStreamNonBlocking));
     pthread_t t;
     cr_assert_eq(pthread_create(&t, NULL, consume, &co), 0);
@@ -366,6 +380,16 @@ Test(cuda_capture, thread_local_and_relaxed_captures_succeed_too,
     capture_while_loading(PL_MEMORY_PINNED, 1,
                           cudaStreamCaptureModeThreadLocal);
     capture_while_loading(PL_MEMORY_PAGEABLE, 0, cudaStreamCaptureModeRelaxed);
+}
+
+Test(cuda_capture, a_global_capture_beside_gpu_decoding_succeeds,
+     .timeout = TIMEOUT)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/libnvjpegsim.so", tu_build_dir());
+    cr_assert_eq(setenv("PINLOAD_NVJPEG", path, 1), 0);
+    capture_decode = PL_DECODE_GPU;
+    capture_while_loading(PL_MEMORY_PINNED, 0, cudaStreamCaptureModeGlobal);
 }
 
 /* pl_batch_wait and pl_loader_release on a stream that is capturing are
