@@ -190,7 +190,8 @@ NVCC_HOST := -fno-exceptions,-fno-rtti,-fno-threadsafe-statics
 NVCCFLAGS := -O2 -std=c++17 -Iinclude $(NVCC_GENCODE) -Xcompiler $(NVCC_HOST)
 
 COMMON_SRC  := common/clock.c common/grow.c common/error.c common/names.c \
-               common/log.c common/file.c common/machine.c common/braces.c
+               common/log.c common/file.c common/machine.c common/braces.c \
+               common/float16.c
 CODECS_SRC  := codecs/codec.c codecs/jpeg.c codecs/png.c codecs/webp.c
 # The augmentation ops (workers/ops/op.h): the table, the spec, the
 # pipeline, and one file per kind of op.
@@ -202,7 +203,9 @@ OPS_SRC     := workers/ops/op_table.c workers/ops/spec.c \
                workers/ops/adjust_color.c workers/ops/adjust_hue.c \
                workers/ops/color_jitter.c workers/ops/gaussian_blur.c \
                workers/ops/solarize.c workers/ops/posterize.c \
-               workers/ops/equalize.c workers/ops/autocontrast.c
+               workers/ops/equalize.c workers/ops/autocontrast.c \
+               workers/ops/affine.c workers/ops/rotate.c \
+               workers/ops/random_erasing.c
 WORKERS_SRC := workers/decode.c workers/resample.c workers/augment.c \
                workers/fileio.c workers/sample.c workers/route.c \
                workers/pool.c $(OPS_SRC)

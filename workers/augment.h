@@ -79,14 +79,6 @@ void augment_store_f32(const augment_params *p, const uint8_t *rgb, int y,
 void augment_store_f16(const augment_params *p, const uint8_t *rgb, int y,
                        uint16_t *dst);
 
-/* IEEE 754 binary16 bits of f, rounded to nearest even (as CUDA's
- * __float2half_rn). */
-uint16_t augment_half(float f);
-
-/* f as a bfloat16 bit pattern, rounded to nearest even (NaN stays NaN),
- * as CUDA's __float2bfloat16_rn. */
-uint16_t augment_bfloat16(float f);
-
 /* lut16 made for the 16-bit format `format` (BF16, else half). */
 void augment_lut16_for(augment_params *p, pl_format format);
 

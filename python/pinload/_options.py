@@ -219,14 +219,15 @@ class LoaderOptions(TypedDict, total=False):
     geometric ops (random_resized_crop or rrc, resize, center_crop,
     hflip, vflip: fused into the decode, one resample at most, ending at
     width x height), then the pixel ops (grayscale, color_jitter,
-    gaussian_blur, solarize, posterize, equalize, autocontrast), then
-    normalize (float formats only; without it they are normalised with
-    mean and std), each op drawing from its own random stream, keyed by
-    (seed, epoch, dataset index, its place). Parsed at create: PL_EINVAL
-    names the op and the parameter ("config.transform: rrc:
-    scale=0.08:x: not a number"); pl_transform_check checks one without
-    a loader. Default None: augment's preset (which a spec replaces).
-    The library keeps no pointer after create."""
+    gaussian_blur, solarize, posterize, equalize, autocontrast, rotate,
+    affine), then normalize (float formats only; without it they are
+    normalised with mean and std), then random_erasing (erase: on the
+    normalised sample, as timm), each op drawing from its own random
+    stream, keyed by (seed, epoch, dataset index, its place). Parsed at
+    create: PL_EINVAL names the op and the parameter ("config.transform:
+    rrc: scale=0.08:x: not a number"); pl_transform_check checks one
+    without a loader. Default None: augment's preset (which a spec
+    replaces). The library keeps no pointer after create."""
     remote_create_timeout_ms: Optional[int]
     """The most pl_loader_create spends on the remote shards' transfers
     (their indexes, the shards without one fetched whole, classes.txt),

@@ -10,7 +10,9 @@
 
 /* Every op of this part: the geometric ones (crop, resize with each kind
  * of filter, centre crops with crop_pct and padding, both flips), the
- * pixel op, normalize. */
+ * pixel ops (grayscale, rotate and affine with each filter, fill and
+ * centre), normalize, and random erasing after it on f32, f16 (channels
+ * last) and bf16 with each kind of value. */
 static const char *const every_op[] = {
     "rrc(scale=0.3:1,ratio=1/2:2,interpolation=bicubic);vflip(0.3);hflip;"
     "grayscale(0.4)",
@@ -20,14 +22,28 @@ static const char *const every_op[] = {
     "center_crop(16);grayscale(0.5)",
     "hflip;center_crop(70x50);resize(16x16,interpolation=nearest);"
     "grayscale(0.3)",
+    "rrc(scale=0.3:1);rotate(30,fill=10:20:30);affine(degrees=10,"
+    "translate=0.1:0.2,scale=0.9:1.1,shear=5,interpolation=bilinear);"
+    "normalize;erase(0.7,value=random)",
+    "resize;random_rotation(-90:90,bilinear,center=3:4);grayscale(0.5);"
+    "erase(1,scale=0.1:0.4,value=0.5:-1:2)",
+    "center_crop(crop_pct=0.9);random_affine(180,0.3:0,shear_y=-10:10);"
+    "normalize(mean=0.5,std=0.25);erase(value=random_channel)",
 };
+#define NSPECS (int)(sizeof every_op / sizeof every_op[0])
+
+/* The format each spec runs with: floats for normalize and erasing. */
+static const pl_format every_format[NSPECS] = {
+    PL_FORMAT_U8_NHWC,  PL_FORMAT_F16_NCHW, PL_FORMAT_U8_NHWC,
+    PL_FORMAT_U8_NHWC,  PL_FORMAT_F32_NCHW, PL_FORMAT_F16_NCHW,
+    PL_FORMAT_BF16_NCHW};
 
 static void every_op_cfg(pl_config *c, const char *root, int k)
 {
     base_cfg(c, root);
     c->transform = every_op[k];
-    /* The spec with normalize needs floats; the others run both. */
-    c->format = k == 1 ? PL_FORMAT_F16_NCHW : PL_FORMAT_U8_NHWC;
+    c->format = every_format[k];
+    c->channels_last = k == 5;
 }
 
 Test(loader_transform, every_op_gives_the_same_bytes_whatever_the_pipeline,
@@ -35,7 +51,7 @@ Test(loader_transform, every_op_gives_the_same_bytes_whatever_the_pipeline,
 {
     char root[64];
     tu_make_tree(root, 23, 3);
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < NSPECS; k++) {
         pl_config a, b;
         every_op_cfg(&a, root, k);
         every_op_cfg(&b, root, k);
@@ -90,7 +106,7 @@ Test(loader_transform, every_op_resumes_exactly, .timeout = TIMEOUT)
 {
     char root[64];
     tu_make_tree(root, 23, 3);
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < NSPECS; k++) {
         pl_config c;
         every_op_cfg(&c, root, k);
         c.num_workers = 1;
@@ -183,8 +199,15 @@ Test(loader_transform, a_bad_spec_fails_create_naming_the_op_and_parameter)
     create_fails(&c, "pl_loader_create: config.transform: normalize: "
                      "config.format is u8, which holds no normalised "
                      "values: use f32, f16 or bf16, or drop normalize");
+    c.transform = "rrc;affine(10,translate=0.5:2)";
+    create_fails(&c, "pl_loader_create: config.transform: affine: "
+                     "translate=0.5:2: 2 is outside [0, 1]");
+    c.transform = "rrc;erase(0.25,value=random)";
+    create_fails(&c, "pl_loader_create: config.transform: erase: erases the "
+                     "normalised sample (after normalize, as timm does), and "
+                     "config.format is u8: use f32, f16 or bf16");
     /* A bad field before it is named first, as in the struct's order. */
-    c.transform = "rotate";
+    c.transform = "rotate(degrees=x)";
     c.batch_size = 0;
     create_fails(&c, "pl_loader_create: config.batch_size: 0 is outside "
                      "[1, 65536]");
@@ -225,7 +248,7 @@ Test(loader_transform, transform_image_makes_the_loaders_sample,
 {
     char root[64];
     tu_make_tree(root, 9, 2);
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < NSPECS; k++) {
         pl_config c;
         every_op_cfg(&c, root, k);
         c.dct_scaling = 0; /* pl_transform_image decodes nothing */

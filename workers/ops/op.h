@@ -101,7 +101,10 @@ extern const char *const op_interp_words[];
  *
  * OP_NUMBER  x (a decimal number, or a fraction a/b: "4/3")
  * OP_RANGE   a:b with a <= b, or a alone for a:a (scale=0.08:1)
- * OP_TRIPLE  a:b:c, one per channel, or a alone for a:a:a (mean)
+ * OP_TRIPLE  a:b:c, one per channel, or a alone for a:a:a (mean); with
+ *            `words`, one of them instead (value=random)
+ * OP_PAIR    a:b, two numbers in either order, or a alone for a:a
+ *            (translate's x and y, a centre's)
  * OP_SIZE    S, or WxH (224, 320x240); S alone means what the op says
  *            (resize: the shorter side; a crop: S x S)
  * OP_WORD    one of `words` (interpolation=bicubic)
@@ -110,6 +113,7 @@ typedef enum op_type {
     OP_NUMBER,
     OP_RANGE,
     OP_TRIPLE,
+    OP_PAIR,
     OP_SIZE,
     OP_WORD,
     OP_BOOL,
@@ -125,16 +129,22 @@ typedef struct op_param {
     const char *def;
     double lo, hi; /* every number of the value lies in [lo, hi] ... */
     int open_lo;   /* ... or (lo, hi] when set */
-    const char *const *words; /* OP_WORD: NULL-terminated */
-    const char *doc;          /* one line, for docs/transforms.md */
+    /* OP_WORD: NULL-terminated; OP_TRIPLE: NULL, or the words it takes
+     * in place of numbers */
+    const char *const *words;
+    const char *doc; /* one line, for docs/transforms.md */
 } op_param;
 
 /* A parsed value. OP_NUMBER: v[0]; OP_RANGE: v[0] <= v[1]; OP_TRIPLE:
- * v[0..2]; OP_SIZE: n == 1: v[0] (S); n == 2: v[0] x v[1] (W x H);
- * OP_WORD: v[0] is the word's index; OP_BOOL: v[0] is 0 or 1. */
+ * v[0..2]; OP_PAIR: v[0], v[1]; OP_SIZE: n == 1: v[0] (S); n == 2: v[0] x
+ * v[1] (W x H); OP_WORD: v[0] is the word's index; OP_BOOL: v[0] is 0 or
+ * 1. */
 typedef struct op_value {
     double v[3];
     int n; /* how many numbers were written; 0: not given, no default */
+    /* An OP_TRIPLE's word: 1 + its index in the param's words (v[] zero,
+     * n 1); 0: numbers. */
+    int word;
 } op_value;
 
 /* What an op's setup knows of the loader it is made for. */

@@ -20,7 +20,10 @@
     XX(posterize)                                                              \
     XX(equalize)                                                               \
     XX(autocontrast)                                                           \
-    XX(normalize)
+    XX(rotate)                                                                 \
+    XX(affine)                                                                 \
+    XX(normalize)                                                              \
+    XX(random_erasing)
 
 #define OP_DECLARE_(n) extern const op_kind op_##n;
 OP_KINDS(OP_DECLARE_)

@@ -68,6 +68,21 @@ static int number(const char *s, size_t len, double *out)
     return 0;
 }
 
+/* "not a number", or for a triple that takes words, what it takes. */
+static int not_number(const op_instance *op, const op_param *p, const char *s,
+                      size_t len, char *why, size_t cap)
+{
+    if (!(p->type == OP_TRIPLE && p->words))
+        return fail(why, cap, "%s: %s=%.*s: not a number", op->written, p->name,
+                    (int)len, s);
+    char list[256] = "";
+    for (int i = 0; p->words[i]; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
+                 p->words[i + 1] ? ", " : " or ", p->words[i]);
+    return fail(why, cap, "%s: %s=%.*s: not a number, R:G:B%s", op->written,
+                p->name, (int)len, s, list);
+}
+
 /* The value written for parameter p of op `op` (its text: [s, s + len)),
  * into *v; on error, why names them both. */
 static int parse_value(const op_instance *op, const op_param *p, const char *s,
@@ -96,6 +111,14 @@ static int parse_value(const op_instance *op, const op_param *p, const char *s,
         return fail(why, cap, "%s: %s=%.*s: not %s", name, p->name, (int)len, s,
                     list);
     }
+    if (p->type == OP_TRIPLE && p->words)
+        for (int i = 0; p->words[i]; i++)
+            if (strlen(p->words[i]) == len &&
+                memcmp(p->words[i], s, len) == 0) {
+                v->word = i + 1;
+                v->n = 1;
+                return 0;
+            }
     /* Numbers: up to three, separated by ':' (by 'x' in a size). */
     const char sep = p->type == OP_SIZE ? 'x' : ':';
     const int most = p->type == OP_NUMBER ? 1 : p->type == OP_TRIPLE ? 3 : 2;
@@ -113,8 +136,7 @@ static int parse_value(const op_instance *op, const op_param *p, const char *s,
         size_t tl = (size_t)(stop - at);
         trim(&t, &tl);
         if (number(t, tl, &v->v[n]) < 0)
-            return fail(why, cap, "%s: %s=%.*s: not a number", name, p->name,
-                        (int)len, s);
+            return not_number(op, p, s, len, why, cap);
         const double x = v->v[n++];
         if (p->type == OP_SIZE && x != floor(x))
             return fail(why, cap, "%s: %s=%.*s: %g is not a whole number", name,
@@ -442,10 +464,12 @@ static int put_value(char *buf, size_t cap, const op_param *p,
         return snprintf(buf, cap, "%s", p->words[(int)v->v[0]]);
     if (p->type == OP_BOOL)
         return snprintf(buf, cap, "%s", v->v[0] ? "true" : "false");
-    const int n = p->type == OP_NUMBER   ? 1
-                  : p->type == OP_RANGE  ? 2
-                  : p->type == OP_TRIPLE ? 3
-                                         : v->n;
+    if (v->word)
+        return snprintf(buf, cap, "%s", p->words[v->word - 1]);
+    const int n = p->type == OP_NUMBER                        ? 1
+                  : p->type == OP_RANGE || p->type == OP_PAIR ? 2
+                  : p->type == OP_TRIPLE                      ? 3
+                                                              : v->n;
     size_t len = 0;
     for (int i = 0; i < n; i++) {
         if (i)

@@ -3,6 +3,7 @@
  * float16 conversion and rows, rounded to nearest even exactly. */
 #include <math.h>
 
+#include "../common/float16.h"
 #include "../workers/augment.h"
 #include "testaugment.h"
 #include "testutil.h"
@@ -95,9 +96,9 @@ static uint16_t ref_half(float f)
     return bits;
 }
 
-/* augment_half rounds exactly as the compiler (and CUDA's __float2half_rn)
- * do: every normal, subnormal, overflow and tie case of 2^22 floats spread
- * over all exponents, plus the edges. */
+/* float16_from_float rounds exactly as the compiler (and CUDA's
+ * __float2half_rn) do: every normal, subnormal, overflow and tie case of 2^22
+ * floats spread over all exponents, plus the edges. */
 Test(augment, half_conversion_rounds_to_nearest_even_exactly)
 {
     static const float edges[] = {
@@ -105,7 +106,7 @@ Test(augment, half_conversion_rounds_to_nearest_even_exactly)
         65520.0f,    1e-8f,       5.96046e-8f, 2.98023e-8f, 6.1035e-5f,
         -6.1035e-5f, 1.0f / 3.0f, -2.1179f,    2.64f,       1e30f};
     for (size_t i = 0; i < sizeof edges / sizeof edges[0]; i++)
-        cr_assert_eq(augment_half(edges[i]), ref_half(edges[i]), "%g",
+        cr_assert_eq(float16_from_float(edges[i]), ref_half(edges[i]), "%g",
                      (double)edges[i]);
     uint32_t s = 12345u;
     for (int i = 0; i < 1 << 22; i++) {
@@ -115,12 +116,12 @@ Test(augment, half_conversion_rounds_to_nearest_even_exactly)
             continue; /* inf and NaN are checked below */
         float f;
         memcpy(&f, &bits, sizeof f);
-        cr_assert_eq(augment_half(f), ref_half(f), "bits %08x (%g)", bits,
+        cr_assert_eq(float16_from_float(f), ref_half(f), "bits %08x (%g)", bits,
                      (double)f);
     }
-    cr_assert_eq(augment_half(1.0f / 0.0f), 0x7C00);
-    cr_assert_eq(augment_half(-1.0f / 0.0f), 0xFC00);
-    const uint16_t nan = augment_half(0.0f / 0.0f);
+    cr_assert_eq(float16_from_float(1.0f / 0.0f), 0x7C00);
+    cr_assert_eq(float16_from_float(-1.0f / 0.0f), 0xFC00);
+    const uint16_t nan = float16_from_float(0.0f / 0.0f);
     cr_assert((nan & 0x7C00) == 0x7C00 && (nan & 0x3FF) != 0, "%04x", nan);
 }
 
@@ -159,14 +160,14 @@ Test(augment, bfloat16_rounds_to_nearest_even)
         {3.4028235e38f, 0x7F80}, /* FLT_MAX rounds to infinity */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        cr_assert_eq(augment_bfloat16(cases[i].f), cases[i].bits,
+        cr_assert_eq(bfloat16_from_float(cases[i].f), cases[i].bits,
                      "%.9g: %04x, want %04x", (double)cases[i].f,
-                     augment_bfloat16(cases[i].f), cases[i].bits);
+                     bfloat16_from_float(cases[i].f), cases[i].bits);
     /* Just above the tie: up. */
-    cr_assert_eq(augment_bfloat16(nextafterf(1.00390625f, 2.0f)), 0x3F81);
-    cr_assert_eq(augment_bfloat16(INFINITY), 0x7F80);
-    cr_assert_eq(augment_bfloat16(-INFINITY), 0xFF80);
-    const uint16_t nan = augment_bfloat16(NAN);
+    cr_assert_eq(bfloat16_from_float(nextafterf(1.00390625f, 2.0f)), 0x3F81);
+    cr_assert_eq(bfloat16_from_float(INFINITY), 0x7F80);
+    cr_assert_eq(bfloat16_from_float(-INFINITY), 0xFF80);
+    const uint16_t nan = bfloat16_from_float(NAN);
     cr_assert((nan & 0x7F80) == 0x7F80 && (nan & 0x7F) != 0, "%04x", nan);
 
     augment_params p;
@@ -176,7 +177,7 @@ Test(augment, bfloat16_rounds_to_nearest_even)
                         std);
     for (int c = 0; c < 3; c++)
         for (int v = 0; v < 256; v++)
-            cr_assert_eq(p.lut16[c][v], augment_bfloat16(p.lut[c][v]));
+            cr_assert_eq(p.lut16[c][v], bfloat16_from_float(p.lut[c][v]));
     cr_assert_eq(augment_format_bytes(PL_FORMAT_BF16_NCHW, 4, 4),
                  4 * 4 * 3 * 2);
 }

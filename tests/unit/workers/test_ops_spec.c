@@ -130,11 +130,11 @@ Test(ops_spec, each_error_names_the_op_as_written_and_the_parameter)
     refused("resize(p=1", &u8_224, "resize: no ')' to close its values");
     refused("resize(224x224) hflip", &u8_224,
             "resize: \"hflip\" after it (ops are separated by ';')");
-    refused("rotate(30)", &u8_224,
-            "\"rotate\": no such op (random_resized_crop, resize, "
+    refused("rotat(30)", &u8_224,
+            "\"rotat\": no such op (random_resized_crop, resize, "
             "center_crop, hflip, vflip, grayscale, color_jitter, "
             "gaussian_blur, solarize, posterize, equalize, autocontrast, "
-            "normalize)");
+            "rotate, affine, normalize, random_erasing)");
     refused(";(", &u8_224, "\"(\": an op's name was expected");
     refused("", &u8_224, "no ops (leave it NULL for config.augment's preset)");
     refused("resize(224,max_size=200)", &u8_224,
@@ -289,6 +289,90 @@ Test(ops_spec, describe_says_what_each_op_drew)
                                 "center_crop(top=16,left=58);vflip(flip=0);"
                                 "grayscale(apply=1);normalize()"));
     cr_assert_str_eq(got, "resize(wi");
+}
+
+Test(ops_spec, the_geometric_pixel_ops_and_erasing_parse_as_torchvision_reads)
+{
+    /* One number d for degrees or a shear is -d:d, as RandomRotation and
+     * RandomAffine read it; translate is x:y. */
+    parses_to("resize;rotate(15,fill=0)", &u8_224,
+              "resize(size=224x224,interpolation=bilinear,antialias=true);"
+              "rotate(degrees=-15:15,interpolation=nearest,fill=0:0:0)");
+    parses_to("resize;affine(degrees=10,translate=0.1:0.1,scale=0.9:1.1,"
+              "shear=5)",
+              &u8_224,
+              "resize(size=224x224,interpolation=bilinear,antialias=true);"
+              "affine(degrees=-10:10,translate=0.1:0.1,scale=0.9:1.1,"
+              "shear=-5:5,shear_y=0:0,interpolation=nearest,fill=0:0:0)");
+    parses_to("random_resized_crop;random_rotation(-5:30,bilinear,1:2:3,"
+              "center=0:7.5);random_affine(0,0.2:0,shear_y=1:2)",
+              &u8_224,
+              "random_resized_crop(size=224x224," RRC_DEFAULTS ");"
+              "rotate(degrees=-5:30,interpolation=bilinear,fill=1:2:3,"
+              "center=0:7.5);affine(degrees=0:0,translate=0.2:0,scale=1:1,"
+              "shear=0:0,shear_y=1:2,interpolation=nearest,fill=0:0:0)");
+    cr_assert_eq(pl.npixels, 2);
+    parses_to("resize;normalize;erase(0.25,value=random)", &f32_64x48,
+              "resize(size=64x48,interpolation=bilinear,antialias=true);"
+              "normalize(mean=0.5:0.5:0.5,std=0.25:0.25:0.25);"
+              "random_erasing(p=0.25,scale=0.02:0.33,ratio=0.3:3.3,"
+              "value=random)");
+    cr_assert_eq(pl.ntensor, 1);
+    cr_assert_eq(pl.op[2].arg[3].word, 1);
+    parses_to(
+        "resize;random_erasing(value=-1:0:2.5);erase(value=random_channel)",
+        &f32_64x48,
+        "resize(size=64x48,interpolation=bilinear,antialias=true);"
+        "random_erasing(p=0.5,scale=0.02:0.33,ratio=0.3:3.3,"
+        "value=-1:0:2.5);random_erasing(p=0.5,scale=0.02:0.33,"
+        "ratio=0.3:3.3,value=random_channel)");
+    cr_assert_eq(pl.op[1].arg[3].word, 0);
+}
+
+Test(ops_spec, the_geometric_pixel_ops_and_erasing_name_a_bad_parameter)
+{
+    refused("resize;rotate", &u8_224,
+            "rotate: degrees: not given (RandomRotation's is required: d for "
+            "-d:d, or a:b)");
+    refused("resize;rotate(-15)", &u8_224,
+            "rotate: degrees=-15: one number d is the range -d:d, so not "
+            "below 0 (write a:b for another range)");
+    refused("resize;rotate(15,fill=256)", &u8_224,
+            "rotate: fill=256: 256 is outside [0, 255]");
+    refused("resize;rotate(15,interpolation=bicubic)", &u8_224,
+            "rotate: interpolation=bicubic: not nearest or bilinear");
+    refused("resize;affine(translate=0.1)", &u8_224,
+            "affine: degrees: not given (RandomAffine's is required: d for "
+            "-d:d, a:b, or 0 for none)");
+    refused("resize;affine(10,translate=1.5:0)", &u8_224,
+            "affine: translate=1.5:0: 1.5 is outside [0, 1]");
+    refused("resize;affine(10,scale=0:1)", &u8_224,
+            "affine: scale=0:1: 0 is outside (0, 100]");
+    refused("resize;affine(10,shear=90)", &u8_224,
+            "affine: shear=90: 90 is outside [-89, 89]");
+    refused("resize;affine(10,shear=-3)", &u8_224,
+            "affine: shear=-3: one number d is the range -d:d, so not below 0 "
+            "(write a:b for another range)");
+    refused("resize;erase(1.5)", &f32_64x48,
+            "erase: p=1.5: 1.5 is outside [0, 1]");
+    refused("resize;erase(value=rand)", &f32_64x48,
+            "erase: value=rand: not a number, R:G:B, random or "
+            "random_channel");
+    refused("resize;erase(value=1:2)", &f32_64x48,
+            "erase: value=1:2: 1 or 3 numbers (R:G:B)");
+    refused("resize;erase(ratio=2:1)", &f32_64x48,
+            "erase: ratio=2:1: 2 is above 1 (a range is low:high)");
+    refused("resize;erase", &u8_224,
+            "erase: erases the normalised sample (after normalize, as timm "
+            "does), and config.format is u8: use f32, f16 or bf16");
+    refused("resize;erase;normalize", &f32_64x48,
+            "normalize: a normalize op after erase (a after-normalize op): "
+            "the order is geometric ops (fused into the decode), pixel ops, "
+            "normalize, after-normalize ops");
+    refused("resize;erase;rotate(5)", &f32_64x48,
+            "rotate: a pixel op after erase (a after-normalize op): the order "
+            "is geometric ops (fused into the decode), pixel ops, normalize, "
+            "after-normalize ops");
 }
 
 /* docs/transforms.md's section of an op: from its "### " heading (which
