@@ -54,6 +54,23 @@ static void mkdir_at(const char *root, const char *rel)
     tu_mkdirs_for(p);
 }
 
+/* catalog_name's and catalog_label's results, which must be had. */
+static const char *name_of(const catalog *c, int64_t i)
+{
+    const char *name;
+    char why[256];
+    cr_assert_eq(catalog_name(c, i, &name, why, sizeof why), 0, "%s", why);
+    return name;
+}
+
+static int32_t label_of(const catalog *c, int64_t i)
+{
+    int32_t label;
+    char why[256];
+    cr_assert_eq(catalog_label(c, i, &label, why, sizeof why), 0, "%s", why);
+    return label;
+}
+
 /* Where catalog_locate says file sample i is, for openat(ds->dirfd, ...). */
 static const char *open_path(const catalog *ds, int64_t i)
 {
@@ -82,8 +99,8 @@ static void assert_paths(const catalog *ds, const char *root,
     for (int i = 0; i < ds->n && i < n; i++) {
         char p[4096];
         snprintf(p, sizeof p, "%s/%s", root, want[i]);
-        cr_assert_str_eq(catalog_name(ds, i), p, "position %d: got %s, want %s",
-                         i, catalog_name(ds, i), p);
+        cr_assert_str_eq(name_of(ds, i), p, "position %d: got %s, want %s",
+                         i, name_of(ds, i), p);
         cr_assert_eq(ds->labels[i], labels[i], "label of %s", want[i]);
     }
     cr_assert_eq(ds->n, n, "listed %lld files, want %d", (long long)ds->n, n);
@@ -469,7 +486,7 @@ Test(dataset, links_sharing_subdirectories_are_listed_once_not_per_path,
     cr_assert_eq(ds.n, LEVELS + 1, "listed %lld", (long long)ds.n);
     char want[128];
     snprintf(want, sizeof want, "%s/c/l00/f.jpg", root);
-    cr_assert_str_eq(catalog_name(&ds, 0), want);
+    cr_assert_str_eq(name_of(&ds, 0), want);
     cr_assert_lt(took, 5.0, "2^%d paths walked? %.1f s", LEVELS, took);
     catalog_close(&ds);
     tu_rm_rf(root);
@@ -539,7 +556,7 @@ Test(dataset, open_path_is_relative_to_an_absolute_root)
     catalog ds;
     cr_assert_eq(open_logged(&ds, root, &rec), 0, "%s", pl_last_error());
     cr_assert_eq(ds.n, 1);
-    cr_assert_str_eq(catalog_name(&ds, 0), p);
+    cr_assert_str_eq(name_of(&ds, 0), p);
     cr_assert_str_eq(open_path(&ds, 0), "c/d/file.jpg");
     snprintf(moved, sizeof moved, "%s-moved", root);
     cr_assert_eq(rename(root, moved), 0, "rename: %s", strerror(errno));
@@ -566,7 +583,7 @@ Test(dataset, open_path_is_relative_to_a_relative_root)
     catalog ds;
     cr_assert_eq(open_logged(&ds, "data/", &rec), 0, "%s", pl_last_error());
     cr_assert_eq(ds.n, 1);
-    cr_assert_str_eq(catalog_name(&ds, 0), "data/c/x.jpg");
+    cr_assert_str_eq(name_of(&ds, 0), "data/c/x.jpg");
     cr_assert_str_eq(open_path(&ds, 0), "c/x.jpg");
     cr_assert_eq(chdir("/"), 0);
     const int fd = openat(ds.dirfd, open_path(&ds, 0), O_RDONLY);
@@ -628,7 +645,7 @@ Test(dataset, list_file_lines_give_paths_relative_to_its_folder_and_labels)
             snprintf(want, sizeof want, "%s", rel[i]);
         else
             snprintf(want, sizeof want, "%s/%s", root, rel[i]);
-        cr_assert_str_eq(catalog_name(&ds, i), want, "line of %s", rel[i]);
+        cr_assert_str_eq(name_of(&ds, i), want, "line of %s", rel[i]);
         cr_assert_eq(ds.labels[i], labels[i], "label of %s", rel[i]);
     }
     /* Classes are "0" .. the largest label, even those no line uses. */
@@ -655,7 +672,7 @@ Test(dataset, list_file_without_a_folder_is_relative_to_the_working_directory)
     catalog ds;
     cr_assert_eq(open_logged(&ds, "l.txt", &rec), 0, "%s", pl_last_error());
     cr_assert_eq(ds.n, 1);
-    cr_assert_str_eq(catalog_name(&ds, 0), "x.jpg");
+    cr_assert_str_eq(name_of(&ds, 0), "x.jpg");
     cr_assert_str_eq(open_path(&ds, 0), "x.jpg");
     cr_assert_eq(ds.labels[0], 5);
     cr_assert_eq(ds.num_classes, 6);
@@ -805,11 +822,11 @@ Test(dataset, shard_samples_fingerprint_as_before)
     cr_assert_str_eq(catalog_rel_name_into(&ds, 0, buf, sizeof buf),
                      "s.tar:d/k0.jpg");
     cr_assert_eq(catalog_stored_size(&ds, 0), 10);
-    cr_assert_eq(catalog_label(&ds, 0), 3);
+    cr_assert_eq(label_of(&ds, 0), 3);
     snprintf(want, sizeof want, "%s/s.tar:k1", root);
     cr_assert_str_eq(catalog_rel_name_into(&ds, 1, buf, sizeof buf), want);
     cr_assert_eq(catalog_stored_size(&ds, 1), -1);
-    cr_assert_eq(catalog_label(&ds, 1), 2);
+    cr_assert_eq(label_of(&ds, 1), 2);
     location loc;
     char why[256];
     cr_assert_eq(catalog_locate(&ds, 1, &loc, why, sizeof why), PL_ENOTIMAGE);
