@@ -340,9 +340,10 @@ static int table_broken(const sample_table *tab, int64_t k, const char *what,
     else if (reason)
         snprintf(reason, cap,
                  "%s: changed under the loader (truncated or rewritten in "
-                 "place): key %lld's %s %s",
+                 "place): key %lld's %s: %s",
                  file, (long long)k, what,
-                 read == 1 ? "lie past its end" : "do not check");
+                 read == 1 ? "past the end of the file"
+                           : "not as written (they do not check)");
     return code;
 }
 
