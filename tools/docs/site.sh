@@ -11,7 +11,7 @@
 # a virtual environment of its own, BUILD/docs-venv, made once (again when
 # the pins change). Where the index cannot be reached, `test` says so and
 # skips (exit 0): it needs no other network, and fetches no external link.
-# `build` fails then.
+# `build` fails then, and so does `test` with PINLOAD_TEST_DOCS=1 (CI).
 # Needs BUILD/man (make man: the API's pages from the header, the tools'
 # from their --help); `test` needs the library, the tools and the samples.
 #   PINLOAD_BUILD=build   the build folder;  PYTHON=python3  the interpreter
@@ -44,7 +44,10 @@ if ! cmp -s docs/requirements.txt "$venv/requirements.txt" 2>/dev/null; then
         rm -rf "$venv"
         if grep -Eq 'NewConnectionError|Failed to establish a new connection|Temporary failure in name resolution|Name or service not known|Network is unreachable|No route to host|Connection refused|ConnectTimeout|timed out|ProxyError' "$log"; then
             echo "docs: the package index cannot be reached: MkDocs cannot be installed" >&2
-            [ "$mode" = test ] && { echo "test-docs: skipped (no package index)"; exit 0; }
+            if [ "$mode" = test ] && [ "${PINLOAD_TEST_DOCS:-}" != 1 ]; then
+                echo "test-docs: skipped (no package index)"
+                exit 0
+            fi
         fi
         exit 1
     fi
