@@ -29,6 +29,10 @@
 #                         docs/ARCHITECTURE.md (make test runs it first)
 #   make config-fields    the Python binding's files written from pl_config
 #                         (make config-check, in make test: none is stale)
+#   make docs             the docs site in build/docs/site (MkDocs, from the
+#                         package index into build/docs-venv), links checked
+#   make test-docs        the site, its links, and its examples run (make
+#                         test runs it)
 #
 # CUDA is found at $(CUDA_HOME) (default /usr/local/cuda); without it the
 # library builds host-only with the same API. Plain `make` only checks the
@@ -291,7 +295,8 @@ DEPS_MODE ?= check
         sdist wheel test-package \
         print-build print-libs test-python test-python-sanitize \
         test-gpu-session test-gpu-build \
-        format deps deps-test deps-check config-fields config-check FORCE
+        format deps deps-test deps-check config-fields config-check \
+        docs test-docs FORCE
 all: lib tools samples examples
 # A build made before the suites moved has their old paths in its .d
 # files (tests/test_x.c; tests/loader/, and tests/unit/input/test_remote*.c
@@ -613,6 +618,8 @@ endif
 	@$(MAKE) --no-print-directory test-python
 	@echo "== the sdist and the manylinux wheel, installed and run"
 	@$(MAKE) --no-print-directory test-package
+	@echo "== the docs site: built, links checked, examples run"
+	@$(MAKE) --no-print-directory test-docs
 endif
 ifneq ($(HAVE_CUDA),)
 	@$(MAKE) --no-print-directory CUDA=sim BUILD=$(BUILD)/sim test
@@ -828,6 +835,19 @@ $(BUILD)/man/%.1: $(BUILD)/% tools/help2man.sh
 	tools/help2man.sh $< > $@
 $(MAN3): include/pinload.h include/pinload/version.h tools/man3.sh
 	tools/man3.sh include/pinload.h $(@D)
+
+# The docs site (tools/docs/site.sh): docs/*.md, the README, the man pages
+# and the Python docstrings, built by MkDocs (pinned in
+# docs/requirements.txt, installed from the package index into
+# $(BUILD)/docs-venv) into $(BUILD)/docs/site, every link and anchor
+# checked. test-docs also runs the examples the pages mark to run, and
+# shows that a broken link, anchor or example fails; it skips, saying so,
+# where the package index cannot be reached.
+docs: man
+	@PINLOAD_BUILD=$(BUILD) tools/docs/site.sh build
+test-docs: man lib $(TOOLS) $(SAMPLES)
+	@$(NO_LAUNCHER) PINLOAD_BUILD=$(BUILD) CC="$(CC)" LIBS="$(LIBS)" \
+	    tools/docs/site.sh test
 
 TOOL_NAMES := $(notdir $(TOOLS))
 install: lib tools man
