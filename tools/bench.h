@@ -52,6 +52,9 @@ typedef struct options {
  * (bench_combine in bench_rounds.h). */
 typedef struct row {
     int pin, workers, prefetch;
+    /* --workers auto: the loader chose; workers is then the count it
+     * took samples with at the end of the row, of `threads`. */
+    int auto_workers, threads;
     long images, batches;
     /* The reported row's: how many rounds measured it, the lowest and
      * highest of their img/s, and each round's (img_s_round[rounds], in

@@ -175,11 +175,21 @@ static inline const char *bench_memory_enum(int memory)
 }
 
 /* Row r's settings as C statements on a pl_config named cfg. */
+/* Row r's workers as the table and the CSV show them: "2", or "auto:2"
+ * (the count --workers auto settled on). */
+static inline void bench_workers_word(char *buf, size_t cap, const row *r)
+{
+    snprintf(buf, cap, r->auto_workers ? "auto:%d" : "%d", r->workers);
+}
+
 static inline void bench_paste_c(char *buf, size_t cap, const row *r)
 {
+    char w[16];
+    snprintf(w, sizeof w, "%d", r->workers);
     snprintf(buf, cap,
-             "cfg.num_workers = %d; cfg.prefetch = %d; cfg.memory = %s;",
-             r->workers, r->prefetch, bench_memory_enum(r->pin));
+             "cfg.num_workers = %s; cfg.prefetch = %d; cfg.memory = %s;",
+             r->auto_workers ? "PL_AUTO" : w, r->prefetch,
+             bench_memory_enum(r->pin));
 }
 
 /* Row r's settings as the keywords of Python's pinload.Loader
@@ -187,10 +197,13 @@ static inline void bench_paste_c(char *buf, size_t cap, const row *r)
 static inline void bench_paste_python(char *buf, size_t cap, const row *r)
 {
     const char *word = pl_memory_name((pl_memory)r->pin);
+    char w[16];
+    snprintf(w, sizeof w, "%d", r->workers);
     snprintf(buf, cap,
-             "pinload.Loader(..., num_workers=%d, prefetch=%d, "
+             "pinload.Loader(..., num_workers=%s, prefetch=%d, "
              "memory=\"%s\")",
-             r->workers, r->prefetch, word ? word : "?");
+             r->auto_workers ? "\"auto\"" : w, r->prefetch,
+             word ? word : "?");
 }
 
 #endif

@@ -31,6 +31,7 @@ DEVICE_AUTO: int
 DEVICE_HOST: int
 DEVICE_LOCAL_RANK: int
 FROM_ENV: int
+AUTO: int
 STATE_BYTES: int
 
 def config_defaults() -> Dict[str, Any]: ...

@@ -399,7 +399,7 @@ static PyObject *Loader_stats(LoaderObject *self, PyObject *unused)
     loader_leave(self);
     if (rc < 0)
         return loader_fail(self, rc);
-    return Py_BuildValue("{sKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsK}", "images_decoded",
+    return Py_BuildValue("{sKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsK}", "images_decoded",
                          (unsigned long long)s.images_decoded, "images_failed",
                          (unsigned long long)s.images_failed, "batches",
                          (unsigned long long)s.batches, "bytes_read",
@@ -416,7 +416,8 @@ static PyObject *Loader_stats(LoaderObject *self, PyObject *unused)
                          (unsigned long long)s.images_warned, "device_buffers",
                          (unsigned long long)s.device_buffers, "ns_slot_wait",
                          (unsigned long long)s.ns_slot_wait, "ns_buffer_wait",
-                         (unsigned long long)s.ns_buffer_wait);
+                         (unsigned long long)s.ns_buffer_wait, "workers_active",
+                         (unsigned long long)s.workers_active);
 }
 
 static PyObject *Loader_class_name(LoaderObject *self, PyObject *arg)

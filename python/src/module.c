@@ -264,6 +264,7 @@ static int module_exec(PyObject *m)
         PL_DEVICE_MAP(DEVICE_)
         /* clang-format on */
         {"FROM_ENV", PL_FROM_ENV, NULL},
+        {"AUTO", PL_AUTO, NULL},
         {"STATE_BYTES", PL_STATE_BYTES, NULL},
     };
     PyObject *names = PyDict_New();
