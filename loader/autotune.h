@@ -15,7 +15,16 @@
  *
  * A starved caller gets max(active + 1, need) workers at once; a fed one
  * loses one worker when two windows in a row say need < active, and not
- * within four windows of a rise (no see-saw on a noisy step). The
+ * within four windows of a rise (no see-saw on a noisy step).
+ *
+ * The workers' time says what they need, not what the CPUs can give: a
+ * step that itself takes a CPU (a Python training loop, a host step) can
+ * be starved with every worker on, and fewer workers then deliver as much
+ * or more. So a caller starved at the ceiling tries one worker fewer for
+ * four windows (a probe, after 16 windows, then 32, 64... while probes
+ * fail): if that delivers at least 97% of the batches per second, the
+ * ceiling comes down to it; else the count goes back. Every 128 windows
+ * the ceiling rises by one again (the step may have changed). The
  * decision is a pure function of the figures, so that tests drive it
  * with made-up ones; the loader gathers them (loader.c). Not thread
  * safe: the loader calls it under its own lock. */
@@ -28,6 +37,10 @@
 #define AUTOTUNE_WINDOW_NS 250000000u /* a window: at least this long */
 #define AUTOTUNE_WINDOW_BATCHES 4     /* and at least this many batches */
 #define AUTOTUNE_SETTLED 8            /* unchanged windows: "settled" */
+#define AUTOTUNE_PROBE_WINDOWS 4      /* a probe of one worker fewer */
+#define AUTOTUNE_PROBE_FIRST 16       /* windows before the first probe */
+#define AUTOTUNE_PROBE_LAST 256       /* the longest wait between probes */
+#define AUTOTUNE_CEILING_RETRY 128    /* windows until the ceiling rises */
 
 /* Counters since create, as the loader reads them. */
 typedef struct autotune_sample {
@@ -42,6 +55,13 @@ typedef struct autotune {
     int max, active;
     int down_votes, cooldown, unchanged;
     int settled; /* said so once */
+    int ceiling; /* the most the starved rule gives */
+    /* Batches per second at the active count (a moving mean over rate_n
+     * windows), and the probe: windows left, from which count, the rate
+     * there, the sum of the probe's rates. */
+    double rate, probe_base, probe_sum;
+    int rate_n, probing, probe_from, probe_every, since_probe;
+    int since_ceiling;
     autotune_sample last;
     /* The last window's figures, for the notice: per mille of the window
      * the caller waited, and the workers it takes (x 100). */

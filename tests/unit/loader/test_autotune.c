@@ -155,5 +155,72 @@ Test(autotune, settling_is_said_once)
     autotune_describe(&t, buf, sizeof buf);
     cr_assert_str_eq(buf, "2 of 2 workers take samples: pl_loader_next "
                           "waited 0.0% of the last window, and keeping up "
-                          "takes 2.07 workers' time");
+                          "takes more than the 2 workers' time");
+    /* A caller that never waits on a step of 1000 ms of 2 workers' 300. */
+    autotune_step(&t, window(&f, 1000, 0, 300, 0, 10));
+    autotune_describe(&t, buf, sizeof buf);
+    cr_assert_str_eq(buf, "2 of 2 workers take samples: pl_loader_next "
+                          "waited 0.0% of the last window, and keeping up "
+                          "takes 0.35 workers' time");
+}
+
+/* Starved at the ceiling with a step that takes a CPU itself: a probe of
+ * one worker fewer delivers as many batches, so the ceiling comes down,
+ * stays down, and rises again after AUTOTUNE_CEILING_RETRY windows. */
+Test(autotune, a_probe_that_delivers_as_much_with_one_fewer_keeps_it)
+{
+    autotune t;
+    clock_fx f = {{0}};
+    autotune_init(&t, 2, &f.s);
+    /* Starved (the caller waits 400 of 1000 ms), 10 batches a second. */
+    int w = 0;
+    for (; w < AUTOTUNE_PROBE_FIRST - 1; w++)
+        cr_assert_neq(autotune_step(&t, window(&f, 1000, 400, 1900, 0, 10)),
+                      1, "window %d changed the count", w);
+    cr_assert_eq(autotune_step(&t, window(&f, 1000, 400, 1900, 0, 10)), 1,
+                 "the probe starts");
+    cr_assert_eq(t.active, 1);
+    cr_assert_eq(t.probing, AUTOTUNE_PROBE_WINDOWS);
+    /* One worker, 10 batches a second too (the step had a CPU back). */
+    for (int k = 0; k < AUTOTUNE_PROBE_WINDOWS - 1; k++)
+        cr_assert_eq(autotune_step(&t, window(&f, 1000, 400, 950, 0, 10)), 0);
+    cr_assert_eq(autotune_step(&t, window(&f, 1000, 400, 950, 0, 10)), 1);
+    cr_assert_eq(t.active, 1);
+    cr_assert_eq(t.ceiling, 1);
+    /* Still starved, need 2: the ceiling holds it at 1... */
+    for (int k = 0; k < AUTOTUNE_CEILING_RETRY - 1; k++) {
+        const int r = autotune_step(&t, window(&f, 1000, 400, 950, 0, 10));
+        cr_assert(r == 0 || r == 2, "window %d after the probe: %d", k, r);
+        cr_assert_eq(t.active, 1);
+    }
+    /* ...until it rises again. */
+    cr_assert_eq(autotune_step(&t, window(&f, 1000, 400, 950, 0, 10)), 1);
+    cr_assert_eq(t.active, 2);
+    cr_assert_eq(t.ceiling, 2);
+}
+
+/* Decoding is what the caller waits for: one worker fewer delivers half;
+ * back at once, and the next probe twice as late. */
+Test(autotune, a_probe_that_delivers_less_goes_back_and_backs_off)
+{
+    autotune t;
+    clock_fx f = {{0}};
+    autotune_init(&t, 2, &f.s);
+    for (int w = 0; w < AUTOTUNE_PROBE_FIRST; w++)
+        autotune_step(&t, window(&f, 1000, 900, 2000, 0, 10));
+    cr_assert_eq(t.active, 1, "probing");
+    for (int k = 0; k < AUTOTUNE_PROBE_WINDOWS - 1; k++)
+        cr_assert_eq(autotune_step(&t, window(&f, 1000, 950, 1000, 0, 5)), 0);
+    /* 9.6 batches a second would have been kept (97%); 5 is not. */
+    cr_assert_eq(autotune_step(&t, window(&f, 1000, 950, 1000, 0, 5)), 1);
+    cr_assert_eq(t.active, 2, "back");
+    cr_assert_eq(t.ceiling, 2);
+    cr_assert_eq(t.probe_every, 2 * AUTOTUNE_PROBE_FIRST);
+    int w = 0;
+    while (t.active == 2 && w < 100) {
+        autotune_step(&t, window(&f, 1000, 900, 2000, 0, 10));
+        w++;
+    }
+    cr_assert_eq(w, 2 * AUTOTUNE_PROBE_FIRST, "the next probe after %d",
+                 2 * AUTOTUNE_PROBE_FIRST);
 }
