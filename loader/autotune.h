@@ -21,7 +21,7 @@
  * step that itself takes a CPU (a Python training loop, a host step) can
  * be starved with every worker on, and fewer workers then deliver as much
  * or more. So a caller starved at the ceiling tries one worker fewer for
- * four windows (a probe, after 16 windows, then 32, 64... while probes
+ * four windows (a probe, after 32 windows, then 64, 128... while probes
  * fail): if that delivers at least 97% of the batches per second, the
  * ceiling comes down to it; else the count goes back. Every 128 windows
  * the ceiling rises by one again (the step may have changed). The
@@ -38,7 +38,7 @@
 #define AUTOTUNE_WINDOW_BATCHES 4     /* and at least this many batches */
 #define AUTOTUNE_SETTLED 8            /* unchanged windows: "settled" */
 #define AUTOTUNE_PROBE_WINDOWS 4      /* a probe of one worker fewer */
-#define AUTOTUNE_PROBE_FIRST 16       /* windows before the first probe */
+#define AUTOTUNE_PROBE_FIRST 32       /* windows before the first probe */
 #define AUTOTUNE_PROBE_LAST 256       /* the longest wait between probes */
 #define AUTOTUNE_CEILING_RETRY 128    /* windows until the ceiling rises */
 
