@@ -229,7 +229,7 @@ endif
 endif
 LOADER_SRC  := loader/config.c loader/launcher.c loader/cpus.c \
                loader/sampler.c loader/schedule.c loader/ring.c \
-               loader/failures.c loader/copier.c loader/dev_buffers.c \
+               loader/failures.c loader/copier.c loader/dev_buffers.c loader/autotune.c \
                loader/output.c loader/state.c loader/loader.c loader/image.c \
                loader/pinned.c loader/transform.c loader/decode_gpu.c
 LIB_SRC  := $(COMMON_SRC) $(CODECS_SRC) $(INDEX_SRC) $(CATALOG_SRC) \

@@ -444,6 +444,9 @@ typedef struct pl_state {
  * input, the output, the order, resuming, the pipeline, bad input and its
  * limits, logging. A pl_config is the caller's: the library reads it during
  * pl_loader_create only, and keeps no pointer into it (but see log_ctx). */
+/* pl_config.num_workers: chosen by the loader as it runs. */
+#define PL_AUTO (-1)
+
 typedef struct pl_config {
     /* ---- The input */
     /* Required. A directory (ImageFolder layout root/<class>/.../x.jpg, or a
@@ -500,7 +503,12 @@ typedef struct pl_config {
     /* Decode threads. 0 (default): the CPUs this process may run on (its
      * affinity mask, and a cgroup CPU quota where one is set) shared among
      * the launcher's ranks on this node, at least 1; the create notice
-     * says how many and why. */
+     * says how many and why. PL_AUTO: as many threads as 0 starts, of
+     * which the loader uses the fewest that keep pl_loader_next from
+     * waiting, measured as it runs (the others sleep): fewer when the
+     * training step is slower than decoding, so that the step keeps its
+     * CPUs; a notice says what it settled on, pl_stats.workers_active the
+     * count now. The bytes delivered do not depend on it. */
     int32_t num_workers;
     /* 1: worker i runs on the i-th CPU the process may use (modulo their
      * number), so a worker's caches stay its own. Default 0. */
@@ -1043,6 +1051,9 @@ typedef struct pl_stats {
     uint64_t images_gpu;
     uint64_t images_gpu_declined;
     uint64_t gpu_decode_bytes;
+    /* Workers taking samples now: num_workers, or under PL_AUTO the count
+     * the loader settled on (pl_info.num_workers threads exist). */
+    uint64_t workers_active;
 } pl_stats;
 
 #define pl_loader_stats(l, out)                                                \

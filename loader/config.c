@@ -225,7 +225,7 @@ static int split_extras(const pl_config *c, config_resolved *out)
 static int check_pipeline(const pl_config *c)
 {
     const range r[] = {
-        {"num_workers", c->num_workers, 0, 1024},
+        {"num_workers", c->num_workers, PL_AUTO, 1024}, /* PL_AUTO: -1 */
         {"prefetch", c->prefetch, 1, 1024},
         {"memory", (int)c->memory, 0, PL_MEMORY_MANAGED},
         {"pinned_fallback", c->pinned_fallback, 0, 1},
@@ -357,9 +357,17 @@ int config_resolve(const pl_config *cfg, config_resolved *out)
     if ((rc = resolve_ranks(cfg, out)) != 0)
         return rc;
     out->num_workers = cfg->num_workers;
+    out->auto_workers = cfg->num_workers == PL_AUTO;
     snprintf(out->workers_why, sizeof out->workers_why, "config");
-    if (cfg->num_workers <= 0)
-        out->num_workers = cpus_default_workers(
-            out->local_world, out->workers_why, sizeof out->workers_why);
+    if (cfg->num_workers <= 0) {
+        char why[sizeof out->workers_why - 64];
+        out->num_workers =
+            cpus_default_workers(out->local_world, why, sizeof why);
+        snprintf(out->workers_why, sizeof out->workers_why, "%s%s",
+                 out->auto_workers ? "PL_AUTO: the fewest that keep up, of "
+                                     "those for "
+                                   : "",
+                 why);
+    }
     return 0;
 }

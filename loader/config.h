@@ -19,7 +19,8 @@ typedef struct config_resolved {
     /* Where rank and world came from, for the create notice: "config",
      * "defaults (no launcher variables)", "torchrun (RANK, WORLD_SIZE)". */
     char rank_source[96];
-    int num_workers;
+    int num_workers;  /* threads started */
+    int auto_workers; /* PL_AUTO: autotune.h picks how many take samples */
     char workers_why[160]; /* "config", or how the default was reached */
     /* config.extras, split: the names in the order given. */
     int nextras;

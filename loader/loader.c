@@ -15,6 +15,8 @@
 #include "decode_gpu.h"
 #include "../input/input.h"
 #include "abi.h"
+#include "autotune.h"
+#include "../common/clock.h"
 #include "../common/defaults.h"
 #include "../common/error.h"
 #include "dev_buffers.h"
@@ -54,6 +56,12 @@ struct pl_loader {
      * sequence the catalog was told (hint_order). */
     _Atomic int64_t hinted;
     const char *extra_names[PL_EXTRAS_MAX]; /* into rc.extras */
+    /* num_workers PL_AUTO: the decision's state, stepped by the caller's
+     * thread in pl_loader_next; tune_mu keeps two callers' steps apart. */
+    autotune tune;
+    pthread_mutex_t tune_mu;
+    int have_tune;
+    uint64_t tune_said_ns;
 };
 
 /* After fork() the child has none of the loader's threads and may hold its
@@ -121,7 +129,7 @@ static int on_claim(void *ctx, pool_job *job)
     pl_loader *l = ctx;
     ring_slot *s;
     int i;
-    if (!ring_claim(&l->ring, &s, &i))
+    if (!ring_claim(&l->ring, job->worker, &s, &i))
         return 0;
     const int64_t j = s->first + i;
     if (l->smp.nshards && catalog_takes_order(&l->cat))
@@ -408,6 +416,46 @@ static void fill_info(pl_loader *l)
     in->gpu_decode_bytes = l->dg.create_bytes;
 }
 
+/* num_workers PL_AUTO: the figures autotune.h decides by. */
+static void tune_figures(const pl_loader *l, autotune_sample *s)
+{
+    pool_stats ps;
+    handoff_stats hs;
+    ring_stats rs;
+    pool_get_stats(l->pool, &ps);
+    handoff_get_stats((handoff *)&l->ho, &hs);
+    ring_get_stats(&l->ring, &rs);
+    *s = (autotune_sample){.now_ns = clock_now_ns(),
+                           .batches = hs.batches,
+                           .ns_wait = hs.ns_wait,
+                           .ns_busy = ps.ns_read + ps.ns_decode + ps.ns_augment,
+                           .ns_slot_wait = rs.ns_slot_wait};
+}
+
+/* After a batch: a window's step, and the ring told the new count. */
+static void tune_step(pl_loader *l)
+{
+    if (pthread_mutex_trylock(&l->tune_mu) != 0)
+        return; /* another caller's thread steps it now */
+    autotune_sample now;
+    tune_figures(l, &now);
+    const int said = autotune_step(&l->tune, &now);
+    if (said == 1)
+        ring_set_active(&l->ring, l->tune.active);
+    /* Said when it settles, then on a change at most every 10 s (a
+     * step whose speed changes: evaluation, a larger model stage). */
+    if (said == 2 || (said == 1 && l->tune.settled &&
+                      now.now_ns - l->tune_said_ns >= 10000000000u)) {
+        char what[256];
+        autotune_describe(&l->tune, what, sizeof what);
+        log_msg(&l->log, PL_LOG_NOTICE, "num_workers PL_AUTO: %s%s", what,
+                said == 2 ? " (settled; it follows the step if that changes)"
+                          : "");
+        l->tune_said_ns = now.now_ns;
+    }
+    pthread_mutex_unlock(&l->tune_mu);
+}
+
 /* The page-locked memory this loader will take, times its node's ranks,
  * against the node's memory (pinned.h), before any of it is taken. */
 static int check_pinned(const pl_loader *l)
@@ -522,6 +570,13 @@ static int start_pipeline(pl_loader *l)
     if ((rc = pool_start(l->pool)) < 0)
         return err_set(rc, "pl_loader_create: cannot start %d worker threads",
                        l->rc.num_workers);
+    if (l->rc.auto_workers) {
+        autotune_sample now;
+        tune_figures(l, &now);
+        autotune_init(&l->tune, l->rc.num_workers, &now);
+        pthread_mutex_init(&l->tune_mu, NULL);
+        l->have_tune = 1;
+    }
     return 0;
 }
 
@@ -714,6 +769,8 @@ PL_EXPORT void pl_loader_destroy(pl_loader *l)
     catalog_close(&l->cat);
     if (l->have_log)
         logger_fini(&l->log);
+    if (l->have_tune)
+        pthread_mutex_destroy(&l->tune_mu);
     if (!busy) /* else the ring inside it is still the copies' */
         free(l);
 }
@@ -727,7 +784,10 @@ PL_EXPORT int pl_loader_next(pl_loader *l, const pl_batch **out)
     *out = NULL;
     if (forked(l, "pl_loader_next"))
         return PL_EINVAL;
-    return handoff_next(&l->ho, out);
+    const int rc = handoff_next(&l->ho, out);
+    if (l->have_tune && rc == 0)
+        tune_step(l);
+    return rc;
 }
 
 PL_EXPORT int pl_loader_release(pl_loader *l, const pl_batch *b,
@@ -963,6 +1023,13 @@ PL_EXPORT int pl_loader_stats_sized(const pl_loader *l, pl_stats *caller,
     out->images_gpu = ps.offloaded;
     out->images_gpu_declined = ps.declined;
     out->gpu_decode_bytes = decode_gpu_bytes(&l->dg);
+    if (l->have_tune) {
+        pthread_mutex_lock((pthread_mutex_t *)&l->tune_mu);
+        out->workers_active = (uint64_t)l->tune.active;
+        pthread_mutex_unlock((pthread_mutex_t *)&l->tune_mu);
+    } else {
+        out->workers_active = (uint64_t)l->rc.num_workers;
+    }
     abi_copy_out(caller, size, &ours, sizeof ours);
     return 0;
 }

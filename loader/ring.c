@@ -2,6 +2,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -55,6 +56,7 @@ int ring_init(ring *r, int nslots, const schedule_config *sched,
     memset(r, 0, sizeof *r);
     r->node = -1;
     r->nslots = nslots;
+    r->active = INT_MAX;
     schedule_init(&r->sched, sched);
     r->sample_bytes = sample_bytes;
     r->be = be;
@@ -134,13 +136,17 @@ void ring_fini(ring *r)
     memset(r, 0, sizeof *r);
 }
 
-int ring_claim(ring *r, ring_slot **slot, int *pos)
+int ring_claim(ring *r, int worker, ring_slot **slot, int *pos)
 {
     pthread_mutex_lock(&r->mu);
     for (;;) {
         if (r->stop) {
             pthread_mutex_unlock(&r->mu);
             return 0;
+        }
+        if (worker >= r->active) { /* asleep: not a wait for a slot */
+            pthread_cond_wait(&r->work_cv, &r->mu);
+            continue;
         }
         ring_slot *s = &r->slots[r->claim_seq % (uint64_t)r->nslots];
         if (s->seq == r->claim_seq && s->state == SLOT_FREE && !r->sched.dead)
@@ -228,6 +234,14 @@ void ring_copy_done(void *arg)
         s->seq += (uint64_t)r->nslots;
         pthread_cond_broadcast(&r->work_cv);
     }
+    pthread_mutex_unlock(&r->mu);
+}
+
+void ring_set_active(ring *r, int n)
+{
+    pthread_mutex_lock(&r->mu);
+    r->active = n < 1 ? 1 : n;
+    pthread_cond_broadcast(&r->work_cv);
     pthread_mutex_unlock(&r->mu);
 }
 

@@ -83,6 +83,9 @@ typedef struct ring {
      * holding a batch not yet copied out (pl_stats.ns_slot_wait). Guarded
      * by mu. */
     uint64_t ns_slot_wait;
+    /* Workers 0 .. active - 1 take positions; the others sleep in
+     * ring_claim (num_workers PL_AUTO, autotune.h). Guarded by mu. */
+    int active;
 } ring;
 
 /* Allocate the slots in `memory`; if pinned memory cannot be had and
@@ -102,9 +105,14 @@ int ring_add_extras(ring *r, int nextras);
  * why not). */
 int ring_add_device(ring *r);
 
-/* Next position to fill, in order; blocks while its slot is busy. [out]
+/* Next position to fill, in order, for worker `worker`; blocks while its
+ * slot is busy, and while the worker is not among the active ones. [out]
  * *slot, *pos. Returns 1, or 0 once ring_stop was called. */
-int ring_claim(ring *r, ring_slot **slot, int *pos);
+int ring_claim(ring *r, int worker, ring_slot **slot, int *pos);
+
+/* Workers [0, n) take positions from now on (at least 1); the others
+ * finish the sample in hand and sleep. All of them until called. */
+void ring_set_active(ring *r, int n);
 
 /* A worker finished a position (its ring_pos is written); good: it may be
  * delivered (status 0). */

@@ -89,7 +89,7 @@ static inline ring_slot *fill_batch(ring *r, uint64_t seq, int64_t epoch,
     for (int k = 0; k < count; k++) {
         ring_slot *s = NULL;
         int pos = -1;
-        cr_assert_eq(ring_claim(r, &s, &pos), 1);
+        cr_assert_eq(ring_claim(r, 0, &s, &pos), 1);
         cr_assert_eq(s, &r->slots[seq % (uint64_t)r->nslots],
                      "batch %llu went to slot %td", (unsigned long long)seq,
                      s - r->slots);
@@ -118,6 +118,7 @@ static inline ring_slot *fill_batch(ring *r, uint64_t seq, int64_t epoch,
  * suite; no assertion depends on how long anything takes. */
 typedef struct claimer {
     ring *r;
+    int worker; /* which worker claims */
     ring_slot *slot;
     int pos;
     int rc;
@@ -127,7 +128,7 @@ typedef struct claimer {
 static inline void *claim_thread(void *arg)
 {
     claimer *c = arg;
-    c->rc = ring_claim(c->r, &c->slot, &c->pos);
+    c->rc = ring_claim(c->r, c->worker, &c->slot, &c->pos);
     atomic_store(&c->done, 1);
     return NULL;
 }

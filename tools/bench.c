@@ -240,6 +240,8 @@ static int measure(const options *o, bench_cuda *cu, pl_loader *l,
     ps->batches = n;
     ps->images = images;
     pl_loader_stats(l, &ps->s1);
+    if (r->auto_workers)
+        r->workers = (int)ps->s1.workers_active;
     return 0;
 }
 
@@ -343,7 +345,12 @@ static pl_loader *open_loader(const options *o, bench_log *bl, row *r)
     cli_graceful = 1;
     pl_info info;
     pl_loader_info(l, &info);
-    r->workers = info.num_workers; /* what 0 (the default) resolved to */
+    if (r->workers == PL_AUTO) { /* measure() reads what it chose */
+        r->auto_workers = 1;
+        r->threads = info.num_workers;
+    } else {
+        r->workers = info.num_workers; /* what 0 (the default) resolved to */
+    }
     r->decode_used = info.decode;  /* what auto resolved to */
     snprintf(bl->backend, sizeof bl->backend, "%s", info.backend_name);
     bl->cuda = info.backend == PL_BACKEND_CUDA;

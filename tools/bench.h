@@ -56,6 +56,9 @@ typedef struct row {
     int pin, workers, prefetch;
     int decode;      /* the sweep's --decode: pl_config.decode (a pl_decode) */
     int decode_used; /* pl_info.decode: what auto became */
+    /* --workers auto: the loader chose; workers is then the count it
+     * took samples with at the end of the row, of `threads`. */
+    int auto_workers, threads;
     long images, batches;
     /* The reported row's: how many rounds measured it, the lowest and
      * highest of their img/s, and each round's (img_s_round[rounds], in

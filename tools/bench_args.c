@@ -35,8 +35,10 @@ const char bench_usage[] =
     "LIST is comma-separated, e.g. --workers 1,2,4 --prefetch 1,2,4 --pin "
     "on,off,managed;\n"
     "--workers 0 is the library's default (this process's share of the "
-    "CPUs). Without\na GPU (the host backend) --pin defaults to on alone: "
-    "pinned and pageable memory\ndiffer only in copies to a GPU.\n"
+    "CPUs); --workers\nauto the loader's own choice (num_workers PL_AUTO: "
+    "the table shows auto:N, the\ncount it settled on). Without a GPU "
+    "(the host backend) --pin defaults to on alone:\npinned and pageable "
+    "memory differ only in copies to a GPU.\n"
     "Every combination runs once a round, one loader at a time, after a "
     "warm-up, the\nrounds interleaved (--rounds, default 3: round 1 runs "
     "every row, then round 2...);\na row shows each figure's median over "
@@ -131,8 +133,11 @@ static int parse_list(const char *flag, const char *v, int *out, int pin,
          tok = strtok_r(NULL, ",", &save)) {
         if (n == MAX_LIST)
             bad("%s: more than %d values", flag, MAX_LIST);
-        out[n++] =
-            pin ? pin_value(flag, tok) : (int)parse_long(flag, tok, lo, 1024);
+        if (!strcmp(flag, "--workers") && !strcmp(tok, "auto"))
+            out[n++] = PL_AUTO; /* the loader's own choice */
+        else
+            out[n++] = pin ? pin_value(flag, tok)
+                           : (int)parse_long(flag, tok, lo, 1024);
     }
     if (n == 0 || v[strlen(v) - 1] == ',' || strstr(v, ",,") || v[0] == ',')
         bad("%s: empty item in \"%s\"", flag, v);
@@ -304,9 +309,10 @@ void bench_parse(int argc, char **argv, options *o)
     check.transform = o->transform;
     cli_check_transform("pinload-bench", bench_usage, &check);
     for (int w = 0; w < o->nworkers && o->baseline; w++)
-        if (o->workers[w] == 0)
-            bad("--workers 0 with --baseline: give thread counts, the "
-                "baseline runs as many threads as each row's workers");
+        if (o->workers[w] <= 0)
+            bad("--workers %s with --baseline: give thread counts, the "
+                "baseline runs as many threads as each row's workers",
+                o->workers[w] == 0 ? "0" : "auto");
     /* Remote shards (URLs, pipe:) are the library's to check. */
     const int remote =
         strstr(o->data, "://") || strncmp(o->data, "pipe:", 5) == 0;

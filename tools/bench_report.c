@@ -143,7 +143,9 @@ void print_row(const columns *c, const row *r)
         snprintf(ov, sizeof ov, "%.0f%%", r->overlap_pct);
     }
     rate_cell(img, sizeof img, c, r);
-    printf("%-7s %7d %8d %19s", pin_name(r->pin), r->workers, r->prefetch, img);
+    char w[16];
+    bench_workers_word(w, sizeof w, r);
+    printf("%-7s %7s %8d %19s", pin_name(r->pin), w, r->prefetch, img);
     if (c->mb)
         printf(" %8.1f", r->mb_s);
     if (c->h2d)
@@ -179,8 +181,10 @@ static void print_named(const char *lead, const row *r)
         memcpy(dec, ", decode ", 9);
         decode_cell(dec + 9, sizeof dec - 9, r);
     }
-    printf("%spin %s, %d workers, prefetch %d%s: %s img/s", lead,
-           pin_name(r->pin), r->workers, r->prefetch, dec, med);
+    char w[16];
+    bench_workers_word(w, sizeof w, r);
+    printf("%spin %s, %s workers, prefetch %d%s: %s img/s", lead,
+           pin_name(r->pin), w, r->prefetch, dec, med);
     if (r->rounds > 1)
         printf(" (%s-%s)", lo, hi);
 }
@@ -250,9 +254,11 @@ int write_csv(const char *path, const row *rows, int n, char *why,
                "images_per_s_rounds,decode,decode_used,cpu_us\n");
     for (int i = 0; i < n; i++) {
         const row *r = &rows[i];
-        fprintf(f, "%s,%d,%d,%ld,%ld,%.9f,%.2f,%.2f,", pin_name(r->pin),
-                r->workers, r->prefetch, r->images, r->batches, r->seconds,
-                r->img_s, r->mb_s);
+        char w[16];
+        bench_workers_word(w, sizeof w, r);
+        fprintf(f, "%s,%s,%d,%ld,%ld,%.9f,%.2f,%.2f,", pin_name(r->pin), w,
+                r->prefetch, r->images, r->batches, r->seconds, r->img_s,
+                r->mb_s);
         csv_num(f, r->h2d_gbs > 0 ? r->h2d_gbs : -1, "%.3f");
         fprintf(f, ",%.3f,%.3f,%.1f,%.1f,%.1f,%.1f,%.3f,", r->wait_mean_ms,
                 r->wait_p99_ms, r->us_read, r->us_decode, r->us_augment,
@@ -305,8 +311,11 @@ static void json_num(FILE *f, double v)
 /* A row's settings as a JSON object. */
 static void json_settings(FILE *f, const row *r)
 {
-    fprintf(f, "{\"pin\": \"%s\", \"workers\": %d, \"prefetch\": %d}",
-            pin_name(r->pin), r->workers, r->prefetch);
+    fprintf(f,
+            "{\"pin\": \"%s\", \"workers\": %d, \"auto_workers\": %s, "
+            "\"prefetch\": %d}",
+            pin_name(r->pin), r->workers, r->auto_workers ? "true" : "false",
+            r->prefetch);
 }
 
 /* The verdict (bench_judge), as print_verdict prints it: the judgement,
@@ -328,10 +337,13 @@ static void write_json_verdict(FILE *f, const row *rows, int n)
         fputs("null", f);
     fprintf(f, ",\n  \"highest_median\": ");
     json_settings(f, &rows[v.fastest]);
+    char w[16];
+    snprintf(w, sizeof w, "%d", p->workers);
     fprintf(f,
-            ",\n  \"settings\": {\"num_workers\": %d, \"prefetch\": %d, "
+            ",\n  \"settings\": {\"num_workers\": %s, \"prefetch\": %d, "
             "\"memory\": \"%s\"}\n",
-            p->workers, p->prefetch, pl_memory_name((pl_memory)p->pin));
+            p->auto_workers ? "\"auto\"" : w, p->prefetch,
+            pl_memory_name((pl_memory)p->pin));
 }
 
 int write_json(const char *path, const options *o, const char *mach,
@@ -374,11 +386,13 @@ int write_json(const char *path, const options *o, const char *mach,
     for (int i = 0; i < n; i++) {
         const row *r = &rows[i];
         fprintf(f,
-                "    {\"pin\": \"%s\", \"workers\": %d, \"prefetch\": %d, "
+                "    {\"pin\": \"%s\", \"workers\": %d, \"auto_workers\": %s, "
+                "\"prefetch\": %d, "
                 "\"images\": %ld, \"batches\": %ld, \"seconds\": %.9f, "
                 "\"images_per_s\": %.2f, \"mb_per_s\": %.2f, "
                 "\"h2d_gb_per_s\": ",
-                pin_name(r->pin), r->workers, r->prefetch, r->images,
+                pin_name(r->pin), r->workers,
+                r->auto_workers ? "true" : "false", r->prefetch, r->images,
                 r->batches, r->seconds, r->img_s, r->mb_s);
         json_num(f, r->h2d_gbs > 0 ? r->h2d_gbs : -1);
         fprintf(f,

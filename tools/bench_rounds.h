@@ -175,6 +175,13 @@ static inline const char *bench_memory_enum(int memory)
 }
 
 /* Row r's settings as C statements on a pl_config named cfg. */
+/* Row r's workers as the table and the CSV show them: "2", or "auto:2"
+ * (the count --workers auto settled on). */
+static inline void bench_workers_word(char *buf, size_t cap, const row *r)
+{
+    snprintf(buf, cap, r->auto_workers ? "auto:%d" : "%d", r->workers);
+}
+
 static inline void bench_paste_c(char *buf, size_t cap, const row *r)
 {
     const char *decode = r->decode == PL_DECODE_GPU    ? " cfg.decode = "
@@ -182,9 +189,12 @@ static inline void bench_paste_c(char *buf, size_t cap, const row *r)
                          : r->decode == PL_DECODE_AUTO ? " cfg.decode = "
                                                          "PL_DECODE_AUTO;"
                                                        : "";
+    char w[16];
+    snprintf(w, sizeof w, "%d", r->workers);
     snprintf(buf, cap,
-             "cfg.num_workers = %d; cfg.prefetch = %d; cfg.memory = %s;%s",
-             r->workers, r->prefetch, bench_memory_enum(r->pin), decode);
+             "cfg.num_workers = %s; cfg.prefetch = %d; cfg.memory = %s;%s",
+             r->auto_workers ? "PL_AUTO" : w, r->prefetch,
+             bench_memory_enum(r->pin), decode);
 }
 
 /* Row r's settings as the keywords of Python's pinload.Loader
@@ -196,10 +206,13 @@ static inline void bench_paste_python(char *buf, size_t cap, const row *r)
     if (r->decode != PL_DECODE_CPU)
         snprintf(decode, sizeof decode, ", decode=\"%s\"",
                  pl_decode_name((pl_decode)r->decode));
+    char w[16];
+    snprintf(w, sizeof w, "%d", r->workers);
     snprintf(buf, cap,
-             "pinload.Loader(..., num_workers=%d, prefetch=%d, "
+             "pinload.Loader(..., num_workers=%s, prefetch=%d, "
              "memory=\"%s\"%s)",
-             r->workers, r->prefetch, word ? word : "?", decode);
+             r->auto_workers ? "\"auto\"" : w, r->prefetch,
+             word ? word : "?", decode);
 }
 
 #endif

@@ -157,6 +157,15 @@ PYTHON = [
             "of state_dict() or state(), with exactly the batches the saved "
             "loader would have delivered next",
             "a `state_dict()` or `state()`"),
+    Keyword("num_workers", ["num_workers"], "workers", "Union[int, str]",
+            "Decode threads. 0 (default): the CPUs this process may run on "
+            "(its affinity mask, and a cgroup CPU quota where one is set) "
+            "shared among the launcher's ranks on this node, at least 1; "
+            '"auto": as many threads, of which the loader uses the fewest '
+            "that keep the training loop from waiting (a notice says how "
+            "many; stats['workers_active']); or N",
+            '`0`, `N`, or `"auto"`: the fewest of the default count that '
+            "keep the loop from waiting"),
     flag("pin_workers"),
     choice("memory", "pl_memory",
            'the host ring\'s memory: "pinned" (the default), "pageable" or '

@@ -482,6 +482,13 @@ def _value(name: str, kind: str, value: Any, cfg: Mapping[str, Any]) -> Any:
         return _extras(value)[0]
     if kind == "device":
         return _device(value)
+    if kind == "workers":
+        if value == "auto":
+            return _C.AUTO
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError('%s: expected a count (0: the default) or '
+                             '"auto", got %r' % (name, value))
+        return value
     if kind == "state":
         return _state_bytes(value)
     if kind == "layout":
@@ -711,8 +718,10 @@ class Loader:
     num_workers     Decode threads. 0 (default): the CPUs this process may
                     run on (its affinity mask, and a cgroup CPU quota where
                     one is set) shared among the launcher's ranks on this
-                    node, at least 1; the create notice says how many and
-                    why.
+                    node, at least 1; "auto": as many threads, of which the
+                    loader uses the fewest that keep the training loop from
+                    waiting (a notice says how many;
+                    stats['workers_active']); or N
     pin_workers     True: worker i runs on the i-th CPU the process may use
                     (modulo their number), so a worker's caches stay its
                     own. Default False.

@@ -67,11 +67,13 @@ class LoaderOptions(TypedDict, total=False):
     """None (default): start at first_epoch; else go on from a state of
     state_dict() or state(), with exactly the batches the saved loader
     would have delivered next"""
-    num_workers: Optional[int]
+    num_workers: Optional[Union[int, str]]
     """Decode threads. 0 (default): the CPUs this process may run on (its
     affinity mask, and a cgroup CPU quota where one is set) shared among
-    the launcher's ranks on this node, at least 1; the create notice
-    says how many and why."""
+    the launcher's ranks on this node, at least 1; "auto": as many
+    threads, of which the loader uses the fewest that keep the training
+    loop from waiting (a notice says how many; stats['workers_active']);
+    or N"""
     pin_workers: Optional[bool]
     """True: worker i runs on the i-th CPU the process may use (modulo
     their number), so a worker's caches stay its own. Default False."""
@@ -261,7 +263,7 @@ KEYWORDS: Dict[str, Tuple[str, Tuple[str, ...], Optional[int]]] = {
     "shard_mode": ("choice", ("shard_mode",), None),
     "first_epoch": ("int", ("first_epoch",), None),
     "resume": ("state", ("resume",), None),
-    "num_workers": ("int", ("num_workers",), None),
+    "num_workers": ("workers", ("num_workers",), None),
     "pin_workers": ("flag", ("pin_workers",), None),
     "readahead": ("int", ("readahead",), None),
     "prefetch": ("int", ("prefetch",), None),

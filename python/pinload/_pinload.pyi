@@ -34,6 +34,7 @@ DECODE_CPU: int
 DECODE_GPU: int
 DECODE_AUTO: int
 FROM_ENV: int
+AUTO: int
 STATE_BYTES: int
 
 def config_defaults() -> Dict[str, Any]: ...

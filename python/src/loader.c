@@ -402,7 +402,7 @@ static PyObject *Loader_stats(LoaderObject *self, PyObject *unused)
     if (rc < 0)
         return loader_fail(self, rc);
     return Py_BuildValue(
-        "{sKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsK}", "images_decoded",
+        "{sKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsK}", "images_decoded",
         (unsigned long long)s.images_decoded, "images_failed",
         (unsigned long long)s.images_failed, "batches",
         (unsigned long long)s.batches, "bytes_read",
@@ -421,7 +421,8 @@ static PyObject *Loader_stats(LoaderObject *self, PyObject *unused)
         (unsigned long long)s.ns_buffer_wait, "images_gpu",
         (unsigned long long)s.images_gpu, "images_gpu_declined",
         (unsigned long long)s.images_gpu_declined, "gpu_decode_bytes",
-        (unsigned long long)s.gpu_decode_bytes);
+        (unsigned long long)s.gpu_decode_bytes, "workers_active",
+        (unsigned long long)s.workers_active);
 }
 
 static PyObject *Loader_class_name(LoaderObject *self, PyObject *arg)

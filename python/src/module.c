@@ -266,6 +266,7 @@ static int module_exec(PyObject *m)
         PL_DECODE_MAP(DECODE_)
         /* clang-format on */
         {"FROM_ENV", PL_FROM_ENV, NULL},
+        {"AUTO", PL_AUTO, NULL},
         {"STATE_BYTES", PL_STATE_BYTES, NULL},
     };
     PyObject *names = PyDict_New();

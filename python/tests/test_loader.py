@@ -87,6 +87,26 @@ def test_workers_1_and_4_deliver_the_same_bytes(dataset):
             assert a.tobytes() == b.tobytes()
 
 
+def test_workers_auto_delivers_the_bytes_of_one_worker(dataset):
+    """num_workers="auto": the default count of threads, all taking samples
+    at first (stats' workers_active), and the bytes of a fixed count."""
+    kw = dict(batch_size=6, size=24, seed=11, device="host",
+              log=lambda level, msg: None)
+    auto = pinload.Loader(dataset, num_workers="auto", **kw)
+    a = batches(auto)
+    one = batches(pinload.Loader(dataset, num_workers=1, **kw))
+    assert len(a) == len(one) == 8
+    for x, y in zip(a, one):
+        for p, q in zip(x, y):
+            assert p.tobytes() == q.tobytes()
+    default = pinload.Loader(dataset, num_workers=0, **kw)
+    assert auto.info["num_workers"] == default.info["num_workers"]
+    assert default.stats["workers_active"] == default.info["num_workers"]
+    for bad in ("fast", -1, 1.5, True):
+        with pytest.raises(ValueError, match="num_workers"):
+            pinload.Loader(dataset, num_workers=bad, **kw)
+
+
 def test_epochs_follow_and_set_epoch_jumps(dataset):
     kw = dict(batch_size=16, size=16, seed=5, device="host")
     loader = pinload.Loader(dataset, **kw)

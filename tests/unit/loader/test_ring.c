@@ -79,7 +79,7 @@ Test(ring, claims_run_ahead_through_every_free_slot)
         for (int k = 0; k < counts[b]; k++) {
             ring_slot *s;
             int pos;
-            cr_assert_eq(ring_claim(&f.r, &s, &pos), 1);
+            cr_assert_eq(ring_claim(&f.r, 0, &s, &pos), 1);
             cr_assert_eq(s, &f.r.slots[b]);
             cr_assert_eq(pos, k);
             cr_assert_eq(s->claimed, k + 1);
@@ -144,8 +144,8 @@ Test(ring, claim_blocks_while_the_slot_is_still_filling_the_previous_lap,
     fx_open(&f, 1, 0, 4, 2, 3);
     ring_slot *s;
     int pos;
-    cr_assert_eq(ring_claim(&f.r, &s, &pos), 1);
-    cr_assert_eq(ring_claim(&f.r, &s, &pos), 1);
+    cr_assert_eq(ring_claim(&f.r, 0, &s, &pos), 1);
+    cr_assert_eq(ring_claim(&f.r, 0, &s, &pos), 1);
     cr_assert_eq(pos, 1);
     ring_finish(&f.r, s, 1);
     claimer c;
@@ -174,7 +174,7 @@ Test(ring, finishing_the_last_position_hands_the_slot_to_wait_ready_as_copying,
     ring_slot *s = NULL;
     int pos;
     for (int k = 0; k < 3; k++)
-        cr_assert_eq(ring_claim(&f.r, &s, &pos), 1);
+        cr_assert_eq(ring_claim(&f.r, 0, &s, &pos), 1);
     ring_finish(&f.r, s, 1);
     ring_finish(&f.r, s, 1);
     cr_assert_eq(s->state, SLOT_FILLING);
@@ -204,10 +204,10 @@ Test(ring, wait_ready_ignores_a_ready_batch_in_another_slot, .timeout = 5)
     fx_open(&f, 2, 0, 8, 2, 3);
     ring_slot *s0 = NULL, *s1 = NULL;
     int pos;
-    cr_assert_eq(ring_claim(&f.r, &s0, &pos), 1);
-    cr_assert_eq(ring_claim(&f.r, &s0, &pos), 1);
-    cr_assert_eq(ring_claim(&f.r, &s1, &pos), 1);
-    cr_assert_eq(ring_claim(&f.r, &s1, &pos), 1);
+    cr_assert_eq(ring_claim(&f.r, 0, &s0, &pos), 1);
+    cr_assert_eq(ring_claim(&f.r, 0, &s0, &pos), 1);
+    cr_assert_eq(ring_claim(&f.r, 0, &s1, &pos), 1);
+    cr_assert_eq(ring_claim(&f.r, 0, &s1, &pos), 1);
     cr_assert_eq(s0, &f.r.slots[0]);
     cr_assert_eq(s1, &f.r.slots[1]);
     ring_finish(&f.r, s1, 1);
@@ -253,9 +253,9 @@ Test(ring, wait_ready_ignores_the_previous_lap_of_its_slot, .timeout = 5)
     fill_batch(&f.r, 1, 0, 1, 2);
     ring_slot *s;
     int pos;
-    cr_assert_eq(ring_claim(&f.r, &s, &pos), 1);
+    cr_assert_eq(ring_claim(&f.r, 0, &s, &pos), 1);
     cr_assert_eq(s, s0);
-    cr_assert_eq(ring_claim(&f.r, &s, &pos), 1);
+    cr_assert_eq(ring_claim(&f.r, 0, &s, &pos), 1);
     ring_finish(&f.r, s, 1);
     sleep_ms(50);
     cr_assert_eq(atomic_load(&w.done), 0,
@@ -269,6 +269,56 @@ Test(ring, wait_ready_ignores_the_previous_lap_of_its_slot, .timeout = 5)
     fx_close(&f);
 }
 
+/* ---- sleeping workers (num_workers PL_AUTO) ------------------------------ */
+
+Test(ring, a_worker_past_the_active_count_sleeps_until_it_is_counted_again,
+     .timeout = 5)
+{
+    fixture f;
+    fx_open(&f, 2, 0, 8, 2, 3);
+    ring_set_active(&f.r, 1);
+    claimer c = {.r = &f.r, .worker = 1, .rc = -1};
+    atomic_init(&c.done, 0);
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, claim_thread, &c), 0);
+    sleep_ms(50);
+    cr_assert_eq(atomic_load(&c.done), 0, "worker 1 of 1 active claimed");
+    /* Worker 0 takes positions meanwhile, and the sleeper's time is not a
+     * wait for a slot. */
+    ring_slot *s;
+    int pos;
+    cr_assert_eq(ring_claim(&f.r, 0, &s, &pos), 1);
+    cr_assert_eq(pos, 0);
+    ring_stats rs;
+    ring_get_stats(&f.r, &rs);
+    cr_assert_eq(rs.ns_slot_wait, 0);
+    ring_set_active(&f.r, 2);
+    cr_assert_eq(pthread_join(t, NULL), 0);
+    cr_assert_eq(c.rc, 1);
+    cr_assert_eq(c.slot, s);
+    cr_assert_eq(c.pos, 1, "the next position in order");
+    /* 0 counts as 1: worker 0 never sleeps. */
+    ring_set_active(&f.r, 0);
+    cr_assert_eq(f.r.active, 1);
+    fx_close(&f);
+}
+
+Test(ring, stop_wakes_a_sleeping_worker, .timeout = 5)
+{
+    fixture f;
+    fx_open(&f, 2, 0, 8, 2, 3);
+    ring_set_active(&f.r, 1);
+    claimer c = {.r = &f.r, .worker = 3, .rc = -1};
+    atomic_init(&c.done, 0);
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, claim_thread, &c), 0);
+    sleep_ms(30);
+    ring_stop(&f.r);
+    cr_assert_eq(pthread_join(t, NULL), 0);
+    cr_assert_eq(c.rc, 0);
+    fx_close(&f);
+}
+
 /* ---- stop ---------------------------------------------------------------- */
 
 Test(ring, stop_wakes_a_blocked_claim_which_returns_zero, .timeout = 5)
@@ -277,8 +327,8 @@ Test(ring, stop_wakes_a_blocked_claim_which_returns_zero, .timeout = 5)
     fx_open(&f, 1, 0, 4, 2, 3);
     ring_slot *s;
     int pos;
-    cr_assert_eq(ring_claim(&f.r, &s, &pos), 1);
-    cr_assert_eq(ring_claim(&f.r, &s, &pos), 1);
+    cr_assert_eq(ring_claim(&f.r, 0, &s, &pos), 1);
+    cr_assert_eq(ring_claim(&f.r, 0, &s, &pos), 1);
 
     claimer c = {.r = &f.r, .rc = -1};
     atomic_init(&c.done, 0);
@@ -291,7 +341,7 @@ Test(ring, stop_wakes_a_blocked_claim_which_returns_zero, .timeout = 5)
     cr_assert_eq(c.rc, 0);
 
     /* After stop, claims end at once even where a position is free. */
-    cr_assert_eq(ring_claim(&f.r, &s, &pos), 0);
+    cr_assert_eq(ring_claim(&f.r, 0, &s, &pos), 0);
     fx_close(&f);
 }
 
@@ -302,7 +352,7 @@ Test(ring, stop_ends_claims_even_with_free_positions)
     ring_stop(&f.r);
     ring_slot *s = NULL;
     int pos = -1;
-    cr_assert_eq(ring_claim(&f.r, &s, &pos), 0);
+    cr_assert_eq(ring_claim(&f.r, 0, &s, &pos), 0);
     cr_assert_null(s, "no slot handed out after stop");
     cr_assert_eq(pos, -1);
     fx_close(&f);
@@ -412,7 +462,7 @@ static void *mt_worker(void *arg)
     mt_state *m = arg;
     ring_slot *s;
     int pos;
-    while (ring_claim(m->r, &s, &pos)) {
+    while (ring_claim(m->r, 0, &s, &pos)) {
         /* The slot's schedule is stable from claim until finish. */
         const uint64_t seq = s->seq;
         if (seq < MT_BATCHES)

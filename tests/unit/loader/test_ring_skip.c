@@ -20,7 +20,7 @@ static ring_slot *claim_batch(ring *r, int64_t epoch, int64_t batch,
     for (int k = 0; k < count; k++) {
         ring_slot *s;
         int pos;
-        cr_assert_eq(ring_claim(r, &s, &pos), 1);
+        cr_assert_eq(ring_claim(r, 0, &s, &pos), 1);
         cr_assert_eq(pos, k);
         cr_assert_eq(s->epoch, epoch, "epoch %lld, want %lld",
                      (long long)s->epoch, (long long)epoch);
