@@ -207,6 +207,22 @@ Test(bench_rounds, the_settings_to_paste_are_c_and_python)
     bench_paste_python(buf, sizeof buf, &r);
     cr_assert_str_eq(buf, "pinload.Loader(..., num_workers=4, prefetch=2, "
                           "memory=\"pinned\")");
+    /* --workers auto: the row shows the count it settled on; the
+     * settings say PL_AUTO, since that is what the row measured */
+    r.auto_workers = 1;
+    r.threads = 4;
+    r.workers = 3;
+    bench_workers_word(buf, sizeof buf, &r);
+    cr_assert_str_eq(buf, "auto:3");
+    bench_paste_c(buf, sizeof buf, &r);
+    cr_assert_str_eq(buf, "cfg.num_workers = PL_AUTO; cfg.prefetch = 2; "
+                          "cfg.memory = PL_MEMORY_PINNED;");
+    bench_paste_python(buf, sizeof buf, &r);
+    cr_assert_str_eq(buf, "pinload.Loader(..., num_workers=\"auto\", "
+                          "prefetch=2, memory=\"pinned\")");
+    r.auto_workers = 0;
+    bench_workers_word(buf, sizeof buf, &r);
+    cr_assert_str_eq(buf, "3");
     /* every memory of the header's list, by its enumerator's name */
 #define CHECK_(name, value, word)                                              \
     cr_assert_str_eq(bench_memory_enum(value), "PL_MEMORY_" #name);            \
