@@ -194,7 +194,7 @@ Test(config, defaults_with_data_resolve)
       "-2")                                                                    \
     X(world_size_zero, c->world_size = 0, "world_size", "0")                   \
     X(world_size_negative, c->world_size = -2, "world_size", "-2")             \
-    X(negative_num_workers, c->num_workers = -1, "num_workers", "-1")          \
+    X(negative_num_workers, c->num_workers = -2, "num_workers", "-2")          \
     X(prefetch_zero, c->prefetch = 0, "prefetch", "0")                         \
     X(unknown_memory, c->memory = (pl_memory)9, "memory", "9")                 \
     X(device_below_host, c->device = -4, "device", "-4")                       \
