@@ -2,6 +2,9 @@
  * backend, the ring, the prefetcher and the worker pool, wires the pool to
  * the ring (which sample goes where), and answers the caller's queries. */
 #include <limits.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -705,6 +708,12 @@ static int loader_create(const pl_config *cfg, pl_loader **out)
         goto fail;
     fill_info(l);
     announce(l);
+#ifdef __GLIBC__
+    /* Create's transients (the tables read to be checked, the shards'
+     * member indexes) are freed by now: hand the pages back, so that a
+     * rank's private memory is what it keeps (tests/system/test_memory). */
+    malloc_trim(0);
+#endif
     *out = l;
     return 0;
 fail : {
