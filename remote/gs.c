@@ -27,16 +27,10 @@ struct gs_conf *gs_conf_new(void)
     gs_conf *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
-    c->endpoint = transfer_env("GS_ENDPOINT_URL");
-    if (!c->endpoint)
-        c->endpoint = strdup(GS_ENDPOINT);
-    if (!c->endpoint) {
+    if (!(c->endpoint = transfer_endpoint("GS_ENDPOINT_URL", GS_ENDPOINT))) {
         free(c);
         return NULL;
     }
-    size_t k = strlen(c->endpoint);
-    while (k > 0 && c->endpoint[k - 1] == '/')
-        c->endpoint[--k] = '\0';
     c->key = transfer_env("GS_ACCESS_KEY_ID");
     c->secret = transfer_env("GS_SECRET_ACCESS_KEY");
     return c;

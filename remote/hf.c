@@ -28,16 +28,10 @@ struct hf_conf *hf_conf_new(void)
     hf_conf *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
-    c->endpoint = transfer_env("HF_ENDPOINT");
-    if (!c->endpoint)
-        c->endpoint = strdup(HF_ENDPOINT);
-    if (!c->endpoint) {
+    if (!(c->endpoint = transfer_endpoint("HF_ENDPOINT", HF_ENDPOINT))) {
         free(c);
         return NULL;
     }
-    size_t k = strlen(c->endpoint);
-    while (k > 0 && c->endpoint[k - 1] == '/')
-        c->endpoint[--k] = '\0';
     c->token = transfer_env("HF_TOKEN");
     return c;
 }

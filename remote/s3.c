@@ -40,12 +40,7 @@ typedef struct s3_conf {
  * region (us-east-1 without one), the credentials. -1 without memory. */
 static int s3_from_env(s3_conf *c)
 {
-    c->endpoint = transfer_env("AWS_ENDPOINT_URL");
-    if (c->endpoint) {
-        size_t k = strlen(c->endpoint);
-        while (k > 0 && c->endpoint[k - 1] == '/')
-            c->endpoint[--k] = '\0';
-    }
+    c->endpoint = transfer_endpoint("AWS_ENDPOINT_URL", NULL);
     c->region = transfer_env("AWS_REGION");
     if (!c->region)
         c->region = transfer_env("AWS_DEFAULT_REGION");

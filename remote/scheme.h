@@ -93,6 +93,19 @@ static inline char *transfer_env(const char *name)
     return v && *v ? strdup(v) : NULL;
 }
 
+/* An endpoint: the environment variable `name`'s URL, else `fallback`
+ * (NULL: none), copied without its trailing slashes; NULL if there is
+ * none, or without memory. */
+static inline char *transfer_endpoint(const char *name, const char *fallback)
+{
+    char *e = transfer_env(name);
+    if (!e && fallback)
+        e = strdup(fallback);
+    for (size_t k = e ? strlen(e) : 0; k > 0 && e[k - 1] == '/';)
+        e[--k] = '\0';
+    return e;
+}
+
 /* The schemes' own parts of the transfers, made by transfers_new from the
  * environment and freed by transfers_free (NULL accepted). NULL without
  * memory. */

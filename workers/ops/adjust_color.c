@@ -16,7 +16,7 @@ static inline uint8_t to_u8(float v)
     return v <= 0.0f ? 0 : v >= 255.0f ? 255 : (uint8_t)v;
 }
 
-static void apply_table(op_image *img, const uint8_t lut[256])
+void fn_table(op_image *img, const uint8_t lut[256])
 {
     for (int y = 0; y < img->h; y++) {
         uint8_t *px = img->px + (size_t)y * img->stride;
@@ -25,12 +25,22 @@ static void apply_table(op_image *img, const uint8_t lut[256])
     }
 }
 
+void fn_tables(op_image *img, const uint8_t luts[3][256])
+{
+    for (int y = 0; y < img->h; y++) {
+        uint8_t *px = img->px + (size_t)y * img->stride;
+        for (int x = 0; x < img->w; x++, px += 3)
+            for (int c = 0; c < 3; c++)
+                px[c] = luts[c][px[c]];
+    }
+}
+
 void fn_adjust_brightness(op_image *img, float factor)
 {
     uint8_t lut[256];
     for (int x = 0; x < 256; x++)
         lut[x] = to_u8((float)x * factor);
-    apply_table(img, lut);
+    fn_table(img, lut);
 }
 
 /* The mean of the image's floored gray levels, as torch.mean computes it
@@ -58,7 +68,7 @@ void fn_adjust_contrast(op_image *img, float factor)
     uint8_t lut[256];
     for (int x = 0; x < 256; x++)
         lut[x] = to_u8(fmaf(mean, alpha, (float)x * factor));
-    apply_table(img, lut);
+    fn_table(img, lut);
 }
 
 void fn_adjust_saturation(op_image *img, float factor)

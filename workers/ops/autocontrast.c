@@ -36,12 +36,7 @@ void fn_autocontrast(op_image *img)
             lut[c][v] = e <= 0.0f ? 0 : e >= 255.0f ? 255 : (uint8_t)e;
         }
     }
-    for (int y = 0; y < img->h; y++) {
-        uint8_t *px = img->px + (size_t)y * img->stride;
-        for (int x = 0; x < img->w; x++, px += 3)
-            for (int c = 0; c < 3; c++)
-                px[c] = lut[c][px[c]];
-    }
+    fn_tables(img, (const uint8_t(*)[256])lut);
 }
 
 static int apply(const op_instance *op, const void *in, op_image *img)

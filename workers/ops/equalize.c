@@ -16,7 +16,8 @@ static const op_param params[NPARAMS] = {
     [P] = {"p", OP_NUMBER, "0.5", 0, 1, 0, NULL, "the probability"},
 };
 
-/* Channel c's table into lut; 0 when the channel is kept as it is. */
+/* Channel c's table into lut; 0 when the channel is kept as it is (lut
+ * then the identity). */
 static int channel_table(const op_image *img, int c, uint8_t lut[256])
 {
     uint32_t hist[256];
@@ -31,8 +32,11 @@ static int channel_table(const op_image *img, int c, uint8_t lut[256])
         top--;
     const uint64_t n = (uint64_t)img->w * (uint64_t)img->h;
     const uint64_t step = (n - hist[top]) / 255;
-    if (step == 0)
+    if (step == 0) {
+        for (int v = 0; v < 256; v++)
+            lut[v] = (uint8_t)v;
         return 0;
+    }
     uint64_t cum = 0;
     lut[0] = 0;
     for (int v = 1; v < 256; v++) {
@@ -49,15 +53,8 @@ void fn_equalize(op_image *img)
     int on[3];
     for (int c = 0; c < 3; c++)
         on[c] = channel_table(img, c, lut[c]);
-    if (!on[0] && !on[1] && !on[2])
-        return;
-    for (int y = 0; y < img->h; y++) {
-        uint8_t *px = img->px + (size_t)y * img->stride;
-        for (int x = 0; x < img->w; x++, px += 3)
-            for (int c = 0; c < 3; c++)
-                if (on[c])
-                    px[c] = lut[c][px[c]];
-    }
+    if (on[0] || on[1] || on[2])
+        fn_tables(img, (const uint8_t(*)[256])lut);
 }
 
 static int apply(const op_instance *op, const void *in, op_image *img)

@@ -56,6 +56,12 @@ void fn_equalize(op_image *img);
  * [0, 255]. */
 void fn_autocontrast(op_image *img);
 
+/* Every value v of the image as lut[v]; each channel c's as luts[c][v]
+ * (the value-wise ops: brightness, contrast, solarize, posterize,
+ * equalize, autocontrast). */
+void fn_table(op_image *img, const uint8_t lut[256]);
+void fn_tables(op_image *img, const uint8_t luts[3][256]);
+
 /* The gray level torchvision computes from a uint8 pixel, in float32:
  * r * 0.2989 + g * 0.587 + b * 0.114, each add fused with its multiply, as
  * PyTorch's vectorised add(alpha=) is (grayscale, saturation, contrast).

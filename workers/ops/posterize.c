@@ -19,11 +19,10 @@ void fn_posterize(op_image *img, int bits)
     if (bits >= 8)
         return;
     const uint8_t mask = (uint8_t)(0xff00u >> (bits < 0 ? 0 : bits));
-    for (int y = 0; y < img->h; y++) {
-        uint8_t *px = img->px + (size_t)y * img->stride;
-        for (int i = 0; i < img->w * 3; i++)
-            px[i] &= mask;
-    }
+    uint8_t lut[256];
+    for (int x = 0; x < 256; x++)
+        lut[x] = (uint8_t)(x & mask);
+    fn_table(img, lut);
 }
 
 static int setup(op_instance *op, const op_setup *s, char *why, size_t cap)

@@ -22,11 +22,7 @@ void fn_solarize(op_image *img, double threshold)
     uint8_t lut[256];
     for (int x = 0; x < 256; x++)
         lut[x] = (float)x >= t ? (uint8_t)(255 - x) : (uint8_t)x;
-    for (int y = 0; y < img->h; y++) {
-        uint8_t *px = img->px + (size_t)y * img->stride;
-        for (int i = 0; i < img->w * 3; i++)
-            px[i] = lut[px[i]];
-    }
+    fn_table(img, lut);
 }
 
 static int setup(op_instance *op, const op_setup *s, char *why, size_t cap)
