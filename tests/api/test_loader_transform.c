@@ -11,8 +11,9 @@
 /* Every op of this part: the geometric ones (crop, resize with each kind
  * of filter, centre crops with crop_pct and padding, both flips), the
  * pixel ops (grayscale, rotate and affine with each filter, fill and
- * centre), normalize, and random erasing after it on f32, f16 (channels
- * last) and bf16 with each kind of value. */
+ * centre; the colour, tone and blur ops with their ranges and
+ * probabilities), normalize, and random erasing after it on f32, f16
+ * (channels last) and bf16 with each kind of value. */
 static const char *const every_op[] = {
     "rrc(scale=0.3:1,ratio=1/2:2,interpolation=bicubic);vflip(0.3);hflip;"
     "grayscale(0.4)",
@@ -29,6 +30,14 @@ static const char *const every_op[] = {
     "erase(1,scale=0.1:0.4,value=0.5:-1:2)",
     "center_crop(crop_pct=0.9);random_affine(180,0.3:0,shear_y=-10:10);"
     "normalize(mean=0.5,std=0.25);erase(value=random_channel)",
+    "rrc(scale=0.3:1);color_jitter(0.4,0.4,0.4,0.1);gaussian_blur(5);"
+    "solarize(128);posterize(4);equalize;autocontrast",
+    "resize;color_jitter(brightness=0.5:1.5,hue=-0.5:0.5);"
+    "gaussian_blur(3x7,sigma=0.2:3);equalize(0.7);"
+    "normalize(mean=0.4:0.5:0.6,std=0.2:0.3:0.4)",
+    "hflip;center_crop(crop_pct=0.8);autocontrast(0.5);"
+    "solarize(100,p=0.3);posterize(bits=2,p=0.6);"
+    "color_jitter(saturation=0:3,contrast=0.9)",
 };
 #define NSPECS (int)(sizeof every_op / sizeof every_op[0])
 
@@ -36,7 +45,8 @@ static const char *const every_op[] = {
 static const pl_format every_format[NSPECS] = {
     PL_FORMAT_U8_NHWC,  PL_FORMAT_F16_NCHW, PL_FORMAT_U8_NHWC,
     PL_FORMAT_U8_NHWC,  PL_FORMAT_F32_NCHW, PL_FORMAT_F16_NCHW,
-    PL_FORMAT_BF16_NCHW};
+    PL_FORMAT_BF16_NCHW, PL_FORMAT_U8_NHWC, PL_FORMAT_F16_NCHW,
+    PL_FORMAT_U8_NHWC};
 
 static void every_op_cfg(pl_config *c, const char *root, int k)
 {
@@ -78,19 +88,23 @@ Test(loader_transform, every_op_differs_by_epoch_and_seed_only,
 {
     char root[64];
     tu_make_tree(root, 10, 2);
-    pl_config c;
-    every_op_cfg(&c, root, 0);
-    c.shuffle = 0;
-    run r[2], again[2];
-    run_loader(&c, 2, r);
-    run_loader(&c, 2, again);
-    assert_same_run(&r[0], &again[0], "the same config");
-    cr_assert_neq(
-        memcmp(r[0].bytes, r[1].bytes, r[0].sample_bytes * (size_t)r[0].n), 0,
-        "epochs 0 and 1 drew alike");
-    for (int e = 0; e < 2; e++) {
-        run_free(&r[e]);
-        run_free(&again[e]);
+    /* Unshuffled, so that only the ops' draws can tell the epochs apart
+     * (spec 8's geometry is a fixed resize: its pixel ops alone). */
+    for (int k = 0; k < NSPECS; k++) {
+        pl_config c;
+        every_op_cfg(&c, root, k);
+        c.shuffle = 0;
+        run r[2], again[2];
+        run_loader(&c, 2, r);
+        run_loader(&c, 2, again);
+        assert_same_run(&r[0], &again[0], every_op[k]);
+        cr_assert_neq(memcmp(r[0].bytes, r[1].bytes,
+                             r[0].sample_bytes * (size_t)r[0].n),
+                      0, "%s: epochs 0 and 1 drew alike", every_op[k]);
+        for (int e = 0; e < 2; e++) {
+            run_free(&r[e]);
+            run_free(&again[e]);
+        }
     }
     tu_rm_rf(root);
 }
@@ -202,6 +216,14 @@ Test(loader_transform, a_bad_spec_fails_create_naming_the_op_and_parameter)
     c.transform = "rrc;affine(10,translate=0.5:2)";
     create_fails(&c, "pl_loader_create: config.transform: affine: "
                      "translate=0.5:2: 2 is outside [0, 1]");
+    c.transform = "rrc;color_jitter(hue=0.7)";
+    create_fails(&c, "pl_loader_create: config.transform: color_jitter: "
+                     "hue=0.7: 0.7 is outside [-0.5, 0.5]");
+    c.transform = "rrc;gaussian_blur(33)"; /* the output is 16 x 16 */
+    create_fails(&c, "pl_loader_create: config.transform: gaussian_blur: "
+                     "kernel_size=33x33: wider than the 16 x 16 output "
+                     "allows (half of it must be below each side, to "
+                     "reflect)");
     c.transform = "rrc;erase(0.25,value=random)";
     create_fails(&c, "pl_loader_create: config.transform: erase: erases the "
                      "normalised sample (after normalize, as timm does), and "
