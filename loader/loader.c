@@ -437,6 +437,10 @@ static void tune_step(pl_loader *l)
     if (pthread_mutex_trylock(&l->tune_mu) != 0)
         return; /* another caller's thread steps it now */
     autotune_sample now;
+    if (clock_now_ns() < l->tune.last.now_ns + AUTOTUNE_WINDOW_NS) {
+        pthread_mutex_unlock(&l->tune_mu); /* mid-window: nothing to read */
+        return;
+    }
     tune_figures(l, &now);
     const int said = autotune_step(&l->tune, &now);
     if (said == 1)
