@@ -286,10 +286,10 @@ static inline void rt_local_run(const rt_pack *f, int workers, run *out)
     run_loader(&c, 2, out);
 }
 
-/* Files in the cache whose names end in `suffix`. */
-static inline int rt_cache_files(const rt_pack *f, const char *suffix)
+/* Files in the folder `dir` whose names end in `suffix`. */
+static inline int rt_files_ending(const char *dir, const char *suffix)
 {
-    DIR *d = opendir(f->cache);
+    DIR *d = opendir(dir);
     if (!d)
         return 0;
     int n = 0;
@@ -299,6 +299,12 @@ static inline int rt_cache_files(const rt_pack *f, const char *suffix)
     }
     closedir(d);
     return n;
+}
+
+/* Files in the cache whose names end in `suffix`. */
+static inline int rt_cache_files(const rt_pack *f, const char *suffix)
+{
+    return rt_files_ending(f->cache, suffix);
 }
 
 /* Each shard asked for `times` times in the server's log, whole or by

@@ -12,7 +12,6 @@
  * test. */
 #include <criterion/criterion.h>
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,21 +106,6 @@ static int64_t shard_size(const ffx *f, int s)
     return st.st_size;
 }
 
-/* Files in the cache whose names end in `suffix`. */
-static int cache_files(const ffx *f, const char *suffix)
-{
-    DIR *d = opendir(f->cache);
-    if (!d)
-        return 0;
-    int n = 0;
-    for (struct dirent *e; (e = readdir(d));) {
-        const size_t a = strlen(e->d_name), b = strlen(suffix);
-        n += a > b && strcmp(e->d_name + a - b, suffix) == 0;
-    }
-    closedir(d);
-    return n;
-}
-
 /* ---- a store that ignores Range, or answers other bytes ---- */
 
 /* A download cut half-way is resumed with Range, and the store answers
@@ -143,7 +127,7 @@ Test(remote_faults, a_resume_answered_whole_is_taken_from_the_start,
                  "%d requests for the shard: the cut one and the resume "
                  "answered whole, no third",
                  rt_count(&f.srv, "GET /shard-000000.tar "));
-    cr_assert_eq(cache_files(&f, ".part"), 0);
+    cr_assert_eq(rt_files_ending(f.cache, ".part"), 0);
     ffx_down(&f);
 }
 
@@ -347,8 +331,8 @@ Test(remote_faults, a_full_cache_disk_falls_back_to_ranged_reads,
     expect_in(g.text, words);
     expect_in(g.text, " bytes free, the shard needs ");
     expect_in(g.text, "are read member by member");
-    cr_assert_eq(cache_files(&f, ".part"), 0, "a .part was left");
-    cr_assert_eq(cache_files(&f, ".tar"), 0);
+    cr_assert_eq(rt_files_ending(f.cache, ".part"), 0, "a .part was left");
+    cr_assert_eq(rt_files_ending(f.cache, ".tar"), 0);
     cr_assert_geq(rt_count(&f.srv, "GET /shard-000000.tar bytes="),
                   RT_PER_SHARD, "members read by range");
     ffx_down(&f);
@@ -377,7 +361,7 @@ Test(remote_faults, a_full_cache_disk_fails_create_naming_it,
              "No space left on device; the cache's disk is full: %s has ",
              f.cache);
     expect_in(msg, words);
-    cr_assert_eq(cache_files(&f, ".part"), 0, "a .part was left");
+    cr_assert_eq(rt_files_ending(f.cache, ".part"), 0, "a .part was left");
     ffx_down(&f);
 }
 
@@ -439,7 +423,7 @@ Test(remote_faults, cache_files_through_a_custom_endpoint_keep_the_name,
     for (int s = 0; s < RT_SHARDS; s++) {
         char end[64];
         snprintf(end, sizeof end, "-shard-%06d.tar", s);
-        cr_assert_eq(cache_files(&f, end), 1, "no cache file ends in %s", end);
+        cr_assert_eq(rt_files_ending(f.cache, end), 1, "no cache file ends in %s", end);
     }
     ffx_down(&f);
 }

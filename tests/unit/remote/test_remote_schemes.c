@@ -13,7 +13,6 @@
  * test. */
 #include <criterion/criterion.h>
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,21 +114,6 @@ static int log_lines_with(const char *path, const char *what)
     return n;
 }
 
-/* Files in the cache whose names end in `suffix`. */
-static int cache_files(const sfx *f, const char *suffix)
-{
-    DIR *d = opendir(f->cache);
-    if (!d)
-        return 0;
-    int n = 0;
-    for (struct dirent *e; (e = readdir(d));) {
-        const size_t a = strlen(e->d_name), b = strlen(suffix);
-        n += a > b && strcmp(e->d_name + a - b, suffix) == 0;
-    }
-    closedir(d);
-    return n;
-}
-
 /* ---- hf:// ---- */
 
 /* The Hub on 127.0.0.1 (the token required; *.tar redirected, 302, to
@@ -201,8 +185,8 @@ Test(remote_schemes, hf_datasets_come_from_the_hub_and_its_content_host,
     cr_assert_eq(log_lines_with(cdn_log, HF_SECRET), 0,
                  "the token went to the content host");
     cr_assert_eq(log_lines_with(cdn_log, "Authorization"), 0);
-    cr_assert_eq(cache_files(&f, "-shard-000000.tar") +
-                     cache_files(&f, "-shard-000001.tar"),
+    cr_assert_eq(rt_files_ending(f.cache, "-shard-000000.tar") +
+                     rt_files_ending(f.cache, "-shard-000001.tar"),
                  0, "ranged mode caches no shard");
     rt_stop(&hub);
     rt_stop(&cdn);
@@ -282,7 +266,7 @@ Test(remote_schemes, gs_objects_are_read_signed_with_an_hmac_key,
     run_loader(&c, 1, got);
     assert_same_run(&want[0], &got[0], "gs:// whole");
     run_free(&got[0]);
-    cr_assert_eq(cache_files(&f, "-shard-000000.tar"), 1);
+    cr_assert_eq(rt_files_ending(f.cache, "-shard-000000.tar"), 1);
     assert_reads_as_local(&f, data, "gs://");
     run_free(&want[0]);
     const int asked = log_lines_with(log, "GET /data/train/");
