@@ -453,18 +453,7 @@ typedef enum how { WHOLE, SAMPLE_NONE, SAMPLE_EVAL, SAMPLE_TRAIN } how;
 
 static int64_t status_bytes(const char *key)
 {
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kib = -1;
-    const size_t n = strlen(key);
-    while (f && fgets(line, sizeof line, f))
-        if (strncmp(line, key, n) == 0 && line[n] == ':') {
-            kib = atol(line + n + 1);
-            break;
-        }
-    if (f)
-        fclose(f);
-    return (int64_t)kib * 1024;
+    return (int64_t)tu_status_kib(key) * 1024;
 }
 
 static int decode_as(sample_ctx *c, how h, const uint8_t *buf, size_t len,
