@@ -71,7 +71,8 @@ static int file_bytes(const char *idx, int *fd_out, unsigned char **p,
     struct stat is;
     int rc = -1;
     if (fstat(fd, &is) != 0 || !S_ISREG(is.st_mode) || is.st_size < 48 ||
-        (size_t)is.st_size > IDX_MAX_BYTES || !(*p = malloc((size_t)is.st_size)))
+        (size_t)is.st_size > IDX_MAX_BYTES ||
+        !(*p = sample_table_bytes((size_t)is.st_size)))
         goto done;
     *len = (size_t)is.st_size;
     size_t got = 0;
@@ -86,7 +87,7 @@ static int file_bytes(const char *idx, int *fd_out, unsigned char **p,
     if (got == *len)
         rc = 0;
     else
-        free(*p);
+        sample_table_bytes_free(*p, *len);
 done:
     if (rc == 0 && fd_out)
         *fd_out = fd;
@@ -174,7 +175,7 @@ static int idx_file_load(const char *idx, const struct stat *st, tar_index *t,
                  sample_table_members(&tab, t) == 0;
             if (ok && shard_size)
                 *shard_size = (int64_t)tab.shard_size;
-            sample_table_close(&tab); /* frees b */
+            sample_table_close(&tab); /* gives b back */
             b = NULL;
         }
     } else if (memcmp(b, IDX_MAGIC, 8) == 0 &&
@@ -189,7 +190,7 @@ static int idx_file_load(const char *idx, const struct stat *st, tar_index *t,
             *shard_size = (int64_t)size_of_shard;
     }
     *stale = !ok;
-    free(b);
+    sample_table_bytes_free(b, n);
     return ok;
 }
 
@@ -271,12 +272,12 @@ int idx_file_table_at(const char *idx, const struct stat *st, int64_t size,
     if (file_bytes(idx, &fd, &b, &n) < 0)
         return 0;
     if (!sample_table_is(b, n)) { /* version 1: read, and written anew */
-        free(b);
+        sample_table_bytes_free(b, n);
         close(fd);
         return 0;
     }
     if (sample_table_open(tab, b, n) < 0) {
-        free(b);
+        sample_table_bytes_free(b, n);
         close(fd);
         *stale = 1;
         return 0;
@@ -312,7 +313,7 @@ int idx_file_table(const char *path, const struct stat *st, int in_heap,
 static int keep_in_heap(unsigned char *b, size_t n, sample_table *tab)
 {
     if (sample_table_open(tab, b, n) < 0) {
-        free(b);
+        sample_table_bytes_free(b, n);
         return err_set(PL_ECORRUPT, "a shard's table did not check");
     }
     return 0;
@@ -334,7 +335,7 @@ int idx_file_keep(const char *path, const struct stat *st, const tar_index *t,
         int stale;
         if (idx_file_save(idx, b, n) == 0 &&
             idx_file_table_at(idx, st, -1, in_heap, tab, &stale)) {
-            free(b);
+            sample_table_bytes_free(b, n);
             return 1;
         }
     }
@@ -355,7 +356,7 @@ int idx_file_keep_at(const char *idx, int64_t size, const tar_index *t,
         return rc;
     if (idx_file_save(idx, b, n) == 0 &&
         idx_file_table_at(idx, NULL, size, in_heap, tab, &stale)) {
-        free(b);
+        sample_table_bytes_free(b, n);
         return 1;
     }
     rc = keep_in_heap(b, n, tab);
@@ -376,7 +377,7 @@ int idx_file_write(const char *path, const struct stat *st, const tar_index *t)
         idx_file_make_folder_of(idx);
         rc = idx_file_save(idx, b, n);
     }
-    free(b);
+    sample_table_bytes_free(b, n);
     return rc;
 }
 
@@ -393,6 +394,6 @@ int idx_file_write_at(const char *idx, const struct stat *st, const tar_index *t
     if (build(t, st, 0, &b, &n) < 0)
         return -1;
     const int rc = idx_file_save(idx, b, n);
-    free(b);
+    sample_table_bytes_free(b, n);
     return rc;
 }

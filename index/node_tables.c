@@ -136,10 +136,11 @@ int node_tables_table(int fd, const char *path, const node_tables_entry *e,
                       sample_table *tab)
 {
     memset(tab, 0, sizeof *tab);
-    unsigned char *b = e->len <= SIZE_MAX ? malloc((size_t)e->len + 1) : NULL;
+    unsigned char *b =
+        e->len <= SIZE_MAX ? sample_table_bytes((size_t)e->len) : NULL;
     if (!b || read_at(fd, b, (size_t)e->len, e->offset) < 0 ||
         sample_table_open(tab, b, (size_t)e->len) < 0) {
-        free(b);
+        sample_table_bytes_free(b, (size_t)e->len);
         return -1;
     }
     if (tab->shard_size != e->size || tab->mtime_s != e->mtime_s ||

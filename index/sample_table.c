@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "../codecs/codec.h"
@@ -62,6 +63,31 @@ static int32_t read_label(const char *name, int64_t size,
         return -1;
     }
     return (int32_t)v;
+}
+
+/* ---- a table's bytes ---- */
+
+unsigned char *sample_table_bytes(size_t n)
+{
+    if (n < SAMPLE_TABLE_PAGES)
+        return calloc(1, n ? n : 1);
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+    if (p == MAP_FAILED) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return p;
+}
+
+void sample_table_bytes_free(const unsigned char *p, size_t n)
+{
+    if (!p)
+        return;
+    if (n < SAMPLE_TABLE_PAGES)
+        free((void *)p);
+    else
+        munmap((void *)p, n);
 }
 
 /* ---- building ---- */
@@ -145,7 +171,7 @@ int sample_table_build(const tar_index *t, uint64_t shard_size, int64_t mtime_s,
                  at_k = at_m + t->n * SAMPLE_TABLE_MEMBER,
                  at_n = at_k + nkeys * SAMPLE_TABLE_KEY,
                  end = at_n + (((size_t)nnames + 7) & ~(size_t)7);
-    unsigned char *b = calloc(1, end + 8);
+    unsigned char *b = sample_table_bytes(end + 8);
     if (!b)
         return PL_ENOMEM;
     memcpy(b, SAMPLE_TABLE_MAGIC, 8);
@@ -274,11 +300,44 @@ int sample_table_attach(sample_table *tab, int fd, const char *file,
     return 0;
 }
 
+/* Bytes base[0, len) freed as they were had. */
+static void base_free(const sample_table *tab)
+{
+    if (tab->malloced)
+        free((void *)tab->base);
+    else
+        sample_table_bytes_free(tab->base, tab->len);
+}
+
+/* Table tab's bytes off their pages and into the heap (a table that
+ * stays there: sample_table_settle). */
+static void move_to_heap(sample_table *tab)
+{
+    unsigned char *b;
+    if (tab->malloced || tab->len < SAMPLE_TABLE_PAGES ||
+        !(b = malloc(tab->len)))
+        return;
+    memcpy(b, tab->base, tab->len);
+    const ptrdiff_t at_m = tab->members - tab->base,
+                    at_k = tab->keys - tab->base,
+                    at_n = (const unsigned char *)tab->names - tab->base;
+    base_free(tab);
+    tab->base = b;
+    tab->malloced = 1;
+    tab->members = b + at_m;
+    tab->keys = b + at_k;
+    tab->names = (const char *)b + at_n;
+}
+
 void sample_table_settle(sample_table *tab)
 {
-    if (!tab->file || !tab->base)
+    if (!tab->base)
         return;
-    free((void *)tab->base);
+    if (!tab->file) {
+        move_to_heap(tab);
+        return;
+    }
+    base_free(tab);
     tab->base = NULL;
     tab->members = tab->keys = NULL;
     tab->names = NULL;
@@ -287,8 +346,7 @@ void sample_table_settle(sample_table *tab)
 
 void sample_table_close(sample_table *tab)
 {
-    if (tab->base)
-        free((void *)tab->base);
+    base_free(tab);
     if (tab->owns_file && tab->file) {
         close(tab->fd);
         free(tab->file);
@@ -363,6 +421,7 @@ int sample_table_whole(const sample_table *tab, sample_table *out,
         return table_broken(tab, 0, "table (every record)", rc ? rc : 2,
                             reason, cap);
     }
+    out->malloced = 1;
     return 0;
 }
 

@@ -68,7 +68,9 @@
 typedef struct sample_table {
     const unsigned char *base; /* the whole table in the heap, or NULL */
     size_t len;
-    int mode; /* SAMPLE_TABLE_* */
+    int malloced; /* base is malloc'd (sample_table_settle's move,
+                     sample_table_whole), not sample_table_bytes' */
+    int mode;     /* SAMPLE_TABLE_* */
     /* The file the table lies in at `at`, open as fd (none: file NULL):
      * closed and freed at close when owns_file, else another's (the
      * catalog's dataset table file). Set while the table is still in the
@@ -115,9 +117,30 @@ typedef struct shard_extras {
     int n, required;
 } shard_extras;
 
-/* t's table as bytes: [out] *out (malloc'd) and *len. 0, or PL_ENOMEM, or
- * PL_EINVAL when t is too large for the format (over 2^32 members or a
- * name block over 4 GiB). */
+/* A table's bytes: what sample_table_build makes, sample_table_open takes
+ * and sample_table_close gives back. From SAMPLE_TABLE_PAGES bytes on
+ * they are pages of their own (an anonymous mapping), not the heap's.
+ * Create reads each table on one of its scan threads and drops it once
+ * the catalog has walked its keys; from malloc, the copies stayed the
+ * process's: each scan thread's glibc arena kept its high-water pages
+ * (a thread arena keeps its top, and malloc_trim trims the main arena's
+ * alone), and the small allocations that outlive create (an index
+ * file's name) pinned the pages between freed tables. At 100,000
+ * samples in 500 shards that was 7.4 to 8.8 private bytes a sample after
+ * create, 14.3 to 15.4 on the create that indexes; with pages, 1.8 to
+ * 2.5 and 3.9 to 5.1 (tests/system/test_memory.c), for about 14 us a
+ * shard more at create (a mapping, its faults and its unmapping). Smaller
+ * ones are malloc'd (a page each would cost more than they do). Zeroed;
+ * NULL when out of memory. */
+#define SAMPLE_TABLE_PAGES 4096
+unsigned char *sample_table_bytes(size_t n);
+
+/* Bytes from sample_table_bytes(n), given back; NULL is accepted. */
+void sample_table_bytes_free(const unsigned char *p, size_t n);
+
+/* t's table as bytes: [out] *out (sample_table_bytes) and *len. 0, or
+ * PL_ENOMEM, or PL_EINVAL when t is too large for the format (over 2^32
+ * members or a name block over 4 GiB). */
 int sample_table_build(const tar_index *t, uint64_t shard_size, int64_t mtime_s,
                       int64_t mtime_ns, unsigned char **out, size_t *len);
 
@@ -126,8 +149,8 @@ int sample_table_is(const unsigned char *p, size_t len);
 
 /* *tab over p[0, len) if it checks (checksum, every record in bounds, the
  * names in member order and the keys covering the members in order): 0,
- * and tab holds p (malloc'd: freed at close); -1, and p stays the
- * caller's. */
+ * and tab holds p (from sample_table_bytes(len): given back at close);
+ * -1, and p stays the caller's. */
 int sample_table_open(sample_table *tab, const unsigned char *p, size_t len);
 
 /* The file `file` (copied), open as fd, holds the heap table tab at byte
@@ -137,8 +160,12 @@ int sample_table_open(sample_table *tab, const unsigned char *p, size_t len);
 int sample_table_attach(sample_table *tab, int fd, const char *file,
                         uint64_t at, int owned);
 
-/* A table attached to its file: the heap copy dropped, the table
- * file-backed from now on. Nothing for one that is not. */
+/* Create's pass over the table's keys is done. One attached to its file:
+ * the heap copy dropped, the table file-backed from now on. One that is
+ * not stays in the heap, moved off its own pages into malloc'd bytes (by
+ * the thread that keeps it: a page each would cost a shard of 200
+ * samples about 12 bytes a sample more), or left where it is if that
+ * memory cannot be had. */
 void sample_table_settle(sample_table *tab);
 
 /* Safe on a zeroed table and twice. */
@@ -147,7 +174,11 @@ void sample_table_close(sample_table *tab);
 /* The whole of a table in the heap, read and checked again when it is
  * file-backed (a view of a file-backed table's keys one at a time would
  * cost a syscall a key): 0 with *out (close it), or a PL_E* code with
- * the reason naming the file in reason[0, cap). */
+ * the reason naming the file in reason[0, cap). The copy is malloc'd, not
+ * pages of its own: the calling thread reads a table at a time and closes
+ * it (the fingerprint's walk), so the allocator hands the same bytes back
+ * each time, where a mapping a table cost 30 ms more a create over 500
+ * shards. */
 int sample_table_whole(const sample_table *tab, sample_table *out,
                        char *reason, size_t cap);
 

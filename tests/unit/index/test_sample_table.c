@@ -4,6 +4,7 @@
  * under a configuration's extras. */
 #include <criterion/criterion.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -296,6 +297,58 @@ Test(sample_table, names_out_of_member_order_are_refused)
     reseal(b, len);
     sample_table tab;
     cr_assert_eq(sample_table_open(&tab, b, len), -1);
-    free(b);
+    sample_table_bytes_free(b, len);
+    tar_index_free(&t);
+}
+
+/* A table's bytes are pages of their own from SAMPLE_TABLE_PAGES on (so
+ * that create's copies, read on scan threads, go back to the system when
+ * dropped), zeroed either side of it. One that stays in the heap moves
+ * into malloc'd bytes when it settles, and reads as it did. */
+Test(sample_table, a_heap_table_settles_off_its_pages_and_reads_the_same)
+{
+    const size_t sizes[] = {1, SAMPLE_TABLE_PAGES - 8, SAMPLE_TABLE_PAGES,
+                            3 * SAMPLE_TABLE_PAGES + 8};
+    for (int i = 0; i < 4; i++) {
+        unsigned char *p = sample_table_bytes(sizes[i]);
+        cr_assert_not_null(p);
+        for (size_t j = 0; j < sizes[i]; j++)
+            cr_assert_eq(p[j], 0, "%zu bytes: byte %zu", sizes[i], j);
+        memset(p, 0xa5, sizes[i]);
+        sample_table_bytes_free(p, sizes[i]);
+    }
+    sample_table_bytes_free(NULL, SAMPLE_TABLE_PAGES);
+    tar_index t;
+    memset(&t, 0, sizeof t);
+    char name[32], cls[8];
+    for (int k = 0; k < 300; k++) { /* about 17 KiB of table */
+        snprintf(name, sizeof name, "%06d.jpg", k);
+        add(&t, name, 512 + 2048 * k, 100, NULL);
+        snprintf(name, sizeof name, "%06d.cls", k);
+        snprintf(cls, sizeof cls, "%d", k % 7);
+        add(&t, name, 1536 + 2048 * k, (int64_t)strlen(cls), cls);
+    }
+    unsigned char *b;
+    size_t len;
+    cr_assert_eq(sample_table_build(&t, 2048 * 301, 1, 2, &b, &len), 0);
+    cr_assert_geq(len, SAMPLE_TABLE_PAGES);
+    sample_table tab;
+    cr_assert_eq(sample_table_open(&tab, b, len), 0);
+    sample_table_settle(&tab); /* no file: it stays in the heap */
+    cr_assert_eq(tab.malloced, 1);
+    cr_assert_neq(tab.base, b, "moved off its pages");
+    cr_assert_eq(tab.nkeys, 300);
+    for (uint32_t k = 0; k < tab.nkeys; k++) {
+        sample_view v;
+        char why[256];
+        cr_assert_eq(sample_table_key_view(&tab, k, &v, why, sizeof why), 0,
+                     "key %u: %s", k, why);
+        snprintf(name, sizeof name, "%06u.jpg", k);
+        cr_assert_str_eq(shard_member_name(&v.tab, 0), name);
+        cr_assert_eq(shard_member_offset(&v.tab, 0), 512 + 2048 * (int64_t)k);
+        cr_assert_eq(shard_key_label(&v.tab, 0), (int32_t)(k % 7));
+        sample_view_free(&v);
+    }
+    sample_table_close(&tab);
     tar_index_free(&t);
 }
