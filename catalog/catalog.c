@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "../common/error.h"
@@ -132,8 +131,10 @@ void catalog_close(catalog *c)
     for (int k = 0; k < c->nshards; k++)
         sample_table_close(&c->tables[k]);
     free(c->tables);
-    if (c->table_map)
-        munmap(c->table_map, c->table_map_len);
+    if (c->table_file) { /* after the tables that read it */
+        close(c->table_fd);
+        free(c->table_file);
+    }
     free(c->shard_name);
     free(c->shard_source);
     kept_free(c->kept);
@@ -296,11 +297,27 @@ static int shard_room(catalog *c)
     return 0;
 }
 
-void catalog_adopt_map(catalog *c, void *p, size_t len)
+const char *catalog_adopt_table_file(catalog *c, int fd, const char *path)
 {
-    assert(!c->table_map);
-    c->table_map = p;
-    c->table_map_len = len;
+    assert(!c->table_file && c->nshards == 0);
+    if (!(c->table_file = strdup(path)))
+        return NULL;
+    c->table_fd = fd;
+    return c->table_file;
+}
+
+void catalog_forget_shards(catalog *c)
+{
+    for (int k = 0; k < c->nshards; k++)
+        sample_table_close(&c->tables[k]);
+    c->nshards = 0;
+    c->heap_tables = 0;
+    c->n = 0;
+    if (c->table_file) {
+        close(c->table_fd);
+        free(c->table_file);
+        c->table_file = NULL;
+    }
 }
 
 int catalog_add_shard(catalog *c, const char *name, int id, sample_table *tab)
@@ -313,12 +330,15 @@ int catalog_add_shard(catalog *c, const char *name, int id, sample_table *tab)
         sample_table_close(tab);
         return rc;
     }
+    /* Create's pass over every key is done: a table read from a file is
+     * read from it from now on, a key at a time. */
+    sample_table_settle(tab);
     const int k = c->nshards++;
     c->tables[k] = *tab;
     c->shard_first[k] = c->n;
     c->shard_name[k] = off;
     c->shard_source[k] = id;
-    c->heap_tables += tab->mapped == SAMPLE_TABLE_HEAP;
+    c->heap_tables += tab->file == NULL;
     c->n += tab->nkeys;
     memset(tab, 0, sizeof *tab);
     return 0;
@@ -418,44 +438,68 @@ static int shard_of(const catalog *c, int64_t i)
     return lo;
 }
 
-/* Sample i of a shard catalog: its shard, its key there, and what it is
- * under the configured extras (reason as sample_table_sample's). */
-static int shard_sample_of(const catalog *c, int64_t i, shard_sample *s,
-                           int64_t *key, char *reason, size_t cap)
+/* Sample i of a shard catalog: its shard [out] *k, its key's records
+ * read and checked [out] *v (free it with sample_view_free, whatever the
+ * result), and what it is under the configured extras (reason as
+ * sample_table_sample's). 0, or the code of a table that no longer reads,
+ * with its reason. */
+static int shard_sample_of(const catalog *c, int64_t i, int *k,
+                           sample_view *v, shard_sample *s, char *reason,
+                           size_t cap)
 {
-    const int k = shard_of(c, i);
+    *k = shard_of(c, i);
+    const int rc = sample_table_key_view(&c->tables[*k], i - c->shard_first[*k],
+                                         v, reason, cap);
+    if (rc < 0)
+        return rc;
     const shard_extras x = {.names = c->extra_names,
                             .n = c->nextras,
                             .required = c->extras_required};
-    *key = i - c->shard_first[k];
-    sample_table_sample(&c->tables[k], *key, &x, s, reason, cap);
-    return k;
+    sample_table_sample(&v->tab, 0, &x, s, reason, cap);
+    return 0;
 }
 
-int32_t catalog_label(const catalog *c, int64_t i)
+/* A shard sample's label, its key read into v. */
+static int32_t shard_label(const catalog *c, int64_t i, const sample_view *v)
 {
     if (c->json_label)
         return c->json_label[i] < 0 ? 0 : c->json_label[i];
-    if (!c->nshards)
-        return c->labels[i];
-    const int k = shard_of(c, i);
-    return shard_key_label(&c->tables[k], i - c->shard_first[k]);
+    return shard_key_label(&v->tab, 0);
 }
 
-/* A shard sample's name into buf: "shard.tar:member", or from the shard's
- * own name on when `rel` (a bad-by-construction sample's stays whole: so
+int catalog_label(const catalog *c, int64_t i, int32_t *label, char *reason,
+                  size_t cap)
+{
+    *label = 0;
+    if (c->json_label) {
+        *label = c->json_label[i] < 0 ? 0 : c->json_label[i];
+        return 0;
+    }
+    if (!c->nshards) {
+        *label = c->labels[i];
+        return 0;
+    }
+    const int k = shard_of(c, i);
+    sample_view v;
+    const int rc = sample_table_key_view(&c->tables[k], i - c->shard_first[k],
+                                         &v, reason, cap);
+    if (rc == 0)
+        *label = shard_label(c, i, &v);
+    sample_view_free(&v);
+    return rc;
+}
+
+/* Key `key` of tab (a view, or a whole table) as sample s of the shard
+ * named `shard`, into buf: "shard.tar:member", or from the shard's own
+ * name on when `rel` (a bad-by-construction sample's stays whole: so
  * resume states have fingerprinted it since they began). Its length (cut
  * short to cap - 1). */
-static size_t shard_name(const catalog *c, int64_t i, int rel, char *buf,
-                         size_t cap)
+static size_t name_of(const char *shard, const sample_table *tab, int64_t key,
+                      const shard_sample *s, int rel, char *buf, size_t cap)
 {
-    shard_sample s;
-    int64_t key;
-    const int k = shard_sample_of(c, i, &s, &key, NULL, 0);
     size_t len;
-    const char *member = sample_table_sample_name(&c->tables[k], key, &s, &len);
-    const char *shard = c->arena + c->shard_name[k];
-    if (rel && !s.code) {
+    const char *member = sample_table_sample_name(tab, key, s, &len);
+    if (rel && !s->code) {
         const char *slash = strrchr(shard, '/');
         shard = slash ? slash + 1 : shard;
     }
@@ -463,36 +507,76 @@ static size_t shard_name(const catalog *c, int64_t i, int rel, char *buf,
     return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
 }
 
+/* Shard sample i's name into buf (name_of's); where its table no longer
+ * reads, "shard.tar:#K" (its key) for messages, and the code, with its
+ * reason in reason[0, rcap) (reason may be NULL). [out] *len. */
+static int shard_name(const catalog *c, int64_t i, int rel, char *buf,
+                      size_t cap, size_t *len, char *reason, size_t rcap)
+{
+    shard_sample s;
+    sample_view v;
+    int k;
+    const int rc = shard_sample_of(c, i, &k, &v, &s, reason, rcap);
+    const char *shard = c->arena + c->shard_name[k];
+    if (rc == 0) {
+        *len = name_of(shard, &v.tab, 0, &s, rel, buf, cap);
+    } else {
+        const int n = snprintf(buf, cap, "%s:#%lld", shard,
+                               (long long)(i - c->shard_first[k]));
+        *len = n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
+    }
+    sample_view_free(&v);
+    return rc;
+}
+
 const char *catalog_name_into(const catalog *c, int64_t i, char *buf,
                               size_t cap)
 {
     if (!c->nshards)
         return c->arena + c->name_off[i];
-    shard_name(c, i, 0, buf, cap);
+    size_t len;
+    shard_name(c, i, 0, buf, cap, &len, NULL, 0);
     return buf;
 }
 
-const char *catalog_name(const catalog *c, int64_t i)
+/* Name i in the keep, or NULL. */
+static const char *kept_find(struct catalog_kept *k, int64_t i)
 {
-    if (!c->nshards)
-        return c->arena + c->name_off[i];
+    return k->cap && k->index[kept_slot(k, i)] == i ? k->name[kept_slot(k, i)]
+                                                  : NULL;
+}
+
+int catalog_name(const catalog *c, int64_t i, const char **name, char *reason,
+                 size_t cap)
+{
+    if (!c->nshards) {
+        *name = c->arena + c->name_off[i];
+        return 0;
+    }
     struct catalog_kept *k = c->kept;
-    char buf[CATALOG_NAME_MAX];
     pthread_mutex_lock(&k->mu);
-    const char *name = NULL;
-    if (k->cap && k->index[kept_slot(k, i)] == i) {
-        name = k->name[kept_slot(k, i)];
-    } else if (kept_grow(k) == 0) {
-        const size_t len = shard_name(c, i, 0, buf, sizeof buf);
-        if ((name = kept_copy(k, buf, len))) {
-            const size_t h = kept_slot(k, i);
-            k->index[h] = i;
-            k->name[h] = name;
-            k->n++;
-        }
+    *name = kept_find(k, i);
+    pthread_mutex_unlock(&k->mu);
+    if (*name)
+        return 0;
+    /* Made outside the lock: the key is read from the table's file. */
+    char buf[CATALOG_NAME_MAX];
+    size_t len;
+    const int rc = shard_name(c, i, 0, buf, sizeof buf, &len, reason, cap);
+    if (rc < 0)
+        return rc;
+    pthread_mutex_lock(&k->mu);
+    if (!(*name = kept_find(k, i)) && kept_grow(k) == 0 &&
+        (*name = kept_copy(k, buf, len))) {
+        const size_t h = kept_slot(k, i);
+        k->index[h] = i;
+        k->name[h] = *name;
+        k->n++;
     }
     pthread_mutex_unlock(&k->mu);
-    return name;
+    if (!*name && reason)
+        snprintf(reason, cap, "out of memory");
+    return *name ? 0 : PL_ENOMEM;
 }
 
 /* A file's name for openat(c->dirfd, ...): relative to the root when it
@@ -512,7 +596,8 @@ const char *catalog_rel_name_into(const catalog *c, int64_t i, char *buf,
 {
     if (!c->nshards)
         return open_path(c, i);
-    shard_name(c, i, 1, buf, cap); /* "dir/x.tar:member": from x.tar on */
+    size_t len;
+    shard_name(c, i, 1, buf, cap, &len, NULL, 0); /* from x.tar on */
     return buf;
 }
 
@@ -521,33 +606,46 @@ int64_t catalog_stored_size(const catalog *c, int64_t i)
     if (!c->nshards)
         return -1;
     shard_sample s;
-    int64_t key;
-    const int k = shard_sample_of(c, i, &s, &key, NULL, 0);
-    return s.code ? -1 : shard_member_size(&c->tables[k], s.image);
+    sample_view v;
+    int k;
+    const int rc = shard_sample_of(c, i, &k, &v, &s, NULL, 0);
+    const int64_t size =
+        rc < 0 || s.code ? -1 : shard_member_size(&v.tab, s.image);
+    sample_view_free(&v);
+    return size;
 }
 
-int catalog_locate(const catalog *c, int64_t i, location *loc, char *reason,
-                   size_t cap)
+int catalog_walk(const catalog *c, int rel, catalog_walk_fn fn, void *arg)
 {
+    char buf[CATALOG_NAME_MAX];
     if (!c->nshards) {
-        *loc = (location){.fd = c->dirfd, .path = open_path(c, i)};
+        for (int64_t i = 0; i < c->n; i++)
+            fn(arg, rel ? open_path(c, i) : c->arena + c->name_off[i], -1,
+               c->labels[i]);
         return 0;
     }
-    shard_sample s;
-    int64_t key;
-    const int k = shard_sample_of(c, i, &s, &key, reason, cap);
-    if (s.code) /* bad by construction */
-        return s.code;
-    if (c->json_label && c->json_label[i] < 0) {
-        if (reason)
-            json_label_reason(c, i, reason, cap);
-        return PL_ECORRUPT;
+    const shard_extras x = {.names = c->extra_names,
+                            .n = c->nextras,
+                            .required = c->extras_required};
+    for (int k = 0; k < c->nshards; k++) {
+        /* One read of the whole table: not a syscall per key. */
+        sample_table w;
+        char why[1024];
+        const int rc = sample_table_whole(&c->tables[k], &w, why, sizeof why);
+        if (rc < 0)
+            return err_set(rc, "pl_loader_create: %s", why);
+        const char *shard = c->arena + c->shard_name[k];
+        for (uint32_t key = 0; key < w.nkeys; key++) {
+            const int64_t i = c->shard_first[k] + key;
+            shard_sample s;
+            sample_table_sample(&w, key, &x, &s, NULL, 0);
+            name_of(shard, &w, key, &s, rel, buf, sizeof buf);
+            fn(arg, buf, s.code ? -1 : shard_member_size(&w, s.image),
+               c->json_label ? (c->json_label[i] < 0 ? 0 : c->json_label[i])
+                             : shard_key_label(&w, key));
+        }
+        sample_table_close(&w);
     }
-    const int src = c->shard_source[k];
-    *loc = (location){.fd = c->source_fd[src],
-                      .offset = shard_member_offset(&c->tables[k], s.image),
-                      .size = shard_member_size(&c->tables[k], s.image),
-                      .reader = c->source_reader[src]};
     return 0;
 }
 
@@ -570,26 +668,85 @@ static int locate_file_extra(const catalog *c, int64_t i, int k,
     return 1;
 }
 
-void catalog_locate_extras(const catalog *c, int64_t i, location *loc,
-                           int *has)
+/* Member m of shard k's key view v, as a location. */
+static location member_loc(const catalog *c, int k, const sample_view *v,
+                           int64_t m)
+{
+    const int src = c->shard_source[k];
+    return (location){.fd = c->source_fd[src],
+                      .offset = shard_member_offset(&v->tab, m),
+                      .size = shard_member_size(&v->tab, m),
+                      .reader = c->source_reader[src]};
+}
+
+int catalog_sample(const catalog *c, int64_t i, location *loc, int32_t *label,
+                   location *xloc, int *has, char *reason, size_t cap)
+{
+    if (!c->nshards) {
+        for (int k = 0; xloc && k < c->nextras; k++)
+            has[k] = locate_file_extra(c, i, k, &xloc[k]);
+        if (label)
+            *label = c->labels[i];
+        *loc = (location){.fd = c->dirfd, .path = open_path(c, i)};
+        return 0;
+    }
+    for (int k = 0; xloc && k < c->nextras; k++)
+        has[k] = 0;
+    if (label)
+        *label = 0;
+    shard_sample s;
+    sample_view v;
+    int k;
+    int rc = shard_sample_of(c, i, &k, &v, &s, reason, cap);
+    if (rc == 0) {
+        /* The label and the bytes from the one read of the key. */
+        if (label)
+            *label = shard_label(c, i, &v);
+        for (int e = 0; xloc && e < c->nextras; e++)
+            if ((has[e] = s.extra[e] >= 0))
+                xloc[e] = member_loc(c, k, &v, s.extra[e]);
+        rc = s.code; /* bad by construction */
+    }
+    if (rc == 0 && c->json_label && c->json_label[i] < 0) {
+        if (reason)
+            json_label_reason(c, i, reason, cap);
+        rc = PL_ECORRUPT;
+    }
+    if (rc == 0)
+        *loc = member_loc(c, k, &v, s.image);
+    sample_view_free(&v);
+    return rc;
+}
+
+int catalog_locate(const catalog *c, int64_t i, location *loc, char *reason,
+                   size_t cap)
+{
+    return catalog_sample(c, i, loc, NULL, NULL, NULL, reason, cap);
+}
+
+int catalog_locate_extras(const catalog *c, int64_t i, location *loc,
+                          int *has, char *reason, size_t cap)
 {
     if (!c->nshards) {
         for (int k = 0; k < c->nextras; k++)
             has[k] = locate_file_extra(c, i, k, &loc[k]);
-        return;
+        return 0;
     }
     /* A shard sample's key is read once for all of its extras. */
+    const int k = shard_of(c, i);
+    sample_view v;
     shard_sample s;
-    int64_t key;
-    const int sh = shard_sample_of(c, i, &s, &key, NULL, 0);
-    const int src = c->shard_source[sh];
-    for (int k = 0; k < c->nextras; k++) {
-        if (!(has[k] = s.extra[k] >= 0))
-            continue;
-        loc[k] = (location){.fd = c->source_fd[src],
-                            .offset =
-                                shard_member_offset(&c->tables[sh], s.extra[k]),
-                            .size = shard_member_size(&c->tables[sh], s.extra[k]),
-                            .reader = c->source_reader[src]};
+    const int rc = sample_table_key_view(&c->tables[k], i - c->shard_first[k],
+                                         &v, reason, cap);
+    if (rc == 0) {
+        const shard_extras x = {.names = c->extra_names,
+                                .n = c->nextras,
+                                .required = c->extras_required};
+        sample_table_sample(&v.tab, 0, &x, &s, NULL, 0);
     }
+    for (int e = 0; e < c->nextras; e++)
+        if ((has[e] = rc == 0 && s.extra[e] >= 0))
+            loc[e] = member_loc(c, k, &v, s.extra[e]);
+    sample_view_free(&v);
+    return rc;
 }

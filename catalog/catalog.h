@@ -5,14 +5,16 @@
  * heap: a name in one arena (a million samples cost few allocations) and a
  * label, opened relative to a descriptor of the data root (so a later
  * chdir() changes nothing). Tar shards are kept per shard: the shard's
- * sample table (sample_table.h), mapped read-only from its sidecar index
- * so that the page cache, not each rank, holds it, its first sample and
- * its name; a sample is found by a binary search over the shards' first
- * samples, then read from its shard's fixed-width records: a range of the
- * open shard, or bad by construction (a key without an image), with the
- * reason made when asked. Not thread-safe while it is built; read-only,
- * and so safe from any thread, after (catalog_name's keep has its own
- * lock). */
+ * sample table (sample_table.h), file-backed (its sidecar index, or its
+ * slice of the dataset table file) so that the page cache, not each rank,
+ * holds it, its first sample and its name; a sample is found by a binary
+ * search over the shards' first samples, then its key read from its
+ * shard's table and checked (one pread of each of its key, members and
+ * names): a range of the open shard, or bad by construction (a key without
+ * an image), with the reason made when asked; or, where the table's file
+ * was truncated or rewritten in place since create, PL_ECORRUPT naming
+ * it. Not thread-safe while it is built; read-only, and so safe from any
+ * thread, after (catalog_name's keep has its own lock). */
 #ifndef PINLOAD_CATALOG_H
 #define PINLOAD_CATALOG_H
 
@@ -69,16 +71,16 @@ typedef struct catalog {
      * and its bad-by-construction samples included. */
     int64_t *shard_first;
     int nshards, shard_cap;
-    /* Per shard: its sample table (mapped, or in the heap), its name as
-     * given (in the arena) and its source. Nothing per sample. */
+    /* Per shard: its sample table (file-backed, or in the heap), its name
+     * as given (in the arena) and its source. Nothing per sample. */
     sample_table *tables;
     size_t *shard_name;
     int *shard_source;
     int heap_tables; /* shards whose table is in the heap */
-    /* The dataset table file (node_tables.h) the tables are slices of
-     * (SAMPLE_TABLE_PART), mapped once, or NULL. */
-    void *table_map;
-    size_t table_map_len;
+    /* The dataset table file (node_tables.h) the tables are read from,
+     * open as table_fd, closed after the tables; or NULL. */
+    char *table_file;
+    int table_fd;
     /* The names catalog_name returned for shard samples, kept until
      * catalog_close. */
     struct catalog_kept *kept;
@@ -129,13 +131,22 @@ int catalog_add_reader(catalog *c, const location_reader *r, int *id);
 void catalog_adopt(catalog *c, void *p, void (*stop_fn)(void *),
                    void (*free_fn)(void *));
 
-/* The catalog takes the mapping p[0, len) (munmap'd at catalog_close,
- * after the tables that are slices of it). */
-void catalog_adopt_map(catalog *c, void *p, size_t len);
+/* Before the first shard: the catalog takes the dataset table file open
+ * as fd (closed at catalog_close, after the tables that read it). The
+ * catalog's copy of path, which the tables attach to
+ * (node_tables_table), or NULL when out of memory (fd stays the
+ * caller's). */
+const char *catalog_adopt_table_file(catalog *c, int fd, const char *path);
+
+/* The shards added so far dropped, and the dataset table file closed:
+ * the catalog holds its sources, as before the first shard (a dataset
+ * table file found damaged half-way through is read anew). */
+void catalog_forget_shards(catalog *c);
 
 /* The samples of one tar shard, source `id`, named `name` (as given:
  * "dir/shard.tar"; its samples are "dir/shard.tar:member"): the table's
- * keys, in order. The catalog takes tab (closed on failure too).
+ * keys, in order. The catalog takes tab (closed on failure too), letting
+ * its heap copy go where it is attached to a file (sample_table_settle).
  * PL_ENOMEM. */
 int catalog_add_shard(catalog *c, const char *name, int id, sample_table *tab);
 
@@ -218,19 +229,27 @@ static inline int catalog_classes(const catalog *c)
 }
 
 /* Sample i's name as the user would write it: the file's path under the
- * root as given, or "shard.tar:member", valid until catalog_close. A
- * shard sample's name is made and kept the first time it is asked for
- * (the keep grows only with the names asked for: pl_loader_sample's);
- * NULL if it cannot be (out of memory). Any thread. */
-const char *catalog_name(const catalog *c, int64_t i);
+ * root as given, or "shard.tar:member", [out] *name valid until
+ * catalog_close. A shard sample's name is made and kept the first time it
+ * is asked for (the keep grows only with the names asked for:
+ * pl_loader_sample's). 0, or PL_ENOMEM, or the code of a table that no
+ * longer reads, with its reason in reason[0, cap). Any thread. */
+int catalog_name(const catalog *c, int64_t i, const char **name, char *reason,
+                 size_t cap);
 
 /* The same name, into buf[0, cap) when it must be made (a shard
  * sample's; cut short past cap): what messages use, with no allocation.
- * The result is buf or the catalog's own. */
+ * Where its table no longer reads, "shard.tar:#K" (its key K): the
+ * message then carries the table's error. The result is buf or the
+ * catalog's own. */
 const char *catalog_name_into(const catalog *c, int64_t i, char *buf,
                               size_t cap);
 
-int32_t catalog_label(const catalog *c, int64_t i);
+/* Sample i's label: [out] *label; 0, or the code of a table that no
+ * longer reads (*label 0), with its reason in reason[0, cap) (reason may
+ * be NULL). */
+int catalog_label(const catalog *c, int64_t i, int32_t *label, char *reason,
+                  size_t cap);
 
 static inline const char *catalog_class(const catalog *c, int k)
 {
@@ -241,10 +260,22 @@ static inline const char *catalog_class(const catalog *c, int k)
  * to the root (an absolute list entry as it is), or "shard.tar:member"
  * without the shard's folder; and its stored size where the catalog knows
  * it (a tar member's), else -1. What a resume state fingerprints, so that
- * a state moves with a copy of the dataset. */
+ * a state moves with a copy of the dataset. One sample at a time (a read
+ * of its key each): catalog_walk gives them all. */
 const char *catalog_rel_name_into(const catalog *c, int64_t i, char *buf,
                                   size_t cap);
 int64_t catalog_stored_size(const catalog *c, int64_t i);
+
+/* Each sample in order, fn(arg, name, stored size, label): the name as
+ * catalog_rel_name_into gives it (rel) or as catalog_name_into does, the
+ * size as catalog_stored_size's, the label catalog_label's; the same
+ * values, from one read of each shard's table (what create's
+ * fingerprint needs: not a few syscalls a sample). 0, or the code of a
+ * table that no longer reads ("pl_loader_create: " and its reason in
+ * pl_last_error). */
+typedef void (*catalog_walk_fn)(void *arg, const char *name,
+                                int64_t stored_size, int32_t label);
+int catalog_walk(const catalog *c, int rel, catalog_walk_fn fn, void *arg);
 
 static inline int catalog_extras(const catalog *c)
 {
@@ -254,14 +285,23 @@ static inline int catalog_extras(const catalog *c)
 /* Where each of sample i's extras lies: for k < catalog_extras(c), [out]
  * has[k] 1 with loc[k] (valid while c is), or 0 if the sample has none (a
  * file beside a folder's sample may be missing still: its read says so).
- * A shard sample's key is read once for them all. */
-void catalog_locate_extras(const catalog *c, int64_t i, location *loc,
-                           int *has);
+ * A shard sample's key is read once for them all. 0, or the code of a
+ * table that no longer reads (every has[k] 0), with its reason. */
+int catalog_locate_extras(const catalog *c, int64_t i, location *loc,
+                          int *has, char *reason, size_t cap);
 
 /* Where sample i's bytes lie ([out] *loc, valid while c is), or the code
- * of a sample bad by construction, with its reason in reason[0, cap)
- * (reason may be NULL). */
+ * of a sample bad by construction, or of a table that no longer reads,
+ * with its reason in reason[0, cap) (reason may be NULL). */
 int catalog_locate(const catalog *c, int64_t i, location *loc, char *reason,
                    size_t cap);
+
+/* catalog_locate, and with the same read of a shard sample's key its
+ * label ([out] *label, when not NULL: what catalog_label gives, and 0
+ * when the table no longer reads) and its extras (xloc and has as
+ * catalog_locate_extras's, when xloc is not NULL): what a worker's claim
+ * needs, so that the label delivered is the one of the bytes read. */
+int catalog_sample(const catalog *c, int64_t i, location *loc, int32_t *label,
+                   location *xloc, int *has, char *reason, size_t cap);
 
 #endif

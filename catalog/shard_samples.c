@@ -229,12 +229,12 @@ void shard_samples_say_heap(const catalog *cat, logger *lg)
 {
     if (cat->heap_tables)
         log_msg(lg, PL_LOG_NOTICE,
-                "%d of %d shard(s) have no index file mapped (none could be "
-                "written beside them or in the cache folder, or over %d "
-                "shards, no dataset table file): their sample tables are held "
-                "in this process's "
-                "memory instead of the page cache, about 96 bytes a sample "
-                "(set PINLOAD_INDEX_DIR to a writable folder)",
+                "%d of %d shard(s) have no index file to read their sample "
+                "tables from (none could be written beside them or in the "
+                "cache folder, or over %d shards or the limit on open files, "
+                "no dataset table file): their tables are held in this "
+                "process's memory instead of the page cache, about 96 bytes "
+                "a sample (set PINLOAD_INDEX_DIR to a writable folder)",
                 cat->heap_tables, cat->nshards, SHARDS_MAPPED_MAX);
 }
 

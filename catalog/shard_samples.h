@@ -15,13 +15,15 @@
 #include "../index/sample_table.h"
 #include "catalog.h"
 
-/* Shards whose tables are mapped a file each: each mapping is one of the
- * process's vm.max_map_count areas (65,530 by default), which the
- * allocator, the libraries and the threads' stacks need too. Past it
- * local shards' tables come from one dataset table file, mapped once
- * (index/node_tables.h), and remote shards' are read into the heap. The
- * environment variable PINLOAD_MAPPED_MAX lowers it (a hook for tests
- * only, so that a few dozen shards take that path). */
+/* Shards whose tables are read from an index file each: each keeps its
+ * file open (sample_table.h), a descriptor beside its shard's (and, when
+ * it was mapped, each was one of the process's vm.max_map_count areas,
+ * 65,530 by default: the name stays). Past it, or where the limit on
+ * open files leaves no room for them, local shards' tables come from one
+ * dataset table file, open once (index/node_tables.h), and remote
+ * shards' are read into the heap. The environment variable
+ * PINLOAD_MAPPED_MAX lowers it (a hook for tests only, so that a few
+ * dozen shards take that path). */
 #define SHARDS_MAPPED_MAX 32768
 
 #define SHARDS_UNREAD_NAMED 5 /* members the notice names */
@@ -46,7 +48,7 @@ typedef struct unread_members {
 int shard_samples_add(catalog *c, int s, const char *path, sample_table *tab,
                       int32_t *max_label, unread_members *unread);
 
-/* The notice naming how many shards' tables are in the heap, not mapped
+/* The notice naming how many shards' tables are in the heap, not read
  * from an index file, if any are. */
 void shard_samples_say_heap(const catalog *c, logger *lg);
 

@@ -1,8 +1,10 @@
 #include "file.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -36,4 +38,37 @@ FILE *file_open_regular(const char *path, const char **why)
         errno = e;
     }
     return f;
+}
+
+/* Descriptors this process has open now, or 0 if it cannot tell. */
+static long open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return 0;
+    long k = 0;
+    for (const struct dirent *e; (e = readdir(d));)
+        k += e->d_name[0] != '.';
+    closedir(d);
+    return k - 1; /* the listing's own */
+}
+
+long file_fds_room(long want, long margin)
+{
+    struct rlimit rl;
+    if (want <= 0 || getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return want > 0 ? want : 0;
+    const rlim_t used = (rlim_t)open_fds() + (rlim_t)margin,
+                 need = used + (rlim_t)want;
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
+        const rlim_t was = rl.rlim_cur;
+        rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need
+                          ? rl.rlim_max
+                          : need;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+            rl.rlim_cur = was;
+    }
+    if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
+        return want;
+    return rl.rlim_cur > used ? (long)(rl.rlim_cur - used) : 0;
 }

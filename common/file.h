@@ -12,4 +12,10 @@
  * file (a FIFO)" and the like (errno EINVAL). */
 FILE *file_open_regular(const char *path, const char **why);
 
+/* Room for `want` more open descriptors beside those open now and
+ * `margin` for everything else, the soft limit on open files raised
+ * towards the hard one where it is below (quietly: the caller says what
+ * it does with less): how many of them fit, 0 to want. */
+long file_fds_room(long want, long margin);
+
 #endif

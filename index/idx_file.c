@@ -2,13 +2,13 @@
  * atomically (idx_file.h has the format). */
 #include "idx_file.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "../common/bytes.h"
@@ -56,33 +56,30 @@ static int idx_file_path(const char *path, int which, char *out, size_t cap)
                : -1;
 }
 
-/* The whole of file idx, opened without blocking, in the heap or mapped
- * read-only: 0 with [out] *p and *len, or -1 if it is absent, not a
- * regular file, or over IDX_MAX_BYTES. */
-static int file_bytes(const char *idx, int map, unsigned char **p, size_t *len)
+/* The whole of file idx, opened without blocking and without following a
+ * link (an index is pinload's own file: a link put in its place is not
+ * read through), read into the heap: 0 with [out] *p and *len, and the
+ * file open as *fd when fd is not NULL (for reading its table later), or
+ * -1 if it is absent, not a regular file, or over IDX_MAX_BYTES. */
+static int file_bytes(const char *idx, int *fd_out, unsigned char **p,
+                      size_t *len)
 {
-    const int fd = open(idx, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    const int fd =
+        open(idx, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW);
     if (fd < 0)
         return -1;
     struct stat is;
     int rc = -1;
     if (fstat(fd, &is) != 0 || !S_ISREG(is.st_mode) || is.st_size < 48 ||
-        (size_t)is.st_size > IDX_MAX_BYTES)
+        (size_t)is.st_size > IDX_MAX_BYTES ||
+        !(*p = sample_table_bytes((size_t)is.st_size)))
         goto done;
     *len = (size_t)is.st_size;
-    if (map) {
-        void *m = mmap(NULL, *len, PROT_READ, MAP_SHARED, fd, 0);
-        if (m != MAP_FAILED) {
-            *p = m;
-            rc = 0;
-        }
-        goto done;
-    }
-    if (!(*p = malloc(*len)))
-        goto done;
     size_t got = 0;
     while (got < *len) {
-        const ssize_t r = read(fd, *p + got, *len - got);
+        const ssize_t r = pread(fd, *p + got, *len - got, (off_t)got);
+        if (r < 0 && errno == EINTR)
+            continue;
         if (r <= 0)
             break;
         got += (size_t)r;
@@ -90,18 +87,13 @@ static int file_bytes(const char *idx, int map, unsigned char **p, size_t *len)
     if (got == *len)
         rc = 0;
     else
-        free(*p);
+        sample_table_bytes_free(*p, *len);
 done:
-    close(fd);
-    return rc;
-}
-
-static void bytes_free(unsigned char *p, size_t len, int mapped)
-{
-    if (mapped)
-        munmap(p, len);
+    if (rc == 0 && fd_out)
+        *fd_out = fd;
     else
-        free(p);
+        close(fd);
+    return rc;
 }
 
 /* Whether a table's shard is st's (st NULL: a remote shard's index, whose
@@ -172,18 +164,18 @@ static int idx_file_load(const char *idx, const struct stat *st, tar_index *t,
     *stale = 0;
     unsigned char *b;
     size_t n;
-    if (file_bytes(idx, 0, &b, &n) < 0)
+    if (file_bytes(idx, NULL, &b, &n) < 0)
         return 0;
     int ok = 0;
     sample_table tab;
     if (sample_table_is(b, n)) {
-        if (sample_table_open(&tab, b, n, 0) == 0) {
+        if (sample_table_open(&tab, b, n) == 0) {
             ok = table_matches(&tab, st, -1) &&
                  tab.shard_size <= (uint64_t)INT64_MAX &&
                  sample_table_members(&tab, t) == 0;
             if (ok && shard_size)
                 *shard_size = (int64_t)tab.shard_size;
-            sample_table_close(&tab); /* frees b */
+            sample_table_close(&tab); /* gives b back */
             b = NULL;
         }
     } else if (memcmp(b, IDX_MAGIC, 8) == 0 &&
@@ -198,7 +190,7 @@ static int idx_file_load(const char *idx, const struct stat *st, tar_index *t,
             *shard_size = (int64_t)size_of_shard;
     }
     *stale = !ok;
-    free(b);
+    sample_table_bytes_free(b, n);
     return ok;
 }
 
@@ -275,23 +267,30 @@ int idx_file_table_at(const char *idx, const struct stat *st, int64_t size,
 {
     unsigned char *b;
     size_t n;
+    int fd;
     *stale = 0;
-    if (file_bytes(idx, !in_heap, &b, &n) < 0)
+    if (file_bytes(idx, &fd, &b, &n) < 0)
         return 0;
     if (!sample_table_is(b, n)) { /* version 1: read, and written anew */
-        bytes_free(b, n, !in_heap);
+        sample_table_bytes_free(b, n);
+        close(fd);
         return 0;
     }
-    if (sample_table_open(tab, b, n, !in_heap) < 0) {
-        bytes_free(b, n, !in_heap);
+    if (sample_table_open(tab, b, n) < 0) {
+        sample_table_bytes_free(b, n);
+        close(fd);
         *stale = 1;
         return 0;
     }
     if (!table_matches(tab, st, size)) {
         sample_table_close(tab);
+        close(fd);
         *stale = 1;
         return 0;
     }
+    /* Where the file's name cannot be kept the table stays in the heap. */
+    if (in_heap || sample_table_attach(tab, fd, idx, 0, 1) < 0)
+        close(fd);
     return 1;
 }
 
@@ -313,8 +312,8 @@ int idx_file_table(const char *path, const struct stat *st, int in_heap,
 /* The table of bytes b[0, n) in the heap (taken). */
 static int keep_in_heap(unsigned char *b, size_t n, sample_table *tab)
 {
-    if (sample_table_open(tab, b, n, 0) < 0) {
-        free(b);
+    if (sample_table_open(tab, b, n) < 0) {
+        sample_table_bytes_free(b, n);
         return err_set(PL_ECORRUPT, "a shard's table did not check");
     }
     return 0;
@@ -336,7 +335,7 @@ int idx_file_keep(const char *path, const struct stat *st, const tar_index *t,
         int stale;
         if (idx_file_save(idx, b, n) == 0 &&
             idx_file_table_at(idx, st, -1, in_heap, tab, &stale)) {
-            free(b);
+            sample_table_bytes_free(b, n);
             return 1;
         }
     }
@@ -357,7 +356,7 @@ int idx_file_keep_at(const char *idx, int64_t size, const tar_index *t,
         return rc;
     if (idx_file_save(idx, b, n) == 0 &&
         idx_file_table_at(idx, NULL, size, in_heap, tab, &stale)) {
-        free(b);
+        sample_table_bytes_free(b, n);
         return 1;
     }
     rc = keep_in_heap(b, n, tab);
@@ -378,7 +377,7 @@ int idx_file_write(const char *path, const struct stat *st, const tar_index *t)
         idx_file_make_folder_of(idx);
         rc = idx_file_save(idx, b, n);
     }
-    free(b);
+    sample_table_bytes_free(b, n);
     return rc;
 }
 
@@ -395,6 +394,6 @@ int idx_file_write_at(const char *idx, const struct stat *st, const tar_index *t
     if (build(t, st, 0, &b, &n) < 0)
         return -1;
     const int rc = idx_file_save(idx, b, n);
-    free(b);
+    sample_table_bytes_free(b, n);
     return rc;
 }

@@ -1,9 +1,10 @@
 /* The index file of a tar shard, on disk beside it (shard.tar.idx, its
  * "sidecar index"): what a scan of its headers found, so that the next
  * create reads one small file per shard instead of every header, and the
- * catalog reads each sample from it mapped read-only (sample_table.h): the
- * page cache holds one copy for every rank of a node, and no rank keeps a
- * per-sample table of its own.
+ * catalog reads each sample's key from it (sample_table.h: kept open, read
+ * with pread, never mapped): the page cache holds one copy for every rank
+ * of a node, and no rank keeps a per-sample table of its own. Opened
+ * without following a link.
  *
  * The format is version 2, "PLTARIX2" (sample_table.h has its layout):
  * the shard's size and mtime, fixed-width member and key (sample)
@@ -33,8 +34,9 @@ int idx_file_find(const char *path, const struct stat *st, tar_index *t,
                  int *stale);
 
 /* The table of the shard at `path` from a version-2 sidecar that matches
- * *st: 1 with [out] *tab, mapped read-only (read into the heap when
- * in_heap), or 0 if there is none (a version-1 one is not stale: it is
+ * *st: 1 with [out] *tab, in the heap and attached to the file (kept open,
+ * sample_table_attach: file-backed once the catalog takes it), or only in
+ * the heap when in_heap; or 0 if there is none (a version-1 one is not stale: it is
  * read with idx_file_find, then kept as version 2); [out] *stale as
  * idx_file_find's. */
 int idx_file_table(const char *path, const struct stat *st, int in_heap,
@@ -46,14 +48,14 @@ int idx_file_table_at(const char *idx, const struct stat *st, int64_t size,
                      int in_heap, sample_table *tab, int *stale);
 
 /* t written as the version-2 sidecar of the shard at `path`, in the first
- * place that takes it, and [out] *tab mapped from there (1); where no
+ * place that takes it, and [out] *tab read from there (1); where no
  * place takes it, *tab holds the same bytes in the heap (0). PL_ENOMEM,
  * or PL_EINVAL for a shard past the format's bounds. */
 int idx_file_keep(const char *path, const struct stat *st, const tar_index *t,
                  int in_heap, sample_table *tab);
 
 /* The same at the index file idx of a remote shard of `size` bytes (a
- * version-2 file there that holds it is mapped as it is). */
+ * version-2 file there that holds it is read as it is). */
 int idx_file_keep_at(const char *idx, int64_t size, const tar_index *t,
                     int in_heap, sample_table *tab);
 

@@ -1,5 +1,5 @@
-/* The node-wide dataset table file: its name, checking and mapping it,
- * writing it a table at a time (node_tables.h has the layout). */
+/* The node-wide dataset table file: its name, checking it and reading its
+ * tables, writing it a table at a time (node_tables.h has the layout). */
 #include "node_tables.h"
 
 #include <errno.h>
@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "../common/bytes.h"
@@ -79,55 +78,78 @@ static int entry_fits(const unsigned char *d, const node_tables_entry *e,
            off <= size && len <= size - off;
 }
 
-/* The tables of the file p[0, size) for shards e[0, n), into tabs: 0, or
- * -1 (and none is left open) if anything does not check. */
-static int open_tables(const unsigned char *p, uint64_t size,
-                       const node_tables_entry *e, int n, sample_table *tabs)
+static int read_at(int fd, unsigned char *p, size_t n, uint64_t at)
 {
-    const uint64_t dir_end = NODE_TABLES_HEAD + (uint64_t)n * NODE_TABLES_ENTRY;
-    if (size < dir_end || memcmp(p, NODE_TABLES_MAGIC, 8) != 0 ||
-        le_get64(p + 8) != (uint64_t)n || le_get64(p + 16) != 0 ||
-        le_get64(p + 24) != head_sum(p, n))
-        return -1;
-    for (int i = 0; i < n; i++) {
-        const unsigned char *d =
-            p + NODE_TABLES_HEAD + (size_t)i * NODE_TABLES_ENTRY;
-        sample_table *t = &tabs[i];
-        if (!entry_fits(d, &e[i], dir_end, size) ||
-            sample_table_open(t, p + le_get64(d), (size_t)le_get64(d + 8),
-                             SAMPLE_TABLE_PART) < 0 ||
-            t->shard_size != e[i].size || t->mtime_s != e[i].mtime_s ||
-            t->mtime_ns != e[i].mtime_ns) {
-            memset(tabs, 0, (size_t)n * sizeof *tabs); /* slices: no close */
+    for (size_t done = 0; done < n;) {
+        const ssize_t k = pread(fd, p + done, n - done, (off_t)(at + done));
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
             return -1;
-        }
+        done += (size_t)k;
     }
     return 0;
 }
 
-int node_tables_map(const char *path, const node_tables_entry *e, int n,
-                   sample_table *tabs, void **map, size_t *len, int *stale)
+/* The header and directory of the file open as fd, `size` bytes, for
+ * shards e[0, n): 0 with each table's place in e[i].offset and .len, or
+ * -1 if anything does not check. */
+static int read_directory(int fd, uint64_t size, node_tables_entry *e, int n)
+{
+    const uint64_t dir_end = NODE_TABLES_HEAD + (uint64_t)n * NODE_TABLES_ENTRY;
+    if (size < dir_end)
+        return -1;
+    unsigned char *p = malloc((size_t)dir_end);
+    int ok = p && read_at(fd, p, (size_t)dir_end, 0) == 0 &&
+             memcmp(p, NODE_TABLES_MAGIC, 8) == 0 &&
+             le_get64(p + 8) == (uint64_t)n && le_get64(p + 16) == 0 &&
+             le_get64(p + 24) == head_sum(p, n);
+    for (int i = 0; ok && i < n; i++) {
+        const unsigned char *d =
+            p + NODE_TABLES_HEAD + (size_t)i * NODE_TABLES_ENTRY;
+        ok = entry_fits(d, &e[i], dir_end, size);
+        e[i].offset = le_get64(d);
+        e[i].len = le_get64(d + 8);
+    }
+    free(p);
+    return ok ? 0 : -1;
+}
+
+int node_tables_open(const char *path, node_tables_entry *e, int n,
+                     int *stale)
 {
     *stale = 0;
-    const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY |
+                                  O_NOFOLLOW);
     if (fd < 0)
-        return 0;
+        return -1;
     struct stat st;
-    void *m = MAP_FAILED;
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-        st.st_size >= NODE_TABLES_HEAD)
-        m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+        read_directory(fd, (uint64_t)st.st_size, e, n) == 0)
+        return fd;
     close(fd);
-    if (m == MAP_FAILED ||
-        open_tables(m, (uint64_t)st.st_size, e, n, tabs) < 0) {
-        if (m != MAP_FAILED)
-            munmap(m, (size_t)st.st_size);
-        *stale = 1;
-        return 0;
+    *stale = 1;
+    return -1;
+}
+
+int node_tables_table(int fd, const char *path, const node_tables_entry *e,
+                      sample_table *tab)
+{
+    memset(tab, 0, sizeof *tab);
+    unsigned char *b =
+        e->len <= SIZE_MAX ? sample_table_bytes((size_t)e->len) : NULL;
+    if (!b || read_at(fd, b, (size_t)e->len, e->offset) < 0 ||
+        sample_table_open(tab, b, (size_t)e->len) < 0) {
+        sample_table_bytes_free(b, (size_t)e->len);
+        return -1;
     }
-    *map = m;
-    *len = (size_t)st.st_size;
-    return 1;
+    if (tab->shard_size != e->size || tab->mtime_s != e->mtime_s ||
+        tab->mtime_ns != e->mtime_ns ||
+        sample_table_attach(tab, fd, path, e->offset, 0) < 0) {
+        sample_table_close(tab);
+        return -1;
+    }
+    return 0;
 }
 
 int node_tables_begin(node_tables_writer *w, const char *path, int n)
@@ -198,8 +220,10 @@ int node_tables_lock(const char *path)
     if (snprintf(lock, sizeof lock, "%s.lock", path) >= (int)sizeof lock)
         return -1;
     idx_file_make_folder_of(path);
-    const int fd =
-        open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0644);
+    const int fd = open(lock,
+                        O_RDWR | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOCTTY |
+                            O_NOFOLLOW,
+                        0644);
     if (fd < 0)
         return -1;
     int rc;

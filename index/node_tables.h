@@ -1,17 +1,21 @@
 /* The dataset table file: the sample tables (sample_table.h) of every
- * shard of a dataset, one after another in one file, mapped once. Each
- * mapping is one of the process's vm.max_map_count areas (65,530 by
- * default), so past SHARDS_MAPPED_MAX shards (catalog/shard_samples.h)
- * the tables are not mapped one file each but from this file: the page
- * cache holds them, shared by the node's ranks, and a rank keeps
- * O(shards) of its own.
+ * shard of a dataset, one after another in one file, open once. Past
+ * SHARDS_MAPPED_MAX shards (catalog/shard_samples.h) the tables are not
+ * read from one index file each (a descriptor each) but from this file:
+ * the page cache holds them, shared by the node's ranks, and a rank keeps
+ * O(shards) of its own, one descriptor for them all. A table is read
+ * into the heap at create (one at a time, checked), then only its place
+ * is kept and each sample's key is read with pread and checked again
+ * (sample_table_key_view): the file truncated or rewritten in place under
+ * a running loader gives an error naming it, never a signal.
  *
  * It lives in the index folder (idx_file_dir: $PINLOAD_INDEX_DIR, else the
  * user's cache folder), named by a hash of the shards' absolute paths
- * ("<hash>-<n>.tables"), written to a temporary name then renamed, by
- * one process while the others creating over the same shards wait on
- * its lock (where there is no lock, each writes a whole one; the last
- * rename wins, and either is valid). A shard that changed (its size, mtime or
+ * ("<hash>-<n>.tables"), written to a temporary name then renamed (never
+ * in place: a reader's descriptor keeps the file it opened), by one
+ * process while the others creating over the same shards wait on its
+ * lock (where there is no lock, each writes a whole one; the last rename
+ * wins, and either is valid). A shard that changed (its size, mtime or
  * inode) makes it stale: it is written anew under the same name.
  *
  * The layout, little-endian, 8-byte aligned:
@@ -55,16 +59,27 @@ void node_tables_identify(node_tables_entry *e, const char *path,
  * out[0, cap), or -1 where there is no index folder. */
 int node_tables_path(const node_tables_entry *e, int n, char *out, size_t cap);
 
-/* The file at `path`, if it holds exactly the shards of e[0, n) and every
- * table checks: 1, with tabs[0, n) slices of it (SAMPLE_TABLE_PART) and
- * [out] *map, *len the mapping, which the caller unmaps after the
- * tables; else 0 (absent: *stale 0; damaged or for other shards: 1). */
-int node_tables_map(const char *path, const node_tables_entry *e, int n,
-                   sample_table *tabs, void **map, size_t *len, int *stale);
+/* The file at `path`, opened without following a link, if its header
+ * and directory are exactly those of the shards of e[0, n): its
+ * descriptor, with each table's place set in e[i].offset and .len; else
+ * -1 ([out] *stale: 0 if it is absent, 1 if damaged or for other
+ * shards). */
+int node_tables_open(const char *path, node_tables_entry *e, int n,
+                     int *stale);
+
+/* Shard e's table from the file open as fd (node_tables_open's), read
+ * into the heap and checked (its checksum, its records, its shard): 0
+ * with *tab attached to the file (fd and path stay the caller's and must
+ * outlive the table: sample_table_attach), or -1 if it does not check
+ * (the file is damaged: written anew). One table at a time, so that
+ * create never holds the whole file. */
+int node_tables_table(int fd, const char *path, const node_tables_entry *e,
+                      sample_table *tab);
 
 /* The lock that makes one process of those creating over the same shards
  * at once (a node's ranks) write the file while the others wait, then
- * map it: `path`.lock (made, and kept), locked with flock. Its
+ * read it: `path`.lock (made, and kept; a link there is not followed),
+ * locked with flock. Its
  * descriptor, or -1 where it cannot be had (each then writes its own:
  * still correct, only slower). */
 int node_tables_lock(const char *path);

@@ -3,12 +3,14 @@
 #include "sample_table.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "../codecs/codec.h"
 #include "../common/bytes.h"
@@ -61,6 +63,31 @@ static int32_t read_label(const char *name, int64_t size,
         return -1;
     }
     return (int32_t)v;
+}
+
+/* ---- a table's bytes ---- */
+
+unsigned char *sample_table_bytes(size_t n)
+{
+    if (n < SAMPLE_TABLE_PAGES)
+        return calloc(1, n ? n : 1);
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+    if (p == MAP_FAILED) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return p;
+}
+
+void sample_table_bytes_free(const unsigned char *p, size_t n)
+{
+    if (!p)
+        return;
+    if (n < SAMPLE_TABLE_PAGES)
+        free((void *)p);
+    else
+        munmap((void *)p, n);
 }
 
 /* ---- building ---- */
@@ -144,7 +171,7 @@ int sample_table_build(const tar_index *t, uint64_t shard_size, int64_t mtime_s,
                  at_k = at_m + t->n * SAMPLE_TABLE_MEMBER,
                  at_n = at_k + nkeys * SAMPLE_TABLE_KEY,
                  end = at_n + (((size_t)nnames + 7) & ~(size_t)7);
-    unsigned char *b = calloc(1, end + 8);
+    unsigned char *b = sample_table_bytes(end + 8);
     if (!b)
         return PL_ENOMEM;
     memcpy(b, SAMPLE_TABLE_MAGIC, 8);
@@ -188,21 +215,26 @@ int sample_table_is(const unsigned char *p, size_t len)
     return len >= 8 && memcmp(p, SAMPLE_TABLE_MAGIC, 8) == 0;
 }
 
-/* Every member's name and small bytes in the block, its range in the
- * shard; the keys covering the members in order, each one's members one
- * key. */
+/* Every member's name and small bytes in the block, one after another in
+ * member order (as sample_table_build lays them, so that a key's names
+ * are one slice of the block: sample_table_key_view reads just that), its
+ * range in the shard; the keys covering the members in order, each one's
+ * members one key. */
 static int records_check(const sample_table *t, uint64_t nnames)
 {
+    uint64_t next_name = 0;
     for (uint32_t i = 0; i < t->nmembers; i++) {
         const unsigned char *r = shard_member_at(t, i);
         const uint64_t off = le_get64(r), size = le_get64(r + 8), at = le_get32(r + 16);
         const unsigned sl = r[20];
-        if (at >= nnames || (sl != NO_SMALL && sl > TAR_SMALL_MAX) ||
-            off > t->shard_size || size > t->shard_size - off)
+        if (at >= nnames || at < next_name ||
+            (sl != NO_SMALL && sl > TAR_SMALL_MAX) || off > t->shard_size ||
+            size > t->shard_size - off)
             return -1;
         const char *nul = memchr(t->names + at, '\0', nnames - at);
         const size_t nl = nul ? (size_t)(nul - (t->names + at)) : nnames;
-        if (!nul || at + nl + 1 + (sl == NO_SMALL ? 0 : sl) > nnames)
+        next_name = at + nl + 1 + (sl == NO_SMALL ? 0 : sl);
+        if (!nul || next_name > nnames)
             return -1;
     }
     uint64_t next = 0;
@@ -223,8 +255,7 @@ static int records_check(const sample_table *t, uint64_t nnames)
     return next == t->nmembers ? 0 : -1;
 }
 
-int sample_table_open(sample_table *tab, const unsigned char *p, size_t len,
-                     int mapped)
+int sample_table_open(sample_table *tab, const unsigned char *p, size_t len)
 {
     memset(tab, 0, sizeof *tab);
     if (len < SAMPLE_TABLE_HEAD + 8 || !sample_table_is(p, len) || len % 8 ||
@@ -242,6 +273,7 @@ int sample_table_open(sample_table *tab, const unsigned char *p, size_t len,
     tab->mtime_ns = (int64_t)le_get64(p + 24);
     tab->nmembers = (uint32_t)m;
     tab->nkeys = (uint32_t)k;
+    tab->nnames = nn;
     tab->members = p + SAMPLE_TABLE_HEAD;
     tab->keys = tab->members + m * SAMPLE_TABLE_MEMBER;
     tab->names = (const char *)(tab->keys + k * SAMPLE_TABLE_KEY);
@@ -251,28 +283,168 @@ int sample_table_open(sample_table *tab, const unsigned char *p, size_t len,
     }
     tab->base = p;
     tab->len = len;
-    tab->mapped = mapped;
+    tab->mode = SAMPLE_TABLE_HEAP;
     return 0;
+}
+
+int sample_table_attach(sample_table *tab, int fd, const char *file,
+                        uint64_t at, int owned)
+{
+    char *name = owned ? strdup(file) : (char *)file;
+    if (!name)
+        return PL_ENOMEM;
+    tab->fd = fd;
+    tab->file = name;
+    tab->owns_file = owned;
+    tab->at = at;
+    return 0;
+}
+
+/* Bytes base[0, len) freed as they were had. */
+static void base_free(const sample_table *tab)
+{
+    if (tab->malloced)
+        free((void *)tab->base);
+    else
+        sample_table_bytes_free(tab->base, tab->len);
+}
+
+/* Table tab's bytes off their pages and into the heap (a table that
+ * stays there: sample_table_settle). */
+static void move_to_heap(sample_table *tab)
+{
+    unsigned char *b;
+    if (tab->malloced || tab->len < SAMPLE_TABLE_PAGES ||
+        !(b = malloc(tab->len)))
+        return;
+    memcpy(b, tab->base, tab->len);
+    const ptrdiff_t at_m = tab->members - tab->base,
+                    at_k = tab->keys - tab->base,
+                    at_n = (const unsigned char *)tab->names - tab->base;
+    base_free(tab);
+    tab->base = b;
+    tab->malloced = 1;
+    tab->members = b + at_m;
+    tab->keys = b + at_k;
+    tab->names = (const char *)b + at_n;
+}
+
+void sample_table_settle(sample_table *tab)
+{
+    if (!tab->base)
+        return;
+    if (!tab->file) {
+        move_to_heap(tab);
+        return;
+    }
+    base_free(tab);
+    tab->base = NULL;
+    tab->members = tab->keys = NULL;
+    tab->names = NULL;
+    tab->mode = SAMPLE_TABLE_FILE;
 }
 
 void sample_table_close(sample_table *tab)
 {
-    if (tab->base && tab->mapped == SAMPLE_TABLE_MAPPED)
-        munmap((void *)tab->base, tab->len);
-    else if (tab->mapped == SAMPLE_TABLE_HEAP)
-        free((void *)tab->base);
+    base_free(tab);
+    if (tab->owns_file && tab->file) {
+        close(tab->fd);
+        free(tab->file);
+    }
     memset(tab, 0, sizeof *tab);
 }
 
-int sample_table_members(const sample_table *tab, tar_index *t)
+/* ---- reading a table back ---- */
+
+/* A key view larger than this is refused (a table whose records claim
+ * more is damaged: a real key is a handful of members). */
+#define VIEW_MAX ((size_t)64 << 20)
+
+/* Bytes [off, off + n) of the table into dst: copied from the heap, or
+ * read from its file. 0; 1 if the file ends before them; -1 on a read
+ * error (errno). */
+static int table_read(const sample_table *tab, uint64_t off, void *dst,
+                      size_t n)
+{
+    if (off > tab->len || n > tab->len - off)
+        return 1;
+    if (tab->base) {
+        memcpy(dst, tab->base + off, n);
+        return 0;
+    }
+    for (size_t done = 0; done < n;) {
+        const ssize_t r = pread(tab->fd, (char *)dst + done, n - done,
+                                (off_t)(tab->at + off + done));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return r < 0 ? -1 : 1;
+        done += (size_t)r;
+    }
+    return 0;
+}
+
+/* The code and reason of a table that no longer reads (what: the part of
+ * it; read: table_read's result, or 2 for records that do not check). */
+static int table_broken(const sample_table *tab, int64_t k, const char *what,
+                        int read, char *reason, size_t cap)
+{
+    const int code = read < 0 ? (errno == ENOMEM ? PL_ENOMEM : PL_EIO)
+                              : PL_ECORRUPT;
+    const char *file = tab->file ? tab->file : "a shard's sample table";
+    if (reason && read < 0)
+        snprintf(reason, cap, "%s: reading key %lld's %s: %s", file,
+                 (long long)k, what, strerror(errno));
+    else if (reason)
+        snprintf(reason, cap,
+                 "%s: changed under the loader (truncated or rewritten in "
+                 "place): key %lld's %s: %s",
+                 file, (long long)k, what,
+                 read == 1 ? "past the end of the file"
+                           : "not as written (they do not check)");
+    return code;
+}
+
+int sample_table_whole(const sample_table *tab, sample_table *out,
+                       char *reason, size_t cap)
+{
+    memset(out, 0, sizeof *out);
+    unsigned char *b = malloc(tab->len ? tab->len : 1);
+    if (!b)
+        return PL_ENOMEM;
+    const int rc = table_read(tab, 0, b, tab->len);
+    if (rc != 0 || sample_table_open(out, b, tab->len) < 0 ||
+        out->shard_size != tab->shard_size || out->nkeys != tab->nkeys ||
+        out->nmembers != tab->nmembers || out->nnames != tab->nnames) {
+        free(b);
+        memset(out, 0, sizeof *out);
+        return table_broken(tab, 0, "table (every record)", rc ? rc : 2,
+                            reason, cap);
+    }
+    out->malloced = 1;
+    return 0;
+}
+
+int sample_table_members(const sample_table *whole, tar_index *t)
 {
     memset(t, 0, sizeof *t);
-    for (uint32_t i = 0; i < tab->nmembers; i++) {
+    sample_table copy = {0};
+    const sample_table *tab = whole;
+    if (!whole->base) {
+        char why[512];
+        const int rc = sample_table_whole(whole, &copy, why, sizeof why);
+        if (rc < 0)
+            return err_set(rc, "%s", why);
+        tab = &copy;
+    }
+    int rc = 0;
+    for (uint32_t i = 0; i < tab->nmembers && rc == 0; i++) {
         char *name = strdup(shard_member_name(tab, i));
         if (!name || tar_add(t, name, shard_member_offset(tab, i),
                              shard_member_size(tab, i)) < 0) {
             tar_index_free(t);
-            return PL_ENOMEM;
+            rc = PL_ENOMEM;
+            break;
         }
         const unsigned sl = shard_member_at(tab, i)[20];
         tar_member *mm = &t->m[t->n - 1];
@@ -281,6 +453,92 @@ int sample_table_members(const sample_table *tab, tar_index *t)
             mm->small_len = (int)sl;
         }
     }
+    sample_table_close(&copy);
+    return rc;
+}
+
+/* Room for `n` bytes of view v, keeping its first `keep`: the view's own
+ * room, or the heap. NULL when out of memory. */
+static unsigned char *view_room(sample_view *v, size_t n, size_t keep)
+{
+    unsigned char *b = v->heap ? v->heap : (unsigned char *)v->room;
+    if (n <= (v->heap ? keep : sizeof v->room))
+        return b;
+    unsigned char *g = malloc(n);
+    if (g && keep)
+        memcpy(g, b, keep);
+    free(v->heap);
+    v->heap = g;
+    return g;
+}
+
+void sample_view_free(sample_view *v)
+{
+    free(v->heap);
+    v->heap = NULL;
+    memset(&v->tab, 0, sizeof v->tab);
+}
+
+/* The key view's layout: its members and one more (where its names end,
+ * when another follows), its key record, then its slice of the names. */
+int sample_table_key_view(const sample_table *tab, int64_t k, sample_view *v,
+                          char *reason, size_t cap)
+{
+    memset(&v->tab, 0, sizeof v->tab);
+    v->heap = NULL;
+    v->first = 0;
+    const uint64_t m = tab->nmembers,
+                   at_k = SAMPLE_TABLE_HEAD + m * SAMPLE_TABLE_MEMBER,
+                   at_n = at_k + (uint64_t)tab->nkeys * SAMPLE_TABLE_KEY;
+    unsigned char key[SAMPLE_TABLE_KEY];
+    int rc = table_read(tab, at_k + (uint64_t)k * SAMPLE_TABLE_KEY, key,
+                        sizeof key);
+    if (rc)
+        return table_broken(tab, k, "key record", rc, reason, cap);
+    const uint32_t first = le_get32(key), count = le_get32(key + 4);
+    if (count == 0 || first > m || count > m - first ||
+        ((uint64_t)count + 1) * SAMPLE_TABLE_MEMBER > VIEW_MAX)
+        return table_broken(tab, k, "key record", 2, reason, cap);
+    const int more = (uint64_t)first + count < m;
+    const size_t mbytes = ((size_t)count + (size_t)more) * SAMPLE_TABLE_MEMBER,
+                 head = mbytes + SAMPLE_TABLE_KEY;
+    unsigned char *b = view_room(v, head, 0);
+    if (!b)
+        return table_broken(tab, k, "records", (errno = ENOMEM, -1), reason,
+                            cap);
+    if ((rc = table_read(tab, SAMPLE_TABLE_HEAD + (uint64_t)first *
+                                                     SAMPLE_TABLE_MEMBER,
+                         b, mbytes)))
+        return table_broken(tab, k, "member records", rc, reason, cap);
+    const uint64_t from = le_get32(b + 16),
+                   to = more ? le_get32(b + (size_t)count * SAMPLE_TABLE_MEMBER +
+                                        16)
+                             : tab->nnames;
+    if (to < from || to > tab->nnames || head + (to - from) > VIEW_MAX)
+        return table_broken(tab, k, "member records", 2, reason, cap);
+    if (!(b = view_room(v, head + (size_t)(to - from) + 1, mbytes)))
+        return table_broken(tab, k, "names", (errno = ENOMEM, -1), reason,
+                            cap);
+    if ((rc = table_read(tab, at_n + from, b + head, (size_t)(to - from))))
+        return table_broken(tab, k, "names", rc, reason, cap);
+    for (uint32_t i = 0; i < count; i++) {
+        unsigned char *r = b + (size_t)i * SAMPLE_TABLE_MEMBER;
+        if (le_get32(r + 16) < from)
+            return table_broken(tab, k, "member records", 2, reason, cap);
+        le_put32(r + 16, (uint32_t)(le_get32(r + 16) - from));
+    }
+    memcpy(b + mbytes, key, sizeof key);
+    le_put32(b + mbytes, 0); /* its first member, re-based */
+    v->tab = (sample_table){.shard_size = tab->shard_size,
+                            .nmembers = count,
+                            .nkeys = 1,
+                            .nnames = to - from,
+                            .members = b,
+                            .keys = b + mbytes,
+                            .names = (const char *)b + head};
+    v->first = first;
+    if (records_check(&v->tab, to - from) < 0)
+        return table_broken(tab, k, "records", 2, reason, cap);
     return 0;
 }
 

@@ -195,7 +195,7 @@ typedef struct scan_job {
     int fd;
     struct stat st;
     sample_table tab;
-    int in_heap; /* the table read into the heap, not mapped */
+    int in_heap; /* the table held in the heap, not read from its file */
     int rc;
     char msg[1024]; /* the error, read in the scanning thread */
     int from_idx, stale;
@@ -207,10 +207,9 @@ typedef struct scan_pool {
     atomic_int next;
 } scan_pool;
 
-/* The shard's table: its version-2 sidecar mapped; else its members from
- * a version-1 sidecar or from its headers, kept as a version-2 sidecar
- * and mapped from there (or held in the heap where none can be
- * written). */
+/* The shard's table: from its version-2 sidecar; else its members from a
+ * version-1 sidecar or from its headers, kept as a version-2 sidecar and
+ * read from there (or held in the heap where none can be written). */
 static void scan_one(scan_job *j)
 {
     int stale, old;
@@ -259,18 +258,29 @@ static long open_fds(void)
 }
 
 /* Every shard stays open for the loader's life (workers pread members from
- * it), so n shards need n descriptors beside those open now and a margin.
- * A soft limit below that (1,024 is common; LAION-sized sets have tens of
- * thousands of shards) is raised towards the hard limit, with a notice;
- * past the hard limit create fails saying so, before opening anything. */
-static int reserve_fds(int n, logger *lg)
+ * it), so n shards need n descriptors beside those open now and a margin,
+ * and `tables` more for their index files (each file-backed table keeps
+ * its file open: sample_table.h). A soft limit below that (1,024 is
+ * common; LAION-sized sets have tens of thousands of shards) is raised
+ * towards the hard limit, with a notice. Where the hard limit leaves no
+ * room for the index files, [out] *tables_ok is 0: the tables are then
+ * read from the one dataset table file. Past the hard limit for the
+ * shards alone create fails saying so, before opening anything. */
+static int reserve_fds(int n, int tables, logger *lg, int *tables_ok)
 {
     struct rlimit rl;
+    *tables_ok = 1;
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
         return 0;
-    const rlim_t need = (rlim_t)open_fds() + (rlim_t)n + FD_MARGIN;
+    rlim_t need = (rlim_t)open_fds() + (rlim_t)n + (rlim_t)tables + FD_MARGIN;
     if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
         return 0;
+    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need) {
+        *tables_ok = 0;
+        need -= (rlim_t)tables;
+        if (rl.rlim_cur >= need)
+            return 0;
+    }
     if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need)
         return err_set(PL_EIO,
                        "pl_loader_create: %d tar shards stay open, which "
@@ -360,21 +370,22 @@ typedef struct scan_totals {
  * never all exist at once, so create's peak memory is the catalog's plus
  * one window's, not twice the catalog's. The jobs are one window's too:
  * an array of them for every shard (a kilobyte each) outlived create as
- * the allocator's, several bytes a sample. */
+ * the allocator's, several bytes a sample. The first `file_backed`
+ * shards' tables are read from their index files after create (a
+ * descriptor each), the others' held in the heap. */
 static int index_shards(catalog *cat, char **paths, int n, const int *fds,
-                        scan_totals *tot)
+                        int file_backed, scan_totals *tot)
 {
     scan_job *jobs = calloc(SCAN_WINDOW, sizeof *jobs);
     if (!jobs)
         return PL_ENOMEM;
-    const int mapped = mapped_max();
     int rc = 0;
     for (int w = 0; w < n && rc == 0; w += SCAN_WINDOW) {
         const int k = n - w < SCAN_WINDOW ? n - w : SCAN_WINDOW;
         for (int i = 0; i < k && rc == 0; i++) {
             jobs[i] = (scan_job){.path = paths[w + i],
                                  .fd = fds[w + i],
-                                 .in_heap = w + i >= mapped};
+                                 .in_heap = w + i >= file_backed};
             if (fstat(jobs[i].fd, &jobs[i].st) < 0)
                 rc = err_set(PL_EIO, "pl_loader_create: %s: %s", paths[w + i],
                              strerror(errno));
@@ -437,59 +448,84 @@ static int write_tables(node_tables_writer *wr, char **paths, int n,
     return rc;
 }
 
-/* The samples of tabs[0, n), slices of the catalog's mapping. */
-static int add_joined(catalog *cat, char **paths, int n, sample_table *tabs,
-                      scan_totals *tot)
+/* The shards' samples from the dataset table file `file`, valid for
+ * shards e[0, n): each table read and checked in turn (one in the heap at
+ * a time), added, then read from the file (the catalog holds it open). 1
+ * if every shard was added; 0 if the file is absent or does not check
+ * (*stale: 1 for the latter), the catalog as it was; or an error. */
+static int add_joined(catalog *cat, const char *file, char **paths, int n,
+                      node_tables_entry *e, scan_totals *tot, int *stale)
 {
-    int rc = 0;
-    for (int i = 0; i < n; i++) {
-        if (rc == 0)
-            rc = shard_samples_add(cat, i, paths[i], &tabs[i], &tot->max_label,
-                                   &tot->unread);
-        else
-            sample_table_close(&tabs[i]);
+    const int fd = node_tables_open(file, e, n, stale);
+    if (fd < 0)
+        return 0;
+    const char *name = catalog_adopt_table_file(cat, fd, file);
+    if (!name) {
+        close(fd);
+        return PL_ENOMEM;
     }
-    return rc;
+    *tot = (scan_totals){0};
+    for (int i = 0; i < n; i++) {
+        sample_table tab;
+        if (node_tables_table(fd, name, &e[i], &tab) < 0) {
+            catalog_forget_shards(cat); /* damaged: written anew */
+            *tot = (scan_totals){0};
+            *stale = 1;
+            return 0;
+        }
+        const int rc = shard_samples_add(cat, i, paths[i], &tab,
+                                         &tot->max_label, &tot->unread);
+        if (rc < 0)
+            return rc;
+    }
+    return 1;
 }
 
-/* How the dataset table file came to be mapped (index_joined's notice). */
+/* How the dataset table file came to be read (index_joined's notice). */
 enum { JOINED_FOUND, JOINED_WRITTEN, JOINED_REWRITTEN };
 
-/* The dataset table file for shards e[0, n) mapped into tabs ([out]
- * *map, *len): found valid, or written now under its lock (another
- * process may have written it while this one waited). 1 with [out]
- * *how, 0 if it could not be written or mapped, or an error of the
- * shards'. */
-static int map_joined(const char *file, char **paths, int n, const int *fds,
-                      node_tables_entry *e, sample_table *tabs, void **map,
-                      size_t *len, scan_totals *tot, int *how)
+/* The shards' samples from the dataset table file for shards e[0, n):
+ * found valid, or written now under its lock (another process may have
+ * written it while this one waited). 1 with [out] *how, 0 if it could not
+ * be written or read, or an error of the shards'. */
+static int read_joined(catalog *cat, const char *file, char **paths, int n,
+                       const int *fds, node_tables_entry *e, scan_totals *tot,
+                       int *how)
 {
     int stale, again;
     *how = JOINED_FOUND;
-    if (node_tables_map(file, e, n, tabs, map, len, &stale))
-        return 1;
+    int rc = add_joined(cat, file, paths, n, e, tot, &stale);
+    if (rc != 0)
+        return rc;
     const int lock = node_tables_lock(file);
-    if (node_tables_map(file, e, n, tabs, map, len, &again)) {
+    rc = add_joined(cat, file, paths, n, e, tot, &again);
+    if (rc != 0) {
         node_tables_unlock(lock);
-        return 1;
+        return rc;
     }
     node_tables_writer wr;
-    int ok = 0, rc = 0;
+    int ok = 0;
+    *tot = (scan_totals){0};
     if (node_tables_begin(&wr, file, n) == 0) {
         rc = write_tables(&wr, paths, n, fds, e, tot, &ok);
-        if (node_tables_end(&wr, e, n, rc == 0 && ok) == 0 && rc == 0)
-            rc = node_tables_map(file, e, n, tabs, map, len, &again);
+        if (node_tables_end(&wr, e, n, rc == 0 && ok) == 0 && rc == 0) {
+            const scan_totals written = *tot;
+            rc = add_joined(cat, file, paths, n, e, tot, &again);
+            tot->idx_files = written.idx_files;
+            tot->stale = written.stale;
+        }
     }
     node_tables_unlock(lock);
     *how = stale ? JOINED_REWRITTEN : JOINED_WRITTEN;
-    return rc < 0 ? rc : rc == 1;
+    return rc;
 }
 
-/* Past mapped_max() shards: every table from one dataset table file
+/* Past mapped_max() shards (or where the descriptors of one index file
+ * each cannot be had): every table from one dataset table file
  * (node_tables.h), found valid or written now (streaming, a window of
- * tables at a time), and mapped once, the catalog owning the mapping. 1
- * if the shards were added so; 0 if no file could be written or mapped
- * (the caller holds the tables in the heap); or an error. */
+ * tables at a time), and open once, the catalog owning it. 1 if the
+ * shards were added so; 0 if no file could be written or read (the
+ * caller holds the tables in the heap); or an error. */
 static int index_joined(catalog *cat, char **paths, int n, const int *fds,
                         scan_totals *tot, logger *lg)
 {
@@ -498,12 +534,9 @@ static int index_joined(catalog *cat, char **paths, int n, const int *fds,
         [JOINED_WRITTEN] = "written now",
         [JOINED_REWRITTEN] = "written anew: it was stale or damaged"};
     node_tables_entry *e = calloc((size_t)n, sizeof *e);
-    sample_table *tabs = calloc((size_t)n, sizeof *tabs);
     char file[PATH_MAX];
-    void *map = NULL;
-    size_t len = 0;
     int how = JOINED_FOUND;
-    int rc = e && tabs ? 0 : PL_ENOMEM;
+    int rc = e ? 0 : PL_ENOMEM;
     for (int i = 0; i < n && rc == 0; i++) {
         struct stat st;
         if (fstat(fds[i], &st) < 0)
@@ -513,27 +546,25 @@ static int index_joined(catalog *cat, char **paths, int n, const int *fds,
             node_tables_identify(&e[i], paths[i], &st);
     }
     if (rc == 0 && node_tables_path(e, n, file, sizeof file) == 0)
-        rc = map_joined(file, paths, n, fds, e, tabs, &map, &len, tot, &how);
+        rc = read_joined(cat, file, paths, n, fds, e, tot, &how);
     if (rc == 1) {
         if (how == JOINED_FOUND)
             tot->idx_files = n;
-        catalog_adopt_map(cat, map, len);
         log_msg(lg, PL_LOG_NOTICE,
-                "%d tar shards (over %d): their tables are mapped from one "
+                "%d tar shards (over %d): their tables are read from one "
                 "file, %s (%s)",
                 n, mapped_max(), file, said[how]);
-        rc = add_joined(cat, paths, n, tabs, tot);
-        rc = rc < 0 ? rc : 1;
     }
     free(e);
-    free(tabs);
     return rc;
 }
 
 int shards_read(catalog *cat, char **paths, int n, logger *lg)
 {
     qsort(paths, (size_t)n, sizeof *paths, cmp_path);
-    const int reserved = reserve_fds(n, lg);
+    const int file_backed = n < mapped_max() ? n : mapped_max();
+    int tables_ok;
+    const int reserved = reserve_fds(n, file_backed, lg, &tables_ok);
     if (reserved < 0)
         return reserved;
     int *fds = malloc((size_t)n * sizeof *fds);
@@ -541,11 +572,12 @@ int shards_read(catalog *cat, char **paths, int n, logger *lg)
         return PL_ENOMEM;
     scan_totals tot = {0};
     int rc = open_shards(cat, paths, n, fds);
-    if (rc == 0 && n > mapped_max())
+    if (rc == 0 && (n > mapped_max() || !tables_ok))
         rc = index_joined(cat, paths, n, fds, &tot, lg);
     if (rc == 0) { /* or no dataset table file could be written */
         tot = (scan_totals){0};
-        rc = index_shards(cat, paths, n, fds, &tot);
+        rc = index_shards(cat, paths, n, fds, tables_ok ? file_backed : 0,
+                          &tot);
     } else if (rc == 1) {
         rc = 0;
     }

@@ -140,23 +140,24 @@ static int on_claim(void *ctx, pool_job *job)
     const int64_t idx = position_index(l, s->epoch, j);
     ring_pos *pos = &s->pos[i];
     pos->index = idx;
-    pos->label = catalog_label(&l->cat, idx);
     pos->status = 0;
     pos->on_device = 0;
     pos->worker = job->worker;
     job->epoch = s->epoch;
     job->index = idx;
-    job->preset_status = catalog_locate(&l->cat, idx, &job->loc, job->reason,
-                                        sizeof job->reason);
     job->dst = s->pixels + (size_t)i * l->ring.sample_bytes;
     const int nx = l->ring.nextras;
     job->extras.n = nx;
     job->extras.required = l->rc.cfg.extras_required;
     job->extras.out = nx ? &s->extras[(size_t)i * (size_t)nx] : NULL;
-    if (nx) {
+    if (nx)
         memcpy(job->extras.name, l->extra_names, (size_t)nx * sizeof(char *));
-        catalog_locate_extras(&l->cat, idx, job->extras.loc, job->extras.has);
-    }
+    /* The label, the bytes and the extras from one read of the sample's
+     * key: a table file changed under the loader makes the sample an
+     * error (naming the file), never a label of other bytes. */
+    job->preset_status = catalog_sample(
+        &l->cat, idx, &job->loc, &pos->label, nx ? job->extras.loc : NULL,
+        job->extras.has, job->reason, sizeof job->reason);
     job->tag = s;
     job->tag_pos = i;
     if (l->rc.cfg.readahead)
@@ -326,20 +327,23 @@ static int check_resume_fields(const pl_loader *l, const state_fields *st)
 static int plan_start(pl_loader *l)
 {
     const pl_config *c = &l->rc.cfg;
-    state_fingerprint(&l->print, &l->cat, c,
-                      l->rc.has_transform ? &l->rc.ops : NULL, l->rc.rank,
-                      l->rc.world);
+    int rc = state_fingerprint(&l->print, &l->cat, c,
+                               l->rc.has_transform ? &l->rc.ops : NULL,
+                               l->rc.rank, l->rc.world);
+    if (rc < 0)
+        return rc;
     l->start.epoch = c->first_epoch;
     if (!c->resume)
         return 0;
     state_fields st;
     char why[256];
-    int rc = state_decode(c->resume, &st, "pl_loader_create: config.resume");
+    rc = state_decode(c->resume, &st, "pl_loader_create: config.resume");
     if (rc < 0)
         return rc;
     state_fields now = l->print;
-    if (st.version == 1) /* format 1 hashed full paths */
-        now.list_hash = state_list_hash_v1(&l->cat);
+    if (st.version == 1 && /* format 1 hashed full paths */
+        (rc = state_list_hash_v1(&l->cat, &now.list_hash)) < 0)
+        return rc;
     if (state_mismatch(&st, &now, why, sizeof why))
         return err_set(PL_EINVAL, "pl_loader_create: config.resume: %s", why);
     if ((rc = check_resume_fields(l, &st)) < 0)
@@ -873,10 +877,13 @@ PL_EXPORT int pl_loader_sample(const pl_loader *l, int64_t index,
                        "pl_loader_sample: index %lld outside "
                        "[0, %lld)",
                        (long long)index, (long long)catalog_size(&l->cat));
-    if (path && !(*path = catalog_name(&l->cat, index)))
-        return err_set(PL_ENOMEM, "pl_loader_sample: out of memory");
-    if (label)
-        *label = catalog_label(&l->cat, index);
+    char why[SAMPLE_REASON_MAX];
+    int rc = path ? catalog_name(&l->cat, index, path, why, sizeof why) : 0;
+    if (rc == 0 && label)
+        rc = catalog_label(&l->cat, index, label, why, sizeof why);
+    if (rc < 0)
+        return err_set(rc, "pl_loader_sample: sample %lld: %s",
+                       (long long)index, why);
     return 0;
 }
 
@@ -949,7 +956,10 @@ PL_EXPORT int pl_loader_read_extra(const pl_loader *l, int64_t index,
     const char *path = catalog_name_into(&l->cat, index, name, sizeof name);
     location loc[PL_EXTRAS_MAX];
     int has[PL_EXTRAS_MAX];
-    catalog_locate_extras(&l->cat, index, loc, has);
+    char why[SAMPLE_REASON_MAX];
+    if ((rc = catalog_locate_extras(&l->cat, index, loc, has, why,
+                                    sizeof why)) < 0)
+        return err_set(rc, "%s: %s: %s", fn, path, why);
     if (!has[extra])
         return err_set(PL_ENOEXTRA, "%s: %s: no %s extra", fn, path,
                        l->extra_names[extra]);

@@ -34,8 +34,29 @@ static uint64_t fnv_float(uint64_t h, float f)
     return fnv_u64(h, u);
 }
 
-void state_fingerprint(state_fields *f, const catalog *cat, const pl_config *c,
-                       const ops_pipeline *ops, int rank, int world)
+/* One sample into the list hash *arg: its name (with its NUL), stored
+ * size and label, as the state's format has them since version 2. */
+static void hash_sample(void *arg, const char *name, int64_t size,
+                        int32_t label)
+{
+    uint64_t *h = arg;
+    *h = fnv1a(*h, name, strlen(name) + 1);
+    *h = fnv_u64(*h, (uint64_t)size);
+    *h = fnv_u64(*h, (uint64_t)(uint32_t)label);
+}
+
+/* The same for a state of version 1: the full name and the label. */
+static void hash_sample_v1(void *arg, const char *name, int64_t size,
+                           int32_t label)
+{
+    uint64_t *h = arg;
+    (void)size;
+    *h = fnv1a(*h, name, strlen(name) + 1);
+    *h = fnv_u64(*h, (uint64_t)(uint32_t)label);
+}
+
+int state_fingerprint(state_fields *f, const catalog *cat, const pl_config *c,
+                      const ops_pipeline *ops, int rank, int world)
 {
     memset(f, 0, sizeof *f);
     f->rank = rank;
@@ -55,13 +76,9 @@ void state_fingerprint(state_fields *f, const catalog *cat, const pl_config *c,
         f->window = c->shuffle_window; /* settled by config_resolve */
     f->seed = c->seed;
     uint64_t h = FNV_SEED;
-    char buf[CATALOG_NAME_MAX];
-    for (int64_t i = 0; i < catalog_size(cat); i++) {
-        const char *rel = catalog_rel_name_into(cat, i, buf, sizeof buf);
-        h = fnv1a(h, rel, strlen(rel) + 1);
-        h = fnv_u64(h, (uint64_t)catalog_stored_size(cat, i));
-        h = fnv_u64(h, (uint64_t)(uint32_t)catalog_label(cat, i));
-    }
+    const int rc = catalog_walk(cat, 1, hash_sample, &h);
+    if (rc < 0)
+        return rc;
     f->list_hash = h;
     h = FNV_SEED;
     for (int i = 0; i < 3; i++) {
@@ -95,6 +112,7 @@ void state_fingerprint(state_fields *f, const catalog *cat, const pl_config *c,
         h = fnv1a(h, spec, n < (int)sizeof spec ? (size_t)n : sizeof spec - 1);
     }
     f->pixels_hash = h;
+    return 0;
 }
 
 static void put(uint8_t *b, size_t at, uint64_t v, int n)
@@ -111,16 +129,10 @@ static uint64_t get(const uint8_t *b, size_t at, int n)
     return v;
 }
 
-uint64_t state_list_hash_v1(const catalog *cat)
+int state_list_hash_v1(const catalog *cat, uint64_t *hash)
 {
-    uint64_t h = FNV_SEED;
-    char buf[CATALOG_NAME_MAX];
-    for (int64_t i = 0; i < catalog_size(cat); i++) {
-        const char *p = catalog_name_into(cat, i, buf, sizeof buf);
-        h = fnv1a(h, p, strlen(p) + 1);
-        h = fnv_u64(h, (uint64_t)(uint32_t)catalog_label(cat, i));
-    }
-    return h;
+    *hash = FNV_SEED;
+    return catalog_walk(cat, 0, hash_sample_v1, hash);
 }
 
 void state_encode(const state_fields *f, pl_state *out)

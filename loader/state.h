@@ -37,13 +37,16 @@ typedef struct state_fields {
 /* The fingerprint of a loader's dataset and configuration (every field but
  * epoch, batch, position); ops: config.transform's pipeline, or NULL for
  * the preset (hashed only when set, so that states saved before it
- * existed still match). */
-void state_fingerprint(state_fields *f, const catalog *cat, const pl_config *c,
-                       const ops_pipeline *ops, int rank, int world);
+ * existed still match). The list is walked once (catalog_walk: a read of
+ * each shard's table, not of each sample's key). 0, or the code of a
+ * table that no longer reads (pl_last_error names it). */
+int state_fingerprint(state_fields *f, const catalog *cat, const pl_config *c,
+                      const ops_pipeline *ops, int rank, int world);
 
 /* Format 1's list hash (full paths and labels), to compare a format 1
- * state with: computed only when one is resumed from. */
-uint64_t state_list_hash_v1(const catalog *cat);
+ * state with: computed only when one is resumed from. 0 with [out]
+ * *hash, or state_fingerprint's error. */
+int state_list_hash_v1(const catalog *cat, uint64_t *hash);
 
 void state_encode(const state_fields *f, pl_state *out);
 

@@ -38,6 +38,10 @@
 /* config.remote_create_timeout_ms's default: 10 minutes. */
 #define CREATE_TIMEOUT_MS 600000
 
+/* Descriptors left for the transfers, the cache and the rest of the
+ * process when the tables take theirs. */
+#define FD_ROOM 512
+
 typedef struct remote_set remote_set;
 
 typedef struct rshard {
@@ -56,6 +60,9 @@ struct remote_set {
     atomic_int stop;
     transfers *xfer;
     remote_cache *cache; /* borrows xfer and stop */
+    int file_backed; /* shards whose tables are read from their cached
+                        index file (a descriptor each); the others' are
+                        held in the heap */
 };
 
 /* ---- URLs ---- */
@@ -244,8 +251,8 @@ static int index_pass(index_pool *p, int from, int to)
 }
 
 /* A remote shard's table, kept as its index file in the cache (version 2,
- * whatever the store's was) and mapped from there, so that the node's
- * ranks share it; in the heap where it cannot be written. */
+ * whatever the store's was) and read from there (sample_table.h), so that
+ * the node's ranks share it; in the heap where it cannot be written. */
 static int table_of(const cache_shard *sh, const tar_index *t, int in_heap,
                     sample_table *tab)
 {
@@ -275,7 +282,7 @@ static int add_shard(catalog *c, remote_set *rs, int i, const tar_index *t,
     int rc = catalog_add_reader(c, &rs->s[i].reader, &id);
     assert(rc < 0 || id == i);
     if (rc == 0)
-        rc = table_of(rs->s[i].c, t, i >= SHARDS_MAPPED_MAX, &tab);
+        rc = table_of(rs->s[i].c, t, i >= rs->file_backed, &tab);
     if (rc == 0)
         rc = shard_samples_add(c, id, rs->s[i].c->name, &tab, &tot->max_label,
                                &tot->unread);
@@ -547,6 +554,12 @@ int remote_read(catalog *c, char **urls, int n, const remote_opts *o,
     /* The remote shards are the catalog's only ones (remote_detect: all
      * of config.data), so catalog shard k is rs->s[k]. The mode needs
      * every shard's size and samples: chosen once all are added. */
+    /* Each table read from its cached index file keeps it open: as many
+     * as the limit on open files leaves room for (FD_ROOM for the
+     * transfers, the cache and everything else). */
+    rs->file_backed = (int)file_fds_room(n < SHARDS_MAPPED_MAX ? n
+                                                               : SHARDS_MAPPED_MAX,
+                                         FD_ROOM);
     int rc = add_shards(c, rs, urls[0], lg);
     if (rc == 0)
         rc = choose_mode(rs, c, o, lg);

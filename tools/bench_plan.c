@@ -27,19 +27,21 @@ typedef struct plan_const {
 
 enum {
     K_TABLE_SAMPLE,     /* a sample's records and names in its shard's table */
-    K_TABLE_SHARD,      /* a mapped table's bytes beyond its samples' */
+    K_TABLE_SHARD,      /* an .idx file's page cache beyond its samples' */
     K_TABLE_HEAD,       /* a table's head and checksum */
-    K_MAPPED_MAX,       /* shards whose tables are mapped; the rest: heap */
+    K_MAPPED_MAX,       /* shards with an .idx file each; the rest: joined */
     K_PRIVATE_SHARD,    /* private bytes a shard, resident (either order) */
     K_PRIVATE_SAMPLE,   /* private bytes a sample, resident (either order) */
     K_SAMPLER_SHARD,    /* --order shards: the sampler's bytes a shard */
     K_SCAN_WINDOW,      /* local shards indexed at once */
     K_SCAN_SAMPLE,      /* private bytes a window's sample, indexes written */
+    K_RANK_FIXED,       /* create's own peak, beyond shards and samples */
+    K_FIRST_BATCH,      /* the first batch's own, beyond create's */
     K_SHARD_REMOTE,     /* private bytes a remote shard beyond a local one */
     K_MEMBER_INDEX,     /* a tar_member and its name, while an index lives */
     K_MEMBERS,          /* members a sample: KEY.jpg + KEY.cls */
     K_CREATE_IDX,       /* create time a sample, .idx files present */
-    K_CREATE_SHARD_IDX, /* create time a shard, .idx mapped */
+    K_CREATE_SHARD_IDX, /* create time a shard, .idx read */
     K_CREATE_HEADERS,   /* create time a sample, headers read (no .idx) */
     K_CREATE_SHARD_HEADERS, /* create time a shard, headers, .idx written */
     K_SHARDS_CREATE,        /* --order shards: create time over the global's */
@@ -57,18 +59,25 @@ enum {
  * --per-shard 500 of one 699-byte JPEG, label in KEY.cls), measured by a
  * program that creates a loader, takes a batch (host, 64 at 16x16, 2
  * workers) and reads /proc/self/status (RssAnon: private; RssFile: the
- * mapped indexes), each create a process of its own. */
+ * mapped indexes), each create a process of its own. Machine A, the
+ * 2-core AMD VM, 2026-11-27: the tables read rather than mapped (issue
+ * 34), so their pages are the page cache's and in no rank's RSS; the
+ * rank's figures re-measured at 200 samples a shard the same way, and
+ * through test_bench_plan's own measure (VmHWM over VmRSS before create,
+ * pinload-pack's shards, PINLOAD_PLAN_SAMPLES=200, 25,000, 100,000 and
+ * 200,000: 1.75-1.89, 2.23-2.33, 2.50-2.54 and 2.51 MB). */
 static const plan_const plan_k[K_COUNT] = {
     [K_TABLE_SAMPLE] = {"table_bytes_per_sample", 94, "B",
                         "derived: index/sample_table.h, 2 member records of "
                         "24 + a key's 16 + names 2 x 14 (KEY.jpg, KEY.cls, "
                         "NULs) + the cls text ~2; pinload-pack's .idx: "
                         "47,024 B a 500-sample shard"},
-    [K_TABLE_SHARD] = {"table_bytes_per_mapped_shard", 2120, "B",
+    [K_TABLE_SHARD] = {"table_bytes_per_idx_shard", 2120, "B",
                        "measured: machine B, 2026-11-26, RssFile over 1,000 "
-                       "and 4,000 shards of 500, less the records: head and "
-                       "checksum 72 + the last page's rest (2,048 on "
-                       "average)"},
+                       "and 4,000 shards of 500 (then mapped), less the "
+                       "records: head and checksum 72 + the last page's "
+                       "rest (2,048 on average); the page cache holds an "
+                       ".idx read with pread in the same whole pages"},
     [K_TABLE_HEAD] = {"table_bytes_per_heap_shard", 72, "B",
                       "derived: index/sample_table.h, SAMPLE_TABLE_HEAD 64 + "
                       "the checksum 8"},
@@ -77,11 +86,13 @@ static const plan_const plan_k[K_COUNT] = {
                       "past it local shards' tables come from one dataset "
                       "table file (index/node_tables.h), remote ones' are "
                       "read into each rank's heap"},
-    [K_PRIVATE_SHARD] = {"private_bytes_per_shard", 212, "B",
-                         "measured: machine B, 2026-11-26, RssAnon after "
-                         "create and a batch over 4,000 shards against 1,000 "
-                         "(2M and 500k samples; 2M in 1,000 shards the "
-                         "same as 500k): catalog, source, name"},
+    [K_PRIVATE_SHARD] = {"private_bytes_per_shard", 360, "B",
+                         "measured: machine A, 2026-11-27, RssAnon after "
+                         "create and a batch over 500 shards against 125 "
+                         "(200 samples each, .idx present): 585 and 453 KiB "
+                         "(212 on machine B with the tables mapped): "
+                         "catalog, source, name, the table's handle (128) "
+                         "and its .idx file's name"},
     [K_PRIVATE_SAMPLE] = {"private_bytes_per_sample", 0, "B",
                           "measured: machine B, 2026-11-26, RssAnon over 2M "
                           "samples in 1,000 shards against 500k in 1,000: "
@@ -97,7 +108,22 @@ static const plan_const plan_k[K_COUNT] = {
                        "measured: machine B, 2026-11-26, peak RssAnon of the "
                        "create that writes the indexes over the one that "
                        "maps them, a window's sample (42-46 at 500 and "
-                       "2,000 a shard); kept by the allocator after"},
+                       "2,000 a shard); machine A, 2026-11-27, tables read: "
+                       "VmHWM of the create that writes them over the one "
+                       "that reads them, 510-540 KiB a window of 12,800 "
+                       "(41-43)"},
+    [K_RANK_FIXED] = {"rank_fixed_bytes", 0.93e6, "B",
+                      "measured: machine A, 2026-11-27, test_bench_plan's "
+                      "peak at 125, 500 and 1,000 shards of 200 less the "
+                      "shards, the ring and a window of tables read: "
+                      "0.93, 1.03 and 0.84 MB (its threads' stacks and "
+                      "arenas, the libraries' pages create touches)"},
+    [K_FIRST_BATCH] = {"first_batch_bytes", 0.79e6, "B",
+                       "measured: machine A, 2026-11-27, test_bench_plan's "
+                       "peak over one shard of 200 (1.75-1.89 MB) less "
+                       "rank_fixed_bytes and the ring: the workers' "
+                       "buffers and decode state; the peak is create's "
+                       "window of tables where that is larger"},
     [K_SHARD_REMOTE] = {"bytes_per_remote_shard", 900, "B",
                         "derived: remote/cache.h, cache_shard ~680 "
                         "(err[512]) + url, name, path ~200 + rshard 24"},
@@ -114,9 +140,13 @@ static const plan_const plan_k[K_COUNT] = {
                       "measured: machine B, 2026-11-26, create and a batch "
                       "over 2M samples in 4,000 and 1,000 shards, .idx "
                       "mapped: 0.635 and 0.530 s (the fastest of three)"},
-    [K_CREATE_SHARD_IDX] = {"create_seconds_per_shard_idx", 35e-6, "s",
+    [K_CREATE_SHARD_IDX] = {"create_seconds_per_shard_idx", 64e-6, "s",
                             "measured: the same two runs, a shard's open, "
-                            "fstat, mapping and checksum"},
+                            "fstat, mapping and checksum: 35 us; reading "
+                            "the table where it was mapped, 15 us more "
+                            "(docs/BENCHMARKS.md, issue 34), and its copy "
+                            "on pages of its own 14 us more (machine A, "
+                            "2026-11-27, 500 shards of 200)"},
     [K_CREATE_HEADERS] = {"create_seconds_per_sample_headers", 1.49e-6, "s",
                           "measured: the same without .idx (a fresh "
                           "PINLOAD_INDEX_DIR): 3.75 and 3.17 s (the "
@@ -164,7 +194,8 @@ typedef struct plan_job {
 typedef struct plan_row {
     const char *order, *mode;
     double resident, peak, ring;        /* private bytes a rank */
-    double shared;                      /* bytes a node: the mapped tables */
+    double peak_indexing;               /* the create that writes .idx */
+    double shared;                      /* bytes a node: the tables' pages */
     double heap_tables;                 /* of resident: tables in the heap */
     double create_idx, create_headers;  /* seconds */
     double cache_need;                  /* bytes a node */
@@ -176,11 +207,11 @@ typedef struct plan_row {
 
 /* A rank's memory and create time, either order (docs/SCALE.md,
  * "Memory"): nothing per sample is private; each shard's table is its
- * index file mapped, the page cache's, once a node, for the first
- * K_MAPPED_MAX shards. Past them local shards' tables are slices of one
- * mapped dataset table file, shared too (a table's head and checksum and
- * a 64-byte directory entry each, no page's rest); remote shards' are in
- * each rank's heap. */
+ * index file, read with pread a key at a time, so its pages are the page
+ * cache's, once a node, and in no rank's RSS, for the first K_MAPPED_MAX
+ * shards. Past them local shards' tables are slices of one dataset table
+ * file, shared too (a table's head and checksum and a 64-byte directory
+ * entry each, no page's rest); remote shards' are in each rank's heap. */
 static void rank_memory(const plan_job *j, int remote, int order, plan_row *r)
 {
     const double n = j->samples, s = j->shards, per = n / s;
@@ -196,14 +227,21 @@ static void rank_memory(const plan_job *j, int remote, int order, plan_row *r)
         r->resident += s * K(K_SHARD_REMOTE);
     if (order)
         r->resident += s * K(K_SAMPLER_SHARD);
-    /* Create's transient: local shards are indexed K_SCAN_WINDOW at a
-     * time (the peak of the create that writes the indexes; mapping them
-     * adds nothing); remote shards' member indexes, a window of them
-     * (remote/remote.c, INDEX_WINDOW), until each becomes its table. */
+    /* Create's transient: local shards' tables are read K_SCAN_WINDOW at
+     * a time, whole, for its pass over their keys (input/shards.c), and
+     * the create that writes the indexes holds their member indexes too;
+     * remote shards' member indexes, a window of them (remote/remote.c,
+     * INDEX_WINDOW), until each becomes its table. They are let go before
+     * the first batch's buffers exist: the peak is the larger of the two,
+     * over create's own. */
     const double window = s < K(K_SCAN_WINDOW) ? s : K(K_SCAN_WINDOW);
-    r->peak = r->resident +
-              window * per *
-                  (remote ? K(K_MEMBERS) * K(K_MEMBER_INDEX) : K(K_SCAN_SAMPLE));
+    const double transient =
+        window * (remote ? per * K(K_MEMBERS) * K(K_MEMBER_INDEX)
+                         : per * K(K_TABLE_SAMPLE) + K(K_TABLE_HEAD));
+    r->peak = r->resident + K(K_RANK_FIXED) +
+              (transient > K(K_FIRST_BATCH) ? transient : K(K_FIRST_BATCH));
+    r->peak_indexing =
+        r->peak + (remote ? 0 : window * per * K(K_SCAN_SAMPLE));
     r->create_idx = n * K(K_CREATE_IDX) + s * K(K_CREATE_SHARD_IDX);
     r->create_headers = n * K(K_CREATE_HEADERS) + s * K(K_CREATE_SHARD_HEADERS);
     if (remote) { /* every .idx fetched, K_INDEX_THREADS at a time */
@@ -466,8 +504,9 @@ static void print_table(const plan_job *j, const plan_row *r, int n)
         printf("warning: %.0f shards: create refuses more than %.0f\n",
                j->shards, K(K_MAX_SHARDS));
     printf("rank MiB: private (heap), resident after create; peak: create's "
-           "(indexes written);\nshr: the mapped indexes, page cache shared "
-           "by a node's ranks; node: peak x ranks + shr.\n");
+           "and the first batch's,\nthe indexes present (pinload-pack writes "
+           "them); shr: the tables' pages, the page\ncache's, shared by a "
+           "node's ranks and in no rank's RSS; node: peak x ranks + shr.\n");
     if (remote)
         printf("fetch1: the first epoch's bytes a node; fetch: the mean over "
                "the epochs;\nhit: 1 - fetches/reads; epoch s: fetch / "
@@ -486,6 +525,7 @@ static void print_json(const plan_job *j, const plan_row *r, int n)
     for (int i = 0; i < n; i++)
         printf("%s\n  {\"order\": \"%s\", \"mode\": \"%s\", "
                "\"rank_resident_bytes\": %.0f, \"rank_peak_bytes\": %.0f, "
+               "\"rank_peak_indexing_bytes\": %.0f, "
                "\"rank_heap_table_bytes\": %.0f, "
                "\"ring_bytes\": %.0f, \"node_shared_bytes\": %.0f, "
                "\"node_peak_bytes\": %.0f, "
@@ -495,7 +535,7 @@ static void print_json(const plan_job *j, const plan_row *r, int n)
                "\"hit_rate\": %.6f, \"epoch_first_s\": %.6g, "
                "\"epoch_mean_s\": %.6g}",
                i ? "," : "", r[i].order, r[i].mode, r[i].resident, r[i].peak,
-               r[i].heap_tables, r[i].ring, r[i].shared,
+               r[i].peak_indexing, r[i].heap_tables, r[i].ring, r[i].shared,
                r[i].peak * j->ranks_per_node + r[i].shared, r[i].create_idx,
                r[i].create_headers, r[i].cache_need, r[i].fetch_first,
                r[i].fetch_mean, r[i].requests_mean, r[i].hit,

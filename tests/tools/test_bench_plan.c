@@ -45,7 +45,9 @@ Test(bench_plan, plan_values_follow_the_documented_formulas)
     cr_assert_eq(run_tool("--plan --constants", &tab, &err), 0, "%s", err);
     free(err);
     const double table = plan_const(tab, "table_bytes_per_sample"),
-                 mapped_shard = plan_const(tab, "table_bytes_per_mapped_shard"),
+                 idx_shard = plan_const(tab, "table_bytes_per_idx_shard"),
+                 fixed = plan_const(tab, "rank_fixed_bytes"),
+                 first_batch = plan_const(tab, "first_batch_bytes"),
                  shard = plan_const(tab, "private_bytes_per_shard"),
                  sample = plan_const(tab, "private_bytes_per_sample"),
                  scan = plan_const(tab, "scan_bytes_per_window_sample"),
@@ -74,20 +76,23 @@ Test(bench_plan, plan_values_follow_the_documented_formulas)
     const char *g = "\"order\": \"global\"", *s = "\"order\": \"shards\"";
     const double ring = 2 * 8 * 10 * 10 * 3; /* slots x batch x 10x10 RGB */
     assert_near(json_num(out, g, "ring_bytes"), 4800, "ring");
-    /* the mapped tables, once a node: 10 samples' records and names a
-     * shard and the rest of its pages */
-    const double shared = 100 * (10 * table + mapped_shard);
+    /* the tables' pages, the page cache's, once a node: 10 samples'
+     * records and names a shard and the rest of its last page */
+    const double shared = 100 * (10 * table + idx_shard);
     assert_near(json_num(out, g, "node_shared_bytes"), shared, "shared");
     assert_near(json_num(out, g, "rank_heap_table_bytes"), 0, "heap tables");
     /* private: per shard (and 900 B a remote shard), per sample, the
-     * ring; create's peak adds the indexes of 64 shards at a time (10
-     * samples each, 2 members of 96 B a sample) */
+     * ring; create's peak adds its own and the larger of the indexes of
+     * 64 shards at a time (10 samples each, 2 members of 96 B a sample)
+     * and the first batch's own */
     const double resident = 100 * (shard + 900) + 1000 * sample + ring;
+    const double peak = resident + fixed + fmax(64 * 10 * 2 * 96, first_batch);
     assert_near(json_num(out, g, "rank_resident_bytes"), resident, "resident");
-    assert_near(json_num(out, g, "rank_peak_bytes"),
-                resident + 64 * 10 * 2 * 96, "peak");
-    assert_near(json_num(out, g, "node_peak_bytes"),
-                4 * (resident + 64 * 10 * 2 * 96) + shared, "node peak");
+    assert_near(json_num(out, g, "rank_peak_bytes"), peak, "peak");
+    assert_near(json_num(out, g, "rank_peak_indexing_bytes"), peak,
+                "remote indexing peak");
+    assert_near(json_num(out, g, "node_peak_bytes"), 4 * peak + shared,
+                "node peak");
     /* create: the samples and shards, 100 .idx requests 8 at a time,
      * their bytes (the table's, 72 a shard) at 1 MB/s */
     const double create = 1000 * t_idx + 100 * t_shard + 100 / 8.0 * latency +
@@ -120,7 +125,10 @@ Test(bench_plan, plan_values_follow_the_documented_formulas)
     free(out);
     free(err);
     /* local shards (no --bandwidth): no remote shard's 900 B; create's
-     * peak (the indexes written) adds 64 shards' samples at a time */
+     * peak adds its own and the larger of 64 shards' tables read at a
+     * time (100 samples and a 72-byte head each) and the first batch's
+     * own; the create that writes the indexes, 64 shards' samples at a
+     * time more */
     cr_assert_eq(run_tool("--plan --samples 12800 --shards 128 --bytes 1G "
                           "--ranks-per-node 2 --batch 8 --size 10 "
                           "--order global --json",
@@ -128,10 +136,13 @@ Test(bench_plan, plan_values_follow_the_documented_formulas)
                  0, "%s", err);
     const double local = 128 * shard + 12800 * sample + ring;
     assert_near(json_num(out, g, "rank_resident_bytes"), local, "local");
-    assert_near(json_num(out, g, "rank_peak_bytes"), local + 64 * 100 * scan,
+    const double tables = fmax(64 * (100 * table + 72), first_batch);
+    assert_near(json_num(out, g, "rank_peak_bytes"), local + fixed + tables,
                 "local peak");
+    assert_near(json_num(out, g, "rank_peak_indexing_bytes"),
+                local + fixed + tables + 64 * 100 * scan, "indexing peak");
     assert_near(json_num(out, g, "node_shared_bytes"),
-                128 * (100 * table + mapped_shard), "local shared");
+                128 * (100 * table + idx_shard), "local shared");
     assert_near(json_num(out, g, "create_s") * 1e6,
                 (12800 * t_idx + 128 * t_shard) * 1e6, "local create");
     assert_near(json_num(out, g, "create_no_idx_s") * 1e6,
@@ -151,8 +162,7 @@ Test(bench_plan, plan_values_follow_the_documented_formulas)
     assert_near(json_num(out, g, "rank_resident_bytes"),
                 40000 * shard + 80000 * sample + ring, "joined resident");
     assert_near(json_num(out, g, "node_shared_bytes"),
-                32768 * (2 * table + mapped_shard) +
-                    7232 * (2 * table + 72 + 64),
+                32768 * (2 * table + idx_shard) + 7232 * (2 * table + 72 + 64),
                 "joined shared");
     free(out);
     free(err);
@@ -247,13 +257,15 @@ static double child_peak(const char *data)
 }
 
 /* The model against a real create: 100,000 samples (or
- * $PINLOAD_PLAN_SAMPLES) packed by pinload-pack in shards of 200, a
- * loader over them (host, batch 64 at 16x16), its peak memory at the
- * first batch against --plan's for one rank alone on its node (its
- * private peak and the mapped indexes it shares), within docs/SCALE.md's
- * 25%: the constants were measured at 500k and 2M samples, and at 100k
- * the threads' malloc arenas and the libraries' pages (about 1.5 MB,
- * not modelled) are 12% of the peak. */
+ * $PINLOAD_PLAN_SAMPLES) packed by pinload-pack in shards of 200 (their
+ * .idx written by the packer), a loader over them (host, batch 64 at
+ * 16x16), its peak memory at the first batch (VmHWM) against --plan's
+ * peak for a rank, within docs/SCALE.md's 25%. The tables are read with
+ * pread, not mapped (issue 34): their pages are the page cache's and in
+ * no rank's VmHWM, so the node's shared tables are not compared (until
+ * then this compared node_peak_bytes for one rank alone on its node,
+ * which added them). Measured on machine A: 2.50 to 2.54 MB; the model
+ * 2.42 MB (create's own, measured, is about 37% of it). */
 Test(bench_plan, plan_predicts_the_measured_peak_at_100k_samples,
      .timeout = 300)
 {
@@ -295,8 +307,8 @@ Test(bench_plan, plan_predicts_the_measured_peak_at_100k_samples,
              "--order global --json",
              samples, samples / 200);
     cr_assert_eq(run_tool(args, &out, &err), 0, "%s", err);
-    /* one rank on its node: its private peak and the shared tables */
-    const double model = json_num(out, NULL, "node_peak_bytes");
+    /* a rank's peak: the tables it reads are the page cache's */
+    const double model = json_num(out, NULL, "rank_peak_bytes");
     cr_log_info("peak at %d samples: measured %.0f, model %.0f (%.2fx)",
                 samples, peak, model, model / peak);
     cr_assert(model > 0.75 * peak && model < 1.25 * peak,

@@ -4,6 +4,7 @@
  * under a configuration's extras. */
 #include <criterion/criterion.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,7 +74,7 @@ Test(sample_table, keys_and_labels_from_a_scan)
     size_t len;
     unsigned char *b = built(&t, &len);
     sample_table tab;
-    cr_assert_eq(sample_table_open(&tab, b, len, 0), 0);
+    cr_assert_eq(sample_table_open(&tab, b, len), 0);
     cr_assert_eq(tab.nmembers, 7);
     cr_assert_eq(tab.nkeys, 4);
     cr_assert_eq(tab.shard_size, 8192);
@@ -106,7 +107,7 @@ Test(sample_table, a_key_under_the_configured_extras)
     size_t len;
     unsigned char *b = built(&t, &len);
     sample_table tab;
-    cr_assert_eq(sample_table_open(&tab, b, len, 0), 0);
+    cr_assert_eq(sample_table_open(&tab, b, len), 0);
     static const char *const names[] = {"png"};
     const shard_extras x = {.names = names, .n = 1, .required = 1};
     shard_sample s;
@@ -184,11 +185,11 @@ Test(sample_table, records_out_of_bounds_are_refused)
         if (c != 5)
             reseal(b, len);
         sample_table tab;
-        cr_assert_eq(sample_table_open(&tab, b, len, 0), -1, "case %d", c);
+        cr_assert_eq(sample_table_open(&tab, b, len), -1, "case %d", c);
         free(b);
     }
     sample_table tab;
-    cr_assert_eq(sample_table_open(&tab, good, len, 0), 0);
+    cr_assert_eq(sample_table_open(&tab, good, len), 0);
     sample_table_close(&tab);
     tar_index_free(&t);
 }
@@ -207,7 +208,7 @@ Test(sample_table, the_recorded_image_is_the_scanned_one)
     size_t len;
     unsigned char *b = built(&t, &len);
     sample_table tab;
-    cr_assert_eq(sample_table_open(&tab, b, len, 0), 0);
+    cr_assert_eq(sample_table_open(&tab, b, len), 0);
     static const char *const names[] = {"zzz"};
     const shard_extras none = {0}, absent = {.names = names, .n = 1};
     for (uint32_t k = 0; k < tab.nkeys; k++) {
@@ -225,6 +226,129 @@ Test(sample_table, the_recorded_image_is_the_scanned_one)
     sample_table_sample(&tab, 4, &none, &s, NULL, 0);
     cr_assert_eq(s.image, 9, "k4's webp, its first image member");
     cr_assert_eq(s.label, 1);
+    sample_table_close(&tab);
+    tar_index_free(&t);
+}
+
+/* A key's view is the key's records re-based to a table of one key: the
+ * same members, offsets, names, small bytes, label and sample as the
+ * whole table gives, for every key (one read path in every mode: a heap
+ * table's view is copied as a file-backed one's is read). */
+Test(sample_table, a_key_view_is_the_key_as_the_table_has_it)
+{
+    tar_index t;
+    index_of_four(&t);
+    add(&t, "k4.txt", 4096, 1, "a");
+    add(&t, "k4.cls", 4608, 1, "1");
+    add(&t, "k4.jpg", 5632, 9, NULL);
+    size_t len;
+    unsigned char *b = built(&t, &len);
+    sample_table tab;
+    cr_assert_eq(sample_table_open(&tab, b, len), 0);
+    static const char *const names[] = {"txt"};
+    const shard_extras x = {.names = names, .n = 1};
+    for (uint32_t k = 0; k < tab.nkeys; k++) {
+        sample_view v;
+        char why[256];
+        cr_assert_eq(sample_table_key_view(&tab, k, &v, why, sizeof why), 0,
+                     "key %u: %s", k, why);
+        const uint32_t first = shard_key_first(&tab, k);
+        cr_assert_eq(v.first, first);
+        cr_assert_eq(v.tab.nmembers, shard_key_members(&tab, k));
+        cr_assert_eq(shard_key_label(&v.tab, 0), shard_key_label(&tab, k));
+        cr_assert_eq(shard_key_flags(&v.tab, 0), shard_key_flags(&tab, k));
+        for (uint32_t m = 0; m < v.tab.nmembers; m++) {
+            cr_assert_str_eq(shard_member_name(&v.tab, m),
+                             shard_member_name(&tab, first + m));
+            cr_assert_eq(shard_member_offset(&v.tab, m),
+                         shard_member_offset(&tab, first + m));
+            cr_assert_eq(shard_member_size(&v.tab, m),
+                         shard_member_size(&tab, first + m));
+        }
+        shard_sample a, w;
+        char why_a[256], why_w[256];
+        sample_table_sample(&v.tab, 0, &x, &a, why_a, sizeof why_a);
+        sample_table_sample(&tab, k, &x, &w, why_w, sizeof why_w);
+        cr_assert_eq(a.code, w.code, "key %u", k);
+        cr_assert_eq(a.image < 0 ? -1 : a.image + first, w.image, "key %u", k);
+        cr_assert_eq(a.extra[0] < 0 ? -1 : a.extra[0] + first, w.extra[0]);
+        cr_assert_str_eq(why_a, why_w, "key %u", k);
+        sample_view_free(&v);
+    }
+    sample_table_close(&tab);
+    tar_index_free(&t);
+}
+
+/* The names in member order is part of the format now checked at open:
+ * a key's names are then one slice of the block. Two members' name
+ * places swapped (each still NUL-terminated in the block) is refused. */
+Test(sample_table, names_out_of_member_order_are_refused)
+{
+    tar_index t;
+    index_of_four(&t);
+    size_t len;
+    unsigned char *b = built(&t, &len);
+    unsigned char *r0 = b + SAMPLE_TABLE_HEAD, *r1 = r0 + SAMPLE_TABLE_MEMBER;
+    unsigned char at0[4], at1[4];
+    memcpy(at0, r0 + 16, 4);
+    memcpy(at1, r1 + 16, 4);
+    memcpy(r0 + 16, at1, 4);
+    memcpy(r1 + 16, at0, 4);
+    reseal(b, len);
+    sample_table tab;
+    cr_assert_eq(sample_table_open(&tab, b, len), -1);
+    sample_table_bytes_free(b, len);
+    tar_index_free(&t);
+}
+
+/* A table's bytes are pages of their own from SAMPLE_TABLE_PAGES on (so
+ * that create's copies, read on scan threads, go back to the system when
+ * dropped), zeroed either side of it. One that stays in the heap moves
+ * into malloc'd bytes when it settles, and reads as it did. */
+Test(sample_table, a_heap_table_settles_off_its_pages_and_reads_the_same)
+{
+    const size_t sizes[] = {1, SAMPLE_TABLE_PAGES - 8, SAMPLE_TABLE_PAGES,
+                            3 * SAMPLE_TABLE_PAGES + 8};
+    for (int i = 0; i < 4; i++) {
+        unsigned char *p = sample_table_bytes(sizes[i]);
+        cr_assert_not_null(p);
+        for (size_t j = 0; j < sizes[i]; j++)
+            cr_assert_eq(p[j], 0, "%zu bytes: byte %zu", sizes[i], j);
+        memset(p, 0xa5, sizes[i]);
+        sample_table_bytes_free(p, sizes[i]);
+    }
+    sample_table_bytes_free(NULL, SAMPLE_TABLE_PAGES);
+    tar_index t;
+    memset(&t, 0, sizeof t);
+    char name[32], cls[8];
+    for (int k = 0; k < 300; k++) { /* about 17 KiB of table */
+        snprintf(name, sizeof name, "%06d.jpg", k);
+        add(&t, name, 512 + 2048 * k, 100, NULL);
+        snprintf(name, sizeof name, "%06d.cls", k);
+        snprintf(cls, sizeof cls, "%d", k % 7);
+        add(&t, name, 1536 + 2048 * k, (int64_t)strlen(cls), cls);
+    }
+    unsigned char *b;
+    size_t len;
+    cr_assert_eq(sample_table_build(&t, 2048 * 301, 1, 2, &b, &len), 0);
+    cr_assert_geq(len, SAMPLE_TABLE_PAGES);
+    sample_table tab;
+    cr_assert_eq(sample_table_open(&tab, b, len), 0);
+    sample_table_settle(&tab); /* no file: it stays in the heap */
+    cr_assert_eq(tab.malloced, 1);
+    cr_assert_neq(tab.base, b, "moved off its pages");
+    cr_assert_eq(tab.nkeys, 300);
+    for (uint32_t k = 0; k < tab.nkeys; k++) {
+        sample_view v;
+        char why[256];
+        cr_assert_eq(sample_table_key_view(&tab, k, &v, why, sizeof why), 0,
+                     "key %u: %s", k, why);
+        snprintf(name, sizeof name, "%06u.jpg", k);
+        cr_assert_str_eq(shard_member_name(&v.tab, 0), name);
+        cr_assert_eq(shard_member_offset(&v.tab, 0), 512 + 2048 * (int64_t)k);
+        cr_assert_eq(shard_key_label(&v.tab, 0), (int32_t)(k % 7));
+        sample_view_free(&v);
+    }
     sample_table_close(&tab);
     tar_index_free(&t);
 }

@@ -6,6 +6,7 @@
 #include <pthread.h>
 
 #include "../input/input.h"
+#include "../common/bytes.h"
 #include "../common/error.h"
 #include "../common/log.h"
 #include "testutil.h"
@@ -54,6 +55,23 @@ static void mkdir_at(const char *root, const char *rel)
     tu_mkdirs_for(p);
 }
 
+/* catalog_name's and catalog_label's results, which must be had. */
+static const char *name_of(const catalog *c, int64_t i)
+{
+    const char *name;
+    char why[256];
+    cr_assert_eq(catalog_name(c, i, &name, why, sizeof why), 0, "%s", why);
+    return name;
+}
+
+static int32_t label_of(const catalog *c, int64_t i)
+{
+    int32_t label;
+    char why[256];
+    cr_assert_eq(catalog_label(c, i, &label, why, sizeof why), 0, "%s", why);
+    return label;
+}
+
 /* Where catalog_locate says file sample i is, for openat(ds->dirfd, ...). */
 static const char *open_path(const catalog *ds, int64_t i)
 {
@@ -82,8 +100,8 @@ static void assert_paths(const catalog *ds, const char *root,
     for (int i = 0; i < ds->n && i < n; i++) {
         char p[4096];
         snprintf(p, sizeof p, "%s/%s", root, want[i]);
-        cr_assert_str_eq(catalog_name(ds, i), p, "position %d: got %s, want %s",
-                         i, catalog_name(ds, i), p);
+        cr_assert_str_eq(name_of(ds, i), p, "position %d: got %s, want %s",
+                         i, name_of(ds, i), p);
         cr_assert_eq(ds->labels[i], labels[i], "label of %s", want[i]);
     }
     cr_assert_eq(ds->n, n, "listed %lld files, want %d", (long long)ds->n, n);
@@ -469,7 +487,7 @@ Test(dataset, links_sharing_subdirectories_are_listed_once_not_per_path,
     cr_assert_eq(ds.n, LEVELS + 1, "listed %lld", (long long)ds.n);
     char want[128];
     snprintf(want, sizeof want, "%s/c/l00/f.jpg", root);
-    cr_assert_str_eq(catalog_name(&ds, 0), want);
+    cr_assert_str_eq(name_of(&ds, 0), want);
     cr_assert_lt(took, 5.0, "2^%d paths walked? %.1f s", LEVELS, took);
     catalog_close(&ds);
     tu_rm_rf(root);
@@ -539,7 +557,7 @@ Test(dataset, open_path_is_relative_to_an_absolute_root)
     catalog ds;
     cr_assert_eq(open_logged(&ds, root, &rec), 0, "%s", pl_last_error());
     cr_assert_eq(ds.n, 1);
-    cr_assert_str_eq(catalog_name(&ds, 0), p);
+    cr_assert_str_eq(name_of(&ds, 0), p);
     cr_assert_str_eq(open_path(&ds, 0), "c/d/file.jpg");
     snprintf(moved, sizeof moved, "%s-moved", root);
     cr_assert_eq(rename(root, moved), 0, "rename: %s", strerror(errno));
@@ -566,7 +584,7 @@ Test(dataset, open_path_is_relative_to_a_relative_root)
     catalog ds;
     cr_assert_eq(open_logged(&ds, "data/", &rec), 0, "%s", pl_last_error());
     cr_assert_eq(ds.n, 1);
-    cr_assert_str_eq(catalog_name(&ds, 0), "data/c/x.jpg");
+    cr_assert_str_eq(name_of(&ds, 0), "data/c/x.jpg");
     cr_assert_str_eq(open_path(&ds, 0), "c/x.jpg");
     cr_assert_eq(chdir("/"), 0);
     const int fd = openat(ds.dirfd, open_path(&ds, 0), O_RDONLY);
@@ -628,7 +646,7 @@ Test(dataset, list_file_lines_give_paths_relative_to_its_folder_and_labels)
             snprintf(want, sizeof want, "%s", rel[i]);
         else
             snprintf(want, sizeof want, "%s/%s", root, rel[i]);
-        cr_assert_str_eq(catalog_name(&ds, i), want, "line of %s", rel[i]);
+        cr_assert_str_eq(name_of(&ds, i), want, "line of %s", rel[i]);
         cr_assert_eq(ds.labels[i], labels[i], "label of %s", rel[i]);
     }
     /* Classes are "0" .. the largest label, even those no line uses. */
@@ -655,7 +673,7 @@ Test(dataset, list_file_without_a_folder_is_relative_to_the_working_directory)
     catalog ds;
     cr_assert_eq(open_logged(&ds, "l.txt", &rec), 0, "%s", pl_last_error());
     cr_assert_eq(ds.n, 1);
-    cr_assert_str_eq(catalog_name(&ds, 0), "x.jpg");
+    cr_assert_str_eq(name_of(&ds, 0), "x.jpg");
     cr_assert_str_eq(open_path(&ds, 0), "x.jpg");
     cr_assert_eq(ds.labels[0], 5);
     cr_assert_eq(ds.num_classes, 6);
@@ -778,6 +796,60 @@ Test(dataset, list_file_with_a_utf8_bom_keeps_its_first_entry)
     tu_rm_rf(root);
 }
 
+/* The list hash as loader/state.c computed it before catalog_walk: a
+ * sample at a time (rel: relative names, format 2; else full names and
+ * no size, format 1). */
+static uint64_t hash_one_at_a_time(const catalog *ds, int rel)
+{
+    uint64_t h = 0xcbf29ce484222325u;
+    char buf[CATALOG_NAME_MAX];
+    for (int64_t i = 0; i < catalog_size(ds); i++) {
+        const char *name = rel ? catalog_rel_name_into(ds, i, buf, sizeof buf)
+                               : catalog_name_into(ds, i, buf, sizeof buf);
+        unsigned char b[8];
+        h = fnv1a(h, name, strlen(name) + 1);
+        if (rel) {
+            le_put64(b, (uint64_t)catalog_stored_size(ds, i));
+            h = fnv1a(h, b, 8);
+        }
+        le_put64(b, (uint64_t)(uint32_t)label_of(ds, i));
+        h = fnv1a(h, b, 8);
+    }
+    return h;
+}
+
+/* catalog_walk's samples checked against the per-sample readers, and
+ * hashed as hash_one_at_a_time does. */
+typedef struct walked {
+    const catalog *cat;
+    int rel;
+    int64_t n;
+    uint64_t hash;
+} walked;
+
+static void check_walked(void *arg, const char *name, int64_t size,
+                         int32_t label)
+{
+    walked *w = arg;
+    char buf[CATALOG_NAME_MAX];
+    const int64_t i = w->n++;
+    if (i == 0)
+        w->hash = 0xcbf29ce484222325u;
+    cr_assert_str_eq(name, w->rel
+                               ? catalog_rel_name_into(w->cat, i, buf, sizeof buf)
+                               : catalog_name_into(w->cat, i, buf, sizeof buf));
+    cr_assert_eq(size, w->rel ? catalog_stored_size(w->cat, i) : size);
+    cr_assert_eq(label, label_of(w->cat, i));
+    unsigned char b[8];
+    w->hash = fnv1a(w->hash, name, strlen(name) + 1);
+    if (w->rel) {
+        le_put64(b, (uint64_t)size);
+        w->hash = fnv1a(w->hash, b, 8);
+    }
+    le_put64(b, (uint64_t)(uint32_t)label);
+    w->hash = fnv1a(w->hash, b, 8);
+}
+
 /* What a resume state fingerprints of each shard sample (loader/state.c):
  * a good one's name from its shard's name on and its member's stored
  * size; a bad-by-construction one's whole name and -1, as the heap
@@ -805,11 +877,11 @@ Test(dataset, shard_samples_fingerprint_as_before)
     cr_assert_str_eq(catalog_rel_name_into(&ds, 0, buf, sizeof buf),
                      "s.tar:d/k0.jpg");
     cr_assert_eq(catalog_stored_size(&ds, 0), 10);
-    cr_assert_eq(catalog_label(&ds, 0), 3);
+    cr_assert_eq(label_of(&ds, 0), 3);
     snprintf(want, sizeof want, "%s/s.tar:k1", root);
     cr_assert_str_eq(catalog_rel_name_into(&ds, 1, buf, sizeof buf), want);
     cr_assert_eq(catalog_stored_size(&ds, 1), -1);
-    cr_assert_eq(catalog_label(&ds, 1), 2);
+    cr_assert_eq(label_of(&ds, 1), 2);
     location loc;
     char why[256];
     cr_assert_eq(catalog_locate(&ds, 1, &loc, why, sizeof why), PL_ENOTIMAGE);
@@ -817,6 +889,16 @@ Test(dataset, shard_samples_fingerprint_as_before)
     cr_assert_eq(catalog_locate(&ds, 0, &loc, why, sizeof why), 0);
     cr_assert_eq(loc.size, 10);
     cr_assert_eq(loc.offset, 512); /* after its header */
+    /* catalog_walk, what create's fingerprint reads now (a table read
+     * once, not each key), gives the values read a sample at a time, in
+     * both name forms: the state's list hashes are unchanged. */
+    for (int rel = 0; rel < 2; rel++) {
+        walked w = {.cat = &ds, .rel = rel};
+        cr_assert_eq(catalog_walk(&ds, rel, check_walked, &w), 0, "%s",
+                     pl_last_error());
+        cr_assert_eq(w.n, 2);
+        cr_assert_eq(w.hash, hash_one_at_a_time(&ds, rel));
+    }
     catalog_close(&ds);
     tu_rm_rf(root);
 }

@@ -94,7 +94,7 @@ Test(shards_index, pinload_index_dir_keeps_indexes_out_of_the_data,
     tu_rm_rf(dir);
 }
 
-/* ---- the sidecar index, version 2, mapped ---- */
+/* ---- the sidecar index, version 2 ---- */
 
 static void le(uint8_t **p, uint64_t v, int n)
 {
@@ -257,7 +257,7 @@ Test(shards_index, without_a_writable_index_place_the_tables_live_in_memory,
     cr_assert_eq(pl_loader_create(&c, &l), 0, "%s", pl_last_error());
     pl_loader_destroy(l);
     cr_assert_not_null(strstr(n.text, "1 of 1 shard(s) have no index file "
-                                      "mapped"),
+                                      "to read"),
                        "%s", n.text);
     read_epoch(data, &b, 2);
     assert_same_epoch(&a, &b, "tables in memory");
@@ -366,9 +366,9 @@ static void make_forty_shards(const char *dir)
     tu_system(cmd);
 }
 
-/* Past the mapped-table limit (lowered to 16 by the test hook
+/* Past the mapping limit (lowered to 16 by the test hook
  * PINLOAD_MAPPED_MAX), 40 shards' tables come from one dataset table file
- * in PINLOAD_INDEX_DIR, mapped once: the same epoch as below the limit,
+ * in PINLOAD_INDEX_DIR, open once: the same epoch as below the limit,
  * in either order; the file is found and reused by the next create
  * (same inode and mtime); a shard changed since, or a byte of the file
  * flipped, makes it written anew, never trusted. */
@@ -392,10 +392,10 @@ Test(shards_index, past_the_mapping_limit_tables_come_from_one_file,
     kept_log n = {.mu = PTHREAD_MUTEX_INITIALIZER};
     create_logged(data, &n);
     cr_assert_not_null(strstr(n.text, "40 tar shards (over 16): their tables "
-                                      "are mapped from one file"),
+                                      "are read from one file"),
                        "%s", n.text);
     cr_assert_not_null(strstr(n.text, "(written now)"), "%s", n.text);
-    cr_assert_null(strstr(n.text, "no index file mapped"), "%s", n.text);
+    cr_assert_null(strstr(n.text, "no index file to read"), "%s", n.text);
     cr_assert_null(strstr(n.text, "warning: "), "every key has its cls: %s",
                    n.text);
     struct stat first, st;
