@@ -86,13 +86,8 @@ static int32_t json_label_at(const catalog *cat, const sample_table *tab,
         if (size > JSON_LABEL_MAX_BYTES ||
             grow(buf, cap, (size_t)size + 1, 1, 4096) < 0)
             return JSON_LABEL_UNREAD;
-        for (int64_t got = 0; got < size;) {
-            const ssize_t n =
-                pread(fd, *buf + got, (size_t)(size - got), (off_t)(off + got));
-            if (n <= 0 && !(n < 0 && errno == EINTR))
-                return JSON_LABEL_UNREAD;
-            got += n > 0 ? n : 0;
-        }
+        if (file_pread_full(fd, *buf, (size_t)size, (off_t)off) != size)
+            return JSON_LABEL_UNREAD;
         return json_label_of(*buf, (size_t)size, cat->label_field, MAX_CLASSES);
     }
     return JSON_LABEL_NO_MEMBER;

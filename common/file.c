@@ -40,8 +40,7 @@ FILE *file_open_regular(const char *path, const char **why)
     return f;
 }
 
-/* Descriptors this process has open now, or 0 if it cannot tell. */
-static long open_fds(void)
+long file_open_fds(void)
 {
     DIR *d = opendir("/proc/self/fd");
     if (!d)
@@ -58,7 +57,7 @@ long file_fds_room(long want, long margin)
     struct rlimit rl;
     if (want <= 0 || getrlimit(RLIMIT_NOFILE, &rl) != 0)
         return want > 0 ? want : 0;
-    const rlim_t used = (rlim_t)open_fds() + (rlim_t)margin,
+    const rlim_t used = (rlim_t)file_open_fds() + (rlim_t)margin,
                  need = used + (rlim_t)want;
     if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
         const rlim_t was = rl.rlim_cur;
@@ -71,4 +70,20 @@ long file_fds_room(long want, long margin)
     if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
         return want;
     return rl.rlim_cur > used ? (long)(rl.rlim_cur - used) : 0;
+}
+
+ssize_t file_pread_full(int fd, void *buf, size_t n, off_t off)
+{
+    size_t got = 0;
+    while (got < n) {
+        const ssize_t r = pread(fd, (char *)buf + got, n - got, off + (off_t)got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            break;
+        got += (size_t)r;
+    }
+    return (ssize_t)got;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/file.h"
 #include "../common/bytes.h"
 #include "../common/error.h"
 #include "sample_table.h"
@@ -75,16 +76,7 @@ static int file_bytes(const char *idx, int *fd_out, unsigned char **p,
         !(*p = sample_table_bytes((size_t)is.st_size)))
         goto done;
     *len = (size_t)is.st_size;
-    size_t got = 0;
-    while (got < *len) {
-        const ssize_t r = pread(fd, *p + got, *len - got, (off_t)got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
-    if (got == *len)
+    if (file_pread_full(fd, *p, *len, 0) == (ssize_t)*len)
         rc = 0;
     else
         sample_table_bytes_free(*p, *len);

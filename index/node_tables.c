@@ -10,6 +10,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include "../common/file.h"
 #include "../common/bytes.h"
 
 #include "idx_file.h"
@@ -80,15 +81,7 @@ static int entry_fits(const unsigned char *d, const node_tables_entry *e,
 
 static int read_at(int fd, unsigned char *p, size_t n, uint64_t at)
 {
-    for (size_t done = 0; done < n;) {
-        const ssize_t k = pread(fd, p + done, n - done, (off_t)(at + done));
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return -1;
-        done += (size_t)k;
-    }
-    return 0;
+    return file_pread_full(fd, p, n, (off_t)at) == (ssize_t)n ? 0 : -1;
 }
 
 /* The header and directory of the file open as fd, `size` bytes, for

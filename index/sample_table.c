@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "../common/file.h"
 #include "../codecs/codec.h"
 #include "../common/bytes.h"
 #include "../common/error.h"
@@ -372,16 +373,8 @@ static int table_read(const sample_table *tab, uint64_t off, void *dst,
         memcpy(dst, tab->base + off, n);
         return 0;
     }
-    for (size_t done = 0; done < n;) {
-        const ssize_t r = pread(tab->fd, (char *)dst + done, n - done,
-                                (off_t)(tab->at + off + done));
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return r < 0 ? -1 : 1;
-        done += (size_t)r;
-    }
-    return 0;
+    const ssize_t r = file_pread_full(tab->fd, dst, n, (off_t)(tab->at + off));
+    return r == (ssize_t)n ? 0 : r < 0 ? -1 : 1;
 }
 
 /* The code and reason of a table that no longer reads (what: the part of

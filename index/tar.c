@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/file.h"
 #include "../common/grow.h"
 #include "../common/error.h"
 
@@ -45,20 +46,8 @@ void tar_index_free(tar_index *t)
  * read), -1 with errno, or -2 for a short read (the file ends inside). */
 static int read_at(int fd, void *buf, size_t n, int64_t off)
 {
-    size_t got = 0;
-    while (got < n) {
-        const ssize_t r =
-            pread(fd, (char *)buf + got, n - got, (off_t)off + (off_t)got);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        if (r == 0)
-            return got ? -2 : 0;
-        got += (size_t)r;
-    }
-    return 1;
+    const ssize_t got = file_pread_full(fd, buf, n, (off_t)off);
+    return got < 0 ? -1 : (size_t)got == n ? 1 : got ? -2 : 0;
 }
 
 /* An octal field (spaces and NULs around it), or GNU's base-256 form

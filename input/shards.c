@@ -244,19 +244,6 @@ static void *scan_main(void *arg)
     return NULL;
 }
 
-/* Descriptors this process has open now, or 0 if it cannot tell. */
-static long open_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    if (!d)
-        return 0;
-    long k = 0;
-    for (const struct dirent *e; (e = readdir(d));)
-        k += e->d_name[0] != '.';
-    closedir(d);
-    return k - 1; /* the listing's own */
-}
-
 /* Every shard stays open for the loader's life (workers pread members from
  * it), so n shards need n descriptors beside those open now and a margin,
  * and `tables` more for their index files (each file-backed table keeps
@@ -272,7 +259,7 @@ static int reserve_fds(int n, int tables, logger *lg, int *tables_ok)
     *tables_ok = 1;
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
         return 0;
-    rlim_t need = (rlim_t)open_fds() + (rlim_t)n + (rlim_t)tables + FD_MARGIN;
+    rlim_t need = (rlim_t)file_open_fds() + (rlim_t)n + (rlim_t)tables + FD_MARGIN;
     if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
         return 0;
     if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need) {

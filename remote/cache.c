@@ -22,6 +22,7 @@
 #include "../common/bytes.h"
 #include "../common/clock.h"
 #include "../common/error.h"
+#include "../common/file.h"
 #include "../common/grow.h"
 #include "../index/idx_file.h"
 #include "cache_dir.h"
@@ -914,18 +915,11 @@ int cache_read(cache_shard *sh, int fetch, int64_t off, int64_t size, void *dst,
     }
     if (rc != 0)
         return rc;
-    int64_t got = 0;
-    while (got < size && rc == 0) {
-        const ssize_t n =
-            pread(fd, (uint8_t *)dst + got, (size_t)(size - got), off + got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            snprintf(reason, cap, "%s: the cached copy %s %s", sh->name,
-                     sh->path, n < 0 ? strerror(errno) : "ends early");
-            rc = PL_EIO;
-        }
-        got += n;
+    const ssize_t got = file_pread_full(fd, dst, (size_t)size, (off_t)off);
+    if (got != size) {
+        snprintf(reason, cap, "%s: the cached copy %s %s", sh->name, sh->path,
+                 got < 0 ? strerror(errno) : "ends early");
+        rc = PL_EIO;
     }
     shard_done(sh);
     if (rc == 0 && sh->cache->streaming)

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/file.h"
 #include "../common/grow.h"
 #include "pinload.h"
 
@@ -174,24 +175,16 @@ int fileio_read_at(int fd, int64_t offset, int64_t size, int64_t max_bytes,
         snprintf(reason, cap, "out of memory for %lld bytes", (long long)size);
         return PL_ENOMEM;
     }
-    size_t got = 0;
-    while ((int64_t)got < size) {
-        const ssize_t n = pread(fd, b->data + got, (size_t)size - got,
-                                (off_t)(offset + (int64_t)got));
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return io_error(errno, "pread", reason, cap);
-        }
-        if (n == 0) {
-            snprintf(reason, cap,
-                     "the shard ends at byte %lld, inside this member "
-                     "(bytes %lld to %lld): truncated since it was indexed",
-                     (long long)(offset + (int64_t)got), (long long)offset,
-                     (long long)(offset + size));
-            return PL_EIO;
-        }
-        got += (size_t)n;
+    const ssize_t got = file_pread_full(fd, b->data, (size_t)size, (off_t)offset);
+    if (got < 0)
+        return io_error(errno, "pread", reason, cap);
+    if (got < size) {
+        snprintf(reason, cap,
+                 "the shard ends at byte %lld, inside this member "
+                 "(bytes %lld to %lld): truncated since it was indexed",
+                 (long long)(offset + got), (long long)offset,
+                 (long long)(offset + size));
+        return PL_EIO;
     }
     b->len = got;
     return 0;
