@@ -10,10 +10,12 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "pinload.h"
 #include "testloader.h"
+#include "testshards.h"
 #include "testutil.h"
 
 /* Every shard stays open, so a set of more shards than the soft limit on
@@ -256,6 +258,41 @@ Test(shards, shards_beside_a_sub_folder_are_refused_naming_both_readings,
     cr_assert_eq(pl_loader_create(&c, &l), 0, "%s", pl_last_error());
     pl_loader_info(l, &info);
     cr_assert_eq(info.dataset_size, 3);
+    pl_loader_destroy(l);
+    tu_rm_rf(dir);
+}
+
+/* A shard cut short after create (a copy still running, a full disk):
+ * the member past its end is an error that says where the shard ends and
+ * which bytes the member needed, never bytes of another read. */
+Test(shards, a_shard_truncated_after_create_names_where_it_ends,
+     .timeout = TIMEOUT)
+{
+    char dir[64], data[128];
+    tu_tmpdir(dir);
+    tar_of_jpegs(dir, 6, 40, 0, data);
+    pl_config c;
+    base_cfg(&c, data);
+    pl_loader *l = create(&c);
+    struct stat st;
+    cr_assert_eq(stat(data, &st), 0);
+    const off_t half = st.st_size / 2;
+    cr_assert_eq(truncate(data, half), 0);
+    const int64_t last = info_of(l).dataset_size - 1;
+    size_t len = 0;
+    static uint8_t buf[1 << 16];
+    cr_assert_eq(pl_loader_read_sample(l, last, buf, sizeof buf, &len), PL_EIO,
+                 "%s", pl_last_error());
+    char want[96];
+    snprintf(want, sizeof want, "the shard ends at byte %lld, inside this member",
+             (long long)half);
+    cr_assert(strstr(pl_last_error(), want), "%s", pl_last_error());
+    cr_assert(strstr(pl_last_error(), "truncated since it was indexed"), "%s",
+              pl_last_error());
+    /* The first member lies before the cut: still read whole. */
+    cr_assert_eq(pl_loader_read_sample(l, 0, buf, sizeof buf, &len), 0, "%s",
+                 pl_last_error());
+    cr_assert_gt(len, 0);
     pl_loader_destroy(l);
     tu_rm_rf(dir);
 }
