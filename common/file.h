@@ -1,7 +1,9 @@
-/* Opening a file the user named (a list file, an index) the one safe way:
- * without blocking, so that a FIFO, a device or a socket given in its place
- * is refused at once instead of waited on for ever, and only when it is a
- * regular file. */
+/* Files, the few ways every room reads them: opening one the user named
+ * (a list file, an index) the one safe way, without blocking, so that a
+ * FIFO, a device or a socket given in its place is refused at once
+ * instead of waited on for ever, and only when it is a regular file;
+ * reading n bytes at an offset whole; the descriptors a process may
+ * still open. */
 #ifndef PINLOAD_FILE_H
 #define PINLOAD_FILE_H
 
