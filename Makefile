@@ -789,6 +789,9 @@ valgrind: $(STRESS) | $(BUILD)/.deps-test
 # and contexts phases on the simulated runtime, every step succeeding and every
 # figure present (CUDA=sim builds; make test runs it).
 GS_DIR := $(BUILD)/gpu-session-test
+# The decode phase's lines (in a variable: a comma inside $(if) would end
+# its argument).
+GS_DECODE_KEYS := 'decode-generated-u8, 2 workers: cpu' 'auto:gpu'
 test-gpu-session: $(TOOLS) $(SAMPLES) $(EXAMPLES) $(NVJPEGSIM)
 	@rm -rf $(GS_DIR)
 	@$(NO_LAUNCHER) GPU_SESSION_SIM=1 GPU_SESSION_BUILD=$(BUILD) \
@@ -804,7 +807,7 @@ test-gpu-session: $(TOOLS) $(SAMPLES) $(EXAMPLES) $(NVJPEGSIM)
 	for k in 'h2d-u8:' 'h2d-f32:' 'pin on ' 'pin off ' 'pin managed ' \
 	    'overlap-1x: pin on' 'overlap-2x: pin off' 'sweep-generated-pin ' \
 	    'sweep-generated-eval-f32-gpunorm-off' \
-	    $(if $(NVJPEGSIM),'decode-generated-u8, 2 workers: cpu' 'auto:gpu'); do \
+	    $(if $(NVJPEGSIM),$(GS_DECODE_KEYS)); do \
 	    grep -q "$$k" $$s/figures.txt || { cat $$s/figures.txt; \
 	    echo "test-gpu-session: no '$$k' in figures.txt"; exit 1; }; done; \
 	tar -tzf $$s/gpu-results.tar.gz | grep -q logs/train-c.log || { \
