@@ -737,13 +737,14 @@ FUZZ_TAR_SECONDS ?= 30
 # its finds go to tests/fuzz/regressions-shards, replayed by
 # test_fuzz_loader.
 FUZZ_SHARDS_SECONDS ?= 30
+# The tar reader and the little of common/ it calls.
+FUZZ_TAR_SRC := index/tar.c common/grow.c common/error.c common/file.c
 $(FUZZ_DIR)/fuzz_tar: tests/fuzz/fuzz_tar.c tests/fuzz/tar_harness.h \
-                      index/tar.c index/tar.h common/grow.c common/error.c \
-                      | $(BUILD)/.deps-fuzz
+                      $(FUZZ_TAR_SRC) index/tar.h | $(BUILD)/.deps-fuzz
 	@mkdir -p $(@D)
 	clang -g -O1 -fsanitize=fuzzer,address,undefined \
 	    -fno-sanitize-recover=all -D_GNU_SOURCE -Iinclude -o $@ \
-	    tests/fuzz/fuzz_tar.c index/tar.c common/grow.c common/error.c
+	    tests/fuzz/fuzz_tar.c $(FUZZ_TAR_SRC)
 fuzz: $(FUZZ_DIR)/fuzz_decode $(FUZZ_DIR)/fuzz_loader $(FUZZ_DIR)/fuzz_tar
 	@mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/seeds $(FUZZ_DIR)/corpus-loader
 	@n=0; if [ -d ../shared/data ]; then \
