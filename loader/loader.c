@@ -28,9 +28,9 @@
 #include "../common/machine.h"
 #include "output.h"
 #include "pinned.h"
-#include "resume.h"
+#include "../order/resume.h"
 #include "ring.h"
-#include "sampler.h"
+#include "../order/sampler.h"
 #include "state.h"
 
 struct pl_loader {
