@@ -227,14 +227,20 @@ ifneq ($(HAVE_NVJPEG),)
 DEVICE_SRC  += device/nvjpeg.c
 endif
 endif
+# The sample order (order/README.md): the epoch's permutation, the claim
+# schedule.
+ORDER_SRC   := order/sampler.c order/schedule.c
+# A batch's way from the host ring to the caller (delivery/README.md): the
+# ring, the copy engine, the device buffers and their hand-off, the output
+# plan, the GPU decoder's wiring, the record of bad files.
+DELIVERY_SRC := delivery/ring.c delivery/failures.c delivery/copier.c \
+                delivery/dev_buffers.c delivery/output.c delivery/decode_gpu.c
 LOADER_SRC  := loader/config.c loader/launcher.c loader/cpus.c \
-               loader/sampler.c loader/schedule.c loader/ring.c \
-               loader/failures.c loader/copier.c loader/dev_buffers.c loader/autotune.c \
-               loader/output.c loader/state.c loader/loader.c loader/image.c \
-               loader/pinned.c loader/transform.c loader/decode_gpu.c
+               loader/autotune.c loader/state.c loader/loader.c \
+               loader/image.c loader/pinned.c loader/transform.c
 LIB_SRC  := $(COMMON_SRC) $(CODECS_SRC) $(INDEX_SRC) $(CATALOG_SRC) \
             $(REMOTE_SRC) $(WORKERS_SRC) $(INPUT_SRC) $(DEVICE_SRC) \
-            $(LOADER_SRC)
+            $(ORDER_SRC) $(DELIVERY_SRC) $(LOADER_SRC)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # With nvcc, the library carries the GPU normalisation kernel and the GPU
 # decoder's resize kernels.
@@ -255,7 +261,8 @@ EXAMPLES := $(BUILD)/examples/train_classifier $(BUILD)/examples/data_parallel
 TEST_DIRS := tests/unit/common tests/unit/codecs tests/unit/index \
              tests/unit/workers \
              tests/unit/remote tests/unit/input tests/unit/device \
-             tests/unit/loader tests/api tests/tools tests/system
+             tests/unit/order tests/unit/delivery tests/unit/loader \
+             tests/api tests/tools tests/system
 vpath test_%.c $(TEST_DIRS)
 ALL_TEST_SRC := $(foreach d,$(TEST_DIRS),$(wildcard $(d)/test_*.c))
 test_bin = $(addprefix $(BUILD)/tests/,$(sort $(basename $(notdir $(1)))))
@@ -279,7 +286,7 @@ STRESS   := $(BUILD)/tests/stress
 # addresses, which ThreadSanitizer's memory layout reserves, and under
 # AddressSanitizer its parallel runner leaks 48 bytes of its own.
 # -Itests: the suites include the shared headers (testutil.h...) and the
-# library's internals ("../loader/ring.h") as if they stood in tests/.
+# library's internals ("../delivery/ring.h") as if they stood in tests/.
 TEST_INC  := -Itests/runner -Itests
 TEST_LINK :=
 
@@ -299,14 +306,21 @@ DEPS_MODE ?= check
         docs test-docs FORCE
 all: lib tools samples examples
 # A build made before the suites moved has their old paths in its .d
-# files (tests/test_x.c; tests/loader/, and tests/unit/input/test_remote*.c
-# before remote/ was a room): they need no rule. vpath takes a path it
+# files (tests/test_x.c; tests/loader/, tests/unit/input/test_remote*.c
+# before remote/ was a room, tests/unit/loader/test_sampler*.c before
+# order/ was one, test_ring*.c and test_failures.c before delivery/):
+# they need no rule. vpath takes a path it
 # has a rule for as found, in TEST_DIRS' order: a folder suites moved to
 # comes before the one they left.
 tests/test_%.c: ;
 tests/loader/test_%.c: ;
 tests/unit/input/test_remote.c: ;
 tests/unit/input/test_remote_%.c: ;
+tests/unit/loader/test_sampler.c: ;
+tests/unit/loader/test_sampler_%.c: ;
+tests/unit/loader/test_ring.c: ;
+tests/unit/loader/test_ring_%.c: ;
+tests/unit/loader/test_failures.c: ;
 tests/stress.c: ;
 
 # The CMake package's files (find_package(pinload); made below).
@@ -722,7 +736,7 @@ FUZZ_LOADER_SECONDS ?= $(FUZZ_SECONDS)
 FUZZ_LOADER_SRC := $(COMMON_SRC) $(CODECS_SRC) $(INDEX_SRC) $(CATALOG_SRC) \
                    $(REMOTE_SRC) $(WORKERS_SRC) $(INPUT_SRC) \
                    $(filter-out device/backend_cuda.c device/nvjpeg.c,$(DEVICE_SRC)) \
-                   $(LOADER_SRC)
+                   $(ORDER_SRC) $(DELIVERY_SRC) $(LOADER_SRC)
 $(FUZZ_DIR)/fuzz_loader: tests/fuzz/fuzz_loader.c tests/fuzz/loader_harness.h \
                          tests/jpegwrite.h $(FUZZ_LOADER_SRC) \
                          | $(BUILD)/.deps-fuzz
@@ -925,7 +939,8 @@ format:
 	clang-format -i include/*.h include/pinload/*.h common/*.[ch] loader/*.[ch] \
 	    workers/*.[ch] workers/ops/*.[ch] index/*.[ch] catalog/*.[ch] \
 	    remote/*.[ch] input/*.[ch] device/*.[ch] device/*.cu tools/*.[ch] \
-	    tools/*.cu samples/*.c examples/*/*.[ch] examples/*/*.cu \
+	    order/*.[ch] delivery/*.[ch] tools/*.cu samples/*.c \
+	    examples/*/*.[ch] examples/*/*.cu \
 	    tests/*.h tests/*/*.[ch] tests/unit/*/*.c tests/gpu/*.cu \
 	    tools/compare/*.c
 

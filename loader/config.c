@@ -16,7 +16,7 @@
 #include "abi.h"
 #include "cpus.h"
 #include "launcher.h"
-#include "sampler.h"
+#include "../order/sampler.h"
 
 static void config_default(pl_config *cfg)
 {

@@ -6,7 +6,7 @@
 #include "../common/bytes.h"
 #include "../common/defaults.h"
 #include "../common/error.h"
-#include "sampler.h"
+#include "../order/sampler.h"
 
 #define STATE_MAGIC "PLST"
 /* 2: the list hash of relative names (1: of full paths; still read). */

@@ -1,4 +1,4 @@
-/* The ring suites' fixture (tests/unit/loader/test_ring*.c): a ring on the
+/* The ring suites' fixture (tests/unit/delivery/test_ring*.c): a ring on the
  * host backend with pageable memory, opened for a schedule with or without
  * the top-up of PL_ON_ERROR_SKIP, and the threads that claim, fill, release
  * and wait on its slots. */
@@ -11,7 +11,7 @@
 
 #include "../common/log.h"
 #include "../device/backend.h"
-#include "../loader/ring.h"
+#include "../delivery/ring.h"
 #include "testutil.h"
 
 typedef struct fixture {

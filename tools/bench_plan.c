@@ -98,7 +98,7 @@ static const plan_const plan_k[K_COUNT] = {
                           "samples in 1,000 shards against 500k in 1,000: "
                           "+0 KiB (noise about 100 KiB: under 0.1 B)"},
     [K_SAMPLER_SHARD] = {"shards_order_bytes_per_shard", 44, "B",
-                         "derived: loader/sampler.c, first 8 + TABLES 3 x "
+                         "derived: order/sampler.c, first 8 + TABLES 3 x "
                          "(perm 4 + start 8); measured within the noise "
                          "(about 30 B a shard)"},
     [K_SCAN_WINDOW] = {"scan_window_shards", 64, "shards",

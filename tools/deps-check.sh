@@ -15,6 +15,13 @@
 #             common/ only (ops see pixels, never a decoder, a file or
 #             the pool), so each op runs on an image alone
 #   input/    includes remote/, catalog/, index/, codecs/ and common/
+#   order/    the sample order (the epoch's permutation, the claim
+#             schedule): includes common/ only
+#   delivery/ a batch's way from the host ring to the caller (the ring,
+#             the copy engine, the device buffers and their hand-off, the
+#             output plan, the GPU decoder's wiring, the record of bad
+#             files): includes order/, catalog/, workers/, device/ and
+#             common/ (never input/ nor loader/)
 #   loader/   includes all of the above; nothing includes it
 #   tools/, samples/, examples/, python/src/
 #             the public header and their own folder only
@@ -48,7 +55,9 @@ allowed() {
     workers) echo "workers/ops codecs common" ;;
     workers/ops) echo "common" ;;
     input) echo "remote catalog index codecs common" ;;
-    loader) echo "input remote catalog index workers workers/ops codecs device common" ;;
+    order) echo "common" ;;
+    delivery) echo "order catalog workers device common" ;;
+    loader) echo "delivery input remote catalog index workers workers/ops order codecs device common" ;;
     *) echo "" ;;
     esac
 }
@@ -74,7 +83,7 @@ module_of() {
 }
 
 files=$(find include common index device codecs catalog remote workers \
-    input loader tools samples examples python/src -type f \( -name '*.c' -o -name '*.h' -o \
+    input order delivery loader tools samples examples python/src -type f \( -name '*.c' -o -name '*.h' -o \
     -name '*.cu' -o -name '*.cc' -o -name '*.cpp' \) 2>/dev/null | sort)
 
 bad=0

@@ -54,7 +54,7 @@ sdist() {
     cp "$root/python/setup.py" "$root/python/pyproject.toml" \
         "$root/python/README.md" "$root/LICENSE" "$stage/"
     for d in include common codecs index catalog remote workers input device \
-        loader cmake; do
+        order delivery loader cmake; do
         cp -R "$root/$d" "$stage/csrc/"
     done
     cp "$root/Makefile" "$root/LICENSE" "$stage/csrc/"

@@ -19,7 +19,7 @@
 
 #include "../device/backend.h"
 #include "../workers/fileio.h"
-#include "schedule.h"
+#include "../order/schedule.h"
 
 typedef enum slot_state {
     SLOT_FREE,

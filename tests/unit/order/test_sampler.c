@@ -2,7 +2,7 @@
  * as PyTorch's DistributedSampler. */
 #include <math.h>
 
-#include "../loader/sampler.h"
+#include "../order/sampler.h"
 #include "pinload.h"
 #include "testutil.h"
 

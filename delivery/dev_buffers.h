@@ -37,7 +37,7 @@
 #include "../device/backend.h"
 #include "../workers/fileio.h"
 #include "output.h"
-#include "resume.h"
+#include "../order/resume.h"
 
 typedef enum dbuf_state {
     DBUF_FREE,

@@ -20,7 +20,7 @@
 #include "dev_buffers.h"
 #include "failures.h"
 #include "output.h"
-#include "resume.h"
+#include "../order/resume.h"
 #include "ring.h"
 
 typedef struct copier_config {

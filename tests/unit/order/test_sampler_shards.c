@@ -1,4 +1,4 @@
-/* PL_ORDER_SHARDS' order (loader/sampler.h): checked against a reference
+/* PL_ORDER_SHARDS' order (order/sampler.h): checked against a reference
  * written here from the header's definition (the shards' stream built as
  * an array, the windows permuted one by one), and for what the order
  * promises: equal counts per rank, whole shards in sequence, samples kept
@@ -7,7 +7,7 @@
 #include <pthread.h>
 
 #include "../common/philox.h"
-#include "../loader/sampler.h"
+#include "../order/sampler.h"
 #include "pinload.h"
 #include "testutil.h"
 

@@ -1,7 +1,7 @@
 /* The record of bad files: one record per file, in the order first met,
  * counted per kind; a file first decoded with warnings and later found bad
  * (another crop reached its damage) is recorded as bad. */
-#include "../loader/failures.h"
+#include "../delivery/failures.h"
 #include "testutil.h"
 
 static failure get(failures *f, size_t i)

@@ -5,7 +5,7 @@
 #include <stdatomic.h>
 #include <time.h>
 
-#include "../loader/ring.h"
+#include "../delivery/ring.h"
 #include "testring.h"
 #include "testutil.h"
 
