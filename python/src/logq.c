@@ -42,8 +42,22 @@ void logq_push(void *ctx, pl_log_level level, const char *msg)
     pthread_mutex_unlock(&q->mu);
 }
 
+/* cb raised: reported as unraisable, as a log call must not fail the
+ * call that drains it, except a KeyboardInterrupt: Ctrl-C landing while
+ * the callback ran (Python's logging, say) is the user's, so it is armed
+ * again, to be raised at the next check of the main thread, never lost. */
+static void callback_failed(PyObject *cb)
+{
+    if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) {
+        PyErr_Clear();
+        PyErr_SetInterrupt();
+        return;
+    }
+    PyErr_WriteUnraisable(cb);
+}
+
 /* Hand every queued message to cb(level, text); with the GIL, and with no
- * exception set (one raised by cb is reported as unraisable). */
+ * exception set (callback_failed: what one raised by cb becomes). */
 void logq_drain(logq *q, PyObject *cb)
 {
     if (!q)
@@ -66,7 +80,7 @@ void logq_drain(logq *q, PyObject *cb)
             if (r)
                 Py_DECREF(r);
             else
-                PyErr_WriteUnraisable(cb);
+                callback_failed(cb);
         }
         free(m);
         m = next;
@@ -79,7 +93,7 @@ void logq_drain(logq *q, PyObject *cb)
         if (r)
             Py_DECREF(r);
         else
-            PyErr_WriteUnraisable(cb);
+            callback_failed(cb);
     }
 }
 

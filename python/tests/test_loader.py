@@ -476,6 +476,37 @@ def test_keyboard_interrupt_during_iteration_leaves_no_thread(dataset):
     assert int(after) == int(base)
 
 
+LOG_INTERRUPT = textwrap.dedent("""
+    import sys
+    import pinload
+    calls = []
+    def log(level, msg):
+        calls.append(msg)
+        raise KeyboardInterrupt  # Ctrl-C landing inside the callback
+    try:
+        loader = pinload.Loader(sys.argv[1], batch_size=2, size=64,
+                                num_workers=1, device="host", log=log)
+        for b in loader:
+            pass
+        print("not interrupted", len(calls), flush=True)
+    except KeyboardInterrupt:
+        print("interrupted", len(calls), flush=True)
+""")
+
+
+def test_ctrl_c_inside_a_log_callback_is_not_lost(dataset):
+    """A KeyboardInterrupt raised while the log callback runs (Ctrl-C
+    landing in Python's logging as a notice is handed over) reaches the
+    caller, as any Ctrl-C does; reported as unraisable it was lost, and a
+    `while True: for b in loader` ran on (the hang of
+    test_keyboard_interrupt_during_iteration_leaves_no_thread, once in
+    hundreds of runs)."""
+    out = subprocess.run([sys.executable, "-c", LOG_INTERRUPT, dataset],
+                         stdout=subprocess.PIPE, universal_newlines=True,
+                         timeout=60).stdout
+    assert out.split() == ["interrupted", "1"], out
+
+
 INTERRUPTED_CREATE = textwrap.dedent("""
     import os, signal, sys, time
     import pinload
