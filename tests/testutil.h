@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -78,13 +79,6 @@ static inline const char *tu_build_dir(void)
 
 /* ---- files and trees ---- */
 
-/* A fresh directory under /tmp; path must hold 64 bytes. */
-static inline void tu_tmpdir(char *path)
-{
-    snprintf(path, 64, "/tmp/pinload-test-XXXXXX");
-    cr_assert_not_null(mkdtemp(path), "mkdtemp: %s", strerror(errno));
-}
-
 static inline int tu_rm_one_(const char *p, const struct stat *st, int flag,
                              struct FTW *ftw)
 {
@@ -97,6 +91,52 @@ static inline int tu_rm_one_(const char *p, const struct stat *st, int flag,
 static inline void tu_rm_rf(const char *path)
 {
     nftw(path, tu_rm_one_, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* The directories tu_tmpdir made in this process, removed when it exits
+ * (Criterion runs each test in a process of its own and exits it after a
+ * failed assertion too), so that a failing or skipped test leaves nothing
+ * in /tmp; a test's own tu_rm_rf before that is harmless. Only by the
+ * process that made them: a test's forked children exit without touching
+ * them. Anything mounted inside (a test's tmpfs) is detached first. */
+enum { TU_TMPDIRS_MAX = 32 };
+static char tu_tmpdirs_[TU_TMPDIRS_MAX][64];
+static int tu_ntmpdirs_;
+static pid_t tu_tmpdirs_pid_;
+
+static inline void tu_tmpdirs_remove_(void)
+{
+    if (getpid() != tu_tmpdirs_pid_)
+        return;
+    for (int i = 0; i < tu_ntmpdirs_; i++) {
+        const char *dir = tu_tmpdirs_[i];
+        const size_t n = strlen(dir);
+        FILE *m = fopen("/proc/self/mounts", "r");
+        char line[1024], at[512];
+        while (m && fgets(line, sizeof line, m))
+            if (sscanf(line, "%*s %511s", at) == 1 &&
+                strncmp(at, dir, n) == 0 && at[n] == '/')
+                umount2(at, MNT_DETACH);
+        if (m)
+            fclose(m);
+        tu_rm_rf(dir);
+    }
+    tu_ntmpdirs_ = 0;
+}
+
+/* A fresh directory under /tmp, removed with all it holds when the test's
+ * process exits; path must hold 64 bytes. */
+static inline void tu_tmpdir(char *path)
+{
+    snprintf(path, 64, "/tmp/pinload-test-XXXXXX");
+    cr_assert_not_null(mkdtemp(path), "mkdtemp: %s", strerror(errno));
+    if (tu_tmpdirs_pid_ != getpid()) {
+        tu_tmpdirs_pid_ = getpid();
+        tu_ntmpdirs_ = 0;
+        atexit(tu_tmpdirs_remove_);
+    }
+    if (tu_ntmpdirs_ < TU_TMPDIRS_MAX)
+        snprintf(tu_tmpdirs_[tu_ntmpdirs_++], 64, "%s", path);
 }
 
 /* mkdir -p for the directories of `path` (not its last component). */
