@@ -678,7 +678,8 @@ typedef struct pl_config {
      * hflip, vflip: fused into the decode, one resample at most, ending at
      * width x height), then the pixel ops (grayscale, color_jitter,
      * gaussian_blur, solarize, posterize, equalize, autocontrast, rotate,
-     * affine), then normalize (float formats only; without it they are
+     * affine, and the policies rand_augment, trivial_augment_wide and
+     * auto_augment), then normalize (float formats only; without it they are
      * normalised with mean and std), then random_erasing (erase: on the
      * normalised sample, as timm), each op drawing from its own random
      * stream, keyed by (seed, epoch, dataset index, its place). Parsed at

@@ -869,16 +869,18 @@ class Loader:
                     decode, one resample at most, ending at width x height),
                     then the pixel ops (grayscale, color_jitter,
                     gaussian_blur, solarize, posterize, equalize,
-                    autocontrast, rotate, affine), then normalize (float
-                    formats only; without it they are normalised with mean
-                    and std), then random_erasing (erase: on the normalised
-                    sample, as timm), each op drawing from its own random
-                    stream, keyed by (seed, epoch, dataset index, its
-                    place). Parsed at create: PL_EINVAL names the op and the
-                    parameter ("config.transform: rrc: scale=0.08:x: not a
-                    number"); pl_transform_check checks one without a
-                    loader. Default None: augment's preset (which a spec
-                    replaces). The library keeps no pointer after create.
+                    autocontrast, rotate, affine, and the policies
+                    rand_augment, trivial_augment_wide and auto_augment),
+                    then normalize (float formats only; without it they are
+                    normalised with mean and std), then random_erasing
+                    (erase: on the normalised sample, as timm), each op
+                    drawing from its own random stream, keyed by (seed,
+                    epoch, dataset index, its place). Parsed at create:
+                    PL_EINVAL names the op and the parameter
+                    ("config.transform: rrc: scale=0.08:x: not a number");
+                    pl_transform_check checks one without a loader. Default
+                    None: augment's preset (which a spec replaces). The
+                    library keeps no pointer after create.
     remote_create_timeout_ms  The most pl_loader_create spends on the remote
                     shards' transfers (their indexes, the shards without one
                     fetched whole, classes.txt), attempts, backoff and waits
@@ -1399,16 +1401,22 @@ def _transform_config(transform: Optional[str], size: Any, seed: int,
     return _config(".", kw)
 
 
-def _number(text: str) -> Union[int, float]:
+def _number(text: str) -> Union[int, float, str]:
+    """A drawn value as pl_transform_params writes it: a number, or a word
+    (a policy's transform: "op0=shear_x")."""
     try:
         return int(text)
     except ValueError:
+        pass
+    try:
         return float(text)
+    except ValueError:
+        return text
 
 
 def _plan(transform: Optional[str], size: Any, image_size: Tuple[int, int],
           epoch: int = 0, index: int = 0, seed: int = 0,
-          **options: Any) -> List[Tuple[str, Dict[str, Union[int, float]]]]:
+          **options: Any) -> List[Tuple[str, Dict[str, Union[int, float, str]]]]:
     """What `transform` (a spec, docs/transforms.md; None: `augment=`'s
     preset) draws for dataset index `index` of `epoch` on an image of
     image_size = (width, height): [(op, {parameter: value})], as
@@ -1419,7 +1427,7 @@ def _plan(transform: Optional[str], size: Any, image_size: Tuple[int, int],
     cfg = _transform_config(transform, size, seed, options)
     text = _pinload.transform_params(cfg, image_size[0], image_size[1],
                                      epoch, index)
-    out: List[Tuple[str, Dict[str, Union[int, float]]]] = []
+    out: List[Tuple[str, Dict[str, Union[int, float, str]]]] = []
     for part in text.split(";"):
         name, _, inner = part.partition("(")
         values = {}

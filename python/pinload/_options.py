@@ -222,9 +222,10 @@ class LoaderOptions(TypedDict, total=False):
     hflip, vflip: fused into the decode, one resample at most, ending at
     width x height), then the pixel ops (grayscale, color_jitter,
     gaussian_blur, solarize, posterize, equalize, autocontrast, rotate,
-    affine), then normalize (float formats only; without it they are
-    normalised with mean and std), then random_erasing (erase: on the
-    normalised sample, as timm), each op drawing from its own random
+    affine, and the policies rand_augment, trivial_augment_wide and
+    auto_augment), then normalize (float formats only; without it they
+    are normalised with mean and std), then random_erasing (erase: on
+    the normalised sample, as timm), each op drawing from its own random
     stream, keyed by (seed, epoch, dataset index, its place). Parsed at
     create: PL_EINVAL names the op and the parameter ("config.transform:
     rrc: scale=0.08:x: not a number"); pl_transform_check checks one

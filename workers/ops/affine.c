@@ -90,6 +90,18 @@ static void grid_make(grid *g, const double m[6], int w, int h)
     g->y_mid = (float)(h - 1) * 0.5f;
 }
 
+/* grid_sample's unnormalising with align_corners=False, (g + 1) * (size /
+ * 2) - 0.5, as its vectorised CPU kernel computes it: the multiply and the
+ * subtraction fused (one rounding: the product of the two floats is
+ * exact in a double, and so is its difference with 0.5 but where g + 1
+ * is within 2^-28 of 0, which is -0.5 either way). Unfused, a coordinate a
+ * float32 ulp above a half (0.50000006) comes out at 0.5 and rounds to
+ * the other pixel. */
+static inline float unnormalize(float g, float half)
+{
+    return (float)((double)(g + 1.0f) * (double)half - 0.5);
+}
+
 static uint8_t to_u8(float v)
 {
     v = nearbyintf(v); /* round_(): half to even */
@@ -108,8 +120,8 @@ static void row_nearest(const grid *g, const uint8_t *src, int w, int h, int y,
         const float xc = (float)x - g->x_mid;
         const float gx = (xc * g->r[0] + yx) + g->r[2];
         const float gy = (xc * g->r[3] + yy) + g->r[5];
-        const float fx = nearbyintf((gx + 1.0f) * g->half_w - 0.5f);
-        const float fy = nearbyintf((gy + 1.0f) * g->half_h - 0.5f);
+        const float fx = nearbyintf(unnormalize(gx, g->half_w));
+        const float fy = nearbyintf(unnormalize(gy, g->half_h));
         /* NaN and the far outside fail these before any conversion. */
         if (fx >= 0.0f && fx < (float)w && fy >= 0.0f && fy < (float)h) {
             const uint8_t *p = src + (size_t)fy * row + (size_t)fx * 3;
@@ -137,8 +149,8 @@ static void row_bilinear(const grid *g, const uint8_t *src, int w, int h, int y,
         const float xc = (float)x - g->x_mid;
         const float gx = (xc * g->r[0] + yx) + g->r[2];
         const float gy = (xc * g->r[3] + yy) + g->r[5];
-        const float ix = (gx + 1.0f) * g->half_w - 0.5f;
-        const float iy = (gy + 1.0f) * g->half_h - 0.5f;
+        const float ix = unnormalize(gx, g->half_w);
+        const float iy = unnormalize(gy, g->half_h);
         float v[3] = {0.0f, 0.0f, 0.0f}, mask = 0.0f;
         if (ix > -1.0f && ix < (float)w && iy > -1.0f && iy < (float)h) {
             const float xw = floorf(ix), yn = floorf(iy);
@@ -154,8 +166,11 @@ static void row_bilinear(const grid *g, const uint8_t *src, int w, int h, int y,
                     continue; /* PyTorch adds 0 * weight: the same */
                 const uint8_t *p =
                     src + (size_t)(y0 + dy) * row + (size_t)(x0 + dx) * 3;
+                /* grid_sample's vectorised sum: each product fused
+                 * into the running sum (a value times a float32 weight
+                 * and its sum with it are exact in a double). */
                 for (int c = 0; c < 3; c++)
-                    v[c] = v[c] + (float)p[c] * wt[k];
+                    v[c] = (float)((double)p[c] * wt[k] + (double)v[c]);
                 mask = mask + wt[k];
             }
         }

@@ -1,10 +1,10 @@
 /* The pixel ops as functions of explicit parameters, torchvision's
  * functional forms: what each op's row applies after its own draw,
  * callable by any op that chooses the parameters itself (a RandAugment or
- * TrivialAugment would apply them with the magnitudes it picks). Each is torchvision.transforms.v2.functional's function of
- * the same name on a uint8 tensor, computed as it computes it (its
- * float32 steps, one by one); docs/transforms.md states each one's
- * measured bound (0 levels, the blur's 1).
+ * TrivialAugment would apply them with the magnitudes it picks). Each is
+ * torchvision.transforms.v2.functional's function of the same name on a uint8
+ * tensor, computed as it computes it (its float32 steps, one by one);
+ * docs/transforms.md states each one's measured bound (0 levels, the blur's 1).
  *
  * Each works on img (op.h: uint8 RGB, in place) and reads nothing else;
  * only the blur needs memory (img->scratch, grown once and kept). Thread
@@ -18,16 +18,30 @@
 #include "op.h"
 
 /* F.adjust_brightness(img, factor): x * factor, clamped, truncated.
- * factor >= 0. */
-void fn_adjust_brightness(op_image *img, float factor);
+ * factor >= 0, as Python holds it: the multiply is float32's, as PyTorch
+ * makes it ((float)factor). */
+void fn_adjust_brightness(op_image *img, double factor);
 
 /* F.adjust_contrast(img, factor): blended with the mean of the image's
- * (floored) gray levels. factor >= 0. */
-void fn_adjust_contrast(op_image *img, float factor);
+ * (floored) gray levels. factor >= 0, as Python holds it: _blend
+ * multiplies by (float)factor and adds with alpha (float)(1 - factor),
+ * the subtraction Python's, in double (a float32 factor's callers pass it
+ * widened: the same thing). */
+void fn_adjust_contrast(op_image *img, double factor);
 
 /* F.adjust_saturation(img, factor): blended with each pixel's (floored)
- * gray level; 0 makes the image gray. factor >= 0. */
-void fn_adjust_saturation(op_image *img, float factor);
+ * gray level; 0 makes the image gray. factor >= 0, as contrast's. */
+void fn_adjust_saturation(op_image *img, double factor);
+
+/* F.adjust_sharpness(img, factor): blended with the image smoothed by
+ * [[1, 1, 1], [1, 5, 1], [1, 1, 1]] / 13 (rounded to whole levels), the
+ * border rows and columns kept; 0 smooths, 1 is the image, above 1
+ * sharpens. factor >= 0; an image of 2 pixels or fewer either way is left
+ * as it is. 0, or PL_ENOMEM (scratch; img unchanged). */
+int fn_adjust_sharpness(op_image *img, double factor);
+
+/* F.invert(img): 255 - x. */
+void fn_invert(op_image *img);
 
 /* F.adjust_hue(img, factor): the hue turned by factor of a full turn,
  * through HSV in float32. factor in [-0.5, 0.5]. */

@@ -65,7 +65,7 @@
 #include "pinload.h"
 
 #define OP_PARAMS_MAX 8 /* parameters of one kind */
-#define OP_DRAWN_MAX 64 /* bytes of one op's drawn parameters */
+#define OP_DRAWN_MAX 128 /* bytes of one op's drawn parameters */
 #define OP_AUX_MAX 8    /* numbers one op's setup derives */
 #define OP_NAME_MAX 32  /* an op's name as written */
 

@@ -22,6 +22,9 @@
     XX(autocontrast)                                                           \
     XX(rotate)                                                                 \
     XX(affine)                                                                 \
+    XX(rand_augment)                                                           \
+    XX(trivial_augment_wide)                                                   \
+    XX(auto_augment)                                                           \
     XX(normalize)                                                              \
     XX(random_erasing)
 

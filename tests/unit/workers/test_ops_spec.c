@@ -134,7 +134,8 @@ Test(ops_spec, each_error_names_the_op_as_written_and_the_parameter)
             "\"rotat\": no such op (random_resized_crop, resize, "
             "center_crop, hflip, vflip, grayscale, color_jitter, "
             "gaussian_blur, solarize, posterize, equalize, autocontrast, "
-            "rotate, affine, normalize, random_erasing)");
+            "rotate, affine, rand_augment, trivial_augment_wide, "
+            "auto_augment, normalize, random_erasing)");
     refused(";(", &u8_224, "\"(\": an op's name was expected");
     refused("", &u8_224, "no ops (leave it NULL for config.augment's preset)");
     refused("resize(224,max_size=200)", &u8_224,
