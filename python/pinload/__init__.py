@@ -1439,6 +1439,16 @@ def _plan(transform: Optional[str], size: Any, image_size: Tuple[int, int],
     return out
 
 
+def _canonical(transform: Optional[str], size: Any = 224,
+               **options: Any) -> str:
+    """`transform` (a spec; None: `augment=`'s preset) with every
+    parameter written out, as pl_transform_check writes it for a Loader
+    of these keywords: two specs are the same transform when these are
+    equal."""
+    return _pinload.transform_check(_transform_config(transform, size, 0,
+                                                      options))
+
+
 def _apply(transform: Optional[str], image: Any, size: Any, epoch: int = 0,
            index: int = 0, seed: int = 0, **options: Any) -> bytes:
     """The sample a Loader with `transform` (and these keywords) makes for

@@ -30,7 +30,7 @@ import pinload
 #: extra's value is a list, one entry per sample).
 TensorBatch = Union[Tuple[torch.Tensor, torch.Tensor], Dict[str, Any]]
 
-__all__ = ["Loader", "to_nchw"]
+__all__ = ["Loader", "spec_of", "to_nchw"]
 
 
 def to_nchw(images: torch.Tensor) -> torch.Tensor:
@@ -53,6 +53,31 @@ class _Tensors:
 
     def __next__(self) -> TensorBatch:
         return self._loader._tensors_of(next(self._batches))
+
+
+def _translated(transform: Any, kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    """transform= given as a torchvision.transforms.v2 pipeline: the spec
+    it translates to (pinload._v2.spec_of), and the format and size it
+    fixes where the caller did not pass them (ToDtype's dtype, else
+    uint8, as torchvision's output; the last crop's size). An explicit
+    format= or size= is kept: the spec is then checked against it."""
+    from pinload._v2 import spec_of
+    t = spec_of(transform)
+    out: Dict[str, Any] = {"transform": t.spec}
+    if kwargs.get("format") is None:
+        out["format"] = t.format or "u8"
+    if kwargs.get("size") is None and t.size is not None:
+        out["size"] = t.size
+    return out
+
+
+def spec_of(transform: Any) -> str:
+    """The pinload transform spec (docs/transforms.md) a
+    torchvision.transforms.v2 pipeline translates to, as
+    Loader(transform=pipeline) runs it; ValueError names a transform
+    pinload does not run and what to use instead."""
+    from pinload._v2 import spec_of as translate
+    return translate(transform).spec
 
 
 def _default_device() -> Any:
@@ -123,6 +148,9 @@ class Loader(pinload.Loader, torch.utils.data.IterableDataset):
         says: lists, one entry per sample)."""
         if device is None:
             device = _default_device()
+        transform = kwargs.get("transform")
+        if transform is not None and not isinstance(transform, str):
+            kwargs.update(_translated(transform, kwargs))
         if kwargs.get("rank") is None and kwargs.get("world_size") is None:
             ranks = _process_group_ranks()
             if ranks is not None:

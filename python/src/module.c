@@ -149,6 +149,35 @@ static PyObject *mod_transform_params(PyObject *m, PyObject *args)
     return out;
 }
 
+/* transform_check(config) -> str: the config's transform as
+ * pl_transform_check writes it, every parameter written out. */
+static PyObject *mod_transform_check(PyObject *m, PyObject *args)
+{
+    PyObject *dict, *keep = NULL;
+    if (!PyArg_ParseTuple(args, "O", &dict))
+        return NULL;
+    pl_config cfg;
+    if (transform_config(dict, &cfg, &keep) < 0) {
+        Py_XDECREF(keep);
+        return NULL;
+    }
+    enum { CAP = 16384 }; /* OPS_MAX ops of some 100 characters each */
+    char *text = malloc(CAP);
+    PyObject *out = NULL;
+    if (!text) {
+        PyErr_NoMemory();
+    } else {
+        const int rc = pl_transform_check(&cfg, text, CAP);
+        if (rc == 0)
+            out = PyUnicode_FromString(text);
+        else
+            raise_status(PyModule_GetState(m), rc, NULL);
+        free(text);
+    }
+    Py_DECREF(keep);
+    return out;
+}
+
 /* transform_image(config, rgb bytes, img_w, img_h, epoch, index) -> bytes:
  * the sample pl_transform_image makes from those pixels. */
 static PyObject *mod_transform_image(PyObject *m, PyObject *args)
@@ -199,6 +228,8 @@ static PyObject *mod_transform_image(PyObject *m, PyObject *args)
 static PyMethodDef module_methods[] = {
     {"transform_params", mod_transform_params, METH_VARARGS,
      "transform_params(config, img_w, img_h, epoch, index) -> str"},
+    {"transform_check", mod_transform_check, METH_VARARGS,
+     "transform_check(config) -> str"},
     {"transform_image", mod_transform_image, METH_VARARGS,
      "transform_image(config, rgb, img_w, img_h, epoch, index) -> bytes"},
     {"config_defaults", mod_config_defaults, METH_NOARGS,

@@ -90,28 +90,52 @@ static void grid_make(grid *g, const double m[6], int w, int h)
     g->y_mid = (float)(h - 1) * 0.5f;
 }
 
-/* grid_sample's unnormalising with align_corners=False, (g + 1) * (size /
- * 2) - 0.5, as its vectorised CPU kernel computes it: the multiply and the
- * subtraction fused (one rounding: the product of the two floats is
- * exact in a double, and so is its difference with 0.5 but where g + 1
- * is within 2^-28 of 0, which is -0.5 either way). Unfused, a coordinate a
- * float32 ulp above a half (0.50000006) comes out at 0.5 and rounds to
- * the other pixel. */
+/* grid_sample's vectorised CPU kernel fuses two steps (PyTorch's x86
+ * builds dispatch to its AVX2 or AVX-512 kernels, compiled with
+ * contraction on): the unnormalising, (g + 1) * (size / 2) - 0.5, and
+ * each weighted value added into the bilinear sum. pinload fuses the
+ * same steps with fmaf, exact whatever the CPU (libm's where it has no
+ * FMA instruction); the rows are compiled twice where the compiler can
+ * (target_clones: an FMA build picked at load time on CPUs that have
+ * one, where fmaf is one instruction). Unfused, a coordinate a float32
+ * ulp above a half (0.50000006) comes out at 0.5 and rounds to the other
+ * pixel. */
+#if defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define WARP_ROWS __attribute__((target_clones("fma", "default")))
+#endif
+#endif
+#ifndef WARP_ROWS
+#define WARP_ROWS
+#endif
+
 static inline float unnormalize(float g, float half)
 {
-    return (float)((double)(g + 1.0f) * (double)half - 0.5);
+    return fmaf(g + 1.0f, half, -0.5f);
+}
+
+/* nearbyintf (halves to even) without a call: adding and taking away
+ * 1.5 * 2^23 leaves a float of magnitude below 2^22 rounded to a whole
+ * number in the default rounding mode (the compiler folds neither step:
+ * ISO C, no -ffast-math). Larger values are whole already, or far outside
+ * every image. */
+static inline float round_even(float v)
+{
+    const float big = 12582912.0f;
+    return fabsf(v) < 4194304.0f ? (v + big) - big : v;
 }
 
 static uint8_t to_u8(float v)
 {
-    v = nearbyintf(v); /* round_(): half to even */
+    v = round_even(v); /* round_(): half to even */
     return v <= 0.0f ? 0 : v >= 255.0f ? 255 : (uint8_t)v;
 }
 
 /* One output row by nearest sampling: the source pixel at the rounded
  * coordinates, or `outside` (the fill, or zeros). */
-static void row_nearest(const grid *g, const uint8_t *src, int w, int h, int y,
-                        const uint8_t outside[3], uint8_t *out)
+WARP_ROWS static void row_nearest(const grid *g, const uint8_t *src, int w,
+                                  int h, int y, const uint8_t outside[3],
+                                  uint8_t *out)
 {
     const float yc = (float)y - g->y_mid;
     const float yx = yc * g->r[1], yy = yc * g->r[4];
@@ -120,8 +144,8 @@ static void row_nearest(const grid *g, const uint8_t *src, int w, int h, int y,
         const float xc = (float)x - g->x_mid;
         const float gx = (xc * g->r[0] + yx) + g->r[2];
         const float gy = (xc * g->r[3] + yy) + g->r[5];
-        const float fx = nearbyintf(unnormalize(gx, g->half_w));
-        const float fy = nearbyintf(unnormalize(gy, g->half_h));
+        const float fx = round_even(unnormalize(gx, g->half_w));
+        const float fy = round_even(unnormalize(gy, g->half_h));
         /* NaN and the far outside fail these before any conversion. */
         if (fx >= 0.0f && fx < (float)w && fy >= 0.0f && fy < (float)h) {
             const uint8_t *p = src + (size_t)fy * row + (size_t)fx * 3;
@@ -139,8 +163,9 @@ static void row_nearest(const grid *g, const uint8_t *src, int w, int h, int y,
 /* One output row by bilinear sampling: the four neighbours weighed as
  * grid_sample weighs them (zeros outside), summed in its order; with a
  * fill, blended by the weights that fell inside (torchvision's mask). */
-static void row_bilinear(const grid *g, const uint8_t *src, int w, int h, int y,
-                         const float *fill, uint8_t *out)
+WARP_ROWS static void row_bilinear(const grid *g, const uint8_t *src, int w,
+                                   int h, int y, const float *fill,
+                                   uint8_t *out)
 {
     const float yc = (float)y - g->y_mid;
     const float yx = yc * g->r[1], yy = yc * g->r[4];
@@ -153,25 +178,40 @@ static void row_bilinear(const grid *g, const uint8_t *src, int w, int h, int y,
         const float iy = unnormalize(gy, g->half_h);
         float v[3] = {0.0f, 0.0f, 0.0f}, mask = 0.0f;
         if (ix > -1.0f && ix < (float)w && iy > -1.0f && iy < (float)h) {
-            const float xw = floorf(ix), yn = floorf(iy);
-            const int x0 = (int)xw, y0 = (int)yn;
+            /* floor: ix and iy are above -1, so truncation, or -1. */
+            const int x0 = ix < 0.0f ? -1 : (int)ix;
+            const int y0 = iy < 0.0f ? -1 : (int)iy;
+            const float xw = (float)x0, yn = (float)y0;
             const float we = ix - xw, ea = 1.0f - we;
             const float no = iy - yn, so = 1.0f - no;
             const float wt[4] = {so * ea, so * we, no * ea, no * we};
-            const int in_x[2] = {x0 >= 0, x0 + 1 < w};
-            const int in_y[2] = {y0 >= 0, y0 + 1 < h};
-            for (int k = 0; k < 4; k++) {
-                const int dx = k & 1, dy = k >> 1;
-                if (!in_x[dx] || !in_y[dy])
-                    continue; /* PyTorch adds 0 * weight: the same */
-                const uint8_t *p =
-                    src + (size_t)(y0 + dy) * row + (size_t)(x0 + dx) * 3;
-                /* grid_sample's vectorised sum: each product fused
-                 * into the running sum (a value times a float32 weight
-                 * and its sum with it are exact in a double). */
-                for (int c = 0; c < 3; c++)
-                    v[c] = (float)((double)p[c] * wt[k] + (double)v[c]);
-                mask = mask + wt[k];
+            /* grid_sample's vectorised sum, in its order (north-west,
+             * north-east, south-west, south-east), each product fused
+             * into the running sum. A neighbour outside adds PyTorch's
+             * 0 * weight: nothing. */
+            if (x0 >= 0 && x0 + 1 < w && y0 >= 0 && y0 + 1 < h) {
+                const uint8_t *n = src + (size_t)y0 * row + (size_t)x0 * 3;
+                const uint8_t *s = n + row;
+                for (int c = 0; c < 3; c++) {
+                    float t = (float)n[c] * wt[0];
+                    t = fmaf((float)n[c + 3], wt[1], t);
+                    t = fmaf((float)s[c], wt[2], t);
+                    v[c] = fmaf((float)s[c + 3], wt[3], t);
+                }
+                mask = ((wt[0] + wt[1]) + wt[2]) + wt[3];
+            } else {
+                const int in_x[2] = {x0 >= 0, x0 + 1 < w};
+                const int in_y[2] = {y0 >= 0, y0 + 1 < h};
+                for (int k = 0; k < 4; k++) {
+                    const int dx = k & 1, dy = k >> 1;
+                    if (!in_x[dx] || !in_y[dy])
+                        continue;
+                    const uint8_t *p =
+                        src + (size_t)(y0 + dy) * row + (size_t)(x0 + dx) * 3;
+                    for (int c = 0; c < 3; c++)
+                        v[c] = fmaf((float)p[c], wt[k], v[c]);
+                    mask = mask + wt[k];
+                }
             }
         }
         for (int c = 0; c < 3; c++)
