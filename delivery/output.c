@@ -15,6 +15,8 @@ void output_plan_make(output_plan *o, const pl_config *c,
     augment_params_init(&o->aug, c->augment, ring, c->width, c->height, c->seed,
                         c->mean, c->std);
     o->aug.dct_scaling = c->dct_scaling;
+    o->aug.sample_fn = c->sample_fn;
+    o->aug.sample_ctx = c->sample_ctx;
     o->aug.channels_last = c->channels_last && c->format != PL_FORMAT_U8_NHWC;
     /* The GPU's table is the delivered format's, whatever the ring holds. */
     if (ops)

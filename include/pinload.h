@@ -430,6 +430,11 @@ PL_EXPORT const char *pl_device_name(pl_device device);
  * (control characters in file names appear as \n, \r, \t or \xHH). */
 typedef void (*pl_log_fn)(void *ctx, pl_log_level level, const char *msg);
 
+struct pl_image;
+/* config.sample_fn: see there. */
+typedef int (*pl_sample_fn)(void *ctx, struct pl_image *img, int64_t index,
+                            int64_t epoch, uint64_t key);
+
 /* Where a loader stands, to resume from after a restart: plain bytes,
  * little-endian, versioned and checksummed, to be stored as they are (in a
  * checkpoint beside the model). Thread safety: plain data, the caller's. */
@@ -703,6 +708,23 @@ typedef struct pl_config {
      * (see PL_DECODE_MAP), the others on the CPU; pl_info.decode says
      * which runs. */
     int32_t decode;
+    /* ---- A per-sample hook */
+    /* What the ops lack, in C: called by a worker thread for each sample
+     * after the pixel ops (config.transform's, or the preset's crop, resize
+     * and flip), before normalize and random_erasing, with the sample's
+     * uint8 RGB image at width x height (img->pixels packed rows, the
+     * loader's: change them in place, keep no pointer), its dataset index,
+     * the epoch and its random key: 64 bits of the sample's own random
+     * stream (seed, epoch, index), so that a hook drawing from it gives
+     * the same bytes for any worker count, prefetch or resume. Several
+     * workers call it at once: it must be thread-safe. It returns 0, or a
+     * negative PL_E* code (any other value is PL_EINVAL): the sample is
+     * then a bad file, handled as on_error says, its failure naming the
+     * file and "config.sample_fn returned ...". A JPEG a hook will see is
+     * decoded on the CPU. A saved state cannot tell one hook from
+     * another. Default NULL: none. */
+    pl_sample_fn sample_fn;
+    void *sample_ctx; /* handed to sample_fn */
 } pl_config;
 
 /* Fill *cfg with the defaults listed above. */

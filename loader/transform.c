@@ -43,6 +43,8 @@ static int settle(const char *fn, const pl_config *cfg, size_t size,
     augment_params_init(p, c.augment, c.format, c.width, c.height, c.seed,
                         c.mean, c.std);
     p->channels_last = c.channels_last && c.format != PL_FORMAT_U8_NHWC;
+    p->sample_fn = c.sample_fn;
+    p->sample_ctx = c.sample_ctx;
     if (ops)
         augment_params_set_ops(p, ops, c.format);
     free(ops);

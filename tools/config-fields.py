@@ -192,6 +192,9 @@ PYTHON = [
             "per loader as a `pinload.PinloadWarning` (below); or "
             "`callable(level, message)`"),
     Keyword(None, ["log_ctx"], None, None),  # the extension's own
+    # C's per-sample hook: no Python keyword (a Python callable per sample
+    # would hold the GIL in every worker; python/pinload/_v2.py says why).
+    Keyword(None, ["sample_fn", "sample_ctx"], None, None),
     Keyword("layout", ["channels_last"], "layout", "str",
             '"nchw" (float formats\' default) or "nhwc": float images '
             "interleaved, a channels_last tensor of NCHW shape in torch; u8 "

@@ -30,6 +30,9 @@ typedef struct augment_params {
     /* The ops every sample goes through: the preset's, or
      * config.transform's (augment_params_set_ops). */
     ops_pipeline ops;
+    /* config.sample_fn and its ctx: after the pixel ops; NULL: none. */
+    pl_sample_fn sample_fn;
+    void *sample_ctx;
 } augment_params;
 
 /* The preset `mode`'s pipeline, and the tables of mean and std. */

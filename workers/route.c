@@ -6,12 +6,14 @@
  * horizontal flip and the antialiased bilinear filter over a crop inside
  * the image and a window inside the resized one, and no pixel or tensor
  * op after the resize (config.transform's vflip, other filters, padded
- * crops, grayscale... stay on the workers, whose bytes they are). */
+ * crops, grayscale... stay on the workers, whose bytes they are), and no
+ * config.sample_fn (which sees the image on the host). */
 static int gpu_can_plan(const augment_params *p, const augment_plan *plan,
                         int width, int height)
 {
     return !plan->vflip && plan->interp == OP_INTERP_BILINEAR &&
            plan->antialias && p->ops.npixels == 0 && p->ops.ntensor == 0 &&
+           !p->sample_fn &&
            plan->src_x >= 0 && plan->src_y >= 0 &&
            plan->src_x + plan->src_w <= width &&
            plan->src_y + plan->src_h <= height && plan->out_x >= 0 &&

@@ -155,9 +155,33 @@ static int resize_rows(sample_ctx *c, const augment_params *p,
     return 0;
 }
 
-/* With pixel or tensor ops: the resized uint8 image whole (in the sample
- * itself for u8, else in c->img), the pixel ops on it, the float sample
- * written from it, then the tensor ops on that. */
+/* config.sample_fn on the out_w x out_h image at img (packed rows), with
+ * the sample's key from its own stream. 0, or the sample's failure: the
+ * hook's PL_E* code (PL_EINVAL for any other nonzero value) and its
+ * reason. */
+static int call_hook(const augment_params *p, uint8_t *img, int64_t epoch,
+                     int64_t index, char *reason)
+{
+    philox_stream s;
+    philox_stream_op(&s, p->seed, (uint64_t)epoch, (uint64_t)index,
+                     OPS_HOOK_STREAM);
+    const uint64_t lo = philox_next_u32(&s);
+    const uint64_t key = lo | (uint64_t)philox_next_u32(&s) << 32;
+    pl_image view = {p->out_w, p->out_h, img};
+    const int rc = p->sample_fn(p->sample_ctx, &view, index, epoch, key);
+    if (rc == 0)
+        return 0;
+    /* A status this version names (PL_EPOCH_END is no failure). */
+    const int code =
+        rc < 0 && strcmp(pl_err_name(rc), "PL_UNKNOWN") != 0 ? rc : PL_EINVAL;
+    snprintf(reason, SAMPLE_REASON_MAX, "config.sample_fn returned %d (%s)",
+             rc, code == rc ? pl_err_name(rc) : "not a PL_E* code");
+    return code;
+}
+
+/* With pixel or tensor ops (or a hook): the resized uint8 image whole (in
+ * the sample itself for u8, else in c->img), the pixel ops on it, the
+ * hook, the float sample written from it, then the tensor ops on that. */
 static int resize_ops(sample_ctx *c, const augment_params *p,
                       const augment_plan *plan, const uint8_t *rows,
                       size_t stride, int64_t epoch, int64_t index, void *dst,
@@ -180,6 +204,11 @@ static int resize_ops(sample_ctx *c, const augment_params *p,
     op_image im = {img, p->out_w, p->out_h, row_bytes, &c->scratch};
     if (ops_pixels(&p->ops, p->seed, epoch, index, &im) < 0)
         return oom(reason, "an op's scratch memory");
+    if (p->sample_fn) {
+        const int rc = call_hook(p, img, epoch, index, reason);
+        if (rc < 0)
+            return rc;
+    }
     if (p->format == PL_FORMAT_U8_NHWC)
         return 0;
     for (int y = 0; y < p->out_h; y++) {
@@ -201,7 +230,7 @@ static int resize_into(sample_ctx *c, const augment_params *p,
                        size_t stride, int64_t epoch, int64_t index, void *dst,
                        char *reason)
 {
-    if (p->ops.npixels == 0 && p->ops.ntensor == 0)
+    if (p->ops.npixels == 0 && p->ops.ntensor == 0 && !p->sample_fn)
         return resize_rows(c, p, plan, rows, stride, dst, reason);
     return resize_ops(c, p, plan, rows, stride, epoch, index, dst, reason);
 }

@@ -58,6 +58,6 @@
     X(decode, F_I32)
 
 /* The header's last field: config.c asserts that none follows it. */
-#define PL_CONFIG_LAST_FIELD decode
+#define PL_CONFIG_LAST_FIELD sample_ctx
 
 #endif

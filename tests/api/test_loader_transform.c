@@ -12,7 +12,8 @@
  * of filter, centre crops with crop_pct and padding, both flips), the
  * pixel ops (grayscale, rotate and affine with each filter, fill and
  * centre; the colour, tone and blur ops with their ranges and
- * probabilities), normalize, and random erasing after it on f32, f16
+ * probabilities; the three policies, nearest and bilinear, with and
+ * without fills), normalize, and random erasing after it on f32, f16
  * (channels last) and bf16 with each kind of value. */
 static const char *const every_op[] = {
     "rrc(scale=0.3:1,ratio=1/2:2,interpolation=bicubic);vflip(0.3);hflip;"
@@ -38,6 +39,9 @@ static const char *const every_op[] = {
     "hflip;center_crop(crop_pct=0.8);autocontrast(0.5);"
     "solarize(100,p=0.3);posterize(bits=2,p=0.6);"
     "color_jitter(saturation=0:3,contrast=0.9)",
+    "rrc(scale=0.3:1);rand_augment(3,15,interpolation=bilinear);"
+    "trivial_augment_wide(fill=9);auto_augment(svhn,fill=1:2:3)",
+    "resize;auto_augment;rand_augment(1,30);normalize;erase(0.5)",
 };
 #define NSPECS (int)(sizeof every_op / sizeof every_op[0])
 
@@ -46,7 +50,7 @@ static const pl_format every_format[NSPECS] = {
     PL_FORMAT_U8_NHWC,  PL_FORMAT_F16_NCHW, PL_FORMAT_U8_NHWC,
     PL_FORMAT_U8_NHWC,  PL_FORMAT_F32_NCHW, PL_FORMAT_F16_NCHW,
     PL_FORMAT_BF16_NCHW, PL_FORMAT_U8_NHWC, PL_FORMAT_F16_NCHW,
-    PL_FORMAT_U8_NHWC};
+    PL_FORMAT_U8_NHWC,  PL_FORMAT_U8_NHWC,  PL_FORMAT_F32_NCHW};
 
 static void every_op_cfg(pl_config *c, const char *root, int k)
 {

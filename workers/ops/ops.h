@@ -14,6 +14,9 @@
 #include "op.h"
 
 #define OPS_MAX 32 /* ops in one pipeline */
+/* The part of a sample's random stream config.sample_fn's key comes from
+ * (philox_stream_op's op): past every op's place. */
+#define OPS_HOOK_STREAM 255
 
 typedef struct ops_pipeline {
     int n;
