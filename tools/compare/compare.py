@@ -12,6 +12,16 @@ transforms and the same number of worker processes or threads:
   * if torch cannot be imported, a Pillow-only loader doing the same with a
     multiprocessing pool (host only, uint8).
 
+With --recipe NAME both sides run one of the recipes people train with,
+written once as a torchvision.transforms.v2 pipeline (below): the
+DataLoader applies it to each PIL image as torchvision's ImageFolder
+loads it, and pinload runs the spec it translates to
+(pinload.torch.spec_of, python/pinload/_v2.py): eval (Resize 256,
+CenterCrop 224), resnet50 (RandomResizedCrop, flip) and deit
+(RandomResizedCrop bicubic, flip, RandAugment(2, 9), RandomErasing 0.25;
+its batch-level MixUp/CutMix is not in pinload yet and is left out on
+both sides), each to normalised float32.
+
 pinload's figure comes from build/pinload-bench with the same settings (on
 CUDA its batches are copied to the GPU by the loader's own streams; f32 is
 normalised on the GPU unless --gpu-normalize off), or with --via python
@@ -29,12 +39,59 @@ import tempfile
 import time
 
 
+RECIPES = ("eval", "resnet50", "deit")
+MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+
+
+def recipe(name, size):
+    """The recipe as torchvision.transforms.v2 code, as its users write
+    it."""
+    import torch
+    from torchvision.transforms import v2
+
+    tail = [v2.ToImage(), v2.ToDtype(torch.float32, scale=True),
+            v2.Normalize(MEAN, STD)]
+    if name == "eval":
+        return v2.Compose([v2.Resize(size * 256 // 224), v2.CenterCrop(size)]
+                          + tail)
+    if name == "resnet50":
+        return v2.Compose([v2.RandomResizedCrop(size),
+                           v2.RandomHorizontalFlip()] + tail)
+    return v2.Compose([
+        v2.RandomResizedCrop(size,
+                             interpolation=v2.InterpolationMode.BICUBIC),
+        v2.RandomHorizontalFlip(), v2.RandAugment(2, 9)] + tail +
+        [v2.RandomErasing(0.25)])
+
+
+def recipe_spec(args):
+    """The recipe's pinload spec and format, by python/pinload/_v2.py
+    loaded from the checkout (it needs no built extension)."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "python",
+                        "pinload", "_v2.py")
+    spec = importlib.util.spec_from_file_location("pinload_v2", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    t = mod.spec_of(recipe(args.recipe, args.size))
+    return t.spec, t.format or "u8"
+
+
 def torch_rate(args, workers):
     import torch
     import torchvision
     from torchvision import transforms as T
 
     torch.set_num_threads(1)
+    if args.recipe:
+        tf = recipe(args.recipe, args.size)
+        ds = torchvision.datasets.ImageFolder(args.data, transform=tf)
+        dl = torch.utils.data.DataLoader(
+            ds, batch_size=args.batch, shuffle=True, num_workers=workers,
+            pin_memory=True, drop_last=True,
+            persistent_workers=workers > 0)
+        return measure(lambda: iter(dl), args, lambda b: b[0].shape[0])
     if args.format == "u8":
         last = [T.PILToTensor()]
     else:
@@ -160,9 +217,13 @@ def pinload_python_rate(args, workers):
 
     import pinload.torch
 
+    if args.recipe:
+        kw = dict(transform=recipe(args.recipe, args.size))
+    else:
+        kw = dict(size=args.size, augment=args.augment, format=args.format)
     loader = pinload.torch.Loader(
-        args.data, batch_size=args.batch, size=args.size, augment=args.augment,
-        format=args.format, num_workers=workers, prefetch=args.prefetch,
+        args.data, batch_size=args.batch, **kw,
+        num_workers=workers, prefetch=args.prefetch,
         gpu_normalize=args.gpu_normalize == "on",
         device=0 if args.device == "cuda" else "host",
         log=lambda level, msg: None)
@@ -181,11 +242,13 @@ def pinload_rate(args, workers):
         out = os.path.join(d, "bench.json")
         span = (["--seconds", str(args.seconds)] if args.seconds
                 else ["--batches", str(args.batches)])
+        augment, fmt = ((args.augment, args.format) if not args.recipe
+                        else recipe_spec(args))
         subprocess.run(
             [args.bench, "--data", args.data, "--workers", str(workers),
              "--prefetch", str(args.prefetch), "--pin", "on",
              "--batch", str(args.batch), "--size", str(args.size),
-             "--augment", args.augment, "--format", args.format,
+             "--augment", augment, "--format", fmt,
              "--gpu-normalize", args.gpu_normalize, "--warmup",
              str(args.warmup), "--device", args.device, "--json", out,
              "--rounds", "1", "--quiet"] + span,  # one run, as the other's
@@ -202,6 +265,9 @@ def main():
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--size", type=int, default=224)
     p.add_argument("--augment", choices=["train", "eval"], default="train")
+    p.add_argument("--recipe", choices=RECIPES,
+                   help="a v2 recipe on both sides instead of --augment "
+                   "(float32 output)")
     p.add_argument("--batches", type=int, default=30)
     p.add_argument("--seconds", type=float, default=0,
                    help="measure for this long instead of --batches")
@@ -232,9 +298,13 @@ def main():
 
     span = ("%g s" % args.seconds if args.seconds
             else "%d batches" % args.batches)
-    print("data %s, %dx%d %s %s, batch %d, %s after %d warm-up, to %s"
-          % (args.data, args.size, args.size, args.augment,
-             "uint8" if args.format == "u8" else "float32", args.batch, span,
+    if args.recipe and args.device == "cuda":
+        p.error("--recipe: on the host only, for now")
+    what = ("recipe %s: %s" % (args.recipe, recipe_spec(args)[0])
+            if args.recipe else "%s %s" % (
+                args.augment, "uint8" if args.format == "u8" else "float32"))
+    print("data %s, %dx%d %s, batch %d, %s after %d warm-up, to %s"
+          % (args.data, args.size, args.size, what, args.batch, span,
              args.warmup, args.device), flush=True)
     print("%-8s %14s %14s %8s" % ("workers", "pinload img/s", "other img/s", "ratio"))
     rows = []
