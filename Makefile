@@ -211,7 +211,7 @@ OPS_SRC     := workers/ops/op_table.c workers/ops/spec.c \
                workers/ops/affine.c workers/ops/rotate.c \
                workers/ops/policy.c workers/ops/rand_augment.c \
                workers/ops/trivial_augment.c workers/ops/auto_augment.c \
-               workers/ops/random_erasing.c
+               workers/ops/random_erasing.c workers/ops/mixup.c
 WORKERS_SRC := workers/decode.c workers/resample.c workers/augment.c \
                workers/fileio.c workers/sample.c workers/route.c \
                workers/pool.c $(OPS_SRC)

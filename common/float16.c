@@ -41,3 +41,32 @@ uint16_t float16_from_float(float f)
     h += rest > 0x1000u || (rest == 0x1000u && (h & 1u));
     return (uint16_t)(sign | h);
 }
+
+float float16_to_float(uint16_t h)
+{
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    const uint32_t exp = (h >> 10) & 0x1Fu, mant = h & 0x3FFu;
+    uint32_t x;
+    if (exp == 0x1Fu) { /* inf, NaN */
+        x = sign | 0x7F800000u | (mant << 13);
+    } else if (exp != 0) { /* normal: rebias */
+        x = sign | ((exp + 112u) << 23) | (mant << 13);
+    } else if (mant == 0) {
+        x = sign;
+    } else { /* subnormal: mant * 2^-24, exact as a float */
+        const float v = (float)mant * 5.9604644775390625e-8f;
+        memcpy(&x, &v, sizeof x);
+        x |= sign;
+    }
+    float f;
+    memcpy(&f, &x, sizeof f);
+    return f;
+}
+
+float bfloat16_to_float(uint16_t b)
+{
+    const uint32_t x = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &x, sizeof f);
+    return f;
+}

@@ -13,6 +13,7 @@ enum {
     PHILOX_DOMAIN_AUGMENT = 0x41554746, /* "AUGF": augmentation ops */
     PHILOX_DOMAIN_SHARDS = 0x53485244,  /* "SHRD": PL_ORDER_SHARDS' shards */
     PHILOX_DOMAIN_WINDOW = 0x57494e44,  /* "WIND": and its windows */
+    PHILOX_DOMAIN_BATCH = 0x4d495842,   /* "MIXB": batch ops (mixup) */
 };
 
 static inline void philox_round(uint32_t c[4], const uint32_t k[2])

@@ -134,12 +134,36 @@ static int close_run(copier *p, fill *f, const ring_slot *s)
     return 0;
 }
 
+/* The batch op (mixup) on the assembled batch, in host memory: the
+ * mirror, or the device buffer on the host backend. Its copies into the
+ * buffer are done: a host backend's copy is a memcpy, and a mirror is
+ * filled by memcpy. */
+static void mix_batch(copier *p, fill *f, dbuf *d)
+{
+    const output_plan *o = p->cfg.out;
+    op_batch b = {
+        .data = d->mirror ? d->mirror : d->dev,
+        .format = o->format,
+        .count = f->count,
+        .w = o->width,
+        .h = o->height,
+        .channels_last = o->aug.channels_last,
+        .sample_bytes = o->sample_bytes,
+        .labels = d->labels,
+        .soft = d->soft,
+        .num_classes = o->num_classes,
+    };
+    ops_batch(&o->aug.ops, o->aug.seed, f->epoch, f->delivered, &b);
+}
+
 static int queue_batch(copier *p, fill *f)
 {
     backend *be = p->cfg.be;
     dbuf *d = f->cur;
     const size_t bytes = p->cfg.out->ring_sample_bytes * (size_t)f->count;
     int rc = 0;
+    if (p->cfg.out->batch_op)
+        mix_batch(p, f, d);
     if (d->mirror) {
         const uint64_t t0 = clock_now_ns();
         rc = be->ops->copy(be, d->stream, d->dev, d->mirror, bytes,
@@ -172,6 +196,8 @@ static int queue_batch(copier *p, fill *f)
         .ready = be->ops->ready_event(d->stream),
         .num_extras = p->cfg.ho->cfg.nextras,
         .extras = p->cfg.ho->cfg.nextras ? d->extras : NULL,
+        .soft_labels = p->cfg.out->batch_op ? d->soft : NULL,
+        .num_classes = p->cfg.out->batch_op ? p->cfg.out->num_classes : 0,
     };
     handoff_queue(p->cfg.ho, d);
     f->cur = NULL;

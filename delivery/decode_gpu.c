@@ -9,6 +9,12 @@ static int open_decoder(decode_gpu *d, const pl_config *c, backend *be,
                         const output_plan *out, int workers, char *why,
                         size_t cap)
 {
+    if (out->batch_op) {
+        snprintf(why, cap,
+                 "config.transform ends in mixup, which mixes each batch "
+                 "in host memory, and the GPU decodes into device memory");
+        return PL_EINVAL;
+    }
     if (c->keep_host) {
         snprintf(why, cap,
                  "config.keep_host is 1: batches are assembled in "

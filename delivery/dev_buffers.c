@@ -30,6 +30,10 @@ static int init_buffer(handoff *h, dbuf *d)
     d->status = calloc(n, sizeof *d->status);
     if (!d->labels || !d->indices || !d->status)
         return err_set(PL_ENOMEM, "out of memory");
+    if (out->batch_op &&
+        !(d->soft = calloc(n * (size_t)out->num_classes, sizeof *d->soft)))
+        return err_set(PL_ENOMEM, "out of memory for %zu x %d soft labels", n,
+                       out->num_classes);
     for (int k = 0; k < h->cfg.nextras; k++) {
         if (!(d->extra_off[k] = calloc(n + 1, sizeof *d->extra_off[k])))
             return err_set(PL_ENOMEM, "out of memory");
@@ -41,7 +45,7 @@ static int init_buffer(handoff *h, dbuf *d)
         rc = be->ops->dev_alloc(be, out->ring_sample_bytes * n, &d->staging);
     if (rc == 0)
         rc = be->ops->stream_create(be, &d->stream);
-    if (rc == 0 && h->cfg.keep_host && !be->host_visible) {
+    if (rc == 0 && h->cfg.keep_host) {
         hostmem kind;
         int node; /* the ring's, as a rule: the notice is the backend's */
         rc = be->ops->host_alloc(be, bytes, PL_MEMORY_PINNED, &d->mirror, &kind,
@@ -50,8 +54,7 @@ static int init_buffer(handoff *h, dbuf *d)
             d->mirror_locked = bytes; /* counted once in the table */
     }
     if (rc == PL_ENOMEM)
-        return err_set(rc, "out of memory for a %zu-byte device buffer",
-                       bytes);
+        return err_set(rc, "out of memory for a %zu-byte device buffer", bytes);
     d->state = DBUF_FREE;
     return rc;
 }
@@ -77,8 +80,8 @@ int handoff_put_extras(handoff *h, dbuf *d, int i, const fileio_buf *src)
     for (int k = 0; k < h->cfg.nextras; k++) {
         uint64_t *off = d->extra_off[k];
         const size_t at = (size_t)off[i], len = src[k].len;
-        if (grow(&d->extra_data[k], &d->extra_cap[k], at + len + 1, 1,
-                 4096) < 0)
+        if (grow(&d->extra_data[k], &d->extra_cap[k], at + len + 1, 1, 4096) <
+            0)
             return err_set(PL_ENOMEM,
                            "out of memory for a batch's %s extras (%zu bytes)",
                            h->cfg.extra_names[k], at + len);
@@ -114,6 +117,7 @@ static int fini_buffer(handoff *h, dbuf *d, int ms)
                            h->cfg.out->sample_bytes * (size_t)h->cfg.batch_size,
                            HOSTMEM_PINNED);
     free(d->labels);
+    free(d->soft);
     free(d->indices);
     free(d->status);
     for (int k = 0; k < PL_EXTRAS_MAX; k++) {

@@ -59,6 +59,7 @@ typedef struct dbuf {
     size_t mirror_locked; /* its bytes, if the mirror is page-locked */
     be_stream *stream;
     int32_t *labels;
+    float *soft; /* [batch_size][num_classes]: a batch op's soft labels */
     int64_t *indices;
     int32_t *status;
     int64_t next_pos; /* the epoch position after the batch's last sample */
@@ -77,7 +78,7 @@ typedef struct handoff_config {
     int max_bufs; /* the most there may be, >= nbufs (the bound on growth) */
     int batch_size;
     const output_plan *out; /* sizes, gpu_normalize and its table */
-    int keep_host;          /* a host mirror where device memory is not */
+    int keep_host; /* a host mirror (device memory is not host memory) */
     resume_point start;
     logger *log; /* says once that the pool grew */
     int nextras;                   /* config.extras */

@@ -1,7 +1,8 @@
 #include "output.h"
 
 void output_plan_make(output_plan *o, const pl_config *c,
-                      const ops_pipeline *ops, const backend *be)
+                      const ops_pipeline *ops, const backend *be, int rank,
+                      int classes)
 {
     o->format = c->format;
     o->width = c->width;
@@ -10,7 +11,7 @@ void output_plan_make(output_plan *o, const pl_config *c,
      * when no op works on the floats after normalising. */
     o->gpu_normalize = be->ops->normalize != NULL &&
                        c->format != PL_FORMAT_U8_NHWC && c->gpu_normalize &&
-                       !c->keep_host && !(ops && ops->ntensor);
+                       !c->keep_host && !(ops && (ops->ntensor || ops->nbatch));
     const pl_format ring = o->gpu_normalize ? PL_FORMAT_U8_NHWC : c->format;
     augment_params_init(&o->aug, c->augment, ring, c->width, c->height, c->seed,
                         c->mean, c->std);
@@ -23,6 +24,16 @@ void output_plan_make(output_plan *o, const pl_config *c,
         augment_params_set_ops(&o->aug, ops, c->format);
     else
         augment_lut16_for(&o->aug, c->format);
+    o->aug.ops.rank = rank;
+    o->batch_op = ops && ops->nbatch;
+    o->num_classes = classes;
+    if (o->batch_op) {
+        /* The batch op's num_classes, where given (its last parameter). */
+        const op_instance *b = &ops->op[ops->n - 1];
+        const op_value *n = &b->arg[b->kind->nparams - 1];
+        if (n->n)
+            o->num_classes = (int)n->v[0];
+    }
     o->sample_bytes = augment_format_bytes(c->format, c->width, c->height);
     o->ring_sample_bytes = augment_sample_bytes(&o->aug);
 }
@@ -35,4 +46,9 @@ const void *output_lut(const output_plan *o, size_t *bytes)
     }
     *bytes = sizeof o->aug.lut;
     return o->aug.lut;
+}
+
+int output_mirrors(const output_plan *o, int keep_host, const backend *be)
+{
+    return (keep_host || o->batch_op) && !be->host_visible;
 }

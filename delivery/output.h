@@ -20,11 +20,24 @@ typedef struct output_plan {
     int gpu_normalize;        /* the workers write uint8, the GPU the floats */
     size_t ring_sample_bytes; /* one sample, as the workers write it */
     augment_params aug;       /* the workers' (aug.format: the ring's) */
+    /* config.transform ends in a batch op (mixup): each delivered batch is
+     * assembled in host memory (the device buffer itself on the host
+     * backend, a page-locked mirror on CUDA), mixed there by the copier,
+     * then copied; soft labels of num_classes a sample go with it. */
+    int batch_op;
+    int num_classes;
 } output_plan;
 
-/* ops: config.transform's pipeline, or NULL for config.augment's preset. */
+/* ops: config.transform's pipeline, or NULL for config.augment's preset;
+ * rank: the loader's (the batch op's draws); classes: the dataset's (the
+ * soft labels' width, unless the batch op names one). */
 void output_plan_make(output_plan *o, const pl_config *c,
-                      const ops_pipeline *ops, const backend *be);
+                      const ops_pipeline *ops, const backend *be, int rank,
+                      int classes);
+
+/* Whether batches are assembled in a host mirror before their copy:
+ * keep_host's, or a batch op's, where device memory is not host memory. */
+int output_mirrors(const output_plan *o, int keep_host, const backend *be);
 
 /* The table the GPU normalises with (gpu_normalize): 3 x 256 floats, or
  * halves for PL_FORMAT_F16_NCHW. [out] *bytes. */

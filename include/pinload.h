@@ -687,7 +687,10 @@ typedef struct pl_config {
      * auto_augment), then normalize (float formats only; without it they are
      * normalised with mean and std), then random_erasing (erase: on the
      * normalised sample, as timm), each op drawing from its own random
-     * stream, keyed by (seed, epoch, dataset index, its place). Parsed at
+     * stream, keyed by (seed, epoch, dataset index, its place); and last,
+     * at most one batch op, mixup (timm's Mixup and CutMix on each
+     * delivered batch, soft labels in pl_batch.soft_labels; drawn per batch
+     * and rank). Parsed at
      * create: PL_EINVAL names the op and the parameter
      * ("config.transform: rrc: scale=0.08:x: not a number");
      * pl_transform_check checks one without a loader. Default NULL:
@@ -748,8 +751,10 @@ PL_EXPORT int pl_transform_check_sized(const pl_config *cfg, size_t size,
 /* What cfg's transform draws for dataset index `index` of `epoch` (with
  * cfg->seed) on an image of img_w x img_h pixels: every op's parameters,
  * in the spec's grammar ("random_resized_crop(top=3,left=10,height=200,
- * width=150);hflip(flip=1)"), NUL-terminated in buf[0, cap). PL_EINVAL if
- * it does not fit; [out] *len (may be NULL): its length. Any thread. */
+ * width=150);hflip(flip=1)"), NUL-terminated in buf[0, cap); a batch op
+ * (mixup) says what it draws for the batch numbered `index` of the epoch
+ * on rank cfg->rank ("mixup(lam=0.71,cutmix=0)"). PL_EINVAL if it does
+ * not fit; [out] *len (may be NULL): its length. Any thread. */
 #define pl_transform_params(cfg, img_w, img_h, epoch, index, buf, cap, len)    \
     pl_transform_params_sized((cfg), sizeof(pl_config), (img_w), (img_h),      \
                               (epoch), (index), (buf), (cap), (len))
@@ -759,7 +764,8 @@ PL_EXPORT int pl_transform_params_sized(const pl_config *cfg, size_t size,
                                         size_t cap, size_t *len);
 
 /* The sample a loader of cfg makes for dataset index `index` of `epoch`
- * from an image decoded at full size (no DCT scaling, whatever
+ * (before a batch op: mixup mixes whole batches) from an image decoded at
+ * full size (no DCT scaling, whatever
  * cfg->dct_scaling says): rgb, img_h rows of img_w RGB pixels, packed
  * (pl_image's pixels); into out, out_bytes = pl_info.sample_bytes of cfg's
  * format. Any thread. */
@@ -819,6 +825,11 @@ typedef struct pl_batch {
     /* config.extras' entries, in the order named (0 and NULL without). */
     int32_t num_extras;
     const pl_extra *extras;
+    /* With a mixup op in config.transform: [count][num_classes] float32
+     * soft labels in host memory (timm's mixup_target: one-hot rows,
+     * smoothed, blended by the batch's lambda); else NULL and 0. */
+    int32_t num_classes;
+    const float *soft_labels;
 } pl_batch;
 
 /* Create a loader from *cfg: list the data, start the workers and the

@@ -473,7 +473,9 @@ static int check_pinned(const pl_loader *l)
         .ranks = l->rc.local_world,
         .slots = c->memory == PL_MEMORY_PINNED ? c->prefetch : 0,
         .slot_bytes = l->out.ring_sample_bytes * n,
-        .mirrors = c->keep_host && !l->be->host_visible ? c->device_buffers : 0,
+        .mirrors = output_mirrors(&l->out, c->keep_host, l->be)
+                       ? c->device_buffers
+                       : 0,
         .mirror_bytes = l->out.sample_bytes * n,
     };
     machine_memory m;
@@ -512,12 +514,12 @@ static int start_pipeline(pl_loader *l)
     const handoff_config hc = {
         .be = l->be,
         .nbufs = c->device_buffers,
-        .max_bufs = c->max_device_buffers < 0 ? INT_MAX
+        .max_bufs = c->max_device_buffers < 0   ? INT_MAX
                     : c->max_device_buffers > 0 ? c->max_device_buffers
                                                 : c->device_buffers,
         .batch_size = c->batch_size,
         .out = &l->out,
-        .keep_host = c->keep_host,
+        .keep_host = output_mirrors(&l->out, c->keep_host, l->be),
         .start = l->start,
         .log = &l->log,
         .nextras = l->rc.nextras,
@@ -625,7 +627,25 @@ static int start_on_device(pl_loader *l)
     if (rc < 0)
         return rc;
     output_plan_make(&l->out, &l->rc.cfg,
-                     l->rc.has_transform ? &l->rc.ops : NULL, l->be);
+                     l->rc.has_transform ? &l->rc.ops : NULL, l->be, l->rc.rank,
+                     catalog_classes(&l->cat));
+    if (l->out.batch_op && l->out.num_classes < catalog_classes(&l->cat)) {
+        l->be->ops->leave(l->be, saved);
+        return err_set(PL_EINVAL,
+                       "pl_loader_create: config.transform: mixup: "
+                       "num_classes=%d, and the data has %d classes: a "
+                       "label past it would have no place in the soft "
+                       "labels",
+                       l->out.num_classes, catalog_classes(&l->cat));
+    }
+    if (l->out.batch_op && l->out.num_classes < 1) {
+        l->be->ops->leave(l->be, saved);
+        return err_set(PL_EINVAL,
+                       "pl_loader_create: config.transform: mixup makes soft "
+                       "labels, and %s has no classes: name num_classes, or "
+                       "give the samples labels",
+                       l->rc.cfg.data);
+    }
     rc = start_pipeline(l);
     l->be->ops->leave(l->be, saved);
     return rc;
@@ -679,8 +699,8 @@ static int loader_create(const pl_config *cfg, pl_loader **out)
     /* The shard order streams remote shards: the positions a window
      * shuffles say how many shards the reads want at once. */
     const int64_t window = c->order != PL_ORDER_SHARDS ? 0
-                           : c->shuffle                 ? c->shuffle_window
-                                                        : 1;
+                           : c->shuffle                ? c->shuffle_window
+                                                       : 1;
     const remote_opts remote = {.cache_dir = c->cache_dir,
                                 .cache_limit = c->cache_limit,
                                 .timeout_ms = c->remote_timeout_ms,
@@ -750,7 +770,7 @@ PL_EXPORT void pl_loader_destroy(pl_loader *l)
         ring_stop(&l->ring);
     if (l->have_ho)
         handoff_stop(&l->ho);
-    copier_stop(&l->cp); /* a no-op unless it started */
+    copier_stop(&l->cp);   /* a no-op unless it started */
     catalog_stop(&l->cat); /* a worker fetching a remote shard gives up */
     pool_destroy(l->pool);
     int saved = 0; /* frees on the loader's device, the caller's kept */
@@ -890,9 +910,9 @@ PL_EXPORT int pl_loader_sample(const pl_loader *l, int64_t index,
 /* The bytes at *loc into buf[0, cap) for fn (pl_loader_read_sample or
  * _extra): *len the bytes there are, PL_EINVAL when buf cannot hold them,
  * or the read's error naming `what`. */
-static int read_to_buffer(const pl_loader *l, const char *fn,
-                          const char *what, const location *loc, void *buf,
-                          size_t cap, size_t *len)
+static int read_to_buffer(const pl_loader *l, const char *fn, const char *what,
+                          const location *loc, void *buf, size_t cap,
+                          size_t *len)
 {
     fileio_buf fb = {0};
     char reason[SAMPLE_REASON_MAX];
@@ -950,8 +970,9 @@ PL_EXPORT int pl_loader_read_extra(const pl_loader *l, int64_t index,
     if (rc < 0)
         return rc;
     if (extra < 0 || extra >= l->rc.nextras)
-        return err_set(PL_EINVAL, "%s: extra %d outside [0, %d) (config.extras)",
-                       fn, (int)extra, l->rc.nextras);
+        return err_set(PL_EINVAL,
+                       "%s: extra %d outside [0, %d) (config.extras)", fn,
+                       (int)extra, l->rc.nextras);
     char name[CATALOG_NAME_MAX];
     const char *path = catalog_name_into(&l->cat, index, name, sizeof name);
     location loc[PL_EXTRAS_MAX];

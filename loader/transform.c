@@ -48,6 +48,8 @@ static int settle(const char *fn, const pl_config *cfg, size_t size,
     if (ops)
         augment_params_set_ops(p, ops, c.format);
     free(ops);
+    /* A batch op draws for config.rank's batches (0 where unset). */
+    p->ops.rank = c.rank > 0 ? c.rank : 0;
     return 0;
 }
 

@@ -1,7 +1,7 @@
 #!/bin/sh
 # The Python package's tests, as a user would meet it: a virtual
 # environment (build/pyenv, made once), NumPy, pytest, mypy, PyTorch,
-# torchvision, PyTorch Lightning and Accelerate from the package index, `pip install
+# torchvision, PyTorch Lightning, timm and Accelerate from the package index, `pip install
 # ./python` from this checkout, then pytest.
 #   PINLOAD_TEST_TORCH=1   PyTorch is required (CI): failing to install it
 #                          fails the run
@@ -61,6 +61,18 @@ then
     if ! pip install lightning; then
         [ "$torch" = 1 ] && { echo "test-python: Lightning is required" >&2; exit 1; }
         echo "test-python: Lightning could not be installed: its tests skip"
+    fi
+fi
+# timm, for the mixup op's reference test (python/tests/
+# test_transforms_mixup_ref.py: each batch against timm's own Mixup),
+# under the same rule as Lightning.
+if [ "$torch" != 0 ] && "$venv/bin/python" -c 'import torch' 2>/dev/null &&
+    ! "$venv/bin/python" -c 'import timm' 2>/dev/null
+then
+    echo "test-python: installing timm from the package index"
+    if ! pip install timm; then
+        [ "$torch" = 1 ] && { echo "test-python: timm is required" >&2; exit 1; }
+        echo "test-python: timm could not be installed: its tests skip"
     fi
 fi
 # Hugging Face Accelerate, for the prepare/save_state tests: optional

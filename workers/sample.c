@@ -174,8 +174,8 @@ static int call_hook(const augment_params *p, uint8_t *img, int64_t epoch,
     /* A status this version names (PL_EPOCH_END is no failure). */
     const int code =
         rc < 0 && strcmp(pl_err_name(rc), "PL_UNKNOWN") != 0 ? rc : PL_EINVAL;
-    snprintf(reason, SAMPLE_REASON_MAX, "config.sample_fn returned %d (%s)",
-             rc, code == rc ? pl_err_name(rc) : "not a PL_E* code");
+    snprintf(reason, SAMPLE_REASON_MAX, "config.sample_fn returned %d (%s)", rc,
+             code == rc ? pl_err_name(rc) : "not a PL_E* code");
     return code;
 }
 

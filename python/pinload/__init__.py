@@ -875,12 +875,15 @@ class Loader:
                     normalised with mean and std), then random_erasing
                     (erase: on the normalised sample, as timm), each op
                     drawing from its own random stream, keyed by (seed,
-                    epoch, dataset index, its place). Parsed at create:
-                    PL_EINVAL names the op and the parameter
-                    ("config.transform: rrc: scale=0.08:x: not a number");
-                    pl_transform_check checks one without a loader. Default
-                    None: augment's preset (which a spec replaces). The
-                    library keeps no pointer after create.
+                    epoch, dataset index, its place); and last, at most one
+                    batch op, mixup (timm's Mixup and CutMix on each
+                    delivered batch, soft labels in pl_batch.soft_labels;
+                    drawn per batch and rank). Parsed at create: PL_EINVAL
+                    names the op and the parameter ("config.transform: rrc:
+                    scale=0.08:x: not a number"); pl_transform_check checks
+                    one without a loader. Default None: augment's preset
+                    (which a spec replaces). The library keeps no pointer
+                    after create.
     remote_create_timeout_ms  The most pl_loader_create spends on the remote
                     shards' transfers (their indexes, the shards without one
                     fetched whole, classes.txt), attempts, backoff and waits

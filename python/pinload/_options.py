@@ -226,11 +226,14 @@ class LoaderOptions(TypedDict, total=False):
     auto_augment), then normalize (float formats only; without it they
     are normalised with mean and std), then random_erasing (erase: on
     the normalised sample, as timm), each op drawing from its own random
-    stream, keyed by (seed, epoch, dataset index, its place). Parsed at
-    create: PL_EINVAL names the op and the parameter ("config.transform:
-    rrc: scale=0.08:x: not a number"); pl_transform_check checks one
-    without a loader. Default None: augment's preset (which a spec
-    replaces). The library keeps no pointer after create."""
+    stream, keyed by (seed, epoch, dataset index, its place); and last,
+    at most one batch op, mixup (timm's Mixup and CutMix on each
+    delivered batch, soft labels in pl_batch.soft_labels; drawn per
+    batch and rank). Parsed at create: PL_EINVAL names the op and the
+    parameter ("config.transform: rrc: scale=0.08:x: not a number");
+    pl_transform_check checks one without a loader. Default None:
+    augment's preset (which a spec replaces). The library keeps no
+    pointer after create."""
     remote_create_timeout_ms: Optional[int]
     """The most pl_loader_create spends on the remote shards' transfers
     (their indexes, the shards without one fetched whole, classes.txt),

@@ -66,6 +66,7 @@ class Batch:
     labels: View
     indices: View
     status: View
+    soft_labels: Optional[View]
     extras: Dict[str, List[bytes]]
     # What the batch is, whether it was released or not (and after its
     # loader is closed).

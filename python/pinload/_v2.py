@@ -154,10 +154,12 @@ _INSTEAD = {
                    "take it directly",
     "RandomChoice": "pick one op",
     "RandomOrder": "list the ops in one order",
-    "MixUp": "a batch op (it mixes samples): run it on the batch after "
-             "the loader",
-    "CutMix": "a batch op (it mixes samples): run it on the batch after "
-              "the loader",
+    "MixUp": "a batch op: end the spec with pinload's mixup (timm's "
+             "Mixup, mode batch: mixup(mixup_alpha=A,label_smoothing=0)), "
+             "or run it on the batch after the loader",
+    "CutMix": "a batch op: end the spec with pinload's mixup (timm's "
+              "Mixup: mixup(mixup_alpha=0,cutmix_alpha=A,"
+              "label_smoothing=0)), or run it on the batch after the loader",
     "AugMix": "nearest: auto_augment, rand_augment or trivial_augment_wide",
     "RandomCrop": "nearest: center_crop after resize, or "
                   "random_resized_crop",

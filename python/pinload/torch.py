@@ -199,8 +199,17 @@ class Loader(pinload.Loader, torch.utils.data.IterableDataset):
 
     @staticmethod
     def tensors(batch: pinload.Batch) -> Tuple[torch.Tensor, torch.Tensor]:
-        """(images, labels) of a pinload.Batch, as torch tensors."""
+        """(images, labels) of a pinload.Batch, as torch tensors: labels
+        int64 [count], or with a mixup op in the transform its soft labels,
+        float32 [count, classes] (timm's Mixup's targets), a copy on the
+        images' device either way."""
         images = torch.from_dlpack(batch.images)
+        if batch.soft_labels is not None:
+            soft = torch.from_dlpack(batch.soft_labels)
+            # The loader's memory until release: copied, as labels are.
+            labels = (soft.to(images.device) if images.is_cuda
+                      else soft.clone())
+            return images, labels
         labels = torch.from_dlpack(batch.labels).long()
         if images.is_cuda:
             labels = labels.to(images.device, non_blocking=True)

@@ -74,7 +74,8 @@ static PyObject *Batch_release(BatchObject *self, PyObject *unused)
 static PyObject *batch_view(BatchObject *self, void *closure)
 {
     const int which = (int)(intptr_t)closure;
-    if (which == V_HOST && !self->has_host)
+    if ((which == V_HOST && !self->has_host) ||
+        (which == V_SOFT && !self->num_classes))
         Py_RETURN_NONE;
     PyTypeObject *view_type = state_of(self)->View;
     if (!view_type) /* the module was cleared (interpreter exit) */
@@ -152,6 +153,10 @@ static PyGetSetDef Batch_getset[] = {
      (void *)(intptr_t)V_LABELS},
     {"indices", (getter)batch_view, NULL,
      "int64 dataset indices (DLPack, host)", (void *)(intptr_t)V_INDICES},
+    {"soft_labels", (getter)batch_view, NULL,
+     "float32 [count, classes] soft labels of a mixup op (DLPack, host), "
+     "or None",
+     (void *)(intptr_t)V_SOFT},
     {"status", (getter)batch_view, NULL,
      "int32 per-sample status (DLPack, host)", (void *)(intptr_t)V_STATUS},
     {"extras", (getter)Batch_extras, NULL,

@@ -356,6 +356,7 @@ static PyObject *Loader_next(LoaderObject *self, PyObject *unused)
     bo->epoch = b->epoch;
     bo->index = b->index;
     bo->has_host = b->host != NULL;
+    bo->num_classes = b->soft_labels ? b->num_classes : 0;
     bo->exports = 0;
     bo->nstreams = 0;
     return (PyObject *)bo;

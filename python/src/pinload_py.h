@@ -148,6 +148,7 @@ typedef struct {
     int32_t count;
     int64_t epoch, index;
     int has_host;
+    int32_t num_classes; /* soft labels' width (a mixup op), or 0 */
     Py_ssize_t exports; /* DLPack tensors made from this batch, alive */
     /* The consumers' streams (__dlpack__), each once: the batch goes back
      * after the work queued on all of them. */
@@ -155,7 +156,7 @@ typedef struct {
     int nstreams;
 } BatchObject;
 
-enum { V_IMAGES, V_HOST, V_LABELS, V_INDICES, V_STATUS };
+enum { V_IMAGES, V_HOST, V_LABELS, V_INDICES, V_STATUS, V_SOFT };
 
 typedef struct {
     PyObject_HEAD BatchObject *batch;

@@ -54,6 +54,15 @@ static void view_layout(const ViewObject *v, layout *out)
         out->dtype_name = "int32";
         out->nbytes = (size_t)n * 4;
         return;
+    case V_SOFT:
+        out->data = b ? (const void *)b->soft_labels : NULL;
+        out->ndim = 2;
+        out->shape[0] = n;
+        out->shape[1] = v->batch->num_classes;
+        out->dtype = (pldl_dtype){PLDL_FLOAT, 32, 1};
+        out->dtype_name = "float32";
+        out->nbytes = (size_t)n * (size_t)v->batch->num_classes * 4;
+        return;
     case V_INDICES:
         out->data = b ? b->indices : NULL;
         out->ndim = 1;
@@ -177,7 +186,7 @@ static PyObject *View_repr(ViewObject *self)
     layout lay;
     view_layout(self, &lay);
     static const char *names[] = {"images", "host_images", "labels", "indices",
-                                  "status"};
+                                  "status", "soft_labels"};
     PyObject *shape = View_get(self, (void *)(intptr_t)A_SHAPE);
     if (!shape)
         return NULL;

@@ -17,7 +17,7 @@ enum { N = 23, SIDE = 16 };
 enum { EPOCHS = 8 };
 
 typedef struct hook_ctx {
-    atomic_int wrong; /* calls that saw what they should not */
+    atomic_int wrong;            /* calls that saw what they should not */
     atomic_int calls[EPOCHS][N]; /* per epoch and dataset index */
     int fail_mod; /* index % 4 == 1: PL_ECORRUPT, == 3: 7; 0: never */
 } hook_ctx;
@@ -39,8 +39,8 @@ static int mark(void *ctx, pl_image *img, int64_t index, int64_t epoch,
                 uint64_t key)
 {
     hook_ctx *h = ctx;
-    if (img->width != SIDE || img->height != SIDE || index < 0 ||
-        index >= N || epoch < 0 || epoch >= EPOCHS)
+    if (img->width != SIDE || img->height != SIDE || index < 0 || index >= N ||
+        epoch < 0 || epoch >= EPOCHS)
         atomic_fetch_add(&h->wrong, 1);
     else
         atomic_fetch_add(&h->calls[epoch][index], 1);

@@ -22,6 +22,11 @@
  *                       runs random erasing after normalising. A pipeline
  *                       with one makes the host normalise (no
  *                       gpu_normalize).
+ *   OP_STAGE_BATCH      on a whole delivered batch (op_batch: every
+ *                       sample, the labels, soft labels written), as timm
+ *                       runs mixup and cutmix: at most one, last; drawn
+ *                       per batch (philox keyed by seed, epoch, the
+ *                       batch's number and the rank), not per sample.
  *
  * Randomness: op k of a pipeline draws from its own Philox stream,
  * philox_stream_op(seed, epoch, index, k) (common/philox.h), never a shared
@@ -64,16 +69,17 @@
 #include "../../common/philox.h"
 #include "pinload.h"
 
-#define OP_PARAMS_MAX 8 /* parameters of one kind */
+#define OP_PARAMS_MAX 8  /* parameters of one kind */
 #define OP_DRAWN_MAX 128 /* bytes of one op's drawn parameters */
-#define OP_AUX_MAX 8    /* numbers one op's setup derives */
-#define OP_NAME_MAX 32  /* an op's name as written */
+#define OP_AUX_MAX 8     /* numbers one op's setup derives */
+#define OP_NAME_MAX 32   /* an op's name as written */
 
 typedef enum op_stage {
     OP_STAGE_GEOMETRY = 0,
     OP_STAGE_PIXELS = 1,
     OP_STAGE_NORMALIZE = 2,
     OP_STAGE_TENSOR = 3,
+    OP_STAGE_BATCH = 4,
 } op_stage;
 
 /* Resampling filters, listed once: the word a spec writes
@@ -241,6 +247,21 @@ typedef struct op_tensor {
     op_scratch *scratch;
 } op_tensor;
 
+/* The delivered batch a stage-BATCH op works on, in place: count samples
+ * of w x h in a float format (F32, F16 or BF16 bit patterns; NCHW planes
+ * or interleaved), sample_bytes apart; their labels, and the soft labels
+ * it writes, [count][num_classes] float32. */
+typedef struct op_batch {
+    void *data;
+    pl_format format;
+    int count, w, h;
+    int channels_last;
+    size_t sample_bytes;
+    const int32_t *labels;
+    float *soft;
+    int num_classes;
+} op_batch;
+
 /* A row of the op table. */
 typedef struct op_kind {
     const char *name;  /* "random_resized_crop" */
@@ -267,6 +288,9 @@ typedef struct op_kind {
     int (*apply)(const op_instance *op, const void *drawn, op_image *img);
     /* Stage TENSOR: change t in place. 0, or PL_ENOMEM. */
     int (*apply_tensor)(const op_instance *op, const void *drawn, op_tensor *t);
+    /* Stage BATCH: change b in place and write its soft labels (drawn for
+     * an image of the output's size, from the batch's stream). */
+    void (*apply_batch)(const op_instance *op, const void *drawn, op_batch *b);
     /* The drawn values as "key=value,..." (snprintf's return). */
     int (*describe)(const op_instance *op, const void *drawn, char *buf,
                     size_t cap);

@@ -26,7 +26,8 @@
     XX(trivial_augment_wide)                                                   \
     XX(auto_augment)                                                           \
     XX(normalize)                                                              \
-    XX(random_erasing)
+    XX(random_erasing)                                                         \
+    XX(mixup)
 
 #define OP_DECLARE_(n) extern const op_kind op_##n;
 OP_KINDS(OP_DECLARE_)

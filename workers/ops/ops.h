@@ -26,8 +26,12 @@ typedef struct ops_pipeline {
      * bytes stay what they were. */
     int shared_stream;
     /* Ops [0, ngeometry) are geometric, then npixels pixel ops, then
-     * normalize (0 or 1 op), then ntensor tensor ops. */
-    int ngeometry, npixels, nnormalize, ntensor;
+     * normalize (0 or 1 op), then ntensor tensor ops, then nbatch (0 or 1)
+     * batch op. */
+    int ngeometry, npixels, nnormalize, ntensor, nbatch;
+    /* The rank whose batches the batch op draws for (the loader's; 0 in
+     * pl_transform_params). */
+    int rank;
     /* What float formats are normalised with: normalize's, else the
      * config's. */
     float mean[3], std[3];
@@ -62,7 +66,14 @@ int ops_pixels(const ops_pipeline *p, uint64_t seed, int64_t epoch,
 int ops_tensor(const ops_pipeline *p, uint64_t seed, int64_t epoch,
                int64_t index, op_tensor *t);
 
-/* Every op's drawn parameters for that sample, in the spec's grammar:
+/* The batch op, if any, on batch `batch` (its number within the epoch)
+ * of `epoch`: drawn from the batch's stream (seed, epoch, batch,
+ * p->rank), applied to b. */
+void ops_batch(const ops_pipeline *p, uint64_t seed, int64_t epoch,
+               int64_t batch, op_batch *b);
+
+/* Every op's drawn parameters for that sample, in the spec's grammar
+ * (a batch op's for batch number `index`, on rank p->rank):
  * "random_resized_crop(top=3,left=10,height=200,width=150);hflip(flip=1)".
  * snprintf's return. */
 int ops_describe(const ops_pipeline *p, uint64_t seed, int64_t epoch,

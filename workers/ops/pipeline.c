@@ -88,7 +88,8 @@ int ops_tensor(const ops_pipeline *p, uint64_t seed, int64_t epoch,
 {
     philox_stream shared;
     philox_stream_op(&shared, seed, (uint64_t)epoch, (uint64_t)index, 0);
-    for (int k = p->ngeometry + p->npixels + p->nnormalize; k < p->n; k++) {
+    for (int k = p->ngeometry + p->npixels + p->nnormalize;
+         k < p->n - p->nbatch; k++) {
         drawn_buf d;
         draw_one(p, k, seed, epoch, index, t->w, t->h, &shared, &d);
         const int rc = p->op[k].kind->apply_tensor(&p->op[k], d.bytes, t);
@@ -96,6 +97,28 @@ int ops_tensor(const ops_pipeline *p, uint64_t seed, int64_t epoch,
             return rc;
     }
     return 0;
+}
+
+/* The batch op's stream: keyed by the batch, not a sample. */
+static void batch_stream(const ops_pipeline *p, philox_stream *s, uint64_t seed,
+                         int64_t epoch, int64_t batch)
+{
+    philox_stream_init(s, seed, PHILOX_DOMAIN_BATCH, (uint64_t)epoch,
+                       (uint64_t)p->rank << 32 | (uint32_t)batch);
+}
+
+void ops_batch(const ops_pipeline *p, uint64_t seed, int64_t epoch,
+               int64_t batch, op_batch *b)
+{
+    if (!p->nbatch)
+        return;
+    const op_instance *op = &p->op[p->n - 1];
+    drawn_buf d;
+    memset(&d, 0, sizeof d);
+    philox_stream s;
+    batch_stream(p, &s, seed, epoch, batch);
+    op->kind->draw(op, &s, b->w, b->h, d.bytes);
+    op->kind->apply_batch(op, d.bytes, b);
 }
 
 int ops_describe(const ops_pipeline *p, uint64_t seed, int64_t epoch,
@@ -108,8 +131,15 @@ int ops_describe(const ops_pipeline *p, uint64_t seed, int64_t epoch,
     geometry(p, seed, epoch, index, img_w, img_h, &g, &shared, drawn);
     int w, h;
     op_geometry_size(&g, &w, &h);
-    for (int k = p->ngeometry; k < p->n; k++)
+    for (int k = p->ngeometry; k < p->n - p->nbatch; k++)
         draw_one(p, k, seed, epoch, index, w, h, &shared, &drawn[k]);
+    if (p->nbatch) {
+        const op_instance *op = &p->op[p->n - 1];
+        philox_stream s;
+        batch_stream(p, &s, seed, epoch, index);
+        memset(&drawn[p->n - 1], 0, sizeof drawn[p->n - 1]);
+        op->kind->draw(op, &s, w, h, drawn[p->n - 1].bytes);
+    }
     size_t len = 0;
 #define AT_ (len < cap ? buf + len : NULL), (len < cap ? cap - len : 0)
     if (cap)

@@ -318,33 +318,39 @@ static int parse_op(ops_pipeline *pl, const char **pp, const op_setup *s,
 }
 
 static const char *const stage_words[] = {"geometric", "pixel", "normalize",
-                                          "after-normalize"};
+                                          "after-normalize", "batch"};
 
 /* Stages in order, normalize once; the counts. */
 static int check_stages(ops_pipeline *pl, char *why, size_t cap)
 {
-    int counts[4] = {0};
+    int counts[5] = {0};
     for (int i = 0; i < pl->n; i++) {
         const op_instance *op = &pl->op[i];
         const int st = op->kind->stage;
-        for (int later = st + 1; later < 4; later++)
+        for (int later = st + 1; later < 5; later++)
             if (counts[later]) {
                 const op_instance *prev = &pl->op[i - 1];
                 return fail(why, cap,
                             "%s: a %s op after %s (a %s op): the order is "
                             "geometric ops (fused into the decode), pixel "
-                            "ops, normalize, after-normalize ops",
+                            "ops, normalize, after-normalize ops, a batch op",
                             op->written, stage_words[st], prev->written,
                             stage_words[prev->kind->stage]);
             }
         if (st == OP_STAGE_NORMALIZE && counts[st])
             return fail(why, cap, "%s: a second normalize", op->written);
+        if (st == OP_STAGE_BATCH && counts[st])
+            return fail(why, cap,
+                        "%s: a second batch op (after %s): one "
+                        "mixes a batch",
+                        op->written, pl->op[i - 1].written);
         counts[st]++;
     }
     pl->ngeometry = counts[OP_STAGE_GEOMETRY];
     pl->npixels = counts[OP_STAGE_PIXELS];
     pl->nnormalize = counts[OP_STAGE_NORMALIZE];
     pl->ntensor = counts[OP_STAGE_TENSOR];
+    pl->nbatch = counts[OP_STAGE_BATCH];
     return 0;
 }
 

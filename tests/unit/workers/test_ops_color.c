@@ -139,7 +139,7 @@ Test(ops_color, each_error_names_the_op_and_the_parameter)
     refused("color_jitter(0.4);resize",
             "resize: a geometric op after color_jitter (a pixel op): the "
             "order is geometric ops (fused into the decode), pixel ops, "
-            "normalize, after-normalize ops");
+            "normalize, after-normalize ops, a batch op");
 }
 
 /* A w x h image of the function's pixels, with its scratch. */

@@ -135,7 +135,7 @@ Test(ops_spec, each_error_names_the_op_as_written_and_the_parameter)
             "center_crop, hflip, vflip, grayscale, color_jitter, "
             "gaussian_blur, solarize, posterize, equalize, autocontrast, "
             "rotate, affine, rand_augment, trivial_augment_wide, "
-            "auto_augment, normalize, random_erasing)");
+            "auto_augment, normalize, random_erasing, mixup)");
     refused(";(", &u8_224, "\"(\": an op's name was expected");
     refused("", &u8_224, "no ops (leave it NULL for config.augment's preset)");
     refused("resize(224,max_size=200)", &u8_224,
@@ -156,11 +156,11 @@ Test(ops_spec, the_stages_resamples_and_output_size_are_checked)
     refused("rrc;grayscale;hflip", &u8_224,
             "hflip: a geometric op after grayscale (a pixel op): the order "
             "is geometric ops (fused into the decode), pixel ops, "
-            "normalize, after-normalize ops");
+            "normalize, after-normalize ops, a batch op");
     refused("resize;normalize;grayscale", &f32_64x48,
             "grayscale: a pixel op after normalize (a normalize op): the "
             "order is geometric ops (fused into the decode), pixel ops, "
-            "normalize, after-normalize ops");
+            "normalize, after-normalize ops, a batch op");
     refused("resize;normalize;normalize", &f32_64x48,
             "normalize: a second normalize");
     refused("resize(256);rrc", &u8_224,
@@ -369,11 +369,11 @@ Test(ops_spec, the_geometric_pixel_ops_and_erasing_name_a_bad_parameter)
     refused("resize;erase;normalize", &f32_64x48,
             "normalize: a normalize op after erase (a after-normalize op): "
             "the order is geometric ops (fused into the decode), pixel ops, "
-            "normalize, after-normalize ops");
+            "normalize, after-normalize ops, a batch op");
     refused("resize;erase;rotate(5)", &f32_64x48,
             "rotate: a pixel op after erase (a after-normalize op): the order "
             "is geometric ops (fused into the decode), pixel ops, normalize, "
-            "after-normalize ops");
+            "after-normalize ops, a batch op");
 }
 
 /* docs/transforms.md's section of an op: from its "### " heading (which
@@ -457,6 +457,11 @@ Test(ops_spec, every_row_has_what_its_stage_runs)
         case OP_STAGE_NORMALIZE:
             cr_assert(!o->draw && !o->apply, "%s", o->name);
             break;
+        case OP_STAGE_BATCH:
+            cr_assert(o->draw && o->apply_batch, "%s", o->name);
+            break;
+        default:
+            cr_assert(0, "%s: stage %d", o->name, (int)o->stage);
         }
         cr_assert(!o->drawn_size || (o->draw && o->describe), "%s", o->name);
         for (int i = 0; i < o->nparams; i++)
