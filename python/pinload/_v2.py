@@ -154,12 +154,10 @@ _INSTEAD = {
                    "take it directly",
     "RandomChoice": "pick one op",
     "RandomOrder": "list the ops in one order",
-    "MixUp": "a batch op: end the spec with pinload's mixup (timm's "
-             "Mixup, mode batch: mixup(mixup_alpha=A,label_smoothing=0)), "
-             "or run it on the batch after the loader",
-    "CutMix": "a batch op: end the spec with pinload's mixup (timm's "
-              "Mixup: mixup(mixup_alpha=0,cutmix_alpha=A,"
-              "label_smoothing=0)), or run it on the batch after the loader",
+    "MixUp": "a batch op: pass it as batch_transform= (pinload's mixup "
+             "op), not in transform=",
+    "CutMix": "a batch op: pass it as batch_transform= (pinload's mixup "
+              "op), not in transform=",
     "AugMix": "nearest: auto_augment, rand_augment or trivial_augment_wide",
     "RandomCrop": "nearest: center_crop after resize, or "
                   "random_resized_crop",
@@ -378,3 +376,65 @@ def spec_of(transform: Any) -> Translation:
                        "CenterCrop: pinload's batches are one size, so the "
                        "pipeline must end the images at it")
     return Translation(";".join(ops), fmt, size)
+
+
+def _batch_one(t: Any) -> Tuple[float, float]:
+    """(mixup_alpha, cutmix_alpha) of a v2 MixUp or CutMix."""
+    name = type(t).__name__
+    if name == "MixUp":
+        return float(t.alpha), 0.0
+    if name == "CutMix":
+        return 0.0, float(t.alpha)
+    raise _refuse(t, "batch_transform= translates MixUp, CutMix, "
+                     "RandomChoice of them, and timm's Mixup; another "
+                     "callable runs on the batch as given")
+
+
+def batch_op_of(t: Any) -> Optional[str]:
+    """The mixup op (docs/transforms.md) a batch transform translates to:
+    torchvision v2's MixUp, CutMix and RandomChoice([MixUp, CutMix]) (no
+    label smoothing, every batch mixed, as torchvision's; pinload pairs
+    each sample with its mirror in the batch, as timm does, where
+    torchvision rolls the batch by one: the same lambdas and labels, in
+    distribution), or timm.data.Mixup in mode "batch" (its parameters
+    exactly). None: not one of them (the caller runs it on the batch)."""
+    name = type(t).__name__
+    num = getattr(t, "num_classes", None)
+    tail = ",num_classes=%d" % num if num else ""
+    if name in ("MixUp", "CutMix"):
+        ma, ca = _batch_one(t)
+        return "mixup(mixup_alpha=%s,cutmix_alpha=%s,label_smoothing=0%s)" % (
+            _num(ma), _num(ca), tail)
+    if name == "RandomChoice":
+        kinds = [type(x).__name__ for x in t.transforms]
+        if sorted(kinds) != ["CutMix", "MixUp"]:
+            raise _refuse(t, "of %s: pinload's batch op chooses between one "
+                             "MixUp and one CutMix" % ", ".join(kinds))
+        alphas = dict(zip(kinds, (_batch_one(x) for x in t.transforms)))
+        ps = list(t.p) if t.p is not None else [1.0, 1.0]
+        p_cut = ps[kinds.index("CutMix")] / float(sum(ps))
+        nums = {getattr(x, "num_classes", None) for x in t.transforms}
+        num = next(iter(nums)) if len(nums) == 1 else None
+        tail = ",num_classes=%d" % num if num else ""
+        return ("mixup(mixup_alpha=%s,cutmix_alpha=%s,switch_prob=%s,"
+                "label_smoothing=0%s)" % (
+                    _num(alphas["MixUp"][0]), _num(alphas["CutMix"][1]),
+                    _num(p_cut), tail))
+    if name == "Mixup" and hasattr(t, "mixup_alpha"):  # timm's
+        if getattr(t, "mode", "batch") != "batch":
+            raise _refuse(t, "mode=%r: pinload mixes whole batches (mode "
+                             "'batch')" % t.mode)
+        if getattr(t, "multi_label", False):
+            raise _refuse(t, "multi_label=True: pinload's labels are one "
+                             "class a sample")
+        mm = ("cutmix_minmax=%s," % _range(t.cutmix_minmax)
+              if t.cutmix_minmax is not None else "")
+        return ("mixup(mixup_alpha=%s,cutmix_alpha=%s,%sprob=%s,"
+                "switch_prob=%s,label_smoothing=%s,correct_lam=%s,"
+                "num_classes=%d)" % (
+                    _num(t.mixup_alpha), _num(t.cutmix_alpha), mm,
+                    _num(t.mix_prob), _num(t.switch_prob),
+                    _num(t.label_smoothing),
+                    "true" if t.correct_lam else "false", t.num_classes))
+    return None
+

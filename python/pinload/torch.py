@@ -71,6 +71,33 @@ def _translated(transform: Any, kwargs: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
+def _batch_translated(fn: Any, kwargs: Dict[str, Any]) -> Optional[Any]:
+    """batch_transform=: a batch op appended to kwargs' transform (None
+    returned), or the callable to run on each batch."""
+    from pinload._v2 import batch_op_of
+    op = batch_op_of(fn)
+    if op is None:
+        if not callable(fn):
+            raise TypeError("batch_transform: expected MixUp, CutMix, "
+                            "RandomChoice of them, timm's Mixup or a "
+                            "callable, got %r" % (fn,))
+        return fn
+    spec = kwargs.get("transform")
+    if spec is None:
+        # The preset as the spec it is (its draws are then the spec's).
+        spec = pinload._canonical(None, kwargs.get("size") or 224,
+                                  augment=kwargs.get("augment"),
+                                  format=kwargs.get("format") or "f32")
+    kwargs["transform"] = "%s;%s" % (spec, op)
+    if kwargs.get("format") in (None, "u8"):
+        if kwargs.get("format") == "u8":
+            raise ValueError("batch_transform: %s mixes the normalised "
+                             "floats, and format is u8: use f32, f16 or "
+                             "bf16" % type(fn).__name__)
+        kwargs["format"] = "f32"
+    return None
+
+
 def spec_of(transform: Any) -> str:
     """The pinload transform spec (docs/transforms.md) a
     torchvision.transforms.v2 pipeline translates to, as
@@ -139,18 +166,28 @@ class Loader(pinload.Loader, torch.utils.data.IterableDataset):
 
     def __init__(self, data: pinload.PathLike, *, device: Any = None,
                  output_map: Optional[Sequence[str]] = None,
+                 batch_transform: Any = None,
                  **kwargs: Any) -> None:
         """output_map: None for (images, labels) tuples, or a sequence of
         names from OUTPUTS and the extras for dict batches with those keys,
         as DALI's iterators give ({"images": ..., "labels": ...,
         "indices": ..., "txt": [...]}). With extras= and no output_map,
         dict batches of images, labels and every extra (decoded as extras=
-        says: lists, one entry per sample)."""
+        says: lists, one entry per sample).
+
+        batch_transform: torchvision v2's MixUp, CutMix or RandomChoice of
+        them, or timm's Mixup (mode "batch"), become pinload's mixup op at
+        the end of the transform (docs/transforms.md: labels are then soft,
+        [batch, classes]); any other callable(images, labels) -> (images,
+        labels) runs on each batch on its device."""
         if device is None:
             device = _default_device()
         transform = kwargs.get("transform")
         if transform is not None and not isinstance(transform, str):
             kwargs.update(_translated(transform, kwargs))
+        self._batch_fn: Optional[Any] = None
+        if batch_transform is not None:
+            self._batch_fn = _batch_translated(batch_transform, kwargs)
         if kwargs.get("rank") is None and kwargs.get("world_size") is None:
             ranks = _process_group_ranks()
             if ranks is not None:
@@ -189,6 +226,8 @@ class Loader(pinload.Loader, torch.utils.data.IterableDataset):
         names = self._output_map
         extras = self.extras_of(batch) if names and self.extras else {}
         images, labels = self.tensors(batch)
+        if self._batch_fn is not None:
+            images, labels = self._batch_fn(images, labels)
         if names is None:
             return images, labels  # only `images` holds the buffer now
         got: Dict[str, Any] = {"images": images, "labels": labels, **extras}

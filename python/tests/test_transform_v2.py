@@ -232,3 +232,71 @@ def test_the_loader_takes_a_v2_pipeline(dataset):
         ptorch.Loader(dataset, device="host", size=64,
                       transform=[T.RandomResizedCrop(32)])
     assert "64" in str(e.value)
+
+
+# ---- batch_transform= ----------------------------------------------------------
+
+def test_batch_transforms_become_the_mixup_op():
+    v2b = pinload._v2.batch_op_of
+    assert v2b(T.MixUp(alpha=0.8, num_classes=4)) == (
+        "mixup(mixup_alpha=0.8,cutmix_alpha=0,label_smoothing=0,"
+        "num_classes=4)")
+    assert v2b(T.CutMix(alpha=1.0, num_classes=4)) == (
+        "mixup(mixup_alpha=0,cutmix_alpha=1,label_smoothing=0,num_classes=4)")
+    assert v2b(T.RandomChoice([T.MixUp(alpha=0.8, num_classes=4),
+                               T.CutMix(alpha=1.0, num_classes=4)],
+                              p=[1, 3])) == (
+        "mixup(mixup_alpha=0.8,cutmix_alpha=1,switch_prob=0.75,"
+        "label_smoothing=0,num_classes=4)")
+    assert v2b(lambda x, y: (x, y)) is None
+    with pytest.raises(ValueError, match="RandomChoice: of MixUp, MixUp"):
+        v2b(T.RandomChoice([T.MixUp(num_classes=4), T.MixUp(num_classes=4)]))
+
+
+def test_the_loader_takes_batch_transforms(dataset):
+    common = dict(batch_size=4, size=32, device="host", seed=2)
+    loader = ptorch.Loader(dataset, transform=[T.RandomResizedCrop(32),
+                                               T.ToDtype(torch.float32,
+                                                         scale=True)],
+                           batch_transform=T.MixUp(alpha=0.8, num_classes=4),
+                           **common)
+    images, targets = next(iter(loader))
+    assert images.dtype == torch.float32
+    assert tuple(targets.shape) == (4, 4)
+    assert torch.allclose(targets.sum(1), torch.ones(4))
+    loader.close()
+    # On the preset: its spec, then the op; format f32 by default.
+    preset = ptorch.Loader(dataset, batch_transform=T.CutMix(num_classes=4),
+                           **common)
+    images, targets = next(iter(preset))
+    assert images.dtype == torch.float32 and targets.shape == (4, 4)
+    preset.close()
+    # Any other callable runs on each batch.
+    seen = []
+
+    def double(x, y):
+        seen.append(x.shape[0])
+        return x * 2, y + 1
+
+    a = ptorch.Loader(dataset, batch_transform=double, format="f32",
+                      shuffle=False, **common)
+    b = ptorch.Loader(dataset, format="f32", shuffle=False, **common)
+    (x1, y1), (x2, y2) = next(iter(a)), next(iter(b))
+    assert torch.equal(x1, x2 * 2) and torch.equal(y1, y2 + 1)
+    assert seen == [4]
+    a.close()
+    b.close()
+    with pytest.raises(ValueError, match="format is u8"):
+        ptorch.Loader(dataset, format="u8",
+                      batch_transform=T.MixUp(num_classes=4), **common)
+
+
+def test_timms_mixup_keeps_every_parameter():
+    mixup = pytest.importorskip("timm.data.mixup")
+    m = mixup.Mixup(mixup_alpha=0.8, cutmix_alpha=1.0, prob=0.9,
+                    switch_prob=0.4, label_smoothing=0.1, num_classes=1000)
+    assert pinload._v2.batch_op_of(m) == (
+        "mixup(mixup_alpha=0.8,cutmix_alpha=1,prob=0.9,switch_prob=0.4,"
+        "label_smoothing=0.1,correct_lam=true,num_classes=1000)")
+    with pytest.raises(ValueError, match="mode='elem'"):
+        pinload._v2.batch_op_of(mixup.Mixup(mode="elem", num_classes=10))
