@@ -120,13 +120,22 @@ int policy_apply(op_image *img, int op, double m, int interp, const float *fill)
     return 0;
 }
 
-const float *policy_fill(const op_value *v, float fill[3])
+int policy_apply_all(const op_instance *op, op_image *img, const uint8_t *ops,
+                     const float *m, int n)
 {
-    if (!v->n)
-        return NULL;
+    const int np = op->kind->nparams;
+    const op_value *fv = &op->arg[np - 1];
+    float fill[3];
     for (int c = 0; c < 3; c++)
-        fill[c] = (float)v->v[c];
-    return fill;
+        fill[c] = (float)fv->v[c];
+    const int interp = op_warp_interp(&op->arg[np - 2]);
+    for (int k = 0; k < n; k++) {
+        const int rc =
+            policy_apply(img, ops[k], m[k], interp, fv->n ? fill : NULL);
+        if (rc)
+            return rc;
+    }
+    return 0;
 }
 
 int policy_describe(char *buf, size_t cap, const uint8_t *ops, const float *m,

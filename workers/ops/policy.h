@@ -109,8 +109,11 @@ int policy_apply(op_image *img, int op, double m, int interp,
             "R:G:B where a warp's source is outside the image; not given: "    \
             "zeros, torchvision's fill=None"                                   \
     }
-/* fill[3] from a fill parameter: NULL when it is not given. */
-const float *policy_fill(const op_value *v, float fill[3]);
+/* The n transforms ops[] with magnitudes m[] applied in turn by a policy
+ * op, with its interpolation and fill (a policy's last two parameters,
+ * POLICY_INTERP_PARAM and POLICY_FILL_PARAM). 0 or PL_ENOMEM. */
+int policy_apply_all(const op_instance *op, op_image *img, const uint8_t *ops,
+                     const float *m, int n);
 
 /* The drawn transforms as "op0=shear_x,m0=-0.3,op1=..." (snprintf's
  * return): n of them, each magnitude to float32's 9 digits. */

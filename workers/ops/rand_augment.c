@@ -86,15 +86,7 @@ static void draw(const op_instance *op, philox_stream *rng, int w, int h,
 static int apply(const op_instance *op, const void *in, op_image *img)
 {
     const drawn *d = in;
-    float fill[3];
-    const float *f = policy_fill(&op->arg[FILL], fill);
-    const int interp = op_warp_interp(&op->arg[INTERP]);
-    for (int k = 0; k < d->n; k++) {
-        const int rc = policy_apply(img, d->op[k], d->m[k], interp, f);
-        if (rc)
-            return rc;
-    }
-    return 0;
+    return policy_apply_all(op, img, d->op, d->m, d->n);
 }
 
 static int describe(const op_instance *op, const void *in, char *buf,

@@ -69,9 +69,7 @@ static void draw(const op_instance *op, philox_stream *rng, int w, int h,
 static int apply(const op_instance *op, const void *in, op_image *img)
 {
     const drawn *d = in;
-    float fill[3];
-    return policy_apply(img, d->op, d->m, op_warp_interp(&op->arg[INTERP]),
-                        policy_fill(&op->arg[FILL], fill));
+    return policy_apply_all(op, img, &d->op, &d->m, 1);
 }
 
 static int describe(const op_instance *op, const void *in, char *buf,

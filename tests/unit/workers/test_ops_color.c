@@ -13,6 +13,7 @@
 #include "../workers/ops/functional.h"
 #include "../workers/ops/ops.h"
 #include "pinload.h"
+#include "testops.h"
 #include "testutil.h"
 
 static const op_setup u8_32 = {32,
@@ -25,24 +26,12 @@ static ops_pipeline pl; /* large: not on the stack */
 
 static void parses_to(const char *spec, const char *want)
 {
-    char why[512], got[2048], again[2048];
-    cr_assert_eq(ops_parse(&pl, spec, &u8_32, why, sizeof why), 0, "%s: %s",
-                 spec, why);
-    ops_format(&pl, got, sizeof got);
-    cr_assert_str_eq(got, want, "%s", spec);
-    /* The canonical spec reads back as itself. */
-    cr_assert_eq(ops_parse(&pl, got, &u8_32, why, sizeof why), 0, "%s: %s",
-                 got, why);
-    ops_format(&pl, again, sizeof again);
-    cr_assert_str_eq(again, got);
+    tops_parses_to(&pl, &u8_32, spec, want);
 }
 
 static void refused(const char *spec, const char *want)
 {
-    char why[512];
-    cr_assert_eq(ops_parse(&pl, spec, &u8_32, why, sizeof why), PL_EINVAL,
-                 "accepted: %s", spec);
-    cr_assert_str_eq(why, want, "%s", spec);
+    tops_refused(&pl, &u8_32, spec, want);
 }
 
 Test(ops_color, each_op_parses_with_its_defaults_written_out)
@@ -109,7 +98,8 @@ Test(ops_color, each_error_names_the_op_and_the_parameter)
     refused("resize;gaussian_blur",
             "gaussian_blur: kernel_size: required (an odd size, K or KXxKY, "
             "as GaussianBlur's)");
-    refused("resize;gaussian_blur(4)", "gaussian_blur: kernel_size=4x4: not odd");
+    refused("resize;gaussian_blur(4)",
+            "gaussian_blur: kernel_size=4x4: not odd");
     refused("resize;gaussian_blur(3x6)",
             "gaussian_blur: kernel_size=3x6: not odd");
     refused("resize;gaussian_blur(2.5)",

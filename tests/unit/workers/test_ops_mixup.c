@@ -13,6 +13,7 @@
 #include "../common/float16.h"
 #include "../workers/ops/ops.h"
 #include "pinload.h"
+#include "testops.h"
 #include "testutil.h"
 
 static const op_setup f32_8x6 = {
@@ -29,10 +30,7 @@ static void parse_ok(const char *spec, const op_setup *s)
 
 static void refused(const char *spec, const op_setup *s, const char *want)
 {
-    char why[512];
-    cr_assert_eq(ops_parse(&pl, spec, s, why, sizeof why), PL_EINVAL,
-                 "accepted: %s", spec);
-    cr_assert_str_eq(why, want, "%s", spec);
+    tops_refused(&pl, s, spec, want);
 }
 
 #define RESIZE "resize(size=8x6,interpolation=bilinear,antialias=true);"

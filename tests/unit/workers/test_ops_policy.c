@@ -14,6 +14,7 @@
 #include "../workers/ops/ops.h"
 #include "../workers/ops/policy.h"
 #include "pinload.h"
+#include "testops.h"
 #include "testutil.h"
 
 static const op_setup u8_32 = {32,
@@ -26,23 +27,12 @@ static ops_pipeline pl; /* large: not on the stack */
 
 static void parses_to(const char *spec, const char *want)
 {
-    char why[512], got[2048], again[2048];
-    cr_assert_eq(ops_parse(&pl, spec, &u8_32, why, sizeof why), 0, "%s: %s",
-                 spec, why);
-    ops_format(&pl, got, sizeof got);
-    cr_assert_str_eq(got, want, "%s", spec);
-    cr_assert_eq(ops_parse(&pl, got, &u8_32, why, sizeof why), 0, "%s: %s", got,
-                 why);
-    ops_format(&pl, again, sizeof again);
-    cr_assert_str_eq(again, got);
+    tops_parses_to(&pl, &u8_32, spec, want);
 }
 
 static void refused(const char *spec, const char *want)
 {
-    char why[512];
-    cr_assert_eq(ops_parse(&pl, spec, &u8_32, why, sizeof why), PL_EINVAL,
-                 "accepted: %s", spec);
-    cr_assert_str_eq(why, want, "%s", spec);
+    tops_refused(&pl, &u8_32, spec, want);
 }
 
 #define RESIZE "resize(size=32x32,interpolation=bilinear,antialias=true);"

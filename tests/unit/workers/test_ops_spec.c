@@ -8,6 +8,7 @@
 
 #include "../workers/ops/ops.h"
 #include "pinload.h"
+#include "testops.h"
 #include "testutil.h"
 
 static const op_setup u8_224 = {224,
@@ -26,19 +27,12 @@ static ops_pipeline pl; /* large: not on the stack */
 
 static void parses_to(const char *spec, const op_setup *s, const char *want)
 {
-    char why[512], got[2048];
-    cr_assert_eq(ops_parse(&pl, spec, s, why, sizeof why), 0, "%s: %s", spec,
-                 why);
-    ops_format(&pl, got, sizeof got);
-    cr_assert_str_eq(got, want, "%s", spec);
+    tops_parses_to(&pl, s, spec, want);
 }
 
 static void refused(const char *spec, const op_setup *s, const char *want)
 {
-    char why[512];
-    cr_assert_eq(ops_parse(&pl, spec, s, why, sizeof why), PL_EINVAL,
-                 "accepted: %s", spec);
-    cr_assert_str_eq(why, want, "%s", spec);
+    tops_refused(&pl, s, spec, want);
 }
 
 Test(ops_spec, every_op_parses_with_its_defaults_written_out)
