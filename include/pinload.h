@@ -813,7 +813,8 @@ typedef struct pl_batch {
      * stream that pl_batch_wait() made wait), host memory on the host
      * backend. */
     const void *data;
-    /* The pixels in host memory, or NULL: see pl_config.keep_host. */
+    /* The pixels in host memory, or NULL: see pl_config.keep_host (and
+     * a mixup op, which mixes the batch in host memory first). */
     const void *host;
     const int32_t *labels;  /* [count] class labels */
     const int64_t *indices; /* [count] dataset index of each sample */

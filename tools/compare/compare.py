@@ -18,9 +18,10 @@ DataLoader applies it to each PIL image as torchvision's ImageFolder
 loads it, and pinload runs the spec it translates to
 (pinload.torch.spec_of, python/pinload/_v2.py): eval (Resize 256,
 CenterCrop 224), resnet50 (RandomResizedCrop, flip) and deit
-(RandomResizedCrop bicubic, flip, RandAugment(2, 9), RandomErasing 0.25;
-its batch-level MixUp/CutMix is not in pinload yet and is left out on
-both sides), each to normalised float32.
+(RandomResizedCrop bicubic, flip, RandAugment(2, 9), RandomErasing 0.25,
+and on each batch RandomChoice of MixUp 0.8 and CutMix 1.0: pinload's
+mixup op, torchvision's v2 transforms on the DataLoader's batch in the
+loop, as its users run them), each to normalised float32.
 
 pinload's figure comes from build/pinload-bench with the same settings (on
 CUDA its batches are copied to the GPU by the loader's own streams; f32 is
@@ -64,6 +65,21 @@ def recipe(name, size):
         [v2.RandomErasing(0.25)])
 
 
+def classes_of(data):
+    return len([d for d in os.listdir(data)
+                if os.path.isdir(os.path.join(data, d))])
+
+
+def recipe_batch(name, classes):
+    """The recipe's batch transform (deit's MixUp/CutMix), or None."""
+    if name != "deit":
+        return None
+    from torchvision.transforms import v2
+
+    return v2.RandomChoice([v2.MixUp(alpha=0.8, num_classes=classes),
+                            v2.CutMix(alpha=1.0, num_classes=classes)])
+
+
 def recipe_spec(args):
     """The recipe's pinload spec and format, by python/pinload/_v2.py
     loaded from the checkout (it needs no built extension)."""
@@ -75,7 +91,9 @@ def recipe_spec(args):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     t = mod.spec_of(recipe(args.recipe, args.size))
-    return t.spec, t.format or "u8"
+    batch = recipe_batch(args.recipe, classes_of(args.data))
+    text = t.spec + (";" + mod.batch_op_of(batch) if batch else "")
+    return text, t.format or "u8"
 
 
 def torch_rate(args, workers):
@@ -91,7 +109,11 @@ def torch_rate(args, workers):
             ds, batch_size=args.batch, shuffle=True, num_workers=workers,
             pin_memory=True, drop_last=True,
             persistent_workers=workers > 0)
-        return measure(lambda: iter(dl), args, lambda b: b[0].shape[0])
+        batch = recipe_batch(args.recipe, len(ds.classes))
+        if batch is None:
+            return measure(lambda: iter(dl), args, lambda b: b[0].shape[0])
+        return measure(lambda: iter(dl), args,
+                       lambda b: batch(b[0], b[1])[0].shape[0])
     if args.format == "u8":
         last = [T.PILToTensor()]
     else:
@@ -218,7 +240,9 @@ def pinload_python_rate(args, workers):
     import pinload.torch
 
     if args.recipe:
-        kw = dict(transform=recipe(args.recipe, args.size))
+        kw = dict(transform=recipe(args.recipe, args.size),
+                  batch_transform=recipe_batch(args.recipe,
+                                               classes_of(args.data)))
     else:
         kw = dict(size=args.size, augment=args.augment, format=args.format)
     loader = pinload.torch.Loader(
