@@ -23,6 +23,8 @@ void augment_params_init(augment_params *p, pl_augment mode, pl_format format,
     p->seed = seed;
     p->dct_scaling = 0; /* exact unless the caller asks for speed */
     p->channels_last = 0;
+    p->sample_fn = NULL; /* no hook unless the caller sets one */
+    p->sample_ctx = NULL;
     op_setup s = {.out_w = out_w, .out_h = out_h, .format = format};
     memcpy(s.mean, mean, sizeof s.mean);
     memcpy(s.std, std, sizeof s.std);
