@@ -1425,7 +1425,9 @@ def _plan(transform: Optional[str], size: Any, image_size: Tuple[int, int],
     image_size = (width, height): [(op, {parameter: value})], as
     pl_transform_params says, e.g. [("random_resized_crop", {"top": 3,
     "left": 10, "height": 200, "width": 150}), ("hflip", {"flip": 1})].
-    The other keywords are Loader's (format=, augment=...). For tests and
+    A batch op (mixup) says what it draws for the batch numbered `index`
+    of `epoch` ({"lam": 0.71, "cutmix": 0}, and a cutmix's box). The
+    other keywords are Loader's (format=, augment=...). For tests and
     for looking; the drawn values are the loader's exactly."""
     cfg = _transform_config(transform, size, seed, options)
     text = _pinload.transform_params(cfg, image_size[0], image_size[1],
