@@ -100,7 +100,17 @@ static void grid_make(grid *g, const double m[6], int w, int h)
  * one, where fmaf is one instruction). Unfused, a coordinate a float32
  * ulp above a half (0.50000006) comes out at 0.5 and rounds to the other
  * pixel. */
-#if defined(__x86_64__) && defined(__has_attribute)
+/* Not under ThreadSanitizer: a clone's resolver runs while the program is
+ * relocated, before the sanitizer's runtime is up, and its instrumented
+ * entry crashes there (every program linking the library did). */
+#if defined(__SANITIZE_THREAD__)
+#define WARP_NO_CLONES 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define WARP_NO_CLONES 1
+#endif
+#endif
+#if defined(__x86_64__) && defined(__has_attribute) && !defined(WARP_NO_CLONES)
 #if __has_attribute(target_clones)
 #define WARP_ROWS __attribute__((target_clones("fma", "default")))
 #endif
