@@ -148,10 +148,9 @@ _INSTEAD = {
     "Lambda": "per-sample Python does not run on pinload's C workers "
               "(pinload._v2 says why); run it on the batch after the "
               "loader, or use an op of docs/transforms.md",
-    "RandomApply": "pinload has no probability around another op; the ops "
-                   "with their own p (hflip, grayscale, solarize, "
-                   "posterize, equalize, autocontrast, random_erasing) "
-                   "take it directly",
+    "RandomApply": "pinload applies one op with a probability, not several "
+                   "under one coin: give each its own p (RandomApply of one "
+                   "ColorJitter, GaussianBlur, or op with a p translates)",
     "RandomChoice": "pick one op",
     "RandomOrder": "list the ops in one order",
     "MixUp": "a batch op: pass it as batch_transform= (pinload's mixup "
@@ -204,6 +203,58 @@ def _dtype_format(t: Any) -> str:
     return fmt
 
 
+def _color_jitter(t: Any, p: Optional[float] = None) -> str:
+    parts = []
+    for key, ident in (("brightness", (1.0, 1.0)), ("contrast", (1.0, 1.0)),
+                       ("saturation", (1.0, 1.0)), ("hue", (0.0, 0.0))):
+        value = getattr(t, key)
+        parts.append("%s=%s" % (key, _range(value if value is not None
+                                            else ident)))
+    if p is not None:
+        parts.append("p=%s" % _num(p))
+    return "color_jitter(%s)" % ",".join(parts)
+
+
+def _gaussian_blur(t: Any, p: Optional[float] = None) -> str:
+    k = list(t.kernel_size)
+    sigma = list(t.sigma)
+    return "gaussian_blur(%s,sigma=%s%s)" % (
+        "%dx%d" % (k[0], k[1]) if k[0] != k[1] else "%d" % k[0],
+        _range(sigma if len(sigma) == 2 else sigma * 2),
+        ",p=%s" % _num(p) if p is not None else "")
+
+
+# Ops with a p of their own: RandomApply's multiplies it (one coin of
+# p1 * p2: the same in distribution).
+_WITH_P = {"RandomHorizontalFlip": "hflip(%s)",
+           "RandomVerticalFlip": "vflip(%s)",
+           "RandomGrayscale": "grayscale(%s)",
+           "RandomEqualize": "equalize(%s)",
+           "RandomAutocontrast": "autocontrast(%s)"}
+
+
+def _random_apply(t: Any) -> str:
+    """RandomApply([one op], p) as that op with the probability."""
+    inner: List[Any] = []
+    _flatten(list(t.transforms), inner)
+    if len(inner) != 1:
+        raise _refuse(t, _INSTEAD["RandomApply"] + " (here %d ops)"
+                      % len(inner))
+    op, p = inner[0], float(t.p)
+    name = type(op).__name__
+    if name == "ColorJitter":
+        return _color_jitter(op, p)
+    if name == "GaussianBlur":
+        return _gaussian_blur(op, p)
+    if name in _WITH_P:
+        return _WITH_P[name] % _num(float(op.p) * p)
+    if name == "RandomSolarize":
+        return "solarize(%s,p=%s)" % (_num(op.threshold), _num(op.p * p))
+    if name == "RandomPosterize":
+        return "posterize(%d,p=%s)" % (op.bits, _num(op.p * p))
+    raise _refuse(t, "of %s: pinload has no probability for it" % name)
+
+
 def spec_of(transform: Any) -> Translation:
     """The pinload spec of a torchvision.transforms.v2 pipeline (a
     Compose, a list, or one transform). ValueError names the first
@@ -217,6 +268,9 @@ def spec_of(transform: Any) -> Translation:
     for t in items:
         name = type(t).__name__
         if name in _NO_OPS:
+            continue
+        if name == "RandomApply":
+            ops.append(_random_apply(t))
             continue
         if name == "ToTensor":  # v1's, in a v2 pipeline: ToImage + scale
             fmt = "f32"
@@ -263,21 +317,9 @@ def spec_of(transform: Any) -> Translation:
                               % t.num_output_channels)
             ops.append("grayscale(1)")
         elif name == "ColorJitter":
-            parts = []
-            for key, ident in (("brightness", (1.0, 1.0)),
-                               ("contrast", (1.0, 1.0)),
-                               ("saturation", (1.0, 1.0)),
-                               ("hue", (0.0, 0.0))):
-                value = getattr(t, key)
-                parts.append("%s=%s" % (key, _range(value if value is not None
-                                                    else ident)))
-            ops.append("color_jitter(%s)" % ",".join(parts))
+            ops.append(_color_jitter(t))
         elif name == "GaussianBlur":
-            k = list(t.kernel_size)
-            sigma = list(t.sigma)
-            ops.append("gaussian_blur(%s,sigma=%s)" % (
-                "%dx%d" % (k[0], k[1]) if k[0] != k[1] else "%d" % k[0],
-                _range(sigma if len(sigma) == 2 else sigma * 2)))
+            ops.append(_gaussian_blur(t))
         elif name == "RandomSolarize":
             ops.append("solarize(%s,p=%s)" % (_num(t.threshold), _p(t)))
         elif name == "RandomPosterize":

@@ -82,6 +82,13 @@ def same(pipeline, spec, size=224, fmt="f32"):
     ([T.RandomResizedCrop(224), T.RandAugment()],
      "rrc(224);rand_augment(2,9)"),
     ([T.RandomResizedCrop(224),
+      T.RandomApply([T.ColorJitter(0.4, 0.4, 0.4, 0.1)], p=0.8),
+      T.RandomApply([T.GaussianBlur(9, (0.1, 2.0))], p=0.5),
+      T.RandomApply([T.RandomGrayscale(0.5)], p=0.4),
+      T.RandomApply([T.RandomSolarize(128, p=0.5)], p=0.5)],
+     "rrc(224);color_jitter(0.4,0.4,0.4,0.1,p=0.8);gaussian_blur(9,p=0.5);"
+     "grayscale(0.2);solarize(128,p=0.25)"),
+    ([T.RandomResizedCrop(224),
       T.RandAugment(3, 15, 51, interpolation=IM.BILINEAR, fill=[4, 5, 6])],
      "rrc(224);rand_augment(3,15,51,bilinear,4:5:6)"),
     ([T.RandomResizedCrop(224), T.TrivialAugmentWide(fill=128)],
@@ -134,12 +141,14 @@ RECIPES = {
         ";erase(0.25)"),
     "simclr view": (
         T.Compose([T.RandomResizedCrop(96), T.RandomHorizontalFlip(),
-                   T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.RandomGrayscale(0.2),
-                   T.GaussianBlur(9, sigma=(0.1, 2.0)), T.ToImage(),
-                   T.ToDtype(torch.float32, scale=True),
+                   T.RandomApply([T.ColorJitter(0.4, 0.4, 0.4, 0.1)], p=0.8),
+                   T.RandomGrayscale(0.2),
+                   T.RandomApply([T.GaussianBlur(9, sigma=(0.1, 2.0))],
+                                 p=0.5),
+                   T.ToImage(), T.ToDtype(torch.float32, scale=True),
                    T.Normalize(MEAN, STD)]),
-        "rrc(96);hflip;color_jitter(0.4,0.4,0.4,0.1);grayscale(0.2);"
-        "gaussian_blur(9);" + NORM),
+        "rrc(96);hflip;color_jitter(0.4,0.4,0.4,0.1,p=0.8);grayscale(0.2);"
+        "gaussian_blur(9,p=0.5);" + NORM),
 }
 
 
@@ -168,8 +177,10 @@ def test_the_eval_recipe_is_torchvisions_pixels():
     ([T.RandomResizedCrop(224), T.Lambda(lambda x: x)],
      "Lambda: per-sample Python does not run"),
     ([T.RandomResizedCrop(224),
-      T.RandomApply([T.ColorJitter(0.4)], p=0.8)],
-     "RandomApply: pinload has no probability around another op"),
+      T.RandomApply([T.ColorJitter(0.4), T.GaussianBlur(3)], p=0.8)],
+     "RandomApply: pinload applies one op with a probability, not several"),
+    ([T.RandomResizedCrop(224), T.RandomApply([T.RandomRotation(10)], p=0.5)],
+     "RandomApply: of RandomRotation: pinload has no probability for it"),
     ([T.RandomResizedCrop(224), T.MixUp(num_classes=10)],
      "MixUp: a batch op"),
     ([T.RandomResizedCrop(224), T.AugMix()],

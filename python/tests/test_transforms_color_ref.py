@@ -181,7 +181,10 @@ def test_equalize_and_autocontrast_on_narrow_and_flat_channels():
 @pytest.mark.parametrize("spec,p", [("solarize(128)", 0.5),
                                     ("posterize(4,p=0.2)", 0.2),
                                     ("equalize(0.7)", 0.7),
-                                    ("autocontrast", 0.5)])
+                                    ("autocontrast", 0.5),
+                                    ("color_jitter(0.4,0.4,0.4,0.1,p=0.8)",
+                                     0.8),
+                                    ("gaussian_blur(3,p=0.3)", 0.3)])
 def test_each_probability_is_p(spec, p):
     """Drawn as torch.rand(1) < p: binomial(N, p); within 4.5 standard
     deviations (the seed is fixed: deterministic)."""

@@ -42,15 +42,18 @@ static const char *const every_op[] = {
     "rrc(scale=0.3:1);rand_augment(3,15,interpolation=bilinear);"
     "trivial_augment_wide(fill=9);auto_augment(svhn,fill=1:2:3)",
     "resize;auto_augment;rand_augment(1,30);normalize;erase(0.5)",
+    "rrc(scale=0.3:1);color_jitter(0.4,0.4,0.4,0.1,p=0.8);grayscale(0.2);"
+    "gaussian_blur(3,p=0.5)",
 };
 #define NSPECS (int)(sizeof every_op / sizeof every_op[0])
 
 /* The format each spec runs with: floats for normalize and erasing. */
 static const pl_format every_format[NSPECS] = {
-    PL_FORMAT_U8_NHWC,  PL_FORMAT_F16_NCHW, PL_FORMAT_U8_NHWC,
-    PL_FORMAT_U8_NHWC,  PL_FORMAT_F32_NCHW, PL_FORMAT_F16_NCHW,
-    PL_FORMAT_BF16_NCHW, PL_FORMAT_U8_NHWC, PL_FORMAT_F16_NCHW,
-    PL_FORMAT_U8_NHWC,  PL_FORMAT_U8_NHWC,  PL_FORMAT_F32_NCHW};
+    PL_FORMAT_U8_NHWC,   PL_FORMAT_F16_NCHW, PL_FORMAT_U8_NHWC,
+    PL_FORMAT_U8_NHWC,   PL_FORMAT_F32_NCHW, PL_FORMAT_F16_NCHW,
+    PL_FORMAT_BF16_NCHW, PL_FORMAT_U8_NHWC,  PL_FORMAT_F16_NCHW,
+    PL_FORMAT_U8_NHWC,   PL_FORMAT_U8_NHWC,  PL_FORMAT_F32_NCHW,
+    PL_FORMAT_U8_NHWC};
 
 static void every_op_cfg(pl_config *c, const char *root, int k)
 {
@@ -102,9 +105,9 @@ Test(loader_transform, every_op_differs_by_epoch_and_seed_only,
         run_loader(&c, 2, r);
         run_loader(&c, 2, again);
         assert_same_run(&r[0], &again[0], every_op[k]);
-        cr_assert_neq(memcmp(r[0].bytes, r[1].bytes,
-                             r[0].sample_bytes * (size_t)r[0].n),
-                      0, "%s: epochs 0 and 1 drew alike", every_op[k]);
+        cr_assert_neq(
+            memcmp(r[0].bytes, r[1].bytes, r[0].sample_bytes * (size_t)r[0].n),
+            0, "%s: epochs 0 and 1 drew alike", every_op[k]);
         for (int e = 0; e < 2; e++) {
             run_free(&r[e]);
             run_free(&again[e]);

@@ -14,7 +14,7 @@
 #include "../../common/grow.h"
 #include "functional.h"
 
-enum { KERNEL_SIZE, SIGMA, NPARAMS };
+enum { KERNEL_SIZE, SIGMA, P, NPARAMS };
 
 static const op_param params[NPARAMS] = {
     [KERNEL_SIZE] = {"kernel_size", OP_SIZE, NULL, 1, 255, 0, NULL,
@@ -22,18 +22,23 @@ static const op_param params[NPARAMS] = {
     [SIGMA] = {"sigma", OP_RANGE, "0.1:2", 0, 100, 1, NULL,
                "the standard deviation, drawn uniformly (one number: "
                "fixed)"},
+    [P] = {"p", OP_NUMBER, NULL, 0, 1, 0, NULL,
+           "RandomApply's probability; not given: always (drawn only when "
+           "given)"},
 };
 
 typedef struct drawn {
     float sigma;
+    int32_t apply;
 } drawn;
 
 static int setup(op_instance *op, const op_setup *s, char *why, size_t cap)
 {
     const op_value *k = &op->arg[KERNEL_SIZE];
     if (!k->n) {
-        snprintf(why, cap, "kernel_size: required (an odd size, K or "
-                           "KXxKY, as GaussianBlur's)");
+        snprintf(why, cap,
+                 "kernel_size: required (an odd size, K or "
+                 "KXxKY, as GaussianBlur's)");
         return PL_EINVAL;
     }
     int kx, ky;
@@ -59,8 +64,14 @@ static void draw(const op_instance *op, philox_stream *rng, int w, int h,
 {
     (void)w;
     (void)h;
+    drawn *d = out;
+    /* RandomApply's coin first, where a p is given (an op without one
+     * draws as it always has). */
+    d->apply = op_apply_coin(op, P, rng);
+    if (!d->apply)
+        return;
     const double lo = op->arg[SIGMA].v[0], hi = op->arg[SIGMA].v[1];
-    ((drawn *)out)->sigma = (float)(lo + (hi - lo) * philox_next_double(rng));
+    d->sigma = (float)(lo + (hi - lo) * philox_next_double(rng));
 }
 
 /* The normalised 1-D kernel of n (odd) taps, as _get_gaussian_kernel1d. */
@@ -162,17 +173,22 @@ int fn_gaussian_blur(op_image *img, int kx, int ky, float sigma_x,
 
 static int apply(const op_instance *op, const void *in, op_image *img)
 {
+    const drawn *d = in;
+    if (!d->apply)
+        return 0;
     int kx, ky;
     op_size(&op->arg[KERNEL_SIZE], &kx, &ky);
-    const float sigma = ((const drawn *)in)->sigma;
-    return fn_gaussian_blur(img, kx, ky, sigma, sigma);
+    return fn_gaussian_blur(img, kx, ky, d->sigma, d->sigma);
 }
 
 static int describe(const op_instance *op, const void *in, char *buf,
                     size_t cap)
 {
-    (void)op;
-    return snprintf(buf, cap, "sigma=%.9g", (double)((const drawn *)in)->sigma);
+    const drawn *d = in;
+    if (op->arg[P].n && !d->apply)
+        return snprintf(buf, cap, "apply=0");
+    return snprintf(buf, cap, "%ssigma=%.9g", op->arg[P].n ? "apply=1," : "",
+                    (double)d->sigma);
 }
 
 const op_kind op_gaussian_blur = {
@@ -180,7 +196,7 @@ const op_kind op_gaussian_blur = {
     .alias = NULL,
     .stage = OP_STAGE_PIXELS,
     .doc = "blurred by a Gaussian of a sigma drawn from its range: "
-           "GaussianBlur(kernel_size, sigma)",
+           "GaussianBlur(kernel_size, sigma), with p RandomApply's",
     .params = params,
     .nparams = NPARAMS,
     .drawn_size = sizeof(drawn),

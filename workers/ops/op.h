@@ -320,6 +320,11 @@ void op_coin_draw(const op_instance *op, philox_stream *rng, int w, int h,
 int op_coin_describe(const op_instance *op, const void *drawn, char *buf,
                      size_t cap);
 
+/* RandomApply's coin for an op whose parameter `param` is an optional p
+ * (not given: 1, and nothing drawn, so the op's draws stay what they were
+ * without it): 1 to apply. */
+int op_apply_coin(const op_instance *op, int param, philox_stream *rng);
+
 /* Python's round(): halves to the even neighbour, as torchvision's crop
  * arithmetic rounds (rint in the default rounding mode). */
 int op_round(double x);

@@ -90,6 +90,12 @@ void op_coin_draw(const op_instance *op, philox_stream *rng, int w, int h,
     ((op_coin *)drawn)->apply = philox_next_double(rng) < p;
 }
 
+int op_apply_coin(const op_instance *op, int param, philox_stream *rng)
+{
+    const op_value *p = &op->arg[param];
+    return !p->n || philox_next_double(rng) < p->v[0];
+}
+
 int op_coin_describe(const op_instance *op, const void *drawn, char *buf,
                      size_t cap)
 {

@@ -91,10 +91,12 @@ Test(ops_color, each_error_names_the_op_and_the_parameter)
             "color_jitter: saturation=x: not a number");
     refused("resize;color_jitter(sharpness=1)",
             "color_jitter: \"sharpness\": no such parameter (brightness, "
-            "contrast, saturation, hue)");
-    refused("resize;color_jitter(0.1,0.1,0.1,0.1,0.1)",
-            "color_jitter: \"0.1\" is value 5, but it takes 4 (brightness, "
-            "contrast, saturation, hue)");
+            "contrast, saturation, hue, p)");
+    refused("resize;color_jitter(0.1,0.1,0.1,0.1,0.8,0.1)",
+            "color_jitter: \"0.1\" is value 6, but it takes 5 (brightness, "
+            "contrast, saturation, hue, p)");
+    refused("resize;color_jitter(0.4,p=1.5)",
+            "color_jitter: p=1.5: 1.5 is outside [0, 1]");
     refused("resize;gaussian_blur",
             "gaussian_blur: kernel_size: required (an odd size, K or KXxKY, "
             "as GaussianBlur's)");
@@ -504,4 +506,56 @@ Test(ops_color, the_pipeline_applies_the_functions_as_drawn)
     for (int k = 0; k < 4; k++)
         cr_assert(applied[k] > 8 && applied[k] < 32, "op %d: %d of 40", k + 3,
                   applied[k]);
+}
+
+Test(ops_color, a_p_applies_jitter_and_blur_with_randomapplys_coin)
+{
+    /* Written out with p; without one, nothing more is drawn (the
+     * describe and the bytes are those of the op without p). */
+    parses_to("resize;color_jitter(0.4,0.4,0.4,0.1,p=0.8);"
+              "gaussian_blur(3,p=0.3)",
+              "resize(size=32x32,interpolation=bilinear,antialias=true);"
+              "color_jitter(brightness=0.6:1.4,contrast=0.6:1.4,"
+              "saturation=0.6:1.4,hue=-0.1:0.1,p=0.8);"
+              "gaussian_blur(kernel_size=3,sigma=0.1:2,p=0.3)");
+    static pic p, q;
+    int jitter = 0, blur = 0;
+    const int N = 3000;
+    for (int64_t i = 0; i < N; i++) {
+        char d[512];
+        ops_describe(&pl, 3, 1, i, 32, 32, d, sizeof d);
+        const int j = strstr(d, "color_jitter(apply=1,order=") != NULL;
+        const int b = strstr(d, "gaussian_blur(apply=1,sigma=") != NULL;
+        cr_assert(j || strstr(d, "color_jitter(apply=0)"), "%s", d);
+        cr_assert(b || strstr(d, "gaussian_blur(apply=0)"), "%s", d);
+        jitter += j;
+        blur += b;
+        if (!j && !b && i < 200) { /* neither: the image as it was */
+            pic_init(&p, 32, 32);
+            for (int k = 0; k < 32 * 32 * 3; k++)
+                p.px[k] = (uint8_t)(k * 7 + i);
+            q = p;
+            q.img.px = q.px;
+            q.img.scratch = &q.scratch;
+            cr_assert_eq(ops_pixels(&pl, 3, 1, i, &q.img), 0);
+            cr_assert_eq(memcmp(p.px, q.px, sizeof p.px), 0);
+        }
+    }
+    cr_assert(fabs(jitter - 0.8 * N) < 4.5 * sqrt(N * 0.16), "%d", jitter);
+    cr_assert(fabs(blur - 0.3 * N) < 4.5 * sqrt(N * 0.21), "%d", blur);
+    /* Without p: the draws of before (no coin). */
+    char with[512], without[512];
+    parses_to("resize;color_jitter(0.4,0.4,0.4,0.1,p=1)",
+              "resize(size=32x32,interpolation=bilinear,antialias=true);"
+              "color_jitter(brightness=0.6:1.4,contrast=0.6:1.4,"
+              "saturation=0.6:1.4,hue=-0.1:0.1,p=1)");
+    ops_describe(&pl, 3, 1, 5, 32, 32, with, sizeof with);
+    parses_to("resize;color_jitter(0.4,0.4,0.4,0.1)",
+              "resize(size=32x32,interpolation=bilinear,antialias=true);"
+              "color_jitter(brightness=0.6:1.4,contrast=0.6:1.4,"
+              "saturation=0.6:1.4,hue=-0.1:0.1)");
+    ops_describe(&pl, 3, 1, 5, 32, 32, without, sizeof without);
+    cr_assert(strstr(with, "apply=1,order="), "%s", with);
+    cr_assert(strstr(without, "color_jitter(order="), "%s", without);
+    free(q.scratch.buf);
 }
