@@ -85,7 +85,7 @@ def test_each_batch_is_timms_mixup_of_the_plain_batch(dataset, spec, kw,
     mixed = ptorch.Loader(dataset, transform="%s;%s" % (PLAIN, spec),
                           **common)
     classes = plain.info["num_classes"]
-    n = 0
+    n = changed = 0
     for epoch in range(2):
         plain.set_epoch(epoch)
         mixed.set_epoch(epoch)
@@ -97,10 +97,12 @@ def test_each_batch_is_timms_mixup_of_the_plain_batch(dataset, spec, kw,
                 tx, ty = m(x.clone(), y.clone())
                 draws.done()
             assert torch.equal(mx, tx), (epoch, b, drawn)
+            changed += not torch.equal(mx, x)
             assert torch.equal(soft, ty), (epoch, b, drawn)
             assert soft.shape == (BATCH, classes)
             n += 1
     assert n == 2 * (48 // BATCH)
+    assert changed > n // 3, changed  # the batches were mixed
     plain.close()
     mixed.close()
 

@@ -11,8 +11,6 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "../../common/grow.h"
-
 #include "functional.h"
 
 /* A float in [0, 255] as uint8, as PyTorch's clamp_(0, 255).to(uint8)
@@ -130,12 +128,9 @@ int fn_adjust_sharpness(op_image *img, double factor)
     if (w <= 2 || h <= 2)
         return 0;
     const size_t row = (size_t)w * 3;
-    op_scratch *s = img->scratch;
-    if (grow_scratch(&s->buf, &s->cap, row * (size_t)h, 1, 0) < 0)
+    const uint8_t *src = op_image_copy(img);
+    if (!src)
         return PL_ENOMEM;
-    for (int y = 0; y < h; y++)
-        memcpy(s->buf + (size_t)y * row, img->px + (size_t)y * img->stride,
-               row);
     /* torchvision's kernel: 1/13 and 5/13 as float32; the blend
      * view.add_(blurred - view, alpha=1 - factor): the difference exact,
      * the add fused with its multiply (PyTorch's add(alpha=)), then
@@ -143,7 +138,7 @@ int fn_adjust_sharpness(op_image *img, double factor)
     const float edge = (float)(1.0 / 13.0), middle = (float)(5.0 / 13.0);
     const double alpha = (double)(float)(1.0 - factor);
     for (int y = 1; y < h - 1; y++) {
-        const uint8_t *in = s->buf + (size_t)y * row;
+        const uint8_t *in = src + (size_t)y * row;
         uint8_t *out = img->px + (size_t)y * img->stride;
         for (size_t i = 3; i < row - 3; i++) {
             const float v = (float)in[i];

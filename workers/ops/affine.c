@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../common/grow.h"
 #include "affine.h"
 
 #ifdef __clang__
@@ -238,13 +237,9 @@ int op_warp_image(op_image *img, const double m[6], int interp,
         m[4] == 1.0 && m[5] == 0.0)
         return 0;
     const int w = img->w, h = img->h;
-    const size_t row = (size_t)w * 3;
-    op_scratch *s = img->scratch;
-    if (grow_scratch(&s->buf, &s->cap, row * (size_t)h, 1, 0) < 0)
+    const uint8_t *src = op_image_copy(img);
+    if (!src)
         return PL_ENOMEM;
-    for (int y = 0; y < h; y++)
-        memcpy(s->buf + (size_t)y * row, img->px + (size_t)y * img->stride,
-               row);
     grid g;
     grid_make(&g, m, w, h);
     uint8_t outside[3] = {0, 0, 0};
@@ -253,9 +248,9 @@ int op_warp_image(op_image *img, const double m[6], int interp,
     for (int y = 0; y < h; y++) {
         uint8_t *out = img->px + (size_t)y * img->stride;
         if (interp == OP_INTERP_BILINEAR)
-            row_bilinear(&g, s->buf, w, h, y, fill, out);
+            row_bilinear(&g, src, w, h, y, fill, out);
         else
-            row_nearest(&g, s->buf, w, h, y, outside, out);
+            row_nearest(&g, src, w, h, y, outside, out);
     }
     return 0;
 }

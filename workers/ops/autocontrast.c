@@ -28,9 +28,8 @@ void fn_autocontrast(op_image *img)
     for (int c = 0; c < 3; c++) {
         /* An equal min and max: min 0, scale 1, so v / 1: kept. */
         const float min = lo[c] == hi[c] ? 0.0f : (float)lo[c];
-        const float scale = lo[c] == hi[c]
-                                ? 1.0f
-                                : (float)(hi[c] - lo[c]) * (float)(1.0 / 255);
+        const float scale =
+            lo[c] == hi[c] ? 1.0f : (float)(hi[c] - lo[c]) * (float)(1.0 / 255);
         for (int v = 0; v < 256; v++) {
             const float e = ((float)v - min) / scale;
             lut[c][v] = e <= 0.0f ? 0 : e >= 255.0f ? 255 : (uint8_t)e;

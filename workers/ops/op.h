@@ -234,6 +234,12 @@ typedef struct op_image {
     op_scratch *scratch;
 } op_image;
 
+/* A packed copy of img's pixels (rows of w * 3 bytes) in its scratch, for
+ * an op that reads the image as it was while it writes it (a warp,
+ * sharpness, a quarter turn). NULL: the scratch could not grow
+ * (PL_ENOMEM; img unchanged). */
+const uint8_t *op_image_copy(op_image *img);
+
 /* The written float sample a stage-TENSOR op works on, in place: format
  * F32, F16 or BF16 (the latter two as bit patterns), NCHW planes or
  * interleaved (channels_last), with the table it was normalised by (0 in

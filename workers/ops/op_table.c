@@ -2,6 +2,8 @@
  * to add one), and the few helpers the rows share. */
 #include "op.h"
 
+#include "../../common/grow.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -59,6 +61,18 @@ const op_kind *op_kind_find(const char *name, size_t len)
             same(op_kinds[i]->alias, name, len))
             return op_kinds[i];
     return NULL;
+}
+
+const uint8_t *op_image_copy(op_image *img)
+{
+    const size_t row = (size_t)img->w * 3;
+    op_scratch *s = img->scratch;
+    if (grow_scratch(&s->buf, &s->cap, row * (size_t)img->h, 1, 0) < 0)
+        return NULL;
+    for (int y = 0; y < img->h; y++)
+        memcpy(s->buf + (size_t)y * row, img->px + (size_t)y * img->stride,
+               row);
+    return s->buf;
 }
 
 int op_round(double x)

@@ -99,12 +99,17 @@ int ops_tensor(const ops_pipeline *p, uint64_t seed, int64_t epoch,
     return 0;
 }
 
-/* The batch op's stream: keyed by the batch, not a sample. */
-static void batch_stream(const ops_pipeline *p, philox_stream *s, uint64_t seed,
-                         int64_t epoch, int64_t batch)
+/* The batch op's draw for batch `batch` of `epoch` on an image of w x h,
+ * from its stream: keyed by the batch and the rank, not a sample. */
+static void batch_draw(const ops_pipeline *p, uint64_t seed, int64_t epoch,
+                       int64_t batch, int w, int h, drawn_buf *d)
 {
-    philox_stream_init(s, seed, PHILOX_DOMAIN_BATCH, (uint64_t)epoch,
+    const op_instance *op = &p->op[p->n - 1];
+    philox_stream s;
+    philox_stream_init(&s, seed, PHILOX_DOMAIN_BATCH, (uint64_t)epoch,
                        (uint64_t)p->rank << 32 | (uint32_t)batch);
+    memset(d, 0, sizeof *d);
+    op->kind->draw(op, &s, w, h, d->bytes);
 }
 
 void ops_batch(const ops_pipeline *p, uint64_t seed, int64_t epoch,
@@ -112,12 +117,9 @@ void ops_batch(const ops_pipeline *p, uint64_t seed, int64_t epoch,
 {
     if (!p->nbatch)
         return;
-    const op_instance *op = &p->op[p->n - 1];
     drawn_buf d;
-    memset(&d, 0, sizeof d);
-    philox_stream s;
-    batch_stream(p, &s, seed, epoch, batch);
-    op->kind->draw(op, &s, b->w, b->h, d.bytes);
+    batch_draw(p, seed, epoch, batch, b->w, b->h, &d);
+    const op_instance *op = &p->op[p->n - 1];
     op->kind->apply_batch(op, d.bytes, b);
 }
 
@@ -133,13 +135,8 @@ int ops_describe(const ops_pipeline *p, uint64_t seed, int64_t epoch,
     op_geometry_size(&g, &w, &h);
     for (int k = p->ngeometry; k < p->n - p->nbatch; k++)
         draw_one(p, k, seed, epoch, index, w, h, &shared, &drawn[k]);
-    if (p->nbatch) {
-        const op_instance *op = &p->op[p->n - 1];
-        philox_stream s;
-        batch_stream(p, &s, seed, epoch, index);
-        memset(&drawn[p->n - 1], 0, sizeof drawn[p->n - 1]);
-        op->kind->draw(op, &s, w, h, drawn[p->n - 1].bytes);
-    }
+    if (p->nbatch)
+        batch_draw(p, seed, epoch, index, w, h, &drawn[p->n - 1]);
     size_t len = 0;
 #define AT_ (len < cap ? buf + len : NULL), (len < cap ? cap - len : 0)
     if (cap)

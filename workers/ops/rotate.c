@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../common/grow.h"
 #include "affine.h"
 
 /* 180 degrees: the pixels in reverse order, in place. */
@@ -37,18 +36,15 @@ static int turn_quarter(op_image *img, int k)
 {
     const int n = img->w;
     const size_t row = (size_t)n * 3;
-    op_scratch *s = img->scratch;
-    if (grow_scratch(&s->buf, &s->cap, row * (size_t)n, 1, 0) < 0)
+    const uint8_t *src = op_image_copy(img);
+    if (!src)
         return PL_ENOMEM;
-    for (int y = 0; y < n; y++)
-        memcpy(s->buf + (size_t)y * row, img->px + (size_t)y * img->stride,
-               row);
     for (int y = 0; y < n; y++) {
         uint8_t *out = img->px + (size_t)y * img->stride;
         for (int x = 0; x < n; x++, out += 3) {
             const int sy = k == 1 ? x : n - 1 - x;
             const int sx = k == 1 ? n - 1 - y : y;
-            memcpy(out, s->buf + (size_t)sy * row + (size_t)sx * 3, 3);
+            memcpy(out, src + (size_t)sy * row + (size_t)sx * 3, 3);
         }
     }
     return 0;
