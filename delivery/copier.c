@@ -362,6 +362,8 @@ static void *copier_main(void *arg)
         int idle;
         ring_slot *s =
             ring_wait_ready_for(p->cfg.ring, seq, HEALTH_CHECK_NS, &idle);
+        if (idle)
+            ring_grow(p->cfg.ring); /* prefetch PL_AUTO asked for a slot */
         if (idle && handoff_check_streams(p->cfg.ho) == 0)
             continue;
         if (!s || take_slot(p, &f, s) != 0)

@@ -32,7 +32,7 @@ static int open_decoder(decode_gpu *d, const pl_config *c, backend *be,
     const pl_format f = out->aug.format; /* what the workers write */
     const gpu_decoder_config gc = {
         .workers = workers,
-        .slots = d->ring->nslots,
+        .slots = d->ring->max_slots, /* prefetch PL_AUTO may grow it */
         .format = f,
         .channels_last = out->aug.channels_last,
         .out_w = out->width,
@@ -105,7 +105,11 @@ void decode_gpu_close(decode_gpu *d)
 
 uint64_t decode_gpu_bytes(const decode_gpu *d)
 {
-    return d->g ? d->g->ops->device_bytes(d->g) + d->ring->dev_bytes : 0;
+    if (!d->g)
+        return 0;
+    ring_stats rs; /* the ring's slots may grow (prefetch PL_AUTO) */
+    ring_get_stats(d->ring, &rs);
+    return d->g->ops->device_bytes(d->g) + rs.dev_bytes;
 }
 
 static gpu_axis axis_of(const resample_axis *a)

@@ -49,13 +49,37 @@ static int alloc_ring(ring *r, backend *be, pl_memory memory,
     return rc;
 }
 
+static pl_memory memory_of(hostmem k)
+{
+    return k == HOSTMEM_PINNED    ? PL_MEMORY_PINNED
+           : k == HOSTMEM_MANAGED ? PL_MEMORY_MANAGED
+                                  : PL_MEMORY_PAGEABLE;
+}
+
+static size_t batch_bytes_of(const ring *r)
+{
+    return r->sample_bytes * (size_t)r->sched.cfg.batch_size;
+}
+
+/* The slot holding (or about to hold) batch seq, or NULL: none has it
+ * yet. Under mu. */
+static ring_slot *slot_of(ring *r, uint64_t seq)
+{
+    for (int i = 0; i < r->nslots; i++)
+        if (r->slots[i].seq == seq)
+            return &r->slots[i];
+    return NULL;
+}
+
 int ring_init(ring *r, int nslots, const schedule_config *sched,
               size_t sample_bytes, backend *be, pl_memory memory,
               int pinned_fallback, logger *lg)
 {
     memset(r, 0, sizeof *r);
     r->node = -1;
-    r->nslots = nslots;
+    r->nslots = r->max_slots = r->want_slots = nslots;
+    r->next_seq = (uint64_t)nslots;
+    r->log = lg;
     r->active = INT_MAX;
     schedule_init(&r->sched, sched);
     r->sample_bytes = sample_bytes;
@@ -73,6 +97,7 @@ int ring_init(ring *r, int nslots, const schedule_config *sched,
     const int rc = alloc_ring(r, be, memory, pinned_fallback, lg);
     if (rc < 0)
         return rc;
+    r->grow_memory = memory_of(r->kind);
     r->slots = calloc((size_t)nslots, sizeof *r->slots);
     if (!r->slots)
         return err_set(PL_ENOMEM, "out of memory for the slot table");
@@ -89,6 +114,113 @@ int ring_init(ring *r, int nslots, const schedule_config *sched,
     return 0;
 }
 
+int ring_set_max(ring *r, int max_slots)
+{
+    if (max_slots <= r->max_slots)
+        return 0;
+    ring_slot *t = realloc(r->slots, (size_t)max_slots * sizeof *t);
+    if (!t)
+        return err_set(PL_ENOMEM, "out of memory for the slot table");
+    memset(t + r->max_slots, 0,
+           (size_t)(max_slots - r->max_slots) * sizeof *t);
+    r->slots = t;
+    r->max_slots = max_slots;
+    return 0;
+}
+
+void ring_want_slots(ring *r, int n)
+{
+    pthread_mutex_lock(&r->mu);
+    if (n > r->max_slots)
+        n = r->max_slots;
+    if (n > r->want_slots) {
+        r->want_slots = n;
+        pthread_cond_broadcast(&r->ready_cv); /* the prefetcher grows it */
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
+int ring_slots(ring *r)
+{
+    pthread_mutex_lock(&r->mu);
+    const int n = r->nslots;
+    pthread_mutex_unlock(&r->mu);
+    return n;
+}
+
+/* One more slot's memory, made outside the lock into *s (not yet in the
+ * ring). */
+static int make_slot(ring *r, ring_slot *s)
+{
+    const size_t batch = batch_bytes_of(r);
+    const size_t nex = (size_t)r->sched.cfg.batch_size * (size_t)r->nextras;
+    hostmem kind;
+    int node;
+    int rc = r->be->ops->host_alloc(r->be, batch, r->grow_memory,
+                                    (void **)&s->pixels, &kind, &node);
+    if (rc < 0)
+        return rc;
+    s->grown = 1;
+    if (kind != r->kind) { /* the copies are issued for the ring's kind */
+        r->be->ops->host_free(r->be, s->pixels, batch, kind);
+        s->pixels = NULL;
+        return err_set(PL_ENOMEM, "the memory had is not of the ring's kind");
+    }
+    if (r->dev_mem &&
+        (rc = r->be->ops->dev_alloc(r->be, batch, (void **)&s->dev)) < 0)
+        return rc;
+    if (!(s->pos = calloc((size_t)r->sched.cfg.batch_size, sizeof *s->pos)) ||
+        (nex && !(s->extras = calloc(nex, sizeof *s->extras))))
+        return err_set(PL_ENOMEM, "out of memory for the slot table");
+    return 0;
+}
+
+static void free_slot(ring *r, ring_slot *s)
+{
+    const size_t nex = (size_t)r->sched.cfg.batch_size * (size_t)r->nextras;
+    for (size_t j = 0; s->extras && j < nex; j++)
+        fileio_buf_free(&s->extras[j]);
+    free(s->extras);
+    free(s->pos);
+    if (s->grown && s->pixels)
+        r->be->ops->host_free(r->be, s->pixels, batch_bytes_of(r), r->kind);
+    if (s->grown && s->dev)
+        r->be->ops->dev_free(r->be, s->dev);
+    memset(s, 0, sizeof *s);
+}
+
+int ring_grow(ring *r)
+{
+    pthread_mutex_lock(&r->mu);
+    while (r->nslots < r->want_slots && !r->stop) {
+        ring_slot s = {0};
+        pthread_mutex_unlock(&r->mu);
+        const int rc = make_slot(r, &s);
+        pthread_mutex_lock(&r->mu);
+        if (rc < 0) {
+            free_slot(r, &s);
+            log_msg(r->log, PL_LOG_NOTICE,
+                    "prefetch PL_AUTO: the ring stays at %d slots: no "
+                    "room for another %.1f MiB: %s",
+                    r->nslots, (double)batch_bytes_of(r) / (1 << 20),
+                    pl_last_error());
+            r->max_slots = r->want_slots = r->nslots;
+            break;
+        }
+        s.ring = r;
+        s.state = SLOT_FREE;
+        s.seq = r->next_seq++;
+        r->slots[r->nslots++] = s;
+        r->mem_bytes += batch_bytes_of(r);
+        if (r->dev_mem)
+            r->dev_bytes += batch_bytes_of(r);
+        pthread_cond_broadcast(&r->work_cv);
+    }
+    const int n = r->nslots;
+    pthread_mutex_unlock(&r->mu);
+    return n;
+}
+
 int ring_add_extras(ring *r, int nextras)
 {
     const size_t n = (size_t)r->sched.cfg.batch_size * (size_t)nextras;
@@ -101,7 +233,7 @@ int ring_add_extras(ring *r, int nextras)
 
 int ring_add_device(ring *r)
 {
-    const size_t batch = r->sample_bytes * (size_t)r->sched.cfg.batch_size;
+    const size_t batch = batch_bytes_of(r);
     r->dev_bytes = batch * (size_t)r->nslots;
     const int rc =
         r->be->ops->dev_alloc(r->be, r->dev_bytes, (void **)&r->dev_mem);
@@ -117,17 +249,16 @@ int ring_add_device(ring *r)
 
 void ring_fini(ring *r)
 {
-    const size_t per_slot =
-        (size_t)r->sched.cfg.batch_size * (size_t)r->nextras;
+    size_t first = 0; /* the one allocation's bytes: the slots not grown */
     for (int i = 0; r->slots && i < r->nslots; i++) {
-        for (size_t j = 0; r->slots[i].extras && j < per_slot; j++)
-            fileio_buf_free(&r->slots[i].extras[j]);
-        free(r->slots[i].extras);
-        free(r->slots[i].pos);
+        if (!r->slots[i].grown)
+            first += batch_bytes_of(r);
+        free_slot(r, &r->slots[i]);
     }
     free(r->slots);
     if (r->mem)
-        r->be->ops->host_free(r->be, r->mem, r->mem_bytes, r->kind);
+        r->be->ops->host_free(r->be, r->mem, first ? first : r->mem_bytes,
+                              r->kind);
     if (r->dev_mem)
         r->be->ops->dev_free(r->be, r->dev_mem);
     pthread_mutex_destroy(&r->mu);
@@ -148,11 +279,10 @@ int ring_claim(ring *r, int worker, ring_slot **slot, int *pos)
             pthread_cond_wait(&r->work_cv, &r->mu);
             continue;
         }
-        ring_slot *s = &r->slots[r->claim_seq % (uint64_t)r->nslots];
-        if (s->seq == r->claim_seq && s->state == SLOT_FREE && !r->sched.dead)
+        ring_slot *s = slot_of(r, r->claim_seq);
+        if (s && s->state == SLOT_FREE && !r->sched.dead)
             setup_next(r, s);
-        if (s->seq == r->claim_seq && s->state == SLOT_FILLING &&
-            s->claimed < s->count) {
+        if (s && s->state == SLOT_FILLING && s->claimed < s->count) {
             *slot = s;
             *pos = s->claimed++;
             schedule_claimed(&r->sched);
@@ -183,7 +313,7 @@ void ring_finish(ring *r, ring_slot *slot, int good)
 ring_slot *ring_wait_ready_for(ring *r, uint64_t seq, uint64_t timeout_ns,
                                int *idle)
 {
-    ring_slot *s = &r->slots[seq % (uint64_t)r->nslots];
+    ring_slot *s = NULL;
     struct timespec until;
     clock_gettime(CLOCK_MONOTONIC, &until);
     const uint64_t ns = (uint64_t)until.tv_nsec + timeout_ns;
@@ -191,8 +321,9 @@ ring_slot *ring_wait_ready_for(ring *r, uint64_t seq, uint64_t timeout_ns,
     until.tv_nsec = (long)(ns % 1000000000u);
     int timed_out = 0;
     pthread_mutex_lock(&r->mu);
-    while (!r->stop && !(s->seq == seq && s->state == SLOT_READY) &&
-           !timed_out) {
+    int grow = 0;
+    while (!r->stop && !((s = slot_of(r, seq)) && s->state == SLOT_READY) &&
+           !timed_out && !(grow = timeout_ns && r->want_slots > r->nslots)) {
         if (timeout_ns)
             timed_out = pthread_cond_timedwait(&r->ready_cv, &r->mu, &until) ==
                         ETIMEDOUT;
@@ -200,13 +331,13 @@ ring_slot *ring_wait_ready_for(ring *r, uint64_t seq, uint64_t timeout_ns,
             pthread_cond_wait(&r->ready_cv, &r->mu);
     }
     const int stopped = r->stop;
-    if (stopped || timed_out)
+    if (stopped || timed_out || grow)
         s = NULL;
     else
         s->state = SLOT_COPYING;
     pthread_mutex_unlock(&r->mu);
     if (idle)
-        *idle = !stopped && timed_out;
+        *idle = !stopped && (timed_out || grow);
     return s;
 }
 
@@ -231,7 +362,7 @@ void ring_copy_done(void *arg)
     assert(s->state == SLOT_COPYING && s->copies > 0);
     if (--s->copies == 0) {
         s->state = SLOT_FREE;
-        s->seq += (uint64_t)r->nslots;
+        s->seq = r->next_seq++;
         pthread_cond_broadcast(&r->work_cv);
     }
     pthread_mutex_unlock(&r->mu);
@@ -256,11 +387,14 @@ void ring_stop(ring *r)
 
 void ring_get_stats(const ring *r, ring_stats *s)
 {
-    s->mem_bytes = r->mem_bytes;
     s->kind = r->kind;
     s->node = r->node;
-    s->pinned_bytes = r->kind == HOSTMEM_PINNED ? r->mem_bytes : 0;
     pthread_mutex_lock((pthread_mutex_t *)&r->mu);
+    s->mem_bytes = r->mem_bytes;
+    s->slots = r->nslots;
+    s->max_slots = r->max_slots;
+    s->dev_bytes = r->dev_bytes;
+    s->pinned_bytes = r->kind == HOSTMEM_PINNED ? r->mem_bytes : 0;
     s->ns_slot_wait = r->ns_slot_wait;
     pthread_mutex_unlock((pthread_mutex_t *)&r->mu);
 }

@@ -1,8 +1,11 @@
 /* The host ring: `prefetch` batch slots of page-locked (or pageable, or
- * managed) memory, allocated once. The claim schedule (schedule.h) says
- * which nominal batch comes next (numbered seq = 0, 1, 2, ... across
- * epochs); they go through the slots in turn: slot seq % nslots holds batch
- * seq once batch seq - nslots has left it.
+ * managed) memory, allocated once; under prefetch PL_AUTO it may grow by a
+ * slot at a time up to a bound set before the workers start (each grown
+ * slot its own allocation, kept until ring_fini; it never shrinks). The
+ * claim schedule (schedule.h) says which nominal batch comes next
+ * (numbered seq = 0, 1, 2, ... across epochs); a slot that becomes FREE
+ * takes the next batch no slot has had yet, so with a fixed ring and
+ * copies done in order slot seq % nslots holds batch seq, as before.
  *
  *   FREE --(first claim)--> FILLING --(last finish)--> READY
  *        <--(copies done)-- COPYING <--(prefetcher takes it)--
@@ -58,6 +61,7 @@ typedef struct ring_slot {
     /* [batch_size * nextras]: position i's extra k at i * nextras + k,
      * written by the worker as it writes the pixels */
     fileio_buf *extras;
+    int grown; /* pixels (and dev) are this slot's own (ring_grow) */
     struct ring *ring;
 } ring_slot;
 
@@ -65,8 +69,15 @@ typedef struct ring {
     pthread_mutex_t mu;
     pthread_cond_t work_cv;  /* workers: a slot became free */
     pthread_cond_t ready_cv; /* prefetcher: a slot became ready */
-    ring_slot *slots;
+    ring_slot *slots; /* [max_slots]; the first nslots in use */
     int nslots;
+    /* prefetch PL_AUTO: the most slots the ring may grow to (nslots for a
+     * fixed ring), and how many were asked for (ring_want_slots); the
+     * prefetcher's thread does the growing (ring_grow). Guarded by mu. */
+    int max_slots, want_slots;
+    uint64_t next_seq; /* the batch the next slot to come FREE takes */
+    pl_memory grow_memory; /* what grown slots are: what mem is */
+    logger *log;
     schedule sched; /* what the next slot holds */
     size_t sample_bytes;
     int nextras; /* extras per position (ring_add_extras) */
@@ -95,6 +106,26 @@ int ring_init(ring *r, int nslots, const schedule_config *sched,
               int pinned_fallback, logger *lg);
 void ring_fini(ring *r);
 
+/* Before the workers start (after ring_init, before ring_add_extras and
+ * ring_add_device): the ring may grow to max_slots (>= nslots). PL_ENOMEM
+ * for the table. */
+int ring_set_max(ring *r, int max_slots);
+
+/* Ask for n slots (clamped to max_slots): the prefetcher's thread adds
+ * them in ring_grow, and a wait in ring_wait_ready_for returns (idle) so
+ * that it can. Thread-safe. */
+void ring_want_slots(ring *r, int n);
+
+/* The prefetcher: add the slots asked for, each with its host memory of
+ * the ring's kind, its extras and its device memory when the ring has
+ * some. A slot that cannot be had ends the growing for good (the bound
+ * comes down to what there is) with a notice naming why; returns the slots
+ * the ring has now. Call on a thread the backend is bound to. */
+int ring_grow(ring *r);
+
+/* Slots in use now (thread-safe). */
+int ring_slots(ring *r);
+
 /* Before the workers start: each position gets nextras buffers for its
  * sample's extras (empty until written; each grows to the largest entry
  * it held). PL_ENOMEM. */
@@ -121,13 +152,14 @@ void ring_finish(ring *r, ring_slot *slot, int good);
 /* The prefetcher's next slot: batch seq once READY (now COPYING), or NULL
  * once ring_stop was called. */
 ring_slot *ring_wait_ready(ring *r, uint64_t seq);
-/* The same, but giving up after timeout_ns (0: never): then NULL with
- * *idle set, so the caller can look at the copies it has in flight. */
+/* The same, but giving up after timeout_ns (0: never), or when more slots
+ * are wanted: then NULL with *idle set, so the caller can look at the
+ * copies it has in flight and grow the ring. */
 ring_slot *ring_wait_ready_for(ring *r, uint64_t seq, uint64_t timeout_ns,
                                int *idle);
 
 /* While COPYING: n more completions must be reported by ring_copy_done
- * before the slot returns to FREE for batch seq + nslots. */
+ * before the slot returns to FREE, for the next batch no slot has had. */
 void ring_add_copies(ring *r, ring_slot *slot, int n);
 void ring_copy_done(void *slot); /* a backend callback */
 
@@ -135,14 +167,17 @@ void ring_copy_done(void *slot); /* a backend callback */
 void ring_stop(ring *r);
 
 typedef struct ring_stats {
-    size_t mem_bytes; /* the whole ring */
+    size_t mem_bytes; /* the whole ring, grown slots included */
+    int slots;        /* in use now */
+    int max_slots;    /* the most it may grow to now */
     hostmem kind;     /* what it is */
     int node;         /* the NUMA node it was placed on, or -1 */
     size_t pinned_bytes;
+    size_t dev_bytes; /* the slots' device memory (GPU decoding) */
     uint64_t ns_slot_wait; /* workers, waiting for a free slot */
 } ring_stats;
 
-/* The sizes are fixed once ring_init returned; the wait grows. */
+/* The sizes grow only under prefetch PL_AUTO; the wait grows. */
 void ring_get_stats(const ring *r, ring_stats *s);
 
 #endif

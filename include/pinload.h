@@ -449,7 +449,7 @@ typedef struct pl_state {
  * input, the output, the order, resuming, the pipeline, bad input and its
  * limits, logging. A pl_config is the caller's: the library reads it during
  * pl_loader_create only, and keeps no pointer into it (but see log_ctx). */
-/* pl_config.num_workers: chosen by the loader as it runs. */
+/* pl_config.num_workers and .prefetch: chosen by the loader as it runs. */
 #define PL_AUTO (-1)
 
 typedef struct pl_config {
@@ -525,7 +525,13 @@ typedef struct pl_config {
     /* Batch slots in the host ring; default 2. A pinned ring takes
      * prefetch x pl_info.batch_bytes of page-locked memory (as the workers
      * write it: uint8 when the GPU normalises), bounded with the node's
-     * other ranks (pl_loader_create). */
+     * other ranks (pl_loader_create). PL_AUTO: 2 slots at first, one more
+     * whenever a window of the run shows batches late while the workers
+     * wait for a free slot (one slow sample holding its batch back), up to
+     * 8 or what the node's pinned bound allows every rank
+     * (pl_info.prefetch_max); never fewer. A notice says where it settled,
+     * pl_stats.prefetch_active the slots now. The bytes delivered do not
+     * depend on it. */
     int32_t prefetch;
     /* A pl_memory, for the host ring; default PL_MEMORY_PINNED. */
     int32_t memory;
@@ -982,6 +988,10 @@ typedef struct pl_info {
      * tables; 0 with PL_DECODE_CPU. Its per-worker buffers grow with the
      * largest image met (pl_stats.gpu_decode_bytes). */
     uint64_t gpu_decode_bytes;
+    /* The most slots the host ring may hold: config.prefetch, or under
+     * PL_AUTO the bound it may grow to (pl_info.prefetch is then the 2 it
+     * starts with). */
+    int32_t prefetch_max;
 } pl_info;
 
 #define pl_loader_info(l, out) pl_loader_info_sized((l), (out), sizeof(pl_info))
@@ -1089,6 +1099,9 @@ typedef struct pl_stats {
     /* Workers taking samples now: num_workers, or under PL_AUTO the count
      * the loader settled on (pl_info.num_workers threads exist). */
     uint64_t workers_active;
+    /* Host ring slots now: config.prefetch, or under PL_AUTO the count it
+     * grew to (pl_info.prefetch_max at most). */
+    uint64_t prefetch_active;
 } pl_stats;
 
 #define pl_loader_stats(l, out)                                                \

@@ -1,4 +1,5 @@
-/* num_workers PL_AUTO's decision (autotune.h has the rule and why). */
+/* num_workers and prefetch PL_AUTO's decisions (autotune.h has the rules
+ * and why). */
 #include "autotune.h"
 
 #include <stdio.h>
@@ -130,4 +131,51 @@ void autotune_describe(const autotune *t, char *buf, size_t cap)
              "of the last window, and keeping up takes %s",
              t->active, t->max, t->max == 1 ? "" : "s", t->wait_permille / 10,
              t->wait_permille % 10, need);
+}
+
+void ringtune_init(ringtune *t, int max, const autotune_sample *now)
+{
+    memset(t, 0, sizeof *t);
+    t->max = max < RINGTUNE_START ? RINGTUNE_START : max;
+    t->slots = RINGTUNE_START;
+    t->last = *now;
+}
+
+int ringtune_step(ringtune *t, const autotune_sample *now, int workers)
+{
+    if (now->now_ns < t->last.now_ns + AUTOTUNE_WINDOW_NS ||
+        now->batches < t->last.batches + AUTOTUNE_WINDOW_BATCHES)
+        return 0;
+    const uint64_t wall = now->now_ns - t->last.now_ns,
+                   wait = now->ns_wait - t->last.ns_wait,
+                   slot = now->ns_slot_wait - t->last.ns_slot_wait;
+    const uint64_t theirs = wall * (uint64_t)(workers < 1 ? 1 : workers);
+    t->last = *now;
+    t->wait_permille = (int)(wait * 1000 / wall);
+    t->slot_permille = (int)(slot * 1000 / theirs);
+    if (t->skip > 0) {
+        t->skip--;
+        return 0;
+    }
+    if (wait * 50 > wall && slot * 10 > theirs && t->slots < t->max) {
+        t->slots++;
+        t->skip = 1;
+        t->unchanged = 0;
+        return 1;
+    }
+    if (++t->unchanged == AUTOTUNE_SETTLED && !t->settled) {
+        t->settled = 1;
+        return 2;
+    }
+    return 0;
+}
+
+void ringtune_describe(const ringtune *t, char *buf, size_t cap)
+{
+    snprintf(buf, cap,
+             "%d slots of at most %d: pl_loader_next waited %d.%d%% of the "
+             "last window while the workers waited for a free slot %d.%d%% "
+             "of theirs",
+             t->slots, t->max, t->wait_permille / 10, t->wait_permille % 10,
+             t->slot_permille / 10, t->slot_permille % 10);
 }

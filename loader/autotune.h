@@ -1,4 +1,5 @@
-/* num_workers PL_AUTO: how many of the started workers take samples.
+/* num_workers PL_AUTO: how many of the started workers take samples; and
+ * prefetch PL_AUTO: how many ring slots (ringtune, below).
  *
  * The loader starts the threads num_workers 0 would and then uses the
  * fewest that keep pl_loader_next from waiting, so that a training step
@@ -70,6 +71,49 @@ typedef struct autotune {
 
 /* max workers exist; all of them take samples at first. */
 void autotune_init(autotune *t, int max, const autotune_sample *now);
+
+/* prefetch PL_AUTO: how many ring slots. The ring starts at 2 (the
+ * default) and grows, up to RINGTUNE_MAX or what the pinned bound allows, by one slot in a window where both
+ *
+ *   the caller waited in pl_loader_next over 2% of the window, and
+ *   the workers waited for a free ring slot over 10% of their time
+ *     (the active ones' window, summed),
+ *
+ * that is, batches were late while the workers could not go on: the
+ * ring, not the workers, held the pipeline back. That is what happens when
+ * one slow sample (a large image, a cold file, a remote read) holds its
+ * batch back: the workers finish the batches behind it, then stop, and
+ * the caller waits for the slow one; another slot lets them go on. A
+ * window after a growth is not judged (it began with the old ring). It
+ * never shrinks (the pinned memory is taken; the bound is set at create,
+ * max), and says once, after AUTOTUNE_SETTLED windows without a growth,
+ * where it settled. Pure, like autotune_step: the loader gathers the
+ * figures. */
+typedef struct ringtune {
+    int slots, max;
+    int skip;      /* windows not to judge */
+    int unchanged; /* windows since the last growth */
+    int settled;   /* said so once */
+    autotune_sample last;
+    int wait_permille, slot_permille; /* the last window's, for the notice */
+} ringtune;
+
+#define RINGTUNE_START 2
+/* The most slots it grows to, where the pinned bound allows: eight
+ * batches cover a stall of eight steps, and every rank of a node may grow
+ * as far (pinned.h counts them all at this bound). */
+#define RINGTUNE_MAX 8
+
+void ringtune_init(ringtune *t, int max, const autotune_sample *now);
+
+/* The figures now, with `workers` taking samples: 1 if a window ended and
+ * the ring should grow (t->slots is the new count), 2 if it has stood for
+ * AUTOTUNE_SETTLED windows (said once), else 0. */
+int ringtune_step(ringtune *t, const autotune_sample *now, int workers);
+
+/* "3 slots of at most 8: pl_loader_next waited 3.1% of the last window
+ * while the workers waited for a free slot 22.0% of theirs" into buf. */
+void ringtune_describe(const ringtune *t, char *buf, size_t cap);
 
 /* The figures now: 1 if a window ended and the active count changed
  * (t->active is the new one), 2 if it ended and the count has now stood

@@ -226,7 +226,7 @@ static int check_pipeline(const pl_config *c)
 {
     const range r[] = {
         {"num_workers", c->num_workers, PL_AUTO, 1024}, /* PL_AUTO: -1 */
-        {"prefetch", c->prefetch, 1, 1024},
+        {"prefetch", c->prefetch, PL_AUTO, 1024}, /* 0: below */
         {"memory", (int)c->memory, 0, PL_MEMORY_MANAGED},
         {"pinned_fallback", c->pinned_fallback, 0, 1},
         {"device", c->device, PL_DEVICE_LOCAL_RANK, 1 << 16},
@@ -262,6 +262,11 @@ static int check_pipeline(const pl_config *c)
     const int rc = check_ranges(r, N_(r));
     if (rc)
         return rc;
+    if (c->prefetch == 0)
+        return BAD("prefetch",
+                   "0 slots: the ring needs at least 1 (2, the default, "
+                   "lets the workers fill a batch while the last one is "
+                   "copied), or PL_AUTO for the loader to size it");
     if (c->max_device_buffers > 0 && c->max_device_buffers < c->device_buffers)
         return BAD("max_device_buffers",
                    "%d is less than device_buffers (%d): the bound on the "
@@ -358,6 +363,7 @@ int config_resolve(const pl_config *cfg, config_resolved *out)
         return rc;
     out->num_workers = cfg->num_workers;
     out->auto_workers = cfg->num_workers == PL_AUTO;
+    out->auto_prefetch = cfg->prefetch == PL_AUTO;
     snprintf(out->workers_why, sizeof out->workers_why, "config");
     if (cfg->num_workers <= 0) {
         char why[sizeof out->workers_why - 64];

@@ -22,6 +22,9 @@ typedef struct config_resolved {
     int num_workers;  /* threads started */
     int auto_workers; /* PL_AUTO: autotune.h picks how many take samples */
     char workers_why[160]; /* "config", or how the default was reached */
+    /* prefetch PL_AUTO: the ring starts at RINGTUNE_START slots and grows
+     * as autotune.h's ringtune says, up to what the pinned bound allows. */
+    int auto_prefetch;
     /* config.extras, split: the names in the order given. */
     int nextras;
     char extras[PL_EXTRAS_MAX][CONFIG_EXTRA_NAME_MAX + 1];

@@ -59,12 +59,15 @@ struct pl_loader {
      * sequence the catalog was told (hint_order). */
     _Atomic int64_t hinted;
     const char *extra_names[PL_EXTRAS_MAX]; /* into rc.extras */
-    /* num_workers PL_AUTO: the decision's state, stepped by the caller's
-     * thread in pl_loader_next; tune_mu keeps two callers' steps apart. */
+    /* num_workers and prefetch PL_AUTO: the decisions' state, stepped by
+     * the caller's thread in pl_loader_next; tune_mu keeps two callers'
+     * steps apart. */
     autotune tune;
+    ringtune rtune;
     pthread_mutex_t tune_mu;
-    int have_tune;
-    uint64_t tune_said_ns;
+    int have_tune, have_rtune, have_tune_mu;
+    uint64_t tune_said_ns, rtune_said_ns;
+    int prefetch_max; /* the ring's bound: prefetch, or PL_AUTO's */
 };
 
 /* After fork() the child has none of the loader's threads and may hold its
@@ -401,7 +404,8 @@ static void fill_info(pl_loader *l)
     in->backend = l->be->kind;
     in->device = l->be->device;
     in->num_workers = l->rc.num_workers;
-    in->prefetch = c->prefetch;
+    in->prefetch = l->rc.auto_prefetch ? RINGTUNE_START : c->prefetch;
+    in->prefetch_max = l->prefetch_max;
     in->device_buffers = c->device_buffers;
     in->rank = l->rc.rank;
     in->world_size = l->rc.world;
@@ -419,7 +423,7 @@ static void fill_info(pl_loader *l)
     in->gpu_decode_bytes = l->dg.create_bytes;
 }
 
-/* num_workers PL_AUTO: the figures autotune.h decides by. */
+/* num_workers and prefetch PL_AUTO: the figures autotune.h decides by. */
 static void tune_figures(const pl_loader *l, autotune_sample *s)
 {
     pool_stats ps;
@@ -435,43 +439,80 @@ static void tune_figures(const pl_loader *l, autotune_sample *s)
                            .ns_slot_wait = rs.ns_slot_wait};
 }
 
-/* After a batch: a window's step, and the ring told the new count. */
-static void tune_step(pl_loader *l)
+/* num_workers PL_AUTO's window: the ring told the new count. Under
+ * tune_mu. */
+static void tune_workers(pl_loader *l, const autotune_sample *now)
 {
-    if (pthread_mutex_trylock(&l->tune_mu) != 0)
-        return; /* another caller's thread steps it now */
-    autotune_sample now;
-    if (clock_now_ns() < l->tune.last.now_ns + AUTOTUNE_WINDOW_NS) {
-        pthread_mutex_unlock(&l->tune_mu); /* mid-window: nothing to read */
-        return;
-    }
-    tune_figures(l, &now);
-    const int said = autotune_step(&l->tune, &now);
+    const int said = autotune_step(&l->tune, now);
     if (said == 1)
         ring_set_active(&l->ring, l->tune.active);
     /* Said when it settles, then on a change at most every 10 s (a
      * step whose speed changes: evaluation, a larger model stage). */
     if (said == 2 || (said == 1 && l->tune.settled &&
-                      now.now_ns - l->tune_said_ns >= 10000000000u)) {
+                      now->now_ns - l->tune_said_ns >= 10000000000u)) {
         char what[256];
         autotune_describe(&l->tune, what, sizeof what);
         log_msg(&l->log, PL_LOG_NOTICE, "num_workers PL_AUTO: %s%s", what,
                 said == 2 ? " (settled; it follows the step if that changes)"
                           : "");
-        l->tune_said_ns = now.now_ns;
+        l->tune_said_ns = now->now_ns;
     }
+}
+
+/* prefetch PL_AUTO's window: the prefetcher told to grow the ring. Under
+ * tune_mu. */
+static void tune_ring(pl_loader *l, const autotune_sample *now)
+{
+    const int workers = l->have_tune ? l->tune.active : l->rc.num_workers;
+    ring_stats rs; /* a slot the memory could not be had for ended growing */
+    ring_get_stats(&l->ring, &rs);
+    if (rs.max_slots < l->rtune.max) {
+        l->rtune.max = rs.max_slots;
+        l->rtune.slots = rs.slots;
+    }
+    const int said = ringtune_step(&l->rtune, now, workers);
+    if (said == 1)
+        ring_want_slots(&l->ring, l->rtune.slots);
+    if (said == 2 || (said == 1 && l->rtune.settled &&
+                      now->now_ns - l->rtune_said_ns >= 10000000000u)) {
+        char what[256];
+        ringtune_describe(&l->rtune, what, sizeof what);
+        log_msg(&l->log, PL_LOG_NOTICE, "prefetch PL_AUTO: %s%s", what,
+                said == 2 ? " (settled; it grows if that changes)" : "");
+        l->rtune_said_ns = now->now_ns;
+    }
+}
+
+/* After a batch: a window's steps. */
+static void tune_step(pl_loader *l)
+{
+    if (pthread_mutex_trylock(&l->tune_mu) != 0)
+        return; /* another caller's thread steps it now */
+    const uint64_t last =
+        l->have_tune ? l->tune.last.now_ns : l->rtune.last.now_ns;
+    if (clock_now_ns() < last + AUTOTUNE_WINDOW_NS) {
+        pthread_mutex_unlock(&l->tune_mu); /* mid-window: nothing to read */
+        return;
+    }
+    autotune_sample now;
+    tune_figures(l, &now);
+    if (l->have_tune)
+        tune_workers(l, &now);
+    if (l->have_rtune)
+        tune_ring(l, &now);
     pthread_mutex_unlock(&l->tune_mu);
 }
 
-/* The page-locked memory this loader will take, times its node's ranks,
- * against the node's memory (pinned.h), before any of it is taken. */
-static int check_pinned(const pl_loader *l)
+/* The page-locked memory this loader will take with `slots` ring slots,
+ * times its node's ranks, against the node's memory (pinned.h), before
+ * any of it is taken. */
+static int check_pinned(const pl_loader *l, int slots)
 {
     const pl_config *c = &l->rc.cfg;
     const size_t n = (size_t)c->batch_size;
     const pinned_need need = {
         .ranks = l->rc.local_world,
-        .slots = c->memory == PL_MEMORY_PINNED ? c->prefetch : 0,
+        .slots = c->memory == PL_MEMORY_PINNED ? slots : 0,
         .slot_bytes = l->out.ring_sample_bytes * n,
         .mirrors = output_mirrors(&l->out, c->keep_host, l->be)
                        ? c->device_buffers
@@ -495,12 +536,24 @@ static int start_pipeline(pl_loader *l)
         .start = l->start,
     };
     const size_t sample_bytes = l->out.ring_sample_bytes;
-    int rc = check_pinned(l);
+    const int slots = l->rc.auto_prefetch ? RINGTUNE_START : c->prefetch;
+    /* PL_AUTO: the bound the ring may grow to is the most slots (up to
+     * RINGTUNE_MAX) whose pinned memory the node holds with every
+     * rank at that bound; none fitting, the start's error. */
+    l->prefetch_max = slots;
+    for (int n = l->rc.auto_prefetch ? RINGTUNE_MAX : 0; n > slots; n--)
+        if (check_pinned(l, n) == 0) {
+            l->prefetch_max = n;
+            break;
+        }
+    int rc = check_pinned(l, slots);
     if (rc < 0)
         return rc;
     l->have_ring = 1;
-    rc = ring_init(&l->ring, c->prefetch, &sched, sample_bytes, l->be,
-                   c->memory, c->pinned_fallback, &l->log);
+    rc = ring_init(&l->ring, slots, &sched, sample_bytes, l->be, c->memory,
+                   c->pinned_fallback, &l->log);
+    if (rc == 0)
+        rc = ring_set_max(&l->ring, l->prefetch_max);
     if (rc == 0 && l->rc.nextras)
         rc = ring_add_extras(&l->ring, l->rc.nextras);
     if (rc < 0) {
@@ -509,7 +562,7 @@ static int start_pipeline(pl_loader *l)
         return err_set(rc,
                        "pl_loader_create: cannot allocate the %d x %zu "
                        "byte host ring: %s",
-                       c->prefetch, sample_bytes * (size_t)c->batch_size, why);
+                       slots, sample_bytes * (size_t)c->batch_size, why);
     }
     const handoff_config hc = {
         .be = l->be,
@@ -579,12 +632,17 @@ static int start_pipeline(pl_loader *l)
     if ((rc = pool_start(l->pool)) < 0)
         return err_set(rc, "pl_loader_create: cannot start %d worker threads",
                        l->rc.num_workers);
-    if (l->rc.auto_workers) {
+    if (l->rc.auto_workers || l->rc.auto_prefetch) {
         autotune_sample now;
         tune_figures(l, &now);
-        autotune_init(&l->tune, l->rc.num_workers, &now);
+        if (l->rc.auto_workers)
+            autotune_init(&l->tune, l->rc.num_workers, &now);
+        if (l->rc.auto_prefetch)
+            ringtune_init(&l->rtune, l->prefetch_max, &now);
         pthread_mutex_init(&l->tune_mu, NULL);
-        l->have_tune = 1;
+        l->have_tune = l->rc.auto_workers;
+        l->have_rtune = l->rc.auto_prefetch;
+        l->have_tune_mu = 1;
     }
     return 0;
 }
@@ -592,7 +650,6 @@ static int start_pipeline(pl_loader *l)
 /* The one create notice: what runs where, and why. */
 static void announce(pl_loader *l)
 {
-    const pl_config *c = &l->rc.cfg;
     ring_stats rs;
     ring_get_stats(&l->ring, &rs);
     const double mib = (double)rs.mem_bytes / (1 << 20);
@@ -605,17 +662,21 @@ static void announce(pl_loader *l)
     else if (l->be->numa_node >= 0)
         snprintf(where, sizeof where, ", not placed on the GPU's NUMA node %d",
                  l->be->numa_node);
+    char grows[64] = "";
+    if (l->rc.auto_prefetch)
+        snprintf(grows, sizeof grows, ", up to %d slots as needed (PL_AUTO)",
+                 l->prefetch_max);
     log_msg(&l->log, PL_LOG_NOTICE,
             "backend: %s; rank %d of %d from %s; %lld files, %d classes; "
-            "%d worker%s (%s); ring %d x %.1f MiB %s%s",
+            "%d worker%s (%s); ring %d x %.1f MiB %s%s%s",
             l->be->name, l->rc.rank, l->rc.world, l->rc.rank_source,
             (long long)catalog_size(&l->cat), catalog_classes(&l->cat),
             l->rc.num_workers, l->rc.num_workers == 1 ? "" : "s",
-            l->rc.workers_why, c->prefetch, mib / c->prefetch,
+            l->rc.workers_why, rs.slots, mib / rs.slots,
             rs.kind == HOSTMEM_PINNED    ? "pinned"
             : rs.kind == HOSTMEM_MANAGED ? "managed"
                                          : "pageable",
-            where);
+            where, grows);
 }
 
 /* The ring, the device buffers and the threads, made with the backend's
@@ -802,7 +863,7 @@ PL_EXPORT void pl_loader_destroy(pl_loader *l)
     catalog_close(&l->cat);
     if (l->have_log)
         logger_fini(&l->log);
-    if (l->have_tune)
+    if (l->have_tune_mu)
         pthread_mutex_destroy(&l->tune_mu);
     if (!busy) /* else the ring inside it is still the copies' */
         free(l);
@@ -818,7 +879,7 @@ PL_EXPORT int pl_loader_next(pl_loader *l, const pl_batch **out)
     if (forked(l, "pl_loader_next"))
         return PL_EINVAL;
     const int rc = handoff_next(&l->ho, out);
-    if (l->have_tune && rc == 0)
+    if (l->have_tune_mu && rc == 0)
         tune_step(l);
     return rc;
 }
@@ -1064,6 +1125,7 @@ PL_EXPORT int pl_loader_stats_sized(const pl_loader *l, pl_stats *caller,
     } else {
         out->workers_active = (uint64_t)l->rc.num_workers;
     }
+    out->prefetch_active = (uint64_t)rs.slots;
     abi_copy_out(caller, size, &ours, sizeof ours);
     return 0;
 }

@@ -108,11 +108,14 @@ static void progress(const options *o, const row *r, long done, long images,
     else
         snprintf(of, sizeof of, "%ld of %ld batches", done, o->batches);
     const long secs = left > 0 ? (long)(left + 0.5) : 0;
+    char pf[16];
+    snprintf(pf, sizeof pf, "%d", r->prefetch);
     fprintf(stderr,
             "\r  round %d of %d, row %d of %d: pin %s, %d workers, "
-            "prefetch %d, %s: %s, %.0f img/s, ETA %ld:%02ld   ",
+            "prefetch %s, %s: %s, %.0f img/s, ETA %ld:%02ld   ",
             o->round_at, o->rounds, o->row_at, o->rows, pin_name(r->pin),
-            r->workers, r->prefetch, compute_ms > 0 ? "step" : "load", of,
+            r->workers, r->prefetch == PL_AUTO ? "auto" : pf,
+            compute_ms > 0 ? "step" : "load", of,
             el > 0 ? (double)images / el : 0.0, secs / 60, secs % 60);
 }
 
@@ -242,6 +245,7 @@ static int measure(const options *o, bench_cuda *cu, pl_loader *l,
     pl_loader_stats(l, &ps->s1);
     if (r->auto_workers)
         r->workers = (int)ps->s1.workers_active;
+    r->prefetch_used = (int)ps->s1.prefetch_active;
     return 0;
 }
 
@@ -281,7 +285,8 @@ static void step_gaps(const options *o, bench_cuda *cu, const pass *pc, row *r)
         late += lt;
         if (o->timeline)
             fprintf(o->timeline, "%d,%s,%d,%d,%ld,%.3f,%.3f,%.3f,%.3f,%.3f\n",
-                    o->round_at, pin_name(r->pin), r->workers, r->prefetch, i,
+                    o->round_at, pin_name(r->pin), r->workers,
+                    r->prefetch == PL_AUTO ? -1 : r->prefetch, i,
                     (launch - base) * 1e3, (start - base) * 1e3,
                     ((double)ns[2 * i + 1] * 1e-9 - base) * 1e3, gap * 1e3,
                     lt * 1e3);

@@ -59,6 +59,9 @@ typedef struct row {
     /* --workers auto: the loader chose; workers is then the count it
      * took samples with at the end of the row, of `threads`. */
     int auto_workers, threads;
+    /* The ring's slots at the end of the row: prefetch, or what --prefetch
+     * auto (prefetch PL_AUTO, then -1) grew to. */
+    int prefetch_used;
     long images, batches;
     /* The reported row's: how many rounds measured it, the lowest and
      * highest of their img/s, and each round's (img_s_round[rounds], in

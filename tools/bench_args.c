@@ -36,7 +36,9 @@ const char bench_usage[] =
     "on,off,managed;\n"
     "--workers 0 is the library's default (this process's share of the "
     "CPUs); --workers\nauto the loader's own choice (num_workers PL_AUTO: "
-    "the table shows auto:N, the\ncount it settled on). Without a GPU "
+    "the table shows auto:N, the\ncount it settled on); --prefetch auto "
+    "likewise (prefetch PL_AUTO: auto:N, the\nslots the ring grew to). "
+    "Without a GPU "
     "(the host backend) --pin defaults to on alone:\npinned and pageable "
     "memory differ only in copies to a GPU.\n"
     "Every combination runs once a round, one loader at a time, after a "
@@ -133,7 +135,8 @@ static int parse_list(const char *flag, const char *v, int *out, int pin,
          tok = strtok_r(NULL, ",", &save)) {
         if (n == MAX_LIST)
             bad("%s: more than %d values", flag, MAX_LIST);
-        if (!strcmp(flag, "--workers") && !strcmp(tok, "auto"))
+        if ((!strcmp(flag, "--workers") || !strcmp(flag, "--prefetch")) &&
+            !strcmp(tok, "auto"))
             out[n++] = PL_AUTO; /* the loader's own choice */
         else
             out[n++] = pin ? pin_value(flag, tok)

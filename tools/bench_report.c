@@ -143,9 +143,10 @@ void print_row(const columns *c, const row *r)
         snprintf(ov, sizeof ov, "%.0f%%", r->overlap_pct);
     }
     rate_cell(img, sizeof img, c, r);
-    char w[16];
+    char w[16], q[16];
     bench_workers_word(w, sizeof w, r);
-    printf("%-7s %7s %8d %19s", pin_name(r->pin), w, r->prefetch, img);
+    bench_prefetch_word(q, sizeof q, r);
+    printf("%-7s %7s %8s %19s", pin_name(r->pin), w, q, img);
     if (c->mb)
         printf(" %8.1f", r->mb_s);
     if (c->h2d)
@@ -181,10 +182,11 @@ static void print_named(const char *lead, const row *r)
         memcpy(dec, ", decode ", 9);
         decode_cell(dec + 9, sizeof dec - 9, r);
     }
-    char w[16];
+    char w[16], q[16];
     bench_workers_word(w, sizeof w, r);
-    printf("%spin %s, %s workers, prefetch %d%s: %s img/s", lead,
-           pin_name(r->pin), w, r->prefetch, dec, med);
+    bench_prefetch_word(q, sizeof q, r);
+    printf("%spin %s, %s workers, prefetch %s%s: %s img/s", lead,
+           pin_name(r->pin), w, q, dec, med);
     if (r->rounds > 1)
         printf(" (%s-%s)", lo, hi);
 }
@@ -254,11 +256,11 @@ int write_csv(const char *path, const row *rows, int n, char *why,
                "images_per_s_rounds,decode,decode_used,cpu_us\n");
     for (int i = 0; i < n; i++) {
         const row *r = &rows[i];
-        char w[16];
+        char w[16], q[16];
         bench_workers_word(w, sizeof w, r);
-        fprintf(f, "%s,%s,%d,%ld,%ld,%.9f,%.2f,%.2f,", pin_name(r->pin), w,
-                r->prefetch, r->images, r->batches, r->seconds, r->img_s,
-                r->mb_s);
+        bench_prefetch_word(q, sizeof q, r);
+        fprintf(f, "%s,%s,%s,%ld,%ld,%.9f,%.2f,%.2f,", pin_name(r->pin), w, q,
+                r->images, r->batches, r->seconds, r->img_s, r->mb_s);
         csv_num(f, r->h2d_gbs > 0 ? r->h2d_gbs : -1, "%.3f");
         fprintf(f, ",%.3f,%.3f,%.1f,%.1f,%.1f,%.1f,%.3f,", r->wait_mean_ms,
                 r->wait_p99_ms, r->us_read, r->us_decode, r->us_augment,
@@ -313,9 +315,9 @@ static void json_settings(FILE *f, const row *r)
 {
     fprintf(f,
             "{\"pin\": \"%s\", \"workers\": %d, \"auto_workers\": %s, "
-            "\"prefetch\": %d}",
+            "\"prefetch\": %d, \"auto_prefetch\": %s}",
             pin_name(r->pin), r->workers, r->auto_workers ? "true" : "false",
-            r->prefetch);
+            r->prefetch_used, r->prefetch == PL_AUTO ? "true" : "false");
 }
 
 /* The verdict (bench_judge), as print_verdict prints it: the judgement,
@@ -337,12 +339,14 @@ static void write_json_verdict(FILE *f, const row *rows, int n)
         fputs("null", f);
     fprintf(f, ",\n  \"highest_median\": ");
     json_settings(f, &rows[v.fastest]);
-    char w[16];
+    char w[16], q[16];
     snprintf(w, sizeof w, "%d", p->workers);
+    snprintf(q, sizeof q, "%d", p->prefetch);
     fprintf(f,
-            ",\n  \"settings\": {\"num_workers\": %s, \"prefetch\": %d, "
+            ",\n  \"settings\": {\"num_workers\": %s, \"prefetch\": %s, "
             "\"memory\": \"%s\"}\n",
-            p->auto_workers ? "\"auto\"" : w, p->prefetch,
+            p->auto_workers ? "\"auto\"" : w,
+            p->prefetch == PL_AUTO ? "\"auto\"" : q,
             pl_memory_name((pl_memory)p->pin));
 }
 
@@ -387,12 +391,13 @@ int write_json(const char *path, const options *o, const char *mach,
         const row *r = &rows[i];
         fprintf(f,
                 "    {\"pin\": \"%s\", \"workers\": %d, \"auto_workers\": %s, "
-                "\"prefetch\": %d, "
+                "\"prefetch\": %d, \"auto_prefetch\": %s, "
                 "\"images\": %ld, \"batches\": %ld, \"seconds\": %.9f, "
                 "\"images_per_s\": %.2f, \"mb_per_s\": %.2f, "
                 "\"h2d_gb_per_s\": ",
                 pin_name(r->pin), r->workers,
-                r->auto_workers ? "true" : "false", r->prefetch, r->images,
+                r->auto_workers ? "true" : "false", r->prefetch_used,
+                r->prefetch == PL_AUTO ? "true" : "false", r->images,
                 r->batches, r->seconds, r->img_s, r->mb_s);
         json_num(f, r->h2d_gbs > 0 ? r->h2d_gbs : -1);
         fprintf(f,
@@ -463,8 +468,10 @@ static int write_plot_data(FILE *f, const options *o, const row *rows, int n)
                 if (o->ndecode > 1)
                     snprintf(dec, sizeof dec, ", decode %s",
                              pl_decode_name((pl_decode)o->decode[d]));
-                fprintf(f, "\"pin %s, prefetch %d%s\"\n", pin_name(o->pin[p]),
-                        o->prefetch[q], dec);
+                char pf[16];
+                snprintf(pf, sizeof pf, "%d", o->prefetch[q]);
+                fprintf(f, "\"pin %s, prefetch %s%s\"\n", pin_name(o->pin[p]),
+                        o->prefetch[q] == PL_AUTO ? "auto" : pf, dec);
                 for (int i = 0; i < n; i++)
                     if (rows[i].pin == o->pin[p] &&
                         rows[i].prefetch == o->prefetch[q] &&

@@ -111,8 +111,8 @@ static inline int bench_cheaper(const row *a, const row *b)
 {
     if (a->workers != b->workers)
         return a->workers < b->workers;
-    if (a->prefetch != b->prefetch)
-        return a->prefetch < b->prefetch;
+    if (a->prefetch_used != b->prefetch_used)
+        return a->prefetch_used < b->prefetch_used;
     return a->pin < b->pin;
 }
 
@@ -182,6 +182,16 @@ static inline void bench_workers_word(char *buf, size_t cap, const row *r)
     snprintf(buf, cap, r->auto_workers ? "auto:%d" : "%d", r->workers);
 }
 
+/* Row r's prefetch likewise: "2", or "auto:3" (the slots --prefetch auto
+ * grew to). */
+static inline void bench_prefetch_word(char *buf, size_t cap, const row *r)
+{
+    if (r->prefetch == PL_AUTO)
+        snprintf(buf, cap, "auto:%d", r->prefetch_used);
+    else
+        snprintf(buf, cap, "%d", r->prefetch);
+}
+
 static inline void bench_paste_c(char *buf, size_t cap, const row *r)
 {
     const char *decode = r->decode == PL_DECODE_GPU    ? " cfg.decode = "
@@ -189,12 +199,14 @@ static inline void bench_paste_c(char *buf, size_t cap, const row *r)
                          : r->decode == PL_DECODE_AUTO ? " cfg.decode = "
                                                          "PL_DECODE_AUTO;"
                                                        : "";
-    char w[16];
+    char w[16], q[16];
     snprintf(w, sizeof w, "%d", r->workers);
+    snprintf(q, sizeof q, "%d", r->prefetch);
     snprintf(buf, cap,
-             "cfg.num_workers = %s; cfg.prefetch = %d; cfg.memory = %s;%s",
-             r->auto_workers ? "PL_AUTO" : w, r->prefetch,
-             bench_memory_enum(r->pin), decode);
+             "cfg.num_workers = %s; cfg.prefetch = %s; cfg.memory = %s;%s",
+             r->auto_workers ? "PL_AUTO" : w,
+             r->prefetch == PL_AUTO ? "PL_AUTO" : q, bench_memory_enum(r->pin),
+             decode);
 }
 
 /* Row r's settings as the keywords of Python's pinload.Loader
@@ -206,13 +218,15 @@ static inline void bench_paste_python(char *buf, size_t cap, const row *r)
     if (r->decode != PL_DECODE_CPU)
         snprintf(decode, sizeof decode, ", decode=\"%s\"",
                  pl_decode_name((pl_decode)r->decode));
-    char w[16];
+    char w[16], q[16];
     snprintf(w, sizeof w, "%d", r->workers);
+    snprintf(q, sizeof q, "%d", r->prefetch);
     snprintf(buf, cap,
-             "pinload.Loader(..., num_workers=%s, prefetch=%d, "
+             "pinload.Loader(..., num_workers=%s, prefetch=%s, "
              "memory=\"%s\"%s)",
-             r->auto_workers ? "\"auto\"" : w, r->prefetch,
-             word ? word : "?", decode);
+             r->auto_workers ? "\"auto\"" : w,
+             r->prefetch == PL_AUTO ? "\"auto\"" : q, word ? word : "?",
+             decode);
 }
 
 #endif

@@ -167,6 +167,16 @@ PYTHON = [
             '`0`, `N`, or `"auto"`: the fewest of the default count that '
             "keep the loop from waiting"),
     flag("pin_workers"),
+    Keyword("prefetch", ["prefetch"], "prefetch", "Union[int, str]",
+            "Batch slots in the host ring; default 2 (prefetch x the "
+            "batch's bytes of page-locked memory, bounded with the node's "
+            'other ranks); "auto": 2 at first, one more whenever batches '
+            "come late while the workers wait for a free slot (a slow "
+            "sample holding its batch back), up to 8 or what the node's "
+            "pinned bound allows (a notice says where it settled; "
+            "stats['prefetch_active']); or N",
+            '`N` (1 or more), or `"auto"`: grows from 2 while batches come '
+            "late with the workers waiting for a slot"),
     choice("memory", "pl_memory",
            'the host ring\'s memory: "pinned" (the default), "pageable" or '
            '"managed"'),

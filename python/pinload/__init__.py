@@ -90,6 +90,11 @@ _FIELD = re.compile(r"\bconfig\.(\w+)")
 
 
 def _constant_words(m: "re.Match[str]") -> str:
+    if m.group(2) == "PL_AUTO":  # num_workers's and prefetch's "auto"
+        before = m.group(1)
+        if before in ("num_workers", "prefetch"):
+            return '%s="auto"' % before
+        return m.group(0)[:m.start(2) - m.start(0)] + '"auto"'
     word = _WORDS.get(m.group(2))
     if word is None:
         return m.group(0)  # a status name (PL_ECORRUPT) stays
@@ -489,6 +494,13 @@ def _value(name: str, kind: str, value: Any, cfg: Mapping[str, Any]) -> Any:
             raise ValueError('%s: expected a count (0: the default) or '
                              '"auto", got %r' % (name, value))
         return value
+    if kind == "prefetch":
+        if value == "auto":
+            return _C.AUTO
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError('%s: expected a count of batch slots (1 or '
+                             'more) or "auto", got %r' % (name, value))
+        return value
     if kind == "state":
         return _state_bytes(value)
     if kind == "layout":
@@ -729,11 +741,13 @@ class Loader:
                     reading the file N samples ahead of the one being
                     claimed, for storage where files are not in the page
                     cache. Default 0 (off).
-    prefetch        Batch slots in the host ring; default 2. A pinned ring
-                    takes prefetch x pl_info.batch_bytes of page-locked
-                    memory (as the workers write it: uint8 when the GPU
-                    normalises), bounded with the node's other ranks
-                    (pl_loader_create).
+    prefetch        Batch slots in the host ring; default 2 (prefetch x the
+                    batch's bytes of page-locked memory, bounded with the
+                    node's other ranks); "auto": 2 at first, one more
+                    whenever batches come late while the workers wait for a
+                    free slot (a slow sample holding its batch back), up to
+                    8 or what the node's pinned bound allows (a notice says
+                    where it settled; stats['prefetch_active']); or N
     memory          the host ring's memory: "pinned" (the default),
                     "pageable" or "managed"
     pinned_fallback True: if pinned memory cannot be had (cudaHostAlloc

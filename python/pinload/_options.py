@@ -81,11 +81,13 @@ class LoaderOptions(TypedDict, total=False):
     """N > 0: ask the kernel (posix_fadvise WILLNEED) to start reading the
     file N samples ahead of the one being claimed, for storage where
     files are not in the page cache. Default 0 (off)."""
-    prefetch: Optional[int]
-    """Batch slots in the host ring; default 2. A pinned ring takes
-    prefetch x pl_info.batch_bytes of page-locked memory (as the workers
-    write it: uint8 when the GPU normalises), bounded with the node's
-    other ranks (pl_loader_create)."""
+    prefetch: Optional[Union[int, str]]
+    """Batch slots in the host ring; default 2 (prefetch x the batch's
+    bytes of page-locked memory, bounded with the node's other ranks);
+    "auto": 2 at first, one more whenever batches come late while the
+    workers wait for a free slot (a slow sample holding its batch back),
+    up to 8 or what the node's pinned bound allows (a notice says where
+    it settled; stats['prefetch_active']); or N"""
     memory: Optional[str]
     """the host ring's memory: "pinned" (the default), "pageable" or
     "managed\""""
@@ -270,7 +272,7 @@ KEYWORDS: Dict[str, Tuple[str, Tuple[str, ...], Optional[int]]] = {
     "num_workers": ("workers", ("num_workers",), None),
     "pin_workers": ("flag", ("pin_workers",), None),
     "readahead": ("int", ("readahead",), None),
-    "prefetch": ("int", ("prefetch",), None),
+    "prefetch": ("prefetch", ("prefetch",), None),
     "memory": ("choice", ("memory",), None),
     "pinned_fallback": ("flag", ("pinned_fallback",), None),
     "device": ("device", ("device",), None),

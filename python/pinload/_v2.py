@@ -255,6 +255,16 @@ def _random_apply(t: Any) -> str:
     raise _refuse(t, "of %s: pinload has no probability for it" % name)
 
 
+def _op_names(spec: str) -> List[str]:
+    return [part.strip().partition("(")[0] for part in spec.split(";")]
+
+
+def _resizes(spec: str) -> bool:
+    """Whether the spec has an op that sets the image's size."""
+    return any(n in ("random_resized_crop", "rrc", "resize", "center_crop")
+               for n in _op_names(spec))
+
+
 def spec_of(transform: Any) -> Translation:
     """The pinload spec of a torchvision.transforms.v2 pipeline (a
     Compose, a list, or one transform). ValueError names the first
@@ -265,8 +275,17 @@ def spec_of(transform: Any) -> Translation:
     fmt: Optional[str] = None
     size: Optional[Tuple[int, int]] = None
     normalized = False
+    from pinload.ops import Op
     for t in items:
         name = type(t).__name__
+        if isinstance(t, Op):  # pinload's own, as its spec says
+            ops.append(t.spec)
+            if t.size is not None or _resizes(t.spec):
+                size = t.size
+            if any(n in ("normalize", "random_erasing", "erase")
+                   for n in _op_names(t.spec)):
+                normalized = True
+            continue
         if name in _NO_OPS:
             continue
         if name == "RandomApply":
@@ -412,8 +431,7 @@ def spec_of(transform: Any) -> Translation:
     if not ops:
         raise _Refused("transform: no op pinload runs (an empty pipeline: "
                        "leave transform=None for augment='none')")
-    if not any(o.startswith(("random_resized_crop", "resize", "center_crop"))
-               for o in ops):
+    if not any(_resizes(o) for o in ops):
         raise _Refused("transform: no RandomResizedCrop, Resize or "
                        "CenterCrop: pinload's batches are one size, so the "
                        "pipeline must end the images at it")
@@ -440,6 +458,9 @@ def batch_op_of(t: Any) -> Optional[str]:
     torchvision rolls the batch by one: the same lambdas and labels, in
     distribution), or timm.data.Mixup in mode "batch" (its parameters
     exactly). None: not one of them (the caller runs it on the batch)."""
+    from pinload.ops import Mixup
+    if isinstance(t, Mixup):  # pinload's own
+        return t.spec
     name = type(t).__name__
     num = getattr(t, "num_classes", None)
     tail = ",num_classes=%d" % num if num else ""

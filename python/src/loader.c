@@ -49,7 +49,7 @@ static PyObject *loader_fail(LoaderObject *self, int rc)
 static PyObject *info_dict(const pl_info *in, PyObject *backend_name)
 {
     return Py_BuildValue(
-        "{sLsLsLsisisisisisisnsnsisisisisisisisisisOsisisisisisssK}",
+        "{sLsLsLsisisisisisisnsnsisisisisisisisisisOsisisisisisssKsi}",
         "dataset_size", (long long)in->dataset_size, "samples_per_epoch",
         (long long)in->samples_per_epoch, "batches_per_epoch",
         (long long)in->batches_per_epoch, "num_classes", in->num_classes,
@@ -64,7 +64,8 @@ static PyObject *info_dict(const pl_info *in, PyObject *backend_name)
         "channels_last", in->channels_last, "numa_node", in->numa_node,
         "gpu_numa_node", in->gpu_numa_node, "decode", in->decode,
         "decoder_name", in->decoder_name, "gpu_decode_bytes",
-        (unsigned long long)in->gpu_decode_bytes);
+        (unsigned long long)in->gpu_decode_bytes, "prefetch_max",
+        in->prefetch_max);
 }
 
 /* pl_loader_create on a thread of its own, so that Ctrl-C reaches Python
@@ -403,7 +404,7 @@ static PyObject *Loader_stats(LoaderObject *self, PyObject *unused)
     if (rc < 0)
         return loader_fail(self, rc);
     return Py_BuildValue(
-        "{sKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsK}", "images_decoded",
+        "{sKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsK}", "images_decoded",
         (unsigned long long)s.images_decoded, "images_failed",
         (unsigned long long)s.images_failed, "batches",
         (unsigned long long)s.batches, "bytes_read",
@@ -423,7 +424,8 @@ static PyObject *Loader_stats(LoaderObject *self, PyObject *unused)
         (unsigned long long)s.images_gpu, "images_gpu_declined",
         (unsigned long long)s.images_gpu_declined, "gpu_decode_bytes",
         (unsigned long long)s.gpu_decode_bytes, "workers_active",
-        (unsigned long long)s.workers_active);
+        (unsigned long long)s.workers_active, "prefetch_active",
+        (unsigned long long)s.prefetch_active);
 }
 
 static PyObject *Loader_class_name(LoaderObject *self, PyObject *arg)

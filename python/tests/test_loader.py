@@ -107,6 +107,47 @@ def test_workers_auto_delivers_the_bytes_of_one_worker(dataset):
             pinload.Loader(dataset, num_workers=bad, **kw)
 
 
+def test_prefetch_auto_starts_at_two_slots_with_the_bytes_of_two(dataset):
+    """prefetch="auto": a ring of 2 slots at first (info's prefetch, stats'
+    prefetch_active), growing within info's prefetch_max, and the bytes of
+    a fixed ring; its notices in Python's words."""
+    seen = []
+    kw = dict(batch_size=6, size=24, seed=11, device="host", num_workers=2)
+    auto = pinload.Loader(dataset, prefetch="auto",
+                          log=lambda level, msg: seen.append(msg), **kw)
+    assert auto.info["prefetch"] == 2
+    assert auto.info["prefetch_max"] == 8
+    assert auto.stats["prefetch_active"] == 2
+    a = batches(auto)
+    two = batches(pinload.Loader(dataset, prefetch=2,
+                                 log=lambda level, msg: None, **kw))
+    assert len(a) == len(two) == 8
+    for x, y in zip(a, two):
+        for p, q in zip(x, y):
+            assert p.tobytes() == q.tobytes()
+    assert 2 <= auto.stats["prefetch_active"] <= 8
+    fixed = pinload.Loader(dataset, prefetch=3, log=lambda level, msg: None,
+                           **kw)
+    assert fixed.info["prefetch"] == fixed.info["prefetch_max"] == 3
+    assert fixed.stats["prefetch_active"] == 3
+    [created] = [t for t in seen if t.startswith("backend: ")]
+    assert "ring 2 x " in created and "up to 8 slots as needed" in created
+    assert "PL_AUTO" not in created, created
+    for bad in ("big", 0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="prefetch"):
+            pinload.Loader(dataset, prefetch=bad, **kw)
+
+
+def test_auto_is_said_in_pythons_words():
+    words = pinload._python_words
+    assert (words("num_workers PL_AUTO: 2 of 4 workers take samples") ==
+            'num_workers="auto": 2 of 4 workers take samples')
+    assert (words("prefetch PL_AUTO: 3 slots of at most 8") ==
+            'prefetch="auto": 3 slots of at most 8')
+    assert (words("config.prefetch: 0 slots: or PL_AUTO for the loader") ==
+            'prefetch: 0 slots: or "auto" for the loader')
+
+
 def test_epochs_follow_and_set_epoch_jumps(dataset):
     kw = dict(batch_size=16, size=16, seed=5, device="host")
     loader = pinload.Loader(dataset, **kw)

@@ -128,7 +128,7 @@ def main(argv):
     src, tree = module(os.path.join(PKG, "__init__.py"))
     tsrc, ttree = module(os.path.join(PKG, "torch.py"))
     ssrc, stree = module(os.path.join(PKG, "_pinload.pyi"))
-    d, td, sd = defs(tree), defs(ttree), defs(stree)
+    d, sd = defs(tree), defs(stree)
     # Names __init__.py imports from its own modules (from ._options
     # import LoaderOptions) are documented where they are defined.
     for n in tree.body:
@@ -194,19 +194,24 @@ def main(argv):
         for name, value in attrs:
             out.append("- `pinload.%s` = `%s`" % (name, value))
         out.append("")
-    out.append("## `pinload.torch`\n")
-    out.append(text(ast.get_docstring(ttree) or ""))
-    for name in all_names(ttree) or [n for n in td if not n.startswith("_")]:
-        node = td.get(name)
-        if node is None:
-            sys.exit("pyapi: pinload.torch.%s is defined nowhere" % name)
-        if isinstance(node, ast.ClassDef):
-            render_class("pinload.torch." + name, node, out)
-        else:
-            out.append("### `pinload.torch.%s`\n" % name)
-            out.append("```python\n%s%s\n```\n" % (name, signature(
-                node, drop_self=False)))
-            out.append(text(ast.get_docstring(node) or ""))
+    _, otree = module(os.path.join(PKG, "ops.py"))
+    for mod, mtree in (("torch", ttree), ("ops", otree)):
+        md = defs(mtree)
+        out.append("## `pinload.%s`\n" % mod)
+        out.append(text(ast.get_docstring(mtree) or ""))
+        for name in (all_names(mtree) or
+                     [n for n in md if not n.startswith("_")]):
+            node = md.get(name)
+            if node is None:
+                sys.exit("pyapi: pinload.%s.%s is defined nowhere"
+                         % (mod, name))
+            if isinstance(node, ast.ClassDef):
+                render_class("pinload.%s.%s" % (mod, name), node, out)
+            else:
+                out.append("### `pinload.%s.%s`\n" % (mod, name))
+                out.append("```python\n%s%s\n```\n" % (name, signature(
+                    node, drop_self=False)))
+                out.append(text(ast.get_docstring(node) or ""))
     with open(argv[1], "w", encoding="utf-8") as f:
         f.write("\n".join(out))
     return 0

@@ -319,6 +319,136 @@ Test(ring, stop_wakes_a_sleeping_worker, .timeout = 5)
     fx_close(&f);
 }
 
+/* ---- growing (prefetch PL_AUTO) ------------------------------------------ */
+
+/* Claim batch seq's count positions from whichever slot holds it, finish
+ * them; the slot (READY). */
+static ring_slot *fill_any(ring *r, uint64_t seq, int count)
+{
+    ring_slot *first = NULL;
+    for (int k = 0; k < count; k++) {
+        ring_slot *s = NULL;
+        int pos = -1;
+        cr_assert_eq(ring_claim(r, 0, &s, &pos), 1);
+        cr_assert_eq(s->seq, seq, "claim of batch %llu went to batch %llu",
+                     (unsigned long long)seq, (unsigned long long)s->seq);
+        cr_assert_eq(pos, k);
+        first = s;
+    }
+    for (int k = 0; k < count; k++)
+        ring_finish(r, first, 1);
+    return first;
+}
+
+Test(ring, a_grown_slot_takes_the_next_batch_and_the_blocked_claim, .timeout = 5)
+{
+    fixture f;
+    fx_open(&f, 2, 0, 16, 2, 3); /* 2 slots, 16 positions, batches of 2 */
+    cr_assert_eq(ring_set_max(&f.r, 4), 0);
+    cr_assert_eq(ring_add_extras(&f.r, 1), 0);
+    ring_slot *s0 = fill_any(&f.r, 0, 2), *s1 = fill_any(&f.r, 1, 2);
+    cr_assert_neq(s0, s1);
+    /* Both slots hold batches not copied out: a third claim blocks. */
+    claimer c;
+    pthread_t t;
+    claimer_start(&c, &f.r, &t);
+    sleep_ms(50);
+    cr_assert_eq(atomic_load(&c.done), 0, "claimed with every slot full");
+    ring_stats before, after;
+    ring_get_stats(&f.r, &before);
+    cr_assert_eq(before.slots, 2);
+    cr_assert_eq(before.max_slots, 4);
+    ring_want_slots(&f.r, 3);
+    cr_assert_eq(ring_grow(&f.r), 3);
+    cr_assert_eq(pthread_join(t, NULL), 0);
+    cr_assert_eq(c.rc, 1);
+    cr_assert_eq(c.slot, &f.r.slots[2], "the new slot");
+    cr_assert_eq(c.slot->seq, 2, "holds the next batch");
+    cr_assert_eq(c.pos, 0);
+    cr_assert_eq(c.slot->batch, 2);
+    cr_assert_not_null(c.slot->extras, "with its extras");
+    cr_assert_not_null(c.slot->pos);
+    /* Its memory is its own: no overlap with the first allocation. */
+    const size_t batch = 2 * 3;
+    const uint8_t *p = c.slot->pixels;
+    cr_assert(p + batch <= f.r.mem || p >= f.r.mem + 2 * batch,
+              "the grown slot's pixels overlap the ring's first block");
+    memset(c.slot->pixels, 0x5a, batch); /* ASan: all of it is there */
+    ring_get_stats(&f.r, &after);
+    cr_assert_eq(after.slots, 3);
+    cr_assert_eq(after.mem_bytes, before.mem_bytes + batch);
+    /* Batch 2 finishes; 0 is copied out: slot 0 takes batch 3, the next no
+     * slot has had. */
+    ring_claim(&f.r, 0, &(ring_slot *){NULL}, &(int){0});
+    ring_finish(&f.r, c.slot, 1);
+    ring_finish(&f.r, c.slot, 1);
+    release_batch(&f.r, 0);
+    cr_assert_eq(s0->seq, 3);
+    release_batch(&f.r, 1);
+    cr_assert_eq(s1->seq, 4);
+    release_batch(&f.r, 2);
+    cr_assert_eq(c.slot->seq, 5);
+    for (uint64_t seq = 3; seq < 8; seq++) { /* 8 batches of 2 = 16 */
+        ring_slot *s = fill_any(&f.r, seq, 2);
+        cr_assert_eq(s->batch, (int64_t)seq);
+        release_batch(&f.r, seq);
+    }
+    fx_close(&f);
+}
+
+typedef struct idle_waiter {
+    ring *r;
+    ring_slot *slot;
+    int idle;
+    atomic_int done;
+} idle_waiter;
+
+static void *idle_wait_thread(void *arg)
+{
+    idle_waiter *w = arg;
+    w->slot = ring_wait_ready_for(w->r, 0, 60000000000ull, &w->idle);
+    atomic_store(&w->done, 1);
+    return NULL;
+}
+
+Test(ring, a_wanted_slot_wakes_the_prefetchers_wait_to_grow_it, .timeout = 5)
+{
+    fixture f;
+    fx_open(&f, 2, 0, 8, 2, 3);
+    cr_assert_eq(ring_set_max(&f.r, 3), 0);
+    idle_waiter w = {.r = &f.r};
+    atomic_init(&w.done, 0);
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, idle_wait_thread, &w), 0);
+    sleep_ms(50);
+    cr_assert_eq(atomic_load(&w.done), 0, "nothing is ready");
+    ring_want_slots(&f.r, 9); /* past the bound: 3 */
+    cr_assert_eq(pthread_join(t, NULL), 0, "woken long before its minute");
+    cr_assert_null(w.slot);
+    cr_assert_eq(w.idle, 1);
+    cr_assert_eq(f.r.want_slots, 3);
+    cr_assert_eq(ring_grow(&f.r), 3);
+    cr_assert_eq(ring_slots(&f.r), 3);
+    /* Nothing more wanted: the wait is a plain wait again. */
+    int idle = -1;
+    cr_assert_null(ring_wait_ready_for(&f.r, 0, 20000000, &idle));
+    cr_assert_eq(idle, 1, "timed out");
+    fx_close(&f);
+}
+
+Test(ring, a_fixed_ring_does_not_grow)
+{
+    fixture f;
+    fx_open(&f, 2, 0, 8, 2, 3);
+    ring_want_slots(&f.r, 5);
+    cr_assert_eq(ring_grow(&f.r), 2);
+    ring_stats rs;
+    ring_get_stats(&f.r, &rs);
+    cr_assert_eq(rs.slots, 2);
+    cr_assert_eq(rs.max_slots, 2);
+    fx_close(&f);
+}
+
 /* ---- stop ---------------------------------------------------------------- */
 
 Test(ring, stop_wakes_a_blocked_claim_which_returns_zero, .timeout = 5)

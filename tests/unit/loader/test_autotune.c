@@ -224,3 +224,92 @@ Test(autotune, a_probe_that_delivers_less_goes_back_and_backs_off)
     cr_assert_eq(w, 2 * AUTOTUNE_PROBE_FIRST, "the next probe after %d",
                  2 * AUTOTUNE_PROBE_FIRST);
 }
+
+/* ---- prefetch PL_AUTO: the ring's size (ringtune) ---------------------- */
+
+Test(ringtune, starts_at_two_slots_within_its_bound)
+{
+    ringtune t;
+    clock_fx f = {{0}};
+    ringtune_init(&t, 8, &f.s);
+    cr_assert_eq(t.slots, RINGTUNE_START);
+    cr_assert_eq(t.slots, 2);
+    cr_assert_eq(t.max, 8);
+    ringtune_init(&t, 1, &f.s);
+    cr_assert_eq(t.max, 2, "the bound is at least the start");
+}
+
+Test(ringtune, grows_only_when_the_caller_waits_while_the_workers_wait_for_slots)
+{
+    ringtune t;
+    clock_fx f = {{0}};
+    ringtune_init(&t, 8, &f.s);
+    /* 1000 ms windows, 2 workers (2000 ms of theirs). */
+    /* A fed caller (1%) with workers blocked on slots 50%: the caller is
+     * the slow one; a larger ring would only hold more batches. */
+    cr_assert_eq(ringtune_step(&t, window(&f, 1000, 10, 0, 1000, 10), 2), 0);
+    cr_assert_eq(t.slots, 2);
+    /* A starved caller (30%) with workers that never wait for a slot:
+     * the workers are slow; more slots would not help. */
+    cr_assert_eq(ringtune_step(&t, window(&f, 1000, 300, 0, 100, 10), 2), 0);
+    cr_assert_eq(t.slots, 2);
+    cr_assert_eq(t.slot_permille, 50, "100 of the workers' 2000 ms");
+    /* Both: one slow sample holds a batch back while the other worker
+     * waits: one more slot. */
+    cr_assert_eq(ringtune_step(&t, window(&f, 1000, 300, 0, 600, 10), 2), 1);
+    cr_assert_eq(t.slots, 3);
+    cr_assert_eq(t.wait_permille, 300);
+    cr_assert_eq(t.slot_permille, 300);
+    /* The window after a growth began with the old ring: not judged. */
+    cr_assert_eq(ringtune_step(&t, window(&f, 1000, 300, 0, 600, 10), 2), 0);
+    cr_assert_eq(t.slots, 3);
+    cr_assert_eq(ringtune_step(&t, window(&f, 1000, 300, 0, 600, 10), 2), 1);
+    cr_assert_eq(t.slots, 4);
+    /* The slot wait is the workers' share: 4 workers waiting 600 of their
+     * 4000 ms (15%) still count, 8 of them (7.5%) do not. */
+    ringtune_step(&t, window(&f, 1000, 0, 0, 0, 10), 4);
+    cr_assert_eq(ringtune_step(&t, window(&f, 1000, 300, 0, 600, 10), 8), 0);
+    cr_assert_eq(t.slots, 4);
+    cr_assert_eq(ringtune_step(&t, window(&f, 1000, 300, 0, 600, 10), 4), 1);
+    cr_assert_eq(t.slots, 5);
+}
+
+Test(ringtune, never_past_its_bound_nor_in_a_short_window)
+{
+    ringtune t;
+    clock_fx f = {{0}};
+    ringtune_init(&t, 3, &f.s);
+    /* Too short (100 ms), then too few batches (3): no window yet. */
+    cr_assert_eq(ringtune_step(&t, window(&f, 100, 100, 0, 200, 1), 2), 0);
+    cr_assert_eq(ringtune_step(&t, window(&f, 900, 400, 0, 900, 2), 2), 0);
+    cr_assert_eq(t.slots, 2);
+    /* Now 1000 ms and 13 batches since the start: a window. */
+    cr_assert_eq(ringtune_step(&t, window(&f, 0, 0, 0, 0, 10), 2), 1);
+    cr_assert_eq(t.slots, 3);
+    for (int w = 0; w < 6; w++)
+        ringtune_step(&t, window(&f, 1000, 500, 0, 1000, 10), 2);
+    cr_assert_eq(t.slots, 3, "the bound");
+}
+
+Test(ringtune, says_once_where_it_settled)
+{
+    ringtune t;
+    clock_fx f = {{0}};
+    ringtune_init(&t, 8, &f.s);
+    int said = 0, at = -1;
+    for (int w = 0; w < 30; w++) {
+        const int r = ringtune_step(&t, window(&f, 1000, 0, 0, 0, 10), 2);
+        if (r == 2) {
+            said++;
+            at = w;
+        }
+        cr_assert_neq(r, 1, "window %d: a fed caller never grows it", w);
+    }
+    cr_assert_eq(said, 1);
+    cr_assert_eq(at, AUTOTUNE_SETTLED - 1);
+    char buf[256];
+    ringtune_describe(&t, buf, sizeof buf);
+    cr_assert_str_eq(buf, "2 slots of at most 8: pl_loader_next waited 0.0% "
+                          "of the last window while the workers waited for "
+                          "a free slot 0.0% of theirs");
+}
