@@ -98,6 +98,30 @@ static int copy_decoded(copier *p, fill *f, const ring_slot *s, uint8_t *dst,
     return rc;
 }
 
+/* A run of config.views' samples: each view's part, from the slot's
+ * region of it to the buffer's (into the mirror, or issued to the
+ * device). */
+static int copy_views(copier *p, fill *f, const ring_slot *s)
+{
+    backend *be = p->cfg.be;
+    const output_plan *o = p->cfg.out;
+    const int n = p->cfg.batch_size;
+    int rc = 0;
+    for (int v = 0; v < o->nviews && rc == 0; v++) {
+        const uint8_t *src = s->pixels + output_view_at(o, v, f->run_src, n);
+        const size_t off = output_view_at(o, v, f->run_dst, n);
+        const size_t bytes = o->view_bytes[v] * (size_t)f->run_len;
+        if (f->cur->mirror)
+            memcpy((uint8_t *)f->cur->mirror + off, src, bytes);
+        else
+            rc = be->ops->copy(be, f->cur->stream, (uint8_t *)f->cur->dev + off,
+                               src, bytes, p->cfg.ring->kind);
+    }
+    if (!f->cur->mirror)
+        note_stream(f, f->cur);
+    return rc;
+}
+
 static int close_run(copier *p, fill *f, const ring_slot *s)
 {
     if (f->run_len == 0)
@@ -109,7 +133,9 @@ static int close_run(copier *p, fill *f, const ring_slot *s)
     const size_t off = sb * (size_t)f->run_dst;
     const uint64_t t0 = clock_now_ns();
     int rc = 0;
-    if (f->run_dev) {
+    if (p->cfg.out->nviews) {
+        rc = copy_views(p, f, s);
+    } else if (f->run_dev) {
         uint8_t *dst =
             p->cfg.out->gpu_normalize ? f->cur->staging : f->cur->dev;
         rc = copy_decoded(p, f, s, dst + off, bytes);
@@ -164,10 +190,19 @@ static int queue_batch(copier *p, fill *f)
     int rc = 0;
     if (p->cfg.out->batch_op)
         mix_batch(p, f, d);
+    const output_plan *o = p->cfg.out;
     if (d->mirror) {
         const uint64_t t0 = clock_now_ns();
-        rc = be->ops->copy(be, d->stream, d->dev, d->mirror, bytes,
-                           HOSTMEM_PINNED);
+        if (!o->nviews)
+            rc = be->ops->copy(be, d->stream, d->dev, d->mirror, bytes,
+                               HOSTMEM_PINNED);
+        for (int v = 0; v < o->nviews && rc == 0; v++) {
+            const size_t off = output_view_at(o, v, 0, p->cfg.batch_size);
+            rc = be->ops->copy(be, d->stream, (uint8_t *)d->dev + off,
+                               (uint8_t *)d->mirror + off,
+                               o->view_bytes[v] * (size_t)f->count,
+                               HOSTMEM_PINNED);
+        }
         add(&p->ns_copy, clock_now_ns() - t0);
         add(&p->bytes_copied, bytes);
     }
@@ -199,6 +234,23 @@ static int queue_batch(copier *p, fill *f)
         .soft_labels = p->cfg.out->batch_op ? d->soft : NULL,
         .num_classes = p->cfg.out->batch_op ? p->cfg.out->num_classes : 0,
     };
+    if (o->nviews) {
+        uint8_t *host = (uint8_t *)(be->host_visible ? d->dev : d->mirror);
+        for (int v = 0; v < o->nviews; v++) {
+            const size_t off = output_view_at(o, v, 0, p->cfg.batch_size);
+            d->views[v] = (pl_view){
+                .data = (uint8_t *)d->dev + off,
+                .host = host ? host + off : NULL,
+                .bytes = o->view_bytes[v] * (size_t)f->count,
+                .sample_bytes = o->view_bytes[v],
+                .width = o->views[v].out_w,
+                .height = o->views[v].out_h,
+            };
+        }
+        d->batch.bytes = d->views[0].bytes;
+        d->batch.num_views = o->nviews;
+        d->batch.views = d->views;
+    }
     handoff_queue(p->cfg.ho, d);
     f->cur = NULL;
     f->count = 0;

@@ -9,6 +9,12 @@ static int open_decoder(decode_gpu *d, const pl_config *c, backend *be,
                         const output_plan *out, int workers, char *why,
                         size_t cap)
 {
+    if (out->nviews) {
+        snprintf(why, cap,
+                 "config.views: each sample's views are made from one "
+                 "decode on the CPU");
+        return PL_EINVAL;
+    }
     if (out->batch_op) {
         snprintf(why, cap,
                  "config.transform ends in mixup, which mixes each batch "

@@ -70,6 +70,7 @@ typedef struct dbuf {
     uint8_t *extra_data[PL_EXTRAS_MAX];
     size_t extra_cap[PL_EXTRAS_MAX];
     uint64_t *extra_off[PL_EXTRAS_MAX];
+    pl_view views[PL_VIEWS_MAX]; /* config.views (pl_batch.views) */
 } dbuf;
 
 typedef struct handoff_config {

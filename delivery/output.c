@@ -38,6 +38,32 @@ void output_plan_make(output_plan *o, const pl_config *c,
     o->ring_sample_bytes = augment_sample_bytes(&o->aug);
 }
 
+void output_plan_views(output_plan *o, const pl_config *c,
+                       const ops_pipeline *ops, const int *w, const int *h,
+                       int nviews, augment_params *views)
+{
+    o->gpu_normalize = 0;
+    o->nviews = nviews;
+    o->views = views;
+    size_t total = 0;
+    for (int v = 0; v < nviews; v++) {
+        augment_params *p = &views[v];
+        augment_params_init(p, c->augment, c->format, w[v], h[v],
+                            c->seed + (uint64_t)v, c->mean, c->std);
+        p->dct_scaling = 0; /* one full-size decode for every view */
+        p->channels_last = o->aug.channels_last;
+        augment_params_set_ops(p, &ops[v], c->format);
+        p->ops.rank = o->aug.ops.rank;
+        o->view_bytes[v] = augment_sample_bytes(p);
+        o->view_prefix[v] = total;
+        total += o->view_bytes[v];
+    }
+    o->aug = views[0];
+    o->width = w[0];
+    o->height = h[0];
+    o->sample_bytes = o->ring_sample_bytes = total;
+}
+
 const void *output_lut(const output_plan *o, size_t *bytes)
 {
     if (o->format == PL_FORMAT_F16_NCHW || o->format == PL_FORMAT_BF16_NCHW) {

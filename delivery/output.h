@@ -26,6 +26,14 @@ typedef struct output_plan {
      * then copied; soft labels of num_classes a sample go with it. */
     int batch_op;
     int num_classes;
+    /* config.views (nviews 0: one, aug's): each view's params (views[0] is
+     * aug), its sample's bytes, and the bytes of the views before it in a
+     * sample. A batch (a ring slot, a device buffer) holds each view's
+     * samples together, view v from batch_size x prefix[v] on; sample_bytes
+     * and ring_sample_bytes are then a sample's every view. */
+    int nviews;
+    const augment_params *views;
+    size_t view_bytes[PL_VIEWS_MAX], view_prefix[PL_VIEWS_MAX];
 } output_plan;
 
 /* ops: config.transform's pipeline, or NULL for config.augment's preset;
@@ -34,6 +42,23 @@ typedef struct output_plan {
 void output_plan_make(output_plan *o, const pl_config *c,
                       const ops_pipeline *ops, const backend *be, int rank,
                       int classes);
+
+/* config.views on top of output_plan_make's plan: views[v] (the
+ * caller's array of nviews, which outlives the plan) made from each
+ * view's pipeline and size, drawing from seed + v, at full scale; the
+ * workers write the floats (no gpu_normalize). */
+void output_plan_views(output_plan *o, const pl_config *c,
+                       const ops_pipeline *ops, const int *w, const int *h,
+                       int nviews, augment_params *views);
+
+/* Where view v of position i of a batch of batch_size lies, from the
+ * batch's start. */
+static inline size_t output_view_at(const output_plan *o, int v, int i,
+                                    int batch_size)
+{
+    return o->view_prefix[v] * (size_t)batch_size +
+           o->view_bytes[v] * (size_t)i;
+}
 
 /* Whether batches are assembled in a host mirror before their copy:
  * keep_host's, or a batch op's, where device memory is not host memory. */

@@ -734,6 +734,23 @@ typedef struct pl_config {
      * another. Default NULL: none. */
     pl_sample_fn sample_fn;
     void *sample_ctx; /* handed to sample_fn */
+    /* ---- Several views of each sample */
+    /* num_views transform specs (docs/transforms.md), 2 to PL_VIEWS_MAX,
+     * each made from every sample and delivered in the same batch, each
+     * view its own tensor (pl_batch.views): SimCLR's two crops, DINO's two
+     * global and N local crops of other sizes. Each spec ends the image
+     * at its own size (its last crop or resize to WxH, or S: S x S), in
+     * config.format. The image is decoded once, at full size, and each
+     * view made from it (as dct_scaling 0 would make it); view v draws
+     * from seed + v, so view v's bytes are those a loader with
+     * transform = views[v] and seed + v would give with dct_scaling 0.
+     * config.transform and augment are then not used, and width and height
+     * are view 0's; not with a batch op (mixup), decode=gpu (the views are
+     * decoded on the CPU: auto says so), gpu_normalize (the workers write
+     * the floats) or sample_fn. The library keeps no pointer after
+     * create. Default NULL and 0: one view, config.transform's. */
+    const char *const *views;
+    int32_t num_views; /* views' length; default 0 */
 } pl_config;
 
 /* Fill *cfg with the defaults listed above. */
@@ -799,6 +816,19 @@ typedef struct pl_loader pl_loader;
  * the sample lacks, or a substituted sample's). Host memory, valid as the
  * batch is; owned by the loader. */
 #define PL_EXTRAS_MAX 8
+/* The most views config.views may give. */
+#define PL_VIEWS_MAX 16
+
+/* One view of a batch (config.views): its own [count] samples, contiguous,
+ * in the batch's format and memory (data on the device, host where
+ * pl_batch.host is set). */
+typedef struct pl_view {
+    const void *data;
+    const void *host;
+    size_t bytes;        /* count * sample_bytes */
+    size_t sample_bytes; /* one sample of this view */
+    int32_t width, height;
+} pl_view;
 typedef struct pl_extra {
     const char *name;        /* "txt", as config.extras named it */
     const uint8_t *data;     /* the entries, one after another */
@@ -837,6 +867,10 @@ typedef struct pl_batch {
      * smoothed, blended by the batch's lambda); else NULL and 0. */
     int32_t num_classes;
     const float *soft_labels;
+    /* With config.views: each view's samples (views[0] is data and bytes
+     * above); else NULL and 0. */
+    int32_t num_views;
+    const pl_view *views;
 } pl_batch;
 
 /* Create a loader from *cfg: list the data, start the workers and the
@@ -951,7 +985,7 @@ typedef struct pl_info {
     int32_t batch_size, width, height, channels;
     int32_t format;      /* a pl_format */
     size_t sample_bytes; /* bytes of one output sample */
-    size_t batch_bytes;  /* batch_size * sample_bytes */
+    size_t batch_bytes;  /* batch_size * sample_bytes (every view's) */
     int32_t backend;     /* a pl_backend */
     int32_t device;      /* CUDA ordinal, or -1 on the host backend */
     int32_t num_workers, prefetch, device_buffers;
@@ -992,6 +1026,9 @@ typedef struct pl_info {
      * PL_AUTO the bound it may grow to (pl_info.prefetch is then the 2 it
      * starts with). */
     int32_t prefetch_max;
+    /* config.num_views (width, height and sample_bytes above are view 0's;
+     * batch_bytes is every view's), or 1. */
+    int32_t num_views;
 } pl_info;
 
 #define pl_loader_info(l, out) pl_loader_info_sized((l), (out), sizeof(pl_info))

@@ -154,8 +154,69 @@ static int parse_transform(const pl_config *c, int *has, ops_pipeline *ops)
     return 0;
 }
 
+/* config.views: 2 to PL_VIEWS_MAX specs, each parsed at the size it ends
+ * at; width and height become view 0's. */
+static int parse_views(const pl_config *c, config_resolved *out)
+{
+    if (c->num_views == 0 && !c->views)
+        return 0;
+    if (c->num_views < 2 || c->num_views > PL_VIEWS_MAX)
+        return BAD("num_views",
+                   "%d: config.views gives 2 to %d views (one view is "
+                   "config.transform alone)",
+                   (int)c->num_views, PL_VIEWS_MAX);
+    if (!c->views)
+        return BAD("views", "NULL with num_views %d", (int)c->num_views);
+    if (c->transform)
+        return BAD("transform",
+                   "set with config.views: each view is its own spec "
+                   "(leave transform NULL)");
+    if (c->sample_fn)
+        return BAD("sample_fn", "not with config.views (a hook sees one "
+                                "image a sample)");
+    if (c->decode == PL_DECODE_GPU)
+        return BAD("decode",
+                   "PL_DECODE_GPU with config.views: the views are made "
+                   "from one decode on the CPU (PL_DECODE_AUTO decodes "
+                   "there and says so)");
+    char why[512];
+    for (int v = 0; v < c->num_views; v++) {
+        const char *spec = c->views[v];
+        if (!spec)
+            return BAD("views", "views[%d] is NULL", v);
+        op_setup s = {.out_w = c->width, .out_h = c->height,
+                      .format = c->format};
+        memcpy(s.mean, c->mean, sizeof s.mean);
+        memcpy(s.std, c->std, sizeof s.std);
+        if (ops_end_size(spec, &s, &s.out_w, &s.out_h, why, sizeof why) < 0 ||
+            ops_parse(&out->view_ops[v], spec, &s, why, sizeof why) < 0)
+            return BAD("views", "views[%d]: %s", v, why);
+        if (out->view_ops[v].nbatch)
+            return BAD("views",
+                       "views[%d]: %s: a batch op mixes one tensor a batch, "
+                       "and a batch of views holds several: not with "
+                       "config.views",
+                       v, out->view_ops[v].op[out->view_ops[v].n - 1].written);
+        if (s.out_w > 1 << 14 || s.out_h > 1 << 14)
+            return BAD("views", "views[%d]: ends at %d x %d, past %d pixels a "
+                                "side", v, s.out_w, s.out_h, 1 << 14);
+        out->view_w[v] = s.out_w;
+        out->view_h[v] = s.out_h;
+    }
+    out->nviews = c->num_views;
+    out->cfg.width = out->view_w[0];
+    out->cfg.height = out->view_h[0];
+    out->cfg.views = NULL;
+    return 0;
+}
+
 int config_output(const pl_config *cfg, int *has_transform, ops_pipeline *ops)
 {
+    if (cfg->views || cfg->num_views)
+        return BAD("views",
+                   "one sample of one spec is made here: give view v's spec "
+                   "as config.transform, its size as width and height, and "
+                   "seed + v as the seed");
     const int rc = check_shape(cfg);
     return rc ? rc : parse_transform(cfg, has_transform, ops);
 }
@@ -351,6 +412,8 @@ int config_resolve(const pl_config *cfg, config_resolved *out)
         rc = split_extras(cfg, out);
     if (!rc)
         rc = parse_transform(cfg, &out->has_transform, &out->ops);
+    if (!rc)
+        rc = parse_views(cfg, out);
     if (rc)
         return rc;
     out->cfg.extras = NULL; /* not kept: out->extras has the names */

@@ -32,6 +32,11 @@ typedef struct config_resolved {
      * has_transform 0: config.augment's preset. */
     int has_transform;
     ops_pipeline ops;
+    /* config.views, parsed (cfg.views is then NULL: not kept), each at the
+     * size it ends at (cfg.width and height: view 0's); nviews 0: none. */
+    int nviews;
+    int view_w[PL_VIEWS_MAX], view_h[PL_VIEWS_MAX];
+    ops_pipeline view_ops[PL_VIEWS_MAX];
 } config_resolved;
 
 /* Check every field of *cfg and settle the automatic ones (the shard

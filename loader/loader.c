@@ -68,6 +68,7 @@ struct pl_loader {
     int have_tune, have_rtune, have_tune_mu;
     uint64_t tune_said_ns, rtune_said_ns;
     int prefetch_max; /* the ring's bound: prefetch, or PL_AUTO's */
+    augment_params *views; /* config.views' (out.views), or NULL */
 };
 
 /* After fork() the child has none of the loader's threads and may hold its
@@ -149,6 +150,11 @@ static int on_claim(void *ctx, pool_job *job)
     job->epoch = s->epoch;
     job->index = idx;
     job->dst = s->pixels + (size_t)i * l->ring.sample_bytes;
+    for (int v = 0; v < l->out.nviews; v++)
+        job->view_dst[v] =
+            s->pixels + output_view_at(&l->out, v, i, l->rc.cfg.batch_size);
+    if (l->out.nviews)
+        job->dst = job->view_dst[0];
     const int nx = l->ring.nextras;
     job->extras.n = nx;
     job->extras.required = l->rc.cfg.extras_required;
@@ -332,7 +338,8 @@ static int plan_start(pl_loader *l)
     const pl_config *c = &l->rc.cfg;
     int rc = state_fingerprint(&l->print, &l->cat, c,
                                l->rc.has_transform ? &l->rc.ops : NULL,
-                               l->rc.rank, l->rc.world);
+                               l->rc.view_ops, l->rc.nviews, l->rc.rank,
+                               l->rc.world);
     if (rc < 0)
         return rc;
     l->start.epoch = c->first_epoch;
@@ -401,6 +408,9 @@ static void fill_info(pl_loader *l)
     in->format = l->out.format;
     in->sample_bytes = l->out.sample_bytes;
     in->batch_bytes = in->sample_bytes * (size_t)c->batch_size;
+    in->num_views = l->out.nviews ? l->out.nviews : 1;
+    if (l->out.nviews) /* view 0's; batch_bytes every view's */
+        in->sample_bytes = l->out.view_bytes[0];
     in->backend = l->be->kind;
     in->device = l->be->device;
     in->num_workers = l->rc.num_workers;
@@ -605,6 +615,8 @@ static int start_pipeline(pl_loader *l)
         .max_file_bytes = c->max_file_bytes,
         .limits = lim,
         .augment = &l->out.aug,
+        .views = l->out.views,
+        .nviews = l->out.nviews,
         .source = {.claim = on_claim,
                    .finish = on_finish,
                    .offload = l->dg.g ? on_offload : NULL,
@@ -690,6 +702,14 @@ static int start_on_device(pl_loader *l)
     output_plan_make(&l->out, &l->rc.cfg,
                      l->rc.has_transform ? &l->rc.ops : NULL, l->be, l->rc.rank,
                      catalog_classes(&l->cat));
+    if (l->rc.nviews) {
+        if (!(l->views = calloc((size_t)l->rc.nviews, sizeof *l->views))) {
+            l->be->ops->leave(l->be, saved);
+            return err_set(PL_ENOMEM, "pl_loader_create: out of memory");
+        }
+        output_plan_views(&l->out, &l->rc.cfg, l->rc.view_ops, l->rc.view_w,
+                          l->rc.view_h, l->rc.nviews, l->views);
+    }
     if (l->out.batch_op && l->out.num_classes < catalog_classes(&l->cat)) {
         l->be->ops->leave(l->be, saved);
         return err_set(PL_EINVAL,
@@ -865,8 +885,10 @@ PL_EXPORT void pl_loader_destroy(pl_loader *l)
         logger_fini(&l->log);
     if (l->have_tune_mu)
         pthread_mutex_destroy(&l->tune_mu);
-    if (!busy) /* else the ring inside it is still the copies' */
+    if (!busy) { /* else the ring inside it is still the copies' */
+        free(l->views);
         free(l);
+    }
 }
 
 /* ---- per batch ---- */

@@ -56,7 +56,8 @@ static void hash_sample_v1(void *arg, const char *name, int64_t size,
 }
 
 int state_fingerprint(state_fields *f, const catalog *cat, const pl_config *c,
-                      const ops_pipeline *ops, int rank, int world)
+                      const ops_pipeline *ops, const ops_pipeline *views,
+                      int nviews, int rank, int world)
 {
     memset(f, 0, sizeof *f);
     f->rank = rank;
@@ -109,6 +110,14 @@ int state_fingerprint(state_fields *f, const catalog *cat, const pl_config *c,
         char spec[8192];
         const int n = ops_format(ops, spec, sizeof spec);
         h = fnv_u64(h, 0x7a5fu);
+        h = fnv1a(h, spec, n < (int)sizeof spec ? (size_t)n : sizeof spec - 1);
+    }
+    /* The views, each every parameter written out: hashed only when
+     * config.views is set, likewise. */
+    for (int v = 0; v < nviews; v++) {
+        char spec[8192];
+        const int n = ops_format(&views[v], spec, sizeof spec);
+        h = fnv_u64(h, 0x71e0u + (uint64_t)v);
         h = fnv1a(h, spec, n < (int)sizeof spec ? (size_t)n : sizeof spec - 1);
     }
     f->pixels_hash = h;

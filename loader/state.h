@@ -37,11 +37,13 @@ typedef struct state_fields {
 /* The fingerprint of a loader's dataset and configuration (every field but
  * epoch, batch, position); ops: config.transform's pipeline, or NULL for
  * the preset (hashed only when set, so that states saved before it
- * existed still match). The list is walked once (catalog_walk: a read of
- * each shard's table, not of each sample's key). 0, or the code of a
- * table that no longer reads (pl_last_error names it). */
+ * existed still match); views[0 .. nviews): config.views' pipelines
+ * (likewise). The list is walked once (catalog_walk: a read of each
+ * shard's table, not of each sample's key). 0, or the code of a table that
+ * no longer reads (pl_last_error names it). */
 int state_fingerprint(state_fields *f, const catalog *cat, const pl_config *c,
-                      const ops_pipeline *ops, int rank, int world);
+                      const ops_pipeline *ops, const ops_pipeline *views,
+                      int nviews, int rank, int world);
 
 /* Format 1's list hash (full paths and labels), to compare a format 1
  * state with: computed only when one is resumed from. 0 with [out]

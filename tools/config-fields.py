@@ -205,6 +205,18 @@ PYTHON = [
     # C's per-sample hook: no Python keyword (a Python callable per sample
     # would hold the GIL in every worker; python/pinload/_v2.py says why).
     Keyword(None, ["sample_fn", "sample_ctx"], None, None),
+    Keyword("views", ["views", "num_views"], "views", "Sequence[str]",
+            "None (default): one view, transform='s; or 2 to 16 transform "
+            "specs, each made from every sample and delivered in the same "
+            "batch (batch.views, one array each; pinload.torch.Loader "
+            "yields a list of tensors): SimCLR's two crops, DINO's global "
+            "and local ones. Each ends the image at its own size (its last "
+            "crop or resize to WxH, or S); the image is decoded once, at "
+            "full size, and view v draws from seed + v. transform= and "
+            "augment= are then not used",
+            "`None`, or 2 to 16 specs (`pinload.torch.Loader`: torchvision "
+            "v2 pipelines too): [Transforms](transforms.md#several-views-of-"
+            "a-sample)"),
     Keyword("layout", ["channels_last"], "layout", "str",
             '"nchw" (float formats\' default) or "nhwc": float images '
             "interleaved, a channels_last tensor of NCHW shape in torch; u8 "
@@ -266,6 +278,7 @@ AS_IS = {
 # C types the dict may set once a keyword says how (the C table's kind).
 C_KIND = dict((t, k[0]) for t, k in AS_IS.items())
 C_KIND["const pl_state *"] = "F_STATE"
+C_KIND["const char *const *"] = "F_STRS"
 
 
 class Failure(Exception):
@@ -284,7 +297,8 @@ def comment_text(raw):
     return " ".join(" ".join(lines).split())
 
 
-DECL = re.compile(r"^(const\s+)?(\w+)\s*(\*?)\s*(\w+)\s*(\[\s*(\d+)\s*\])?$")
+DECL = re.compile(r"^(const\s+)?(\w+)\s*(\*?(?:\s*const\s*\*)?)\s*(\w+)"
+                  r"\s*(\[\s*(\d+)\s*\])?$")
 
 
 def parse(text):
@@ -320,7 +334,8 @@ def parse(text):
             raise Failure("%s:%d: cannot read the field `%s`"
                           % (HEADER, line, decl))
         const, ctype, star, name, _, dim = d.groups()
-        ctype = (const or "") + ctype + (" *" if star else "")
+        ctype = (const or "") + ctype + (
+            " *const *" if "const" in star else " *" if star else "")
         if dim:
             ctype += "[%s]" % dim
         end = base + body.count("\n", 0, tok.end())

@@ -35,6 +35,37 @@ static void add(_Atomic uint64_t *c, uint64_t v)
                           memory_order_relaxed);
 }
 
+/* A sample that failed before its pixels: zeros, in every view. */
+static void zero_job(const pool_config *cfg, pool_job *job)
+{
+    if (!cfg->nviews) {
+        memset(job->dst, 0, augment_sample_bytes(cfg->augment));
+        return;
+    }
+    for (int v = 0; v < cfg->nviews; v++)
+        memset(job->view_dst[v], 0, augment_sample_bytes(&cfg->views[v]));
+}
+
+/* config.views: the bytes read, decoded once, each view made from them. */
+static int produce_views(worker *w, pool_job *job, sample_times *t)
+{
+    const pool_config *cfg = &w->pool->cfg;
+    sample_ctx *c = &w->ctx;
+    const uint64_t t0 = clock_now_ns();
+    c->warnings = 0;
+    const int rc = fileio_read_loc(&job->loc, cfg->max_file_bytes, &c->file,
+                                   job->reason, SAMPLE_REASON_MAX);
+    t->ns_read += clock_now_ns() - t0;
+    if (rc < 0) {
+        zero_job(cfg, job);
+        return rc;
+    }
+    t->bytes_read += c->file.len;
+    return sample_produce_views(c, cfg->views, cfg->nviews, c->file.data,
+                                c->file.len, job->epoch, job->index,
+                                job->view_dst, t, job->reason);
+}
+
 /* The job's extras into its buffers, after good pixels: a read that fails
  * makes the sample bad, naming the extra. */
 static int read_extras(const pool_config *cfg, pool_job *job, sample_times *t)
@@ -80,7 +111,7 @@ static int produce_routed(worker *w, pool_job *job, sample_times *t)
                              job->reason, SAMPLE_REASON_MAX);
     t->ns_read += clock_now_ns() - t0;
     if (rc < 0) {
-        memset(job->dst, 0, augment_sample_bytes(cfg->augment));
+        zero_job(cfg, job);
         return rc;
     }
     t->bytes_read += c->file.len;
@@ -120,7 +151,9 @@ static void *worker_main(void *arg)
         w->ctx.file.process_error = 0;
         if (job.preset_status) {
             job.status = job.preset_status;
-            memset(job.dst, 0, augment_sample_bytes(cfg->augment));
+            zero_job(cfg, &job);
+        } else if (cfg->nviews) {
+            job.status = produce_views(w, &job, &t);
         } else if (cfg->source.offload) {
             job.status = produce_routed(w, &job, &t);
         } else {

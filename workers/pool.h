@@ -11,6 +11,7 @@
 #include "sample.h"
 
 #define POOL_EXTRAS_MAX 8 /* PL_EXTRAS_MAX */
+#define POOL_VIEWS_MAX 16 /* PL_VIEWS_MAX */
 
 typedef struct pool pool;
 
@@ -23,6 +24,9 @@ typedef struct pool_job {
      * key with no image); reason holds why. */
     int preset_status;
     void *dst;                       /* augment_sample_bytes() bytes */
+    /* With views (pool_config.nviews): where each view of the sample goes
+     * (dst is view_dst[0]). */
+    void *view_dst[POOL_VIEWS_MAX];
     /* Side data read after the pixels, into out[k] (the source's buffers,
      * grown as needed): extra k lies at loc[k] if has[k], else it is
      * empty. A sample that fails gets every entry empty. */
@@ -69,6 +73,10 @@ typedef struct pool_config {
     int64_t max_file_bytes;
     decode_limits limits;
     const augment_params *augment; /* outlives the pool */
+    /* config.views: nviews params (outliving the pool), each sample
+     * decoded once and made into each; 0: none, augment alone. */
+    const augment_params *views;
+    int nviews;
     pool_source source;
 } pool_config;
 

@@ -32,6 +32,7 @@ void sample_fini(sample_ctx *c)
     free(c->row);
     free(c->img);
     free(c->scratch.buf);
+    free(c->full);
     memset(c, 0, sizeof *c);
 }
 
@@ -369,5 +370,40 @@ int sample_transform_pixels(sample_ctx *c, const augment_params *p,
                          epoch, index, dst, reason);
     if (rc < 0)
         memset(dst, 0, augment_sample_bytes(p));
+    return rc;
+}
+
+int sample_produce_views(sample_ctx *c, const augment_params *views,
+                         int nviews, const uint8_t *buf, size_t len,
+                         int64_t epoch, int64_t index, void *const *dst,
+                         sample_times *t, char reason[SAMPLE_REASON_MAX])
+{
+    const uint64_t t0 = clock_now_ns();
+    decode_info info;
+    c->warnings = 0;
+    int rc = decoder_open(c->dec, buf, len, &info, reason);
+    if (rc == 0)
+        rc = decoder_start(c->dec, 1, 0, info.width, reason);
+    const size_t stride = (size_t)info.width * 3;
+    if (rc == 0 && grow_scratch(&c->full, &c->full_cap,
+                                stride * (size_t)info.height, 1, 0) < 0)
+        rc = oom(reason, "the decoded image");
+    if (rc == 0)
+        rc = decoder_read_into(c->dec, c->full, stride, info.height, reason);
+    const char *first;
+    c->warnings = decoder_warnings(c->dec, &first);
+    if (c->warnings)
+        snprintf(c->first_warning, sizeof c->first_warning, "%s", first);
+    decoder_close(c->dec);
+    const uint64_t t1 = clock_now_ns();
+    t->ns_decode += t1 - t0;
+    for (int v = 0; v < nviews && rc == 0; v++)
+        rc = sample_transform_pixels(c, &views[v], c->full, info.width,
+                                     info.height, epoch, index, dst[v],
+                                     reason);
+    t->ns_augment += clock_now_ns() - t1;
+    if (rc < 0)
+        for (int v = 0; v < nviews; v++)
+            memset(dst[v], 0, augment_sample_bytes(&views[v]));
     return rc;
 }

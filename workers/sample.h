@@ -28,6 +28,8 @@ typedef struct sample_ctx {
     uint8_t *img; /* the resized image, for pixel ops (float output) */
     size_t img_cap;
     op_scratch scratch; /* the ops' */
+    uint8_t *full; /* the image decoded whole (config.views) */
+    size_t full_cap;
     /* libjpeg's warnings (corrupt data accepted) in the last sample. */
     int warnings;
     char first_warning[SAMPLE_REASON_MAX];
@@ -55,6 +57,14 @@ int sample_produce_buffer(sample_ctx *c, const augment_params *p,
                           const uint8_t *buf, size_t len, int64_t epoch,
                           int64_t index, void *dst, sample_times *t,
                           char reason[SAMPLE_REASON_MAX]);
+
+/* config.views: the image in buf[0, len) decoded once, whole, and each of
+ * the nviews views made from it into dst[v] (as sample_transform_pixels
+ * makes it with views[v]). On failure every view is zeros. */
+int sample_produce_views(sample_ctx *c, const augment_params *views,
+                         int nviews, const uint8_t *buf, size_t len,
+                         int64_t epoch, int64_t index, void *const *dst,
+                         sample_times *t, char reason[SAMPLE_REASON_MAX]);
 
 /* The sample from an RGB image already decoded (rgb: height rows of
  * width pixels), as sample_produce_buffer makes it from a file decoded at

@@ -501,6 +501,18 @@ def _value(name: str, kind: str, value: Any, cfg: Mapping[str, Any]) -> Any:
             raise ValueError('%s: expected a count of batch slots (1 or '
                              'more) or "auto", got %r' % (name, value))
         return value
+    if kind == "views":
+        if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+            raise ValueError("%s: expected a list of 2 to %d transform "
+                             "specs, got %r" % (name, _C.VIEWS_MAX, value))
+        specs = list(value)
+        for i, spec in enumerate(specs):
+            if not isinstance(spec, str):
+                raise ValueError("%s: item %d: expected a transform spec "
+                                 "(str), got %r (pinload.torch.Loader "
+                                 "translates torchvision pipelines)"
+                                 % (name, i, spec))
+        return specs
     if kind == "state":
         return _state_bytes(value)
     if kind == "layout":
@@ -911,6 +923,15 @@ class Loader:
                     "auto" (the GPU where nvJPEG can be had, else the CPU,
                     with a notice); PNG, WebP and the JPEGs nvJPEG cannot
                     decode stay on the CPU
+    views           None (default): one view, transform='s; or 2 to 16
+                    transform specs, each made from every sample and
+                    delivered in the same batch (batch.views, one array
+                    each; pinload.torch.Loader yields a list of tensors):
+                    SimCLR's two crops, DINO's global and local ones. Each
+                    ends the image at its own size (its last crop or resize
+                    to WxH, or S); the image is decoded once, at full size,
+                    and view v draws from seed + v. transform= and augment=
+                    are then not used
     """
 
     defaults = dict(_DEFAULTS)

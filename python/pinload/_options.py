@@ -249,6 +249,14 @@ class LoaderOptions(TypedDict, total=False):
     time: an error without it) or "auto" (the GPU where nvJPEG can be
     had, else the CPU, with a notice); PNG, WebP and the JPEGs nvJPEG
     cannot decode stay on the CPU"""
+    views: Optional[Sequence[str]]
+    """None (default): one view, transform='s; or 2 to 16 transform specs,
+    each made from every sample and delivered in the same batch
+    (batch.views, one array each; pinload.torch.Loader yields a list of
+    tensors): SimCLR's two crops, DINO's global and local ones. Each
+    ends the image at its own size (its last crop or resize to WxH, or
+    S); the image is decoded once, at full size, and view v draws from
+    seed + v. transform= and augment= are then not used"""
 
 
 #: keyword: (kind, the pl_config fields it sets, the fields' value when
@@ -303,6 +311,7 @@ KEYWORDS: Dict[str, Tuple[str, Tuple[str, ...], Optional[int]]] = {
     "transform": ("str", ("transform",), None),
     "remote_create_timeout_ms": ("int", ("remote_create_timeout_ms",), None),
     "decode": ("choice", ("decode",), None),
+    "views": ("views", ("views", "num_views"), None),
 }
 
 #: a name-valued keyword's words (its enum's list in pinload.h, as

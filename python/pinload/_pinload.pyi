@@ -36,6 +36,7 @@ DECODE_AUTO: int
 FROM_ENV: int
 AUTO: int
 STATE_BYTES: int
+VIEWS_MAX: int
 
 def config_defaults() -> Dict[str, Any]: ...
 def state_get(state: bytes) -> Tuple[int, int, int]: ...
@@ -67,6 +68,8 @@ class Batch:
     indices: View
     status: View
     soft_labels: Optional[View]
+    views: Optional[Tuple[View, ...]]
+    host_views: Optional[Tuple[View, ...]]
     extras: Dict[str, List[bytes]]
     # What the batch is, whether it was released or not (and after its
     # loader is closed).

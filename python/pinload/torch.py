@@ -20,7 +20,7 @@ bounds them; default none), and its bytes never change.
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Iterator, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -28,7 +28,7 @@ import pinload
 
 #: What one step yields: (images, labels), or a dict (output_map; an
 #: extra's value is a list, one entry per sample).
-TensorBatch = Union[Tuple[torch.Tensor, torch.Tensor], Dict[str, Any]]
+TensorBatch = Union[Tuple[Any, torch.Tensor], Dict[str, Any]]
 
 __all__ = ["Loader", "spec_of", "to_nchw"]
 
@@ -68,6 +68,32 @@ def _translated(transform: Any, kwargs: Dict[str, Any]) -> Dict[str, Any]:
         out["format"] = t.format or "u8"
     if kwargs.get("size") is None and t.size is not None:
         out["size"] = t.size
+    return out
+
+
+def _views_translated(views: Any, kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    """views= given as specs or torchvision.transforms.v2 pipelines (each
+    one view): the specs, and the format the pipelines' ToDtype fixes
+    where the caller did not pass one (every pipeline's must agree)."""
+    from pinload._v2 import spec_of
+    if isinstance(views, (str, bytes)) or not hasattr(views, "__iter__"):
+        return {}  # pinload.Loader says what it expects
+    specs: List[Any] = []
+    formats = set()
+    for v in views:
+        if isinstance(v, str):
+            specs.append(v)
+            continue
+        t = spec_of(v)
+        specs.append(t.spec)
+        formats.add(t.format or "u8")
+    out: Dict[str, Any] = {"views": specs}
+    if len(formats) > 1:
+        raise ValueError("views: the pipelines make %s images: a batch's "
+                         "views share one format (give each the same "
+                         "ToDtype)" % " and ".join(sorted(formats)))
+    if kwargs.get("format") is None and formats:
+        out["format"] = formats.pop()
     return out
 
 
@@ -185,6 +211,8 @@ class Loader(pinload.Loader, torch.utils.data.IterableDataset):
         transform = kwargs.get("transform")
         if transform is not None and not isinstance(transform, str):
             kwargs.update(_translated(transform, kwargs))
+        if kwargs.get("views") is not None:
+            kwargs.update(_views_translated(kwargs["views"], kwargs))
         self._batch_fn: Optional[Any] = None
         if batch_transform is not None:
             self._batch_fn = _batch_translated(batch_transform, kwargs)
@@ -237,11 +265,18 @@ class Loader(pinload.Loader, torch.utils.data.IterableDataset):
         return {n: got[n] for n in names}
 
     @staticmethod
-    def tensors(batch: pinload.Batch) -> Tuple[torch.Tensor, torch.Tensor]:
+    def tensors(batch: pinload.Batch) -> Tuple[Any, torch.Tensor]:
         """(images, labels) of a pinload.Batch, as torch tensors: labels
         int64 [count], or with a mixup op in the transform its soft labels,
         float32 [count, classes] (timm's Mixup's targets), a copy on the
-        images' device either way."""
+        images' device either way. With views=, images is a list of each
+        view's tensor."""
+        if batch.views is not None:
+            views = [torch.from_dlpack(v) for v in batch.views]
+            labels = torch.from_dlpack(batch.labels).long()
+            if views[0].is_cuda:
+                labels = labels.to(views[0].device, non_blocking=True)
+            return views, labels
         images = torch.from_dlpack(batch.images)
         if batch.soft_labels is not None:
             soft = torch.from_dlpack(batch.soft_labels)

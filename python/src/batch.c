@@ -86,7 +86,28 @@ static PyObject *batch_view(BatchObject *self, void *closure)
     Py_INCREF((PyObject *)self);
     v->batch = self;
     v->which = which;
+    v->view = 0;
     return (PyObject *)v;
+}
+
+/* config.views: a tuple of each view's images (V_IMAGES, or V_HOST when
+ * closure says so), or None without views. */
+static PyObject *Batch_views(BatchObject *self, void *closure)
+{
+    const int which = (int)(intptr_t)closure;
+    if (!self->nviews || (which == V_HOST && !self->has_host))
+        Py_RETURN_NONE;
+    PyObject *t = PyTuple_New(self->nviews);
+    for (int k = 0; t && k < self->nviews; k++) {
+        ViewObject *v = (ViewObject *)batch_view(self, closure);
+        if (!v) {
+            Py_CLEAR(t);
+            break;
+        }
+        v->view = k;
+        PyTuple_SetItem(t, k, (PyObject *)v);
+    }
+    return t;
 }
 
 enum { B_COUNT, B_EPOCH, B_INDEX, B_RELEASED, B_EXPORTS };
@@ -159,6 +180,12 @@ static PyGetSetDef Batch_getset[] = {
      (void *)(intptr_t)V_SOFT},
     {"status", (getter)batch_view, NULL,
      "int32 per-sample status (DLPack, host)", (void *)(intptr_t)V_STATUS},
+    {"views", (getter)Batch_views, NULL,
+     "config.views: a tuple of each view's images (DLPack), or None",
+     (void *)(intptr_t)V_IMAGES},
+    {"host_views", (getter)Batch_views, NULL,
+     "each view's images in host memory (keep_host), or None",
+     (void *)(intptr_t)V_HOST},
     {"extras", (getter)Batch_extras, NULL,
      "{extra: [bytes of each sample]} (config.extras), copied", NULL},
     {"count", (getter)Batch_get, NULL, "samples in the batch",

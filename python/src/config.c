@@ -6,7 +6,7 @@
 #include "config_fields.h"
 
 /* One pl_config field as a Python name. */
-typedef enum { F_I32, F_I64, F_U64, F_FLOAT3, F_PATH, F_STATE } ftype;
+typedef enum { F_I32, F_I64, F_U64, F_FLOAT3, F_PATH, F_STATE, F_STRS } ftype;
 typedef struct {
     const char *name;
     size_t offset;
@@ -132,6 +132,51 @@ static int field_set(pl_config *cfg, const field *f, PyObject *value,
         memcpy(p, &s, sizeof s);
         return 0;
     }
+    case F_STRS: { /* config.views: a sequence of str, and its length */
+        const char **arr = NULL;
+        Py_ssize_t n = 0;
+        if (value != Py_None) {
+            PyObject *seq = PySequence_List(value);
+            if (!seq)
+                return -1;
+            n = PyList_Size(seq);
+            PyObject *holder = PyBytes_FromStringAndSize(
+                NULL, (Py_ssize_t)sizeof *arr * (n ? n : 1));
+            if (!holder || PyList_Append(keep, holder) < 0) {
+                Py_XDECREF(holder);
+                Py_DECREF(seq);
+                return -1;
+            }
+            arr = (const char **)PyBytes_AsString(holder);
+            Py_DECREF(holder); /* keep holds it */
+            for (Py_ssize_t i = 0; i < n; i++) {
+                PyObject *s = PyList_GetItem(seq, i);
+                const char *u = PyUnicode_Check(s)
+                                    ? PyUnicode_AsUTF8AndSize(s, NULL)
+                                    : NULL;
+                if (!u) {
+                    PyErr_Clear();
+                    PyErr_Format(PyExc_TypeError,
+                                 "%s: item %zd: expected a spec (str), got "
+                                 "%R",
+                                 f->name, i, s);
+                    Py_DECREF(seq);
+                    return -1;
+                }
+                arr[i] = u; /* the str's own UTF-8, alive with seq */
+            }
+            if (PyList_Append(keep, seq) < 0) {
+                Py_DECREF(seq);
+                return -1;
+            }
+            Py_DECREF(seq);
+        }
+        const int32_t n32 = n > INT32_MAX ? INT32_MAX : (int32_t)n;
+        memcpy(p, &arr, sizeof arr);
+        memcpy((char *)cfg + offsetof(pl_config, num_views), &n32,
+               sizeof n32);
+        return 0;
+    }
     case F_STATE: {
         const pl_state *sp = NULL;
         if (value != Py_None) {
@@ -223,6 +268,7 @@ PyObject *config_defaults(void)
         }
         case F_PATH:
         case F_STATE:
+        case F_STRS:
             Py_INCREF(Py_None);
             v = Py_None;
             break;

@@ -55,9 +55,11 @@
     X(label_field, F_PATH)                                                     \
     X(transform, F_PATH)                                                       \
     X(remote_create_timeout_ms, F_I32)                                         \
-    X(decode, F_I32)
+    X(decode, F_I32)                                                           \
+    X(views, F_STRS)                                                           \
+    X(num_views, F_I32)
 
 /* The header's last field: config.c asserts that none follows it. */
-#define PL_CONFIG_LAST_FIELD sample_ctx
+#define PL_CONFIG_LAST_FIELD num_views
 
 #endif

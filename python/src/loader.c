@@ -49,7 +49,7 @@ static PyObject *loader_fail(LoaderObject *self, int rc)
 static PyObject *info_dict(const pl_info *in, PyObject *backend_name)
 {
     return Py_BuildValue(
-        "{sLsLsLsisisisisisisnsnsisisisisisisisisisOsisisisisisssKsi}",
+        "{sLsLsLsisisisisisisnsnsisisisisisisisisisOsisisisisisssKsisi}",
         "dataset_size", (long long)in->dataset_size, "samples_per_epoch",
         (long long)in->samples_per_epoch, "batches_per_epoch",
         (long long)in->batches_per_epoch, "num_classes", in->num_classes,
@@ -65,7 +65,7 @@ static PyObject *info_dict(const pl_info *in, PyObject *backend_name)
         "gpu_numa_node", in->gpu_numa_node, "decode", in->decode,
         "decoder_name", in->decoder_name, "gpu_decode_bytes",
         (unsigned long long)in->gpu_decode_bytes, "prefetch_max",
-        in->prefetch_max);
+        in->prefetch_max, "num_views", in->num_views);
 }
 
 /* pl_loader_create on a thread of its own, so that Ctrl-C reaches Python
@@ -358,6 +358,12 @@ static PyObject *Loader_next(LoaderObject *self, PyObject *unused)
     bo->index = b->index;
     bo->has_host = b->host != NULL;
     bo->num_classes = b->soft_labels ? b->num_classes : 0;
+    bo->nviews = b->views ? b->num_views : 0;
+    for (int v = 0; v < bo->nviews; v++) {
+        bo->view_w[v] = b->views[v].width;
+        bo->view_h[v] = b->views[v].height;
+        bo->view_sb[v] = b->views[v].sample_bytes;
+    }
     bo->exports = 0;
     bo->nstreams = 0;
     return (PyObject *)bo;

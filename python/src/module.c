@@ -299,6 +299,7 @@ static int module_exec(PyObject *m)
         {"FROM_ENV", PL_FROM_ENV, NULL},
         {"AUTO", PL_AUTO, NULL},
         {"STATE_BYTES", PL_STATE_BYTES, NULL},
+        {"VIEWS_MAX", PL_VIEWS_MAX, NULL},
     };
     PyObject *names = PyDict_New();
     for (size_t i = 0; names && i < sizeof ints / sizeof ints[0]; i++) {

@@ -149,6 +149,10 @@ typedef struct {
     int64_t epoch, index;
     int has_host;
     int32_t num_classes; /* soft labels' width (a mixup op), or 0 */
+    /* config.views: each view's size (0: none, the loader's info) */
+    int nviews;
+    int32_t view_w[PL_VIEWS_MAX], view_h[PL_VIEWS_MAX];
+    size_t view_sb[PL_VIEWS_MAX];
     Py_ssize_t exports; /* DLPack tensors made from this batch, alive */
     /* The consumers' streams (__dlpack__), each once: the batch goes back
      * after the work queued on all of them. */
@@ -161,6 +165,7 @@ enum { V_IMAGES, V_HOST, V_LABELS, V_INDICES, V_STATUS, V_SOFT };
 typedef struct {
     PyObject_HEAD BatchObject *batch;
     int which;
+    int view; /* V_IMAGES, V_HOST: which of config.views (0: the batch) */
 } ViewObject;
 
 /* Destroy l; the caller set self->destroying under mu, holds no GIL

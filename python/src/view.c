@@ -15,8 +15,20 @@ static void view_layout(const ViewObject *v, layout *out)
     const int64_t n = v->batch->count;
     switch (v->which) {
     case V_IMAGES:
-    case V_HOST:
+    case V_HOST: {
+        const BatchObject *bo = v->batch;
+        const int k = v->view;
+        int32_t w = in->width, h = in->height;
+        size_t sb = in->sample_bytes;
         out->data = !b ? NULL : v->which == V_IMAGES ? b->data : b->host;
+        if (bo->nviews) { /* config.views: view k's own tensor */
+            w = bo->view_w[k];
+            h = bo->view_h[k];
+            sb = bo->view_sb[k];
+            out->data = !b                     ? NULL
+                        : v->which == V_IMAGES ? b->views[k].data
+                                               : b->views[k].host;
+        }
         if (v->which == V_IMAGES && in->backend == PL_BACKEND_CUDA) {
             out->device.device_type = PLDL_CUDA;
             out->device.device_id = in->device;
@@ -24,16 +36,16 @@ static void view_layout(const ViewObject *v, layout *out)
         out->ndim = 4;
         out->shape[0] = n;
         if (in->format == PL_FORMAT_U8_NHWC) {
-            out->shape[1] = in->height;
-            out->shape[2] = in->width;
+            out->shape[1] = h;
+            out->shape[2] = w;
             out->shape[3] = in->channels;
             out->dtype = (pldl_dtype){PLDL_UINT, 8, 1};
             out->dtype_name = "uint8";
         } else {
             /* NCHW's shape; channels-last only changes the strides. */
             out->shape[1] = in->channels;
-            out->shape[2] = in->height;
-            out->shape[3] = in->width;
+            out->shape[2] = h;
+            out->shape[3] = w;
             out->channels_last = in->channels_last;
             const int f32 = in->format == PL_FORMAT_F32_NCHW;
             const int bf16 = in->format == PL_FORMAT_BF16_NCHW;
@@ -41,8 +53,9 @@ static void view_layout(const ViewObject *v, layout *out)
                 (pldl_dtype){bf16 ? PLDL_BFLOAT : PLDL_FLOAT, f32 ? 32 : 16, 1};
             out->dtype_name = f32 ? "float32" : bf16 ? "bfloat16" : "float16";
         }
-        out->nbytes = (size_t)n * in->sample_bytes;
+        out->nbytes = (size_t)n * sb;
         return;
+    }
     case V_LABELS:
     case V_STATUS:
         out->data = !b                     ? NULL

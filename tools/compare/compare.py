@@ -21,7 +21,13 @@ CenterCrop 224), resnet50 (RandomResizedCrop, flip) and deit
 (RandomResizedCrop bicubic, flip, RandAugment(2, 9), RandomErasing 0.25,
 and on each batch RandomChoice of MixUp 0.8 and CutMix 1.0: pinload's
 mixup op, torchvision's v2 transforms on the DataLoader's batch in the
-loop, as its users run them), each to normalised float32.
+loop, as its users run them), each to normalised float32; simclr is two
+views a sample of RandomResizedCrop, flip, RandomApply(ColorJitter 0.4,
+0.4, 0.4, 0.1; p 0.8), RandomGrayscale 0.2 and RandomApply(GaussianBlur,
+a tenth of the size; p 0.5): the DataLoader's dataset transform returns
+both, pinload's views= makes both from one decode (through the Python
+package: pinload-bench has no views). Images/s count samples, each with
+its two views.
 
 pinload's figure comes from build/pinload-bench with the same settings (on
 CUDA its batches are copied to the GPU by the loader's own streams; f32 is
@@ -40,7 +46,7 @@ import tempfile
 import time
 
 
-RECIPES = ("eval", "resnet50", "deit")
+RECIPES = ("eval", "resnet50", "deit", "simclr")
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 
 
@@ -58,11 +64,29 @@ def recipe(name, size):
     if name == "resnet50":
         return v2.Compose([v2.RandomResizedCrop(size),
                            v2.RandomHorizontalFlip()] + tail)
+    if name == "simclr":  # one view; the recipe takes two of it
+        return v2.Compose([
+            v2.RandomResizedCrop(size), v2.RandomHorizontalFlip(),
+            v2.RandomApply([v2.ColorJitter(0.4, 0.4, 0.4, 0.1)], p=0.8),
+            v2.RandomGrayscale(0.2),
+            v2.RandomApply([v2.GaussianBlur(size // 10 | 1, (0.1, 2.0))],
+                           p=0.5)] + tail)
     return v2.Compose([
         v2.RandomResizedCrop(size,
                              interpolation=v2.InterpolationMode.BICUBIC),
         v2.RandomHorizontalFlip(), v2.RandAugment(2, 9)] + tail +
         [v2.RandomErasing(0.25)])
+
+
+class TwoViews:
+    """SimCLR's dataset transform: two draws of one pipeline a sample
+    (a class, so that spawned workers can pickle it)."""
+
+    def __init__(self, tf):
+        self.tf = tf
+
+    def __call__(self, img):
+        return [self.tf(img), self.tf(img)]
 
 
 def classes_of(data):
@@ -91,6 +115,8 @@ def recipe_spec(args):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     t = mod.spec_of(recipe(args.recipe, args.size))
+    if args.recipe == "simclr":
+        return "views=[%s] x 2" % t.spec, t.format or "u8"
     batch = recipe_batch(args.recipe, classes_of(args.data))
     text = t.spec + (";" + mod.batch_op_of(batch) if batch else "")
     return text, t.format or "u8"
@@ -104,12 +130,16 @@ def torch_rate(args, workers):
     torch.set_num_threads(1)
     if args.recipe:
         tf = recipe(args.recipe, args.size)
+        if args.recipe == "simclr":
+            tf = TwoViews(tf)
         ds = torchvision.datasets.ImageFolder(args.data, transform=tf)
         dl = torch.utils.data.DataLoader(
             ds, batch_size=args.batch, shuffle=True, num_workers=workers,
             pin_memory=True, drop_last=True,
             persistent_workers=workers > 0)
         batch = recipe_batch(args.recipe, len(ds.classes))
+        if args.recipe == "simclr":
+            return measure(lambda: iter(dl), args, lambda b: b[0][0].shape[0])
         if batch is None:
             return measure(lambda: iter(dl), args, lambda b: b[0].shape[0])
         return measure(lambda: iter(dl), args,
@@ -239,7 +269,12 @@ def pinload_python_rate(args, workers):
 
     import pinload.torch
 
-    if args.recipe:
+    count = lambda b: b[0].shape[0]  # noqa: E731
+    if args.recipe == "simclr":
+        tf = recipe(args.recipe, args.size)
+        kw = dict(views=[tf, tf])
+        count = lambda b: b[0][0].shape[0]  # noqa: E731
+    elif args.recipe:
         kw = dict(transform=recipe(args.recipe, args.size),
                   batch_transform=recipe_batch(args.recipe,
                                                classes_of(args.data)))
@@ -253,14 +288,13 @@ def pinload_python_rate(args, workers):
         log=lambda level, msg: None)
     finish = torch.cuda.synchronize if args.device == "cuda" else None
     try:
-        return measure(lambda: iter(loader), args,
-                       lambda b: b[0].shape[0], finish)
+        return measure(lambda: iter(loader), args, count, finish)
     finally:
         loader.close()
 
 
 def pinload_rate(args, workers):
-    if args.via == "python":
+    if args.via == "python" or args.recipe == "simclr":
         return pinload_python_rate(args, workers)
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "bench.json")

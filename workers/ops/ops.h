@@ -43,6 +43,12 @@ typedef struct ops_pipeline {
 int ops_parse(ops_pipeline *p, const char *spec, const op_setup *s, char *why,
               size_t cap);
 
+/* The size (*w x *h) spec's geometric ops end every image at, parsed for
+ * s (its other fields; sizes left out of the spec are s's): PL_EINVAL
+ * with `why` when it does not parse or ends at no one size. */
+int ops_end_size(const char *spec, const op_setup *s, int *w, int *h,
+                 char *why, size_t cap);
+
 /* The preset as a pipeline, drawing as pinload always has (shared_stream):
  * PL_AUGMENT_TRAIN  random_resized_crop(WxH);hflip
  * PL_AUGMENT_EVAL   resize(S);center_crop(WxH), S = max(W, H) * 256 / 224

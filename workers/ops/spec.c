@@ -392,8 +392,43 @@ static int check_shape(const ops_pipeline *pl, const op_setup *s, char *why,
                 made, s->out_w, s->out_h);
 }
 
+/* The ops of spec, their stages checked; the shape too when check_size. */
+static int parse_ops(ops_pipeline *pl, const char *spec, const op_setup *s,
+                     char *why, size_t cap, int check_size);
+
 int ops_parse(ops_pipeline *pl, const char *spec, const op_setup *s, char *why,
               size_t cap)
+{
+    return parse_ops(pl, spec, s, why, cap, 1);
+}
+
+int ops_end_size(const char *spec, const op_setup *s, int *w, int *h,
+                 char *why, size_t cap)
+{
+    ops_pipeline *pl = malloc(sizeof *pl);
+    if (!pl)
+        return fail(why, cap, "out of memory");
+    int rc = parse_ops(pl, spec, s, why, cap, 0);
+    op_shape sh = {0, 0, 0, 0};
+    for (int i = 0; rc == 0 && i < pl->ngeometry; i++)
+        pl->op[i].kind->shape(&pl->op[i], &sh);
+    free(pl);
+    if (rc < 0)
+        return rc;
+    if (!sh.w)
+        return fail(why, cap,
+                    "ends at no one size (%s): end its geometric ops with a "
+                    "crop or resize to WxH (random_resized_crop(96), "
+                    "center_crop(224), resize(224x224))",
+                    sh.short_side ? "a shorter side alone"
+                                  : "each file's own size");
+    *w = sh.w;
+    *h = sh.h;
+    return 0;
+}
+
+static int parse_ops(ops_pipeline *pl, const char *spec, const op_setup *s,
+                     char *why, size_t cap, int check_size)
 {
     memset(pl, 0, sizeof *pl);
     const char *p = spec ? spec : "";
@@ -413,7 +448,7 @@ int ops_parse(ops_pipeline *pl, const char *spec, const op_setup *s, char *why,
         return fail(why, cap,
                     "no ops (leave it NULL for config.augment's preset)");
     int rc = check_stages(pl, why, cap);
-    if (rc == 0)
+    if (rc == 0 && check_size)
         rc = check_shape(pl, s, why, cap);
     if (rc < 0)
         return rc;
