@@ -127,7 +127,8 @@ ifneq ($(SIM),)
 ifeq ($(HAVE_CUDA),)
 $(error CUDA=sim needs the CUDA toolkit's headers in $(CUDA_HOME)/include)
 endif
-CPPFLAGS_ALL += -DPL_HAVE_CUDA -DPL_HAVE_GPU_RESIZE -I$(CUDA_HOME)/include
+CPPFLAGS_ALL += -DPL_HAVE_CUDA -DPL_HAVE_GPU_RESIZE -DPL_HAVE_GPU_MIX \
+                -I$(CUDA_HOME)/include
 CUDASIM  := $(BUILD)/libcudasim.a
 LIBS     += $(CUDASIM) -lrt
 LDFLAGS  += -rdynamic
@@ -244,11 +245,12 @@ LIB_SRC  := $(COMMON_SRC) $(CODECS_SRC) $(INDEX_SRC) $(CATALOG_SRC) \
             $(REMOTE_SRC) $(WORKERS_SRC) $(INPUT_SRC) $(DEVICE_SRC) \
             $(ORDER_SRC) $(DELIVERY_SRC) $(LOADER_SRC)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
-# With nvcc, the library carries the GPU normalisation kernel and the GPU
-# decoder's resize kernels.
+# With nvcc, the library carries the GPU normalisation kernel, the GPU
+# decoder's resize kernels and the batch op's mixing kernel.
 ifneq ($(HAVE_NVCC),)
-CPPFLAGS_ALL += -DPL_HAVE_NVCC -DPL_HAVE_GPU_RESIZE
-LIB_OBJ  += $(BUILD)/obj/device/normalize.o $(BUILD)/obj/device/gpu_resize.o
+CPPFLAGS_ALL += -DPL_HAVE_NVCC -DPL_HAVE_GPU_RESIZE -DPL_HAVE_GPU_MIX
+LIB_OBJ  += $(BUILD)/obj/device/normalize.o $(BUILD)/obj/device/gpu_resize.o \
+            $(BUILD)/obj/device/gpu_mix.o
 endif
 
 TOOLS    := $(BUILD)/pinload-dump $(BUILD)/pinload-mkdata $(BUILD)/pinload-bench \
@@ -353,6 +355,11 @@ $(BUILD)/obj/device/normalize.o: device/normalize.cu device/normalize.h \
 
 $(BUILD)/obj/device/gpu_resize.o: device/gpu_resize.cu device/gpu_resize.h \
                                   | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCCFLAGS) -Xcompiler -fPIC,-fvisibility=hidden -c $< -o $@
+
+$(BUILD)/obj/device/gpu_mix.o: device/gpu_mix.cu device/gpu_mix.h \
+                               common/blend.h | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -Xcompiler -fPIC,-fvisibility=hidden -c $< -o $@
 
@@ -543,7 +550,7 @@ $(BUILD)/samples/%: samples/%.c $(BUILD)/libpinload.a $(CUDASIM)
 	    $(BUILD)/libpinload.a $(LIBS)
 
 # Every object nvcc builds (tools/no-cxx-check.sh reads them).
-CU_OBJ := $(filter %/normalize.o %/gpu_resize.o,$(LIB_OBJ)) \
+CU_OBJ := $(filter %/normalize.o %/gpu_resize.o %/gpu_mix.o,$(LIB_OBJ)) \
           $(filter %/bench_cuda.o,$(BENCH_CUDA_OBJ)) $(TRAIN_CUDA_OBJ)
 
 # Tests link the objects themselves, so they can reach the internals.
@@ -566,7 +573,7 @@ $(STRESS): tests/system/stress.c tests/jpegwrite.h $(BUILD)/libpinload.a \
 # test_faults links its own build of the library, in which allocations,
 # thread creation, mlock and read go through the test's hooks.
 FAULT_OBJ := $(LIB_SRC:%.c=$(BUILD)/fault-obj/%.o) \
-             $(filter %/normalize.o %/gpu_resize.o,$(LIB_OBJ))
+             $(filter %/normalize.o %/gpu_resize.o %/gpu_mix.o,$(LIB_OBJ))
 $(BUILD)/fault-obj/%.o: %.c tests/faults/faults.h | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_ALL) -DPL_FAULT_INJECTION -include tests/faults/faults.h \

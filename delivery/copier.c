@@ -160,15 +160,25 @@ static int close_run(copier *p, fill *f, const ring_slot *s)
     return 0;
 }
 
-/* The batch op (mixup) on the assembled batch, in host memory: the
- * mirror, or the device buffer on the host backend. Its copies into the
- * buffer are done: a host backend's copy is a memcpy, and a mirror is
- * filled by memcpy. */
-static void mix_batch(copier *p, fill *f, dbuf *d)
+/* Whether the batch op mixes d on the device (the backend's kernel, on
+ * the copy stream after the copies), rather than in host memory. */
+static int mix_on_device(const copier *p, const dbuf *d)
+{
+    return p->cfg.out->batch_op && p->cfg.be->ops->mix && !d->mirror;
+}
+
+/* The batch op (mixup) on the assembled batch: its draw and soft labels,
+ * and its pixels in host memory (the mirror, or the device buffer on the
+ * host backend: its copies into the buffer are done, a host backend's
+ * copy being a memcpy and a mirror filled by memcpy), or queued on the
+ * copy stream for the device's kernel. */
+static int mix_batch(copier *p, fill *f, dbuf *d)
 {
     const output_plan *o = p->cfg.out;
+    const int on_device = mix_on_device(p, d);
     op_batch b = {
         .data = d->mirror ? d->mirror : d->dev,
+        .pixels_elsewhere = on_device,
         .format = o->format,
         .count = f->count,
         .w = o->width,
@@ -180,6 +190,10 @@ static void mix_batch(copier *p, fill *f, dbuf *d)
         .num_classes = o->num_classes,
     };
     ops_batch(&o->aug.ops, o->aug.seed, f->epoch, f->delivered, &b);
+    if (!on_device || !b.mixed)
+        return 0;
+    backend *be = p->cfg.be;
+    return be->ops->mix(be, d->stream, &b.mix);
 }
 
 static int queue_batch(copier *p, fill *f)
@@ -188,10 +202,12 @@ static int queue_batch(copier *p, fill *f)
     dbuf *d = f->cur;
     const size_t bytes = p->cfg.out->ring_sample_bytes * (size_t)f->count;
     int rc = 0;
-    if (p->cfg.out->batch_op)
-        mix_batch(p, f, d);
     const output_plan *o = p->cfg.out;
-    if (d->mirror) {
+    /* In host memory before the copy, or on the device after it (and
+     * after the GPU's normalising: the floats are mixed). */
+    if (o->batch_op && !mix_on_device(p, d))
+        rc = mix_batch(p, f, d);
+    if (rc == 0 && d->mirror) {
         const uint64_t t0 = clock_now_ns();
         if (!o->nviews)
             rc = be->ops->copy(be, d->stream, d->dev, d->mirror, bytes,
@@ -213,6 +229,8 @@ static int queue_batch(copier *p, fill *f)
                                     p->cfg.out->format == PL_FORMAT_BF16_NCHW,
                                 p->cfg.out->aug.channels_last,
                                 handoff_lut(p->cfg.ho));
+    if (rc == 0 && o->batch_op && mix_on_device(p, d))
+        rc = mix_batch(p, f, d);
     if (rc == 0)
         rc = be->ops->record_ready(be, d->stream);
     if (rc < 0)

@@ -15,10 +15,11 @@ static int open_decoder(decode_gpu *d, const pl_config *c, backend *be,
                  "decode on the CPU");
         return PL_EINVAL;
     }
-    if (out->batch_op) {
+    if (out->batch_op && !be->ops->mix) {
         snprintf(why, cap,
-                 "config.transform ends in mixup, which mixes each batch "
-                 "in host memory, and the GPU decodes into device memory");
+                 "config.transform ends in mixup, which this build mixes "
+                 "in host memory (no kernel for it: built without nvcc), "
+                 "and the GPU decodes into device memory");
         return PL_EINVAL;
     }
     if (c->keep_host) {

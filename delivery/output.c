@@ -9,9 +9,10 @@ void output_plan_make(output_plan *o, const pl_config *c,
     o->height = c->height;
     /* Only a backend with the kernel can (CUDA built with nvcc), and only
      * when no op works on the floats after normalising. */
-    o->gpu_normalize = be->ops->normalize != NULL &&
-                       c->format != PL_FORMAT_U8_NHWC && c->gpu_normalize &&
-                       !c->keep_host && !(ops && (ops->ntensor || ops->nbatch));
+    o->gpu_normalize =
+        be->ops->normalize != NULL && c->format != PL_FORMAT_U8_NHWC &&
+        c->gpu_normalize && !c->keep_host &&
+        !(ops && (ops->ntensor || (ops->nbatch && !be->ops->mix)));
     const pl_format ring = o->gpu_normalize ? PL_FORMAT_U8_NHWC : c->format;
     augment_params_init(&o->aug, c->augment, ring, c->width, c->height, c->seed,
                         c->mean, c->std);
@@ -76,5 +77,5 @@ const void *output_lut(const output_plan *o, size_t *bytes)
 
 int output_mirrors(const output_plan *o, int keep_host, const backend *be)
 {
-    return (keep_host || o->batch_op) && !be->host_visible;
+    return (keep_host || (o->batch_op && !be->ops->mix)) && !be->host_visible;
 }

@@ -21,9 +21,11 @@ typedef struct output_plan {
     size_t ring_sample_bytes; /* one sample, as the workers write it */
     augment_params aug;       /* the workers' (aug.format: the ring's) */
     /* config.transform ends in a batch op (mixup): each delivered batch is
-     * assembled in host memory (the device buffer itself on the host
-     * backend, a page-locked mirror on CUDA), mixed there by the copier,
-     * then copied; soft labels of num_classes a sample go with it. */
+     * mixed, and soft labels of num_classes a sample go with it; where the
+     * backend has the kernel (CUDA built with nvcc), on the device, on the
+     * copy stream after the batch's copies; else in host memory (the
+     * device buffer itself on the host backend, a page-locked mirror on
+     * CUDA), by the copier, before the copy. */
     int batch_op;
     int num_classes;
     /* config.views (nviews 0: one, aug's): each view's params (views[0] is
@@ -61,7 +63,8 @@ static inline size_t output_view_at(const output_plan *o, int v, int i,
 }
 
 /* Whether batches are assembled in a host mirror before their copy:
- * keep_host's, or a batch op's, where device memory is not host memory. */
+ * keep_host's, or a batch op's without the backend's kernel, where device
+ * memory is not host memory. */
 int output_mirrors(const output_plan *o, int keep_host, const backend *be);
 
 /* The table the GPU normalises with (gpu_normalize): 3 x 256 floats, or

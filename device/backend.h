@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../common/blend.h"
 #include "../common/log.h"
 #include "pinload.h"
 
@@ -109,6 +110,11 @@ typedef struct backend_ops {
     int (*normalize)(backend *b, be_stream *s, void *dst, const void *src,
                      const int32_t *status, int count, int width, int height,
                      int half, int channels_last, const void *lut);
+    /* Queue on s the batch op's mixing of a batch in device memory
+     * (m->data; gpu_mix.h), after the work queued on s; NULL where the
+     * library has no kernel for it (built without nvcc), and on the host
+     * backend, where the copier mixes the batch itself. */
+    int (*mix)(backend *b, be_stream *s, const blend_batch *m);
     /* Queue on s a copy of n bytes between two places in the device's
      * memory (the GPU decoder's samples into a batch); not timed (copy_time
      * counts the host's copies). */

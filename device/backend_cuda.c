@@ -24,6 +24,9 @@
 #ifdef PL_HAVE_NVCC
 #include "normalize.h"
 #endif
+#ifdef PL_HAVE_GPU_MIX
+#include "gpu_mix.h"
+#endif
 
 /* Which thread calls the runtime, with which context current (see
  * docs/ARCHITECTURE.md, Threads): the loader's own threads (the
@@ -644,6 +647,17 @@ static int normalize(backend *b, be_stream *s, void *dst, const void *src,
 }
 #endif
 
+#ifdef PL_HAVE_GPU_MIX
+static int mix(backend *b, be_stream *s, const blend_batch *m)
+{
+    (void)b;
+    const int e = gpu_mix(s->stream, m);
+    if (e != 0)
+        return cuda_fail((cudaError_t)e, "mixup kernel launch");
+    return 0;
+}
+#endif
+
 static int copy_device(backend *b, be_stream *s, void *dst, const void *src,
                        size_t n)
 {
@@ -716,6 +730,9 @@ static const backend_ops cuda_ops = {
     .query = query,
 #ifdef PL_HAVE_NVCC
     .normalize = normalize,
+#endif
+#ifdef PL_HAVE_GPU_MIX
+    .mix = mix,
 #endif
     .copy_device = copy_device,
     .wait_event = wait_event,
@@ -879,10 +896,14 @@ int backend_cuda_open(backend **out, int device, int local_rank, logger *lg,
 #ifdef PL_HAVE_NVCC
     int saved;
     if (rc == 0 && (rc = enter(b, &saved)) == 0) {
-        const cudaError_t le = (cudaError_t)gpu_normalize_load();
+        cudaError_t le = (cudaError_t)gpu_normalize_load();
+#ifdef PL_HAVE_GPU_MIX
+        if (le == cudaSuccess)
+            le = (cudaError_t)gpu_mix_load();
+#endif
         if (le != cudaSuccess)
             rc = cuda_fail(le, "pl_loader_create: loading the normalize "
-                               "kernel");
+                               "and mixup kernels");
         leave(b, saved);
     }
 #endif

@@ -850,7 +850,8 @@ typedef struct pl_batch {
      * backend. */
     const void *data;
     /* The pixels in host memory, or NULL: see pl_config.keep_host (and
-     * a mixup op, which mixes the batch in host memory first). */
+     * a mixup op in a build without its GPU kernel, which then mixes the
+     * batch in host memory first). */
     const void *host;
     const int32_t *labels;  /* [count] class labels */
     const int64_t *indices; /* [count] dataset index of each sample */

@@ -4,8 +4,11 @@
  * count - 1 - i, the soft labels timm's mixup_target makes from the
  * labels; the same bytes whatever the workers; a resumed loader mixes as
  * the whole run did; u8 and too few classes are refused at create. Part
- * of the loader suites (testloader.h): host backend and simulated CUDA
- * (where the batch is mixed in its host mirror, then copied). */
+ * of the loader suites (testloader.h): host backend and simulated CUDA,
+ * where the batch is mixed on the device by the kernel's arithmetic
+ * (common/blend.h) on the copy stream, or in its host mirror with
+ * keep_host: every format and layout the same bytes as the host
+ * backend's. */
 #include "testloader.h"
 
 enum { N = 23, SIDE = 16, CLASSES = 3 };
@@ -96,7 +99,8 @@ static void check_epochs(const pl_config *c, pl_loader *l, int64_t e0,
             draw d;
             draw_of(c, e0 + e, bi, &d);
             expect(r, at, b->count, &d, want);
-            const float *got = b->host ? b->host : b->data;
+            float *got = malloc((size_t)b->count * nv * 4);
+            tu_batch_pixels(b, got);
             changed +=
                 memcmp(got, sample_at(r, at), (size_t)b->count * nv * 4) != 0;
             cr_assert_eq(memcmp(got, want, (size_t)b->count * nv * 4), 0,
@@ -113,6 +117,7 @@ static void check_epochs(const pl_config *c, pl_loader *l, int64_t e0,
                     cr_assert_eq(b->soft_labels[i * CLASSES + k],
                                  y1 * lam + y2 * rest, "row %d class %d", i, k);
                 }
+            free(got);
             at += b->count;
             cr_assert_eq(pl_loader_release(l, b, NULL), 0);
         }
@@ -193,9 +198,11 @@ Test(loader_mixup, a_resumed_loader_mixes_as_the_whole_run, .timeout = TIMEOUT)
         draw d;
         draw_of(&c, 1, bi, &d);
         expect(&tail, at, b->count, &d, want);
-        const float *got = b->host ? b->host : b->data;
+        float *got = malloc((size_t)b->count * nv * 4);
+        tu_batch_pixels(b, got);
         cr_assert_eq(memcmp(got, want, (size_t)b->count * nv * 4), 0,
                      "batch %lld", (long long)bi);
+        free(got);
         at += b->count;
         cr_assert_eq(pl_loader_release(l, b, NULL), 0);
     }
@@ -203,6 +210,90 @@ Test(loader_mixup, a_resumed_loader_mixes_as_the_whole_run, .timeout = TIMEOUT)
     free(want);
     pl_loader_destroy(l);
     run_free(&pr[0]);
+    tu_rm_rf(root);
+}
+
+/* Every batch of two loaders, the same config on two backends (or
+ * memories), byte for byte, soft labels included. */
+static void assert_same_batches(const pl_config *a, const pl_config *b,
+                                int epochs, const char *what)
+{
+    pl_loader *la = create(a), *lb = create(b);
+    const size_t sb = info_of(la).sample_bytes;
+    cr_assert_eq(sb, info_of(lb).sample_bytes);
+    uint8_t *x = malloc(sb * (size_t)a->batch_size);
+    uint8_t *y = malloc(sb * (size_t)a->batch_size);
+    int batches = 0;
+    for (int e = 0; e < epochs; e++)
+        for (;;) {
+            const pl_batch *p, *q;
+            const int rp = pl_loader_next(la, &p), rq = pl_loader_next(lb, &q);
+            cr_assert_eq(rp, rq, "%s: %s", what, pl_last_error());
+            if (rp == PL_EPOCH_END)
+                break;
+            cr_assert_eq(rp, 0, "%s: %s", what, pl_last_error());
+            cr_assert_eq(p->count, q->count);
+            tu_batch_pixels(p, x);
+            tu_batch_pixels(q, y);
+            cr_assert_eq(memcmp(x, y, sb * (size_t)p->count), 0,
+                         "%s: epoch %d batch %lld", what, e,
+                         (long long)p->index);
+            cr_assert_eq(memcmp(p->soft_labels, q->soft_labels,
+                                (size_t)p->count * CLASSES * 4),
+                         0, "%s: soft labels", what);
+            batches++;
+            cr_assert_eq(pl_loader_release(la, p, NULL), 0);
+            cr_assert_eq(pl_loader_release(lb, q, NULL), 0);
+        }
+    cr_assert_eq(batches, epochs * 6, "%s", what);
+    free(x);
+    free(y);
+    pl_loader_destroy(la);
+    pl_loader_destroy(lb);
+}
+
+Test(loader_mixup, the_device_mixes_every_format_as_the_host_does,
+     .timeout = TIMEOUT)
+{
+    if (!tu_on_cuda())
+        cr_skip_test("the device's mixing: the CUDA suites' (simulated in "
+                     "make test)");
+    char root[64];
+    tu_make_tree(root, N, CLASSES);
+    static const pl_format formats[] = {PL_FORMAT_F32_NCHW, PL_FORMAT_F16_NCHW,
+                                        PL_FORMAT_BF16_NCHW};
+    for (int f = 0; f < 3; f++)
+        for (int k = 0; k < NMIXED; k++)
+            for (int last = 0; last < 2; last++) {
+                pl_config host, dev;
+                mix_cfg(&host, root, mixed[k]);
+                host.format = formats[f];
+                host.channels_last = last;
+                host.device = PL_DEVICE_HOST;
+                dev = host;
+                dev.device = tu_device();
+                char what[128];
+                snprintf(what, sizeof what, "%s, mixed[%d], channels_last %d",
+                         pl_format_name(formats[f]), k, last);
+                assert_same_batches(&host, &dev, 2, what);
+            }
+    /* The device's batch has no host copy unless asked: mixed there. */
+    pl_config c;
+    mix_cfg(&c, root, mixed[1]);
+    pl_loader *l = create(&c);
+    const pl_batch *b;
+    cr_assert_eq(pl_loader_next(l, &b), 0, "%s", pl_last_error());
+    cr_assert_null(b->host, "a host mirror: the batch was mixed on the host");
+    cr_assert_eq(pl_loader_release(l, b, NULL), 0);
+    pl_loader_destroy(l);
+    /* keep_host mixes the mirror on the host: the same bytes again. */
+    pl_config keep;
+    mix_cfg(&keep, root, mixed[2]);
+    keep.keep_host = 1;
+    pl_config host = keep;
+    host.device = PL_DEVICE_HOST;
+    host.keep_host = 0;
+    assert_same_batches(&host, &keep, 2, "keep_host's mirror");
     tu_rm_rf(root);
 }
 

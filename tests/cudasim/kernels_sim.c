@@ -1,5 +1,6 @@
-/* The GPU decoder's kernels on the simulated runtime: gpu_resize (the
- * launcher device/gpu_resize.cu defines for real builds) queues an
+/* The library's kernels on the simulated runtime, the GPU decoder's and
+ * the batch op's: gpu_resize (the launcher device/gpu_resize.cu defines
+ * for real builds; gpu_mix likewise, below) queues an
  * operation that runs the very per-element functions of
  * device/gpu_resize.h, on the engine's views of the device memory, in
  * stream order, with every buffer it reads or writes held as a queued use
@@ -8,6 +9,7 @@
 #include <stdlib.h>
 
 #include "cudasim.h"
+#include "../../device/gpu_mix.h"
 #include "../../device/gpu_resize.h"
 
 static void run(void *arg)
@@ -64,6 +66,43 @@ int gpu_resize(struct CUstream_st *stream, const gpu_resize_args *a)
 }
 
 int gpu_resize_load(void)
+{
+    return 0;
+}
+
+/* The batch op's kernel (device/gpu_mix.h): common/blend.h's per-value
+ * function over every value of every pair, in stream order, on the
+ * engine's view of the batch. */
+static void run_mix(void *arg)
+{
+    blend_batch *b = arg;
+    const size_t values = blend_values(b);
+    for (int i = 0; i < blend_pairs(b); i++)
+        for (size_t k = 0; k < values; k++)
+            blend_pair_value(b, i, k);
+    free(b);
+}
+
+int gpu_mix(struct CUstream_st *stream, const blend_batch *b)
+{
+    blend_batch *v = malloc(sizeof *v);
+    if (!v)
+        return (int)cudaErrorMemoryAllocation;
+    *v = *b;
+    v->data = cudasim_device_view(b->data);
+    if (!v->data) {
+        free(v);
+        return (int)cudaErrorInvalidValue;
+    }
+    const void *mem[1] = {b->data};
+    const size_t n[1] = {b->sample_bytes * (size_t)b->count};
+    const cudaError_t e = cudasim_launch_n(stream, run_mix, v, free, mem, n, 1);
+    if (e != cudaSuccess)
+        free(v);
+    return (int)e;
+}
+
+int gpu_mix_load(void)
 {
     return 0;
 }

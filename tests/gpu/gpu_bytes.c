@@ -197,3 +197,48 @@ done:
     remove(bad);
     return result;
 }
+
+/* The batch op on the device: mixup and cutmix by the kernel on the copy
+ * stream, after the GPU's normalising, the host backend's bytes in every
+ * float format and layout (common/blend.h's arithmetic on both). */
+outcome mixup_on_the_device_equals_host_bytes(const char *data,
+                                              const void *arg)
+{
+    (void)arg;
+    static const float_case cases[] = {
+        {PL_FORMAT_F32_NCHW, 0}, {PL_FORMAT_F16_NCHW, 0},
+        {PL_FORMAT_BF16_NCHW, 0}, {PL_FORMAT_F32_NCHW, 1}};
+    static const char *const specs[] = {
+        "random_resized_crop;hflip;normalize;mixup(0.8)",
+        "random_resized_crop;hflip;normalize;mixup(0.8,1,switch_prob=0.5)",
+        "random_resized_crop;hflip;normalize;mixup(0,cutmix_minmax=0.2:0.8)"};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++) {
+            pl_config cfg = base_config(data);
+            cfg.format = cases[i].format;
+            cfg.channels_last = cases[i].channels_last;
+            cfg.transform = specs[k];
+            pl_config probe = cfg;
+            probe.device = 0;
+            pl_loader *l = NULL;
+            if (pl_loader_create(&probe, &l) != 0) {
+                fprintf(stderr, "    %s\n", pl_last_error());
+                return FAILED;
+            }
+            pl_info info;
+            pl_loader_info(l, &info);
+            pl_loader_destroy(l);
+            if (!info.gpu_normalize) {
+                fprintf(stderr, "    %s: not normalised on the GPU\n",
+                        specs[k]);
+                return FAILED;
+            }
+            if (device_batches_equal_host_reference(cfg) != PASSED) {
+                fprintf(stderr, "    %s, format %d, channels_last %d\n",
+                        specs[k], (int)cases[i].format,
+                        cases[i].channels_last);
+                return FAILED;
+            }
+        }
+    return PASSED;
+}

@@ -100,6 +100,8 @@ outcome f32_train_pageable(const char *data, const void *arg);
 outcome gpu_normalize_matches_host(const char *data, const void *arg);
 outcome gpu_normalize_channels_last(const char *data, const void *arg);
 outcome gpu_normalize_substitutes_zeros(const char *data, const void *arg);
+outcome mixup_on_the_device_equals_host_bytes(const char *data,
+                                              const void *arg);
 
 /* gpu_reuse.c */
 outcome release_orders_buffer_reuse(const char *data, const void *arg);

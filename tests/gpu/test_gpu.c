@@ -317,6 +317,8 @@ static const test tests[] = {
     {"gpu_normalize_channels_last_equals_host_bytes",
      gpu_normalize_channels_last, NULL},
     {"gpu_normalize_substitutes_zeros", gpu_normalize_substitutes_zeros, NULL},
+    {"mixup_on_the_device_equals_host_bytes",
+     mixup_on_the_device_equals_host_bytes, NULL},
     {"release_orders_buffer_reuse", release_orders_buffer_reuse, NULL},
     {"keep_host_mirrors_the_batch", keep_host_mirrors_the_batch, NULL},
     {"host_memory_on_the_gpus_numa_node", host_memory_on_the_gpus_numa_node,

@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../common/float16.h"
 #include "op.h"
 
 enum {
@@ -201,100 +200,58 @@ static void draw(const op_instance *op, philox_stream *rng, int w, int h,
 
 /* ---- applying ---- */
 
-static float get(const op_batch *b, const uint8_t *s, size_t i)
+static int blend_format(pl_format f)
 {
-    if (b->format == PL_FORMAT_F32_NCHW)
-        return ((const float *)(const void *)s)[i];
-    const uint16_t v = ((const uint16_t *)(const void *)s)[i];
-    return b->format == PL_FORMAT_BF16_NCHW ? bfloat16_to_float(v)
-                                            : float16_to_float(v);
+    return f == PL_FORMAT_F32_NCHW    ? BLEND_F32
+           : f == PL_FORMAT_BF16_NCHW ? BLEND_BF16
+                                      : BLEND_F16;
 }
 
-/* A value as the format holds it: rounded to it. */
-static float round_to(const op_batch *b, float v)
+/* The batch's pixels mixed as m says (common/blend.h's arithmetic, value
+ * by value; a cutmix visits its box alone). */
+static void mix_pixels(const blend_batch *m)
 {
-    if (b->format == PL_FORMAT_F32_NCHW)
-        return v;
-    return b->format == PL_FORMAT_BF16_NCHW
-               ? bfloat16_to_float(bfloat16_from_float(v))
-               : float16_to_float(float16_from_float(v));
-}
-
-static void put(const op_batch *b, uint8_t *s, size_t i, float v)
-{
-    if (b->format == PL_FORMAT_F32_NCHW)
-        ((float *)(void *)s)[i] = v;
-    else if (b->format == PL_FORMAT_BF16_NCHW)
-        ((uint16_t *)(void *)s)[i] = bfloat16_from_float(v);
-    else
-        ((uint16_t *)(void *)s)[i] = float16_from_float(v);
-}
-
-/* x * lam + x' * (1 - lam), each product and the sum rounded to the
- * format. */
-static float blend(const op_batch *b, float x, float y, float lam, float rest)
-{
-    return round_to(b, round_to(b, x * lam) + round_to(b, y * rest));
-}
-
-/* Samples i and j (j >= i) blended with each other, from their values as
- * they were. */
-static void mix_pair(const op_batch *b, uint8_t *si, uint8_t *sj, float lam,
-                     float rest)
-{
-    const size_t n = (size_t)b->w * (size_t)b->h * 3;
-    for (size_t k = 0; k < n; k++) {
-        const float x = get(b, si, k), y = get(b, sj, k);
-        put(b, si, k, blend(b, x, y, lam, rest));
-        if (sj != si)
-            put(b, sj, k, blend(b, y, x, lam, rest));
-    }
-}
-
-/* The box's values swapped between samples i and j (distinct). */
-static void swap_box(const op_batch *b, uint8_t *si, uint8_t *sj,
-                     const drawn *d)
-{
-    const size_t vb = b->format == PL_FORMAT_F32_NCHW ? 4 : 2;
-    const size_t plane = (size_t)b->w * (size_t)b->h;
-    uint8_t tmp[256];
-    for (int c = 0; c < (b->channels_last ? 1 : 3); c++)
-        for (int y = d->yl; y < d->yh; y++) {
-            /* One row of the box: xl..xh of a plane, or of the
-             * interleaved row (3 values a pixel). */
-            const size_t per = b->channels_last ? 3 : 1;
-            size_t at = (size_t)c * plane * per +
-                        ((size_t)y * (size_t)b->w + (size_t)d->xl) * per;
-            size_t left = (size_t)(d->xh - d->xl) * per * vb;
-            at *= vb;
-            while (left) {
-                const size_t n = left < sizeof tmp ? left : sizeof tmp;
-                memcpy(tmp, si + at, n);
-                memcpy(si + at, sj + at, n);
-                memcpy(sj + at, tmp, n);
-                at += n;
-                left -= n;
-            }
+    const size_t n = blend_values(m), plane = (size_t)m->w * (size_t)m->h;
+    for (int i = 0; i < blend_pairs(m); i++) {
+        if (!m->cutmix) {
+            for (size_t k = 0; k < n; k++)
+                blend_pair_value(m, i, k);
+            continue;
         }
+        for (int c = 0; c < 3; c++)
+            for (int y = m->yl; y < m->yh; y++)
+                for (int x = m->xl; x < m->xh; x++) {
+                    const size_t p = (size_t)y * (size_t)m->w + (size_t)x;
+                    blend_pair_value(m, i,
+                                     m->channels_last ? p * 3 + (size_t)c
+                                                      : (size_t)c * plane + p);
+                }
+    }
 }
 
 static void apply_batch(const op_instance *op, const void *in, op_batch *b)
 {
     const drawn *d = in;
     const float lam = (float)d->lam, rest = (float)(1.0 - d->lam);
-    uint8_t *base = b->data;
-    if (d->lam != 1.0)
-        for (int i = 0; i <= (b->count - 1) / 2; i++) {
-            const int j = b->count - 1 - i;
-            uint8_t *si = base + (size_t)i * b->sample_bytes;
-            uint8_t *sj = base + (size_t)j * b->sample_bytes;
-            if (d->cutmix) {
-                if (i != j)
-                    swap_box(b, si, sj, d);
-            } else {
-                mix_pair(b, si, sj, lam, rest);
-            }
-        }
+    b->mix = (blend_batch){
+        .data = b->data,
+        .sample_bytes = b->sample_bytes,
+        .count = b->count,
+        .w = b->w,
+        .h = b->h,
+        .channels_last = b->channels_last,
+        .format = blend_format(b->format),
+        .lam = lam,
+        .rest = rest,
+        .cutmix = d->cutmix,
+        .yl = d->yl,
+        .yh = d->yh,
+        .xl = d->xl,
+        .xh = d->xh,
+    };
+    b->mixed = d->lam != 1.0;
+    if (b->mixed && !b->pixels_elsewhere)
+        mix_pixels(&b->mix);
     /* mixup_target: one_hot(y) * lam + one_hot(y.flip(0)) * (1 - lam),
      * off = s / classes and on = 1 - s + off as float32 (PyTorch's full
      * and scatter_ of Python floats). */

@@ -67,6 +67,7 @@
 #include <stdint.h>
 
 #include "../../common/philox.h"
+#include "../../common/blend.h"
 #include "pinload.h"
 
 #define OP_PARAMS_MAX 8  /* parameters of one kind */
@@ -266,6 +267,13 @@ typedef struct op_batch {
     const int32_t *labels;
     float *soft;
     int num_classes;
+    /* 1: the pixels are mixed elsewhere (the GPU's kernel, from `mix`);
+     * data is not read, only the soft labels are written here. */
+    int pixels_elsewhere;
+    /* [out] whether the batch's pixels are mixed, and how (common/blend.h;
+     * for that kernel). */
+    int mixed;
+    blend_batch mix;
 } op_batch;
 
 /* A row of the op table. */
