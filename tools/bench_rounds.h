@@ -106,13 +106,19 @@ typedef struct bench_verdict {
     int paste;
 } bench_verdict;
 
+/* Row r's ring slots: prefetch, or what --prefetch auto grew to. */
+static inline int bench_slots(const row *r)
+{
+    return r->prefetch == PL_AUTO ? r->prefetch_used : r->prefetch;
+}
+
 /* Whether row a costs less than row b, as bench_verdict.paste orders. */
 static inline int bench_cheaper(const row *a, const row *b)
 {
     if (a->workers != b->workers)
         return a->workers < b->workers;
-    if (a->prefetch_used != b->prefetch_used)
-        return a->prefetch_used < b->prefetch_used;
+    if (bench_slots(a) != bench_slots(b))
+        return bench_slots(a) < bench_slots(b);
     return a->pin < b->pin;
 }
 
