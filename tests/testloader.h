@@ -9,6 +9,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <time.h>
 
 #include "pinload.h"
 #include "testcuda.h"
@@ -45,6 +46,71 @@ static inline void log_count_init(log_count *c)
 {
     memset(c, 0, sizeof *c);
     pthread_mutex_init(&c->mu, NULL);
+}
+
+/* The notices holding `want` ("num_workers PL_AUTO"), counted and the last
+ * kept; called from the loader's threads. */
+typedef struct notice_log {
+    pthread_mutex_t mu;
+    const char *want;
+    int said;
+    char last[512];
+} notice_log;
+
+static inline void notice_log_init(notice_log *a, const char *want)
+{
+    memset(a, 0, sizeof *a);
+    pthread_mutex_init(&a->mu, NULL);
+    a->want = want;
+}
+
+static inline void count_notice(void *ctx, pl_log_level level, const char *msg)
+{
+    notice_log *a = ctx;
+    if (level != PL_LOG_NOTICE || !strstr(msg, a->want))
+        return;
+    pthread_mutex_lock(&a->mu);
+    a->said++;
+    snprintf(a->last, sizeof a->last, "%s", msg);
+    pthread_mutex_unlock(&a->mu);
+}
+
+static inline int notices_said(notice_log *a)
+{
+    pthread_mutex_lock(&a->mu);
+    const int n = a->said;
+    pthread_mutex_unlock(&a->mu);
+    return n;
+}
+
+static inline void nap_ms(int ms)
+{
+    const struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&t, NULL);
+}
+
+/* Batches for up to `seconds`, napping step_ms after each (a training
+ * step), until a notice came (with a step) or time ran out: pl_stats
+ * after. */
+static inline pl_stats run_steps(pl_loader *l, int step_ms, double seconds,
+                                 notice_log *a)
+{
+    const double t0 = tu_seconds();
+    while (tu_seconds() - t0 < seconds) {
+        const pl_batch *b = NULL;
+        const int rc = pl_loader_next(l, &b);
+        if (rc == PL_EPOCH_END)
+            continue; /* the next call starts the next epoch */
+        cr_assert_eq(rc, 0, "%s", pl_last_error());
+        if (step_ms)
+            nap_ms(step_ms);
+        cr_assert_eq(pl_loader_release(l, b, NULL), 0);
+        if (step_ms && notices_said(a))
+            break;
+    }
+    pl_stats st;
+    cr_assert_eq(pl_loader_stats(l, &st), 0);
+    return st;
 }
 
 /* ---- fixtures ---- */

@@ -46,21 +46,32 @@ static void zero_job(const pool_config *cfg, pool_job *job)
         memset(job->view_dst[v], 0, augment_sample_bytes(&cfg->views[v]));
 }
 
+/* The job's bytes into the worker's file buffer, timed; a read that
+ * fails leaves the sample zeros. */
+static int read_job(worker *w, pool_job *job, sample_times *t)
+{
+    sample_ctx *c = &w->ctx;
+    const uint64_t t0 = clock_now_ns();
+    c->warnings = 0;
+    const int rc = fileio_read_loc(&job->loc, w->pool->cfg.max_file_bytes,
+                                   &c->file, job->reason, SAMPLE_REASON_MAX);
+    t->ns_read += clock_now_ns() - t0;
+    if (rc < 0) {
+        zero_job(&w->pool->cfg, job);
+        return rc;
+    }
+    t->bytes_read += c->file.len;
+    return 0;
+}
+
 /* config.views: the bytes read, decoded once, each view made from them. */
 static int produce_views(worker *w, pool_job *job, sample_times *t)
 {
     const pool_config *cfg = &w->pool->cfg;
     sample_ctx *c = &w->ctx;
-    const uint64_t t0 = clock_now_ns();
-    c->warnings = 0;
-    const int rc = fileio_read_loc(&job->loc, cfg->max_file_bytes, &c->file,
-                                   job->reason, SAMPLE_REASON_MAX);
-    t->ns_read += clock_now_ns() - t0;
-    if (rc < 0) {
-        zero_job(cfg, job);
+    const int rc = read_job(w, job, t);
+    if (rc < 0)
         return rc;
-    }
-    t->bytes_read += c->file.len;
     return sample_produce_views(c, cfg->views, cfg->nviews, c->file.data,
                                 c->file.len, job->epoch, job->index,
                                 job->view_dst, t, job->reason);
@@ -105,16 +116,9 @@ static int produce_routed(worker *w, pool_job *job, sample_times *t)
 {
     const pool_config *cfg = &w->pool->cfg;
     sample_ctx *c = &w->ctx;
-    const uint64_t t0 = clock_now_ns();
-    c->warnings = 0;
-    int rc = fileio_read_loc(&job->loc, cfg->max_file_bytes, &c->file,
-                             job->reason, SAMPLE_REASON_MAX);
-    t->ns_read += clock_now_ns() - t0;
-    if (rc < 0) {
-        zero_job(cfg, job);
+    int rc = read_job(w, job, t);
+    if (rc < 0)
         return rc;
-    }
-    t->bytes_read += c->file.len;
     const uint64_t t1 = clock_now_ns();
     offload_sample o;
     if (route_plan(&w->route, c->dec, cfg->augment, c->file.data, c->file.len,

@@ -8,7 +8,6 @@
  * backend and simulated CUDA. */
 #include <dlfcn.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "testloader.h"
 
@@ -17,33 +16,6 @@
 static int on_sim(void)
 {
     return tu_on_cuda() && dlsym(RTLD_DEFAULT, "cudasim_inject") != NULL;
-}
-
-/* The PL_AUTO notices, kept from the loader's threads. */
-typedef struct ring_log {
-    pthread_mutex_t mu;
-    int said, stays;
-    char last[512];
-} ring_log;
-
-static void keep_ring(void *ctx, pl_log_level level, const char *msg)
-{
-    ring_log *a = ctx;
-    if (level != PL_LOG_NOTICE || !strstr(msg, "prefetch PL_AUTO: "))
-        return;
-    pthread_mutex_lock(&a->mu);
-    if (strstr(msg, "stays at"))
-        a->stays++;
-    else
-        a->said++;
-    snprintf(a->last, sizeof a->last, "%s", msg);
-    pthread_mutex_unlock(&a->mu);
-}
-
-static void nap_ms(int ms)
-{
-    const struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&t, NULL);
 }
 
 /* Every tenth sample takes 60 ms: in file order, the first of every other
@@ -78,13 +50,13 @@ Test(loader_prefetch, a_stalled_ring_grows_and_delivers_the_same_bytes,
 {
     char root[64];
     make_flat(root, 40);
-    ring_log a = {.said = 0};
-    pthread_mutex_init(&a.mu, NULL);
+    notice_log a;
+    notice_log_init(&a, "prefetch PL_AUTO: ");
     pl_config fixed, grows;
     stalling_cfg(&fixed, root);
     stalling_cfg(&grows, root);
     grows.prefetch = PL_AUTO;
-    grows.log = keep_ring;
+    grows.log = count_notice;
     grows.log_ctx = &a;
 
     pl_loader *l = create(&grows);
@@ -124,32 +96,19 @@ Test(loader_prefetch, a_slow_step_keeps_two_slots_and_says_so_once,
 {
     char root[64];
     make_flat(root, 40);
-    ring_log a = {.said = 0};
-    pthread_mutex_init(&a.mu, NULL);
+    notice_log a;
+    notice_log_init(&a, "prefetch PL_AUTO: ");
     pl_config c;
     base_cfg(&c, root);
     c.prefetch = PL_AUTO;
-    c.log = keep_ring;
+    c.log = count_notice;
     c.log_ctx = &a;
     pl_loader *l = create(&c);
     /* A 40 ms step against 5 tiny images a batch: the workers wait for
      * slots, the caller never waits; settled after 8 windows (2 s). */
-    const double t0 = tu_seconds();
-    int said = 0;
-    while (!said && tu_seconds() - t0 < 20.0) {
-        const pl_batch *b = NULL;
-        const int rc = pl_loader_next(l, &b);
-        if (rc == PL_EPOCH_END)
-            continue;
-        cr_assert_eq(rc, 0, "%s", pl_last_error());
-        nap_ms(40);
-        cr_assert_eq(pl_loader_release(l, b, NULL), 0);
-        pthread_mutex_lock(&a.mu);
-        said = a.said;
-        pthread_mutex_unlock(&a.mu);
-    }
-    cr_assert_eq(said, 1, "the settled notice, once");
-    cr_assert_eq(stats_of(l).prefetch_active, 2);
+    const pl_stats st = run_steps(l, 40, 20.0, &a);
+    cr_assert_eq(notices_said(&a), 1, "the settled notice, once");
+    cr_assert_eq(st.prefetch_active, 2);
     cr_assert(strstr(a.last, "2 slots of at most 8"), "%s", a.last);
     cr_assert(strstr(a.last, "settled"), "%s", a.last);
     pl_loader_destroy(l);
@@ -168,20 +127,18 @@ Test(loader_prefetch, a_slot_that_cannot_be_had_ends_the_growing,
                  0);
     char root[64];
     make_flat(root, 40);
-    ring_log a = {.said = 0};
-    pthread_mutex_init(&a.mu, NULL);
+    notice_log a;
+    notice_log_init(&a, "prefetch PL_AUTO: the ring stays at");
     pl_config c;
     stalling_cfg(&c, root);
     c.prefetch = PL_AUTO;
-    c.log = keep_ring;
+    c.log = count_notice;
     c.log_ctx = &a;
     pl_loader *l = create(&c);
     run y[6];
     for (int e = 0; e < 6; e++)
         run_batches(l, e, 0, MAXB, &y[e]);
-    pthread_mutex_lock(&a.mu);
-    cr_assert_eq(a.stays, 1, "said once: %s", a.last);
-    pthread_mutex_unlock(&a.mu);
+    cr_assert_eq(notices_said(&a), 1, "said once: %s", a.last);
     cr_assert_eq(stats_of(l).prefetch_active, 2);
     pl_loader_destroy(l);
     unsetenv("CUDASIM_FAULTS");

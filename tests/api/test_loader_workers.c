@@ -3,33 +3,7 @@
  * one worker (said in a notice, shown in pl_stats.workers_active), and a
  * caller that only takes batches keeping every worker. Part of the loader
  * suites (testloader.h): host backend and simulated CUDA. */
-#include <time.h>
-
 #include "testloader.h"
-
-/* The PL_AUTO notice, kept from the loader's threads. */
-typedef struct auto_log {
-    pthread_mutex_t mu;
-    int said;
-    char last[512];
-} auto_log;
-
-static void keep_auto(void *ctx, pl_log_level level, const char *msg)
-{
-    auto_log *a = ctx;
-    if (level != PL_LOG_NOTICE || !strstr(msg, "num_workers PL_AUTO"))
-        return;
-    pthread_mutex_lock(&a->mu);
-    a->said++;
-    snprintf(a->last, sizeof a->last, "%s", msg);
-    pthread_mutex_unlock(&a->mu);
-}
-
-static void nap_ms(int ms)
-{
-    const struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&t, NULL);
-}
 
 static int default_workers(const char *root)
 {
@@ -94,32 +68,6 @@ Test(loader_workers, auto_out_of_range_values_are_refused)
     cr_assert(strstr(pl_last_error(), "num_workers"), "%s", pl_last_error());
 }
 
-/* Batches for up to `seconds`, napping step_ms after each, until the
- * notice said so (or time ran out): pl_stats after. */
-static pl_stats run_steps(pl_loader *l, int step_ms, double seconds,
-                          auto_log *a)
-{
-    const double t0 = tu_seconds();
-    while (tu_seconds() - t0 < seconds) {
-        const pl_batch *b = NULL;
-        const int rc = pl_loader_next(l, &b);
-        if (rc == PL_EPOCH_END)
-            continue; /* the next call starts the next epoch */
-        cr_assert_eq(rc, 0, "%s", pl_last_error());
-        if (step_ms)
-            nap_ms(step_ms);
-        cr_assert_eq(pl_loader_release(l, b, NULL), 0);
-        pthread_mutex_lock(&a->mu);
-        const int said = a->said;
-        pthread_mutex_unlock(&a->mu);
-        if (said && step_ms)
-            break;
-    }
-    pl_stats st;
-    cr_assert_eq(pl_loader_stats(l, &st), 0);
-    return st;
-}
-
 Test(loader_workers, a_slow_step_settles_on_one_worker_and_says_so,
      .timeout = TIMEOUT)
 {
@@ -130,12 +78,12 @@ Test(loader_workers, a_slow_step_settles_on_one_worker_and_says_so,
         tu_rm_rf(root);
         cr_skip_test("this process may use %d CPU: nothing to shed", n);
     }
-    auto_log a = {.said = 0};
-    pthread_mutex_init(&a.mu, NULL);
+    notice_log a;
+    notice_log_init(&a, "num_workers PL_AUTO");
     pl_config c;
     base_cfg(&c, root);
     c.num_workers = PL_AUTO;
-    c.log = keep_auto;
+    c.log = count_notice;
     c.log_ctx = &a;
     pl_loader *l = create(&c);
     /* A step of 25 ms against 5 tiny images a batch (well under 1 ms of
@@ -157,12 +105,12 @@ Test(loader_workers, a_caller_that_only_takes_batches_keeps_every_worker,
 {
     char root[64];
     make_flat(root, 40);
-    auto_log a = {.said = 0};
-    pthread_mutex_init(&a.mu, NULL);
+    notice_log a;
+    notice_log_init(&a, "num_workers PL_AUTO");
     pl_config c;
     base_cfg(&c, root);
     c.num_workers = PL_AUTO;
-    c.log = keep_auto;
+    c.log = count_notice;
     c.log_ctx = &a;
     pl_loader *l = create(&c);
     const int n = info_of(l).num_workers;

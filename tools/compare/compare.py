@@ -373,7 +373,8 @@ def main():
         rows.append({"workers": w, "pinload_images_per_s": round(mine, 2),
                      "other_images_per_s": round(theirs, 2),
                      "ratio": round(mine / theirs, 4)})
-    print("other: %s; pinload via %s" % (other, args.via))
+    print("other: %s; pinload via %s" % (
+        other, "python" if args.recipe == "simclr" else args.via))
     if args.json:
         conf = {k: v for k, v in vars(args).items() if k != "json"}
         with open(args.json, "w") as f:
