@@ -215,7 +215,7 @@ OPS_SRC     := workers/ops/op_table.c workers/ops/spec.c \
                workers/ops/random_erasing.c workers/ops/mixup.c
 WORKERS_SRC := workers/decode.c workers/resample.c workers/augment.c \
                workers/fileio.c workers/sample.c workers/route.c \
-               workers/pool.c $(OPS_SRC)
+               workers/pool.c workers/balance.c $(OPS_SRC)
 INDEX_SRC   := index/tar.c index/idx_file.c index/sample_table.c \
                index/node_tables.c
 CATALOG_SRC := catalog/catalog.c catalog/json_label.c catalog/shard_samples.c

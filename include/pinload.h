@@ -751,6 +751,13 @@ typedef struct pl_config {
      * create. Default NULL and 0: one view, config.transform's. */
     const char *const *views;
     int32_t num_views; /* views' length; default 0 */
+    /* ---- The CPU's share */
+    /* N > 0: the most worker threads that take samples at once, the cores
+     * the workers may keep busy: num_workers 0 (the default) and PL_AUTO
+     * stay within it, and a num_workers above it is refused. With decode
+     * PL_DECODE_AUTO the GPU decodes what the budget's workers do not.
+     * Default 0: none. */
+    int32_t cpu_budget;
 } pl_config;
 
 /* Fill *cfg with the defaults listed above. */

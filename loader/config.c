@@ -319,10 +319,17 @@ static int check_pipeline(const pl_config *c)
         {"remote_create_timeout_ms", c->remote_create_timeout_ms, -1,
          86400000},
         {"decode", (int)c->decode, 0, PL_DECODE_AUTO},
+        {"cpu_budget", c->cpu_budget, 0, 1024},
     };
     const int rc = check_ranges(r, N_(r));
     if (rc)
         return rc;
+    if (c->cpu_budget > 0 && c->num_workers > c->cpu_budget)
+        return BAD("num_workers",
+                   "%d is above config.cpu_budget (%d): leave num_workers 0 "
+                   "or PL_AUTO for the budget to bound it, or raise the "
+                   "budget",
+                   (int)c->num_workers, (int)c->cpu_budget);
     if (c->prefetch == 0)
         return BAD("prefetch",
                    "0 slots: the ring needs at least 1 (2, the default, "
@@ -437,6 +444,12 @@ int config_resolve(const pl_config *cfg, config_resolved *out)
                                      "those for "
                                    : "",
                  why);
+        if (cfg->cpu_budget > 0 && out->num_workers > cfg->cpu_budget) {
+            out->num_workers = cfg->cpu_budget;
+            const size_t n = strlen(out->workers_why);
+            snprintf(out->workers_why + n, sizeof out->workers_why - n,
+                     "; config.cpu_budget %d", (int)cfg->cpu_budget);
+        }
     }
     return 0;
 }

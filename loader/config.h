@@ -21,7 +21,7 @@ typedef struct config_resolved {
     char rank_source[96];
     int num_workers;  /* threads started */
     int auto_workers; /* PL_AUTO: autotune.h picks how many take samples */
-    char workers_why[160]; /* "config", or how the default was reached */
+    char workers_why[224]; /* "config", or how the default was reached */
     /* prefetch PL_AUTO: the ring starts at RINGTUNE_START slots and grows
      * as autotune.h's ringtune says, up to what the pinned bound allows. */
     int auto_prefetch;

@@ -621,6 +621,7 @@ static int start_pipeline(pl_loader *l)
                    .finish = on_finish,
                    .offload = l->dg.g ? on_offload : NULL,
                    .ctx = l},
+        .balance = l->dg.g && c->decode == PL_DECODE_AUTO,
     };
     if ((rc = pool_create(&l->pool, &wc)) < 0)
         return err_set(rc, "pl_loader_create: out of memory for %d workers",

@@ -18,6 +18,7 @@ typedef struct worker {
     pthread_t thread;
     sample_ctx ctx;
     route_ctx route;
+    balance bal; /* decode auto's split (pool_config.balance) */
     /* Written by this worker alone, read by pool_get_stats. */
     _Atomic uint64_t decoded, failed, warned, bytes_read;
     _Atomic uint64_t offloaded, declined;
@@ -111,7 +112,10 @@ static int read_extras(const pool_config *cfg, pool_job *job, sample_times *t)
 
 /* sample_produce, with the offer to the source's other decoder between
  * the read and the decode: a sample it takes costs this worker the read
- * and the header; one it refuses is decoded here from the bytes read. */
+ * and the header; one it refuses is decoded here from the bytes read.
+ * With cfg->balance, a JPEG the other decoder could take goes there or is
+ * decoded here as the worker's balance says, and what it cost either way
+ * is noted. */
 static int produce_routed(worker *w, pool_job *job, sample_times *t)
 {
     const pool_config *cfg = &w->pool->cfg;
@@ -121,13 +125,19 @@ static int produce_routed(worker *w, pool_job *job, sample_times *t)
         return rc;
     const uint64_t t1 = clock_now_ns();
     offload_sample o;
-    if (route_plan(&w->route, c->dec, cfg->augment, c->file.data, c->file.len,
-                   job->epoch, job->index, &o)) {
+    const int routable = route_plan(&w->route, c->dec, cfg->augment,
+                                    c->file.data, c->file.len, job->epoch,
+                                    job->index, &o);
+    const int offer = routable && (!cfg->balance || balance_take_gpu(&w->bal));
+    if (offer) {
         rc = cfg->source.offload(cfg->source.ctx, job, &o);
-        t->ns_decode += clock_now_ns() - t1;
+        const uint64_t spent = clock_now_ns() - t1;
+        t->ns_decode += spent;
         if (rc == 0) {
             job->offloaded = 1;
             add(&w->offloaded, 1);
+            if (cfg->balance)
+                balance_note(&w->bal, 1, spent);
             return 0;
         }
         add(&w->declined, 1);
@@ -135,9 +145,12 @@ static int produce_routed(worker *w, pool_job *job, sample_times *t)
     } else {
         t->ns_decode += clock_now_ns() - t1; /* the header */
     }
-    return sample_produce_buffer(c, cfg->augment, c->file.data, c->file.len,
-                                 job->epoch, job->index, job->dst, t,
-                                 job->reason);
+    rc = sample_produce_buffer(c, cfg->augment, c->file.data, c->file.len,
+                               job->epoch, job->index, job->dst, t,
+                               job->reason);
+    if (cfg->balance && routable && !offer && rc == 0)
+        balance_note(&w->bal, 0, clock_now_ns() - t1); /* header too */
+    return rc;
 }
 
 static void *worker_main(void *arg)
@@ -201,6 +214,7 @@ int pool_create(pool **out, const pool_config *cfg)
         worker *w = &p->workers[i];
         w->pool = p;
         w->id = i;
+        balance_init(&w->bal);
         if (sample_init(&w->ctx, &cfg->limits) < 0)
             goto fail;
     }

@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include "balance.h"
 #include "fileio.h"
 #include "route.h"
 #include "sample.h"
@@ -77,6 +78,10 @@ typedef struct pool_config {
      * decoded once and made into each; 0: none, augment alone. */
     const augment_params *views;
     int nviews;
+    /* decode PL_DECODE_AUTO with a GPU decoder: each worker splits the
+     * JPEGs the offload could take between it and itself (balance.h);
+     * 0: every one is offered. */
+    int balance;
     pool_source source;
 } pool_config;
 

@@ -932,6 +932,12 @@ class Loader:
                     to WxH, or S); the image is decoded once, at full size,
                     and view v draws from seed + v. transform= and augment=
                     are then not used
+    cpu_budget      N > 0: the most worker threads that take samples at
+                    once, the cores the workers may keep busy: num_workers 0
+                    (the default) and PL_AUTO stay within it, and a
+                    num_workers above it is refused. With decode
+                    decode="auto" the GPU decodes what the budget's workers
+                    do not. Default 0: none.
     """
 
     defaults = dict(_DEFAULTS)

@@ -257,6 +257,12 @@ class LoaderOptions(TypedDict, total=False):
     ends the image at its own size (its last crop or resize to WxH, or
     S); the image is decoded once, at full size, and view v draws from
     seed + v. transform= and augment= are then not used"""
+    cpu_budget: Optional[int]
+    """N > 0: the most worker threads that take samples at once, the cores
+    the workers may keep busy: num_workers 0 (the default) and PL_AUTO
+    stay within it, and a num_workers above it is refused. With decode
+    decode="auto" the GPU decodes what the budget's workers do not.
+    Default 0: none."""
 
 
 #: keyword: (kind, the pl_config fields it sets, the fields' value when
@@ -312,6 +318,7 @@ KEYWORDS: Dict[str, Tuple[str, Tuple[str, ...], Optional[int]]] = {
     "remote_create_timeout_ms": ("int", ("remote_create_timeout_ms",), None),
     "decode": ("choice", ("decode",), None),
     "views": ("views", ("views", "num_views"), None),
+    "cpu_budget": ("int", ("cpu_budget",), None),
 }
 
 #: a name-valued keyword's words (its enum's list in pinload.h, as

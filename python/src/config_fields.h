@@ -57,9 +57,10 @@
     X(remote_create_timeout_ms, F_I32)                                         \
     X(decode, F_I32)                                                           \
     X(views, F_STRS)                                                           \
-    X(num_views, F_I32)
+    X(num_views, F_I32)                                                        \
+    X(cpu_budget, F_I32)
 
 /* The header's last field: config.c asserts that none follows it. */
-#define PL_CONFIG_LAST_FIELD num_views
+#define PL_CONFIG_LAST_FIELD cpu_budget
 
 #endif

@@ -83,6 +83,11 @@ outcome gpu_decode_psnr(const char *data, const void *arg)
     }
     printf("  decoder: %s, %.1f MiB of device memory at create\n",
            info.decoder_name, (double)info.gpu_decode_bytes / (1 << 20));
+    /* Every JPEG on the GPU (auto would split them with the workers). */
+    pl_loader_destroy(l);
+    cfg.decode = PL_DECODE_GPU;
+    l = NULL;
+    CHECK(pl_loader_create(&cfg, &l) == 0, "%s", pl_last_error());
     pl_config host = cfg;
     host.decode = PL_DECODE_CPU;
     if (!host_reference(host, 1, &ref))

@@ -801,7 +801,7 @@ Test(gpu_decode, info_and_stats_count_the_gpu_memory, .timeout = TIMEOUT)
     char root[64];
     make_tree(root, 8);
     pl_config c;
-    cfg_for(&c, root, PL_DECODE_AUTO);
+    cfg_for(&c, root, PL_DECODE_GPU); /* every JPEG: auto would split them */
     c.format = PL_FORMAT_F32_NCHW;
     pl_loader *l = create(&c);
     const pl_info in = info_of(l);
@@ -820,6 +820,55 @@ Test(gpu_decode, info_and_stats_count_the_gpu_memory, .timeout = TIMEOUT)
     cudasim_live lv;
     cudasim_get_live(&lv);
     cr_assert_geq(lv.device_bytes, st.gpu_decode_bytes);
+    run_free(&r);
+    pl_loader_destroy(l);
+    tu_rm_rf(root);
+}
+
+/* decode auto splits the JPEGs the GPU could take between it and the
+ * workers by what each way costs a worker (workers/balance.h): half each
+ * way at first, then, with the GPU's operations slowed so that an offer
+ * waits for the buffers its queued samples hold, fewer to the GPU. The
+ * bytes are decode cpu's whoever took a sample (the sim decodes with
+ * libjpeg-turbo, and at full size so does the CPU path here); decode gpu
+ * under the same delays still sends every one. */
+Test(gpu_decode, auto_splits_by_cost_and_keeps_the_cpu_paths_bytes,
+     .timeout = TIMEOUT)
+{
+    use_nvjpegsim();
+    char root[64];
+    make_tree(root, 24);
+    pl_config c;
+    cfg_for(&c, root, PL_DECODE_CPU);
+    c.num_workers = 1;
+    enum { EPOCHS = 4 };
+    run cpu[EPOCHS], split[EPOCHS];
+    run_loader(&c, EPOCHS, cpu);
+    sim_timing(3000, 0.01); /* up to 3 ms an operation, 10 MB/s copies */
+    c.decode = PL_DECODE_AUTO;
+    pl_loader *l = create(&c);
+    cr_assert_eq(info_of(l).decode, PL_DECODE_GPU);
+    for (int e = 0; e < EPOCHS; e++)
+        run_epoch(l, e, &split[e]);
+    const pl_stats st = settled(l);
+    pl_loader_destroy(l);
+    for (int e = 0; e < EPOCHS; e++) {
+        assert_same_run(&cpu[e], &split[e], "decode auto against cpu");
+        run_free(&cpu[e]);
+        run_free(&split[e]);
+    }
+    cr_assert_gt(st.images_gpu, 0, "the GPU took none");
+    cr_assert_lt(st.images_gpu * 2, st.images_decoded,
+                 "%llu of %llu on the slowed GPU: the split did not follow "
+                 "the cost",
+                 (unsigned long long)st.images_gpu,
+                 (unsigned long long)st.images_decoded);
+    c.decode = PL_DECODE_GPU;
+    l = create(&c);
+    run r;
+    run_epoch(l, 0, &r);
+    const pl_stats g = settled(l);
+    cr_assert_eq(g.images_gpu, g.images_decoded, "decode gpu sends them all");
     run_free(&r);
     pl_loader_destroy(l);
     tu_rm_rf(root);

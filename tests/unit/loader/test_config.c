@@ -196,6 +196,9 @@ Test(config, defaults_with_data_resolve)
     X(world_size_negative, c->world_size = -2, "world_size", "-2")             \
     X(negative_num_workers, c->num_workers = -2, "num_workers", "-2")          \
     X(prefetch_zero, c->prefetch = 0, "prefetch", "0")                         \
+    X(cpu_budget_negative, c->cpu_budget = -1, "cpu_budget", "-1")             \
+    X(workers_above_cpu_budget, (c->num_workers = 3, c->cpu_budget = 2),       \
+      "num_workers", "3 is above config.cpu_budget (2)")                       \
     X(unknown_memory, c->memory = (pl_memory)9, "memory", "9")                 \
     X(device_below_host, c->device = -4, "device", "-4")                       \
     X(device_buffers_zero, c->device_buffers = 0, "device_buffers", "0")       \
@@ -247,10 +250,10 @@ static const rejection rejections[] = {REJECTIONS(REJECTION_ROW)};
 Test(config, rejects_every_bad_value_naming_the_field)
 {
     const size_t n = sizeof rejections / sizeof rejections[0];
-    cr_assert_eq(n, 46,
+    cr_assert_eq(n, 48,
                  "the rows of the 22 rejects_* tests it replaced, "
                  "channels_last, max_device_buffers, the remote "
-                 "fields, order and shuffle_window");
+                 "fields, order, shuffle_window and cpu_budget's two");
     for (size_t i = 0; i < n; i++) {
         const rejection *row = &rejections[i];
         char label[96];
@@ -598,6 +601,29 @@ Test(config, zero_workers_means_the_cpus_this_process_may_use)
     char want[64];
     snprintf(want, sizeof want, "%d CPUs allowed", n);
     cr_assert_not_null(strstr(r.workers_why, want), "%s", r.workers_why);
+}
+
+/* cpu_budget bounds the default count and PL_AUTO's threads; a count
+ * within it is kept. */
+Test(config, cpu_budget_bounds_the_workers)
+{
+    pl_config c = valid_config();
+    c.num_workers = 0;
+    c.cpu_budget = 1;
+    config_resolved r = resolve_ok(&c);
+    cr_assert_eq(r.num_workers, 1, "%s", r.workers_why);
+    if (cpus_allowed() > 1)
+        cr_assert_not_null(strstr(r.workers_why, "config.cpu_budget 1"), "%s",
+                           r.workers_why);
+    c.num_workers = PL_AUTO;
+    r = resolve_ok(&c);
+    cr_assert_eq(r.num_workers, 1, "%s", r.workers_why);
+    cr_assert_eq(r.auto_workers, 1);
+    c.num_workers = 2;
+    c.cpu_budget = 2;
+    r = resolve_ok(&c);
+    cr_assert_eq(r.num_workers, 2);
+    cr_assert_str_eq(r.workers_why, "config");
 }
 
 /* As under `taskset -c 0`: one CPU allowed, one worker. */
