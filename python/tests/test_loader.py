@@ -427,7 +427,8 @@ def test_every_config_field_has_a_python_name():
     params = set(inspect.signature(pinload.Loader).parameters)
     for field in _pinload.config_defaults():
         name = ("size" if field in ("width", "height") else
-                "layout" if field == "channels_last" else field)
+                "layout" if field == "channels_last" else
+                "views" if field == "num_views" else field)
         assert name in params, field
     assert pinload.Loader.defaults["batch_size"] == 64
 
