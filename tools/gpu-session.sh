@@ -412,6 +412,15 @@ phase_compare() {
     done
     # pinload from PyTorch (pinload.torch.Loader), as a training loop has it
     python_package && compare generated-u8-python "$GEN" u8 --via python
+    # The recipes people train with (issue 37), float32, on the GPU: the
+    # DataLoader's v2 pipeline and its MixUp/CutMix in the loop against
+    # pinload's spec (its mixing kernel on the copy stream; simclr's two
+    # views through the Python package).
+    local r
+    for r in resnet50 deit simclr; do
+        python_package && compare "generated-recipe-$r" "$GEN" f32 \
+            --recipe "$r"
+    done
 }
 
 phase_train() {

@@ -21,7 +21,8 @@ CenterCrop 224), resnet50 (RandomResizedCrop, flip) and deit
 (RandomResizedCrop bicubic, flip, RandAugment(2, 9), RandomErasing 0.25,
 and on each batch RandomChoice of MixUp 0.8 and CutMix 1.0: pinload's
 mixup op, torchvision's v2 transforms on the DataLoader's batch in the
-loop, as its users run them), each to normalised float32; simclr is two
+loop, as its users run them; with --device cuda on the GPU after the
+copy, where pinload mixes too), each to normalised float32; simclr is two
 views a sample of RandomResizedCrop, flip, RandomApply(ColorJitter 0.4,
 0.4, 0.4, 0.1; p 0.8), RandomGrayscale 0.2 and RandomApply(GaussianBlur,
 a tenth of the size; p 0.5): the DataLoader's dataset transform returns
@@ -138,12 +139,23 @@ def torch_rate(args, workers):
             pin_memory=True, drop_last=True,
             persistent_workers=workers > 0)
         batch = recipe_batch(args.recipe, len(ds.classes))
-        if args.recipe == "simclr":
-            return measure(lambda: iter(dl), args, lambda b: b[0][0].shape[0])
-        if batch is None:
-            return measure(lambda: iter(dl), args, lambda b: b[0].shape[0])
-        return measure(lambda: iter(dl), args,
-                       lambda b: batch(b[0], b[1])[0].shape[0])
+        cuda = args.device == "cuda"
+
+        def take(b):
+            """The batch where the step has it (the GPU with --device
+            cuda), its batch transform applied there, as users run
+            MixUp/CutMix in the loop: the images counted."""
+            images, labels = b
+            views = images if isinstance(images, list) else [images]
+            if cuda:
+                views = [v.to("cuda", non_blocking=True) for v in views]
+                labels = labels.to("cuda", non_blocking=True)
+            if batch is not None:
+                views[0], labels = batch(views[0], labels)
+            return views[0].shape[0]
+
+        return measure(lambda: iter(dl), args, take,
+                       torch.cuda.synchronize if cuda else None)
     if args.format == "u8":
         last = [T.PILToTensor()]
     else:
@@ -356,8 +368,6 @@ def main():
 
     span = ("%g s" % args.seconds if args.seconds
             else "%d batches" % args.batches)
-    if args.recipe and args.device == "cuda":
-        p.error("--recipe: on the host only, for now")
     what = ("recipe %s: %s" % (args.recipe, recipe_spec(args)[0])
             if args.recipe else "%s %s" % (
                 args.augment, "uint8" if args.format == "u8" else "float32"))
