@@ -1,5 +1,6 @@
 /* pinload._pinload: the Loader type, one pl_loader (pinload_py.h). */
 #include "pinload_py.h"
+#include "config_fields.h"
 
 /* Begin a library call on self->l: 0, or -1 with ClosedError set. */
 static int loader_enter(LoaderObject *self)
@@ -86,6 +87,12 @@ typedef struct create_job {
     pl_config cfg;
     pl_state state;
     char *data;
+    /* The job's copies of the config's other strings and of views' array
+     * (the dict's are Python's, gone once __init__ returns, and an
+     * abandoned job goes on creating after that). */
+    char *owned[8 + PL_VIEWS_MAX];
+    int nowned;
+    const char **views;
     logq *q;
     pl_loader *l;
     int rc, done, abandoned;
@@ -100,8 +107,58 @@ static void create_job_free(create_job *j)
     pthread_mutex_destroy(&j->mu);
     pthread_cond_destroy(&j->cv);
     free(j->data);
+    for (int i = 0; i < j->nowned; i++)
+        free(j->owned[i]);
+    free(j->views);
     free(j);
 }
+
+/* *s, a string of the dict's, replaced by the job's own copy. -1: out of
+ * memory. */
+static int own(create_job *j, const char **s)
+{
+    if (!*s)
+        return 0;
+    if (j->nowned == (int)(sizeof j->owned / sizeof j->owned[0]))
+        return -1;
+    char *c = strdup(*s);
+    if (!c)
+        return -1;
+    j->owned[j->nowned++] = c;
+    *s = c;
+    return 0;
+}
+
+/* Every string the create thread reads, the job's own: each F_PATH field
+ * of config_fields.h (a field added later included), and views' array. */
+#define OWN_F_PATH(n)                                                          \
+    if (own(j, &c->n) < 0)                                                     \
+        return -1;
+#define OWN_F_I32(n)
+#define OWN_F_I64(n)
+#define OWN_F_U64(n)
+#define OWN_F_FLOAT3(n)
+#define OWN_F_STATE(n)
+#define OWN_F_STRS(n)
+#define OWN_FIELD(n, t) OWN_##t(n)
+static int own_strings(create_job *j)
+{
+    pl_config *c = &j->cfg;
+    PL_CONFIG_FIELDS(OWN_FIELD)
+    if (!c->views || c->num_views <= 0)
+        return 0;
+    const int n = c->num_views > PL_VIEWS_MAX ? PL_VIEWS_MAX + 1 : c->num_views;
+    if (!(j->views = calloc((size_t)n, sizeof *j->views)))
+        return -1;
+    for (int i = 0; i < n && i < c->num_views; i++) {
+        j->views[i] = c->views[i];
+        if (i < PL_VIEWS_MAX && own(j, &j->views[i]) < 0)
+            return -1;
+    }
+    c->views = j->views;
+    return 0;
+}
+#undef OWN_FIELD
 
 static void *create_main(void *arg)
 {
@@ -215,6 +272,13 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw)
     /* The job's own copies: it may outlive this call. */
     j->cfg = cfg;
     j->cfg.data = j->data;
+    if (own_strings(j) < 0) {
+        logq_free(j->q);
+        create_job_free(j);
+        Py_DECREF(keep);
+        PyErr_NoMemory();
+        return -1;
+    }
     if (cfg.resume) {
         j->state = *cfg.resume;
         j->cfg.resume = &j->state;

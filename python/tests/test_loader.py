@@ -495,16 +495,20 @@ KEYBOARD_INTERRUPT = textwrap.dedent("""
             for b in loader:
                 time.sleep(0.01)
     except KeyboardInterrupt:
-        del b
-        del loader
-        # Ctrl-C may land while iter() creates the next epoch's loader:
-        # that create goes on off this thread and then destroys what it
-        # made (as test_ctrl_c_reaches_python_during_create shows), so
-        # its threads end soon after, not at once.
-        end = time.monotonic() + 10
-        while threads() > base and time.monotonic() < end:
-            time.sleep(0.05)
-        print("threads", base, threads(), flush=True)
+        pass
+    # Out of the handler: inside it the traceback holds the frames the
+    # signal came through, pinload's iterator's among them when Ctrl-C
+    # landed in its __next__, and through them the loader.
+    b = None
+    del loader
+    # Ctrl-C may land while iter() creates the next epoch's loader: that
+    # create goes on off this thread and then destroys what it made (as
+    # test_ctrl_c_reaches_python_during_create shows), so its threads end
+    # soon after, not at once.
+    end = time.monotonic() + 10
+    while threads() > base and time.monotonic() < end:
+        time.sleep(0.05)
+    print("threads", base, threads(), flush=True)
 """)
 
 
