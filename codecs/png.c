@@ -149,14 +149,17 @@ static int spng_fail(png_dec *p, int err, char *reason)
 /* What decoding holds at most, whatever the crop: every pixel handed out
  * (RGB), libspng's rows and ours with zlib's state (measured: 60 to 85
  * bytes a column and 40 KiB), and an interlaced image whole in the layout
- * it is decoded in. The ancillary chunks get what is left. */
+ * it is decoded in. The ancillary chunks get what is left. A header's
+ * sides reach 2^31 - 1 each, whose product times 3 is past int64_t: the
+ * sum is taken in double (exact far beyond any budget) and saturates;
+ * check_header refuses such an image by its size first anyway. */
 static int64_t image_bytes(const struct spng_ihdr *h, int fmt, int channels)
 {
-    const int64_t px = (int64_t)h->width * h->height;
-    int64_t need = px * 3 + (int64_t)h->width * 128 + ((int64_t)256 << 10);
+    const double px = (double)h->width * (double)h->height;
+    double need = px * 3.0 + (double)h->width * 128.0 + 262144.0;
     if (h->interlace_method != SPNG_INTERLACE_NONE)
-        need += fmt == SPNG_FMT_RGB8 ? px * 3 : px * channels * 2;
-    return need;
+        need += fmt == SPNG_FMT_RGB8 ? px * 3.0 : px * channels * 2.0;
+    return need >= 9.0e18 ? INT64_MAX : (int64_t)need;
 }
 
 static int check_header(const png_dec *p, const decode_limits *lim,
