@@ -97,7 +97,6 @@ int ring_init(ring *r, int nslots, const schedule_config *sched,
     const int rc = alloc_ring(r, be, memory, pinned_fallback, lg);
     if (rc < 0)
         return rc;
-    r->grow_memory = memory_of(r->kind);
     r->slots = calloc((size_t)nslots, sizeof *r->slots);
     if (!r->slots)
         return err_set(PL_ENOMEM, "out of memory for the slot table");
@@ -140,14 +139,6 @@ void ring_want_slots(ring *r, int n)
     pthread_mutex_unlock(&r->mu);
 }
 
-int ring_slots(ring *r)
-{
-    pthread_mutex_lock(&r->mu);
-    const int n = r->nslots;
-    pthread_mutex_unlock(&r->mu);
-    return n;
-}
-
 /* One more slot's memory, made outside the lock into *s (not yet in the
  * ring). */
 static int make_slot(ring *r, ring_slot *s)
@@ -156,7 +147,7 @@ static int make_slot(ring *r, ring_slot *s)
     const size_t nex = (size_t)r->sched.cfg.batch_size * (size_t)r->nextras;
     hostmem kind;
     int node;
-    int rc = r->be->ops->host_alloc(r->be, batch, r->grow_memory,
+    int rc = r->be->ops->host_alloc(r->be, batch, memory_of(r->kind),
                                     (void **)&s->pixels, &kind, &node);
     if (rc < 0)
         return rc;

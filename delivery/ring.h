@@ -76,7 +76,6 @@ typedef struct ring {
      * prefetcher's thread does the growing (ring_grow). Guarded by mu. */
     int max_slots, want_slots;
     uint64_t next_seq; /* the batch the next slot to come FREE takes */
-    pl_memory grow_memory; /* what grown slots are: what mem is */
     logger *log;
     schedule sched; /* what the next slot holds */
     size_t sample_bytes;
@@ -122,9 +121,6 @@ void ring_want_slots(ring *r, int n);
  * comes down to what there is) with a notice naming why; returns the slots
  * the ring has now. Call on a thread the backend is bound to. */
 int ring_grow(ring *r);
-
-/* Slots in use now (thread-safe). */
-int ring_slots(ring *r);
 
 /* Before the workers start: each position gets nextras buffers for its
  * sample's extras (empty until written; each grows to the largest entry

@@ -65,7 +65,7 @@ struct pl_loader {
     autotune tune;
     ringtune rtune;
     pthread_mutex_t tune_mu;
-    int have_tune, have_rtune, have_tune_mu;
+    int have_tune, have_rtune; /* either: tune_mu is made */
     uint64_t tune_said_ns, rtune_said_ns;
     int prefetch_max; /* the ring's bound: prefetch, or PL_AUTO's */
     augment_params *views; /* config.views' (out.views), or NULL */
@@ -655,7 +655,6 @@ static int start_pipeline(pl_loader *l)
         pthread_mutex_init(&l->tune_mu, NULL);
         l->have_tune = l->rc.auto_workers;
         l->have_rtune = l->rc.auto_prefetch;
-        l->have_tune_mu = 1;
     }
     return 0;
 }
@@ -884,7 +883,7 @@ PL_EXPORT void pl_loader_destroy(pl_loader *l)
     catalog_close(&l->cat);
     if (l->have_log)
         logger_fini(&l->log);
-    if (l->have_tune_mu)
+    if (l->have_tune || l->have_rtune)
         pthread_mutex_destroy(&l->tune_mu);
     if (!busy) { /* else the ring inside it is still the copies' */
         free(l->views);
@@ -902,7 +901,7 @@ PL_EXPORT int pl_loader_next(pl_loader *l, const pl_batch **out)
     if (forked(l, "pl_loader_next"))
         return PL_EINVAL;
     const int rc = handoff_next(&l->ho, out);
-    if (l->have_tune_mu && rc == 0)
+    if ((l->have_tune || l->have_rtune) && rc == 0)
         tune_step(l);
     return rc;
 }

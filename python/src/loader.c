@@ -145,14 +145,15 @@ static int own_strings(create_job *j)
 {
     pl_config *c = &j->cfg;
     PL_CONFIG_FIELDS(OWN_FIELD)
-    if (!c->views || c->num_views <= 0)
+    /* More than PL_VIEWS_MAX is refused by the count, unread. */
+    const int n = c->num_views < PL_VIEWS_MAX ? c->num_views : PL_VIEWS_MAX;
+    if (!c->views || n <= 0)
         return 0;
-    const int n = c->num_views > PL_VIEWS_MAX ? PL_VIEWS_MAX + 1 : c->num_views;
     if (!(j->views = calloc((size_t)n, sizeof *j->views)))
         return -1;
-    for (int i = 0; i < n && i < c->num_views; i++) {
+    for (int i = 0; i < n; i++) {
         j->views[i] = c->views[i];
-        if (i < PL_VIEWS_MAX && own(j, &j->views[i]) < 0)
+        if (own(j, &j->views[i]) < 0)
             return -1;
     }
     c->views = j->views;
