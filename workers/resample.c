@@ -23,7 +23,9 @@ static int reserve(resample_axis *a, int out_n, int taps)
     const size_t need_pair = (size_t)out_n * (size_t)((taps + 1) / 2);
     /* first and count share cap_out: each grows from it, then it moves. */
     size_t cap_first = a->cap_out, cap_count = a->cap_out;
+    const size_t need_quad = (size_t)(out_n + 1) / 2 * (size_t)((taps + 1) / 2) * 8;
     if (grow(&a->wpair, &a->cap_pair, need_pair, sizeof *a->wpair, 0) < 0 ||
+        grow(&a->wquad, &a->cap_quad, need_quad, sizeof *a->wquad, 0) < 0 ||
         grow(&a->first, &cap_first, (size_t)out_n, sizeof *a->first, 0) < 0 ||
         grow(&a->count, &cap_count, (size_t)out_n, sizeof *a->count, 0) < 0)
         return PL_ENOMEM;
@@ -314,6 +316,23 @@ static void plan_one(resample_axis *a, const resample_filter *f, double in0,
     a->count[i] = t.n;
 }
 
+/* a->wquad from a->wpair (resample.h). */
+static void quad_up(resample_axis *a)
+{
+    const int np = a->npairs, n = a->out_n;
+    for (int q = 0; q < (n + 1) / 2; q++)
+        for (int j = 0; j < np; j++) {
+            int32_t *d = a->wquad + ((size_t)q * np + j) * 8;
+            const int32_t w0 = a->wpair[(size_t)2 * q * np + j];
+            const int32_t w1 =
+                2 * q + 1 < n ? a->wpair[(size_t)(2 * q + 1) * np + j] : 0;
+            for (int k = 0; k < 4; k++) {
+                d[k] = w0;
+                d[4 + k] = w1;
+            }
+        }
+}
+
 int resample_axis_plan_with(resample_axis *a, const resample_filter *f,
                             double in0, double in1, int bound_lo, int bound_hi,
                             int data_lo, int data_hi, int rs_n, int off,
@@ -352,6 +371,7 @@ int resample_axis_plan_with(resample_axis *a, const resample_filter *f,
     for (int i = 0; i < out_n; i++)
         pair_up(a->w + (size_t)i * taps, a->count[i], a->npairs,
                 a->wpair + (size_t)i * a->npairs);
+    quad_up(a);
     return 0;
 }
 
@@ -361,6 +381,7 @@ void resample_axis_free(resample_axis *a)
     free(a->count);
     free(a->w);
     free(a->wpair);
+    free(a->wquad);
     free(a->scratch);
     free(a->order);
     memset(a, 0, sizeof *a);
@@ -404,46 +425,82 @@ void resample_v_generic(const resample_axis *v, const uint8_t *rows,
 /* AVX2: two source rows per multiply-add. Their bytes are interleaved
  * (a0 b0 a1 b1 ...), widened to int16 and pmaddwd'ed with the weight pair
  * (wk wk+1): 16 values of two taps in four instructions. */
+/* Values x, x + 16 of one tap pair: rows a and b interleaved byte by
+ * byte, widened, multiply-added with the pair's weights. */
+__attribute__((target("avx2"), always_inline)) static inline void
+v_step_avx2(const uint8_t *a, const uint8_t *b, __m256i ww, __m256i *lo,
+            __m256i *hi)
+{
+    const __m128i ra = _mm_loadu_si128((const __m128i *)a);
+    const __m128i rb = _mm_loadu_si128((const __m128i *)b);
+    *lo = _mm256_add_epi32(
+        *lo,
+        _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(ra, rb)), ww));
+    *hi = _mm256_add_epi32(
+        *hi,
+        _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpackhi_epi8(ra, rb)), ww));
+}
+
+__attribute__((target("avx2"), always_inline)) static inline void
+v_store_avx2(__m256i lo, __m256i hi, int16_t *dst)
+{
+    lo = _mm256_srai_epi32(lo, RESAMPLE_WBITS - RESAMPLE_QBITS);
+    hi = _mm256_srai_epi32(hi, RESAMPLE_WBITS - RESAMPLE_QBITS);
+    /* packs works within 128-bit lanes; put the quarters back in order. */
+    _mm256_storeu_si256(
+        (__m256i *)dst,
+        _mm256_permute4x64_epi64(_mm256_packs_epi32(lo, hi), 0xD8));
+}
+
+/* AVX2: two source rows per multiply-add. Their bytes are interleaved
+ * (a0 b0 a1 b1 ...), widened to int16 and pmaddwd'ed with the weight pair
+ * (wk wk+1): 16 values of two taps in four instructions, 32 values a step.
+ * The pairs' weights are broadcast once per row (up to 32 taps; wider
+ * filters, rare, take the portable pass). An odd last tap pairs with the
+ * same row and a zero weight. */
 __attribute__((target("avx2"))) void
 resample_v_avx2(const resample_axis *v, const uint8_t *rows, size_t stride,
                 int oy, int x0, int x1, int16_t *dst)
 {
+    enum { MAX_PAIRS = 16 };
     const int16_t *w = v->w + (size_t)oy * v->taps;
     const uint8_t *src = rows + (size_t)(v->first[oy] - v->lo) * stride;
-    const int n = v->count[oy];
+    const int n = v->count[oy], np = (n + 1) / 2;
+    if (np > MAX_PAIRS) {
+        resample_v_generic(v, rows, stride, oy, x0, x1, dst);
+        return;
+    }
+    __m256i ww[MAX_PAIRS];
+    const uint8_t *ra[MAX_PAIRS], *rb[MAX_PAIRS];
+    for (int j = 0; j < np; j++) {
+        const int k = 2 * j, odd = k + 1 >= n;
+        ww[j] = _mm256_set1_epi32(
+            (int32_t)((uint32_t)(uint16_t)w[k] |
+                      (odd ? 0u : (uint32_t)(uint16_t)w[k + 1] << 16)));
+        ra[j] = src + (size_t)k * stride;
+        rb[j] = odd ? ra[j] : ra[j] + stride;
+    }
     const __m256i round =
         _mm256_set1_epi32(1 << (RESAMPLE_WBITS - RESAMPLE_QBITS - 1));
     int x = x0;
-    for (; x + 16 <= x1; x += 16) {
-        __m256i lo = round, hi = round;
-        int k = 0;
-        for (; k < n; k += 2) {
-            const __m128i a = _mm_loadu_si128(
-                (const __m128i *)(src + (size_t)k * stride + x));
-            /* An odd last tap pairs with zeros. */
-            const __m128i b =
-                k + 1 < n
-                    ? _mm_loadu_si128(
-                          (const __m128i *)(src + (size_t)(k + 1) * stride + x))
-                    : _mm_setzero_si128();
-            const int32_t pair =
-                (int32_t)((uint32_t)(uint16_t)w[k] |
-                          (k + 1 < n ? (uint32_t)(uint16_t)w[k + 1] << 16
-                                     : 0u));
-            const __m256i ww = _mm256_set1_epi32(pair);
-            lo = _mm256_add_epi32(
-                lo, _mm256_madd_epi16(
-                        _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(a, b)), ww));
-            hi = _mm256_add_epi32(
-                hi, _mm256_madd_epi16(
-                        _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(a, b)), ww));
+    for (; x + 32 <= x1; x += 32) {
+        __m256i lo0 = round, hi0 = round, lo1 = round, hi1 = round;
+        for (int j = 0; j < np; j++) {
+            v_step_avx2(ra[j] + x, rb[j] + x, ww[j], &lo0, &hi0);
+            v_step_avx2(ra[j] + x + 16, rb[j] + x + 16, ww[j], &lo1, &hi1);
         }
-        lo = _mm256_srai_epi32(lo, RESAMPLE_WBITS - RESAMPLE_QBITS);
-        hi = _mm256_srai_epi32(hi, RESAMPLE_WBITS - RESAMPLE_QBITS);
-        /* packs works within 128-bit lanes; put the quarters back in order. */
-        const __m256i q =
-            _mm256_permute4x64_epi64(_mm256_packs_epi32(lo, hi), 0xD8);
-        _mm256_storeu_si256((__m256i *)(dst + x), q);
+        v_store_avx2(lo0, hi0, dst + x);
+        v_store_avx2(lo1, hi1, dst + x + 16);
+    }
+    /* Steps of 16 for what is left, the last ending at x1 (remaking some
+     * values, the same again) when at least 16 were asked for. */
+    while (x < x1 && x1 - x0 >= 16) {
+        const int at = x + 16 <= x1 ? x : x1 - 16;
+        __m256i lo = round, hi = round;
+        for (int j = 0; j < np; j++)
+            v_step_avx2(ra[j] + at, rb[j] + at, ww[j], &lo, &hi);
+        v_store_avx2(lo, hi, dst + at);
+        x = at + 16;
     }
     if (x < x1)
         resample_v_generic(v, rows, stride, oy, x, x1, dst);
@@ -545,14 +602,89 @@ pixels_avx2(const int16_t *s0, const int16_t *s1, const int32_t *w0,
     return _mm_packus_epi16(p16, p16); /* bytes 0-3 pixel 0, 4-7 pixel 1 */
 }
 
+/* Natural output pair q (outputs 2q and 2q + 1, one per 128-bit lane) as
+ * 32-bit R G B x sums, shifted: the weights of both in one load
+ * (h->wquad). Output 2q + 1 past the end reads output 2q's pixels with
+ * zero weights. */
+__attribute__((target("avx2"), always_inline)) static inline __m256i
+pair_avx2(const resample_axis *h, const int16_t *src, int q, int np)
+{
+    const __m256i pairs =
+        _mm256_setr_epi8(0, 1, 6, 7, 2, 3, 8, 9, 4, 5, 10, 11, 12, 13, 14, 15,
+                         0, 1, 6, 7, 2, 3, 8, 9, 4, 5, 10, 11, 12, 13, 14, 15);
+    const int i = 2 * q;
+    const int16_t *s0 = src + (size_t)h->first[i] * 3;
+    const int16_t *s1 =
+        i + 1 < h->out_n ? src + (size_t)h->first[i + 1] * 3 : s0;
+    const __m256i *w = (const __m256i *)(h->wquad + (size_t)q * np * 8);
+    __m256i acc = _mm256_set1_epi32(H_ROUND);
+    for (int j = 0; j < np; j++, s0 += 6, s1 += 6) {
+        const __m256i px = _mm256_shuffle_epi8(
+            _mm256_loadu2_m128i((const __m128i *)s1, (const __m128i *)s0),
+            pairs);
+        acc = _mm256_add_epi32(
+            acc, _mm256_madd_epi16(px, _mm256_loadu_si256(w + j)));
+    }
+    return _mm256_srai_epi32(acc, H_SHIFT);
+}
+
+/* AVX2: four output pixels a step, from two natural pairs, their 12 bytes
+ * stored at once (16 written, the last 4 rewritten by the next step).
+ * Flipped, position p + 1 is natural pair output n - 2 - p's partner: with
+ * an even out_n the pairs are the same, their lanes swapped; an odd one
+ * flipped takes each pixel's weights on its own (pixels_avx2). */
+__attribute__((target("avx2"), always_inline)) static inline int
+quads_avx2(const resample_axis *h, const int16_t *src, int flip, uint8_t *out,
+           int np)
+{
+    const int n = h->out_n;
+    int p = 0;
+    const __m128i rgb =
+        _mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
+    for (; p + 6 <= n; p += 4) {
+        const int qa = flip ? (n - 2 - p) / 2 : p / 2;
+        const int qb = flip ? qa - 1 : qa + 1;
+        const __m256i a = pair_avx2(h, src, qa, np);
+        const __m256i b = pair_avx2(h, src, qb, np);
+        /* Lane 0: a's first output then b's; lane 1: their second. */
+        const __m256i p16 = _mm256_packs_epi32(a, b);
+        const __m256i p8 = _mm256_packus_epi16(p16, p16);
+        const __m128i l0 = _mm256_castsi256_si128(p8);
+        const __m128i l1 = _mm256_extracti128_si256(p8, 1);
+        /* In position order: a0 a1 b0 b1, or flipped a1 a0 b1 b0. */
+        const __m128i four = flip ? _mm_unpacklo_epi32(l1, l0)
+                                  : _mm_unpacklo_epi32(l0, l1);
+        _mm_storeu_si128((__m128i *)(out + (size_t)p * 3),
+                         _mm_shuffle_epi8(four, rgb));
+    }
+    return p;
+}
+
 __attribute__((target("avx2"))) void resample_h_avx2(const resample_axis *h,
                                                      const int16_t *src,
                                                      int flip, uint8_t *out)
 {
     const int n = h->out_n, np = h->npairs;
     int p = 0;
-    /* Pairs of output positions p, p + 1 while a third follows (each
-     * pixel's fourth byte is overwritten by the next one). */
+    /* The usual tap counts unrolled (1 to 3 pairs: up to 6 taps, shrinking
+     * by up to 2.5). */
+    if (!flip || n % 2 == 0) {
+        switch (np) {
+        case 1:
+            p = quads_avx2(h, src, flip, out, 1);
+            break;
+        case 2:
+            p = quads_avx2(h, src, flip, out, 2);
+            break;
+        case 3:
+            p = quads_avx2(h, src, flip, out, 3);
+            break;
+        default:
+            p = quads_avx2(h, src, flip, out, np);
+        }
+    }
+    /* Pairs of positions while a third follows (each pixel's fourth byte
+     * is overwritten by the next one). */
     for (; p + 2 < n; p += 2) {
         const int i0 = flip ? n - 1 - p : p, i1 = flip ? i0 - 1 : i0 + 1;
         const __m128i px = pixels_avx2(

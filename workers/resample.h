@@ -41,6 +41,12 @@ typedef struct resample_axis {
     int32_t *wpair; /* [out_n * npairs] */
     int npairs;
     size_t cap_pair;
+    /* The same again for the AVX2 horizontal pass, outputs taken two by
+     * two (2q, 2q + 1): for pair q and tap pair j, 8 int32, four copies of
+     * output 2q's pair then four of output 2q + 1's (zero past out_n), so
+     * that one load gives the multiply-add both outputs' weights. */
+    int32_t *wquad; /* [(out_n + 1) / 2 * npairs * 8] */
+    size_t cap_quad;
     int lo, hi;      /* source pixels any output reads: [lo, hi) */
     double *scratch; /* [2 * taps] for planning */
     int *order;      /* [taps] for planning wide filters */
