@@ -23,7 +23,8 @@ static int reserve(resample_axis *a, int out_n, int taps)
     const size_t need_pair = (size_t)out_n * (size_t)((taps + 1) / 2);
     /* first and count share cap_out: each grows from it, then it moves. */
     size_t cap_first = a->cap_out, cap_count = a->cap_out;
-    const size_t need_quad = (size_t)(out_n + 1) / 2 * (size_t)((taps + 1) / 2) * 8;
+    const size_t need_quad =
+        (size_t)(out_n + 1) / 2 * (size_t)((taps + 1) / 2) * 8;
     if (grow(&a->wpair, &a->cap_pair, need_pair, sizeof *a->wpair, 0) < 0 ||
         grow(&a->wquad, &a->cap_quad, need_quad, sizeof *a->wquad, 0) < 0 ||
         grow(&a->first, &cap_first, (size_t)out_n, sizeof *a->first, 0) < 0 ||
@@ -447,9 +448,8 @@ v_store_avx2(__m256i lo, __m256i hi, int16_t *dst)
     lo = _mm256_srai_epi32(lo, RESAMPLE_WBITS - RESAMPLE_QBITS);
     hi = _mm256_srai_epi32(hi, RESAMPLE_WBITS - RESAMPLE_QBITS);
     /* packs works within 128-bit lanes; put the quarters back in order. */
-    _mm256_storeu_si256(
-        (__m256i *)dst,
-        _mm256_permute4x64_epi64(_mm256_packs_epi32(lo, hi), 0xD8));
+    _mm256_storeu_si256((__m256i *)dst, _mm256_permute4x64_epi64(
+                                            _mm256_packs_epi32(lo, hi), 0xD8));
 }
 
 /* AVX2: two source rows per multiply-add. Their bytes are interleaved
@@ -652,8 +652,8 @@ quads_avx2(const resample_axis *h, const int16_t *src, int flip, uint8_t *out,
         const __m128i l0 = _mm256_castsi256_si128(p8);
         const __m128i l1 = _mm256_extracti128_si256(p8, 1);
         /* In position order: a0 a1 b0 b1, or flipped a1 a0 b1 b0. */
-        const __m128i four = flip ? _mm_unpacklo_epi32(l1, l0)
-                                  : _mm_unpacklo_epi32(l0, l1);
+        const __m128i four =
+            flip ? _mm_unpacklo_epi32(l1, l0) : _mm_unpacklo_epi32(l0, l1);
         _mm_storeu_si128((__m128i *)(out + (size_t)p * 3),
                          _mm_shuffle_epi8(four, rgb));
     }

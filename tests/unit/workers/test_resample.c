@@ -561,7 +561,7 @@ Test(resample, simd_and_portable_horizontal_passes_agree_exactly)
 {
     /* Tap pairs 1 to 3 (the unrolled AVX2 steps) and more, even and odd
      * output counts (flipped, an odd one takes the pixel-pair path). */
-    static const int widths[][2] = {{40, 40}, {40, 23},  {100, 17}, {9, 30},
+    static const int widths[][2] = {{40, 40},  {40, 23}, {100, 17}, {9, 30},
                                     {300, 37}, {64, 64}, {7, 2},    {5, 1},
                                     {150, 64}, {20, 64}, {600, 9},  {80, 63}};
     int versions = 0;
@@ -604,15 +604,15 @@ Test(resample, simd_and_portable_horizontal_passes_agree_exactly)
 }
 
 /* The AVX2 vertical pass (where the CPU has it) equals the portable one,
- * for tap counts 1 to 17 and 135 (odd counts pair with zeros), widths that leave
- * tails shorter than a vector, and sub-ranges starting mid-row. */
+ * for tap counts 1 to 17 and 135 (odd counts pair with zeros), widths that
+ * leave tails shorter than a vector, and sub-ranges starting mid-row. */
 Test(resample, simd_and_portable_vertical_passes_agree_exactly)
 {
 #if defined(__x86_64__) || defined(__i386__)
     if (!__builtin_cpu_supports("avx2"))
         cr_skip_test("no AVX2 on this CPU: only the portable pass runs");
     /* 600 -> 9: 135 taps, past what the AVX2 pass broadcasts (32). */
-    static const int sizes[][2] = {{40, 40}, {40, 23},  {100, 17}, {9, 30},
+    static const int sizes[][2] = {{40, 40},  {40, 23}, {100, 17}, {9, 30},
                                    {300, 37}, {7, 2},   {600, 9}};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         const int in_h = sizes[i][0], out_h = sizes[i][1], width = 101;
