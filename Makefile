@@ -300,7 +300,7 @@ DEPS_STAMP := $(BUILD)/.deps-build
 # deps` install; every other target only checks.
 DEPS_MODE ?= check
 
-.PHONY: all lib tools samples examples test test-gpu bench compare compare-tools fuzz \
+.PHONY: all lib tools samples examples test test-gpu bench compare compare-others compare-tools fuzz \
         valgrind default-data \
         install uninstall clean test-install man abi-check \
         sdist wheel test-package \
@@ -698,6 +698,14 @@ bench: all $(BUILD)/.deps-bench default-data
 compare: all $(BUILD)/.deps-compare default-data
 	COMPARE_VENV=$(BUILD)/compare-venv tools/compare/run.sh $(DATA) \
 	    --bench $(BUILD)/pinload-bench $(COMPARE_ARGS)
+
+# NVIDIA DALI's and FFCV's CPU pipelines beside pinload on the same data
+# and cores (tools/compare/others.sh): DALI and FFCV are set up in
+# build/compare-others-venv the first time (a few GB; FFCV builds against
+# OpenCV and TurboJPEG, installed when run as root).
+compare-others: all default-data
+	tools/compare/others.sh $(DATA) --bench $(BUILD)/pinload-bench \
+	    $(COMPARE_ARGS)
 
 # The measurements behind docs/BENCHMARKS.md's decode ceiling and resampler
 # choice (the second needs libyuv-dev).
