@@ -40,6 +40,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import compare  # noqa: E402  (its measure; it imports only the standard library)
+
 
 LOADERS = ("dali", "ffcv")
 MODULES = {"dali": "nvidia.dali", "ffcv": "ffcv"}
@@ -65,36 +68,18 @@ def image_folder(data):
     return paths, labels, classes
 
 
-def measure(make_iter, args, count, first=None):
-    """Images per second over args.batches batches (or args.seconds, at
-    least two batches) after args.warmup; first(batch) looks at the first
-    batch, outside the timed part."""
-    it = make_iter()
+def measure(make_iter, args, count, first):
+    """compare.py's measure (images per second after args.warmup >= 1
+    batches), first(batch) looking at the first batch, in the warm-up."""
+    seen = []
 
-    def take():
-        nonlocal it
-        try:
-            return next(it)
-        except StopIteration:
-            it = make_iter()
-            return next(it)
+    def counted(b):
+        if not seen:
+            seen.append(True)
+            first(b)
+        return count(b)
 
-    b = take()
-    if first:
-        first(b)
-    count(b)
-    for _ in range(args.warmup - 1):
-        count(take())
-    t0, images, n = time.perf_counter(), 0, 0
-    while True:
-        images += count(take())
-        n += 1
-        if args.seconds:
-            if n >= 2 and time.perf_counter() - t0 >= args.seconds:
-                break
-        elif n >= args.batches:
-            break
-    return images / (time.perf_counter() - t0)
+    return compare.measure(make_iter, args, counted)
 
 
 def check_of(images, labels):
