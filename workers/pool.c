@@ -78,8 +78,8 @@ static int produce_views(worker *w, pool_job *job, sample_times *t)
                                 job->view_dst, t, job->reason);
 }
 
-/* The job's extras into its buffers, after good pixels: a read that fails
- * makes the sample bad, naming the extra. */
+/* The job's extras into its buffers, before its pixels: a read that fails
+ * makes the sample bad, naming the extra (and its pixels zeros). */
 static int read_extras(const pool_config *cfg, pool_job *job, sample_times *t)
 {
     int rc = 0;
@@ -169,6 +169,12 @@ static void *worker_main(void *arg)
         if (job.preset_status) {
             job.status = job.preset_status;
             zero_job(cfg, &job);
+        } else if (job.extras.n &&
+                   (job.status = read_extras(cfg, &job, &t)) != 0) {
+            /* Extras first: a sample they fail is zeros under SUBSTITUTE,
+             * as every bad sample is, never its pixels under an error
+             * status (nor a GPU decode of them). */
+            zero_job(cfg, &job);
         } else if (cfg->nviews) {
             job.status = produce_views(w, &job, &t);
         } else if (cfg->source.offload) {
@@ -178,14 +184,11 @@ static void *worker_main(void *arg)
                                         cfg->max_file_bytes, job.epoch,
                                         job.index, job.dst, &t, job.reason);
         }
-        job.process_error = job.status != 0 && w->ctx.file.process_error;
-        if (job.extras.n) {
-            if (job.status == 0)
-                job.status = read_extras(cfg, &job, &t);
-            else
-                for (int k = 0; k < job.extras.n; k++)
-                    job.extras.out[k].len = 0;
-        }
+        /* read_extras sets it for an extra's read. */
+        job.process_error |= job.status != 0 && w->ctx.file.process_error;
+        if (job.status != 0) /* bad pixels: no extras either */
+            for (int k = 0; k < job.extras.n; k++)
+                job.extras.out[k].len = 0;
         add(job.status == 0 ? &w->decoded : &w->failed, 1);
         job.warnings = w->ctx.warnings;
         if (job.status == 0 && job.warnings) {

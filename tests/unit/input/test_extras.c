@@ -83,6 +83,7 @@ typedef struct got {
     int n;
     int64_t idx[128];
     int32_t label[128], status[128];
+    int zeros[128]; /* 1 where the sample's pixels are all zero */
     char *extra[128][2];
     size_t len[128][2];
 } got;
@@ -116,11 +117,19 @@ static int take(pl_loader *l, got *g, int batches, int nextras)
                 g->len[g->n + i][k] = len;
             }
         }
+        uint8_t *px = malloc(b->bytes);
+        cr_assert_not_null(px);
+        tu_batch_pixels(b, px);
+        const size_t each = b->bytes / (size_t)b->count;
         for (int i = 0; i < b->count; i++) {
             g->idx[g->n + i] = b->indices[i];
             g->label[g->n + i] = b->labels[i];
             g->status[g->n + i] = b->status[i];
+            g->zeros[g->n + i] = 1;
+            for (size_t k = 0; k < each; k++)
+                g->zeros[g->n + i] &= px[(size_t)i * each + k] == 0;
         }
+        free(px);
         g->n += b->count;
         pl_loader_release(l, b, NULL);
     }
@@ -246,9 +255,12 @@ Test(extras, a_required_extra_missing_is_the_samples_error, .timeout = TIMEOUT)
             bad++;
             cr_assert_eq(g.status[i], PL_ENOEXTRA, "key %d", key);
             cr_assert_eq(g.len[i][0] + g.len[i][1], 0);
+            /* zeros, not the pixels its good JPEG decodes to */
+            cr_assert(g.zeros[i], "key %d: its pixels under PL_ENOEXTRA", key);
         } else {
             cr_assert_eq(g.status[i], 0, "key %d", key);
             cr_assert_str_eq(g.extra[i][1], cls, "key %d", key);
+            cr_assert(!g.zeros[i], "key %d: a good sample all zeros", key);
         }
     }
     cr_assert_eq(bad, 5); /* keys 4, 9, 14, 19 and 24 */
@@ -400,8 +412,12 @@ Test(extras, folder_sidecar_files_are_the_extras, .timeout = TIMEOUT)
     l = create(&c);
     got h = {0};
     cr_assert_eq(take(l, &h, -1, 1), PL_EPOCH_END, "%s", pl_last_error());
-    for (int i = 0; i < 12; i++)
+    for (int i = 0; i < 12; i++) {
         cr_assert_eq(h.status[i], i % 4 == 1 ? PL_ENOEXTRA : 0, "sample %d", i);
+        /* A missing sidecar is found when read, after the catalog: the
+         * sample is zeros all the same, not its good JPEG's pixels. */
+        cr_assert_eq(h.zeros[i], i % 4 == 1, "sample %d", i);
+    }
     pl_failure f;
     size_t n;
     cr_assert_eq(pl_loader_failures(l, 0, &f, 1, &n), 0);
