@@ -423,9 +423,6 @@ void resample_v_generic(const resample_axis *v, const uint8_t *rows,
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
-/* AVX2: two source rows per multiply-add. Their bytes are interleaved
- * (a0 b0 a1 b1 ...), widened to int16 and pmaddwd'ed with the weight pair
- * (wk wk+1): 16 values of two taps in four instructions. */
 /* Values x, x + 16 of one tap pair: rows a and b interleaved byte by
  * byte, widened, multiply-added with the pair's weights. */
 __attribute__((target("avx2"), always_inline)) static inline void
@@ -454,16 +451,16 @@ v_store_avx2(__m256i lo, __m256i hi, int16_t *dst)
 
 /* AVX2: two source rows per multiply-add. Their bytes are interleaved
  * (a0 b0 a1 b1 ...), widened to int16 and pmaddwd'ed with the weight pair
- * (wk wk+1): 16 values of two taps in four instructions, 32 values a step.
- * The pairs' weights are broadcast once per row (up to 32 taps; wider
- * filters, rare, take the portable pass). An odd last tap pairs with the
- * same row and a zero weight. */
+ * (wk wk+1, v->wpair's): 16 values of two taps in four instructions, 32
+ * values a step. The pairs' weights are broadcast once per row (up to 32
+ * taps; wider filters, rare, take the portable pass). An odd last tap
+ * pairs with the same row, its pair's second weight being zero. */
 __attribute__((target("avx2"))) void
 resample_v_avx2(const resample_axis *v, const uint8_t *rows, size_t stride,
                 int oy, int x0, int x1, int16_t *dst)
 {
     enum { MAX_PAIRS = 16 };
-    const int16_t *w = v->w + (size_t)oy * v->taps;
+    const int32_t *wp = v->wpair + (size_t)oy * v->npairs;
     const uint8_t *src = rows + (size_t)(v->first[oy] - v->lo) * stride;
     const int n = v->count[oy], np = (n + 1) / 2;
     if (np > MAX_PAIRS) {
@@ -473,12 +470,9 @@ resample_v_avx2(const resample_axis *v, const uint8_t *rows, size_t stride,
     __m256i ww[MAX_PAIRS];
     const uint8_t *ra[MAX_PAIRS], *rb[MAX_PAIRS];
     for (int j = 0; j < np; j++) {
-        const int k = 2 * j, odd = k + 1 >= n;
-        ww[j] = _mm256_set1_epi32(
-            (int32_t)((uint32_t)(uint16_t)w[k] |
-                      (odd ? 0u : (uint32_t)(uint16_t)w[k + 1] << 16)));
-        ra[j] = src + (size_t)k * stride;
-        rb[j] = odd ? ra[j] : ra[j] + stride;
+        ww[j] = _mm256_set1_epi32(wp[j]);
+        ra[j] = src + (size_t)2 * j * stride;
+        rb[j] = 2 * j + 1 < n ? ra[j] + stride : ra[j];
     }
     const __m256i round =
         _mm256_set1_epi32(1 << (RESAMPLE_WBITS - RESAMPLE_QBITS - 1));
